@@ -1,0 +1,45 @@
+"""The one error handler: expected errors are one line and exit 1; Ctrl-C is 130; bugs are 3."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from patchctl.errors import PatchctlError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handled(fn: F) -> F:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            code = fn(*args, **kwargs)
+        except PatchctlError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+        except BrokenPipeError:  # `patchctl list | head`: the reader left, nothing to report
+            sys.stderr.close()
+            sys.exit(0)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # a bug: keep the traceback, but in a file
+            fd, log = tempfile.mkstemp(prefix="patchctl-crash-", suffix=".log")
+            with os.fdopen(fd, "w") as f:
+                traceback.print_exc(file=f)
+            click.echo(f"error: internal error {type(exc).__name__}: {exc} (traceback in {log}); please report it",
+                       err=True)
+            sys.exit(3)
+        sys.exit(code or 0)
+
+    return wrapper  # type: ignore[return-value]

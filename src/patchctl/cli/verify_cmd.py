@@ -1,0 +1,50 @@
+"""`verify`: structural proof that each patch is present, and the tag inventory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from patchctl.cli import render
+from patchctl.cli.errors import handled
+from patchctl.cli.options import config_option, json_option, patchset_option, target_option
+from patchctl.patchsets.loader import load_patchsets
+from patchctl.target import resolve
+from patchctl.verify.structural import verify
+
+
+@click.command("verify")
+@target_option
+@patchset_option
+@click.option("--strict", is_flag=True, help="Also fail when tagged lines exist that no patch accounts for.")
+@json_option
+@config_option
+@handled
+def verify_cmd(target: str, patchsets: tuple[str, ...], strict: bool, as_json: bool, config: Path | None) -> int:
+    """Check that every patch is present and intact in TARGET; list tags no patch accounts for."""
+    sets = load_patchsets(patchsets)
+    tree = resolve(target, config)
+    report = verify(tree, sets)
+    ok = report.ok and not (strict and report.unaccounted)
+    if as_json:
+        render.emit_json({
+            "target": str(tree.root), "version": tree.version, "ok": ok,
+            "patches": [{"patchset": c.patchset, "patch": c.patch, "status": c.presence.value, "path": c.path,
+                         "reason": c.reason, **({"detail": c.detail} if c.detail else {})} for c in report.checks],
+            "tags": {"accounted": len(report.accounted),
+                     "unaccounted": [{"path": h.path, "line": h.line, "text": h.text} for h in report.unaccounted]},
+        })
+        return 0 if ok else 1
+    rows = [[c.patch, c.presence.value, c.path or "-", c.reason] for c in report.checks]
+    render.table(f"verify {tree.root} (verl {tree.version or '?'})", ["patch", "status", "file", "reason"], rows, 1)
+    for c in report.checks:
+        if c.detail:
+            click.echo(f"\n{c.patch}: how it differs\n{c.detail}")
+    click.echo(f"tagged lines: {len(report.accounted)} accounted for by patches, {len(report.unaccounted)} not")
+    for h in report.unaccounted:
+        click.echo(f"  untracked tag  {h.path}:{h.line}: {h.text.strip()}")
+    if report.unaccounted:
+        click.echo("  (hand edits no patch accounts for: worth capturing into a patchset)")
+    click.echo("verify: " + ("ok" if ok else "FAILED"))
+    return 0 if ok else 1

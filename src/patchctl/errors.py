@@ -1,0 +1,105 @@
+"""The one root of user-facing errors, and one subclass per condition.
+
+Every message names the thing at fault (file, patch, host, key) and the next step, because
+the CLI prints it as a single line with no traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class PatchctlError(Exception):
+    """An expected failure that the CLI turns into one line and exit code 1."""
+
+
+class ManifestError(PatchctlError):
+    """A patchset manifest (or another TOML document) does not match its schema."""
+
+    def __init__(self, file: Path | str, key: str, problem: str, fix: str, patch: str | None = None) -> None:
+        self.file, self.key, self.problem, self.fix, self.patch = str(file), key, problem, fix, patch
+        where = f"patch {patch!r}, " if patch else ""
+        super().__init__(f"{self.file}: {where}key {key!r}: {problem}; {fix}")
+
+
+class NotAVerlTree(PatchctlError):
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        super().__init__(
+            f"{path}: not a verl tree (no verl/__init__.py); "
+            "pass --target with a verl checkout, a release such as verl==0.6.1, or a configured name"
+        )
+
+
+class UnknownRelease(PatchctlError):
+    def __init__(self, spec: str, detail: str) -> None:
+        self.spec = spec
+        super().__init__(
+            f"{spec}: no such source release could be downloaded ({detail}); "
+            "check the version on https://pypi.org/project/verl/#history"
+        )
+
+
+class UnknownTarget(PatchctlError):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(
+            f"{name}: not a directory, not a release spec (verl==X.Y.Z) and not a target name "
+            "in patchctl.toml [targets]; pass one of those"
+        )
+
+
+class SourceSyntaxError(PatchctlError):
+    def __init__(self, path: Path | str, line: int, message: str) -> None:
+        self.path, self.line = str(path), line
+        super().__init__(
+            f"{path}:{line}: not valid Python ({message}); fix the file or restore it with git checkout"
+        )
+
+
+class DirtyFiles(PatchctlError):
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        shown = ", ".join(paths[:5]) + (" ..." if len(paths) > 5 else "")
+        super().__init__(
+            f"uncommitted changes in files a patch would change: {shown}; "
+            "commit or stash them, or pass --force"
+        )
+
+
+class WriteFailed(PatchctlError):
+    def __init__(self, path: Path | str, reason: str) -> None:
+        self.path = str(path)
+        super().__init__(
+            f"{path}: cannot write ({reason}); nothing was changed — fix the permissions and retry"
+        )
+
+
+class PatchFailed(PatchctlError):
+    """Apply or revert stopped because a patch ended in conflict/ambiguous; nothing was written."""
+
+    def __init__(self, summary: str) -> None:
+        super().__init__(summary)
+
+
+class UnknownPatch(PatchctlError):
+    def __init__(self, patch_id: str, known: list[str]) -> None:
+        self.patch_id = patch_id
+        super().__init__(
+            f"--only {patch_id}: no such patch in the loaded patchsets; known ids: {', '.join(known)}"
+        )
+
+
+class CommandFailed(PatchctlError):
+    """A subprocess exited non-zero; the message shows the command, the code and stderr's tail."""
+
+    def __init__(self, argv: list[str], returncode: int, stderr: str) -> None:
+        self.argv, self.returncode, self.stderr = argv, returncode, stderr
+        tail = " | ".join(line for line in stderr.strip().splitlines()[-3:])
+        super().__init__(f"`{' '.join(argv)}` exited with {returncode}: {tail or 'no output'}")
+
+
+class ToolMissing(PatchctlError):
+    def __init__(self, tool: str, why: str) -> None:
+        self.tool = tool
+        super().__init__(f"{tool}: not found on PATH; install it ({why})")

@@ -1,0 +1,93 @@
+"""The few git questions patchctl asks, answered by the git CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from patchctl import proc
+from patchctl.errors import PatchctlError
+
+
+def toplevel(path: Path) -> Path | None:
+    """The work tree root containing ``path``, or None outside a repository (or without git)."""
+    try:
+        done = proc.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"], check=False)
+    except PatchctlError:
+        return None
+    if done.returncode != 0:
+        return None
+    return Path(done.stdout.strip())
+
+
+def head(root: Path) -> str | None:
+    done = proc.run(["git", "-C", str(root), "rev-parse", "--verify", "-q", "HEAD"], check=False)
+    return done.stdout.strip() or None
+
+
+def dirty(root: Path, paths: Iterable[str]) -> list[str]:
+    """Those of ``paths`` (relative to ``root``) whose content differs from HEAD or the index.
+
+    Untracked files count as dirty too: overwriting them would lose work git cannot restore.
+    """
+    wanted = sorted(set(paths))
+    if not wanted:
+        return []
+    done = proc.run(
+        ["git", "-C", str(root), "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *wanted]
+    )
+    out: list[str] = []
+    entries = done.stdout.split("\0")
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        i += 1
+        if not entry:
+            continue
+        code, name = entry[:2], entry[3:]
+        if code[0] in "RC":
+            i += 1  # the rename source follows as its own entry
+        out.append(name)
+    return sorted(out)
+
+
+def _ident(root: Path) -> list[str]:
+    """Commit options: the user's identity when git has one, else a neutral patchctl one."""
+    opts = ["-c", "commit.gpgsign=false"]
+    if not has_identity(root):
+        opts += ["-c", "user.name=patchctl", "-c", "user.email=patchctl@localhost"]
+    return opts
+
+
+def init_with_commit(root: Path, message: str) -> str:
+    """Make ``root`` a repository whose first commit holds the whole tree; return its sha."""
+    proc.run(["git", "-C", str(root), "init", "-q", "-b", "main"])
+    ident = _ident(root)
+    proc.run(["git", "-C", str(root), "add", "-A"])
+    proc.run(["git", "-C", str(root), *ident, "commit", "-q", "-m", message])
+    sha = head(root)
+    assert sha is not None
+    return sha
+
+
+def branch_exists(root: Path, name: str) -> bool:
+    done = proc.run(["git", "-C", str(root), "rev-parse", "--verify", "-q", f"refs/heads/{name}"], check=False)
+    return done.returncode == 0
+
+
+def commit_on_branch(root: Path, branch: str, paths: list[str], message: str) -> str:
+    """Create ``branch`` at HEAD, switch to it and commit exactly ``paths``; return the sha."""
+    ident = _ident(root)
+    if branch_exists(root, branch):
+        raise PatchctlError(f"{root}: branch {branch!r} already exists; delete it or pass --branch NAME")
+    proc.run(["git", "-C", str(root), "checkout", "-q", "-b", branch])
+    proc.run(["git", "-C", str(root), "add", "-A", "--", *paths])
+    proc.run(["git", "-C", str(root), *ident, "commit", "-q", "-m", message, "--", *paths])
+    sha = head(root)
+    assert sha is not None
+    return sha
+
+
+def has_identity(root: Path) -> bool:
+    done = proc.run(["git", "-C", str(root), "config", "user.email"], check=False)
+    return bool(done.stdout.strip())

@@ -1,0 +1,271 @@
+"""Plan, then write: the engine that applies and reverts patchsets on a target tree.
+
+``plan_apply``/``plan_revert`` are pure: they read the tree, run every patch's codemod in
+memory (patches touching one file see each other's output) and return a :class:`Plan` with
+one outcome per patch and the full set of file changes. ``execute`` writes a plan
+all-or-nothing. The engine knows the patch kinds only through their registry.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from patchctl import fsutil, git
+from patchctl.errors import DirtyFiles, PatchctlError, PatchFailed
+from patchctl.patchsets import record as rec
+from patchctl.patchsets import upstream
+from patchctl.patchsets.kinds import KINDS
+from patchctl.patchsets.kinds.base import Context, EditStatus
+from patchctl.patchsets.model import Outcome, Patch, Patchset, Presence
+from patchctl.target import Target
+
+
+@dataclass(frozen=True)
+class PatchResult:
+    patchset: str
+    patch: str
+    status: Outcome
+    #: the file the patch looked at (relative to the tree), None when no candidate exists
+    path: str | None
+    reason: str
+    #: a unified diff showing what differs, for conflicts
+    detail: str = ""
+
+
+@dataclass
+class Plan:
+    target: Target
+    results: list[PatchResult] = field(default_factory=list)
+    #: relative path -> text after the plan (None: delete)
+    after: dict[str, str | None] = field(default_factory=dict)
+    #: relative path -> text before the plan (None: did not exist)
+    before: dict[str, str | None] = field(default_factory=dict)
+    modes: dict[str, int] = field(default_factory=dict)
+    record: rec.Record | None = None
+    record_changed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not any(r.status.is_failure for r in self.results)
+
+    @property
+    def changed_paths(self) -> list[str]:
+        return sorted(p for p in self.after if self.after[p] != self.before[p])
+
+    def diff(self) -> str:
+        out = []
+        for path in self.changed_paths:
+            a, b = self.before[path], self.after[path]
+            out += difflib.unified_diff(
+                (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True),
+                f"a/{path}" if a is not None else "/dev/null", f"b/{path}" if b is not None else "/dev/null")
+        return "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in out)
+
+
+class TreeReader:
+    """Reads through the plan's pending changes, so later patches see earlier ones."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+
+    def read(self, rel: str) -> str | None:
+        if rel in self.plan.after:
+            return self.plan.after[rel]
+        path = self.plan.target.root / rel
+        if not path.is_file():
+            return None
+        try:
+            return path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            raise PatchctlError(f"{path}: not UTF-8 text; patchctl only patches text files") from None
+
+    def write(self, rel: str, text: str | None, mode: int | None) -> None:
+        if rel not in self.plan.before:
+            self.plan.before[rel] = self.read(rel)
+        self.plan.after[rel] = text
+        if mode is not None:
+            self.plan.modes[rel] = mode
+
+
+def version_mismatch(patch: Patch, version: str | None) -> str | None:
+    if not patch.versions or not version:
+        return None
+    try:
+        if Version(version) in SpecifierSet(patch.versions):
+            return None
+    except InvalidVersion:
+        return None
+    return f"meant for verl {patch.versions}; this tree is verl {version}"
+
+
+def locate(patch: Patch, tree: TreeReader) -> str | None:
+    existing = [p for p in patch.target if tree.read(p) is not None]
+    if existing:
+        return existing[0]
+    return patch.target[0] if KINDS[patch.kind].creates_target else None
+
+
+def _drop_note(patch: Patch, version: str | None) -> str:
+    spec = patch.meta.get("drop_when")
+    try:
+        if spec and version and Version(version) in SpecifierSet(spec):
+            return f" (past drop_when {spec}: consider removing this patch)"
+    except InvalidVersion:
+        pass
+    return ""
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def plan_apply(target: Target, patchsets: list[Patchset], only: set[str] | None = None) -> Plan:
+    old = rec.load(target.root)
+    new_record = old or rec.Record(target.version, target.commit)
+    plan = Plan(target, record=new_record)
+    tree = TreeReader(plan)
+    for ps in patchsets:
+        for patch in ps.patches:
+            if only and patch.id not in only:
+                continue
+            plan.results.append(_apply_one(ps, patch, tree, new_record))
+    if any(r.status is Outcome.APPLIED for r in plan.results):
+        for ps in patchsets:
+            new_record.patchsets[ps.name] = {"digest": ps.digest, "source": "builtin" if ps.builtin else str(ps.root)}
+        plan.record_changed = True
+    return plan
+
+
+def _apply_one(ps: Patchset, patch: Patch, tree: TreeReader, record: rec.Record) -> PatchResult:
+    def result(status: Outcome, path: str | None, reason: str, detail: str = "") -> PatchResult:
+        return PatchResult(ps.name, patch.id, status, path, reason + _drop_note(patch, tree.plan.target.version), detail)
+
+    kind = KINDS[patch.kind]
+    mismatch = version_mismatch(patch, tree.plan.target.version)
+    if mismatch:
+        return result(Outcome.NOT_APPLICABLE, None, mismatch)
+    path = locate(patch, tree)
+    if path is None:
+        return result(Outcome.NOT_APPLICABLE, None, "none of its target files exists: " + ", ".join(patch.target))
+    text = tree.read(path)
+    ctx = Context(ps.root, path)
+    found = kind.check(text, patch, ctx)
+    if found.presence is Presence.PRESENT:
+        return result(Outcome.ALREADY_APPLIED, path, found.reason)
+    if found.presence is Presence.MODIFIED:
+        return result(Outcome.CONFLICT, path, f"{found.reason}; restore it or revert the file", found.detail)
+    superseded = upstream.find(patch.upstream, path, tree.read, patch.tag)
+    if superseded:
+        return result(Outcome.SUPERSEDED_UPSTREAM, path, superseded)
+    edit = kind.apply(text, patch, ctx)
+    if edit.status is EditStatus.CHANGED:
+        before = tree.plan.before.get(path, text)
+        tree.write(path, edit.text, edit.mode)
+        entry = rec.Entry(ps.name, patch.id, patch.kind, path,
+                          fsutil.sha256_bytes(before.encode()) if before is not None else None,
+                          None, _now(), edit.undo)
+        record.entries = [e for e in record.entries if not (e.patchset == ps.name and e.patch == patch.id)] + [entry]
+    return result(edit.status.outcome(), path, edit.reason, edit.detail)
+
+
+def plan_revert(target: Target, patchsets: list[Patchset], only: set[str] | None = None) -> Plan:
+    old = rec.load(target.root)
+    by_name = {ps.name: ps for ps in patchsets}
+    plan = Plan(target, record=old)
+    tree = TreeReader(plan)
+    if old is None:
+        # no record (it was deleted, or the edits were made by hand): revert what is present
+        entries = [rec.Entry(ps.name, p.id, p.kind, "", None, None, "") for ps in patchsets for p in ps.patches]
+    else:
+        missing = sorted({e.patchset for e in old.entries} - set(by_name))
+        if missing:
+            raise PatchctlError(f"{target.root}: the apply record lists patchset {missing[0]!r}; "
+                                "pass it with --patchset DIR to revert it")
+        entries = list(old.entries)
+    kept: list[rec.Entry] = []
+    for entry in reversed(entries):
+        patch = by_name[entry.patchset].get(entry.patch) if entry.patchset in by_name else None
+        if patch is None or (only and entry.patch not in only):
+            if old is not None:
+                kept.insert(0, entry)
+            continue
+        path = entry.path or locate(patch, tree)
+        if path is None:
+            continue
+        ctx = Context(by_name[entry.patchset].root, path, entry.undo)
+        kind = KINDS[patch.kind]
+        if old is None and kind.check(tree.read(path), patch, ctx).presence is not Presence.PRESENT:
+            continue
+        edit = kind.revert(tree.read(path), patch, ctx)
+        if edit.status is EditStatus.CHANGED:
+            tree.write(path, edit.text, None)
+            plan.results.append(PatchResult(entry.patchset, entry.patch, Outcome.REVERTED, path, edit.reason))
+        elif edit.status is EditStatus.NOT_APPLICABLE:
+            plan.results.append(PatchResult(entry.patchset, entry.patch, Outcome.NOT_APPLIED, path, edit.reason))
+        else:
+            plan.results.append(PatchResult(entry.patchset, entry.patch, edit.status.outcome(), path, edit.reason, edit.detail))
+            kept.insert(0, entry)
+    plan.results.reverse()
+    if old is not None:
+        old.entries = kept
+        plan.record_changed = True
+    return plan
+
+
+@dataclass(frozen=True)
+class Written:
+    paths: list[str]
+    commit: str | None = None
+    branch: str | None = None
+
+
+def execute(plan: Plan, *, force: bool = False, commit_branch: str | None = None, message: str = "") -> Written:
+    """Write the plan all-or-nothing (refusing dirty files unless ``force``); maybe commit it."""
+    if not plan.ok:
+        bad = [r for r in plan.results if r.status.is_failure]
+        raise PatchFailed(f"{bad[0].patch}: {bad[0].status.value} in {bad[0].path}: {bad[0].reason}; "
+                          f"nothing was written ({len(bad)} patch(es) failed)")
+    root = plan.target.root
+    changes = {p: fsutil.FileChange(p, None if plan.after[p] is None else plan.after[p].encode(), plan.modes.get(p))
+               for p in plan.changed_paths}
+    if not changes:
+        return Written([])
+    record = plan.record
+    if plan.record_changed and record is not None:
+        for e in record.entries:
+            text = plan.after.get(e.path)
+            if e.sha256_after is None or e.path in changes:
+                e.sha256_after = fsutil.sha256_bytes(text.encode()) if text is not None else None
+        content = record.to_bytes() if record.entries else None
+        if content is not None or (root / rec.RECORD_PATH).exists():
+            changes[rec.RECORD_PATH] = fsutil.FileChange(rec.RECORD_PATH, content)
+    if plan.target.is_git and not force:
+        _refuse_dirty(plan, [p for p in changes if p != rec.RECORD_PATH])
+    fsutil.write_all(root, changes)
+    if commit_branch:
+        if not plan.target.is_git:
+            raise PatchctlError(f"{root}: --commit needs a git repository; run git init there first")
+        sha = git.commit_on_branch(root, commit_branch, sorted(changes), message)
+        return Written(sorted(changes), sha, commit_branch)
+    return Written(sorted(changes))
+
+
+def _refuse_dirty(plan: Plan, paths: list[str]) -> None:
+    """Files with uncommitted changes may not be overwritten, unless patchctl wrote them itself."""
+    dirty = git.dirty(plan.target.root, paths)
+    record = rec.load(plan.target.root)
+    ours = set()
+    if record:
+        for e in record.entries:
+            f = plan.target.root / e.path
+            if e.sha256_after and f.is_file() and fsutil.sha256_file(f) == e.sha256_after:
+                ours.add(e.path)
+    theirs = [p for p in dirty if p not in ours and plan.before.get(p) is not None]
+    if theirs:
+        raise DirtyFiles(theirs)

@@ -1,0 +1,169 @@
+"""prelude: a block of statements placed before a module's first import, after its docstring.
+
+Used for fixes that must run before anything else the module imports (the fork's Triton
+``-lcuda`` fix sets ``LD_LIBRARY_PATH`` before vLLM is imported). The block is kept
+byte-exact and separated by one blank line on each side; ``from __future__`` imports stay first
+because Python requires it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import libcst as cst
+
+from patchctl.errors import ManifestError
+from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
+from patchctl.patchsets.kinds.pyparse import parse_module, spans
+from patchctl.patchsets.model import Patch, Presence
+from patchctl.schema import Field, Schema
+
+
+@dataclass(frozen=True)
+class Params:
+    #: the exact text of the block, without a trailing newline
+    block: str
+
+
+def _is_blank(line: cst.EmptyLine) -> bool:
+    return line.comment is None and not line.whitespace.value
+
+
+def _split_blank(lines: tuple[cst.EmptyLine, ...] | list[cst.EmptyLine]) -> tuple[list[cst.EmptyLine], list[cst.EmptyLine]]:
+    lines = list(lines)
+    n = 0
+    while n < len(lines) and _is_blank(lines[n]):
+        n += 1
+    return lines[:n], lines[n:]
+
+
+def _is_import(stmt: cst.BaseStatement) -> bool:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for small in stmt.body:
+        if isinstance(small, cst.Import):
+            return True
+        if isinstance(small, cst.ImportFrom):
+            mod = small.module
+            return not (isinstance(mod, cst.Name) and mod.value == "__future__")
+    return False
+
+
+class Prelude:
+    name: ClassVar[str] = "prelude"
+    description: ClassVar[str] = "Insert a block before the first import, after the module docstring."
+    creates_target: ClassVar[bool] = False
+    params_schema: ClassVar[Schema] = {
+        "block": Field(str, True, "the block's exact text (a TOML multi-line string)"),
+    }
+
+    def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
+        block = raw["block"].rstrip("\n")
+        try:
+            stmts = cst.parse_module(block + "\n").body
+        except cst.ParserSyntaxError as exc:
+            raise ManifestError(manifest, "params.block", f"is not valid Python ({exc.message})",
+                                "fix the block's code", patch_id) from None
+        if not stmts:
+            raise ManifestError(manifest, "params.block", "holds no statement", "add the block's code", patch_id)
+        return Params(block)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _block(block: str) -> list[cst.BaseStatement]:
+        # a lone module puts leading comments in its header; they belong to the first statement
+        module = cst.parse_module(block + "\n")
+        body = list(module.body)
+        body[0] = body[0].with_changes(leading_lines=[*module.header, *body[0].leading_lines])
+        return body
+
+    def _find(self, text: str, module: cst.Module, ranges: dict[cst.CSTNode, tuple[int, int]],
+              block_text: str) -> list[tuple[int, int]]:
+        """(first, last) line of every place the block sits at the top level, comments included.
+
+        Statements are compared as code (so a module indented with tabs still matches); the
+        block's own comment lines are compared as text directly above its first statement,
+        because libcst may hold them in the module header rather than on the statement.
+        """
+        block = self._block(block_text)
+        comments = [ln.strip() for ln in block_text.splitlines()[: len(_split_blank(block[0].leading_lines)[1])]]
+        want = [module.code_for_node(s.with_changes(leading_lines=[])) for s in block]
+        body, lines, out = module.body, text.splitlines(), []
+        for i in range(len(body) - len(want) + 1):
+            if all(module.code_for_node(body[i + k].with_changes(leading_lines=[])) == want[k] for k in range(len(want))):
+                start = ranges[body[i]][0]
+                first = start - len(comments)
+                if first >= 1 and [ln.strip() for ln in lines[first - 1: start - 1]] == comments:
+                    out.append((first, ranges[body[i + len(want) - 1]][1]))
+        return out
+
+    @staticmethod
+    def _tagged_lines(block: str, tag: str) -> list[str]:
+        return [ln.strip() for ln in block.splitlines() if f"# {tag}" in ln or f"#{tag}" in ln]
+
+    # -- the three operations ----------------------------------------------------------------
+
+    def check(self, text: str | None, patch: Patch, ctx: Context) -> Check:
+        p: Params = patch.params
+        if text is None:
+            return Check(Presence.MISSING, f"{ctx.path} does not exist")
+        module, ranges = spans(parse_module(text, ctx.path))
+        found = self._find(text, module, ranges, p.block)
+        if found:
+            first, last = found[0]
+            return Check(Presence.PRESENT, f"block present at lines {first}-{last}", frozenset(range(first, last + 1)))
+        marks = self._tagged_lines(p.block, patch.tag)
+        lines = text.splitlines()
+        hits = [n for n, ln in enumerate(lines, 1) if ln.strip() in marks]
+        if hits:
+            start = hits[0]
+            have = lines[start - 1: start - 1 + len(p.block.splitlines())]
+            diff = "\n".join(difflib.unified_diff(p.block.splitlines(), have, "expected", ctx.path, lineterm=""))
+            return Check(Presence.MODIFIED, f"the tagged block at line {start} differs from the patch", frozenset(hits), diff)
+        return Check(Presence.MISSING, "block not present")
+
+    def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
+        p: Params = patch.params
+        if text is None:
+            return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
+        module = parse_module(text, ctx.path)
+        body = list(module.body)
+        at = next((i for i, s in enumerate(body) if _is_import(s)), None)
+        if at is None:
+            return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} has no top-level import to place the block before")
+        blanks, rest = _split_blank(body[at].leading_lines)
+        something_before = at > 0 or bool(module.header)
+        block = self._block(p.block)
+        lead = blanks if blanks else ([cst.EmptyLine()] if something_before else [])
+        block[0] = block[0].with_changes(leading_lines=[*lead, *block[0].leading_lines])
+        body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(), *rest])
+        new = module.with_changes(body=[*body[:at], *block, *body[at:]])
+        first_import = module.code_for_node(body[at].with_changes(leading_lines=[])).strip().splitlines()[0]
+        return Edit(EditStatus.CHANGED, f"block inserted before `{first_import}`", new.code,
+                    undo={"blank_before": len(blanks)})
+
+    def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
+        """Remove the block, the blank line apply put after it, and restore the blank lines above."""
+        p: Params = patch.params
+        if text is None:
+            return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
+        module, ranges = spans(parse_module(text, ctx.path))
+        found = self._find(text, module, ranges, p.block)
+        if not found:
+            return Edit(EditStatus.NOT_APPLICABLE, "block not present; nothing to revert")
+        if len(found) > 1:
+            return Edit(EditStatus.AMBIGUOUS, "the block appears at lines " + ", ".join(f"{a}-{b}" for a, b in found))
+        first, last = found[0]
+        lines = text.splitlines(keepends=True)
+        above = 0
+        while first - 2 - above >= 0 and not lines[first - 2 - above].strip():
+            above += 1
+        keep_above = above if not ctx.undo or "blank_before" not in ctx.undo else int(ctx.undo["blank_before"])
+        after = last + 1 if last < len(lines) and not lines[last].strip() else last
+        blank = lines[first - 2] if above else module.default_newline
+        new = [*lines[: first - 1 - above], *[blank] * keep_above, *lines[after:]]
+        return Edit(EditStatus.CHANGED, f"block at lines {first}-{last} removed", "".join(new))

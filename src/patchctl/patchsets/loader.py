@@ -1,0 +1,145 @@
+"""Loading patchset manifests: ``load_patchset`` is the only way in, and it validates everything."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from patchctl.errors import ManifestError, PatchctlError
+from patchctl.patchsets.kinds import KINDS, kind_names
+from patchctl.patchsets.model import Patch, Patchset, UpstreamRule
+from patchctl.schema import Field, check
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+MANIFEST = "patchset.toml"
+
+TOP_SCHEMA = {
+    "patchset": Field(dict, True, "a [patchset] table with name and description"),
+    "patch": Field(list, True, "one or more [[patch]] tables", item=dict),
+}
+PATCHSET_SCHEMA = {
+    "name": Field(str, True, 'a short name such as "uky"'),
+    "description": Field(str, False, "one sentence"),
+    "tag": Field(str, False, 'the default tag of its patches, e.g. "Uky"'),
+    "format": Field(int, False, "1"),
+}
+PATCH_SCHEMA = {
+    "id": Field(str, True, 'a kebab-case id such as "vllm-enable-log-requests"'),
+    "title": Field(str, True, "a one-line title"),
+    "why": Field(str, True, "the reason the change exists"),
+    "tag": Field(str, False, 'the comment tag, e.g. "Uky"'),
+    "kind": Field(str, True, "one of: " + ", ".join(kind_names()), choices=tuple(kind_names())),
+    "target": Field(list, True, "a list of candidate paths, first match wins", item=str),
+    "params": Field(dict, True, "a [patch.params] table for the kind"),
+    "upstream": Field(dict, False, 'a table such as { kind = "python-name", names = ["x"] }'),
+    "versions": Field(str, False, 'a version specifier such as ">=0.6,<0.7"'),
+    "origin": Field(str, False, "where the change came from"),
+    "forwarded": Field(str, False, 'an upstream PR URL or "no"'),
+    "applied_upstream": Field(str, False, "the first upstream version containing it"),
+    "drop_when": Field(str, False, 'a version specifier such as ">=0.7"'),
+}
+UPSTREAM_SCHEMA = {
+    "kind": Field(str, True, '"python-name", "regex" or "none"', choices=("python-name", "regex", "none")),
+    "names": Field(list, False, "identifiers to look for", item=str),
+    "pattern": Field(str, False, "a regular expression"),
+    "files": Field(list, False, "more files to search, relative to the tree", item=str),
+}
+META_KEYS = ("origin", "forwarded", "applied_upstream", "drop_when")
+
+
+def _spec(value: str, file: Path, key: str, patch_id: str) -> str:
+    try:
+        SpecifierSet(value)
+    except InvalidSpecifier:
+        raise ManifestError(file, key, f"{value!r} is not a version specifier", 'write e.g. ">=0.6,<0.7"', patch_id) from None
+    return value
+
+
+def _patch(raw: dict[str, Any], index: int, root: Path, file: Path, default_tag: str | None) -> Patch:
+    pid = raw.get("id") if isinstance(raw.get("id"), str) else f"#{index + 1}"
+    check(raw, PATCH_SCHEMA, file=file, prefix=f"patch[{index}].", patch=pid)
+    tag = raw.get("tag", default_tag)
+    if not tag:
+        raise ManifestError(file, f"patch[{index}].tag", "missing", 'add tag = "Uky" here or in [patchset]', pid)
+    if not raw["target"]:
+        raise ManifestError(file, f"patch[{index}].target", "is empty", "list at least one path", pid)
+    kind = KINDS[raw["kind"]]
+    params = check(raw["params"], kind.params_schema, file=file, prefix=f"patch[{index}].params.", patch=pid)
+    up = raw.get("upstream", {"kind": "none"})
+    check(up, UPSTREAM_SCHEMA, file=file, prefix=f"patch[{index}].upstream.", patch=pid)
+    if up["kind"] == "python-name" and not up.get("names"):
+        raise ManifestError(file, f"patch[{index}].upstream.names", "missing", "list the identifiers", pid)
+    if up["kind"] == "regex" and not up.get("pattern"):
+        raise ManifestError(file, f"patch[{index}].upstream.pattern", "missing", "write a regular expression", pid)
+    for key in ("versions", "drop_when"):
+        if key in raw:
+            _spec(raw[key], file, f"patch[{index}].{key}", pid)
+    return Patch(
+        id=raw["id"], title=raw["title"], why=raw["why"].strip(), tag=tag, kind=raw["kind"],
+        target=tuple(raw["target"]),
+        params=kind.parse_params(params, root, file, pid),
+        upstream=UpstreamRule(up["kind"], tuple(up.get("names", ())), up.get("pattern", ""), tuple(up.get("files", ()))),
+        versions=raw.get("versions"),
+        meta={k: raw[k] for k in META_KEYS if k in raw},
+    )
+
+
+def load_patchset(directory: Path, *, builtin: bool = False) -> Patchset:
+    """Read and validate ``directory/patchset.toml``; every error names the file, patch and key."""
+    directory = Path(directory)
+    file = directory / MANIFEST
+    if not file.is_file():
+        raise PatchctlError(f"{directory}: no {MANIFEST} there; pass a patchset directory to --patchset")
+    data = file.read_bytes()
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ManifestError(file, "(document)", f"not valid TOML ({exc})", "fix the syntax") from None
+    check(doc, TOP_SCHEMA, file=file)
+    meta = check(doc["patchset"], PATCHSET_SCHEMA, file=file, prefix="patchset.")
+    patches = [_patch(raw, i, directory, file, meta.get("tag")) for i, raw in enumerate(doc["patch"])]
+    seen: set[str] = set()
+    for i, p in enumerate(patches):
+        if p.id in seen:
+            raise ManifestError(file, f"patch[{i}].id", f"{p.id!r} is used twice", "give each patch its own id", p.id)
+        seen.add(p.id)
+    return Patchset(meta["name"], meta.get("description", ""), directory, file, tuple(patches),
+                    hashlib.sha256(data).hexdigest(), builtin)
+
+
+def builtin_dir() -> Path:
+    return Path(str(resources.files("patchctl.patchsets") / "builtin"))
+
+
+def builtin_names() -> list[str]:
+    return sorted(p.name for p in builtin_dir().iterdir() if (p / MANIFEST).is_file())
+
+
+def load_patchsets(specs: list[str] | tuple[str, ...]) -> list[Patchset]:
+    """Resolve ``--patchset`` values (a built-in name or a directory); default: the ``uky`` set."""
+    out = []
+    for spec in specs or ("uky",):
+        path = Path(spec)
+        if path.is_dir():
+            out.append(load_patchset(path))
+        elif spec in builtin_names():
+            out.append(load_patchset(builtin_dir() / spec, builtin=True))
+        else:
+            raise PatchctlError(
+                f"--patchset {spec}: neither a directory with {MANIFEST} nor a built-in patchset "
+                f"({', '.join(builtin_names())})"
+            )
+    names = [p.name for p in out]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise PatchctlError(f"patchset {dupes[0]!r} was given twice; pass each patchset once")
+    return out

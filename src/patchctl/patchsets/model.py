@@ -1,0 +1,99 @@
+"""What a patchset is, and the outcomes a patch can end in."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class Outcome(str, enum.Enum):
+    """How ``apply`` (or ``revert``) ended for one patch. Spelled as users see it."""
+
+    APPLIED = "applied"
+    ALREADY_APPLIED = "already-applied"
+    SUPERSEDED_UPSTREAM = "superseded-upstream"
+    NOT_APPLICABLE = "not-applicable"
+    AMBIGUOUS = "ambiguous"
+    CONFLICT = "conflict"
+    REVERTED = "reverted"
+    NOT_APPLIED = "not-applied"
+
+    @property
+    def is_failure(self) -> bool:
+        return self in (Outcome.AMBIGUOUS, Outcome.CONFLICT)
+
+
+class Presence(str, enum.Enum):
+    """What ``verify`` found for one patch."""
+
+    PRESENT = "present"
+    MISSING = "missing"
+    MODIFIED = "modified"
+    SUPERSEDED_UPSTREAM = "superseded-upstream"
+    NOT_APPLICABLE = "not-applicable"
+
+    @property
+    def passes(self) -> bool:
+        return self in (Presence.PRESENT, Presence.SUPERSEDED_UPSTREAM, Presence.NOT_APPLICABLE)
+
+
+@dataclass(frozen=True)
+class UpstreamRule:
+    """How to recognise that upstream already contains a change (then the patch is not needed).
+
+    ``python-name``: any identifier, attribute or keyword named in ``names`` occurs in code
+    that does not carry the tag. ``regex``: ``pattern`` matches a line without the tag.
+    ``none``: upstream never has it.
+    """
+
+    #: python-name | regex | none
+    kind: str = "none"
+    #: identifiers for python-name
+    names: tuple[str, ...] = ()
+    #: a regular expression for regex
+    pattern: str = ""
+    #: extra files (relative to the tree) to look in besides the patch's target
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Patch:
+    #: unique within its patchset, used by --only and in records
+    id: str
+    #: one line for tables
+    title: str
+    #: the reason the change exists, as a user would explain it
+    why: str
+    #: the comment tag every line of the change carries (``Uky`` makes ``# Uky``)
+    tag: str
+    #: a name from the kinds registry
+    kind: str
+    #: ordered candidate paths; the first that exists is patched (files renamed across versions)
+    target: tuple[str, ...]
+    #: the kind's own parameters, already validated by the kind
+    params: Any
+    upstream: UpstreamRule = UpstreamRule()
+    #: a PEP 440 specifier of the verl versions the patch is meant for; None means all
+    versions: str | None = None
+    #: optional DEP-3 style metadata
+    meta: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Patchset:
+    name: str
+    description: str
+    #: the manifest's directory; add-file sources are relative to it
+    root: Path
+    #: the manifest file itself (for messages)
+    manifest: Path
+    patches: tuple[Patch, ...]
+    #: sha256 of the manifest, recorded in targets so a later run can tell what was used
+    digest: str
+    #: True for the patchsets shipped inside patchctl
+    builtin: bool = False
+
+    def get(self, patch_id: str) -> Patch | None:
+        return next((p for p in self.patches if p.id == patch_id), None)

@@ -1,0 +1,60 @@
+"""The record of what patchctl applied, kept inside the target tree.
+
+``.patchctl/applied.json`` lists the patchsets and patch ids, the upstream version and commit
+the tree started from, and per patch the file's sha256 before and after. Revert reads it, and
+it travels with the tree when the tree is migrated, so every copy knows its provenance.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from patchctl.errors import PatchctlError
+
+RECORD_PATH = ".patchctl/applied.json"
+FORMAT = 1
+
+
+@dataclass
+class Entry:
+    patchset: str
+    patch: str
+    kind: str
+    path: str
+    sha256_before: str | None
+    sha256_after: str | None
+    applied_at: str
+    #: facts the kind's revert needs (see Edit.undo)
+    undo: dict[str, Any] | None = None
+
+
+@dataclass
+class Record:
+    upstream_version: str | None = None
+    upstream_commit: str | None = None
+    #: patchset name -> {"digest": manifest sha256, "source": "builtin" or a path}
+    patchsets: dict[str, dict[str, str]] = field(default_factory=dict)
+    entries: list[Entry] = field(default_factory=list)
+
+    def find(self, patchset: str, patch: str) -> Entry | None:
+        return next((e for e in self.entries if e.patchset == patchset and e.patch == patch), None)
+
+    def to_bytes(self) -> bytes:
+        doc = {"format": FORMAT, "upstream": {"version": self.upstream_version, "commit": self.upstream_commit},
+               "patchsets": self.patchsets, "patches": [asdict(e) for e in self.entries]}
+        return (json.dumps(doc, indent=2, sort_keys=False) + "\n").encode()
+
+
+def load(root: Path) -> Record | None:
+    path = root / RECORD_PATH
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return Record(doc["upstream"]["version"], doc["upstream"]["commit"], doc.get("patchsets", {}),
+                      [Entry(**e) for e in doc["patches"]])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise PatchctlError(f"{path}: the apply record is damaged ({exc}); restore it with git or delete it") from None

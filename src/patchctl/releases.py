@@ -1,0 +1,97 @@
+"""verl source releases from the package registry, downloaded once and cached.
+
+``verl==X.Y.Z`` as a target means: the sdist of that release, unpacked into a working tree
+under the cache and committed to a fresh git repository, so that apply can be dry-run,
+diffed, committed and reverted like any checkout.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from patchctl import git, proc
+from patchctl.errors import PatchctlError, UnknownRelease
+
+RELEASE_SPEC = re.compile(r"^verl==(?P<version>\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?)$")
+
+
+def cache_dir() -> Path:
+    """``$PATCHCTL_CACHE``, else ``$XDG_CACHE_HOME/patchctl``, else ``~/.cache/patchctl``."""
+    if os.environ.get("PATCHCTL_CACHE"):
+        return Path(os.environ["PATCHCTL_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "patchctl"
+
+
+def parse_spec(spec: str) -> str | None:
+    m = RELEASE_SPEC.match(spec.strip())
+    return m.group("version") if m else None
+
+
+def sdist(version: str) -> Path:
+    """The cached sdist of ``verl==version``, downloading it with pip on first use."""
+    store = cache_dir() / "releases"
+    store.mkdir(parents=True, exist_ok=True)
+    for name in (f"verl-{version}.tar.gz", f"verl-{version}.zip"):
+        if (store / name).is_file():
+            return store / name
+    with tempfile.TemporaryDirectory(dir=store) as tmp:
+        done = proc.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+             "--disable-pip-version-check", "-q", "-d", tmp, f"verl=={version}"],
+            check=False,
+        )
+        files = [f for f in Path(tmp).iterdir() if f.name.startswith("verl-")]
+        if done.returncode != 0 or not files:
+            lines = [ln for ln in (done.stderr or done.stdout).splitlines() if "ERROR" in ln] or ["pip found nothing"]
+            raise UnknownRelease(f"verl=={version}", lines[-1].replace("ERROR: ", "").strip())
+        final = store / files[0].name
+        os.replace(files[0], final)
+        return final
+
+
+def _extract(archive: Path, into: Path) -> Path:
+    if archive.suffix == ".zip":
+        shutil.unpack_archive(archive, into)
+    else:
+        with tarfile.open(archive) as tar:
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(into, filter="data")
+            else:  # pragma: no cover - Python < 3.10.12
+                tar.extractall(into)
+    tops = list(into.iterdir())
+    if len(tops) != 1 or not tops[0].is_dir():
+        raise PatchctlError(f"{archive}: unexpected layout (expected one top directory); delete it and retry")
+    return tops[0]
+
+
+def materialize(version: str) -> Path:
+    """A git working tree of the release (reused when it exists); return its root."""
+    trees = cache_dir() / "trees"
+    final = trees / f"verl-{version}"
+    if (final / "verl" / "__init__.py").is_file():
+        return final
+    archive = sdist(version)
+    trees.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=trees, prefix=".unpack-") as tmp:
+        top = _extract(archive, Path(tmp))
+        git.init_with_commit(top, f"verl {version} (source release {archive.name})")
+        os.replace(top, final)
+    return final
+
+
+def pristine_copy(version: str, dest: Path) -> Path:
+    """Unpack the release into ``dest`` (no git), for tests and scratch work."""
+    archive = sdist(version)
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest, prefix=".unpack-") as tmp:
+        top = _extract(archive, Path(tmp))
+        out = dest / top.name
+        os.replace(top, out)
+    return out

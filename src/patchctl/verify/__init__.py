@@ -1,0 +1,1 @@
+"""Proof that a tree carries its patches: structural checks and the tag inventory."""

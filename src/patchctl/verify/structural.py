@@ -1,0 +1,77 @@
+"""``patchctl verify``: each patch's postcondition, checked on the code's structure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from patchctl.patchsets import record as rec
+from patchctl.patchsets import upstream
+from patchctl.patchsets.engine import Plan, locate, TreeReader, version_mismatch
+from patchctl.patchsets.kinds import KINDS
+from patchctl.patchsets.kinds.base import Context, EditStatus
+from patchctl.patchsets.model import Patchset, Presence
+from patchctl.target import Target
+from patchctl.verify.tags import TagHit, scan
+
+
+@dataclass(frozen=True)
+class PatchCheck:
+    patchset: str
+    patch: str
+    presence: Presence
+    path: str | None
+    reason: str
+    detail: str = ""
+
+
+@dataclass
+class Report:
+    target: Target
+    checks: list[PatchCheck] = field(default_factory=list)
+    #: tagged lines that some present patch accounts for
+    accounted: list[TagHit] = field(default_factory=list)
+    #: tagged lines no patch accounts for: hand edits worth capturing
+    unaccounted: list[TagHit] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.presence.passes for c in self.checks)
+
+
+def verify(target: Target, patchsets: list[Patchset]) -> Report:
+    report = Report(target)
+    tree = TreeReader(Plan(target))
+    record = rec.load(target.root)
+    owned: dict[str, set[int]] = {}
+    for ps in patchsets:
+        for patch in ps.patches:
+            kind = KINDS[patch.kind]
+            entry = record.find(ps.name, patch.id) if record else None
+            mismatch = version_mismatch(patch, target.version)
+            path = locate(patch, tree)
+            if mismatch or path is None:
+                reason = mismatch or "none of its target files exists: " + ", ".join(patch.target)
+                presence = Presence.MISSING if entry else Presence.NOT_APPLICABLE
+                report.checks.append(PatchCheck(ps.name, patch.id, presence, path, reason))
+                continue
+            text = tree.read(path)
+            ctx = Context(ps.root, path)
+            found = kind.check(text, patch, ctx)
+            owned.setdefault(path, set()).update(found.owned_lines)
+            if found.presence is not Presence.MISSING:
+                report.checks.append(PatchCheck(ps.name, patch.id, found.presence, path, found.reason, found.detail))
+                continue
+            superseded = upstream.find(patch.upstream, path, tree.read, patch.tag)
+            if superseded:
+                report.checks.append(PatchCheck(ps.name, patch.id, Presence.SUPERSEDED_UPSTREAM, path, superseded))
+                continue
+            would = kind.apply(text, patch, ctx)
+            if would.status is EditStatus.NOT_APPLICABLE and not entry:
+                report.checks.append(PatchCheck(ps.name, patch.id, Presence.NOT_APPLICABLE, path, would.reason))
+                continue
+            why = f"{found.reason}; run patchctl apply" + (f" (it was applied {entry.applied_at})" if entry else "")
+            report.checks.append(PatchCheck(ps.name, patch.id, Presence.MISSING, path, why))
+    tags = {p.tag for ps in patchsets for p in ps.patches}
+    for hit in scan(target.root, tags):
+        (report.accounted if hit.line in owned.get(hit.path, ()) else report.unaccounted).append(hit)
+    return report
