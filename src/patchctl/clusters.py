@@ -1,0 +1,139 @@
+"""Cluster inventory: which hosts make up a cluster, where the tree lives there, and its paths.
+
+Read from ``--config FILE``, else ``./patchctl.toml``, else ``~/.config/patchctl/config.toml``::
+
+    [clusters.new_cluster]
+    hosts = ["node1", "user@10.0.0.2", { ssh = "node3", root = "/scratch/verl_Uky" }]
+    root = "/root/verl_Uky"
+    ssh_config = "~/.ssh/config"          # optional, passed to ssh with -F
+    profile = "standard"                  # which env variable set to render (standard | fast-load)
+    include = ["checkpoints/keep"]        # optional: normally-excluded paths to send anyway
+    [clusters.new_cluster.paths]          # the values git_ignore.py holds on that cluster
+    DATA_DIR = "/data"
+    MODEL_PATH = "/models/Qwen2.5-VL-3B-Instruct"
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from patchctl.errors import ManifestError, PatchctlError
+from patchctl.schema import Field, check
+from patchctl.target import config_paths
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+PROFILES = ("standard", "fast-load")
+
+CLUSTER_SCHEMA = {
+    "hosts": Field(list, True, 'a list of ssh destinations, e.g. ["node1", "user@host"]'),
+    "root": Field(str, True, 'the tree\'s path on the hosts, e.g. "/root/verl_Uky"'),
+    "ssh_config": Field(str, False, "a path to an ssh config file"),
+    "paths": Field(dict, False, "a table of git_ignore.py values such as DATA_DIR"),
+    "profile": Field(str, False, '"standard" or "fast-load"', choices=PROFILES),
+    "include": Field(list, False, "paths to send although they look like outputs", item=str),
+    "exclude": Field(list, False, "extra paths never to send", item=str),
+    "max_delete": Field(int, False, "the most deletions --delete may make per host (default 100)"),
+    "env": Field(dict, False, "extra environment variables for the rendered env file"),
+}
+HOST_SCHEMA = {
+    "ssh": Field(str, True, 'an ssh destination such as "node1" or "user@host"'),
+    "root": Field(str, False, "this host's tree path, overriding the cluster's root"),
+}
+
+
+@dataclass(frozen=True)
+class Host:
+    #: the ssh destination, passed to ssh/rsync as is
+    ssh: str
+    #: the tree's absolute path on this host
+    root: str
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    hosts: tuple[Host, ...]
+    root: str
+    #: the file it came from, for messages and to resolve relative paths
+    source: Path
+    ssh_config: Path | None = None
+    paths: dict[str, str] = field(default_factory=dict)
+    profile: str = "standard"
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    max_delete: int = 100
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def find_config(config: Path | None) -> Path | None:
+    if config is not None:
+        if not config.is_file():
+            raise PatchctlError(f"{config}: no such config file; pass an existing file to --config")
+        return config
+    return next((p for p in config_paths() if p.is_file()), None)
+
+
+def _cluster(name: str, raw: Any, file: Path) -> Cluster:
+    prefix = f"clusters.{name}."
+    if not isinstance(raw, dict):
+        raise ManifestError(file, prefix[:-1], "expected a table", f"write [clusters.{name}] with hosts and root")
+    check(raw, CLUSTER_SCHEMA, file=file, prefix=prefix)
+    root = raw["root"]
+    if not root.startswith("/"):
+        raise ManifestError(file, prefix + "root", f"{root!r} is not absolute", 'write a path such as "/root/verl_Uky"')
+    hosts = []
+    for i, h in enumerate(raw["hosts"]):
+        if isinstance(h, str):
+            hosts.append(Host(h, root))
+        elif isinstance(h, dict):
+            check(h, HOST_SCHEMA, file=file, prefix=f"{prefix}hosts[{i}].")
+            hosts.append(Host(h["ssh"], h.get("root", root)))
+        else:
+            raise ManifestError(file, f"{prefix}hosts[{i}]", f"expected a string or a table, got {type(h).__name__}",
+                                'write "node1" or { ssh = "node1", root = "/path" }')
+        if hosts[-1].ssh.startswith("-"):
+            raise ManifestError(file, f"{prefix}hosts[{i}]", f"{hosts[-1].ssh!r} starts with '-'",
+                                "write an ssh destination, not an option")
+    if not hosts:
+        raise ManifestError(file, prefix + "hosts", "is empty", "list at least one ssh destination")
+    for key in ("paths", "env"):
+        for k, v in raw.get(key, {}).items():
+            if not isinstance(v, str):
+                raise ManifestError(file, f"{prefix}{key}.{k}", f"expected a string, got {type(v).__name__}",
+                                    "quote the value")
+    ssh_config = raw.get("ssh_config")
+    ssh_path = (file.parent / Path(ssh_config).expanduser()) if ssh_config else None
+    return Cluster(name, tuple(hosts), root, file, ssh_path, dict(raw.get("paths", {})), raw.get("profile", "standard"),
+                   tuple(raw.get("include", ())), tuple(raw.get("exclude", ())), raw.get("max_delete", 100),
+                   dict(raw.get("env", {})))
+
+
+def load_clusters(config: Path | None = None) -> dict[str, Cluster]:
+    """Every cluster of the config file (validated); empty when there is no config file."""
+    file = find_config(config)
+    if file is None:
+        return {}
+    try:
+        doc = tomllib.loads(file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(file, "(document)", f"not valid TOML ({exc})", "fix the syntax") from None
+    clusters = doc.get("clusters", {})
+    if not isinstance(clusters, dict):
+        raise ManifestError(file, "clusters", "expected a table", "write [clusters.NAME] tables")
+    return {name: _cluster(name, raw, file) for name, raw in clusters.items()}
+
+
+def load_cluster(name: str, config: Path | None = None) -> Cluster:
+    clusters = load_clusters(config)
+    if name not in clusters:
+        where = find_config(config) or "./patchctl.toml"
+        known = ", ".join(sorted(clusters)) or "none"
+        raise PatchctlError(f"{where}: no cluster named {name!r} (known: {known}); add [clusters.{name}] there")
+    return clusters[name]
