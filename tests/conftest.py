@@ -1,0 +1,54 @@
+"""Shared fixtures: real verl source releases, downloaded once per machine and cached.
+
+``PATCHCTL_TEST_CACHE`` (default ``~/.cache/patchctl-test``) holds the sdists and their git
+trees across test runs; each test gets its own copy of a tree so nothing leaks between tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+RELEASES = ("0.4.1", "0.5.0", "0.6.0", "0.6.1", "0.7.0")
+
+CACHE = Path(os.environ.get("PATCHCTL_TEST_CACHE", str(Path.home() / ".cache" / "patchctl-test")))
+os.environ["PATCHCTL_CACHE"] = str(CACHE)
+
+
+@pytest.fixture(scope="session")
+def release_cache() -> Path:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    return CACHE
+
+
+@pytest.fixture
+def release_tree(release_cache: Path, tmp_path: Path) -> Callable[[str], Path]:
+    """``release_tree("0.6.1")``: a private git working copy of that verl source release."""
+    from patchctl import releases
+
+    def make(version: str) -> Path:
+        src = releases.materialize(version)
+        dest = tmp_path / f"verl-{version}"
+        shutil.copytree(src, dest, symlinks=True)
+        return dest
+
+    return make
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file's bytes and mode, .git excluded: what "byte-identical" compares."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if ".git" in p.relative_to(root).parts or not p.is_file():
+            continue
+        out[str(p.relative_to(root))] = (p.read_bytes(), p.stat().st_mode & 0o777)
+    return out
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
