@@ -64,7 +64,9 @@ def write_all(root: Path, changes: Mapping[str, FileChange] | list[FileChange]) 
     try:
         for ch in items:
             dest = root / ch.path
-            if dest.exists() and not os.access(dest, os.W_OK):
+            # mode bits, not just access(): root may write anything, but a file someone made
+            # read-only is a statement that it must not change
+            if dest.exists() and (not os.access(dest, os.W_OK) or not dest.stat().st_mode & 0o222):
                 raise WriteFailed(dest, "the file is read-only")
             if ch.content is None:
                 if not os.access(dest.parent, os.W_OK):

@@ -11,17 +11,20 @@ The old line stays as a comment so a reader (and :meth:`revert`) can see what wa
 
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
-
-import libcst as cst
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, tag_comment
-from patchctl.patchsets.kinds.pyparse import dotted, parse_module, positions
+from patchctl.patchsets.kinds.pyparse import calls_to, dotted, parse_ast, parse_module, same_expr
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 
 @dataclass(frozen=True)
@@ -38,11 +41,21 @@ class Params:
 
 @dataclass
 class _Site:
-    """One matching call and where the keyword sits in it."""
+    """One matching call (as ``ast`` sees it) and where the keyword sits in it."""
 
-    call: cst.Call
+    #: the call's rank among all calls of the callee, in source order
+    rank: int
     line: int
-    index: int  # index of the keyword's Arg, or -1
+    #: the keyword node, or None when the call does not pass it
+    keyword: ast.keyword | None
+
+
+def _sites(tree: ast.Module, callee: str, keyword: str) -> list[_Site]:
+    out = []
+    for rank, call in enumerate(calls_to(tree, callee)):
+        kw = next((k for k in call.keywords if k.arg == keyword), None)
+        out.append(_Site(rank, call.lineno, kw))
+    return out
 
 
 def _before(call: cst.Call, index: int) -> cst.BaseParenthesizableWhitespace:
@@ -50,10 +63,14 @@ def _before(call: cst.Call, index: int) -> cst.BaseParenthesizableWhitespace:
 
 
 def _trail(arg: cst.Arg) -> cst.BaseParenthesizableWhitespace:
+    import libcst as cst
+
     return arg.comma.whitespace_after if isinstance(arg.comma, cst.Comma) else arg.whitespace_after_arg
 
 
 def _with_trail(arg: cst.Arg, trail: cst.ParenthesizedWhitespace) -> cst.Arg:
+    import libcst as cst
+
     if isinstance(arg.comma, cst.Comma):
         return arg.with_changes(comma=arg.comma.with_changes(whitespace_after=trail))
     return arg.with_changes(whitespace_after_arg=trail)
@@ -68,22 +85,23 @@ def _set_before(call: cst.Call, index: int, ws: cst.ParenthesizedWhitespace) -> 
     return call.with_changes(args=args)
 
 
-class _ReplaceCall(cst.CSTTransformer):
-    def __init__(self, old: cst.Call, new: cst.Call) -> None:
-        self.old, self.new = old, new
+def _rewrite_call(module: cst.Module, callee: str, rank: int, change) -> cst.Module:  # type: ignore[no-untyped-def]
+    """Replace the ``rank``-th call of ``callee`` (source order) by ``change(call)``."""
+    import libcst as cst
 
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        return self.new if original_node is self.old else updated_node
+    class Rewrite(cst.CSTTransformer):
+        seen = -1
 
+        def visit_Call(self, node: cst.Call) -> None:
+            if dotted(node.func) == callee:
+                self.seen += 1
+                if self.seen == rank:
+                    self.target = node
 
-class _FindCalls(cst.CSTVisitor):
-    def __init__(self, callee: str) -> None:
-        self.callee = callee
-        self.calls: list[cst.Call] = []
+        def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+            return change(updated_node) if getattr(self, "target", None) is original_node else updated_node
 
-    def visit_Call(self, node: cst.Call) -> None:
-        if dotted(node.func) == self.callee:
-            self.calls.append(node)
+    return module.visit(Rewrite())
 
 
 class KeywordRename:
@@ -102,49 +120,31 @@ class KeywordRename:
         for key in ("new_value", "old_value"):
             if key in raw:
                 try:
-                    cst.parse_expression(raw[key])
-                except cst.ParserSyntaxError:
+                    ast.parse(raw[key], mode="eval")
+                except SyntaxError:
                     raise ManifestError(manifest, f"params.{key}", "is not a Python expression",
                                         "write an expression such as engine_args.flag", patch_id) from None
         return Params(**raw)
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _sites(self, text: str, patch: Patch, ctx: Context, keyword: str) -> tuple[cst.Module, list[_Site], dict[cst.CSTNode, int]]:
-        p: Params = patch.params
-        module, lines = positions(parse_module(text, ctx.path))
-        finder = _FindCalls(p.call)
-        module.visit(finder)
-        sites = []
-        for call in finder.calls:
-            idx = next((i for i, a in enumerate(call.args) if a.keyword and a.keyword.value == keyword), -1)
-            sites.append(_Site(call, lines[call], idx))
-        return module, sites, lines
-
     @staticmethod
-    def _commented(module: cst.Module, arg: cst.Arg, tag: str) -> str:
-        bare = arg.with_changes(
-            comma=cst.Comma() if isinstance(arg.comma, cst.Comma) else cst.MaybeSentinel.DEFAULT,
-            whitespace_after_arg=cst.SimpleWhitespace(""),
-        )
-        return f"# {module.code_for_node(bare)} {tag_comment(tag)}"
+    def _line_re(keyword: str, tag: str) -> re.Pattern[str]:
+        return re.compile(rf"^\s*{re.escape(keyword)}\s*=\s*(?P<value>.+?)(?P<comma>,?)\s+# {re.escape(tag)}$")
 
-    def _applied_shape(self, module: cst.Module, site: _Site, patch: Patch) -> str | None:
-        """None when the call carries the patch exactly; else what differs."""
+    def _shape(self, lines: list[str], site: _Site, patch: Patch) -> str | None:
+        """None when the tagged pair of lines sits at ``site`` exactly; else what differs."""
         p: Params = patch.params
-        arg = site.call.args[site.index]
-        trail, before = _trail(arg), _before(site.call, site.index)
-        if not (isinstance(trail, cst.ParenthesizedWhitespace) and trail.first_line.comment
-                and trail.first_line.comment.value == tag_comment(patch.tag)):
+        assert site.keyword is not None
+        n = site.keyword.lineno  # the line where `name=` starts
+        m = self._line_re(p.new_keyword, patch.tag).match(lines[n - 1])
+        if not m:
             return f"{p.new_keyword}= is not tagged {tag_comment(patch.tag)}"
-        if module.code_for_node(arg.value) != p.new_value:
-            return f"{p.new_keyword}={module.code_for_node(arg.value)} (expected {p.new_value})"
-        old_line = f"# {p.old_keyword}="
-        if not (isinstance(before, cst.ParenthesizedWhitespace) and before.empty_lines
-                and before.empty_lines[-1].comment
-                and before.empty_lines[-1].comment.value.startswith(old_line)
-                and before.empty_lines[-1].comment.value.endswith(" " + tag_comment(patch.tag))):
-            return f"the commented-out `{old_line[2:]}...` line above it is missing"
+        if not same_expr(m.group("value"), p.new_value):
+            return f"{p.new_keyword}={m.group('value')} (expected {p.new_value})"
+        above = lines[n - 2].strip() if n >= 2 else ""
+        if not (re.match(rf"# {re.escape(p.old_keyword)}\s*=", above) and above.endswith(" " + tag_comment(patch.tag))):
+            return f"the commented-out `{p.old_keyword}=...` line above it is missing"
         return None
 
     # -- the three operations ----------------------------------------------------------------
@@ -153,94 +153,110 @@ class KeywordRename:
         p: Params = patch.params
         if text is None:
             return Check(Presence.MISSING, f"{ctx.path} does not exist")
-        module, sites, lines = self._sites(text, patch, ctx, p.new_keyword)
-        tagged = [s for s in sites if s.index >= 0]
+        if p.call.rsplit(".", 1)[-1] not in text:
+            return Check(Presence.MISSING, f"no call to {p.call}(...)")
+        lines = text.splitlines()
+        tagged = [s for s in _sites(parse_ast(text, ctx.path), p.call, p.new_keyword) if s.keyword]
         for site in tagged:
-            diff = self._applied_shape(module, site, patch)
-            if diff is None:
-                line = lines[site.call.args[site.index]]
+            if self._shape(lines, site, patch) is None:
+                n = site.keyword.lineno  # type: ignore[union-attr]
                 return Check(Presence.PRESENT, f"{p.call}(...) at line {site.line} passes {p.new_keyword}= tagged",
-                             frozenset({line - 1, line}))
+                             frozenset({n - 1, n}))
         for site in tagged:
-            arg = site.call.args[site.index]
-            trail = _trail(arg)
-            if isinstance(trail, cst.ParenthesizedWhitespace) and trail.first_line.comment and \
-                    tag_comment(patch.tag) in trail.first_line.comment.value:
-                return Check(Presence.MODIFIED, f"{p.call}(...) at line {site.line}: {self._applied_shape(module, site, patch)}")
+            n = site.keyword.lineno  # type: ignore[union-attr]
+            if tag_comment(patch.tag) in lines[n - 1]:
+                return Check(Presence.MODIFIED, f"{p.call}(...) at line {site.line}: {self._shape(lines, site, patch)}",
+                             frozenset({n}))
         return Check(Presence.MISSING, f"no tagged {p.new_keyword}= in {p.call}(...)")
 
     def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
-        module, sites, _ = self._sites(text, patch, ctx, p.old_keyword)
+        sites = _sites(parse_ast(text, ctx.path), p.call, p.old_keyword)
         if not sites:
             return Edit(EditStatus.NOT_APPLICABLE, f"no call to {p.call}(...) in {ctx.path}")
-        hits = [s for s in sites if s.index >= 0]
+        hits = [s for s in sites if s.keyword]
         if not hits:
             lines = ", ".join(str(s.line) for s in sites)
-            return Edit(EditStatus.NOT_APPLICABLE,
-                        f"{p.call}(...) at line {lines} passes no {p.old_keyword}= keyword")
+            return Edit(EditStatus.NOT_APPLICABLE, f"{p.call}(...) at line {lines} passes no {p.old_keyword}= keyword")
         if len(hits) > 1:
             return Edit(EditStatus.AMBIGUOUS, f"{p.call}(...) passes {p.old_keyword}= at lines "
                         f"{', '.join(str(s.line) for s in hits)}; narrow the patch's call or target")
         site = hits[0]
-        arg = site.call.args[site.index]
-        found = module.code_for_node(arg.value)
-        if p.old_value is not None and found != p.old_value:
+        found = ast.get_source_segment(text, site.keyword.value) or ""  # type: ignore[union-attr]
+        if p.old_value is not None and not same_expr(found, p.old_value):
             return Edit(EditStatus.CONFLICT, f"line {site.line}: {p.old_keyword}={found}, "
                         f"the patch expects {p.old_keyword}={p.old_value}")
-        before, trail = _before(site.call, site.index), _trail(arg)
+        problem: list[str] = []
+        module = parse_module(text, ctx.path)
+        out = _rewrite_call(module, p.call, site.rank, lambda call: self._forward(module, call, patch, problem))
+        if problem:
+            return Edit(EditStatus.CONFLICT, f"line {site.line}: {problem[0]}")
+        return Edit(EditStatus.CHANGED, f"{p.call}(...) at line {site.line}: {p.old_keyword}= -> {p.new_keyword}=",
+                    out.code)
+
+    def _forward(self, module: cst.Module, call: cst.Call, patch: Patch, problem: list[str]) -> cst.Call:
+        import libcst as cst
+
+        p: Params = patch.params
+        index = next(i for i, a in enumerate(call.args) if a.keyword and a.keyword.value == p.old_keyword)
+        arg = call.args[index]
+        before, trail = _before(call, index), _trail(arg)
         if not isinstance(before, cst.ParenthesizedWhitespace) or not isinstance(trail, cst.ParenthesizedWhitespace):
-            return Edit(EditStatus.CONFLICT, f"line {site.line}: {p.old_keyword}= shares a line with other "
-                        "arguments; put it on a line of its own and apply again")
+            problem.append(f"{p.old_keyword}= shares a line with other arguments; put it on a line of its own and apply again")
+            return call
         if trail.first_line.comment is not None:
-            return Edit(EditStatus.CONFLICT, f"line {site.line}: {p.old_keyword}= carries a comment "
-                        f"({trail.first_line.comment.value}); remove it and apply again")
+            problem.append(f"{p.old_keyword}= carries a comment ({trail.first_line.comment.value}); remove it and apply again")
+            return call
+        bare = arg.with_changes(comma=cst.Comma() if isinstance(arg.comma, cst.Comma) else cst.MaybeSentinel.DEFAULT,
+                                whitespace_after_arg=cst.SimpleWhitespace(""))
         comment = cst.EmptyLine(indent=True, whitespace=before.last_line,
-                                comment=cst.Comment(self._commented(module, arg, patch.tag)))
-        new_before = before.with_changes(empty_lines=[*before.empty_lines, comment])
+                                comment=cst.Comment(f"# {module.code_for_node(bare)} {tag_comment(patch.tag)}"))
         first = trail.first_line
         new_trail = trail.with_changes(first_line=first.with_changes(
             whitespace=cst.SimpleWhitespace(first.whitespace.value + " "), comment=cst.Comment(tag_comment(patch.tag))))
-        new_arg = _with_trail(arg.with_changes(keyword=cst.Name(p.new_keyword),
-                                               value=cst.parse_expression(p.new_value)), new_trail)
-        args = list(site.call.args)
-        args[site.index] = new_arg
-        new_call = _set_before(site.call.with_changes(args=args), site.index, new_before)
-        out = module.visit(_ReplaceCall(site.call, new_call))
-        return Edit(EditStatus.CHANGED, f"{p.call}(...) at line {site.line}: {p.old_keyword}= -> {p.new_keyword}=",
-                    out.code)
+        new_arg = _with_trail(arg.with_changes(keyword=cst.Name(p.new_keyword), value=cst.parse_expression(p.new_value)),
+                              new_trail)
+        args = list(call.args)
+        args[index] = new_arg
+        return _set_before(call.with_changes(args=args), index, before.with_changes(empty_lines=[*before.empty_lines, comment]))
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
-        module, sites, _ = self._sites(text, patch, ctx, p.new_keyword)
-        exact = [s for s in sites if s.index >= 0 and self._applied_shape(module, s, patch) is None]
+        lines = text.splitlines()
+        sites = _sites(parse_ast(text, ctx.path), p.call, p.new_keyword)
+        exact = [s for s in sites if s.keyword and self._shape(lines, s, patch) is None]
         if not exact:
             return Edit(EditStatus.NOT_APPLICABLE, f"no tagged {p.new_keyword}= in {p.call}(...) to revert")
         if len(exact) > 1:
             return Edit(EditStatus.AMBIGUOUS, "the tagged change appears at lines " + ", ".join(str(s.line) for s in exact))
         site = exact[0]
-        before = _before(site.call, site.index)
-        arg = site.call.args[site.index]
-        assert isinstance(before, cst.ParenthesizedWhitespace)
-        commented = before.empty_lines[-1].comment.value  # type: ignore[union-attr]
-        old_code = commented[2: -len(" " + tag_comment(patch.tag))]
-        old_arg = cst.parse_expression(f"f({old_code})").args[0]  # type: ignore[attr-defined]
-        trail = _trail(arg)
-        assert isinstance(trail, cst.ParenthesizedWhitespace)
-        first = trail.first_line
-        restored_trail = trail.with_changes(first_line=first.with_changes(
-            whitespace=cst.SimpleWhitespace(first.whitespace.value[:-1]), comment=None))
-        new_arg = arg.with_changes(keyword=old_arg.keyword, equal=old_arg.equal, value=old_arg.value)
-        if isinstance(arg.comma, cst.Comma) != isinstance(old_arg.comma, cst.Comma):
-            return Edit(EditStatus.CONFLICT, f"line {site.line}: the commented line and the argument disagree on a trailing comma")
-        new_arg = _with_trail(new_arg, restored_trail)
-        args = list(site.call.args)
-        args[site.index] = new_arg
-        new_call = _set_before(site.call.with_changes(args=args), site.index,
-                               before.with_changes(empty_lines=before.empty_lines[:-1]))
-        out = module.visit(_ReplaceCall(site.call, new_call))
+        problem: list[str] = []
+        module = parse_module(text, ctx.path)
+        out = _rewrite_call(module, p.call, site.rank, lambda call: self._backward(call, patch, problem))
+        if problem:
+            return Edit(EditStatus.CONFLICT, f"line {site.line}: {problem[0]}")
         return Edit(EditStatus.CHANGED, f"restored {p.old_keyword}= in {p.call}(...) at line {site.line}", out.code)
+
+    def _backward(self, call: cst.Call, patch: Patch, problem: list[str]) -> cst.Call:
+        import libcst as cst
+
+        p: Params = patch.params
+        index = next(i for i, a in enumerate(call.args) if a.keyword and a.keyword.value == p.new_keyword)
+        arg, before, trail = call.args[index], _before(call, index), _trail(call.args[index])
+        assert isinstance(before, cst.ParenthesizedWhitespace) and isinstance(trail, cst.ParenthesizedWhitespace)
+        commented = before.empty_lines[-1].comment.value  # type: ignore[union-attr]
+        old_arg = cst.parse_expression(f"f({commented[2: -len(' ' + tag_comment(patch.tag))]})").args[0]  # type: ignore[attr-defined]
+        if isinstance(arg.comma, cst.Comma) != isinstance(old_arg.comma, cst.Comma):
+            problem.append("the commented line and the argument disagree on a trailing comma")
+            return call
+        first = trail.first_line
+        restored = trail.with_changes(first_line=first.with_changes(
+            whitespace=cst.SimpleWhitespace(first.whitespace.value[:-1]), comment=None))
+        new_arg = _with_trail(arg.with_changes(keyword=old_arg.keyword, equal=old_arg.equal, value=old_arg.value), restored)
+        args = list(call.args)
+        args[index] = new_arg
+        return _set_before(call.with_changes(args=args), index, before.with_changes(empty_lines=before.empty_lines[:-1]))

@@ -8,18 +8,20 @@ because Python requires it.
 
 from __future__ import annotations
 
+import ast
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
-
-import libcst as cst
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
-from patchctl.patchsets.kinds.pyparse import parse_module, spans
+from patchctl.patchsets.kinds.pyparse import parse_ast, parse_module
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 
 @dataclass(frozen=True)
@@ -28,11 +30,11 @@ class Params:
     block: str
 
 
-def _is_blank(line: cst.EmptyLine) -> bool:
+def _is_blank(line: Any) -> bool:
     return line.comment is None and not line.whitespace.value
 
 
-def _split_blank(lines: tuple[cst.EmptyLine, ...] | list[cst.EmptyLine]) -> tuple[list[cst.EmptyLine], list[cst.EmptyLine]]:
+def _split_blank(lines: Any) -> tuple[list[Any], list[Any]]:
     lines = list(lines)
     n = 0
     while n < len(lines) and _is_blank(lines[n]):
@@ -41,6 +43,8 @@ def _split_blank(lines: tuple[cst.EmptyLine, ...] | list[cst.EmptyLine]) -> tupl
 
 
 def _is_import(stmt: cst.BaseStatement) -> bool:
+    import libcst as cst
+
     if not isinstance(stmt, cst.SimpleStatementLine):
         return False
     for small in stmt.body:
@@ -63,9 +67,9 @@ class Prelude:
     def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
         block = raw["block"].rstrip("\n")
         try:
-            stmts = cst.parse_module(block + "\n").body
-        except cst.ParserSyntaxError as exc:
-            raise ManifestError(manifest, "params.block", f"is not valid Python ({exc.message})",
+            stmts = ast.parse(block + "\n").body
+        except SyntaxError as exc:
+            raise ManifestError(manifest, "params.block", f"is not valid Python ({exc.msg})",
                                 "fix the block's code", patch_id) from None
         if not stmts:
             raise ManifestError(manifest, "params.block", "holds no statement", "add the block's code", patch_id)
@@ -75,30 +79,31 @@ class Prelude:
 
     @staticmethod
     def _block(block: str) -> list[cst.BaseStatement]:
+        import libcst as cst
+
+        class PinIndent(cst.CSTTransformer):
+            """Write the block's nested bodies with its own indentation, not the target's."""
+
+            def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+                return updated_node.with_changes(indent=updated_node.indent or module.default_indent)
+
         # a lone module puts leading comments in its header; they belong to the first statement
         module = cst.parse_module(block + "\n")
+        module = module.visit(PinIndent())
         body = list(module.body)
         body[0] = body[0].with_changes(leading_lines=[*module.header, *body[0].leading_lines])
         return body
 
-    def _find(self, text: str, module: cst.Module, ranges: dict[cst.CSTNode, tuple[int, int]],
-              block_text: str) -> list[tuple[int, int]]:
-        """(first, last) line of every place the block sits at the top level, comments included.
-
-        Statements are compared as code (so a module indented with tabs still matches); the
-        block's own comment lines are compared as text directly above its first statement,
-        because libcst may hold them in the module header rather than on the statement.
-        """
-        block = self._block(block_text)
-        comments = [ln.strip() for ln in block_text.splitlines()[: len(_split_blank(block[0].leading_lines)[1])]]
-        want = [module.code_for_node(s.with_changes(leading_lines=[])) for s in block]
-        body, lines, out = module.body, text.splitlines(), []
-        for i in range(len(body) - len(want) + 1):
-            if all(module.code_for_node(body[i + k].with_changes(leading_lines=[])) == want[k] for k in range(len(want))):
-                start = ranges[body[i]][0]
-                first = start - len(comments)
-                if first >= 1 and [ln.strip() for ln in lines[first - 1: start - 1]] == comments:
-                    out.append((first, ranges[body[i + len(want) - 1]][1]))
+    @staticmethod
+    def _find(text: str, tree: ast.Module, block_text: str) -> list[tuple[int, int]]:
+        """(first, last) line of every place the block sits, byte-exact, at the module's top level."""
+        want = block_text.splitlines()
+        n_comments = next((i for i, ln in enumerate(want) if not ln.lstrip().startswith("#")), len(want))
+        lines, out = text.splitlines(), []
+        for stmt in tree.body:
+            first = stmt.lineno - n_comments
+            if first >= 1 and lines[first - 1: first - 1 + len(want)] == want:
+                out.append((first, first + len(want) - 1))
         return out
 
     @staticmethod
@@ -111,8 +116,7 @@ class Prelude:
         p: Params = patch.params
         if text is None:
             return Check(Presence.MISSING, f"{ctx.path} does not exist")
-        module, ranges = spans(parse_module(text, ctx.path))
-        found = self._find(text, module, ranges, p.block)
+        found = self._find(text, parse_ast(text, ctx.path), p.block)
         if found:
             first, last = found[0]
             return Check(Presence.PRESENT, f"block present at lines {first}-{last}", frozenset(range(first, last + 1)))
@@ -130,29 +134,32 @@ class Prelude:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
+        import libcst as cst
+
         module = parse_module(text, ctx.path)
         body = list(module.body)
         at = next((i for i, s in enumerate(body) if _is_import(s)), None)
         if at is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} has no top-level import to place the block before")
         blanks, rest = _split_blank(body[at].leading_lines)
+        # at the top of a file, blank lines after a comment header belong to the module header
+        header_blanks = len(_split_blank(list(reversed(module.header)))[0]) if at == 0 else 0
         something_before = at > 0 or bool(module.header)
         block = self._block(p.block)
-        lead = blanks if blanks else ([cst.EmptyLine()] if something_before else [])
+        lead = blanks if blanks or header_blanks else ([cst.EmptyLine()] if something_before else [])
         block[0] = block[0].with_changes(leading_lines=[*lead, *block[0].leading_lines])
         body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(), *rest])
         new = module.with_changes(body=[*body[:at], *block, *body[at:]])
         first_import = module.code_for_node(body[at].with_changes(leading_lines=[])).strip().splitlines()[0]
         return Edit(EditStatus.CHANGED, f"block inserted before `{first_import}`", new.code,
-                    undo={"blank_before": len(blanks)})
+                    undo={"blank_before": len(blanks) + header_blanks})
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         """Remove the block, the blank line apply put after it, and restore the blank lines above."""
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
-        module, ranges = spans(parse_module(text, ctx.path))
-        found = self._find(text, module, ranges, p.block)
+        found = self._find(text, parse_ast(text, ctx.path), p.block)
         if not found:
             return Edit(EditStatus.NOT_APPLICABLE, "block not present; nothing to revert")
         if len(found) > 1:
@@ -164,6 +171,6 @@ class Prelude:
             above += 1
         keep_above = above if not ctx.undo or "blank_before" not in ctx.undo else int(ctx.undo["blank_before"])
         after = last + 1 if last < len(lines) and not lines[last].strip() else last
-        blank = lines[first - 2] if above else module.default_newline
+        blank = lines[first - 2] if above else ("\r\n" if text.endswith("\r\n") else "\n")
         new = [*lines[: first - 1 - above], *[blank] * keep_above, *lines[after:]]
         return Edit(EditStatus.CHANGED, f"block at lines {first}-{last} removed", "".join(new))
