@@ -176,3 +176,28 @@ def test_modified_patch_is_reported_by_verify(release_tree) -> None:
     status = {p["patch"]: p["status"] for p in doc["patches"]}
     assert status["triton-cuda-stubs"] == "modified"
     assert "+if os.path.isdir(cuda_stubs):" in doc["patches"][1]["detail"]
+
+
+def test_verify_lists_hand_edits_no_patch_accounts_for(release_tree) -> None:
+    tree = release_tree("0.6.1")
+    apply_json(tree)
+    trainer = tree / "verl/trainer/main_ppo.py"
+    trainer.write_text(trainer.read_text() + "\nMY_FLAG = True  # Uky - local experiment\n")
+    code, out = run("verify", "--target", str(tree), "--json")
+    assert code == 0, out  # hand edits are reported, not failures
+    doc = json.loads(out)
+    assert [h["path"] for h in doc["tags"]["unaccounted"]] == ["verl/trainer/main_ppo.py"]
+    assert doc["tags"]["accounted"] > 10
+    code, out = run("verify", "--target", str(tree), "--strict")
+    assert code == 1
+    assert "untracked tag  verl/trainer/main_ppo.py:" in out
+
+
+def test_verify_reports_missing_after_manual_removal(release_tree) -> None:
+    tree = release_tree("0.6.1")
+    apply_json(tree, *CODE_PATCHES)
+    git(tree, "checkout", "--", "verl/workers/rollout/vllm_rollout/vllm_async_server.py")
+    code, out = run("verify", "--target", str(tree), "--json")
+    assert code == 1
+    status = {p["patch"]: p["status"] for p in json.loads(out)["patches"]}
+    assert status["vllm-enable-log-requests"] == "missing"
