@@ -18,11 +18,21 @@ from patchctl.verify.structural import verify
 @target_option
 @patchset_option
 @click.option("--strict", is_flag=True, help="Also fail when tagged lines exist that no patch accounts for.")
+@click.option("--env", "env", is_flag=True, help="Check the environment instead: torch/CUDA, vLLM, Ray, data, ...")
+@click.option("--cluster", "cluster", default=None, help="With --env: check this cluster's data and model paths.")
 @json_option
 @config_option
 @handled
-def verify_cmd(target: str, patchsets: tuple[str, ...], strict: bool, as_json: bool, config: Path | None) -> int:
-    """Check that every patch is present and intact in TARGET; list tags no patch accounts for."""
+def verify_cmd(target: str, patchsets: tuple[str, ...], strict: bool, env: bool, cluster: str | None,
+               as_json: bool, config: Path | None) -> int:
+    """Check that every patch is present and intact in TARGET; list tags no patch accounts for.
+
+    With --env: run the environment preflight (one verdict and fix per check)."""
+    if env or cluster:
+        from patchctl.cli.env_cmd import run_env
+
+        given = click.get_current_context().get_parameter_source("target") is not click.core.ParameterSource.DEFAULT
+        return run_env(target, given, cluster, config, patchsets, as_json)
     sets = load_patchsets(patchsets)
     tree = resolve(target, config)
     report = verify(tree, sets)

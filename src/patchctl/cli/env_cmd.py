@@ -1,0 +1,47 @@
+"""`verify --env`: resolve what to check against, run the preflight, render verdicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from patchctl.cli import render
+from patchctl.clusters import load_cluster
+from patchctl.target import Target, resolve
+from patchctl.verify import env as preflight
+from patchctl.verify.env.context import default_target
+from patchctl.verify.env.model import EnvReport, Status
+
+COLOURS = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "red", Status.SKIP: "bright_black"}
+
+
+def run_env(target: str, target_given: bool, cluster: str | None, config: Path | None,
+            patchsets: tuple[str, ...], as_json: bool) -> int:
+    """A defaulted ``--target .`` outside a verl tree means "no target": the checks that need
+    one are skipped instead of the whole preflight failing."""
+    tree: Target | None = None
+    if target_given or default_target(Path(target)):
+        tree = resolve(target, config)
+    clus = load_cluster(cluster, config) if cluster else None
+    report = preflight.run(preflight.build(tree, clus, patchsets=patchsets))
+    if as_json:
+        render.emit_json({
+            "ok": report.ok, "seconds": round(report.seconds, 3),
+            "target": str(tree.root) if tree else None, "version": tree.version if tree else None,
+            "cluster": cluster, "counts": report.counts(),
+            "checks": [r.to_json() for r in report.results],
+        })
+    else:
+        show(report, tree, cluster)
+    return 0 if report.ok else 1
+
+
+def show(report: EnvReport, tree: Target | None, cluster: str | None) -> None:
+    rows = [[r.name, f"[{COLOURS[r.status]}]{r.status.value}[/]", f"{r.seconds:.2f}s", r.value, r.fix or ""]
+            for r in report.results]
+    where = f"verl {tree.version or '?'} at {tree.root}" if tree else "no target"
+    render.table(f"environment preflight ({where}{f', cluster {cluster}' if cluster else ''})",
+                 ["check", "status", "time", "measured", "fix"], rows)
+    counts = ", ".join(f"{n} {s}" for s, n in report.counts().items() if n)
+    click.echo(f"verify --env: {'ok' if report.ok else 'FAILED'} ({counts}) in {report.seconds:.1f}s")

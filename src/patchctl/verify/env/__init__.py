@@ -1,0 +1,13 @@
+"""``patchctl verify --env``: a fast environment preflight with a verdict and a fix per check.
+
+:func:`run` takes a :class:`Context` (see :func:`context.build`) and returns an
+:class:`EnvReport`; the checks are in :data:`registry.CHECKS`.
+"""
+
+from __future__ import annotations
+
+from patchctl.verify.env.context import build
+from patchctl.verify.env.model import CheckResult, Context, EnvReport, Status, Verdict
+from patchctl.verify.env.runner import run
+
+__all__ = ["build", "run", "CheckResult", "Context", "EnvReport", "Status", "Verdict"]

@@ -1,0 +1,49 @@
+"""Probe: torch's version, its CUDA build, the GPUs it sees, and the NVIDIA driver."""
+
+import ctypes
+import json
+import sys
+
+
+def driver():
+    out = {}
+    try:
+        with open("/proc/driver/nvidia/version", encoding="utf-8") as f:
+            first = f.readline()
+        # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Tue Oct 10 ..."
+        words = first.split("Kernel Module")[-1].split()
+        out["kernel_module"] = words[0] if words else first.strip()
+    except OSError:
+        pass
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        v = ctypes.c_int()
+        if lib.cuDriverGetVersion(ctypes.byref(v)) == 0:
+            out["cuda_api"] = f"{v.value // 1000}.{v.value % 1000 // 10}"
+    except OSError:
+        out["libcuda"] = "libcuda.so.1 not loadable"
+    return out
+
+
+def main():
+    out = {"driver": driver()}
+    try:
+        import torch
+    except ImportError as exc:
+        out.update(installed=False, error=f"{type(exc).__name__}: {exc}", missing=getattr(exc, "name", None))
+        return out
+    out.update(installed=True, version=torch.__version__, cuda_build=torch.version.cuda)
+    out["cuda_available"] = bool(torch.cuda.is_available())
+    out["device_count"] = torch.cuda.device_count() if out["cuda_available"] else 0
+    devices = []
+    for i in range(out["device_count"]):
+        p = torch.cuda.get_device_properties(i)
+        devices.append({"name": p.name, "memory_gib": round(p.total_memory / 2**30, 1),
+                        "capability": f"{p.major}.{p.minor}"})
+    out["devices"] = devices
+    return out
+
+
+if __name__ == "__main__":
+    print("@@patchctl-probe@@ " + json.dumps(main()), flush=True)
+    sys.exit(0)

@@ -1,0 +1,35 @@
+"""The checks of ``patchctl verify --env``, in the order they are reported.
+
+An explicit dict, not discovery: adding a check means writing a :class:`Check` and naming it here.
+"""
+
+from __future__ import annotations
+
+from patchctl.verify.env.base import Check
+from patchctl.verify.env.checks_data import DataCheck, ModelCheck
+from patchctl.verify.env.checks_gpu import FlashAttnCheck, TorchCheck
+from patchctl.verify.env.checks_stack import PatchesCheck, RayCheck, VerlCheck
+from patchctl.verify.env.checks_system import (
+    CudaVisibleDevicesCheck,
+    OpenFilesCheck,
+    PythonCheck,
+    RayEnvCheck,
+    ShmCheck,
+    ThreadsCheck,
+    TritonCacheCheck,
+)
+from patchctl.verify.env.checks_vllm import AttentionBackendCheck, VllmCheck
+from patchctl.verify.env.libcuda import LibcudaCheck
+
+CHECKS: dict[str, Check] = {
+    c.name: c
+    for c in (
+        PythonCheck(), TorchCheck(), LibcudaCheck(), CudaVisibleDevicesCheck(), VllmCheck(),
+        AttentionBackendCheck(), FlashAttnCheck(), RayCheck(), RayEnvCheck(), VerlCheck(), PatchesCheck(),
+        DataCheck(), ModelCheck(), ShmCheck(), OpenFilesCheck(), ThreadsCheck(), TritonCacheCheck(),
+    )
+}
+
+
+def check_names() -> list[str]:
+    return sorted(CHECKS)
