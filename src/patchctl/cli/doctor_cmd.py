@@ -1,0 +1,80 @@
+"""`doctor`: name the known failures in a run's log, with cause, fix and what resolves each."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from patchctl.cli import render
+from patchctl.cli.errors import handled
+from patchctl.cli.options import json_option
+from patchctl.doctor import Diagnosis, diagnose, load_signatures
+from patchctl.errors import PatchctlError
+
+KIND_LABEL = {"patch": "patch", "env": "env", "override": "override", "package": "install", "command": "run"}
+
+
+@click.command("doctor")
+@click.argument("log", required=False, type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
+@click.option("--signatures", "table", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Another signature table (TOML) instead of the shipped one.")
+@click.option("--list", "list_only", is_flag=True, help="List the known signatures and exit.")
+@json_option
+@handled
+def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, as_json: bool) -> int:
+    """Match LOG (a file, or - / stdin) against known verl failure signatures.
+
+    Prints, per known failure found, its cause, the fix and the patch, environment variable or
+    override that resolves it. Exit code 0 when the log was read, whether or not anything matched.
+    """
+    signatures = load_signatures(table)
+    if list_only:
+        if as_json:
+            render.emit_json([{"id": s.id, "title": s.title, "source": s.source} for s in signatures])
+        else:
+            render.table("known failure signatures", ["id", "title", "source"],
+                         [[s.id, s.title, s.source] for s in signatures])
+        return 0
+    if log is None or str(log) == "-":
+        if log is None and sys.stdin.isatty():
+            raise PatchctlError("doctor: no log given; pass the run's log file, or pipe it in (… | patchctl doctor)")
+        stream = click.get_text_stream("stdin", errors="replace")
+        result = diagnose(stream, signatures, "<stdin>")
+    else:
+        if not log.is_file():
+            raise PatchctlError(f"{log}: no such log file; pass the run's log file, or - to read stdin")
+        with log.open(encoding="utf-8", errors="replace") as f:
+            result = diagnose(f, signatures, str(log))
+    if as_json:
+        render.emit_json(to_json(result))
+    else:
+        show(result)
+    return 0
+
+
+def to_json(d: Diagnosis) -> dict[str, object]:
+    return {"source": d.source, "lines": d.lines, "signatures": d.tried, "matches": [
+        {"id": m.signature.id, "title": m.signature.title, "first_line": m.first_line, "count": m.count,
+         "excerpt": m.excerpt, "cause": m.signature.cause, "fix": m.signature.fix,
+         "resolves": {k: list(v) for k, v in vars(m.signature.resolves).items() if v},
+         "source": m.signature.source}
+        for m in d.matches]}
+
+
+def show(d: Diagnosis) -> None:
+    if not d.matches:
+        click.echo(f"doctor: no known failure signature in {d.lines} lines of {d.source} ({d.tried} known); "
+                   "the first Traceback or 'Error' line of the earliest failing process is the place to start")
+        return
+    for i, m in enumerate(d.matches, 1):
+        s = m.signature
+        times = f", {m.count} lines" if m.count > 1 else ""
+        click.secho(f"{i}. {s.title} [{s.id}]  (line {m.first_line}{times})", bold=True)
+        click.echo(f"   log:    {m.excerpt}")
+        click.echo(f"   cause:  {s.cause}")
+        click.echo(f"   fix:    {s.fix}")
+        for kind, text in s.resolves.items():
+            click.echo(f"   {KIND_LABEL[kind] + ':':<8}{text}")
+    click.echo(f"doctor: {len(d.matches)} known failure(s) in {d.lines} lines of {d.source}")

@@ -1,0 +1,122 @@
+"""The failure-signature table: its declared schema and the one validating loader."""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from patchctl.errors import ManifestError
+from patchctl.schema import Field, check
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+FORMAT = 1
+TOP_SCHEMA = {
+    "format": Field(int, True, "1"),
+    "signature": Field(list, True, "one or more [[signature]] tables", item=dict),
+}
+SIGNATURE_SCHEMA = {
+    "id": Field(str, True, 'a kebab-case id such as "nccl-timeout"'),
+    "title": Field(str, True, "a one-line title"),
+    "patterns": Field(list, True, "a list of regular expressions; any one matching a line is a hit", item=str),
+    "cause": Field(str, True, "why it happens"),
+    "fix": Field(str, True, "what to do"),
+    "source": Field(str, False, "where the entry comes from"),
+    "resolves": Field(dict, True, "a [signature.resolves] table with patch, env, override, package or command"),
+}
+RESOLVES_SCHEMA = {
+    "patch": Field(list, False, 'patches as "patchset/patch-id"', item=str),
+    "env": Field(list, False, 'environment settings such as "NCCL_DEBUG=INFO"', item=str),
+    "override": Field(list, False, "hydra overrides such as actor_rollout_ref.rollout.enforce_eager=True", item=str),
+    "package": Field(list, False, "package requirements", item=str),
+    "command": Field(list, False, "commands to run", item=str),
+}
+ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    #: patches that resolve it, "patchset/patch-id"
+    patch: tuple[str, ...] = ()
+    #: environment variables to set
+    env: tuple[str, ...] = ()
+    #: hydra overrides for the training command
+    override: tuple[str, ...] = ()
+    #: package requirements to install
+    package: tuple[str, ...] = ()
+    #: commands to run
+    command: tuple[str, ...] = ()
+
+    def items(self) -> list[tuple[str, str]]:
+        """(kind, text) pairs in a fixed order, for rendering."""
+        return [(k, v) for k in ("patch", "env", "override", "package", "command") for v in getattr(self, k)]
+
+
+@dataclass(frozen=True)
+class Signature:
+    id: str
+    title: str
+    #: compiled patterns; a line matching any of them is a hit
+    patterns: tuple[re.Pattern[str], ...]
+    cause: str
+    fix: str
+    resolves: Resolution
+    source: str = ""
+
+
+def default_path() -> Path:
+    return Path(str(resources.files("patchctl.doctor") / "signatures.toml"))
+
+
+def _signature(raw: dict[str, Any], i: int, file: Path) -> Signature:
+    key = f"signature[{i}]"
+    check(raw, SIGNATURE_SCHEMA, file=file, prefix=f"{key}.")
+    if not ID.match(raw["id"]):
+        raise ManifestError(file, f"{key}.id", f"{raw['id']!r} is not kebab-case", 'write e.g. "nccl-timeout"')
+    if not raw["patterns"]:
+        raise ManifestError(file, f"{key}.patterns", "is empty", "list at least one regular expression")
+    compiled = []
+    for j, pattern in enumerate(raw["patterns"]):
+        try:
+            compiled.append(re.compile(pattern))
+        except re.error as exc:
+            raise ManifestError(file, f"{key}.patterns[{j}]", f"not a regular expression ({exc})",
+                                "fix the pattern (backslashes are doubled in TOML basic strings)") from None
+    resolves = check(raw["resolves"], RESOLVES_SCHEMA, file=file, prefix=f"{key}.resolves.")
+    if not any(resolves.values()):
+        raise ManifestError(file, f"{key}.resolves", "names nothing",
+                            "name at least one patch, env, override, package or command")
+    for j, ref in enumerate(resolves.get("patch", [])):
+        if ref.count("/") != 1:
+            raise ManifestError(file, f"{key}.resolves.patch[{j}]", f"{ref!r} is not patchset/patch-id",
+                                'write e.g. "uky/triton-cuda-stubs"')
+    return Signature(raw["id"], raw["title"], tuple(compiled), raw["cause"].strip(), raw["fix"].strip(),
+                     Resolution(**{k: tuple(v) for k, v in resolves.items()}), raw.get("source", ""))
+
+
+def load_signatures(path: Path | None = None) -> list[Signature]:
+    """Read and validate the table (default: the shipped one); errors name the file and the key."""
+    file = Path(path) if path else default_path()
+    try:
+        doc = tomllib.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ManifestError(file, "(document)", f"cannot be read ({exc.strerror})", "pass an existing file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(file, "(document)", f"not valid TOML ({exc})", "fix the syntax") from None
+    check(doc, TOP_SCHEMA, file=file)
+    if doc["format"] != FORMAT:
+        raise ManifestError(file, "format", f"{doc['format']} is not supported", f"write format = {FORMAT}")
+    sigs = [_signature(raw, i, file) for i, raw in enumerate(doc["signature"])]
+    seen: set[str] = set()
+    for i, s in enumerate(sigs):
+        if s.id in seen:
+            raise ManifestError(file, f"signature[{i}].id", f"{s.id!r} is used twice", "give each signature its own id")
+        seen.add(s.id)
+    return sigs
