@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from patchctl import __version__
+from patchctl.cli.doctor_cmd import doctor_cmd
 from patchctl.cli.patch_cmds import apply_cmd, list_cmd, revert_cmd
 from patchctl.cli.verify_cmd import verify_cmd
 
@@ -15,7 +16,7 @@ def cli() -> None:
     """Carry tagged local modifications of verl across releases and clusters."""
 
 
-for command in (apply_cmd, verify_cmd, revert_cmd, list_cmd):
+for command in (apply_cmd, verify_cmd, revert_cmd, list_cmd, doctor_cmd):
     cli.add_command(command)
 
 
