@@ -8,6 +8,10 @@ Read from ``--config FILE``, else ``./patchctl.toml``, else ``~/.config/patchctl
     ssh_config = "~/.ssh/config"          # optional, passed to ssh with -F
     profile = "standard"                  # which env variable set to render (standard | fast-load)
     include = ["checkpoints/keep"]        # optional: normally-excluded paths to send anyway
+    max_delete = 100                      # optional: migrate --delete stops above this many per host
+    bwlimit = 0                           # optional: rsync --bwlimit per host, KiB/s
+    timeout = 60                          # optional: seconds without progress before a host fails
+    python = "python3"                    # optional: the hosts' python3 for migrate's check
     [clusters.new_cluster.paths]          # the values git_ignore.py holds on that cluster
     DATA_DIR = "/data"
     MODEL_PATH = "/models/Qwen2.5-VL-3B-Instruct"
@@ -41,6 +45,9 @@ CLUSTER_SCHEMA = {
     "exclude": Field(list, False, "extra paths never to send", item=str),
     "max_delete": Field(int, False, "the most deletions --delete may make per host (default 100)"),
     "env": Field(dict, False, "extra environment variables for the rendered env file"),
+    "bwlimit": Field(int, False, "rsync's bandwidth limit per host in KiB/s (0: none)"),
+    "timeout": Field(int, False, "seconds without progress before a host counts as failed (default 60)"),
+    "python": Field(str, False, 'the python3 that checks the tree on the hosts, e.g. "/usr/bin/python3"'),
 }
 HOST_SCHEMA = {
     "ssh": Field(str, True, 'an ssh destination such as "node1" or "user@host"'),
@@ -70,6 +77,12 @@ class Cluster:
     exclude: tuple[str, ...] = ()
     max_delete: int = 100
     env: dict[str, str] = field(default_factory=dict)
+    #: rsync --bwlimit in KiB/s per host; 0 means no limit
+    bwlimit: int = 0
+    #: rsync --timeout and the ssh keep-alive budget, in seconds
+    timeout: int = 60
+    #: the interpreter migrate's check runs with on the hosts (python3 >= 3.6, stdlib only)
+    python: str = "python3"
 
 
 def find_config(config: Path | None) -> Path | None:
@@ -95,6 +108,9 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
         elif isinstance(h, dict):
             check(h, HOST_SCHEMA, file=file, prefix=f"{prefix}hosts[{i}].")
             hosts.append(Host(h["ssh"], h.get("root", root)))
+            if not hosts[-1].root.startswith("/"):
+                raise ManifestError(file, f"{prefix}hosts[{i}].root", f"{hosts[-1].root!r} is not absolute",
+                                    'write a path such as "/scratch/verl_Uky"')
         else:
             raise ManifestError(file, f"{prefix}hosts[{i}]", f"expected a string or a table, got {type(h).__name__}",
                                 'write "node1" or { ssh = "node1", root = "/path" }')
@@ -108,11 +124,16 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
             if not isinstance(v, str):
                 raise ManifestError(file, f"{prefix}{key}.{k}", f"expected a string, got {type(v).__name__}",
                                     "quote the value")
+    for key in ("max_delete", "bwlimit", "timeout"):
+        if key in raw and raw[key] < (1 if key == "timeout" else 0):
+            raise ManifestError(file, prefix + key, f"{raw[key]} is out of range",
+                                "write a positive number" if key == "timeout" else "write 0 or more")
     ssh_config = raw.get("ssh_config")
     ssh_path = (file.parent / Path(ssh_config).expanduser()) if ssh_config else None
     return Cluster(name, tuple(hosts), root, file, ssh_path, dict(raw.get("paths", {})), raw.get("profile", "standard"),
                    tuple(raw.get("include", ())), tuple(raw.get("exclude", ())), raw.get("max_delete", 100),
-                   dict(raw.get("env", {})))
+                   dict(raw.get("env", {})), raw.get("bwlimit", 0), raw.get("timeout", 60),
+                   raw.get("python", "python3"))
 
 
 def load_clusters(config: Path | None = None) -> dict[str, Cluster]:

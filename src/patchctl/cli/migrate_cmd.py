@@ -1,0 +1,139 @@
+"""`migrate`: send the patched tree to every host of a cluster, verify it there, show per host."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import click
+
+from patchctl.cli import render
+from patchctl.cli.errors import handled
+from patchctl.cli.options import config_option, json_option, patchset_option, target_option
+from patchctl.clusters import load_cluster
+from patchctl.migrate import MigrateResult, Options, Phase, Progress, migrate
+from patchctl.patchsets.loader import load_patchsets
+from patchctl.target import resolve
+
+STATUS_STYLE = {"ok": "green", "planned": "cyan", "mismatch": "red", "unreachable": "red", "failed": "red"}
+
+
+def human(n: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000  # type: ignore[assignment]
+    return str(n)
+
+
+class LiveTable:
+    """On a TTY: one live row per host (phase, files, bytes), redrawn as events arrive."""
+
+    def __init__(self, cluster: str) -> None:
+        from rich.live import Live
+
+        self.cluster = cluster
+        self.rows: dict[str, Progress] = {}
+        self.live = Live(self._table(), console=render.console(), refresh_per_second=10, transient=True)
+
+    def _table(self) -> Any:
+        from rich.table import Table
+
+        t = Table(title=f"migrate {self.cluster}", title_justify="left")
+        for col in ("host", "phase", "files", "bytes"):
+            t.add_column(col)
+        for host, p in self.rows.items():
+            phase = p.status.value if p.status else p.phase.value
+            t.add_row(host, f"[{STATUS_STYLE.get(phase, 'white')}]{phase}[/]", str(p.files), human(p.bytes))
+        return t
+
+    def update(self, event: Progress) -> None:
+        self.rows[event.host] = event
+        self.live.update(self._table())
+
+    def __enter__(self) -> LiveTable:
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.__exit__(*exc)  # type: ignore[arg-type]
+
+
+class PlainLines:
+    """Not a TTY (CI logs, pipes): one line whenever a host changes phase."""
+
+    def __init__(self) -> None:
+        self.phase: dict[str, Phase] = {}
+
+    def update(self, event: Progress) -> None:
+        if self.phase.get(event.host) is event.phase or event.phase in (Phase.QUEUED, Phase.DONE):
+            return
+        self.phase[event.host] = event.phase
+        sent = f" ({event.files} files, {human(event.bytes)} sent)" if event.phase is Phase.VERIFYING else ""
+        click.echo(f"{event.host}: {event.phase.value}{sent}")
+
+
+def _report(result: MigrateResult) -> None:
+    rows = [[h.host, h.status.value, str(h.files_sent), human(h.bytes_sent), f"{h.seconds:.2f}",
+             "yes" if h.verified else "no", h.reason or "-"] for h in result.hosts]
+    files_col = "would send" if result.dry_run else "files"
+    title = (f"migrate {result.cluster}{' (dry run)' if result.dry_run else ''}: {result.files} files "
+             f"from {result.source} at {(result.commit or 'no commit')[:12]}")
+    render.table(title, ["host", "status", files_col, "bytes", "seconds", "verified", "reason"], rows, status_col=1)
+    for h in result.hosts:
+        if h.mismatches:
+            click.echo(f"\n{h.host}: what differs on the host")
+            for m in h.mismatches:
+                click.echo(f"  {m}")
+        if h.changes:
+            click.echo(f"\n{h.host}: would change ({len(h.changes)})")
+            for c in h.changes:
+                click.echo(f"  {c}")
+        if h.deleted:
+            click.echo(f"\n{h.host}: deleted {len(h.deleted)} file(s) removed at the source")
+            for d in h.deleted:
+                click.echo(f"  {d}")
+    bad = result.failed
+    if not bad:
+        verb = "planned" if result.dry_run else "ok and verified"
+        click.echo(f"migrate {result.cluster}: {len(result.hosts)}/{len(result.hosts)} hosts {verb}")
+    else:
+        click.echo(f"migrate {result.cluster}: {len(bad)} of {len(result.hosts)} host(s) failed", err=True)
+        for h in bad:
+            click.echo(f"  {h.host}: {h.status.value}: {h.reason}", err=True)
+
+
+@click.command("migrate")
+@click.argument("cluster")
+@target_option
+@patchset_option
+@click.option("--dry-run", is_flag=True, help="List what would change on each host; change nothing.")
+@click.option("--delete", is_flag=True,
+              help="Also remove from the hosts files deleted at the source (inside the root, at most max_delete).")
+@click.option("--checksum", is_flag=True, help="Compare by content, not size and time (resends files altered there).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Hosts at a time (default: all).")
+@json_option
+@config_option
+@handled
+def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: bool, delete: bool, checksum: bool,
+                jobs: int | None, as_json: bool, config: Path | None) -> int:
+    """Send TARGET to every host of CLUSTER (rsync over ssh, in parallel) and verify it on each."""
+    spec = load_cluster(cluster, config)
+    sets = load_patchsets(patchsets)
+    tree = resolve(target, config)
+    options = Options(dry_run=dry_run, delete=delete, checksum=checksum, jobs=jobs)
+    if as_json:
+        display: Any = None
+    elif sys.stdout.isatty():
+        display = LiveTable(spec.name)
+    else:
+        display = PlainLines()
+    with display if isinstance(display, LiveTable) else nullcontext():
+        result = migrate(spec, tree.root, sets, options, progress=display.update if display else None)
+    if as_json:
+        render.emit_json(result.as_json())
+    else:
+        _report(result)
+    return 0 if result.ok else 1

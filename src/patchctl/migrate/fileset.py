@@ -1,0 +1,167 @@
+"""The tree as git sees it: exactly the files ``migrate`` sends, with their sha256.
+
+Git answers which files belong (tracked, plus untracked files it does not ignore) because
+gitignore semantics — anchoring, ``!`` negation, nested ``.gitignore`` files, tracked files
+that match an ignore rule — cannot be reproduced with rsync filter rules. To that come the
+files the applied patchsets added, the apply record, and what the cluster config includes;
+outputs (checkpoints, logs, ...) are left behind unless included.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchctl import fsutil, git, proc
+from patchctl.clusters import Cluster
+from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
+from patchctl.patchsets import record as rec
+
+#: directory names whose contents are run outputs: never sent unless the cluster includes them
+OUTPUT_DIRS = ("checkpoints", "outputs", "logs", "wandb")
+#: files patchctl writes on each host itself; the source's copies (if any) never travel
+HOST_FILES = (".patchctl/env.sh", ".patchctl/provenance.json", ".patchctl/manifest.json")
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: str
+    #: "f" for a regular file, "l" for a symbolic link
+    kind: str
+    #: sha256 hex of a file's content, or a link's target
+    digest: str
+    executable: bool
+    size: int
+
+    def as_manifest(self) -> list[object]:
+        return [self.path, self.kind, self.digest, self.executable]
+
+
+@dataclass(frozen=True)
+class FileSet:
+    root: Path
+    entries: tuple[Entry, ...]
+    #: HEAD of the repository the tree is in
+    commit: str | None
+    #: paths that differ from HEAD (modified, added, untracked): the tree is commit + these
+    changed: tuple[str, ...]
+
+    @property
+    def paths(self) -> list[str]:
+        return [e.path for e in self.entries]
+
+    @property
+    def size(self) -> int:
+        return sum(e.size for e in self.entries)
+
+
+def _listed(root: Path) -> dict[str, bool]:
+    """path -> tracked, for tracked files plus untracked files git does not ignore."""
+    done = proc.run(["git", "-C", str(root), "-c", "core.quotePath=false", "ls-files", "-z", "-t",
+                     "--cached", "--others", "--exclude-standard"])
+    out: dict[str, bool] = {}
+    for item in done.stdout.split("\0"):
+        if len(item) > 2 and not item.endswith("/"):  # "dir/": an untracked nested repository
+            out[item[2:]] = out.get(item[2:], False) or item[0] != "?"
+    return out
+
+
+def _changed(root: Path) -> tuple[str, ...]:
+    done = proc.run(["git", "-C", str(root), "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "."])
+    items, out, skip = done.stdout.split("\0"), [], False
+    for item in items:
+        if skip or len(item) < 4:
+            skip = False
+            continue
+        skip = item[0] in "RC"
+        out.append(item[3:])
+    return tuple(sorted(out))
+
+
+def _under(path: str, prefix: str) -> bool:
+    prefix = prefix.strip("/")
+    return path == prefix or path.startswith(prefix + "/") or fnmatch.fnmatchcase(path, prefix)
+
+
+def _excluded(path: str, cluster: Cluster) -> str | None:
+    """Why ``path`` stays behind, or None. Included paths always travel."""
+    if any(_under(path, inc) for inc in cluster.include):
+        return None
+    for pattern in cluster.exclude:
+        if _under(path, pattern):
+            return f"matches clusters.{cluster.name}.exclude {pattern!r}"
+    hit = next((d for d in path.split("/")[:-1] if d in OUTPUT_DIRS), None)
+    return f"inside an output directory {hit}/" if hit else None
+
+
+def _included_files(root: Path, cluster: Cluster) -> set[str]:
+    """Files under the cluster's ``include`` paths, ignored by git or not."""
+    out: set[str] = set()
+    for inc in cluster.include:
+        base = root / inc.strip("/")
+        if base.is_file() or base.is_symlink():
+            out.add(inc.strip("/"))
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = [d for d in dirnames if d != ".git"]
+            out.update(os.path.relpath(os.path.join(dirpath, f), root).replace(os.sep, "/") for f in filenames)
+    return out
+
+
+def _entry(root: Path, path: str) -> Entry | None | str:
+    """The entry for ``path``; None when it is gone from disk; a reason string when not sendable."""
+    full = root / path
+    try:
+        st = full.lstat()
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return Entry(path, "l", os.readlink(full), False, 0)
+    if stat.S_ISREG(st.st_mode):
+        return Entry(path, "f", fsutil.sha256_file(full), bool(st.st_mode & 0o100), st.st_size)
+    return "a submodule or special file, which migrate does not send" if stat.S_ISDIR(st.st_mode) else "not a file"
+
+
+def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = ()) -> FileSet:
+    """The files to send from ``root`` to the cluster; raises if a tracked file would be left out.
+
+    ``generated`` are paths rendered per host (``git_ignore.py``): the source's copy stays home.
+    """
+    top = git.toplevel(root)
+    if top is None:
+        raise NotAGitTree(root)
+    listed = _listed(root)
+    record = rec.load(root)
+    if record is not None:
+        listed.setdefault(rec.RECORD_PATH, False)
+        for e in record.entries:
+            if e.sha256_before is None and (root / e.path).is_file():
+                listed.setdefault(e.path, False)  # added by a patchset: sent even where git ignores it
+    for path in _included_files(root, cluster):
+        listed.setdefault(path, False)
+    skip = set(HOST_FILES) | set(generated)
+    left_out: list[tuple[str, str]] = []
+    wanted: list[str] = []
+    for path, tracked in sorted(listed.items()):
+        if path in skip or path == ".git" or path.startswith(".git/"):
+            continue
+        why = _excluded(path, cluster)
+        if why is None:
+            wanted.append(path)
+        elif tracked:
+            left_out.append((path, why))
+    with ThreadPoolExecutor(max_workers=8) as pool:  # hashlib releases the GIL on large buffers
+        found = list(pool.map(lambda p: _entry(root, p), wanted))
+    entries = []
+    for path, entry in zip(wanted, found):
+        if isinstance(entry, str):
+            if listed[path]:
+                left_out.append((path, entry))
+        elif entry is not None:
+            entries.append(entry)
+    if left_out:
+        raise TrackedFileLeftOut(left_out, cluster.name, cluster.source)
+    return FileSet(root, tuple(entries), git.head(top), _changed(root))

@@ -1,0 +1,228 @@
+"""patchctl's agent on a cluster host: one JSON request on stdin, one JSON reply on stdout.
+
+It is sent as source on each call (``python3 -c``), so nothing is installed on the host; it
+needs only python3 >= 3.6 and its standard library, and never imports patchctl. Actions:
+
+- ``prepare``: create the root; count what ``--delete`` would remove (the guard runs before
+  any byte is sent).
+- ``plan``: read-only, for ``--dry-run``: what would be deleted and which generated files
+  would change.
+- ``finish``: write the generated files, delete (within the root, at most ``max_delete``),
+  check every manifest entry's sha256 and the tagged-line inventory, and record the manifest
+  and the provenance under ``.patchctl/``.
+
+Deletions only ever touch files an earlier migrate placed (listed in ``.patchctl/manifest.json``),
+so outputs the host made itself (checkpoints, logs) are never at risk.
+"""
+
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+
+MANIFEST = ".patchctl/manifest.json"
+PROVENANCE = ".patchctl/provenance.json"
+SKIP_DIRS = {".git", ".hg", ".patchctl", "__pycache__", ".venv", "node_modules", ".mypy_cache", ".pytest_cache",
+             ".rsync-partial", ".~tmp~", "checkpoints", "outputs", "logs", "wandb"}
+MAX_SCAN = 4 << 20  # tagged lines live in source files; larger files are data
+
+
+def inside(root, rel):
+    """The absolute path of ``rel`` under ``root``, or None if it could leave the root."""
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        return None
+    full = os.path.join(root, *parts)
+    parent = os.path.realpath(os.path.dirname(full))
+    real_root = os.path.realpath(root)
+    if parent != real_root and not parent.startswith(real_root + os.sep):
+        return None
+    return full
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def problem(root, entry):
+    """Why the host's copy of a manifest entry differs, or None when it matches."""
+    path, kind, digest, executable = entry
+    full = inside(root, path)
+    if full is None:
+        return "unsafe path"
+    if kind == "l":
+        if not os.path.islink(full):
+            return "missing" if not os.path.lexists(full) else "not a symbolic link"
+        return None if os.readlink(full) == digest else "link target differs"
+    if os.path.islink(full) or (os.path.lexists(full) and not os.path.isfile(full)):
+        return "not a regular file"
+    if not os.path.exists(full):
+        return "missing"
+    if sha256(full) != digest:
+        return "content differs (sha256)"
+    if bool(os.stat(full).st_mode & 0o100) != bool(executable):
+        return "executable bit differs"
+    return None
+
+
+def skipped(rel):
+    return any(part in SKIP_DIRS for part in rel.split("/")[:-1])
+
+
+def tag_lines(root, paths, pattern, needles):
+    """``[path, line, text]`` for each line whose comment carries a tag (as ``patchctl verify``)."""
+    rx = re.compile(pattern)
+    needles = [n.encode() for n in needles]
+    out = []
+    for rel in paths:
+        full = os.path.join(root, rel)
+        try:
+            if os.path.islink(full) or os.path.getsize(full) > MAX_SCAN:
+                continue
+            with open(full, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        if not any(n in data for n in needles) or b"\0" in data[:1024]:
+            continue
+        for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+            if rx.search(line):
+                out.append([rel, n, line.rstrip()])
+    return out
+
+
+def walk(root, leave_out):
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        for name in sorted(filenames):
+            rel = os.path.relpath(os.path.join(dirpath, name), root).replace(os.sep, "/")
+            if rel not in leave_out:
+                yield rel
+
+
+def read_json(path, default):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def write_atomic(path, data):
+    """Temp file beside the destination, then rename: a reader never sees half a file."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".patchctl-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def stale(root, req):
+    """Files an earlier migrate placed that the source no longer has, still present here."""
+    placed = read_json(os.path.join(root, MANIFEST), {}).get("files", [])
+    keep = set(e[0] for e in req["manifest"])
+    out = []
+    for rel in placed:
+        full = inside(root, rel) if rel not in keep else None
+        if full is not None and (os.path.islink(full) or os.path.isfile(full)):
+            out.append(rel)
+    return sorted(out)
+
+
+def delete(root, paths):
+    real_root = os.path.realpath(root)
+    for rel in paths:
+        full = inside(root, rel)
+        if full is None:
+            continue
+        os.unlink(full)
+        parent = os.path.dirname(full)
+        while os.path.realpath(parent) != real_root:
+            try:
+                os.rmdir(parent)
+            except OSError:
+                break
+            parent = os.path.dirname(parent)
+
+
+def differs(root, rendered):
+    out = []
+    for rel, text in sorted(rendered.items()):
+        full = inside(root, rel)
+        try:
+            with open(full, "rb") as f:
+                same = f.read() == text.encode("utf-8")
+        except OSError:
+            same = False
+        if not same:
+            out.append(rel)
+    return out
+
+
+def main(req):
+    root = req["root"]
+    reply = {"python": sys.version.split()[0], "root_exists": os.path.isdir(root), "deletions": [],
+             "delete_refused": False, "problems": [], "rendered": [], "tags_only_here": [], "tags_missing_here": []}
+    if req["action"] == "prepare":
+        os.makedirs(root, exist_ok=True)
+    if not os.path.isdir(root):
+        reply["rendered"] = sorted(req.get("rendered", {}))
+        return reply
+    if req.get("delete"):
+        reply["deletions"] = stale(root, req)
+        reply["delete_refused"] = len(reply["deletions"]) > req["max_delete"]
+    rendered = req.get("rendered", {})
+    reply["rendered"] = differs(root, rendered)
+    if req["action"] != "finish":
+        return reply
+    for rel in reply["rendered"]:
+        write_atomic(inside(root, rel), rendered[rel].encode("utf-8"))
+    if reply["deletions"] and not reply["delete_refused"]:
+        delete(root, reply["deletions"])
+    for entry in req["manifest"]:
+        why = problem(root, entry)
+        if why:
+            reply["problems"].append([entry[0], why])
+    for rel in differs(root, rendered):
+        reply["problems"].append([rel, "generated file differs"])
+    tags = req["tags"]
+    here = tag_lines(root, walk(root, set(rendered)), tags["pattern"], tags["needles"])
+    here = set(tuple(t) for t in here)
+    there = set(tuple(t) for t in tags["expected"])
+    reply["tags_only_here"] = sorted(here - there)
+    reply["tags_missing_here"] = sorted(there - here)
+    placed = set(e[0] for e in req["manifest"])
+    if not req.get("delete") or reply["delete_refused"]:
+        old = read_json(os.path.join(root, MANIFEST), {}).get("files", [])
+        placed.update(p for p in old if inside(root, p) and os.path.lexists(os.path.join(root, p)))
+    ok = not (reply["problems"] or reply["tags_only_here"] or reply["tags_missing_here"])
+    write_atomic(os.path.join(root, MANIFEST), json.dumps({"format": 1, "files": sorted(placed)}).encode())
+    provenance = dict(req["provenance"], verified=ok, root=root)
+    write_atomic(os.path.join(root, PROVENANCE), (json.dumps(provenance, indent=2) + "\n").encode())
+    return reply
+
+
+def run():
+    try:
+        request = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+        reply = main(request)
+    except Exception as exc:  # reported to patchctl as this host's failure, not a traceback
+        sys.stdout.write(json.dumps({"error": "%s: %s" % (type(exc).__name__, exc)}))
+        sys.exit(3)
+    sys.stdout.write(json.dumps(reply))
+
+
+if __name__ == "__main__":
+    run()

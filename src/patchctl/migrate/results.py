@@ -1,0 +1,109 @@
+"""What ``migrate`` reports: one frozen result per host, a progress event stream, and the total."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class HostStatus(str, enum.Enum):
+    """How one host ended. Spelled as users see it (table, ``--json``)."""
+
+    #: the tree arrived and every file's sha256 and the tag inventory match the source
+    OK = "ok"
+    #: the transfer finished but the host's tree differs from the source (files listed)
+    MISMATCH = "mismatch"
+    #: ssh could not reach the host (exit 255 before anything ran)
+    UNREACHABLE = "unreachable"
+    #: the host answered but a step failed (rsync error, delete guard, python3 missing, ...)
+    FAILED = "failed"
+    #: --dry-run: what would change was listed, nothing was written
+    PLANNED = "planned"
+
+    @property
+    def passes(self) -> bool:
+        return self in (HostStatus.OK, HostStatus.PLANNED)
+
+
+class Phase(str, enum.Enum):
+    """Where a host is in its run, for the live progress display."""
+
+    QUEUED = "queued"
+    CONNECTING = "connecting"
+    PREPARING = "preparing"
+    TRANSFERRING = "transferring"
+    VERIFYING = "verifying"
+    DONE = "done"
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One progress event for one host (sent from worker threads to the CLI's callback)."""
+
+    #: the host's ssh destination
+    host: str
+    phase: Phase
+    #: files whose content was sent so far
+    files: int = 0
+    #: bytes sent so far (rsync's %b: after delta compression)
+    bytes: int = 0
+    #: the final status once phase is DONE
+    status: HostStatus | None = None
+
+
+@dataclass(frozen=True)
+class HostResult:
+    #: the ssh destination, as in the cluster config
+    host: str
+    #: the tree's path on that host
+    root: str
+    status: HostStatus
+    #: files whose content rsync sent (0 on a no-change re-run)
+    files_sent: int
+    #: bytes rsync sent for them
+    bytes_sent: int
+    #: wall time of this host's run
+    seconds: float
+    #: True when the host's tree was checked against the local manifest and matched
+    verified: bool
+    #: why the status is not ok, worded so the user can act on it; "" when ok
+    reason: str = ""
+    #: what differs on the host (mismatch), one "path: problem" per item
+    mismatches: tuple[str, ...] = ()
+    #: files removed from the host's root because they were deleted at the source (--delete)
+    deleted: tuple[str, ...] = ()
+    #: --dry-run: the files rsync would send, and "delete PATH" / "render PATH" items
+    changes: tuple[str, ...] = ()
+    #: generated files written on the host (git_ignore.py, .patchctl/env.sh)
+    rendered: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, object]:
+        return {"host": self.host, "status": self.status.value, "files_sent": self.files_sent,
+                "bytes_sent": self.bytes_sent, "seconds": round(self.seconds, 3), "verified": self.verified,
+                "root": self.root, "reason": self.reason, "mismatches": list(self.mismatches),
+                "deleted": list(self.deleted), "changes": list(self.changes), "rendered": list(self.rendered)}
+
+
+@dataclass(frozen=True)
+class MigrateResult:
+    cluster: str
+    #: the local tree that was sent
+    source: str
+    #: HEAD of the source tree, None outside git
+    commit: str | None
+    #: how many files the tree has as git sees it (what every host receives)
+    files: int
+    hosts: tuple[HostResult, ...]
+    dry_run: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return all(h.status.passes for h in self.hosts)
+
+    @property
+    def failed(self) -> tuple[HostResult, ...]:
+        return tuple(h for h in self.hosts if not h.status.passes)
+
+    def as_json(self) -> dict[str, object]:
+        return {"cluster": self.cluster, "source": self.source, "commit": self.commit, "files": self.files,
+                "dry_run": self.dry_run, "ok": self.ok, "hosts": [h.as_json() for h in self.hosts]}

@@ -1,0 +1,107 @@
+"""The one list of ssh options, used by ssh itself and by rsync's ``-e``, so both reach a host
+identically: the user's ssh config (or the cluster's ``ssh_config`` via ``-F``), agent,
+ProxyJump and host-key checking all apply, and nothing ever prompts (hosts run in parallel).
+
+Each host gets one master connection (``ssh -M``) that the later ssh and rsync calls share
+through its control socket, so a host costs one key exchange and login, not one per step.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from patchctl.clusters import Cluster, Host
+
+# Run on the host as `python3 -c BOOTSTRAP`: one line of plain characters, so every login shell
+# (sh, bash, zsh, csh, fish) passes it through unchanged; the agent's code arrives base64-encoded
+# inside it, the request on stdin.
+_BOOTSTRAP = "import base64,sys;exec(compile(base64.b64decode('{code}'),'patchctl-agent','exec'))"
+
+
+def ssh_options(cluster: Cluster, control: Path | None = None) -> list[str]:
+    """Options shared by every connection to the cluster's hosts (``control``: a master's socket)."""
+    opts: list[str] = []
+    if cluster.ssh_config is not None:
+        opts += ["-F", str(cluster.ssh_config)]
+    alive = max(1, min(15, cluster.timeout // 4))
+    opts += [
+        "-o", "BatchMode=yes",  # never prompt: a password prompt in a worker thread would hang
+        "-o", f"ConnectTimeout={min(cluster.timeout, 20)}",
+        "-o", f"ServerAliveInterval={alive}",
+        "-o", f"ServerAliveCountMax={max(2, cluster.timeout // alive)}",
+    ]
+    if control is not None:
+        opts += ["-o", f"ControlPath={control}", "-o", "ControlMaster=no"]
+    return opts
+
+
+def ssh_argv(cluster: Cluster, host: Host, remote: Sequence[str], control: Path | None = None) -> list[str]:
+    """``ssh OPTIONS -- HOST REMOTE...``; each remote word is quoted for the remote shell, which
+    re-parses the words ssh sends (ssh joins them with spaces)."""
+    return ["ssh", *ssh_options(cluster, control), "--", host.ssh, *(shlex.quote(w) for w in remote)]
+
+
+def python_argv(cluster: Cluster, host: Host, code_b64: str, control: Path | None = None) -> list[str]:
+    """Run a base64-encoded Python program with the host's ``python3`` (the cluster's ``python``)."""
+    if not code_b64.replace("+", "").replace("/", "").replace("=", "").isalnum():
+        raise ValueError("code_b64 must be base64")  # a bug, not user input: the agent is ours
+    return ssh_argv(cluster, host, [cluster.python, "-c", _BOOTSTRAP.format(code=code_b64)], control)
+
+
+def rsh_command(cluster: Cluster, control: Path | None = None) -> str:
+    """The ssh command line for ``rsync -e``, which takes one string and splits it itself.
+
+    rsync splits on spaces and honours single quotes (a doubled quote inside is a quote), so
+    each word that needs it is wrapped that way; no shell is involved.
+    """
+    words = ["ssh", *ssh_options(cluster, control)]
+    return " ".join(w if w and not any(c in w for c in " '\"\t\\") else "'" + w.replace("'", "''") + "'"
+                    for w in words)
+
+
+def unreachable_reason(host: Host, stderr: str) -> str:
+    """ssh's exit 255 as a cause the user can act on."""
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    tail = lines[-1] if lines else "no message"
+    return f"ssh could not connect ({tail}); check that `ssh {host.ssh}` logs in without a prompt"
+
+
+class Master:
+    """One ``ssh -M -N`` per host, started and stopped by patchctl (no ControlPersist daemon
+    is left behind). If it cannot connect, ``open`` returns ssh's reason."""
+
+    def __init__(self, cluster: Cluster, host: Host, control_dir: Path, index: int) -> None:
+        self.cluster, self.host = cluster, host
+        self.socket = control_dir / f"h{index}"  # short: a unix socket path has ~100 bytes
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._err = tempfile.TemporaryFile()
+
+    def open(self) -> str | None:
+        argv = ["ssh", *ssh_options(self.cluster), "-M", "-N", "-o", f"ControlPath={self.socket}",
+                "-o", "ControlPersist=no", "--", self.host.ssh]
+        self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._err)
+        deadline = time.monotonic() + min(self.cluster.timeout, 20) + 10
+        while time.monotonic() < deadline:
+            if self.socket.exists():
+                return None
+            if self._proc.poll() is not None:
+                self._err.seek(0)
+                return unreachable_reason(self.host, self._err.read().decode("utf-8", "replace"))
+            time.sleep(0.005)
+        self.close()
+        return f"ssh did not finish logging in within {min(self.cluster.timeout, 20) + 10} s"
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._err.close()

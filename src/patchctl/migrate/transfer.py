@@ -1,0 +1,141 @@
+"""Sending the file list to one host with the system rsync, over the shared ssh options.
+
+- ``--files-from`` with ``--from0``: exactly the paths git listed, no rsync filter rules.
+- ``--partial-dir`` + ``--delay-updates``: a file being received lives in a holding directory
+  and all files are renamed into place at the end, so an interrupted transfer never leaves a
+  partial file under its final name (and a re-run resumes from the partial data).
+- ``--out-format``: one line per item, parsed live for the per-host progress (files, bytes).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchctl.clusters import Cluster, Host
+from patchctl.errors import ToolMissing
+from patchctl.migrate import ssh
+
+PARTIAL_DIR = ".rsync-partial"
+_FORMAT = "%i %b %l %n"  # itemized changes, bytes sent, file length, name
+
+#: rsync exit codes (rsync(1) EXIT VALUES) as causes a user can act on
+CAUSES = {
+    1: "rsync rejected its arguments (syntax or usage error)",
+    2: "the local and remote rsync cannot talk to each other (protocol incompatibility)",
+    3: "a file or directory could not be selected (is the root writable?)",
+    5: "the rsync session could not start on the host",
+    10: "socket I/O error",
+    11: "a file could not be written on the host (disk full, or no permission?)",
+    12: "the connection dropped mid-transfer (rsync protocol stream broke)",
+    14: "rsync's inter-process communication failed",
+    20: "rsync was interrupted by a signal",
+    22: "rsync could not allocate memory",
+    23: "partial transfer: some files could not be transferred",
+    24: "partial transfer: some source files vanished while being sent",
+    30: "timeout: no data moved within the cluster's timeout",
+    35: "timeout waiting for the connection",
+    127: "rsync is not installed (locally or on the host)",
+    255: "ssh could not connect",
+}
+
+
+@dataclass(frozen=True)
+class Item:
+    #: rsync's itemize string, e.g. "<f+++++++++" (new file sent) or "<f.st......" (changed)
+    code: str
+    #: bytes rsync sent for it (after delta compression; 0 in a dry run)
+    sent: int
+    size: int
+    path: str
+
+    @property
+    def is_file_sent(self) -> bool:
+        return self.code[:2] in ("<f", ">f")  # "<": sent to the host (a push), ">": received
+
+
+@dataclass(frozen=True)
+class TransferResult:
+    returncode: int
+    items: tuple[Item, ...]
+    stderr: str
+
+    @property
+    def files(self) -> int:
+        return sum(1 for i in self.items if i.is_file_sent)
+
+    @property
+    def bytes(self) -> int:
+        return sum(i.sent for i in self.items if i.is_file_sent)
+
+    @property
+    def sent_paths(self) -> tuple[str, ...]:
+        return tuple(i.path for i in self.items if i.is_file_sent)
+
+
+def parse_line(line: str) -> Item | None:
+    parts = line.split(" ", 3)
+    if len(parts) != 4 or len(parts[0]) < 2 or not parts[1].isdigit() or not parts[2].isdigit():
+        return None
+    return Item(parts[0], int(parts[1]), int(parts[2]), parts[3])
+
+
+def cause(returncode: int, stderr: str) -> str:
+    """The rsync exit code as a plain cause, with rsync's own last line as evidence."""
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    what = CAUSES.get(returncode, f"rsync failed with exit code {returncode}")
+    if "command not found" in stderr and "rsync" in stderr:
+        what = "rsync is not installed on the host"
+    detail = next((ln for ln in reversed(lines) if "rsync error:" not in ln), lines[-1] if lines else "")
+    return f"rsync exit {returncode}: {what}" + (f" ({detail.strip()})" if detail else "")
+
+
+def root_parent_missing(result: TransferResult) -> bool:
+    """rsync could not create the root because its parent does not exist (exit 11, mkdir ENOENT)."""
+    return result.returncode == 11 and "mkdir" in result.stderr and "No such file or directory" in result.stderr
+
+
+def rsync_argv(cluster: Cluster, host: Host, source: Path, files_from: Path, *, dry_run: bool,
+               checksum: bool = False, control: Path | None = None) -> list[str]:
+    argv = [
+        "rsync", "-rlpt", "--omit-dir-times", "--files-from", str(files_from), "--from0",
+        "--partial-dir", PARTIAL_DIR, "--delay-updates", "--out-format", _FORMAT,
+        "--timeout", str(cluster.timeout), "-e", ssh.rsh_command(cluster, control),
+    ]
+    if cluster.bwlimit:
+        argv += ["--bwlimit", str(cluster.bwlimit)]
+    if checksum:
+        argv.append("--checksum")
+    if dry_run:
+        argv.append("--dry-run")
+    # rsync >= 3.2.4 protects the remote path's spaces and metacharacters from the remote shell
+    return [*argv, "--", f"{source}/", f"{host.ssh}:{host.root.rstrip('/')}/"]
+
+
+def send(cluster: Cluster, host: Host, source: Path, files_from: Path, *, dry_run: bool = False,
+         checksum: bool = False, control: Path | None = None,
+         on_item: Callable[[Item], None] | None = None) -> TransferResult:
+    """Run rsync for one host, reporting each item as rsync prints it."""
+    argv = rsync_argv(cluster, host, source, files_from, dry_run=dry_run, checksum=checksum, control=control)
+    if shutil.which("rsync") is None:
+        raise ToolMissing("rsync", "migrate sends trees with it: apt-get install rsync")
+    items: list[Item] = []
+    # Streamed, unlike proc.run, for the live progress; stderr goes to a file so a chatty
+    # rsync can never fill a pipe nobody reads.
+    with tempfile.TemporaryFile() as err:
+        with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                              text=True, errors="replace") as p:
+            assert p.stdout is not None
+            for line in p.stdout:
+                item = parse_line(line.rstrip("\n"))
+                if item is not None:
+                    items.append(item)
+                    if on_item is not None:
+                        on_item(item)
+        err.seek(0)
+        stderr = err.read().decode("utf-8", "replace")
+    return TransferResult(p.returncode, tuple(items), stderr)

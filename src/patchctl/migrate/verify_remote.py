@@ -1,0 +1,94 @@
+"""Talking to a host's agent: one ssh round trip per call, the agent's source as ``python3 -c``
+argv and the request (manifest of paths and sha256, generated files, expected tags) on stdin.
+
+No shell string is built from user input: the host root, paths and contents travel inside the
+JSON request, never on the command line.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from patchctl import proc
+from patchctl.clusters import Cluster, Host
+from patchctl.errors import PatchctlError
+from patchctl.migrate import remote_agent, ssh
+from patchctl.migrate.fileset import FileSet
+from patchctl.migrate.results import HostStatus
+from patchctl.verify.tags import tag_regex
+
+#: mismatch items listed per host; the count of the rest is given
+SHOWN = 50
+
+
+@functools.lru_cache(maxsize=1)
+def _agent_b64() -> str:
+    return base64.b64encode(Path(remote_agent.__file__).read_bytes()).decode("ascii")
+
+
+@dataclass(frozen=True)
+class AgentReply:
+    #: what the agent answered (see remote_agent.main); empty when it did not answer
+    data: dict[str, Any] = field(default_factory=dict)
+    #: None when the agent answered; UNREACHABLE or FAILED otherwise
+    failure: HostStatus | None = None
+    reason: str = ""
+
+
+def call(cluster: Cluster, host: Host, request: dict[str, Any], timeout: float,
+         control: Path | None = None) -> AgentReply:
+    argv = ssh.python_argv(cluster, host, _agent_b64(), control)
+    try:
+        done = proc.run(argv, input=json.dumps(dict(request, root=host.root)), check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return AgentReply({}, HostStatus.FAILED, f"no answer within {timeout:.0f} s; check the host's load, "
+                                                 f"or raise clusters.{cluster.name}.timeout")
+    except PatchctlError as exc:  # ssh itself is missing
+        return AgentReply({}, HostStatus.FAILED, str(exc))
+    if done.returncode == 255:
+        return AgentReply({}, HostStatus.UNREACHABLE, ssh.unreachable_reason(host, done.stderr))
+    try:
+        data = json.loads(done.stdout or "null")
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        why = (f"{cluster.python} is not installed there (the check needs python3 >= 3.6; "
+               f"set clusters.{cluster.name}.python)" if done.returncode == 127
+               else f"the check exited with {done.returncode}: {tail}")
+        return AgentReply({}, HostStatus.FAILED, why)
+    if "error" in data:
+        return AgentReply(data, HostStatus.FAILED, f"the check failed on the host: {data['error']}")
+    return AgentReply(data)
+
+
+def tags_request(fs: FileSet, tags: Iterable[str], generated: Iterable[str]) -> dict[str, Any]:
+    """The tag rule and the source's tagged-line inventory, scanned by the agent's own code so
+    that both sides apply the same rules."""
+    tags = sorted(set(tags))
+    if not tags:
+        return {"pattern": r"(?!x)x", "needles": [], "expected": []}
+    pattern = tag_regex(set(tags)).pattern
+    leave_out = set(generated)
+    paths = [p for p in fs.paths if p not in leave_out and not remote_agent.skipped(p)]
+    return {"pattern": pattern, "needles": tags,
+            "expected": remote_agent.tag_lines(str(fs.root), paths, pattern, tags)}
+
+
+def mismatches(reply: AgentReply) -> tuple[str, ...]:
+    """What differs on the host, one item per file or tagged line, for the user to act on."""
+    d = reply.data
+    items = [f"{path}: {why}" for path, why in d.get("problems", [])]
+    items += [f"{p}:{n}: tagged line on the host that the source lacks: {t.strip()}"
+              for p, n, t in d.get("tags_only_here", [])]
+    items += [f"{p}:{n}: tagged line missing on the host: {t.strip()}" for p, n, t in d.get("tags_missing_here", [])]
+    if len(items) > SHOWN:
+        items = items[:SHOWN] + [f"... and {len(items) - SHOWN} more"]
+    return tuple(items)

@@ -1,0 +1,177 @@
+"""A cluster of real OpenSSH servers on loopback addresses, for tests and benchmarks.
+
+Each host is its own ``sshd -D`` on 127.0.0.N with a generated host key; one generated user
+key logs in everywhere; a generated ssh config gives each host an alias (node1, node2, ...)
+with strict host-key checking against a generated known_hosts file. Each host gets its own
+root directory, so the hosts' trees are as separate as on real machines.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SSHD = "/usr/sbin/sshd"
+
+
+def missing_tools() -> str | None:
+    """Why the harness cannot run here, or None."""
+    for tool, package in ((SSHD, "openssh-server"), ("ssh", "openssh-client"), ("ssh-keygen", "openssh-client"),
+                          ("rsync", "rsync")):
+        if shutil.which(tool) is None:
+            return f"{tool} not found: apt-get install -y {package}"
+    try:
+        with socket.socket() as s:
+            s.bind(("127.0.0.2", 0))
+    except OSError as exc:
+        return f"cannot bind 127.0.0.2 ({exc})"
+    return None
+
+
+def _free_port(address: str) -> int:
+    with socket.socket() as s:
+        s.bind((address, 0))
+        return s.getsockname()[1]
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (sshd's per-connection children call setsid, so a process
+    group kill would miss them)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+@dataclass
+class SshHost:
+    alias: str
+    address: str
+    port: int
+    home: Path
+    #: the tree's root on this host
+    root: Path
+    config: Path
+    proc: subprocess.Popen | None = field(default=None, repr=False)
+
+    def start(self) -> None:
+        log = open(self.home / "sshd.log", "ab")
+        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.config)], stdin=subprocess.DEVNULL,
+                                     stdout=log, stderr=log)
+        log.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"sshd for {self.alias} exited: {(self.home / 'sshd.log').read_text()[-2000:]}")
+            try:
+                with socket.create_connection((self.address, self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.02)
+        raise RuntimeError(f"sshd for {self.alias} did not listen on {self.address}:{self.port}")
+
+    def stop(self) -> None:
+        """The host goes down: the listener and every session it started die at once."""
+        if self.proc is None:
+            return
+        for pid in [*_descendants(self.proc.pid), self.proc.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        self.proc = None
+
+
+class LoopbackCluster:
+    def __init__(self, base: Path, count: int, tree_name: str = "verl_Uky") -> None:
+        self.base = base
+        self.user = pwd.getpwuid(os.getuid()).pw_name
+        self.key = base / "id_ed25519"
+        self.known_hosts = base / "known_hosts"
+        self.ssh_config = base / "ssh_config"
+        base.mkdir(parents=True, exist_ok=True)
+        if os.getuid() == 0:
+            Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
+        self._keygen(self.key)
+        (base / "authorized_keys").write_text(Path(f"{self.key}.pub").read_text())
+        os.chmod(base / "authorized_keys", 0o600)
+        self.hosts: list[SshHost] = []
+        for i in range(count):
+            address = f"127.0.0.{i + 2}"
+            home = base / f"node{i + 1}"
+            home.mkdir(exist_ok=True)
+            self._keygen(home / "ssh_host_ed25519_key")
+            host = SshHost(f"node{i + 1}", address, _free_port(address), home, home / tree_name, home / "sshd_config")
+            self._sshd_config(host)
+            self.hosts.append(host)
+        #: an alias whose address nobody listens on
+        self.down_alias, self.down_port = "node-down", _free_port("127.0.0.250")
+        self._client_config()
+        for h in self.hosts:
+            h.start()
+
+    @staticmethod
+    def _keygen(path: Path) -> None:
+        if not path.exists():
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "patchctl-test", "-f", str(path)],
+                           check=True, capture_output=True)
+
+    def _sshd_config(self, h: SshHost) -> None:
+        h.config.write_text("\n".join([
+            f"ListenAddress {h.address}:{h.port}",
+            f"HostKey {h.home / 'ssh_host_ed25519_key'}",
+            f"PidFile {h.home / 'sshd.pid'}",
+            f"AuthorizedKeysFile {self.base / 'authorized_keys'}",
+            "StrictModes no", "UsePAM no", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+            "PubkeyAuthentication yes", "PermitRootLogin prohibit-password", f"AllowUsers {self.user}",
+            "MaxStartups 100:30:200", "MaxSessions 100", "PrintMotd no", "LogLevel ERROR", "",
+        ]))
+
+    def _client_config(self) -> None:
+        lines, known = [], []
+        for h in self.hosts:
+            lines += [f"Host {h.alias}", f"  HostName {h.address}", f"  Port {h.port}", f"  HostKeyAlias {h.alias}"]
+            pub = (h.home / "ssh_host_ed25519_key.pub").read_text().split()
+            known.append(f"{h.alias} {pub[0]} {pub[1]}")
+        lines += [f"Host {self.down_alias}", "  HostName 127.0.0.250", f"  Port {self.down_port}"]
+        lines += ["Host *", f"  User {self.user}", f"  IdentityFile {self.key}", "  IdentitiesOnly yes",
+                  f"  UserKnownHostsFile {self.known_hosts}", "  GlobalKnownHostsFile /dev/null",
+                  "  StrictHostKeyChecking yes", "  PasswordAuthentication no", "  LogLevel ERROR", ""]
+        self.ssh_config.write_text("\n".join(lines))
+        self.known_hosts.write_text("\n".join(known) + "\n")
+
+    def write_config(self, path: Path, name: str = "loop", hosts: list[str] | None = None, extra: str = "") -> Path:
+        """A patchctl.toml whose cluster ``name`` lists the aliases, each with its own root."""
+        entries = [f'{{ ssh = "{h.alias}", root = "{h.root}" }}' for h in self.hosts
+                   if hosts is None or h.alias in hosts]
+        entries += [f'{{ ssh = "{self.down_alias}", root = "{self.base / "down"}" }}']\
+            if hosts is not None and self.down_alias in hosts else []
+        path.write_text(f'[clusters.{name}]\nhosts = [{", ".join(entries)}]\nroot = "/unused"\n'
+                        f'ssh_config = "{self.ssh_config}"\n{extra}')
+        return path
+
+    def host(self, alias: str) -> SshHost:
+        return next(h for h in self.hosts if h.alias == alias)
+
+    def close(self) -> None:
+        for h in self.hosts:
+            h.stop()
