@@ -60,31 +60,29 @@ class VerlCheck(Check):
     def judge(self, ctx: Context, data: Mapping[str, ProbeResult]) -> Verdict:
         v = data["verl"].data
         expected = Path(os.path.realpath(ctx.target.root / "verl")) if ctx.target else None
-        where = f"from {v['cwd']}"
+        install = f"pip uninstall verl; pip install -e {expected.parent}" if expected else ""
         if not v.get("installed"):
-            fix = f"launch from {ctx.target.root} or pip install -e {ctx.target.root}" if ctx.target else \
-                "pass --target with the verl tree, or pip install -e <verl tree>"
-            return Verdict(Status.FAIL, f"verl is not importable {where}", fix)
+            fix = install or "pass --target with the verl tree, or pip install -e <verl tree>"
+            return Verdict(Status.FAIL, f"verl is not importable from {v['cwd']}", fix)
         location = Path(v["location"])
         if "error" in v:
             missing = v.get("missing")
             fix = f"install the missing package {missing!r} (verl's dependencies: pip install -e " \
-                  f"{expected.parent if expected else location.parent})" if missing else \
-                "fix the import error above"
+                  f"{expected.parent if expected else location.parent})" if missing else "fix the import error"
             return Verdict(Status.FAIL, f"verl at {location} does not import: {v['error']}", fix)
         head = f"verl {v.get('version', '?')} from {location}"
         if expected is None:
             return Verdict(Status.PASS, f"{head} (no --target: not compared)")
         if location != expected:
             return Verdict(Status.FAIL, f"{head}, not from the target {expected}",
-                           f"another copy shadows the target: pip uninstall verl, then launch from "
-                           f"{expected.parent} or pip install -e {expected.parent}")
-        others = [o for o in v.get("others", []) if Path(o) != expected]
-        if others:
-            return Verdict(Status.WARN, f"{head}; but {', '.join(others)} is found from any other directory",
-                           f"processes started elsewhere (Ray workers with another working directory) import that "
-                           f"copy: pip uninstall verl; pip install -e {expected.parent}")
-        return Verdict(Status.PASS, f"{head} (the target)")
+                           f"another copy shadows the target: {install}")
+        elsewhere = v.get("elsewhere")
+        if elsewhere and Path(elsewhere) != expected:
+            return Verdict(Status.WARN, f"{head} (the target) when launched from its root, but {elsewhere} "
+                           "everywhere else", "processes started elsewhere (Ray workers with another working "
+                           f"directory, scripts) import that copy, without the patches: {install}")
+        where = "everywhere" if elsewhere else f"when launched from {expected.parent} (not installed)"
+        return Verdict(Status.PASS, f"{head} (the target), {where}")
 
 
 class PatchesCheck(Check):

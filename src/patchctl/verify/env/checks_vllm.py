@@ -17,9 +17,18 @@ SAFE_BACKEND = "FLASH_ATTN"
 
 
 def _has_hf_rollout(ctx: Context) -> bool | None:
+    """Whether the target can roll out with HF generate(): verl <= 0.5 builds HFRollout for
+    rollout.name=hf; 0.6 keeps hf_rollout.py but its rollout registry names only vllm and sglang."""
     if ctx.target is None:
         return None
-    return (ctx.target.root / "verl" / "workers" / "rollout" / "hf_rollout.py").is_file()
+    rollout = ctx.target.root / "verl" / "workers" / "rollout"
+    if not (rollout / "hf_rollout.py").is_file():
+        return False
+    try:
+        base = (rollout / "base.py").read_text(encoding="utf-8")
+    except OSError:
+        return True
+    return "_ROLLOUT_REGISTRY" not in base or '("hf"' in base
 
 
 def _whose(ctx: Context) -> str:

@@ -43,8 +43,12 @@ def _add(found: dict[str, str], line: str) -> None:
     except InvalidRequirement:
         return
     name = canonicalize_name(req.name)
+    # keep the declared text ("vllm>=0.8.5,<=0.11.0" stays in that order; str(SpecifierSet) sorts)
+    head = line.split(";")[0]
+    start = min((head.find(c) for c in "<>=!~" if c in head), default=-1)
+    spec = head[start:].replace(" ", "").strip("()") if start >= 0 else ""
     if not found.get(name):
-        found[name] = str(req.specifier)
+        found[name] = spec or str(req.specifier)
 
 
 def read_requirements(root: Path) -> tuple[dict[str, str], str]:

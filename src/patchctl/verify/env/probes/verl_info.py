@@ -1,32 +1,29 @@
-"""Probe: where ``import verl`` resolves (run in the target's root, as a launch from there would),
-whether it imports, and which other copies the interpreter would find from elsewhere."""
+"""Probe: where ``import verl`` resolves when a run is launched from the target's root (the probe's
+working directory, first on sys.path as with ``python -m``), where it resolves for a process
+started anywhere else (a Ray worker, a script elsewhere), and whether it imports."""
 
+import importlib.machinery
 import importlib.util
 import json
 import os
 import sys
 
 
-def other_copies(here):
-    found = []
-    for entry in sys.path:
-        if entry in ("", here) or not entry:
-            continue
-        path = os.path.join(entry, "verl", "__init__.py")
-        if os.path.isfile(path):
-            found.append(os.path.realpath(os.path.dirname(path)))
-    return sorted(set(found))
+def origin_dir(spec):
+    if spec is None or not spec.origin:
+        return None
+    return os.path.realpath(os.path.dirname(spec.origin))
 
 
 def main():
     here = os.getcwd()
-    out = {"cwd": here, "others": other_copies(here)}
-    spec = importlib.util.find_spec("verl")
-    if spec is None or not spec.origin:
-        out["installed"] = False
+    elsewhere_path = [p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(here)]
+    out = {"cwd": here, "elsewhere": origin_dir(importlib.machinery.PathFinder.find_spec("verl", elsewhere_path))}
+    location = origin_dir(importlib.util.find_spec("verl"))
+    out["installed"] = location is not None
+    if location is None:
         return out
-    out["installed"] = True
-    out["location"] = os.path.realpath(os.path.dirname(spec.origin))
+    out["location"] = location
     try:
         import verl
     except Exception as exc:
