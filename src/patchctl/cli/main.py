@@ -8,6 +8,7 @@ from patchctl import __version__
 from patchctl.cli.doctor_cmd import doctor_cmd
 from patchctl.cli.migrate_cmd import migrate_cmd
 from patchctl.cli.patch_cmds import apply_cmd, list_cmd, revert_cmd
+from patchctl.cli.train_cmd import train_cmd
 from patchctl.cli.verify_cmd import verify_cmd
 
 
@@ -17,7 +18,7 @@ def cli() -> None:
     """Carry tagged local modifications of verl across releases and clusters."""
 
 
-for command in (apply_cmd, verify_cmd, revert_cmd, list_cmd, migrate_cmd, doctor_cmd):
+for command in (apply_cmd, verify_cmd, revert_cmd, list_cmd, migrate_cmd, doctor_cmd, train_cmd):
     cli.add_command(command)
 
 

@@ -1,0 +1,120 @@
+"""`train`: a GRPO validation run of the target tree, with a live progress line and a verdict."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from patchctl.cli import render
+from patchctl.cli.errors import handled
+from patchctl.cli.options import config_option, json_option, target_option
+
+
+def _process_age() -> float:
+    """Seconds since this interpreter started, so the timings include patchctl's own start-up."""
+    try:
+        import os
+
+        start = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(0.0, uptime - start / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _profile_names() -> list[str]:
+    from patchctl.train.profiles import load_profiles
+
+    try:
+        return sorted(load_profiles())
+    except Exception:  # the command still loads; --profile then reports the manifest error
+        return ["smoke", "debug", "fast-load", "standard"]
+
+
+@click.command("train", context_settings={"ignore_unknown_options": True})
+@target_option
+@click.option("--profile", "profile_name", default="smoke", show_default=True, type=click.Choice(_profile_names()),
+              help="Which run: smoke needs no model or data; debug/fast-load/standard are the record's scripts.")
+@click.option("--cluster", "cluster_name", default=None, help="Take MODEL_PATH, DATA_DIR, ... from this cluster's paths.")
+@click.option("--dry-run", is_flag=True, help="Print the exact command and environment; run nothing.")
+@click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Run directory for the log, report and plot (default: TARGET/.patchctl/runs/PROFILE-TIME).")
+@click.option("--python", "python", default=sys.executable, show_default="this interpreter",
+              help="The interpreter that runs verl.")
+@click.option("--timeout", "timeout", type=float, default=None, help="Stop the trainer after this many seconds.")
+@click.option("--verbose", "-v", is_flag=True, help="Echo the trainer's output as it comes.")
+@json_option
+@config_option
+@click.argument("overrides", nargs=-1, type=click.UNPROCESSED)
+@handled
+def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run: bool, out: Path | None, python: str,
+              timeout: float | None, verbose: bool, as_json: bool, config: Path | None,
+              overrides: tuple[str, ...]) -> int:
+    """Run GRPO on TARGET with a profile's settings and judge it by its gates.
+
+    OVERRIDES are hydra overrides (key=value) added after the profile's, so they win.
+    """
+    t0 = time.monotonic() - _process_age()
+    from patchctl.clusters import load_cluster
+    from patchctl.target import resolve
+    from patchctl.train import run
+    from patchctl.train.profiles import load_profile
+
+    profile = load_profile(profile_name)
+    cluster = load_cluster(cluster_name, config) if cluster_name else None
+    tree = resolve(target, config)
+    plan = run.plan(tree, profile, cluster, list(overrides), python, out)
+    if dry_run:
+        if as_json:
+            render.emit_json({"profile": profile.name, "cwd": str(plan.launch.cwd), "env": plan.launch.env,
+                              "command": list(plan.launch.argv), "run_dir": str(plan.run_dir)})
+            return 0
+        click.echo(f"# profile {profile.name}: {profile.description}")
+        click.echo(f"cd {shlex.quote(str(plan.launch.cwd))}")
+        for k, v in plan.launch.env.items():
+            click.echo(f"export {k}={shlex.quote(v)}")
+        argv = [shlex.quote(a) for a in plan.launch.argv]
+        click.echo(" \\\n    ".join([" ".join(argv[:3]), *argv[3:]]))
+        return 0
+
+    err = click.get_text_stream("stderr")
+    live = err.isatty() and not verbose
+
+    def progress(p: run.Progress) -> None:
+        total = f"/{p.total}" if p.total else ""
+        parts = [f"step {p.step}{total}"]
+        if p.reward is not None:
+            parts.append(f"reward {p.reward:.3f}")
+        if p.loss is not None:
+            parts.append(f"loss {p.loss:.4f}")
+        if p.seconds_per_step is not None:
+            parts.append(f"{p.seconds_per_step:.2f} s/step")
+        parts.append(f"{p.elapsed:.0f} s")
+        line = "  ".join(parts)
+        click.echo(f"\r\033[K{line}" if live else line, err=True, nl=not live)
+
+    def echo(line: str, at: float) -> None:
+        click.echo(f"[{at:6.1f}] {line}", err=True)
+
+    click.echo(f"train: profile {profile.name} on {tree.root} (log: {plan.launch.log})", err=True)
+    result = run.train(plan, tree, t0, timeout=timeout, on_progress=progress, on_line=echo if verbose else None)
+    if live:
+        click.echo("", err=True)
+    if as_json:
+        render.emit_json(result.document)
+        return 0 if result.passed else 1
+    rows = [[g.name, g.status.value, "-" if g.value is None else str(g.value), g.threshold, g.reason]
+            for g in result.gates]
+    render.table(f"train {profile.name}: gates", ["gate", "status", "value", "bar", "detail"], rows, 1)
+    br = result.timings.breakdown()
+    click.echo("time (s): " + ", ".join(f"{k} {v}" for k, v in br.items() if v is not None)
+               + f"; verdict at {result.timings.verdict}")
+    click.echo(f"log: {result.log}\nreport: {result.report}" + (f"\nplot: {result.plot}" if result.plot else ""))
+    if result.document.get("doctor"):
+        click.echo("doctor: " + "; ".join(str(f) for f in result.document["doctor"]))
+    click.echo("train: " + ("PASS" if result.passed else "FAIL"))
+    return 0 if result.passed else 1

@@ -1,0 +1,154 @@
+"""Training profiles are data: ``profiles.toml`` beside this module, validated on load.
+
+A profile names the environment and hydra overrides of one verl run, which values it needs
+from the cluster config, and the thresholds of its gates. Resolving a profile fills its
+``{PLACEHOLDERS}`` and returns plain strings, so the launcher never sees the TOML.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from patchctl.errors import ManifestError, PatchctlError
+from patchctl.schema import Field, check
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROLLOUTS = ("hf", "vllm", "sglang")
+ASSETS = ("smoke", "cluster")
+PREPARE = ("tiny-dataset",)
+
+PROFILE_SCHEMA = {
+    "description": Field(str, True, "one line"),
+    "rollout": Field(str, True, '"hf", "vllm" or "sglang"', choices=ROLLOUTS),
+    "assets": Field(str, True, '"smoke" (patchctl builds model and data) or "cluster"', choices=ASSETS),
+    "overrides": Field(list, True, 'hydra overrides such as "data.train_batch_size=4"', item=str),
+    "needs": Field(list, False, 'cluster path keys such as ["MODEL_PATH", "DATA_DIR"]', item=str),
+    "prepare": Field(list, False, '["tiny-dataset"]', item=str),
+    "requires": Field(list, False, "paths that must exist before the launch", item=str),
+    "env": Field(dict, False, "a table of environment variables"),
+    "defaults": Field(dict, False, "a table of placeholder defaults"),
+    "gates": Field(dict, False, "a [profile.NAME.gates] table"),
+}
+GATES_SCHEMA = {
+    "min_steps": Field(int, False, "the fewest training steps the log must show"),
+    "first_step_max_s": Field(int, False, "seconds from launch to the first step"),
+    "learning_metric": Field(str, False, 'a metric such as "critic/score/mean"'),
+    "learning_window": Field(int, False, "steps averaged at each end"),
+    "learning_min_gain": Field(float, False, "how much the last window must exceed the first"),
+}
+_PLACEHOLDER = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")
+_ENVREF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+@dataclass(frozen=True)
+class Gates:
+    min_steps: int = 1
+    first_step_max_s: float | None = None
+    learning_metric: str | None = None
+    learning_window: int = 5
+    learning_min_gain: float = 0.3
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    rollout: str
+    assets: str
+    overrides: tuple[str, ...]
+    needs: tuple[str, ...] = ()
+    prepare: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    defaults: dict[str, str] = field(default_factory=dict)
+    gates: Gates = Gates()
+
+
+def profiles_file() -> Path:
+    return Path(str(resources.files("patchctl.train") / "profiles.toml"))
+
+
+def _profile(name: str, raw: Any, file: Path) -> Profile:
+    prefix = f"profile.{name}."
+    if not isinstance(raw, dict):
+        raise ManifestError(file, prefix[:-1], "expected a table", f"write [profile.{name}]")
+    check(raw, PROFILE_SCHEMA, file=file, prefix=prefix)
+    for key in ("env", "defaults"):
+        for k, v in raw.get(key, {}).items():
+            if not isinstance(v, str):
+                raise ManifestError(file, f"{prefix}{key}.{k}", f"expected a string, got {type(v).__name__}", "quote it")
+    for i, item in enumerate(raw.get("prepare", [])):
+        if item not in PREPARE:
+            raise ManifestError(file, f"{prefix}prepare[{i}]", f"{item!r} is not a known step", f"use: {', '.join(PREPARE)}")
+    for i, ov in enumerate(raw["overrides"]):
+        if "=" not in ov:
+            raise ManifestError(file, f"{prefix}overrides[{i}]", f"{ov!r} is not KEY=VALUE", "write key=value")
+    gates = dict(raw.get("gates", {}))
+    gain = gates.get("learning_min_gain", 0.0)
+    if isinstance(gain, bool) or not isinstance(gain, (int, float)):
+        raise ManifestError(file, prefix + "gates.learning_min_gain", f"expected a number, got {type(gain).__name__}",
+                            "write a number such as 0.3")
+    if "learning_min_gain" in gates:
+        gates["learning_min_gain"] = float(gain)
+    check(gates, GATES_SCHEMA, file=file, prefix=prefix + "gates.")
+    return Profile(name, raw["description"], raw["rollout"], raw["assets"], tuple(raw["overrides"]),
+                   tuple(raw.get("needs", ())), tuple(raw.get("prepare", ())), tuple(raw.get("requires", ())),
+                   dict(raw.get("env", {})), dict(raw.get("defaults", {})), Gates(**gates))
+
+
+def load_profiles(file: Path | None = None) -> dict[str, Profile]:
+    file = file or profiles_file()
+    try:
+        doc = tomllib.loads(file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(file, "(document)", f"not valid TOML ({exc})", "fix the syntax") from None
+    check(doc, {"profile": Field(dict, True, "[profile.NAME] tables")}, file=file)
+    return {name: _profile(name, raw, file) for name, raw in doc["profile"].items()}
+
+
+def load_profile(name: str, file: Path | None = None) -> Profile:
+    profiles = load_profiles(file)
+    if name not in profiles:
+        raise PatchctlError(f"--profile {name}: no such profile; choose one of: {', '.join(sorted(profiles))}")
+    return profiles[name]
+
+
+def fill(text: str, values: dict[str, str], where: str) -> str:
+    """Replace ``{NAME}`` from ``values``; a missing one is an error naming where it was used."""
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1) not in values:
+            raise PatchctlError(f"{where}: needs {{{m.group(1)}}}, which neither patchctl nor the cluster config "
+                                f"provides; add {m.group(1)} to [clusters.NAME.paths] and pass --cluster NAME")
+        return values[m.group(1)]
+
+    return _PLACEHOLDER.sub(sub, text)
+
+
+def expand_env(value: str, environ: dict[str, str] | os._Environ[str]) -> str:
+    """``$NAME``/``${NAME}`` from the calling environment; an unset one leaves no stray ``:``."""
+    out = _ENVREF.sub(lambda m: environ.get(m.group(1) or m.group(2), ""), value)
+    return out.strip(":") if out != value else out
+
+
+def resolve_values(profile: Profile, given: dict[str, str]) -> dict[str, str]:
+    """Placeholder values: what patchctl/the cluster gives, then the profile's defaults."""
+    values = dict(given)
+    for _ in range(3):  # defaults may refer to each other ({RUN_DIR}/checkpoints)
+        for key, default in profile.defaults.items():
+            if key not in given:
+                values[key] = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), default)
+    missing = [k for k in profile.needs if k not in values]
+    if missing:
+        raise PatchctlError(f"profile {profile.name} needs {', '.join(missing)}; set them in "
+                            "[clusters.NAME.paths] of patchctl.toml and pass --cluster NAME")
+    return values

@@ -1,0 +1,175 @@
+"""``patchctl train``: plan a verl run from a profile, launch it, watch it, judge it, report it.
+
+:func:`plan` is pure (what ``--dry-run`` shows); :func:`train` builds the smoke assets when the
+profile needs them, runs the trainer, evaluates the gates and writes ``report.json`` and
+``report.png`` next to ``train.log`` in the run directory.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from patchctl.clusters import Cluster
+from patchctl.errors import PatchctlError
+from patchctl.target import Target
+from patchctl.train import facts, gates as gates_mod, launcher, report, smoke
+from patchctl.train.data import tiny_dataset
+from patchctl.train.gates import Gate
+from patchctl.train.launcher import Launch
+from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Step, pick
+from patchctl.train.profiles import Profile, fill, resolve_values
+
+
+@dataclass(frozen=True)
+class Plan:
+    profile: Profile
+    run_dir: Path
+    launch: Launch
+    #: placeholder values the command was filled from
+    values: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What the live progress line shows after each logged step."""
+
+    step: int
+    total: int | None
+    reward: float | None
+    loss: float | None
+    seconds_per_step: float | None
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    passed: bool
+    run_dir: Path
+    log: Path
+    report: Path
+    plot: Path | None
+    gates: tuple[Gate, ...]
+    timings: report.Timings
+    returncode: int | None
+    #: the report as written
+    document: dict[str, Any]
+
+
+def default_run_dir(target: Target, profile: str) -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return target.root / ".patchctl" / "runs" / f"{profile}-{stamp}"
+
+
+def plan(target: Target, profile: Profile, cluster: Cluster | None, overrides: list[str] | tuple[str, ...],
+         python: str, run_dir: Path | None = None) -> Plan:
+    """Fill the profile into an exact command; nothing is written."""
+    run_dir = (run_dir or default_run_dir(target, profile.name)).resolve()
+    given: dict[str, str] = {"RUN_DIR": str(run_dir)}
+    if cluster is not None:
+        given.update(cluster.paths)
+    if profile.assets == "smoke":
+        given.update(smoke.paths(run_dir / "assets"))
+    values = resolve_values(profile, given)
+    extra_env = dict(cluster.env) if cluster is not None else {}
+    launch = launcher.build(target.root, profile, values, overrides, python, run_dir / "train.log", extra_env)
+    return Plan(profile, run_dir, launch, values)
+
+
+def _prepare(p: Plan) -> None:
+    if p.profile.assets == "smoke":
+        smoke.build(p.run_dir / "assets")
+    for step in p.profile.prepare:
+        if step == "tiny-dataset":
+            data_dir = Path(p.values["DATA_DIR"])
+            if not (data_dir / "train_tiny.parquet").is_file():
+                tiny_dataset(data_dir)
+    for raw in p.profile.requires:
+        path = Path(fill(raw, p.values, f"profile {p.profile.name}, requires"))
+        if not path.exists():
+            raise PatchctlError(f"{path}: not found (profile {p.profile.name} needs it); check MODEL_PATH/DATA_DIR "
+                                "in [clusters.NAME.paths] or create the file")
+
+
+def _doctor(log: Path) -> list[dict[str, Any]] | None:
+    """Known failure signatures in the log (``patchctl doctor``), or None where doctor is absent."""
+    try:
+        doctor = importlib.import_module("patchctl.doctor")
+    except ImportError:
+        return None
+    try:
+        with log.open(encoding="utf-8", errors="replace") as f:
+            found = doctor.diagnose(f, doctor.load_signatures(None), str(log))
+    except (PatchctlError, OSError) as exc:
+        return [{"error": str(exc)}]
+    return [{"id": m.signature.id, "title": m.signature.title, "line": m.first_line, "excerpt": m.excerpt,
+             "cause": m.signature.cause, "fix": m.signature.fix} for m in found.matches]
+
+
+def _gather(p: Plan, out: dict[str, Any]) -> None:
+    out["versions"] = facts.package_versions(p.launch.argv[0], {**os.environ, **p.launch.env})
+    out["gpus"] = facts.gpus()
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401  (warm the import the plot needs)
+    except ImportError:
+        pass
+
+
+def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
+          on_progress: Callable[[Progress], None] | None = None,
+          on_line: Callable[[str, float], None] | None = None) -> TrainResult:
+    """Run the plan; ``t0`` is the ``time.monotonic()`` that counts as the launch."""
+    p.run_dir.mkdir(parents=True, exist_ok=True)
+    _prepare(p)
+    assets_ready = time.monotonic() - t0
+    scan = LogScan()
+
+    def seen(line: str, at: float) -> None:
+        step = scan.feed(line, at)
+        if on_line:
+            on_line(line, at)
+        if step is not None and on_progress:
+            on_progress(_progress(step, scan, at))
+
+    # facts about the machine and the matplotlib import are gathered while the trainer runs
+    side: dict[str, Any] = {}
+    helper = threading.Thread(target=_gather, args=(p, side), name="train-facts", daemon=True)
+    helper.start()
+    started = time.monotonic() - t0
+    done = launcher.execute(p.launch, t0, seen, timeout)
+    first = scan.steps[0].at if scan.steps else None
+    results = gates_mod.evaluate(done.returncode, scan, p.profile.gates, first)
+    passed = gates_mod.verdict(results)
+    doctor = None if passed else _doctor(p.launch.log)
+    helper.join(timeout=60)
+    versions, gpus, tree = side.get("versions", {}), side.get("gpus", []), facts.tree(target)
+    timings = report.Timings(assets_ready, started, scan.moments.get("ray_start"), scan.moments.get("task_runner"),
+                             scan.moments.get("workers_ready"), first, scan.steps[-1].at if scan.steps else None,
+                             done.ended_at, None)
+    run = {"profile": p.profile.name, "rollout": p.profile.rollout, "command": list(p.launch.argv),
+           "cwd": str(p.launch.cwd), "env": p.launch.env, "returncode": done.returncode,
+           "timed_out": done.timed_out, "log": str(p.launch.log)}
+    plot_path = report.plot(p.run_dir / "report.png", scan, f"patchctl train --profile {p.profile.name} "
+                            f"(verl {target.version or '?'})")
+    timings = report.Timings(**{**asdict(timings), "verdict": round(time.monotonic() - t0, 2)})
+    doc = report.document(run=run, tree=tree, versions=versions, gpus=gpus, timings=timings,
+                          scan=scan, gates=results, passed=passed, doctor=doctor)
+    path = report.write_json(p.run_dir / "report.json", doc)
+    return TrainResult(passed, p.run_dir, p.launch.log, path, plot_path, tuple(results), timings, done.returncode, doc)
+
+
+def _progress(step: Step, scan: LogScan, at: float) -> Progress:
+    first = scan.steps[0]
+    per = (at - first.at) / (len(scan.steps) - 1) if len(scan.steps) > 1 and first.at is not None else None
+    return Progress(step.step, scan.total_steps, pick(step.metrics, REWARD_KEYS), pick(step.metrics, LOSS_KEYS),
+                    per, at)
