@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
@@ -40,7 +41,8 @@ def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, as_json: b
     if log is None or str(log) == "-":
         if log is None and sys.stdin.isatty():
             raise PatchctlError("doctor: no log given; pass the run's log file, or pipe it in (… | patchctl doctor)")
-        stream = click.get_text_stream("stdin", errors="replace")
+        raw = getattr(sys.stdin, "buffer", None)  # decode ourselves: logs carry stray bytes
+        stream = io.TextIOWrapper(raw, encoding="utf-8", errors="replace") if raw is not None else sys.stdin
         result = diagnose(stream, signatures, "<stdin>")
     else:
         if not log.is_file():

@@ -1,0 +1,101 @@
+"""Every signature of the shipped table against a realistic excerpt, and the loader's validation."""
+
+from __future__ import annotations
+
+import pytest
+from excerpts import CLEAN, EXCERPTS
+
+from patchctl.doctor import diagnose, load_signatures
+from patchctl.errors import ManifestError
+from patchctl.patchsets.loader import load_patchsets
+
+SIGNATURES = load_signatures()
+
+
+def test_every_signature_has_an_excerpt():
+    assert sorted(EXCERPTS) == sorted(s.id for s in SIGNATURES)
+
+
+@pytest.mark.parametrize("sig_id", sorted(EXCERPTS))
+def test_signature_matches_its_excerpt(sig_id):
+    d = diagnose(EXCERPTS[sig_id].splitlines(), SIGNATURES, "excerpt")
+    ids = [m.signature.id for m in d.matches]
+    assert sig_id in ids, f"{sig_id} not matched; got {ids}"
+    m = next(m for m in d.matches if m.signature.id == sig_id)
+    assert m.signature.cause and m.signature.fix and m.signature.resolves.items()
+    assert m.excerpt.removesuffix("...") in EXCERPTS[sig_id]
+
+
+def test_a_healthy_log_matches_nothing():
+    assert diagnose(CLEAN.splitlines(), SIGNATURES).matches == ()
+
+
+def test_record_problems_name_their_resolution():
+    by = {s.id: s.resolves for s in SIGNATURES}
+    assert by["vllm-disable-log-requests"].patch == ("uky/vllm-enable-log-requests",)
+    assert "uky/triton-cuda-stubs" in by["triton-cannot-find-lcuda"].patch
+    assert by["vllm-backend-not-registered"].env == ("VLLM_ATTENTION_BACKEND=FLASH_ATTN",)
+    assert set(by["slow-model-loading"].override) == {"actor_rollout_ref.rollout.load_format=safetensors",
+                                                      "actor_rollout_ref.rollout.enforce_eager=True"}
+    assert any("num_cpus" in o for o in by["ray-register-worker"].override)
+    assert by["triton-compile-module"].override == ("actor_rollout_ref.actor.use_torch_compile=False",)
+
+
+def test_patches_named_exist_in_the_builtin_patchsets():
+    known = {f"{ps.name}/{p.id}" for ps in load_patchsets(["uky"]) for p in ps.patches}
+    named = {ref for s in SIGNATURES for ref in s.resolves.patch}
+    assert named and named <= known
+
+
+def test_order_count_and_line_numbers():
+    log = ["noise"] * 5 + [EXCERPTS["nccl-timeout"].strip()] + ["noise"] * 3 + \
+        EXCERPTS["duplicate-gpu"].splitlines() + [EXCERPTS["nccl-timeout"].strip()]
+    d = diagnose(log, SIGNATURES)
+    assert [m.signature.id for m in d.matches] == ["nccl-timeout", "duplicate-gpu"]
+    assert d.matches[0].first_line == 6 and d.matches[0].count == 2 and d.lines == len(log)
+
+
+def table(tmp_path, body: str):
+    path = tmp_path / "sigs.toml"
+    path.write_text("format = 1\n" + body)
+    return path
+
+
+GOOD = """
+[[signature]]
+id = "x"
+title = "X"
+patterns = ["boom"]
+cause = "c"
+fix = "f"
+[signature.resolves]
+env = ["A=1"]
+"""
+
+
+@pytest.mark.parametrize("edit,key,problem", [
+    (lambda b: b.replace('["boom"]', '["(unclosed"]'), "signature[0].patterns[0]", "not a regular expression"),
+    (lambda b: b.replace('env = ["A=1"]', ""), "signature[0].resolves", "names nothing"),
+    (lambda b: b.replace('cause = "c"\n', ""), "signature[0].cause", "missing"),
+    (lambda b: b.replace('fix = "f"', 'fix = "f"\nseverity = 3'), "signature[0].severity", "unknown key"),
+    (lambda b: b.replace('env = ["A=1"]', 'patch = ["no-slash"]'), "signature[0].resolves.patch[0]", "patchset/patch-id"),
+    (lambda b: b.replace('id = "x"', 'id = "Not Kebab"'), "signature[0].id", "kebab-case"),
+    (lambda b: b.replace('patterns = ["boom"]', 'patterns = []'), "signature[0].patterns", "is empty"),
+    (lambda b: b + b, "signature[1].id", "used twice"),
+])
+def test_validation_names_the_key(tmp_path, edit, key, problem):
+    with pytest.raises(ManifestError) as err:
+        load_signatures(table(tmp_path, edit(GOOD)))
+    assert err.value.key == key and problem in str(err.value) and "sigs.toml" in str(err.value)
+
+
+def test_valid_custom_table(tmp_path):
+    (sig,) = load_signatures(table(tmp_path, GOOD))
+    assert sig.id == "x" and sig.resolves.env == ("A=1",)
+
+
+def test_not_toml(tmp_path):
+    path = tmp_path / "sigs.toml"
+    path.write_text("[[signature]\n")
+    with pytest.raises(ManifestError, match="not valid TOML"):
+        load_signatures(path)
