@@ -138,7 +138,7 @@ def synthetic_text(out_dir: Path, train: int = 256, val: int = 32, seed: int = 0
                    letters: tuple[str, ...] = SMOKE_LETTERS) -> DataSet:
     """The smoke task: "say b" -> the reward is the share of response words equal to "b".
 
-    A randomly initialised model starts near 1/vocabulary and learns within ~20 GRPO steps to
+    A randomly initialised model starts near 1/vocabulary and learns within ~40 GRPO steps to
     repeat the letter it was asked for, which is what the smoke profile's learning gate checks.
     """
     rng = random.Random(seed)

@@ -12,6 +12,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _STEP = re.compile(r"(?:^|[\s)])step:(\d+) - (.+)$")
 _NUMPY = re.compile(r"^np\.(?:float|int|uint|bool_?)\w*\((.*)\)$")
 _TOTAL = re.compile(r"Total training steps: (\d+)")
@@ -43,7 +44,7 @@ def parse_value(text: str) -> float | None:
 
 def parse_step(line: str) -> tuple[int, dict[str, float]] | None:
     """``(step, metrics)`` for a console-logger line, else None."""
-    m = _STEP.search(line.rstrip("\r\n"))
+    m = _STEP.search(_ANSI.sub("", line).rstrip("\r\n"))
     if not m:
         return None
     metrics: dict[str, float] = {}
@@ -82,6 +83,7 @@ class LogScan:
     def feed(self, line: str, at: float | None = None) -> Step | None:
         """Take one line; return the step it logged, if any."""
         self.lines += 1
+        line = _ANSI.sub("", line)  # Ray colours its "(TaskRunner pid=...)" prefixes
         for name, rx in MARKERS.items():
             if name not in self.moments and rx.search(line):
                 self.moments[name] = at if at is not None else float(self.lines)

@@ -11,8 +11,8 @@ from pathlib import Path
 from patchctl.train import data
 from patchctl.train.tinymodel import make_tiny_model
 
-#: 30 steps of 16 prompts in one epoch: the learning gate compares steps 1-5 with 26-30
-TRAIN_ROWS, VAL_ROWS = 480, 16
+#: 40 steps of 16 prompts in one epoch: the learning gate compares steps 1-5 with 36-40
+TRAIN_ROWS, VAL_ROWS = 640, 16
 
 
 def reward_file() -> Path:

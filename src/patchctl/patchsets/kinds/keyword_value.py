@@ -214,7 +214,7 @@ class KeywordValue:
                     continue
                 if mentions and i + 1 < len(lines):
                     nxt = lines[i + 1].rstrip("\r\n")
-                    if nxt.endswith(suffix) and str(p.value) in nxt and nxt.startswith(indent):
+                    if nxt.endswith(suffix) and not nxt.lstrip().startswith("#") and nxt.startswith(indent):
                         out.append(f"{indent}{orig}{lines[i + 1][len(nxt):]}")
                         owned += [i + 1, i + 2]
                         i += 2
