@@ -217,3 +217,12 @@ def test_ray_on_this_machine(one, make_ctx):
     if importlib.util.find_spec("ray") is None:
         assert r.status is Status.FAIL and r.value.startswith(f"Ray is not installed in {sys.executable}")
         assert r.fix == "pip install 'ray[default]'"
+
+
+def test_driver_version_from_proc():
+    from patchctl.verify.env.probes.torch_info import kernel_module
+
+    assert kernel_module("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Tue Oct 10 19:42:23 UTC 2023") \
+        == "535.129.03"
+    assert kernel_module("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  "
+                         "(dvs-builder@U16-I3-B03-4-3)  Tue Sep 23 09:28:39 UTC 2025") == "580.95.05"

@@ -2,7 +2,16 @@
 
 import ctypes
 import json
+import re
 import sys
+
+
+def kernel_module(first_line):
+    """The driver version in /proc/driver/nvidia/version's first line, e.g.
+    "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Tue Oct 10 ..." or
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build ..."."""
+    found = re.search(r"\s(\d+\.\d+(?:\.\d+)?)\s", first_line + " ")
+    return found.group(1) if found else first_line.strip()
 
 
 def driver():
@@ -10,9 +19,7 @@ def driver():
     try:
         with open("/proc/driver/nvidia/version", encoding="utf-8") as f:
             first = f.readline()
-        # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Tue Oct 10 ..."
-        words = first.split("Kernel Module")[-1].split()
-        out["kernel_module"] = words[0] if words else first.strip()
+        out["kernel_module"] = kernel_module(first)
     except OSError:
         pass
     try:
