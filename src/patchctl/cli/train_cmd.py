@@ -81,8 +81,7 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
         click.echo(" \\\n    ".join([" ".join(argv[:3]), *argv[3:]]))
         return 0
 
-    err = click.get_text_stream("stderr")
-    live = err.isatty() and not verbose
+    live = sys.stderr.isatty() and not verbose
 
     def progress(p: run.Progress) -> None:
         total = f"/{p.total}" if p.total else ""

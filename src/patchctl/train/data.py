@@ -73,7 +73,7 @@ def png(width: int, height: int, rows: list[bytearray]) -> bytes:
 
     raw = b"".join(b"\x00" + bytes(r) for r in rows)
     head = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
 
 
 def squares(count: int, size: int = 56, square: int = 8) -> bytes:

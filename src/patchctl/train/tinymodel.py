@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from patchctl.errors import PatchctlError
+
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<|im_start|>", "<|im_end|>"
 SPECIAL = (PAD, UNK, BOS, EOS)
 ROLES = ("system", "user", "assistant")
@@ -119,7 +121,11 @@ def _config(spec: TinyModelSpec, vocab: tuple[str, ...]) -> dict[str, object]:
 
 
 def _tokenizer_json(vocab: tuple[str, ...]) -> str:
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    try:
+        from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    except ImportError:
+        raise PatchctlError("the smoke profile builds its tokenizer with the tokenizers package, which this "
+                            "Python lacks; install it (pip install tokenizers; verl needs it anyway)") from None
 
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token=UNK))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()

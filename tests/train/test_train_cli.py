@@ -1,0 +1,134 @@
+"""`patchctl train` end to end through click, with a stand-in trainer in a stand-in verl tree.
+
+The stand-in prints what verl 0.5.0 printed on the GPU machine (lines of the committed fixture),
+so the launch, the streaming, the gates, the report and the verdict are the real code paths.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from patchctl.cli.main import cli
+
+FIXTURE = Path(__file__).parent / "fixtures" / "smoke_h200_pass.log"
+TRAINER = '''
+import os, sys, time
+mode = os.environ.get("FAKE_MODE", "pass")
+lines = open(os.environ["FAKE_LOG"], encoding="utf-8").read().splitlines()
+if mode == "hang":
+    time.sleep(60)
+if mode == "fail":
+    print("(WorkerDict pid=7) ModuleNotFoundError: No module named 'flash_attn'", flush=True)
+    sys.exit(3)
+assert os.getcwd() == os.environ["PYTHONPATH"].split(os.pathsep)[0]
+steps = int(os.environ.get("FAKE_STEPS", "40"))
+for line in lines:
+    if "step:" in line:
+        continue
+    print(line.replace("Total training steps: 30", f"Total training steps: {steps}"), flush=True)
+step_lines = [l for l in lines if "step:" in l]
+for i in range(steps):
+    print(step_lines[min(i, len(step_lines) - 1)].replace(f"step:{min(i, len(step_lines) - 1) + 1} ", f"step:{i + 1} "),
+          flush=True)
+print(" ".join(sys.argv[1:]), file=open(os.environ["FAKE_ARGV"], "w"))
+'''
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "verl-0.5.0"
+    (root / "verl/trainer/config").mkdir(parents=True)
+    (root / "verl/version").mkdir()
+    (root / "verl/version/version").write_text("0.5.0\n")
+    (root / "verl/__init__.py").write_text("")
+    (root / "verl/trainer/__init__.py").write_text("")
+    (root / "verl/trainer/config/ppo_trainer.yaml").write_text("ray_init:\n  num_cpus: null\n")
+    (root / "verl/trainer/main_ppo.py").write_text(TRAINER)
+    monkeypatch.setenv("FAKE_LOG", str(FIXTURE))
+    monkeypatch.setenv("FAKE_ARGV", str(tmp_path / "argv.txt"))
+    return root
+
+
+def invoke(*args: str) -> "CliRunner":
+    return CliRunner().invoke(cli, ["train", *args], catch_exceptions=False)
+
+
+def test_dry_run_prints_command_and_env(tree: Path, tmp_path: Path) -> None:
+    done = invoke("--target", str(tree), "--dry-run", "--out", str(tmp_path / "run"), "trainer.total_epochs=3")
+    assert done.exit_code == 0, done.output
+    assert f"cd {tree}" in done.output
+    assert "export VERL_ATTN_IMPLEMENTATION=sdpa" in done.output
+    assert f"{sys.executable} -m verl.trainer.main_ppo \\" in done.output
+    assert "ray_init.num_cpus=8" in done.output and done.output.rstrip().endswith("trainer.total_epochs=3")
+    assert not (tmp_path / "run").exists()
+
+
+def test_dry_run_json_of_a_cluster_profile(tree: Path, tmp_path: Path) -> None:
+    config = tmp_path / "patchctl.toml"
+    config.write_text('[clusters.lab]\nhosts = ["node1"]\nroot = "/root/verl_Uky"\n'
+                      '[clusters.lab.paths]\nMODEL_PATH = "/models/qwen"\nDATA_DIR = "/data"\n')
+    done = invoke("--target", str(tree), "--profile", "debug", "--cluster", "lab", "--config", str(config),
+                  "--dry-run", "--json")
+    assert done.exit_code == 0, done.output
+    doc = json.loads(done.output)
+    assert "actor_rollout_ref.model.path=/models/qwen" in doc["command"]
+    assert "data.train_files=/data/train_tiny.parquet" in doc["command"]
+    assert doc["env"]["VLLM_ATTENTION_BACKEND"] == "FLASH_ATTN"
+    missing = invoke("--target", str(tree), "--profile", "debug", "--dry-run")
+    assert missing.exit_code == 1 and "needs MODEL_PATH, DATA_DIR" in missing.output
+
+
+def test_smoke_run_passes_and_reports(tree: Path, tmp_path: Path) -> None:
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("pyarrow")
+    run = tmp_path / "run"
+    done = invoke("--target", str(tree), "--out", str(run), "--json")
+    assert done.exit_code == 0, done.output
+    doc = json.loads(done.stdout)
+    assert doc["verdict"] == "pass"
+    assert {g["name"]: g["status"] for g in doc["gates"]} == {
+        "exit-code": "pass", "steps-logged": "pass", "metrics-finite": "pass", "time-to-first-step": "pass",
+        "learning": "pass"}
+    assert len(doc["steps"]) == 40 and doc["total_steps"] == 40
+    assert doc["tree"]["version"] == "0.5.0" and doc["packages"]["python"]
+    assert set(doc["breakdown"]) == {"startup", "ray", "workers", "first_step", "steps", "teardown", "report"}
+    assert len(re.findall(r"\x1b\[0m step:\d+ - ", (run / "train.log").read_text())) == 40
+    assert (run / "report.json").is_file() and (run / "assets/model/config.json").is_file()
+    assert "step 40/40" in done.stderr
+    argv = (tmp_path / "argv.txt").read_text()
+    assert f"actor_rollout_ref.model.path={run}/assets/model" in argv
+
+
+def test_failed_run_fails_with_doctor_findings(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("pyarrow")
+    monkeypatch.setenv("FAKE_MODE", "fail")
+    done = invoke("--target", str(tree), "--out", str(tmp_path / "run"))
+    assert done.exit_code == 1
+    assert "train: FAIL" in done.stdout
+    assert "the trainer exited with 3" in done.stdout
+    doc = json.loads((tmp_path / "run/report.json").read_text())
+    assert doc["verdict"] == "fail"
+    assert [f["id"] for f in doc["doctor"]] == ["flash-attn2-not-installed"]
+
+
+def test_timeout_stops_the_trainer(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("pyarrow")
+    monkeypatch.setenv("FAKE_MODE", "hang")
+    done = invoke("--target", str(tree), "--out", str(tmp_path / "run"), "--timeout", "3", "--json")
+    assert done.exit_code == 1
+    doc = json.loads(done.stdout)
+    assert doc["timed_out"] is True and doc["returncode"] is None
+    assert doc["gates"][0]["reason"] == "the trainer was stopped (timeout or interrupt)"
+
+
+def test_not_a_verl_tree(tmp_path: Path) -> None:
+    done = invoke("--target", str(tmp_path), "--dry-run")
+    assert done.exit_code == 1 and "not a verl tree" in done.output
