@@ -17,8 +17,8 @@ def test_log_file_table(tmp_path):
     assert result.exit_code == 0, result.output
     out = result.output
     assert "1. vLLM attention backend named but not implemented [vllm-backend-not-registered]" in out
-    assert "env:    VLLM_ATTENTION_BACKEND=FLASH_ATTN" in out
-    assert "patch:  uky/triton-cuda-stubs" in out
+    assert "env:      VLLM_ATTENTION_BACKEND=FLASH_ATTN" in out
+    assert "patch:    uky/triton-cuda-stubs" in out
     assert "doctor: 2 known failure(s) in" in out
 
 

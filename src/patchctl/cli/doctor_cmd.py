@@ -74,9 +74,9 @@ def show(d: Diagnosis) -> None:
         s = m.signature
         times = f", {m.count} lines" if m.count > 1 else ""
         click.secho(f"{i}. {s.title} [{s.id}]  (line {m.first_line}{times})", bold=True)
-        click.echo(f"   log:    {m.excerpt}")
-        click.echo(f"   cause:  {s.cause}")
-        click.echo(f"   fix:    {s.fix}")
+        click.echo(f"   {'log:':<10}{m.excerpt}")
+        click.echo(f"   {'cause:':<10}{s.cause}")
+        click.echo(f"   {'fix:':<10}{s.fix}")
         for kind, text in s.resolves.items():
-            click.echo(f"   {KIND_LABEL[kind] + ':':<8}{text}")
+            click.echo(f"   {KIND_LABEL[kind] + ':':<10}{text}")
     click.echo(f"doctor: {len(d.matches)} known failure(s) in {d.lines} lines of {d.source}")
