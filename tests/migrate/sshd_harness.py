@@ -3,7 +3,7 @@
 Each host is its own ``sshd -D`` on 127.0.0.N with a generated host key; one generated user
 key logs in everywhere; a generated ssh config gives each host an alias (node1, node2, ...)
 with strict host-key checking against a generated known_hosts file. Each host gets its own
-root directory, so the hosts' trees are as separate as on real machines.
+root directory (see ``write_config``), so the hosts' trees are as separate as on real machines.
 """
 
 from __future__ import annotations
@@ -67,8 +67,6 @@ class SshHost:
     address: str
     port: int
     home: Path
-    #: the tree's root on this host
-    root: Path
     config: Path
     proc: subprocess.Popen | None = field(default=None, repr=False)
 
@@ -102,7 +100,7 @@ class SshHost:
 
 
 class LoopbackCluster:
-    def __init__(self, base: Path, count: int, tree_name: str = "verl_Uky") -> None:
+    def __init__(self, base: Path, count: int) -> None:
         self.base = base
         self.user = pwd.getpwuid(os.getuid()).pw_name
         self.key = base / "id_ed25519"
@@ -120,7 +118,7 @@ class LoopbackCluster:
             home = base / f"node{i + 1}"
             home.mkdir(exist_ok=True)
             self._keygen(home / "ssh_host_ed25519_key")
-            host = SshHost(f"node{i + 1}", address, _free_port(address), home, home / tree_name, home / "sshd_config")
+            host = SshHost(f"node{i + 1}", address, _free_port(address), home, home / "sshd_config")
             self._sshd_config(host)
             self.hosts.append(host)
         #: an alias whose address nobody listens on
@@ -159,12 +157,12 @@ class LoopbackCluster:
         self.ssh_config.write_text("\n".join(lines))
         self.known_hosts.write_text("\n".join(known) + "\n")
 
-    def write_config(self, path: Path, name: str = "loop", hosts: list[str] | None = None, extra: str = "") -> Path:
-        """A patchctl.toml whose cluster ``name`` lists the aliases, each with its own root."""
-        entries = [f'{{ ssh = "{h.alias}", root = "{h.root}" }}' for h in self.hosts
-                   if hosts is None or h.alias in hosts]
-        entries += [f'{{ ssh = "{self.down_alias}", root = "{self.base / "down"}" }}']\
-            if hosts is not None and self.down_alias in hosts else []
+    def write_config(self, path: Path, roots: Path, *, aliases: list[str] | None = None, name: str = "loop",
+                     extra: str = "") -> Path:
+        """A patchctl.toml whose cluster ``name`` lists the aliases (default: every running host),
+        each with its own root ``roots/<alias>/verl_Uky``; ``extra`` is appended inside the table."""
+        aliases = aliases if aliases is not None else [h.alias for h in self.hosts]
+        entries = [f'{{ ssh = "{a}", root = "{roots / a / "verl_Uky"}" }}' for a in aliases]
         path.write_text(f'[clusters.{name}]\nhosts = [{", ".join(entries)}]\nroot = "/unused"\n'
                         f'ssh_config = "{self.ssh_config}"\n{extra}')
         return path

@@ -150,12 +150,15 @@ def _host(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emi
     emit(Progress(label, Phase.TRANSFERRING))
     tr = transfer.send(cluster, host, shared.fs.root, shared.files_from, checksum=opts.checksum,
                        control=control, on_item=on_item)
-    if transfer.root_parent_missing(tr):  # rsync creates only the last component of the root
+    if tr.returncode not in (0, 255) and not (opts.delete or opts.dry_run):
+        # rsync creates only the last component of a missing root: on a first run whose root's
+        # parent is missing too, create the root and try once more
         prep = prepare("prepare")
         if prep.failure:
             return done(prep.failure, prep.reason)
-        tr = transfer.send(cluster, host, shared.fs.root, shared.files_from, checksum=opts.checksum,
-                           control=control, on_item=on_item)
+        if not prep.data["root_exists"]:
+            tr = transfer.send(cluster, host, shared.fs.root, shared.files_from, checksum=opts.checksum,
+                               control=control, on_item=on_item)
     if tr.returncode != 0:
         status = HostStatus.UNREACHABLE if tr.returncode == 255 else HostStatus.FAILED
         return done(status, transfer.cause(tr.returncode, tr.stderr) + "; re-run migrate to resume")

@@ -20,7 +20,7 @@ from patchctl.clusters import Cluster, Host
 # Run on the host as `python3 -c BOOTSTRAP`: one line of plain characters, so every login shell
 # (sh, bash, zsh, csh, fish) passes it through unchanged; the agent's code arrives base64-encoded
 # inside it, the request on stdin.
-_BOOTSTRAP = "import base64,sys;exec(compile(base64.b64decode('{code}'),'patchctl-agent','exec'))"
+_BOOTSTRAP = 'import base64;exec(compile(base64.b64decode("{code}"),"patchctl-agent","exec"))'
 
 
 def ssh_options(cluster: Cluster, control: Path | None = None) -> list[str]:

@@ -94,11 +94,6 @@ def cause(returncode: int, stderr: str) -> str:
     return f"rsync exit {returncode}: {what}" + (f" ({detail.strip()})" if detail else "")
 
 
-def root_parent_missing(result: TransferResult) -> bool:
-    """rsync could not create the root because its parent does not exist (exit 11, mkdir ENOENT)."""
-    return result.returncode == 11 and "mkdir" in result.stderr and "No such file or directory" in result.stderr
-
-
 def rsync_argv(cluster: Cluster, host: Host, source: Path, files_from: Path, *, dry_run: bool,
                checksum: bool = False, control: Path | None = None) -> list[str]:
     argv = [

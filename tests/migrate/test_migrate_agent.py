@@ -1,0 +1,128 @@
+"""The host-side agent, run here exactly as ssh runs it there: ``python3 -c BOOTSTRAP`` + JSON stdin."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patchctl.migrate import remote_agent, ssh, verify_remote
+
+
+def agent(request: dict[str, Any]) -> dict[str, Any]:
+    python = shutil.which("python3") or "python3"
+    argv = [python, "-c", ssh._BOOTSTRAP.format(code=verify_remote._agent_b64())]
+    done = subprocess.run(argv, input=json.dumps(request), capture_output=True, text=True)
+    assert done.returncode in (0, 3), done.stderr
+    return json.loads(done.stdout)
+
+
+def entry(root: Path, rel: str) -> list[object]:
+    return [rel, "f", hashlib.sha256((root / rel).read_bytes()).hexdigest(), False]
+
+
+def req(root: Path, action: str, manifest: list[list[object]], **kw: Any) -> dict[str, Any]:
+    base = {"root": str(root), "action": action, "manifest": manifest, "rendered": {}, "delete": False,
+            "max_delete": 100, "tags": {"pattern": r"#\s*(Uky)\b", "needles": ["Uky"], "expected": []},
+            "provenance": {"commit": "abc"}}
+    return {**base, **kw}
+
+
+def test_runs_on_python_3_6_grammar() -> None:
+    ast.parse(Path(remote_agent.__file__).read_text(), feature_version=(3, 6))
+    assert "import patchctl" not in Path(remote_agent.__file__).read_text()
+
+
+def test_prepare_creates_a_nested_root(tmp_path: Path) -> None:
+    root = tmp_path / "a" / "b" / "verl"
+    assert agent(req(root, "prepare", []))["root_exists"] is False  # as it was found
+    assert root.is_dir()
+
+
+def test_finish_reports_every_kind_of_difference(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    for name in ("same.py", "changed.py", "mode.sh"):
+        (root / name).write_text(name)
+    manifest = [entry(root, "same.py"), entry(root, "changed.py"), [*entry(root, "mode.sh")[:3], True],
+                ["gone.py", "f", "0" * 64, False], ["link", "l", "same.py", False]]
+    (root / "changed.py").write_text("altered")
+    os.symlink("elsewhere", root / "link")
+    reply = agent(req(root, "finish", manifest, rendered={"git_ignore.py": "X = 1\n"}))
+    assert dict(reply["problems"]) == {"changed.py": "content differs (sha256)", "mode.sh": "executable bit differs",
+                                       "gone.py": "missing", "link": "link target differs"}
+    assert (root / "git_ignore.py").read_text() == "X = 1\n" and reply["rendered"] == ["git_ignore.py"]
+    prov = json.loads((root / ".patchctl" / "provenance.json").read_text())
+    assert prov["commit"] == "abc" and prov["verified"] is False and prov["root"] == str(root)
+
+
+def test_tag_inventory_is_compared(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.py").write_text("x = 1  # Uky\n")
+    (root / "sub" / "stale.py").write_text("# Uky: left from an older tree\n")
+    (root / "checkpoints").mkdir()
+    (root / "checkpoints" / "notes.py").write_text("# Uky in an output dir is not code\n")
+    expected = [["a.py", 1, "x = 1  # Uky"], ["b.py", 3, "y = 2  # Uky"]]
+    reply = agent(req(root, "finish", [entry(root, "a.py")],
+                      tags={"pattern": r"#\s*(Uky)\b", "needles": ["Uky"], "expected": expected}))
+    assert reply["tags_only_here"] == [["sub/stale.py", 1, "# Uky: left from an older tree"]]
+    assert reply["tags_missing_here"] == [["b.py", 3, "y = 2  # Uky"]]
+
+
+def placed(root: Path, files: list[str]) -> None:
+    (root / ".patchctl").mkdir(parents=True, exist_ok=True)
+    (root / ".patchctl" / "manifest.json").write_text(json.dumps({"format": 1, "files": files}))
+
+
+def test_delete_removes_only_what_an_earlier_migrate_placed_inside_the_root(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    (root / "old" / "deep").mkdir(parents=True)
+    (root / "keep.py").write_text("k")
+    (root / "old" / "deep" / "gone.py").write_text("g")
+    (root / "made_here.log").write_text("the host's own output")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("must survive")
+    os.symlink(tmp_path, root / "escape")
+    placed(root, ["keep.py", "old/deep/gone.py", "../outside.txt", str(outside), "escape/outside.txt"])
+    manifest = [entry(root, "keep.py")]
+    plan = agent(req(root, "plan", manifest, delete=True))
+    assert plan["deletions"] == ["old/deep/gone.py"]
+    assert (root / "old" / "deep" / "gone.py").exists()  # plan writes nothing
+    reply = agent(req(root, "finish", manifest, delete=True))
+    assert reply["deletions"] == ["old/deep/gone.py"] and not reply["problems"]
+    assert not (root / "old").exists()  # emptied directories go too
+    assert outside.read_text() == "must survive" and (root / "made_here.log").exists()
+    assert json.loads((root / ".patchctl" / "manifest.json").read_text())["files"] == ["keep.py"]
+
+
+def test_delete_guard_refuses_above_the_maximum(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    names = [f"f{i}.py" for i in range(4)]
+    for n in names:
+        (root / n).write_text(n)
+    placed(root, names)
+    reply = agent(req(root, "finish", [entry(root, "f0.py")], delete=True, max_delete=2))
+    assert reply["delete_refused"] is True and len(reply["deletions"]) == 3
+    assert all((root / n).exists() for n in names)
+    # without --delete the files stay tracked as placed, so a later --delete still finds them
+    assert json.loads((root / ".patchctl" / "manifest.json").read_text())["files"] == names
+
+
+def test_an_agent_error_is_a_reply_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    reply = agent(req(tmp_path / "file" / "root", "prepare", []))
+    assert reply["error"].startswith(("FileExistsError", "NotADirectoryError"))
+
+
+@pytest.mark.parametrize("rel", ["../x", "/etc/passwd", "a/../../x", "", "a//b"])
+def test_unsafe_paths_are_never_inside(tmp_path: Path, rel: str) -> None:
+    assert remote_agent.inside(str(tmp_path), rel) is None

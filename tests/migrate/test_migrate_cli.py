@@ -1,0 +1,76 @@
+"""`patchctl migrate` through click's CliRunner: exit codes, --json, plain progress, bad config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from conftest import Site
+from migrate_helpers import make_repo
+
+from patchctl.cli.main import cli
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    done = CliRunner().invoke(cli, ["migrate", *args])
+    return done.exit_code, done.stdout, done.stderr
+
+
+def test_json_document_per_host(site: Site, verl_tree: Path) -> None:
+    config = site.config('profile = "fast-load"\n[clusters.loop.paths]\nDATA_DIR = "/data"\n', ["node1", "node2"])
+    code, out, err = invoke("loop", "--target", str(verl_tree), "--config", str(config), "--json", "--jobs", "1")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["cluster"] == "loop" and doc["ok"] is True
+    assert [h["host"] for h in doc["hosts"]] == ["node1", "node2"]
+    for h in doc["hosts"]:
+        assert {"host", "status", "files_sent", "bytes_sent", "seconds", "verified"} <= set(h)
+        assert h["status"] == "ok" and h["verified"] is True and h["files_sent"] == doc["files"]
+        assert h["bytes_sent"] > 1_000_000 and h["seconds"] > 0
+    env = (site.root("node2") / ".patchctl" / "env.sh").read_text()
+    assert "export VLLM_WORKER_MULTIPROC_METHOD=spawn" in env and "export TOKENIZERS_PARALLELISM=false" in env
+
+
+def test_plain_progress_and_a_failing_host_exits_non_zero(site: Site, tmp_path: Path) -> None:
+    tree = make_repo(tmp_path / "src", {"verl/__init__.py": "a = 1\n"})
+    config = site.config(aliases=["node3", site.loop.down_alias])
+    code, out, err = invoke("loop", "--target", str(tree), "--config", str(config))
+    assert code == 1
+    assert "node3: transferring" in out and "node3: verifying (1 files" in out
+    assert "migrate loop: 1 of 2 host(s) failed" in err
+    assert "node-down: unreachable: ssh could not connect" in err
+
+
+def test_dry_run_output_lists_files(site: Site, tmp_path: Path) -> None:
+    tree = make_repo(tmp_path / "src", {"verl/__init__.py": "a = 1\n", "b/c.py": ""})
+    code, out, _ = invoke("loop", "--target", str(tree), "--config", str(site.config(aliases=["node1"])), "--dry-run")
+    assert code == 0
+    assert "node1: would change (4)" in out and "  send b/c.py" in out and "  render .patchctl/env.sh" in out
+    assert "  render git_ignore.py" in out  # from the uky patchset's example, as the tree has none
+    assert "1/1 hosts planned" in out
+    assert not site.root("node1").exists()
+
+
+def test_bad_config_is_one_line_naming_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "patchctl.toml"
+    config.write_text('[clusters.gpu]\nhosts = ["n1"]\nroot = "/r"\nprofile = "turbo"\n')
+    code, _, err = invoke("gpu", "--config", str(config))
+    assert code == 1
+    assert err == (f"error: {config}: key 'clusters.gpu.profile': 'turbo' is not allowed; "
+                   "use one of: standard, fast-load\n")
+
+
+def test_unknown_cluster(tmp_path: Path) -> None:
+    config = tmp_path / "patchctl.toml"
+    config.write_text('[clusters.gpu]\nhosts = ["n1"]\nroot = "/r"\n')
+    code, _, err = invoke("cpu", "--config", str(config))
+    assert code == 1 and "no cluster named 'cpu' (known: gpu); add [clusters.cpu] there" in err
+
+
+def test_tracked_output_file_stops_before_any_host(site: Site, tmp_path: Path) -> None:
+    tree = make_repo(tmp_path / "src", {"verl/__init__.py": "", "logs/run.txt": "tracked log"})
+    code, _, err = invoke("loop", "--target", str(tree), "--config", str(site.config(aliases=["node1"])))
+    assert code == 1
+    assert "would leave out 1 tracked file(s): logs/run.txt (inside an output directory logs/)" in err
+    assert not site.root("node1").exists()

@@ -1,0 +1,101 @@
+"""The file set: git decides what belongs to the tree, including where rsync's filters would not."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from migrate_helpers import EXPECTED, git, make_repo
+
+from patchctl.clusters import Cluster, Host
+from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
+from patchctl.migrate.fileset import collect
+from patchctl.patchsets import record as rec
+
+
+def cluster(**kw: object) -> Cluster:
+    return Cluster("c", (Host("h", "/r"),), "/r", Path("/cfg/patchctl.toml"), **kw)  # type: ignore[arg-type]
+
+
+def test_git_decides_membership(gitignore_repo: Path) -> None:
+    fs = collect(gitignore_repo, cluster())
+    assert set(fs.paths) == EXPECTED
+
+
+def test_rsync_filter_rules_would_disagree(gitignore_repo: Path, tmp_path: Path) -> None:
+    """What `rsync --exclude-from=.gitignore` (plus the nested file as a merge rule) would send:
+    the reason migrate asks git instead."""
+    done = subprocess.run(["rsync", "-an", "--out-format=%n", "--exclude=.git/", "--filter=:- .gitignore",
+                           f"{gitignore_repo}/", str(tmp_path / "dst")], capture_output=True, text=True, check=True)
+    by_rsync = {ln for ln in done.stdout.splitlines() if ln and not ln.endswith("/")}
+    ours = set(collect(gitignore_repo, cluster()).paths)
+    assert "x/doc/frotz" in ours and "x/doc/frotz" not in by_rsync  # anchoring
+    assert "forced.log" in ours and "forced.log" not in by_rsync  # tracked files always belong
+    assert "private.txt" not in ours and "private.txt" in by_rsync  # .git/info/exclude
+
+
+def test_manifest_holds_sha256_mode_and_links(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "r", {"run.sh": "#!/bin/sh\n", "data.txt": "abc\n"})
+    os.chmod(root / "run.sh", 0o755)
+    os.symlink("data.txt", root / "link")
+    fs = collect(root, cluster())
+    by_path = {e.path: e for e in fs.entries}
+    assert by_path["data.txt"].digest == hashlib.sha256(b"abc\n").hexdigest()
+    assert by_path["run.sh"].executable and not by_path["data.txt"].executable
+    assert (by_path["link"].kind, by_path["link"].digest) == ("l", "data.txt")
+
+
+def test_tracked_file_in_an_output_dir_fails_naming_it(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "r", {"a.py": "", "checkpoints/step_1/model.pt": "weights"})
+    with pytest.raises(TrackedFileLeftOut) as err:
+        collect(root, cluster())
+    msg = str(err.value)
+    assert "checkpoints/step_1/model.pt" in msg and "clusters.c.include" in msg and "/cfg/patchctl.toml" in msg
+    fs = collect(root, cluster(include=("checkpoints/step_1",)))
+    assert "checkpoints/step_1/model.pt" in fs.paths
+
+
+def test_tracked_file_excluded_by_the_cluster_fails(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "r", {"a.py": "", "scratch/notes.md": ""})
+    with pytest.raises(TrackedFileLeftOut, match=r"scratch/notes.md \(matches clusters.c.exclude 'scratch'\)"):
+        collect(root, cluster(exclude=("scratch",)))
+
+
+def test_outputs_stay_home_unless_included(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "r", {".gitignore": "*.pt\n", "a.py": ""},
+                     untracked={"outputs/run1/metrics.json": "{}", "logs/train.txt": "loss",
+                                "checkpoints/keep/final.pt": "w", "checkpoints/old/x.pt": "w", "wandb/run/f": ""})
+    assert collect(root, cluster()).paths == [".gitignore", "a.py"]
+    fs = collect(root, cluster(include=("checkpoints/keep", "logs")))
+    # included paths travel even where git ignores them (*.pt)
+    assert fs.paths == [".gitignore", "a.py", "checkpoints/keep/final.pt", "logs/train.txt"]
+
+
+def test_patchset_added_files_travel_even_if_git_ignores_them(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "r", {".gitignore": "tools/\n", "a.py": ""}, untracked={"tools/helper.py": "x = 1\n"})
+    entry = rec.Entry("uky", "helper", "add-file", "tools/helper.py", None, "0" * 64, "2025-01-01T00:00:00+00:00")
+    (root / ".patchctl").mkdir()
+    (root / rec.RECORD_PATH).write_bytes(rec.Record("0.6.1", None, {}, [entry]).to_bytes())
+    assert {"tools/helper.py", rec.RECORD_PATH} <= set(collect(root, cluster()).paths)
+
+
+def test_host_files_and_generated_files_stay_home(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "r", {"a.py": ""}, untracked={
+        "git_ignore.py": "DATA_DIR = '/mine'\n", ".patchctl/env.sh": "", ".patchctl/provenance.json": "{}"})
+    assert collect(root, cluster(), generated=("git_ignore.py",)).paths == ["a.py"]
+
+
+def test_a_tracked_file_deleted_on_disk_is_a_deletion_not_an_error(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "r", {"a.py": "", "b.py": ""})
+    (root / "b.py").unlink()
+    fs = collect(root, cluster())
+    assert fs.paths == ["a.py"] and fs.changed == ("b.py",)
+
+
+def test_not_a_git_tree(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(NotAGitTree, match="git init"):
+        collect(tmp_path / "plain", cluster())

@@ -1,0 +1,86 @@
+"""rsync's command line, its output and exit codes; the ssh options rsync and ssh share."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from patchctl.clusters import Cluster, Host
+from patchctl.migrate import ssh, transfer
+
+HOST = Host("node1", "/srv/verl Uky")
+
+
+def cluster(tmp_path: Path, **kw: object) -> Cluster:
+    return Cluster("c", (HOST,), HOST.root, tmp_path / "patchctl.toml", **kw)  # type: ignore[arg-type]
+
+
+def test_itemized_lines() -> None:
+    item = transfer.parse_line("<f+++++++++ 1234 4096 verl/a b.py")
+    assert item == transfer.Item("<f+++++++++", 1234, 4096, "verl/a b.py") and item.is_file_sent
+    assert not transfer.parse_line("cd+++++++++ 0 4096 verl/").is_file_sent  # type: ignore[union-attr]
+    assert not transfer.parse_line(".f..t...... 0 10 same.py").is_file_sent  # type: ignore[union-attr]
+    assert transfer.parse_line("created directory /srv/x") is None
+
+
+@pytest.mark.parametrize("code, words", [
+    (23, "partial transfer: some files could not be transferred"),
+    (24, "some source files vanished"),
+    (30, "timeout"),
+    (255, "ssh could not connect"),
+    (12, "connection dropped"),
+    (99, "exit code 99"),
+])
+def test_exit_codes_become_causes(code: int, words: str) -> None:
+    msg = transfer.cause(code, "rsync: some detail here\nrsync error: blah (code 23) at main.c(1)\n")
+    assert msg.startswith(f"rsync exit {code}: ") and words in msg and "(rsync: some detail here)" in msg
+
+
+def test_missing_rsync_on_the_host_is_named() -> None:
+    assert "rsync is not installed on the host" in transfer.cause(12, "bash: line 1: rsync: command not found\n")
+
+
+def test_argv_never_lets_a_partial_file_become_final(tmp_path: Path) -> None:
+    argv = transfer.rsync_argv(cluster(tmp_path, bwlimit=500), HOST, Path("/src"), Path("/tmp/list"), dry_run=True,
+                               checksum=True)
+    for flag in ("--delay-updates", "--partial-dir", "--from0", "--files-from", "--dry-run", "--checksum"):
+        assert flag in argv
+    assert "--inplace" not in argv and "--delete" not in argv  # deletions are the agent's, within the root
+    assert argv[argv.index("--bwlimit") + 1] == "500"
+    assert argv[-3:] == ["--", "/src/", "node1:/srv/verl Uky/"]
+
+
+def test_rsync_and_ssh_reach_hosts_with_the_same_options(tmp_path: Path) -> None:
+    """rsync splits -e itself: a fake ssh on PATH records the argv rsync really runs."""
+    odd = tmp_path / "my 'ssh' dir"
+    odd.mkdir()
+    (odd / "config").write_text("")
+    c = Cluster("c", (HOST,), HOST.root, tmp_path / "patchctl.toml", odd / "config")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "argv"
+    (bin_dir / "ssh").write_text(f'#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done > "{record}"\nexit 255\n')
+    os.chmod(bin_dir / "ssh", 0o755)
+    control = tmp_path / "ctl"
+    (tmp_path / "list").write_bytes(b"a\0")
+    argv = transfer.rsync_argv(c, HOST, tmp_path, tmp_path / "list", dry_run=False, control=control)
+    done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert done.returncode == 255
+    seen = record.read_text().splitlines()
+    expected = ssh.ssh_options(c, control)
+    assert seen[:len(expected)] == expected
+    assert seen[len(expected)] == "node1"  # then rsync's own remote command follows
+    assert ssh.ssh_argv(c, HOST, ["true"], control)[1:len(expected) + 1] == expected
+
+
+def test_ssh_options_never_prompt_and_use_the_cluster_config(tmp_path: Path) -> None:
+    c = Cluster("c", (HOST,), HOST.root, tmp_path / "patchctl.toml", tmp_path / "ssh_config", timeout=8)
+    opts = ssh.ssh_options(c)
+    assert opts[:2] == ["-F", str(tmp_path / "ssh_config")]
+    assert "BatchMode=yes" in opts and "ConnectTimeout=8" in opts
+    argv = ssh.python_argv(c, HOST, "aGVsbG8=")
+    assert argv[-5:-1] == ["--", "node1", "python3", "-c"]
+    assert "'" not in argv[-1].strip("'")  # one quoted word, no quotes inside for any shell to trip on
