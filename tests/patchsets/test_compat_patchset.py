@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import git, snapshot
 
 from patchctl.cli.main import cli
 from patchctl.patchsets.loader import load_patchsets
 
 pytestmark = pytest.mark.slow
 SETS = ["--patchset", "uky", "--patchset", "verl05-nofa-hf"]
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file's bytes and mode outside .git: what "byte-identical" compares."""
+    return {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mode & 0o777) for p in sorted(root.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(root).parts}
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
 
 
 def test_manifest_loads_with_its_own_tag() -> None:
