@@ -90,7 +90,9 @@ def test_record_profiles_reproduce_the_scripts(name: str, tmp_path: Path, monkey
     assert tagged - {"PYTHONPATH"} <= set(plan.launch.env)
 
 
-def test_smoke_command_on_verl_05_and_06(tmp_path: Path) -> None:
+def test_smoke_command_on_verl_05_and_06(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # with a cluster already named in RAY_ADDRESS patchctl starts no head and the driver asks for CPUs
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
     smoke = load_profile("smoke")
     for ray_kwargs, key in ((False, "ray_init.num_cpus=8"), (True, "ray_kwargs.ray_init.num_cpus=8")):
         tree = open_tree(fake_tree(tmp_path / str(ray_kwargs), ray_kwargs))
@@ -107,6 +109,18 @@ def test_smoke_command_on_verl_05_and_06(tmp_path: Path) -> None:
         assert plan.launch.env["PYTHONPATH"].split(os.pathsep)[0] == str(tree.root)
         assert plan.launch.env["VERL_ATTN_IMPLEMENTATION"] == "sdpa"
         assert plan.launch.env["HF_HUB_OFFLINE"] == "1"
+        assert plan.head is None
+
+
+def test_smoke_starts_a_ray_head(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    tree = open_tree(fake_tree(tmp_path / "t", False))
+    plan = run.plan(tree, load_profile("smoke"), None, [], "py", tmp_path / "r")
+    assert plan.head is not None
+    assert plan.head.argv[:2] == ("py", "-c") and "--head" in plan.head.argv and "--num-cpus=8" in plan.head.argv
+    assert plan.launch.env["RAY_ADDRESS"] == plan.head.address and plan.head.address.startswith("127.0.0.1:")
+    # the driver connects, so it must not ask for CPUs: the profile's num_cpus=8 is replaced
+    assert [a for a in plan.launch.argv if a.startswith("ray_init.")] == ["ray_init.num_cpus=null"]
 
 
 def test_cluster_profiles_need_paths(tmp_path: Path) -> None:
@@ -156,5 +170,5 @@ def test_smoke_overrides_compose_with_verl_050(release_tree: Callable[[str], Pat
     with initialize_config_dir(config_dir=str(tree.root / "verl/trainer/config"), version_base=None):
         cfg = compose(config_name="ppo_trainer", overrides=overrides)
     assert cfg.actor_rollout_ref.rollout.name == "hf"
-    assert cfg.ray_init.num_cpus == 8
+    assert cfg.ray_init.num_cpus is None  # patchctl's own Ray head has the CPUs
     assert cfg.trainer.total_training_steps == 40

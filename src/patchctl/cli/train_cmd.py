@@ -71,12 +71,16 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
     if dry_run:
         if as_json:
             render.emit_json({"profile": profile.name, "cwd": str(plan.launch.cwd), "env": plan.launch.env,
-                              "command": list(plan.launch.argv), "run_dir": str(plan.run_dir)})
+                              "command": list(plan.launch.argv), "run_dir": str(plan.run_dir),
+                              "ray_head": list(plan.head.argv) if plan.head else None})
             return 0
         click.echo(f"# profile {profile.name}: {profile.description}")
         click.echo(f"cd {shlex.quote(str(plan.launch.cwd))}")
         for k, v in plan.launch.env.items():
             click.echo(f"export {k}={shlex.quote(v)}")
+        if plan.head:
+            click.echo("# the Ray head node, started at the same moment (without RAY_ADDRESS):")
+            click.echo(" ".join(shlex.quote(a) for a in plan.head.argv) + " &")
         argv = [shlex.quote(a) for a in plan.launch.argv]
         click.echo(" \\\n    ".join([" ".join(argv[:3]), *argv[3:]]))
         return 0

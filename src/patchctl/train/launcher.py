@@ -90,12 +90,14 @@ def build(root: Path, profile: Profile, values: dict[str, str], overrides: list[
 
 
 def execute(launch: Launch, t0: float, on_line: Callable[[str, float], None],
-            timeout: float | None = None) -> Finished:
+            timeout: float | None = None, while_starting: Callable[[], None] | None = None) -> Finished:
     """Run the trainer, streaming its merged output into the log and ``on_line``.
 
     ``t0`` is the ``time.monotonic()`` of the launch, so every time is "seconds since the user
     started patchctl". The process gets its own session; on timeout or Ctrl-C that whole group
-    (the driver and the Ray processes it started) is terminated.
+    (the driver and the Ray processes it started) is terminated. ``while_starting`` runs once
+    the process is launched (work the trainer needs only later, such as the smoke assets); if it
+    raises, the trainer is stopped and the error propagates.
     """
     launch.log.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -118,13 +120,16 @@ def execute(launch: Launch, t0: float, on_line: Callable[[str, float], None],
     reader.start()
     timed_out = False
     try:
+        if while_starting is not None:
+            while_starting()
         try:
             code: int | None = child.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out, code = True, None
             _terminate(child)
-    except KeyboardInterrupt:
+    except BaseException:
         _terminate(child)
+        reader.join(timeout=5)
         raise
     ended = time.monotonic() - t0
     # Ray processes the driver left behind may still hold the pipe: give them a moment, then end them

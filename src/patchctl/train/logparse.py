@@ -19,7 +19,7 @@ _TOTAL = re.compile(r"Total training steps: (\d+)")
 
 #: moment name -> pattern of the first line that marks it, in the order a run reaches them
 MARKERS: dict[str, re.Pattern[str]] = {
-    "ray_start": re.compile(r"Started a local Ray instance|Connecting to existing Ray cluster"),
+    "ray_start": re.compile(r"Started a local Ray instance|Connected to Ray cluster"),
     "task_runner": re.compile(r"TaskRunner hostname"),
     "workers_ready": re.compile(r"Training from scratch|Load from checkpoint folder|Training Progress"),
 }

@@ -38,6 +38,7 @@ PROFILE_SCHEMA = {
     "env": Field(dict, False, "a table of environment variables"),
     "defaults": Field(dict, False, "a table of placeholder defaults"),
     "gates": Field(dict, False, "a [profile.NAME.gates] table"),
+    "ray_head_cpus": Field(int, False, "start a Ray head node with this many CPUs beside the trainer"),
 }
 GATES_SCHEMA = {
     "min_steps": Field(int, False, "the fewest training steps the log must show"),
@@ -72,6 +73,8 @@ class Profile:
     env: dict[str, str] = field(default_factory=dict)
     defaults: dict[str, str] = field(default_factory=dict)
     gates: Gates = Gates()
+    #: when set, patchctl starts the Ray head node (this many CPUs) while verl imports
+    ray_head_cpus: int | None = None
 
 
 def profiles_file() -> Path:
@@ -103,7 +106,7 @@ def _profile(name: str, raw: Any, file: Path) -> Profile:
     check(gates, GATES_SCHEMA, file=file, prefix=prefix + "gates.")
     return Profile(name, raw["description"], raw["rollout"], raw["assets"], tuple(raw["overrides"]),
                    tuple(raw.get("needs", ())), tuple(raw.get("prepare", ())), tuple(raw.get("requires", ())),
-                   dict(raw.get("env", {})), dict(raw.get("defaults", {})), Gates(**gates))
+                   dict(raw.get("env", {})), dict(raw.get("defaults", {})), Gates(**gates), raw.get("ray_head_cpus"))
 
 
 def load_profiles(file: Path | None = None) -> dict[str, Profile]:

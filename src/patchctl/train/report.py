@@ -18,6 +18,7 @@ FORMAT = 1
 class Timings:
     """Seconds since ``patchctl train`` started (its interpreter's start), per moment of the run."""
 
+    #: the smoke assets are built while the trainer starts, so this may come after trainer_started
     assets_ready: float | None = None
     trainer_started: float | None = None
     ray_started: float | None = None

@@ -20,7 +20,7 @@ from typing import Any
 from patchctl.clusters import Cluster
 from patchctl.errors import PatchctlError
 from patchctl.target import Target
-from patchctl.train import facts, gates as gates_mod, launcher, report, smoke
+from patchctl.train import facts, gates as gates_mod, launcher, rayhead, report, smoke
 from patchctl.train.data import tiny_dataset
 from patchctl.train.gates import Gate
 from patchctl.train.launcher import Launch
@@ -35,6 +35,8 @@ class Plan:
     launch: Launch
     #: placeholder values the command was filled from
     values: dict[str, str]
+    #: the Ray head node patchctl starts beside the trainer, if the profile asks for one
+    head: rayhead.HeadSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -79,13 +81,18 @@ def plan(target: Target, profile: Profile, cluster: Cluster | None, overrides: l
         given.update(smoke.paths(run_dir / "assets"))
     values = resolve_values(profile, given)
     extra_env = dict(cluster.env) if cluster is not None else {}
+    head = None
+    if profile.ray_head_cpus and not os.environ.get("RAY_ADDRESS") and "RAY_ADDRESS" not in extra_env:
+        head = rayhead.spec(python, profile.ray_head_cpus, run_dir / "ray-head.log")
+        extra_env["RAY_ADDRESS"] = head.address
+        # a driver that connects to a running cluster must not ask for CPUs of its own
+        overrides = ["ray_kwargs.ray_init.num_cpus=null", *overrides]
     launch = launcher.build(target.root, profile, values, overrides, python, run_dir / "train.log", extra_env)
-    return Plan(profile, run_dir, launch, values)
+    return Plan(profile, run_dir, launch, values, head)
 
 
 def _prepare(p: Plan) -> None:
-    if p.profile.assets == "smoke":
-        smoke.build(p.run_dir / "assets")
+    """What must exist before the launch (the smoke assets are built while the trainer starts)."""
     for step in p.profile.prepare:
         if step == "tiny-dataset":
             data_dir = Path(p.values["DATA_DIR"])
@@ -131,8 +138,14 @@ def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
     """Run the plan; ``t0`` is the ``time.monotonic()`` that counts as the launch."""
     p.run_dir.mkdir(parents=True, exist_ok=True)
     _prepare(p)
-    assets_ready = time.monotonic() - t0
     scan = LogScan()
+    ready: list[float] = []
+
+    def build_assets() -> None:
+        # verl reads the model and data only in its TaskRunner, seconds after the launch
+        if p.profile.assets == "smoke":
+            smoke.build(p.run_dir / "assets")
+        ready.append(time.monotonic() - t0)
 
     def seen(line: str, at: float) -> None:
         step = scan.feed(line, at)
@@ -145,18 +158,25 @@ def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
     side: dict[str, Any] = {}
     helper = threading.Thread(target=_gather, args=(p, side), name="train-facts", daemon=True)
     helper.start()
-    started = time.monotonic() - t0
-    done = launcher.execute(p.launch, t0, seen, timeout)
+    head = rayhead.Head(p.head, p.launch.env, p.launch.cwd) if p.head else None
+    try:
+        started = time.monotonic() - t0
+        done = launcher.execute(p.launch, t0, seen, timeout, build_assets)
+    finally:
+        stopper = threading.Thread(target=head.stop, name="ray-head-stop") if head else None
+        if stopper:
+            stopper.start()
     first = scan.steps[0].at if scan.steps else None
     results = gates_mod.evaluate(done.returncode, scan, p.profile.gates, first)
     passed = gates_mod.verdict(results)
     doctor = None if passed else _doctor(p.launch.log)
     helper.join(timeout=60)
     versions, gpus, tree = side.get("versions", {}), side.get("gpus", []), facts.tree(target)
-    timings = report.Timings(assets_ready, started, scan.moments.get("ray_start"), scan.moments.get("task_runner"),
+    timings = report.Timings(ready[0] if ready else None, started, scan.moments.get("ray_start"), scan.moments.get("task_runner"),
                              scan.moments.get("workers_ready"), first, scan.steps[-1].at if scan.steps else None,
                              done.ended_at, None)
     run = {"profile": p.profile.name, "rollout": p.profile.rollout, "command": list(p.launch.argv),
+           "ray_head": {"command": list(p.head.argv), "log": str(p.head.log)} if p.head else None,
            "cwd": str(p.launch.cwd), "env": p.launch.env, "returncode": done.returncode,
            "timed_out": done.timed_out, "log": str(p.launch.log)}
     plot_path = report.plot(p.run_dir / "report.png", scan, f"patchctl train --profile {p.profile.name} "
@@ -165,6 +185,8 @@ def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
     doc = report.document(run=run, tree=tree, versions=versions, gpus=gpus, timings=timings,
                           scan=scan, gates=results, passed=passed, doctor=doctor)
     path = report.write_json(p.run_dir / "report.json", doc)
+    if stopper:
+        stopper.join()
     return TrainResult(passed, p.run_dir, p.launch.log, path, plot_path, tuple(results), timings, done.returncode, doc)
 
 
