@@ -48,7 +48,7 @@ for i in $(seq 1 "${RUNS:-1}"); do
     E=$(date +%s.%N)
     say "train rc=$rc, wall $(awk -v a="$E" -v b="$B" "BEGIN{print a-b}") s (shell to shell)"
     [ "$i" = 1 ] && cp "/tmp/run$i/train.log" "/tmp/run$i/report.png" "$OUT/" 2>/dev/null
-    sleep 1; left=$(ps -eo args | grep -c "[r]aylet\|[g]cs_server" || true); say "Ray processes left running: $left"
+    sleep 1; left=$(ps -eo stat,args | awk '$1 !~ /^Z/' | grep -c "[r]aylet\|[g]cs_server" || true); say "Ray processes left running: $left"
     python3 - "$OUT/report$sfx.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
