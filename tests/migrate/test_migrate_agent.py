@@ -40,9 +40,14 @@ def test_runs_on_python_3_6_grammar() -> None:
     assert "import patchctl" not in Path(remote_agent.__file__).read_text()
 
 
-def test_prepare_creates_a_nested_root(tmp_path: Path) -> None:
+def test_finish_creates_a_nested_root_and_plan_does_not(tmp_path: Path) -> None:
     root = tmp_path / "a" / "b" / "verl"
-    assert agent(req(root, "prepare", []))["root_exists"] is False  # as it was found
+    manifest = [["x.py", "f", "0" * 64, False]]
+    plan = agent(req(root, "plan", manifest, rendered={".patchctl/env.sh": ""}))
+    assert plan["problems"] == [["x.py", "missing"]] and plan["rendered"] == [".patchctl/env.sh"]
+    assert not root.exists()
+    reply = agent(req(root, "finish", manifest))
+    assert reply["root_exists"] is False and reply["problems"] == [["x.py", "missing"]]  # as it was found
     assert root.is_dir()
 
 
@@ -113,13 +118,15 @@ def test_delete_guard_refuses_above_the_maximum(tmp_path: Path) -> None:
     reply = agent(req(root, "finish", [entry(root, "f0.py")], delete=True, max_delete=2))
     assert reply["delete_refused"] is True and len(reply["deletions"]) == 3
     assert all((root / n).exists() for n in names)
-    # without --delete the files stay tracked as placed, so a later --delete still finds them
+    assert not (root / ".patchctl" / "provenance.json").exists()  # refused: nothing at all was written
+    # without --delete the files stay recorded as placed, so a later --delete still finds them
+    agent(req(root, "finish", [entry(root, "f0.py")]))
     assert json.loads((root / ".patchctl" / "manifest.json").read_text())["files"] == names
 
 
 def test_an_agent_error_is_a_reply_not_a_traceback(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
-    reply = agent(req(tmp_path / "file" / "root", "prepare", []))
+    reply = agent(req(tmp_path / "file" / "root", "finish", []))
     assert reply["error"].startswith(("FileExistsError", "NotADirectoryError"))
 
 

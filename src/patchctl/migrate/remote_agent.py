@@ -3,13 +3,13 @@
 It is sent as source on each call (``python3 -c``), so nothing is installed on the host; it
 needs only python3 >= 3.6 and its standard library, and never imports patchctl. Actions:
 
-- ``prepare``: create the root; count what ``--delete`` would remove (the guard runs before
-  any byte is sent).
-- ``plan``: read-only, for ``--dry-run``: what would be deleted and which generated files
-  would change.
-- ``finish``: write the generated files, delete (within the root, at most ``max_delete``),
-  check every manifest entry's sha256 and the tagged-line inventory, and record the manifest
-  and the provenance under ``.patchctl/``.
+- ``plan``: read-only, for ``--dry-run``: which files differ, what would be deleted, which
+  generated files would change.
+- ``finish``: create the root, apply the delete guard (above ``max_delete`` nothing at all is
+  written), write the generated files, delete (within the root), check every manifest entry's
+  sha256 and the tagged-line inventory, and record the manifest and the provenance under
+  ``.patchctl/``. migrate runs it before rsync (when it finds nothing to send, that was the
+  whole run) and again after rsync to verify what arrived.
 
 Deletions only ever touch files an earlier migrate placed (listed in ``.patchctl/manifest.json``),
 so outputs the host made itself (checkpoints, logs) are never at risk.
@@ -29,14 +29,24 @@ SKIP_DIRS = {".git", ".hg", ".patchctl", "__pycache__", ".venv", "node_modules",
 MAX_SCAN = 4 << 20  # tagged lines live in source files; larger files are data
 
 
+_REAL = {}
+
+
+def _realpath(path):
+    """realpath, remembered: every file of a directory shares its answer."""
+    if path not in _REAL:
+        _REAL[path] = os.path.realpath(path)
+    return _REAL[path]
+
+
 def inside(root, rel):
     """The absolute path of ``rel`` under ``root``, or None if it could leave the root."""
     parts = rel.split("/")
     if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
         return None
     full = os.path.join(root, *parts)
-    parent = os.path.realpath(os.path.dirname(full))
-    real_root = os.path.realpath(root)
+    parent = _realpath(os.path.dirname(full))
+    real_root = _realpath(root)
     if parent != real_root and not parent.startswith(real_root + os.sep):
         return None
     return full
@@ -98,10 +108,12 @@ def tag_lines(root, paths, pattern, needles):
 
 
 def walk(root, leave_out):
+    root = root.rstrip(os.sep)
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        prefix = dirpath[len(root) + 1:].replace(os.sep, "/")
         for name in sorted(filenames):
-            rel = os.path.relpath(os.path.join(dirpath, name), root).replace(os.sep, "/")
+            rel = prefix + "/" + name if prefix else name
             if rel not in leave_out:
                 yield rel
 
@@ -172,46 +184,52 @@ def differs(root, rendered):
 
 
 def main(req):
-    root = req["root"]
+    root, rendered, manifest = req["root"], req.get("rendered", {}), req["manifest"]
     reply = {"python": sys.version.split()[0], "root_exists": os.path.isdir(root), "deletions": [],
              "delete_refused": False, "problems": [], "rendered": [], "tags_only_here": [], "tags_missing_here": []}
-    if req["action"] == "prepare":
+    if req["action"] == "finish":
         os.makedirs(root, exist_ok=True)
-    if not os.path.isdir(root):
-        reply["rendered"] = sorted(req.get("rendered", {}))
+    if not os.path.isdir(root):  # plan for a host that has no tree yet
+        reply["problems"] = [[e[0], "missing"] for e in manifest]
+        reply["rendered"] = sorted(rendered)
         return reply
     if req.get("delete"):
         reply["deletions"] = stale(root, req)
         reply["delete_refused"] = len(reply["deletions"]) > req["max_delete"]
-    rendered = req.get("rendered", {})
+        if reply["delete_refused"]:
+            return reply  # the guard stops the host before anything is written
     reply["rendered"] = differs(root, rendered)
-    if req["action"] != "finish":
-        return reply
-    for rel in reply["rendered"]:
-        write_atomic(inside(root, rel), rendered[rel].encode("utf-8"))
-    if reply["deletions"] and not reply["delete_refused"]:
+    if req["action"] == "finish":
+        for rel in reply["rendered"]:
+            write_atomic(inside(root, rel), rendered[rel].encode("utf-8"))
         delete(root, reply["deletions"])
-    for entry in req["manifest"]:
+    for entry in manifest:
         why = problem(root, entry)
         if why:
             reply["problems"].append([entry[0], why])
+    if req["action"] != "finish":
+        return reply
     for rel in differs(root, rendered):
         reply["problems"].append([rel, "generated file differs"])
     tags = req["tags"]
-    here = tag_lines(root, walk(root, set(rendered)), tags["pattern"], tags["needles"])
-    here = set(tuple(t) for t in here)
+    here = set(tuple(t) for t in tag_lines(root, walk(root, set(rendered)), tags["pattern"], tags["needles"]))
     there = set(tuple(t) for t in tags["expected"])
     reply["tags_only_here"] = sorted(here - there)
     reply["tags_missing_here"] = sorted(there - here)
+    record(root, req, reply)
+    return reply
+
+
+def record(root, req, reply):
+    """What this host now holds: the files migrate placed (for later deletions) and provenance."""
     placed = set(e[0] for e in req["manifest"])
-    if not req.get("delete") or reply["delete_refused"]:
+    if not req.get("delete"):
         old = read_json(os.path.join(root, MANIFEST), {}).get("files", [])
         placed.update(p for p in old if inside(root, p) and os.path.lexists(os.path.join(root, p)))
     ok = not (reply["problems"] or reply["tags_only_here"] or reply["tags_missing_here"])
     write_atomic(os.path.join(root, MANIFEST), json.dumps({"format": 1, "files": sorted(placed)}).encode())
     provenance = dict(req["provenance"], verified=ok, root=root)
     write_atomic(os.path.join(root, PROVENANCE), (json.dumps(provenance, indent=2) + "\n").encode())
-    return reply
 
 
 def run():

@@ -30,7 +30,7 @@ class Phase(str, enum.Enum):
 
     QUEUED = "queued"
     CONNECTING = "connecting"
-    PREPARING = "preparing"
+    CHECKING = "checking"
     TRANSFERRING = "transferring"
     VERIFYING = "verifying"
     DONE = "done"

@@ -2,8 +2,8 @@
 
 Everything shared is computed once before any host is touched (plan, then write): the file
 set and its sha256 manifest, every host's generated files, the tag inventory, the provenance.
-Then each host runs prepare -> rsync -> finish on its own worker thread; a host that fails
-becomes a result, never an exception, so it cannot stop the others.
+Then each host runs check -> rsync -> check on its own worker thread (see ``_host``); a host
+that fails becomes a result, never an exception, so it cannot stop the others.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import ManifestError
-from patchctl.migrate import fileset, provenance, render, ssh, transfer, verify_remote
+from patchctl.migrate import fileset, provenance, render, ssh, state, transfer, verify_remote
 from patchctl.migrate.results import HostResult, HostStatus, MigrateResult, Phase, Progress
 from patchctl.patchsets.model import Patchset
 
@@ -67,8 +67,7 @@ def migrate(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], options
     generated = (render.GIT_IGNORE,) if example else ()
     labels = _labels(cluster)
     rendered = [render.rendered_files(cluster, h, example) for h in cluster.hosts]
-    fs = fileset.collect(root, cluster, generated)
-    tags = verify_remote.tags_request(fs, {p.tag for ps in patchsets for p in ps.patches}, generated)
+    jobs = max(1, options.jobs or len(cluster.hosts))
     lock = threading.Lock()
 
     def emit(event: Progress) -> None:
@@ -77,17 +76,25 @@ def migrate(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], options
                 progress(event)
 
     # /tmp, not $TMPDIR: the control sockets live here and a unix socket path is short
-    with tempfile.TemporaryDirectory(prefix="pcm-", dir="/tmp" if Path("/tmp").is_dir() else None) as tmp:
-        files_from = Path(tmp) / "files"
-        files_from.write_bytes(b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in fs.paths))
-        shared = _Shared(cluster, fs, files_from, [e.as_manifest() for e in fs.entries], tags,
-                         provenance.build(fs, cluster), options, cluster.timeout + fs.size / 20e6)
-        for label in labels:
-            emit(Progress(label, Phase.QUEUED))
-        with ThreadPoolExecutor(max_workers=max(1, options.jobs or len(cluster.hosts))) as pool:
-            futures = [pool.submit(_connected, shared, h, label, files, emit, ssh.Master(cluster, h, Path(tmp), i))
-                       for i, (h, label, files) in enumerate(zip(cluster.hosts, labels, rendered))]
+    with tempfile.TemporaryDirectory(prefix="pcm-", dir="/tmp" if Path("/tmp").is_dir() else None) as tmp, \
+            ThreadPoolExecutor(max_workers=jobs) as pool:
+        masters = [ssh.Master(cluster, h, Path(tmp), i) for i, h in enumerate(cluster.hosts)]
+        try:
+            for label, master in zip(labels[:jobs], masters):  # log in while the tree is hashed
+                emit(Progress(label, Phase.CONNECTING))
+                pool.submit(master.open)
+            fs = fileset.collect(root, cluster, generated)
+            tags = verify_remote.tags_request(fs, {p.tag for ps in patchsets for p in ps.patches}, generated)
+            files_from = Path(tmp) / "files"
+            files_from.write_bytes(b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in fs.paths))
+            shared = _Shared(cluster, fs, files_from, [e.as_manifest() for e in fs.entries], tags,
+                             provenance.build(fs, cluster), options, cluster.timeout + fs.size / 20e6)
+            futures = [pool.submit(_connected, shared, h, label, files, emit, master)
+                       for h, label, files, master in zip(cluster.hosts, labels, rendered, masters)]
             results = tuple(f.result() for f in futures)
+        finally:
+            for master in masters:
+                master.close()
     return MigrateResult(cluster.name, str(root), fs.commit, len(fs.entries), results, options.dry_run)
 
 
@@ -99,81 +106,96 @@ def _guard(shared: _Shared, count: int) -> str:
 
 def _connected(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emit: ProgressFn,
                master: ssh.Master) -> HostResult:
-    """One host's run over its own master connection, closed whatever happens."""
-    start = time.monotonic()
+    """One host's run over its own master connection (perhaps opened already), closed after."""
     emit(Progress(label, Phase.CONNECTING))
     try:
         failed = master.open()
         if failed:
-            result = HostResult(label, host.root, HostStatus.UNREACHABLE, 0, 0, time.monotonic() - start, False,
-                                failed)
+            result = HostResult(label, host.root, HostStatus.UNREACHABLE, 0, 0, time.monotonic() - master.started,
+                                False, failed)
             emit(Progress(label, Phase.DONE, status=result.status))
             return result
-        return _host(shared, host, label, rendered, emit, master.socket, start)
+        return _host(shared, host, label, rendered, emit, master.socket, master.started)
     finally:
         master.close()
 
 
 def _host(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emit: ProgressFn, control: Path,
           start: float) -> HostResult:
+    """One host, in the cheaper of two orders; both end verified on the host.
+
+    - check first, then rsync and check again only if the check found files to send: when the
+      host verified this very tree last time (a re-run), and always with --delete (its guard
+      must stop the host before any byte is sent);
+    - rsync first, then check: when the tree changed since (a first run, an edit), so no round
+      trip is spent before a transfer that is needed anyway.
+    """
     opts, cluster = shared.options, shared.cluster
     sent = {"files": 0, "bytes": 0}
+    expected = state.digest(shared.provenance["manifest_sha256"], rendered)
 
     def done(status: HostStatus, reason: str = "", **kw: Any) -> HostResult:
         result = HostResult(label, host.root, status, sent["files"], sent["bytes"], time.monotonic() - start,
                             reason=reason, verified=kw.pop("verified", False), **kw)
         emit(Progress(label, Phase.DONE, result.files_sent, result.bytes_sent, status))
+        if status is HostStatus.OK:
+            state.remember(cluster, host, expected)
         return result
 
     request = {"manifest": shared.manifest, "rendered": rendered, "delete": opts.delete,
-               "max_delete": cluster.max_delete}
+               "max_delete": cluster.max_delete, "tags": shared.tags, "provenance": shared.provenance}
 
-    def prepare(action: str) -> verify_remote.AgentReply:
-        emit(Progress(label, Phase.PREPARING))
-        return verify_remote.call(cluster, host, dict(request, action=action), shared.timeout, control)
+    def check(phase: Phase, **kw: Any) -> verify_remote.AgentReply:
+        emit(Progress(label, phase, sent["files"], sent["bytes"]))
+        return verify_remote.call(cluster, host, dict(request, action="finish", **kw), shared.timeout, control)
 
-    if opts.dry_run or opts.delete:  # the delete guard runs before any byte is sent
-        prep = prepare("plan" if opts.dry_run else "prepare")
-        if prep.failure:
-            return done(prep.failure, prep.reason)
-        if opts.dry_run:
-            return _plan(shared, host, prep.data, done, sent, control)
-        if prep.data["delete_refused"]:
-            return done(HostStatus.FAILED, _guard(shared, len(prep.data["deletions"])))
+    def send() -> transfer.TransferResult:
+        def on_item(item: transfer.Item) -> None:
+            if item.is_file_sent:
+                sent["files"] += 1
+                sent["bytes"] += item.sent
+                emit(Progress(label, Phase.TRANSFERRING, sent["files"], sent["bytes"]))
 
-    def on_item(item: transfer.Item) -> None:
-        if item.is_file_sent:
-            sent["files"] += 1
-            sent["bytes"] += item.sent
-            emit(Progress(label, Phase.TRANSFERRING, sent["files"], sent["bytes"]))
+        emit(Progress(label, Phase.TRANSFERRING, sent["files"], sent["bytes"]))
+        return transfer.send(cluster, host, shared.fs.root, shared.files_from, checksum=opts.checksum,
+                             control=control, on_item=on_item)
 
-    emit(Progress(label, Phase.TRANSFERRING))
-    tr = transfer.send(cluster, host, shared.fs.root, shared.files_from, checksum=opts.checksum,
-                       control=control, on_item=on_item)
-    if tr.returncode not in (0, 255) and not (opts.delete or opts.dry_run):
-        # rsync creates only the last component of a missing root: on a first run whose root's
-        # parent is missing too, create the root and try once more
-        prep = prepare("prepare")
-        if prep.failure:
-            return done(prep.failure, prep.reason)
-        if not prep.data["root_exists"]:
-            tr = transfer.send(cluster, host, shared.fs.root, shared.files_from, checksum=opts.checksum,
-                               control=control, on_item=on_item)
+    if opts.dry_run:
+        emit(Progress(label, Phase.CHECKING))
+        plan = verify_remote.call(cluster, host, dict(request, action="plan"), shared.timeout, control)
+        return done(plan.failure, plan.reason) if plan.failure else _plan(shared, host, plan.data, done, sent)
+    common: dict[str, Any] = {}
+    if opts.delete or state.last_verified(cluster, host) == expected:
+        reply = check(Phase.CHECKING)
+        if reply.failure:
+            return done(reply.failure, reply.reason)
+        if reply.data["delete_refused"]:
+            return done(HostStatus.FAILED, _guard(shared, len(reply.data["deletions"])))
+        common = dict(deleted=tuple(reply.data["deletions"]), rendered=tuple(reply.data["rendered"]))
+        if not reply.data["problems"]:
+            return _verdict(reply, done, common)
+    tr = send()
+    if tr.returncode not in (0, 255) and not common:
+        # rsync creates only the last component of a missing root; the check creates all of it
+        reply = check(Phase.CHECKING)
+        if reply.failure:
+            return done(reply.failure, reply.reason)
+        if not reply.data["root_exists"]:
+            tr = send()
     if tr.returncode != 0:
         status = HostStatus.UNREACHABLE if tr.returncode == 255 else HostStatus.FAILED
-        return done(status, transfer.cause(tr.returncode, tr.stderr) + "; re-run migrate to resume")
-    emit(Progress(label, Phase.VERIFYING, sent["files"], sent["bytes"]))
-    fin = verify_remote.call(cluster, host, dict(request, action="finish", tags=shared.tags,
-                                                 provenance=shared.provenance), shared.timeout, control)
-    if fin.failure:
-        return done(fin.failure, "sent, but not verified: " + fin.reason)
-    if fin.data["delete_refused"]:  # the source changed between prepare and finish
-        return done(HostStatus.FAILED, _guard(shared, len(fin.data["deletions"])) + " (after the transfer)")
-    mismatches = verify_remote.mismatches(fin)
-    common = dict(deleted=tuple(fin.data["deletions"]), rendered=tuple(fin.data["rendered"]))
+        return done(status, transfer.cause(tr.returncode, tr.stderr) + "; re-run migrate to resume", **common)
+    reply = check(Phase.VERIFYING, delete=False)
+    if reply.failure:
+        return done(reply.failure, "sent, but not verified: " + reply.reason, **common)
+    return _verdict(reply, done, common or dict(rendered=tuple(reply.data["rendered"])))
+
+
+def _verdict(reply: verify_remote.AgentReply, done: Callable[..., HostResult], common: dict[str, Any]) -> HostResult:
+    mismatches = verify_remote.mismatches(reply)
     if not mismatches:
         return done(HostStatus.OK, verified=True, **common)
-    return done(HostStatus.MISMATCH, _mismatch_reason(fin.data, len(mismatches)), mismatches=mismatches, **common)
+    return done(HostStatus.MISMATCH, _mismatch_reason(reply.data, len(mismatches)), mismatches=mismatches, **common)
 
 
 def _mismatch_reason(data: dict[str, Any], count: int) -> str:
@@ -186,19 +208,13 @@ def _mismatch_reason(data: dict[str, Any], count: int) -> str:
 
 
 def _plan(shared: _Shared, host: Host, data: dict[str, Any], done: Callable[..., HostResult],
-          sent: dict[str, int], control: Path) -> HostResult:
-    """--dry-run: what rsync would send, what --delete would remove, which generated files change."""
-    if data["root_exists"]:
-        tr = transfer.send(shared.cluster, host, shared.fs.root, shared.files_from, dry_run=True,
-                           checksum=shared.options.checksum, control=control)
-        if tr.returncode != 0:
-            status = HostStatus.UNREACHABLE if tr.returncode == 255 else HostStatus.FAILED
-            return done(status, transfer.cause(tr.returncode, tr.stderr))
-        would = [(i.path, i.size) for i in tr.items if i.is_file_sent]
-    else:
-        would = [(e.path, e.size) for e in shared.fs.entries]
-    sent["files"], sent["bytes"] = len(would), sum(size for _, size in would)
-    changes = ([f"send {p}" for p, _ in would] + [f"delete {p}" for p in data["deletions"]]
+          sent: dict[str, int]) -> HostResult:
+    """--dry-run: the files that differ there (what a run sends), what --delete would remove,
+    which generated files would change; the host's agent only read."""
+    sizes = {e.path: e.size for e in shared.fs.entries}
+    would = [path for path, _why in data["problems"] if path in sizes]
+    sent["files"], sent["bytes"] = len(would), sum(sizes[p] for p in would)
+    changes = ([f"send {p}" for p in would] + [f"delete {p}" for p in data["deletions"]]
                + [f"render {p}" for p in data["rendered"]])
     if data["delete_refused"]:
         return done(HostStatus.FAILED, _guard(shared, len(data["deletions"])), changes=tuple(changes))

@@ -11,10 +11,12 @@ from __future__ import annotations
 import shlex
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from patchctl import proc
 from patchctl.clusters import Cluster, Host
 
 # Run on the host as `python3 -c BOOTSTRAP`: one line of plain characters, so every login shell
@@ -73,35 +75,60 @@ def unreachable_reason(host: Host, stderr: str) -> str:
 
 class Master:
     """One ``ssh -M -N`` per host, started and stopped by patchctl (no ControlPersist daemon
-    is left behind). If it cannot connect, ``open`` returns ssh's reason."""
+    is left behind). ``open`` returns None once logged in, else ssh's reason; it may be called
+    from several threads and connects once."""
 
     def __init__(self, cluster: Cluster, host: Host, control_dir: Path, index: int) -> None:
         self.cluster, self.host = cluster, host
         self.socket = control_dir / f"h{index}"  # short: a unix socket path has ~100 bytes
+        #: when the first open began (the host's run is timed from here)
+        self.started = time.monotonic()
         self._proc: subprocess.Popen[bytes] | None = None
-        self._err = tempfile.TemporaryFile()
+        self._lock = threading.Lock()
+        self._outcome: tuple[str | None] | None = None
 
     def open(self) -> str | None:
+        with self._lock:
+            if self._outcome is None:
+                self.started = time.monotonic()
+                self._outcome = (self._connect(),)
+            return self._outcome[0]
+
+    def _connect(self) -> str | None:
         argv = ["ssh", *ssh_options(self.cluster), "-M", "-N", "-o", f"ControlPath={self.socket}",
                 "-o", "ControlPersist=no", "--", self.host.ssh]
-        self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._err)
-        deadline = time.monotonic() + min(self.cluster.timeout, 20) + 10
-        while time.monotonic() < deadline:
-            if self.socket.exists():
-                return None
-            if self._proc.poll() is not None:
-                self._err.seek(0)
-                return unreachable_reason(self.host, self._err.read().decode("utf-8", "replace"))
-            time.sleep(0.005)
-        self.close()
-        return f"ssh did not finish logging in within {min(self.cluster.timeout, 20) + 10} s"
+        with tempfile.TemporaryFile() as err:
+            self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+            limit = min(self.cluster.timeout, 20) + 10
+            deadline = time.monotonic() + limit
+            while time.monotonic() < deadline:
+                if self.socket.exists():
+                    return None
+                if self._proc.poll() is not None:
+                    err.seek(0)
+                    return unreachable_reason(self.host, err.read().decode("utf-8", "replace"))
+                time.sleep(0.005)
+        self._stop()
+        return f"ssh did not finish logging in within {limit} s"
 
     def close(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
+        with self._lock:
+            self._outcome = self._outcome or ("closed",)
+            self._stop()
+
+    def _stop(self) -> None:
+        """Ask the master to exit through its socket (it can miss a SIGTERM that races its
+        poll loop), then make sure."""
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        if self.socket.exists():
             try:
-                self._proc.wait(timeout=5)
+                proc.run(["ssh", *ssh_options(self.cluster), "-o", f"ControlPath={self.socket}", "-O", "exit",
+                          "--", self.host.ssh], check=False, timeout=5)
             except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        self._err.close()
+                pass
+        try:
+            self._proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
