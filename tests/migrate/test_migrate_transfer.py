@@ -68,7 +68,7 @@ def test_rsync_and_ssh_reach_hosts_with_the_same_options(tmp_path: Path) -> None
     (tmp_path / "list").write_bytes(b"a\0")
     argv = transfer.rsync_argv(c, HOST, tmp_path, tmp_path / "list", dry_run=False, control=control)
     done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"})
-    assert done.returncode == 255
+    assert done.returncode != 0  # 255, or 12 when rsync notices the closed pipe first
     seen = record.read_text().splitlines()
     expected = ssh.ssh_options(c, control)
     assert seen[:len(expected)] == expected
