@@ -86,20 +86,3 @@ def test_plot(tmp_path: Path) -> None:
     assert png is not None and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report.plot(tmp_path / "none.png", LogScan(), "title") is None
 
-
-def test_prefetch_reads_the_libraries(tmp_path: Path) -> None:
-    import time
-
-    from patchctl.train import prefetch
-
-    (tmp_path / "torch/lib").mkdir(parents=True)
-    (tmp_path / "torch/lib/libbig.so").write_bytes(b"x" * 3000)
-    (tmp_path / "torch/lib/libsmall.so.1").write_bytes(b"y" * 10)
-    (tmp_path / "torch/lib/notes.txt").write_text("not a library")
-    assert [p.name for p in prefetch.libraries([tmp_path / "torch"])] == ["libbig.so", "libsmall.so.1"]
-    stats = prefetch.start([tmp_path / "torch"], limit=1 << 20)
-    for _ in range(100):
-        if "seconds" in stats:
-            break
-        time.sleep(0.05)
-    assert stats["files"] == 2 and stats["bytes"] == 3010

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import importlib
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -21,7 +20,7 @@ from typing import Any
 from patchctl.clusters import Cluster
 from patchctl.errors import PatchctlError
 from patchctl.target import Target
-from patchctl.train import facts, gates as gates_mod, launcher, prefetch, rayhead, report, smoke
+from patchctl.train import facts, gates as gates_mod, launcher, rayhead, report, smoke
 from patchctl.train.data import tiny_dataset
 from patchctl.train.gates import Gate
 from patchctl.train.launcher import Launch
@@ -137,9 +136,6 @@ def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
           on_progress: Callable[[Progress], None] | None = None,
           on_line: Callable[[str, float], None] | None = None) -> TrainResult:
     """Run the plan; ``t0`` is the ``time.monotonic()`` that counts as the launch."""
-    read: dict[str, float] = {}
-    if os.path.realpath(p.launch.argv[0]) == os.path.realpath(sys.executable):
-        read = prefetch.start()  # the trainer's interpreter is this one: its torch is ours to find
     p.run_dir.mkdir(parents=True, exist_ok=True)
     _prepare(p)
     scan = LogScan()
@@ -182,7 +178,7 @@ def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
     run = {"profile": p.profile.name, "rollout": p.profile.rollout, "command": list(p.launch.argv),
            "ray_head": {"command": list(p.head.argv), "log": str(p.head.log)} if p.head else None,
            "cwd": str(p.launch.cwd), "env": p.launch.env, "returncode": done.returncode,
-           "timed_out": done.timed_out, "log": str(p.launch.log), "prefetch": dict(read)}
+           "timed_out": done.timed_out, "log": str(p.launch.log)}
     plot_path = report.plot(p.run_dir / "report.png", scan, f"patchctl train --profile {p.profile.name} "
                             f"(verl {target.version or '?'})")
     timings = report.Timings(**{**asdict(timings), "verdict": round(time.monotonic() - t0, 2)})
