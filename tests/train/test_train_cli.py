@@ -133,3 +133,31 @@ def test_timeout_stops_the_trainer(tree: Path, tmp_path: Path, monkeypatch: pyte
 def test_not_a_verl_tree(tmp_path: Path) -> None:
     done = invoke("--target", str(tmp_path), "--dry-run")
     assert done.exit_code == 1 and "not a verl tree" in done.output
+
+
+def test_debug_profile_writes_the_tiny_dataset_first(tree: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    data, model = tmp_path / "data", tmp_path / "model"
+    data.mkdir()
+    model.mkdir()
+    config = tmp_path / "patchctl.toml"
+    config.write_text(f'[clusters.lab]\nhosts = ["node1"]\nroot = "/root/verl_Uky"\n'
+                      f'[clusters.lab.paths]\nMODEL_PATH = "{model}"\nDATA_DIR = "{data}"\n')
+    done = invoke("--target", str(tree), "--profile", "debug", "--cluster", "lab", "--config", str(config),
+                  "--out", str(tmp_path / "run"))
+    assert done.exit_code == 0, done.output
+    assert (data / "train_tiny.parquet").is_file()
+    assert "train: PASS" in done.stdout
+    argv = (tmp_path / "argv.txt").read_text()
+    assert f"data.train_files={data}/train_tiny.parquet" in argv and "actor_rollout_ref.rollout.name=vllm" in argv
+
+
+def test_debug_profile_names_a_missing_model(tree: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    config = tmp_path / "patchctl.toml"
+    config.write_text(f'[clusters.lab]\nhosts = ["node1"]\nroot = "/r"\n'
+                      f'[clusters.lab.paths]\nMODEL_PATH = "{tmp_path}/nope"\nDATA_DIR = "{tmp_path}/d"\n')
+    done = invoke("--target", str(tree), "--profile", "debug", "--cluster", "lab", "--config", str(config),
+                  "--out", str(tmp_path / "run"))
+    assert done.exit_code == 1
+    assert f"{tmp_path}/nope: not found (profile debug needs it)" in done.output

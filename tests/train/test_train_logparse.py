@@ -55,3 +55,14 @@ def test_times_are_kept_when_fed_live() -> None:
     assert step is not None and step.at == 20.0
     # a validation-only line is not a training step
     assert scan.feed("(TaskRunner pid=1) step:0 - val-core/x/reward/mean@1:0.0", 21.0) is None
+
+
+def test_real_run_with_patchctls_ray_head() -> None:
+    """The H100 run: the driver connected to the head patchctl started (no local Ray start)."""
+    scan = scan_text((FIXTURES / "smoke_h100_ray_head_pass.log").read_text(encoding="utf-8"))
+    assert [s.step for s in scan.steps] == list(range(1, 41))
+    assert scan.total_steps == 40
+    assert set(scan.moments) == {"ray_start", "task_runner", "workers_ready"}
+    assert all(len(s.metrics) == 54 for s in scan.steps)
+    rewards = [v for _, v in scan.series(("critic/score/mean",))]
+    assert sum(rewards[-5:]) / 5 - sum(rewards[:5]) / 5 > 0.6
