@@ -83,11 +83,18 @@ def _finite(value: Any) -> Any:
 
 
 def plot(path: Path, scan: LogScan, title: str) -> Path | None:
-    """Reward and loss per step as a PNG (matplotlib's Agg backend: no display needed)."""
+    """Reward and loss per step as a PNG (matplotlib's Agg backend: no display needed).
+
+    None when nothing was logged or matplotlib is missing: the plot is a convenience, the JSON
+    report holds the same numbers.
+    """
     reward, loss = scan.series(REWARD_KEYS), scan.series(LOSS_KEYS)
     if not reward and not loss:
         return None
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        return None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

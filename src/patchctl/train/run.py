@@ -181,6 +181,7 @@ def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
            "timed_out": done.timed_out, "log": str(p.launch.log)}
     plot_path = report.plot(p.run_dir / "report.png", scan, f"patchctl train --profile {p.profile.name} "
                             f"(verl {target.version or '?'})")
+    run["plot"] = str(plot_path) if plot_path else "none (no steps logged, or matplotlib is not installed)"
     timings = report.Timings(**{**asdict(timings), "verdict": round(time.monotonic() - t0, 2)})
     doc = report.document(run=run, tree=tree, versions=versions, gpus=gpus, timings=timings,
                           scan=scan, gates=results, passed=passed, doctor=doctor)
