@@ -26,6 +26,7 @@ from patchctl.train.gates import Gate
 from patchctl.train.launcher import Launch
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Step, pick
 from patchctl.train.profiles import Profile, fill, resolve_values
+from patchctl.train.report import Timings
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class TrainResult:
     report: Path
     plot: Path | None
     gates: tuple[Gate, ...]
-    timings: report.Timings
+    timings: Timings
     returncode: int | None
     #: the report as written
     document: dict[str, Any]
