@@ -79,12 +79,13 @@ def main() -> int:
     if why:
         print(f"skipped: {why}")
         return 0
-    patchctl = str(Path(sys.executable).with_name("patchctl"))
+    script = Path(sys.executable).with_name("patchctl")
+    patchctl = [str(script)] if script.exists() else [sys.executable, "-c", "from patchctl.cli.main import main; main()"]
     with tempfile.TemporaryDirectory(prefix="pcbench-") as tmp_s:
         tmp = Path(tmp_s)
         tree = tmp / "verl_Uky"
         shutil.copytree(releases.materialize(args.version), tree, symlinks=True)
-        timed([patchctl, "apply", "--target", str(tree)])
+        timed([*patchctl, "apply", "--target", str(tree)])
         loop = LoopbackCluster(tmp / "sshd", 3)
         extra = f'python = "{args.python}"\n' if args.python else ""
         rows: dict[str, list[float]] = {"rsync -a, 1 host": [], "migrate, 3 hosts, first": [],
@@ -99,7 +100,7 @@ def main() -> int:
                 config = loop.write_config(tmp / f"run{run}.toml", tmp / f"roots{run}", extra=extra)
                 for h in loop.hosts:  # the roots' parents exist, as the baseline's does
                     (tmp / f"roots{run}" / h.alias).mkdir(parents=True)
-                argv = [patchctl, "migrate", "loop", "--target", str(tree), "--config", str(config), "--json"]
+                argv = [*patchctl, "migrate", "loop", "--target", str(tree), "--config", str(config), "--json"]
                 seconds, out = timed(argv)
                 assert json.loads(out)["ok"], out
                 rows["migrate, 3 hosts, first"].append(seconds)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass

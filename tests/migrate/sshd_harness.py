@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SSHD = "/usr/sbin/sshd"
+SSHD = os.environ.get("PATCHCTL_SSHD", "/usr/sbin/sshd")  # sshd must be run by its absolute path
 
 
 def missing_tools() -> str | None:

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from migrate_helpers import EXPECTED, git, make_repo
+from migrate_helpers import EXPECTED, make_repo
 
 from patchctl.clusters import Cluster, Host
 from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut

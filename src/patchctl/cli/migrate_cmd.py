@@ -76,12 +76,12 @@ class PlainLines:
 
 
 def _report(result: MigrateResult) -> None:
-    rows = [[h.host, h.status.value, str(h.files_sent), human(h.bytes_sent), f"{h.seconds:.2f}",
+    rows = [[h.host, f"[{STATUS_STYLE[h.status.value]}]{h.status.value}[/]", str(h.files_sent), human(h.bytes_sent), f"{h.seconds:.2f}",
              "yes" if h.verified else "no", h.reason or "-"] for h in result.hosts]
     files_col = "would send" if result.dry_run else "files"
     title = (f"migrate {result.cluster}{' (dry run)' if result.dry_run else ''}: {result.files} files "
              f"from {result.source} at {(result.commit or 'no commit')[:12]}")
-    render.table(title, ["host", "status", files_col, "bytes", "seconds", "verified", "reason"], rows, status_col=1)
+    render.table(title, ["host", "status", files_col, "bytes", "seconds", "verified", "reason"], rows)
     for h in result.hosts:
         if h.mismatches:
             click.echo(f"\n{h.host}: what differs on the host")

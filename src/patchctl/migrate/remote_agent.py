@@ -29,7 +29,7 @@ SKIP_DIRS = {".git", ".hg", ".patchctl", "__pycache__", ".venv", "node_modules",
 MAX_SCAN = 4 << 20  # tagged lines live in source files; larger files are data
 
 
-_REAL = {}
+_REAL = {}  # type: dict[str, str]
 
 
 def _realpath(path):

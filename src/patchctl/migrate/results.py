@@ -58,9 +58,9 @@ class HostResult:
     #: the tree's path on that host
     root: str
     status: HostStatus
-    #: files whose content rsync sent (0 on a no-change re-run)
+    #: files whose content rsync sent (0 on a no-change re-run; --dry-run: files that would be sent)
     files_sent: int
-    #: bytes rsync sent for them
+    #: bytes rsync sent for them (--dry-run: their size)
     bytes_sent: int
     #: wall time of this host's run
     seconds: float

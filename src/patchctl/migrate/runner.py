@@ -2,8 +2,9 @@
 
 Everything shared is computed once before any host is touched (plan, then write): the file
 set and its sha256 manifest, every host's generated files, the tag inventory, the provenance.
-Then each host runs check -> rsync -> check on its own worker thread (see ``_host``); a host
-that fails becomes a result, never an exception, so it cannot stop the others.
+Then each host runs on its own worker thread, over its own ssh master connection: rsync and
+one or two checks by the host's agent (see ``_host`` for the order); a host that fails becomes
+a result, never an exception, so it cannot stop the others.
 """
 
 from __future__ import annotations
