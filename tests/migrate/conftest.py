@@ -18,6 +18,7 @@ from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402
 
 from patchctl.cli.main import cli  # noqa: E402
 from patchctl.clusters import Cluster, load_cluster  # noqa: E402
+from patchctl.migrate import state  # noqa: E402
 
 VERL_VERSION = "0.6.1"
 
@@ -52,7 +53,8 @@ class Site:
 
 
 @pytest.fixture
-def site(loopback: LoopbackCluster, tmp_path: Path) -> Iterator[Site]:
+def site(loopback: LoopbackCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Site]:
+    monkeypatch.setattr(state, "state_dir", lambda: tmp_path / "migrate-state")  # not the shared cache
     yield Site(loopback, tmp_path)
     for h in loopback.hosts:  # a test that stopped a host must not take it from the next one
         if h.proc is None:

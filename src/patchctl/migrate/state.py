@@ -18,9 +18,13 @@ from patchctl import releases
 from patchctl.clusters import Cluster, Host
 
 
+def state_dir() -> Path:
+    return releases.cache_dir() / "migrate"
+
+
 def _file(cluster: Cluster, host: Host) -> Path:
     key = hashlib.sha256(f"{cluster.source}\0{cluster.name}\0{host.ssh}\0{host.root}".encode()).hexdigest()[:32]
-    return releases.cache_dir() / "migrate" / f"{key}.json"
+    return state_dir() / f"{key}.json"
 
 
 def digest(manifest_sha256: str, rendered: dict[str, str]) -> str:
