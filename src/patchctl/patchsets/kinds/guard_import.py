@@ -26,7 +26,9 @@ import ast
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
-from patchctl.patchsets.kinds.keyword_value import dotted, parse, split_lines
+from patchctl.patchsets.kinds.pyparse import dotted_ast as dotted
+from patchctl.patchsets.kinds.pyparse import parse_ast as parse
+from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
 

@@ -9,6 +9,7 @@ importing it costs ~170 ms and its position metadata ~300 ms per module, which w
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 from patchctl.errors import SourceSyntaxError
@@ -85,3 +86,11 @@ def positions(module: cst.Module) -> tuple[cst.Module, dict[cst.CSTNode, int]]:
     """Like :func:`spans` but only each node's first line."""
     module, ranges = spans(module)
     return module, {node: rng[0] for node, rng in ranges.items()}
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split where Python's tokenizer splits (not at form feeds)."""
+    return _LINE.findall(text)
