@@ -85,13 +85,3 @@ def materialize(version: str) -> Path:
         os.replace(top, final)
     return final
 
-
-def pristine_copy(version: str, dest: Path) -> Path:
-    """Unpack the release into ``dest`` (no git), for tests and scratch work."""
-    archive = sdist(version)
-    dest.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=dest, prefix=".unpack-") as tmp:
-        top = _extract(archive, Path(tmp))
-        out = dest / top.name
-        os.replace(top, out)
-    return out

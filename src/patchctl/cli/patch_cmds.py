@@ -100,7 +100,9 @@ def revert_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], d
     plan = engine.plan_revert(tree, sets, _only(sets, only))
     written = None
     if not dry_run and plan.ok:
-        written = engine.execute(plan, force=True if force else True)
+        # revert rewrites only files whose patch it found intact, so local edits elsewhere in
+        # those files are never at stake; --force is accepted for symmetry with apply
+        written = engine.execute(plan, force=True)
     if as_json:
         render.emit_json(_results_doc(plan, written, dry_run))
     else:
