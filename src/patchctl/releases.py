@@ -56,7 +56,11 @@ def sdist(version: str) -> Path:
         return final
 
 
-def _extract(archive: Path, into: Path) -> Path:
+def unpack(archive: Path, into: Path) -> Path:
+    """Extract a .tar.gz/.tar/.zip holding one top directory into ``into``; return that directory.
+
+    Tar members go through the ``data`` filter: an archive may not write outside ``into``.
+    """
     if archive.suffix == ".zip":
         shutil.unpack_archive(archive, into)
     else:
@@ -80,8 +84,19 @@ def materialize(version: str) -> Path:
     archive = sdist(version)
     trees.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=trees, prefix=".unpack-") as tmp:
-        top = _extract(archive, Path(tmp))
+        top = unpack(archive, Path(tmp))
         git.init_with_commit(top, f"verl {version} (source release {archive.name})")
         os.replace(top, final)
     return final
 
+
+
+def pristine(version: str, dest: Path) -> Path:
+    """Unpack the release's sdist into the empty directory ``dest``; return the tree's root.
+
+    The materialized tree under ``trees/`` is a user's working copy: ``patchctl apply --target
+    verl==X`` patches it in place, so it cannot tell what the release itself holds. The sdist
+    can, and reading it writes nothing outside ``dest`` (after a first download).
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    return unpack(sdist(version), dest)

@@ -1,0 +1,113 @@
+"""`matrix`: the patchsets applied to many upstream versions, as a patch x version table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from patchctl.cli import render
+from patchctl.cli.errors import handled
+from patchctl.cli.options import json_option, patchset_option
+from patchctl.matrix.runner import Matrix, run_matrix
+from patchctl.matrix.sources import parse_versions
+from patchctl.patchsets.loader import load_patchsets
+
+
+@click.command("matrix")
+@click.option("--versions", "versions", required=True, metavar="V1,V2,...",
+              help="Comma-separated, oldest first: releases (0.6.1 or verl==0.6.1); with --repo, git refs "
+                   "(commits, branches, tags) of that checkout, and releases written verl==X.Y.Z.")
+@click.option("--repo", "repo", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="A local verl git checkout whose refs --versions names (read with git archive; not changed).")
+@patchset_option
+@click.option("--jobs", "-j", "jobs", type=click.IntRange(min=1), default=None,
+              help="Scratch copies worked on at once (default: the CPUs available).")
+@json_option
+@click.option("--markdown", "as_markdown", is_flag=True, help="Print a GitHub Markdown table instead of a table.")
+@handled
+def matrix_cmd(versions: str, repo: Path | None, patchsets: tuple[str, ...], jobs: int | None, as_json: bool,
+               as_markdown: bool) -> int:
+    """Apply the patchsets to each version in a scratch copy; show the outcome per patch and version.
+
+    Each version is unpacked pristine (a release from its cached sdist, a ref with git archive)
+    into a temporary directory, patched there, and deleted; nothing else is written. Per patch
+    the table also names the first version where it is superseded-upstream and the versions
+    where it is conflict or ambiguous. Exit code 1 when any cell is conflict or ambiguous.
+
+    \b
+    patchctl matrix --versions 0.4.1,0.5.0,0.6.0,0.6.1,0.7.0
+    patchctl matrix --repo ~/src/verl --versions v0.6.1,main,verl==0.7.0 --markdown
+    """
+    if as_json and as_markdown:
+        raise click.UsageError("pass at most one of --json and --markdown")
+    sets = load_patchsets(patchsets)
+    matrix = run_matrix(parse_versions(versions, repo), sets, jobs)
+    if as_json:
+        render.emit_json(matrix_doc(matrix))
+    elif as_markdown:
+        click.echo(markdown(matrix), nl=False)
+    else:
+        _show(matrix)
+    return 0 if matrix.ok else 1
+
+
+def matrix_doc(matrix: Matrix) -> dict[str, Any]:
+    """The --json document; its keys are stable."""
+    return {
+        "patchsets": list(matrix.patchsets),
+        "versions": [{"label": c.source.label, "kind": c.source.kind, "version": c.version,
+                      "commit": c.source.commit, "written": len(c.written)} for c in matrix.columns],
+        "patches": [{"name": matrix.name(row), "patchset": row[0], "patch": row[1]} for row in matrix.rows],
+        "cells": [{"patch": matrix.name(row), "version": c.source.label, "status": cell.status.value,
+                   "path": cell.path, "reason": cell.reason, **({"detail": cell.detail} if cell.detail else {})}
+                  for row in matrix.rows for c in matrix.columns for cell in [matrix.cell(row, c)]],
+        "first_superseded": {matrix.name(row): matrix.first_superseded(row) for row in matrix.rows},
+        "problems": {matrix.name(row): matrix.problems(row) for row in matrix.rows},
+        "ok": matrix.ok,
+    }
+
+
+def _header(matrix: Matrix) -> list[str]:
+    return ["patch", *(c.source.label for c in matrix.columns), "superseded from", "conflict/ambiguous"]
+
+
+def _row(matrix: Matrix, row: tuple[str, str], style: bool) -> list[str]:
+    cells = [matrix.cell(row, c).status.value for c in matrix.columns]
+    if style:
+        cells = [f"[{render.STYLE.get(s, 'white')}]{s}[/]" for s in cells]
+    return [matrix.name(row), *cells, matrix.first_superseded(row) or "-", ", ".join(matrix.problems(row)) or "-"]
+
+
+def markdown(matrix: Matrix) -> str:
+    """A GitHub table, as the README shows the outcomes of the uky patchset."""
+    header = _header(matrix)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_row(matrix, row, False)) + " |" for row in matrix.rows]
+    return "\n".join(lines) + "\n"
+
+
+def _show(matrix: Matrix) -> None:
+    title = f"matrix {' + '.join(matrix.patchsets)} x {len(matrix.columns)} version(s)"
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for i, name in enumerate(_header(matrix)):
+        table.add_column(name, no_wrap=i == 0, overflow="fold")  # a folded patch id reads as two
+    for row in matrix.rows:
+        table.add_row(*_row(matrix, row, True))
+    console = render.console()
+    if not console.is_terminal:  # a log or a pipe: keep each row on one line, however many versions
+        console.width = 10_000  # tables are as wide as their content, not the console
+    console.print(table)
+    failed = [(row, c) for row in matrix.rows for c in matrix.columns if matrix.cell(row, c).status.is_failure]
+    for row, c in failed:
+        cell = matrix.cell(row, c)
+        click.echo(f"\n{matrix.name(row)} on {c.source.label}: {cell.status.value} in {cell.path}: {cell.reason}")
+        if cell.detail:
+            click.echo(cell.detail.rstrip("\n"))
+    if failed:
+        click.echo(f"matrix: {len(failed)} cell(s) conflict or ambiguous", err=True)
+    else:
+        click.echo("matrix: no conflict or ambiguous cell")

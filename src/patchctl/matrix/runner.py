@@ -1,0 +1,127 @@
+"""Apply the patchsets to every column's pristine tree, each in its own scratch copy, in parallel.
+
+A column is a real apply (plan, then all-or-nothing write) in a directory that is deleted
+afterwards; nothing else is written. Workers are processes because the codemods are CPU
+bound (libcst parsing); a worker reports a failure as a value, since patchctl's errors carry
+constructor arguments that do not survive pickling.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchctl.errors import PatchctlError
+from patchctl.matrix import sources
+from patchctl.matrix.sources import Source
+from patchctl.patchsets import engine
+from patchctl.patchsets.engine import PatchResult
+from patchctl.patchsets.model import Outcome, Patchset
+from patchctl.target import open_tree
+
+
+class ColumnFailed(PatchctlError):
+    """Applying to one version stopped with an error (e.g. a file that is not valid Python)."""
+
+    def __init__(self, label: str, message: str) -> None:
+        self.label = label
+        super().__init__(f"matrix column {label}: {message}")
+
+
+@dataclass(frozen=True)
+class Column:
+    source: Source
+    #: verl's version as the unpacked tree declares it (verl/version/version)
+    version: str | None
+    #: one result per patch, in manifest order
+    results: tuple[PatchResult, ...]
+    #: files the apply wrote in the scratch copy; none when a patch failed (all-or-nothing)
+    written: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Matrix:
+    patchsets: tuple[str, ...]
+    #: (patchset, patch id) of every row, in manifest order
+    rows: tuple[tuple[str, str], ...]
+    columns: tuple[Column, ...]
+
+    def name(self, row: tuple[str, str]) -> str:
+        """The patch id; ``patchset/id`` where two loaded patchsets use the same id."""
+        clash = sum(1 for _ps, pid in self.rows if pid == row[1]) > 1
+        return f"{row[0]}/{row[1]}" if clash else row[1]
+
+    def cell(self, row: tuple[str, str], column: Column) -> PatchResult:
+        return next(r for r in column.results if (r.patchset, r.patch) == row)
+
+    def first_superseded(self, row: tuple[str, str]) -> str | None:
+        """The first column, in the order given, where upstream has the change itself."""
+        return next((c.source.label for c in self.columns
+                     if self.cell(row, c).status is Outcome.SUPERSEDED_UPSTREAM), None)
+
+    def problems(self, row: tuple[str, str]) -> list[str]:
+        """The columns where the patch ends in conflict or ambiguous."""
+        return [c.source.label for c in self.columns if self.cell(row, c).status.is_failure]
+
+    @property
+    def ok(self) -> bool:
+        return not any(self.problems(row) for row in self.rows)
+
+
+@dataclass(frozen=True)
+class _Job:
+    source: Source
+    scratch: Path
+    patchsets: tuple[Patchset, ...]
+
+
+@dataclass(frozen=True)
+class _Failed:
+    label: str
+    message: str
+
+
+def run_matrix(columns: list[Source], patchsets: list[Patchset], jobs: int | None = None) -> Matrix:
+    """Apply ``patchsets`` to a pristine copy of each source; at most ``jobs`` at once."""
+    sources.fetch(columns)
+    with tempfile.TemporaryDirectory(prefix="patchctl-matrix-") as tmp:
+        work = [_Job(s, Path(tmp) / str(i), tuple(patchsets)) for i, s in enumerate(columns)]
+        workers = min(len(work), jobs or _cpus())
+        if workers <= 1:
+            done = [_apply_in_scratch(job) for job in work]
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                done = list(pool.map(_apply_in_scratch, work))
+    for out in done:
+        if isinstance(out, _Failed):
+            raise ColumnFailed(out.label, out.message)
+    rows = tuple((ps.name, p.id) for ps in patchsets for p in ps.patches)
+    return Matrix(tuple(ps.name for ps in patchsets), rows, tuple(c for c in done if isinstance(c, Column)))
+
+
+def _cpus() -> int:
+    """CPUs this process may run on (a container's limit, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return os.cpu_count() or 1
+
+
+def _apply_in_scratch(job: _Job) -> Column | _Failed:
+    """Unpack, plan, write: what ``patchctl apply`` does, on a copy nobody else sees."""
+    root: Path | None = None
+    try:
+        root = sources.unpack(job.source, job.scratch)
+        tree = dataclasses.replace(open_tree(root, job.source.label), commit=job.source.commit)
+        plan = engine.plan_apply(tree, list(job.patchsets))
+        written = engine.execute(plan).paths if plan.ok else []
+        return Column(job.source, tree.version, tuple(plan.results), tuple(written))
+    except PatchctlError as exc:
+        message = str(exc)
+        if root is not None:  # the scratch path is gone by the time anyone reads this
+            message = message.replace(f"{root.resolve()}/", "").replace(f"{root}/", "")
+        return _Failed(job.source.label, message)
