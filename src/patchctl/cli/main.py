@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "verify": "patchctl.cli.verify_cmd:verify_cmd",
     "revert": "patchctl.cli.patch_cmds:revert_cmd",
     "list": "patchctl.cli.patch_cmds:list_cmd",
+    "matrix": "patchctl.cli.matrix_cmd:matrix_cmd",
     "migrate": "patchctl.cli.migrate_cmd:migrate_cmd",
     "doctor": "patchctl.cli.doctor_cmd:doctor_cmd",
     "train": "patchctl.cli.train_cmd:train_cmd",
