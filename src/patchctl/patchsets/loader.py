@@ -46,6 +46,7 @@ PATCH_SCHEMA = {
     "forwarded": Field(str, False, 'an upstream PR URL or "no"'),
     "applied_upstream": Field(str, False, "the first upstream version containing it"),
     "drop_when": Field(str, False, 'a version specifier such as ">=0.7"'),
+    "captured_against": Field(str, False, 'the upstream the patch was captured from, e.g. "verl 0.6.1"'),
 }
 UPSTREAM_SCHEMA = {
     "kind": Field(str, True, '"python-name", "regex" or "none"', choices=("python-name", "regex", "none")),
@@ -53,7 +54,7 @@ UPSTREAM_SCHEMA = {
     "pattern": Field(str, False, "a regular expression"),
     "files": Field(list, False, "more files to search, relative to the tree", item=str),
 }
-META_KEYS = ("origin", "forwarded", "applied_upstream", "drop_when")
+META_KEYS = ("origin", "forwarded", "applied_upstream", "drop_when", "captured_against")
 
 
 def _spec(value: str, file: Path, key: str, patch_id: str) -> str:

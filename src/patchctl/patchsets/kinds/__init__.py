@@ -19,6 +19,7 @@ _REGISTRY = {
     "keyword-value": "keyword_value:KeywordValue",
     "prelude": "prelude:Prelude",
     "shell-env": "shell_env:ShellEnv",
+    "structural": "structural:Structural",
 }
 
 

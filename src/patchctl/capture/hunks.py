@@ -1,0 +1,47 @@
+"""Line hunks between BASE and FORK versions of one file, and which of them carry the tag."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Hunk:
+    #: 0-based, half-open line ranges in the base and fork texts
+    base: tuple[int, int]
+    fork: tuple[int, int]
+    #: 1-based fork lines that carry the tag
+    tagged_lines: tuple[int, ...]
+
+    @property
+    def tagged(self) -> bool:
+        return bool(self.tagged_lines)
+
+    @property
+    def fork_lines(self) -> range:
+        """1-based fork lines the hunk covers (empty for a pure deletion)."""
+        return range(self.fork[0] + 1, self.fork[1] + 1)
+
+
+def diff(base: list[str], fork: list[str], tag: re.Pattern[str]) -> list[Hunk]:
+    """The changed runs of lines (difflib's opcodes), in file order."""
+    out = []
+    matcher = difflib.SequenceMatcher(None, base, fork, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        tagged = tuple(n for n in range(j1 + 1, j2 + 1) if tag.search(fork[n - 1]))
+        out.append(Hunk((i1, i2), (j1, j2), tagged))
+    return out
+
+
+def why_from(lines: list[str], numbers: list[int], tag: str) -> str:
+    """The text after the tag on the first tagged line that has some (``# Uky: because ...``)."""
+    rx = re.compile(rf"#\s*{re.escape(tag)}\b[\s:,;-]*(?P<text>.*)$")
+    for n in numbers:
+        m = rx.search(lines[n - 1].rstrip("\r\n"))
+        if m and m.group("text").strip():
+            return m.group("text").strip()
+    return ""

@@ -1,0 +1,340 @@
+"""The capture pipeline: compare, classify, write a staging patchset, prove it, then publish.
+
+The proof is the engine itself: the staged manifest is loaded like any patchset and planned
+against BASE; every captured file must come out byte-identical to what the fork holds (less
+any untagged edits left out). Patches of a file that does not are left out and reported, and
+``--out`` is replaced only at the end, by a rename.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as _dt
+import os
+import re
+import shutil
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from patchctl.capture import manifest, narrow, pyunits
+from patchctl.capture.hunks import Hunk, diff, why_from
+from patchctl.capture.sources import Tree, open_base, open_fork
+from patchctl.errors import PatchctlError
+from patchctl.patchsets.engine import plan_apply
+from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.loader import MANIFEST, load_patchset
+from patchctl.target import Target
+from patchctl.verify.tags import tag_regex
+
+
+@dataclass(frozen=True)
+class Captured:
+    id: str
+    kind: str
+    path: str
+    #: the fork line it starts at (None for whole files)
+    line: int | None
+    tagged: bool
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    path: str
+    line: int
+    reason: str
+
+
+@dataclass
+class Report:
+    fork: str
+    base: str
+    out: Path | None
+    patches: list[Captured] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
+    #: things a user should know that are not failures (untagged edits not captured, ...)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.left_out
+
+
+@dataclass
+class _Entry:
+    doc: dict[str, Any]
+    info: Captured
+    #: for add-file: the file's bytes, written under files/
+    content: bytes | None = None
+
+
+@dataclass
+class _State:
+    fork: Tree
+    base: Tree
+    tag: str
+    all_: bool
+    include: set[tuple[str, int]]
+    rx: re.Pattern[str]
+    report: Report
+    entries: list[_Entry] = field(default_factory=list)
+    #: rel path -> the text the captured patches must produce from BASE
+    expected: dict[str, str] = field(default_factory=dict)
+    ids: set[str] = field(default_factory=set)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "patch"
+
+
+def _new_id(s: _State, stem: str) -> str:
+    base = _slug(stem)
+    pid, n = base, 1
+    while pid in s.ids:
+        n += 1
+        pid = f"{base}-{n}"
+    s.ids.add(pid)
+    return pid
+
+
+def _doc(s: _State, pid: str, kind: str, rel: str, title: str, why: str, line: int | None, tagged: bool,
+         params: dict[str, Any]) -> dict[str, Any]:
+    where = f"{rel}:{line}" if line else rel
+    return {
+        "id": pid, "title": title + ("" if tagged else " (untagged)"),
+        "why": why or f"TODO: say why this change exists (captured from {where}; the tag carried no text)",
+        "kind": kind, "target": [rel], "origin": f"captured from {s.report.fork} ({where})",
+        "captured_against": s.report.base, "params": params,
+    }
+
+
+def _add(s: _State, kind: str, rel: str, stem: str, title: str, why: str, line: int | None, tagged: bool,
+         params: dict[str, Any], content: bytes | None = None) -> None:
+    pid = _new_id(s, stem)
+    s.entries.append(_Entry(_doc(s, pid, kind, rel, title, why, line, tagged, params),
+                            Captured(pid, kind, rel, line, tagged), content))
+
+
+# -- per file ------------------------------------------------------------------------------------
+
+
+def _new_file(s: _State, rel: str, data: bytes) -> None:
+    tagged = s.rx.search(data.decode("utf-8", errors="replace")) is not None
+    if not tagged and not s.all_:
+        return
+    if b"\0" in data[:8192]:
+        s.report.notes.append(f"{rel}: binary file; add-file ships text files only, so it was not captured")
+        return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        s.report.notes.append(f"{rel}: not UTF-8; add-file ships UTF-8 text only, so it was not captured")
+        return
+    lines = text.splitlines()
+    tagged_at = [n for n, ln in enumerate(lines, 1) if s.rx.search(ln)]
+    mode = stat.S_IMODE(os.stat(s.fork.root / rel).st_mode)
+    _add(s, "add-file", rel, Path(rel).name.replace(".", "-") if Path(rel).suffix not in (".py",) else Path(rel).stem,
+         f"add {rel}", why_from(lines, tagged_at[:1], s.tag), None, tagged,
+         {"source": f"files/{rel}", "mode": f"{mode & 0o777:04o}"}, data)
+    s.expected[rel] = text
+
+
+def _splice(base_lines: list[str], parts: list[tuple[tuple[int, int], str]]) -> str:
+    """BASE with each (first, last) line span replaced by a text, spans in file order."""
+    out, at = [], 1
+    for (first, last), text in sorted(parts):
+        out += base_lines[at - 1: first - 1]
+        out.append(text)
+        at = max(last + 1, first)
+    out += base_lines[at - 1:]
+    return "".join(out)
+
+
+def _python(s: _State, rel: str, base_text: str, fork_text: str, hunks: list[Hunk]) -> None:
+    try:
+        fork_tree, base_tree = ast.parse(fork_text), ast.parse(base_text)
+    except SyntaxError as exc:
+        s.report.left_out.append(LeftOut(rel, exc.lineno or 0, f"does not parse ({exc.msg}); fix it in the fork"))
+        return
+    flines, blines = split_lines(fork_text), split_lines(base_text)
+    units = pyunits.merge([pyunits.find_unit(fork_tree, flines, h) for h in hunks], flines)
+    free = pyunits.comment_free_lines(fork_text)
+    parts: list[tuple[tuple[int, int], str]] = []
+    for u in units:
+        forced = any(f == rel and (n == u.line or any(n in h.fork_lines for h in u.hunks)) for f, n in s.include)
+        tagged = any(h.tagged for h in u.hunks)
+        loose = pyunits.untagged_code(u, flines, free, s.rx) if tagged else []
+        if loose and not forced:
+            s.report.left_out.append(LeftOut(rel, loose[0], f"line {loose[0]} changes code without the tag inside a "
+                                     f"tagged edit (line {u.line}); tag it, or pass --include {rel}:{u.line}"))
+            continue
+        touched = {i for o in units if o is not u and o.node is u.node and o.mode == "statements"
+                   for i in range(o.above + 1, o.below)}
+        problem = pyunits.place(u, flines, base_tree, blines, touched, forced)
+        if problem:
+            s.report.left_out.append(LeftOut(rel, problem.line, problem.reason))
+            continue
+        before, after = str(u.params["before"]), str(u.params["after"])
+        expected = _splice(blines, [(u.base_span, after)])
+        kind, params = _narrowest(s, rel, u, before, after, base_text, expected)
+        why = why_from(flines, sorted(n for h in u.hunks for n in h.tagged_lines), s.tag)
+        scope = u.scope or "module"
+        what = {"structural": f"{'header of ' if u.mode == 'header' else ''}{scope}", "prelude": "prelude block",
+                "keyword-rename": f"{params.get('old_keyword')}= -> {params.get('new_keyword')}="}[kind]
+        _add(s, kind, rel, f"{Path(rel).stem}-{scope.split('.')[-1]}", f"{rel}: {what}", why, u.line, tagged, params)
+        if kind == "keyword-rename":  # upstream passing the new keyword untagged means the fix landed there
+            s.entries[-1].doc["upstream"] = {"kind": "python-name", "names": [params["new_keyword"]]}
+        parts.append((u.base_span, after))
+    if parts:
+        s.expected[rel] = _splice(blines, parts)
+
+
+def _narrowest(s: _State, rel: str, u: pyunits.Unit, before: str, after: str, base_text: str,
+               expected: str) -> tuple[str, dict[str, Any]]:
+    if u.mode == "statements" and not u.scope:
+        block = narrow.prelude(before, after)
+        if block and narrow.reproduces("prelude", block, base_text, expected, rel, s.tag):
+            return "prelude", block
+    if u.mode == "statements":
+        rename = narrow.keyword_rename(before, after)
+        if rename and narrow.reproduces("keyword-rename", rename, base_text, expected, rel, s.tag):
+            return "keyword-rename", rename
+    return "structural", dict(u.params)
+
+
+def _shell(s: _State, rel: str, base_text: str, hunks: list[Hunk]) -> None:
+    blines, parts = split_lines(base_text), []
+    fork_lines = split_lines((s.fork.root / rel).read_text(encoding="utf-8"))
+    for h in hunks:
+        added = fork_lines[h.fork[0]: h.fork[1]]
+        line = h.fork[0] + 1
+        expected = _splice(blines, [((h.base[0] + 1, h.base[0]), "".join(added))]) if h.base[0] == h.base[1] else None
+        nxt = blines[h.base[0]] if h.base[0] < len(blines) else None
+        done = False
+        for raw in narrow.shell_env(added, nxt, s.tag) if expected is not None else []:
+            if narrow.reproduces("shell-env", raw, base_text, expected, rel, s.tag):  # type: ignore[arg-type]
+                _add(s, "shell-env", rel, f"{Path(rel).stem}-env", f"{rel}: tagged exports", "", line, h.tagged, raw)
+                parts.append(((h.base[0] + 1, h.base[0]), "".join(added)))
+                done = True
+                break
+        if not done:
+            s.report.left_out.append(LeftOut(rel, line, "no patch kind edits this shell script that way (shell-env "
+                                             "adds tagged exports only); ship the script whole as a new file instead"))
+    if parts:
+        s.expected[rel] = _splice(blines, parts)
+
+
+def _changed_file(s: _State, rel: str, base_data: bytes, fork_data: bytes) -> None:
+    try:
+        base_text, fork_text = base_data.decode("utf-8"), fork_data.decode("utf-8")
+    except UnicodeDecodeError:
+        s.report.notes.append(f"{rel}: changed, but not UTF-8 text; not captured")
+        return
+    found = diff(split_lines(base_text), split_lines(fork_text), s.rx)
+    chosen = [h for h in found if h.tagged or s.all_]
+    skipped = len(found) - len(chosen)
+    if skipped:
+        s.report.notes.append(f"{rel}: {skipped} untagged change(s) not captured (pass --all to capture them)")
+    if not chosen:
+        return
+    if rel.endswith(".py"):
+        _python(s, rel, base_text, fork_text, chosen)
+    elif rel.endswith(".sh") or fork_text.startswith("#!") and "sh" in fork_text.split("\n", 1)[0]:
+        _shell(s, rel, base_text, chosen)
+    else:
+        for h in chosen:
+            s.report.left_out.append(LeftOut(rel, h.fork[0] + 1, f"no patch kind edits {Path(rel).suffix or 'such'} "
+                                             "files in place; only Python and shell edits are captured"))
+
+
+# -- staging, proof and publishing -------------------------------------------------------------
+
+
+def _stage(s: _State, where: Path, name: str) -> None:
+    where.mkdir(parents=True)
+    for e in s.entries:
+        if e.content is not None:
+            dest = where / "files" / e.info.path
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(e.content)
+    head = {"name": name, "description": f"Captured from {s.report.fork} against {s.report.base} on "
+            f"{_dt.date.today().isoformat()} by patchctl capture", "tag": s.tag, "format": 1}
+    (where / MANIFEST).write_text(manifest.render(head, [e.doc for e in s.entries]), encoding="utf-8")
+
+
+def _prove(s: _State, staged: Path) -> set[str]:
+    """Files whose captured patches do not reproduce the fork's text from BASE."""
+    patchset = load_patchset(staged)
+    target = Target(s.base.root, s.base.version, s.base.label, None, False)
+    plan = plan_apply(target, [patchset])
+    failed = {r.path for r in plan.results if r.status.is_failure and r.path}
+    for rel, want in s.expected.items():
+        got = plan.after.get(rel)
+        if got is None:
+            got = (s.base.root / rel).read_text(encoding="utf-8") if (s.base.root / rel).is_file() else None
+        if got != want:
+            failed.add(rel)
+    return failed
+
+
+def _publish(staged: Path, out: Path) -> None:
+    if out.exists():
+        if any(out.iterdir()) and not (out / MANIFEST).is_file():
+            raise PatchctlError(f"--out {out}: exists and is not a patchset directory; choose a new or empty directory")
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, old)
+        os.replace(staged, out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staged, out)
+
+
+def capture(fork: Path, base: str, out: Path | None, *, tag: str = "Uky", all_: bool = False,
+            include: set[tuple[str, int]] | None = None, name: str | None = None) -> Report:
+    """Capture FORK's edits against BASE into ``out`` (None: report only, write nothing)."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", tag):
+        raise PatchctlError(f"--tag {tag!r}: use letters, digits, '_', '.' or '-' (the word after '#')")
+    if out is not None and out.exists() and out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
+        raise PatchctlError(f"--out {out}: exists and is not a patchset directory; choose a new or empty directory")
+    fork_tree = open_fork(fork)
+    parent = (out.resolve().parent if out is not None else None)
+    if parent is not None:
+        parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".patchctl-capture-", dir=parent) as tmp:
+        base_tree = open_base(base, fork_tree.root, Path(tmp))
+        label = f"verl {base_tree.version}" if base_tree.version else base_tree.label
+        report = Report(str(fork), label, out)
+        s = _State(fork_tree, base_tree, tag, all_, include or set(), tag_regex({tag}), report)
+        for rel in sorted(fork_tree.files):
+            data = (fork_tree.root / rel).read_bytes()
+            if rel not in base_tree.files:
+                _new_file(s, rel, data)
+            else:
+                other = (base_tree.root / rel).read_bytes()
+                if other != data:
+                    _changed_file(s, rel, other, data)
+        if all_:
+            gone = sorted(base_tree.files - fork_tree.files)
+            if gone:
+                report.notes.append(f"{len(gone)} file(s) of BASE are not in FORK (first: {gone[0]}); "
+                                    "no patch kind deletes files, so deletions are not captured")
+        staged = Path(tmp) / "patchset"
+        _stage(s, staged, name or (out.name if out is not None else "captured"))
+        bad = _prove(s, staged)
+        if bad:
+            for rel in sorted(bad):
+                line = min((e.info.line or 1 for e in s.entries if e.info.path == rel), default=1)
+                report.left_out.append(LeftOut(rel, line, "the captured patches do not reproduce this file from BASE "
+                                               "exactly; left out rather than risk a wrong placement"))
+            s.entries = [e for e in s.entries if e.info.path not in bad]
+            shutil.rmtree(staged)
+            _stage(s, staged, name or (out.name if out is not None else "captured"))
+        report.patches = [e.info for e in s.entries]
+        if out is not None and s.entries:
+            _publish(staged, out.resolve())
+        elif out is not None:
+            report.out = None
+            report.notes.append("nothing was captured, so --out was not written")
+    return report

@@ -1,0 +1,170 @@
+"""Where a run of statements sits in a Python module, described without line numbers.
+
+The ``structural`` kind and ``patchctl capture`` share this vocabulary:
+
+- a **scope** is the qualified name of a class or function (``RayPPOTrainer.fit``), or ``""``
+  for the module; its **body** is the list of statements directly inside it;
+- a **window** is a run of consecutive statements of a body, named by the untouched statements
+  around it: the **anchors** are the first lines of up to a few neighbours above and below;
+- a window's **gap** is the exact text between its anchors (statements, comments, blank lines),
+  which is what a structural patch replaces.
+
+Anchors are compared by the stripped text of a statement's first line (its ``def``/``class``
+line for definitions), so a neighbour that moved, or changed below its first line, still
+anchors; one whose first line changed does not, and the patch reports a conflict rather than
+guessing. Everything here uses the standard library's ``ast`` and ``tokenize`` only.
+"""
+
+from __future__ import annotations
+
+import ast
+import tokenize
+from dataclasses import dataclass
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def first_line(stmt: ast.stmt) -> int:
+    """The first line a statement occupies, its decorators included."""
+    decorators = getattr(stmt, "decorator_list", None) or []
+    return min([stmt.lineno, *(d.lineno for d in decorators)])
+
+
+def head(lines: list[str], stmt: ast.stmt) -> str:
+    """The anchor text of a statement: its ``def``/``class``/first line, stripped."""
+    return lines[stmt.lineno - 1].strip()
+
+
+def header_end(lines: list[str], node: ast.stmt) -> int:
+    """The line of the colon that ends a ``def``/``class`` header (annotations may hold colons)."""
+    source = iter(lines[node.lineno - 1:])
+    depth = 0
+    try:
+        for tok in tokenize.generate_tokens(lambda: next(source, "")):
+            if tok.type == tokenize.OP:
+                if tok.string in "([{":
+                    depth += 1
+                elif tok.string in ")]}":
+                    depth -= 1
+                elif tok.string == ":" and depth == 0:
+                    return node.lineno + tok.start[0] - 1
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    body = getattr(node, "body", None)
+    return body[0].lineno - 1 if body else node.lineno
+
+
+def find_scopes(tree: ast.Module, scope: str) -> list[ast.AST]:
+    """Every node that ``scope`` names (the module for ``""``); more than one is ambiguous."""
+    nodes: list[ast.AST] = [tree]
+    for name in scope.split(".") if scope else []:
+        nodes = [s for n in nodes for s in getattr(n, "body", []) if isinstance(s, _DEFS) and s.name == name]
+    return nodes
+
+
+def body_start(lines: list[str], node: ast.AST) -> int:
+    """The first line a gap at the top of ``node``'s body may take."""
+    return 1 if isinstance(node, ast.Module) else header_end(lines, node) + 1  # type: ignore[arg-type]
+
+
+def indent_of(lines: list[str], stmts: list[ast.stmt]) -> str:
+    line = lines[stmts[0].lineno - 1]
+    return line[: len(line) - len(line.lstrip())]
+
+
+@dataclass(frozen=True)
+class Window:
+    """Statements ``stmts[above + 1 : below]`` of one body, and the lines of their gap."""
+
+    node: ast.AST
+    stmts: list[ast.stmt]
+    #: index of the nearest anchor above (-1: the window starts the body)
+    above: int
+    #: index of the nearest anchor below (len(stmts): the window ends the body)
+    below: int
+    #: first and last line (1-based, inclusive) of the gap; ``last == first - 1`` when empty
+    first: int
+    last: int
+    indent: str
+
+    @property
+    def inner(self) -> list[ast.stmt]:
+        return self.stmts[self.above + 1: self.below]
+
+    def text(self, lines: list[str]) -> str:
+        return "".join(lines[self.first - 1: self.last])
+
+
+def window(lines: list[str], node: ast.AST, above: int, below: int) -> Window | None:
+    """The gap between two anchors of ``node``'s body; None when a boundary shares a line.
+
+    Statements joined by ``;`` on one line cannot be told apart line by line, so a window
+    whose edge falls between them has no gap.
+    """
+    stmts: list[ast.stmt] = node.body  # type: ignore[attr-defined]
+    inner = stmts[above + 1: below]
+    first = stmts[above].end_lineno + 1 if above >= 0 else body_start(lines, node)  # type: ignore[operator]
+    if below < len(stmts):
+        last = first_line(stmts[below]) - 1
+    else:
+        last = inner[-1].end_lineno if inner else first - 1  # type: ignore[assignment]
+    if above >= 0 and below < len(stmts) and first_line(stmts[below]) <= stmts[above].end_lineno:  # type: ignore[operator]
+        return None
+    if inner and (first_line(inner[0]) < first or (inner[-1].end_lineno or 0) > last):
+        return None
+    return Window(node, stmts, above, below, first, last, indent_of(lines, stmts))
+
+
+def candidates(lines: list[str], tree: ast.Module, scope: str, above: list[str], below: list[str]) -> list[Window]:
+    """Every window of ``scope`` whose neighbours read ``above`` and ``below``, in source order.
+
+    ``above`` lists first lines in file order (the nearest last); an empty list means the
+    window starts the body. ``below`` is in file order (the nearest first); empty means it
+    ends the body. For each matching place above, the nearest matching place below is taken.
+    """
+    out: list[Window] = []
+    for node in find_scopes(tree, scope):
+        stmts: list[ast.stmt] = node.body  # type: ignore[attr-defined]
+        heads = [head(lines, s) for s in stmts]
+        starts = [-1] if not above else [p for p in range(len(above) - 1, len(stmts))
+                                         if heads[p - len(above) + 1: p + 1] == above]
+        for p in starts:
+            if not below:
+                q: int | None = len(stmts)
+            else:
+                q = next((q for q in range(p + 1, len(stmts) - len(below) + 1) if heads[q: q + len(below)] == below), None)
+            if q is not None:
+                w = window(lines, node, p, q)
+                if w is not None:
+                    out.append(w)
+    return out
+
+
+def header_span(lines: list[str], node: ast.stmt) -> tuple[int, int]:
+    """(first, last) line of a definition's header: its decorators through the colon."""
+    return first_line(node), header_end(lines, node)
+
+
+def reindent(text: str, old: str, new: str) -> str | None:
+    """``text`` moved from indentation ``old`` to ``new``; None when a line is less indented."""
+    if old == new:
+        return text
+    out = []
+    for line in text.splitlines(keepends=True):
+        if not line.strip():
+            out.append(line)
+        elif line.startswith(old):
+            out.append(new + line[len(old):])
+        else:
+            return None
+    return "".join(out)
+
+
+def same_code(a: str, b: str) -> bool:
+    """Whether two runs of statements parse to the same tree (comments and spacing aside)."""
+    import textwrap
+
+    try:
+        return ast.dump(ast.parse(textwrap.dedent(a))) == ast.dump(ast.parse(textwrap.dedent(b)))
+    except SyntaxError:
+        return False
