@@ -32,9 +32,10 @@ def matrix_cmd(versions: str, repo: Path | None, patchsets: tuple[str, ...], job
     """Apply the patchsets to each version in a scratch copy; show the outcome per patch and version.
 
     Each version is unpacked pristine (a release from its cached sdist, a ref with git archive)
-    into a temporary directory, patched there, and deleted; nothing else is written. Per patch
-    the table also names the first version where it is superseded-upstream and the versions
-    where it is conflict or ambiguous. Exit code 1 when any cell is conflict or ambiguous.
+    into a temporary directory, patched there, and deleted; nothing else is written, apart from
+    downloading releases not cached yet. Per patch the table also names the first version, in the
+    order given, where it is superseded-upstream, and the versions where it is conflict or
+    ambiguous. Exit code 1 when any cell is conflict or ambiguous.
 
     \b
     patchctl matrix --versions 0.4.1,0.5.0,0.6.0,0.6.1,0.7.0
