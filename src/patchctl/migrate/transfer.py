@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchctl import proc
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import ToolMissing
 from patchctl.migrate import ssh
@@ -122,11 +123,11 @@ def send(cluster: Cluster, host: Host, source: Path, files_from: Path, *, dry_ru
     # Streamed, unlike proc.run, for the live progress; stderr goes to a file so a chatty
     # rsync can never fill a pipe nobody reads.
     with tempfile.TemporaryFile() as err:
-        with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
-                              text=True, errors="replace") as p:
+        p = proc.spawn(argv, stdout=subprocess.PIPE, stderr=err)
+        with p:
             assert p.stdout is not None
-            for line in p.stdout:
-                item = parse_line(line.rstrip("\n"))
+            for raw in p.stdout:
+                item = parse_line(raw.decode("utf-8", "replace").rstrip("\n"))
                 if item is not None:
                     items.append(item)
                     if on_item is not None:
