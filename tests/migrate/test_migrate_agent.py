@@ -133,3 +133,13 @@ def test_an_agent_error_is_a_reply_not_a_traceback(tmp_path: Path) -> None:
 @pytest.mark.parametrize("rel", ["../x", "/etc/passwd", "a/../../x", "", "a//b"])
 def test_unsafe_paths_are_never_inside(tmp_path: Path, rel: str) -> None:
     assert remote_agent.inside(str(tmp_path), rel) is None
+
+
+def test_an_agent_started_ahead_and_not_needed_does_nothing(tmp_path: Path) -> None:
+    """migrate starts a host's agent before its request is ready; unused, it gets EOF and must
+    leave the host as it was (no root created, no reply, exit 0)."""
+    python = shutil.which("python3") or "python3"
+    argv = [python, "-I", "-S", "-c", ssh._BOOTSTRAP.format(code=verify_remote._agent_b64())]
+    done = subprocess.run(argv, input="", capture_output=True, text=True, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert list(tmp_path.iterdir()) == []

@@ -82,5 +82,5 @@ def test_ssh_options_never_prompt_and_use_the_cluster_config(tmp_path: Path) -> 
     assert opts[:2] == ["-F", str(tmp_path / "ssh_config")]
     assert "BatchMode=yes" in opts and "ConnectTimeout=8" in opts
     argv = ssh.python_argv(c, HOST, "aGVsbG8=")
-    assert argv[-5:-1] == ["--", "node1", "python3", "-c"]
+    assert argv[-7:-1] == ["--", "node1", "python3", "-I", "-S", "-c"]
     assert "'" not in argv[-1].strip("'")  # one quoted word, no quotes inside for any shell to trip on

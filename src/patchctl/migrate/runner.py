@@ -13,7 +13,8 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,24 +80,32 @@ def migrate(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], options
     # /tmp, not $TMPDIR: the control sockets live here and a unix socket path is short
     with tempfile.TemporaryDirectory(prefix="pcm-", dir="/tmp" if Path("/tmp").is_dir() else None) as tmp, \
             ThreadPoolExecutor(max_workers=jobs) as pool:
-        masters = [ssh.Master(cluster, h, Path(tmp), i) for i, h in enumerate(cluster.hosts)]
+        # the hosts log in (and start their agents) while the tree is listed and hashed here
+        ready: Future[_Shared] = Future()
+        futures = [pool.submit(_connected, ready, h, label, files, emit, ssh.Master(cluster, h, Path(tmp), i))
+                   for i, (h, label, files) in enumerate(zip(cluster.hosts, labels, rendered))]
         try:
-            for label, master in zip(labels[:jobs], masters):  # log in while the tree is hashed
-                emit(Progress(label, Phase.CONNECTING))
-                pool.submit(master.open)
-            fs = fileset.collect(root, cluster, generated)
-            tags = verify_remote.tags_request(fs, {p.tag for ps in patchsets for p in ps.patches}, generated)
-            files_from = Path(tmp) / "files"
-            files_from.write_bytes(b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in fs.paths))
-            shared = _Shared(cluster, fs, files_from, [e.as_manifest() for e in fs.entries], tags,
-                             provenance.build(fs, cluster), options, cluster.timeout + fs.size / 20e6)
-            futures = [pool.submit(_connected, shared, h, label, files, emit, master)
-                       for h, label, files, master in zip(cluster.hosts, labels, rendered, masters)]
-            results = tuple(f.result() for f in futures)
-        finally:
-            for master in masters:
-                master.close()
-    return MigrateResult(cluster.name, str(root), fs.commit, len(fs.entries), results, options.dry_run)
+            shared = _prepare(cluster, root, patchsets, generated, options, Path(tmp))
+        except BaseException as exc:
+            ready.set_exception(exc)  # hosts waiting for the tree stop before they change anything
+            for f in futures:
+                f.cancel()  # hosts not started yet (--jobs) never log in
+            raise
+        ready.set_result(shared)
+        results = tuple(f.result() for f in futures)
+    return MigrateResult(cluster.name, str(root), shared.fs.commit, len(shared.fs.entries), results,
+                         options.dry_run)
+
+
+def _prepare(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], generated: tuple[str, ...],
+             options: Options, tmp: Path) -> _Shared:
+    """Everything the hosts share: the file set, its list for rsync, the manifest, tags, provenance."""
+    fs = fileset.collect(root, cluster, generated)
+    tags = verify_remote.tags_request(fs, {p.tag for ps in patchsets for p in ps.patches}, generated)
+    files_from = tmp / "files"
+    files_from.write_bytes(b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in fs.paths))
+    return _Shared(cluster, fs, files_from, [e.as_manifest() for e in fs.entries], tags,
+                   provenance.build(fs, cluster), options, cluster.timeout + fs.size / 20e6)
 
 
 def _guard(shared: _Shared, count: int) -> str:
@@ -105,9 +114,10 @@ def _guard(shared: _Shared, count: int) -> str:
             f"deleted — check the source tree, or raise clusters.{c.name}.max_delete in {c.source}")
 
 
-def _connected(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emit: ProgressFn,
+def _connected(ready: Future[_Shared], host: Host, label: str, rendered: dict[str, str], emit: ProgressFn,
                master: ssh.Master) -> HostResult:
-    """One host's run over its own master connection (perhaps opened already), closed after."""
+    """One host's run over its own master connection, closed after; its first agent is started
+    as soon as the host is logged in, before the tree is ready (see verify_remote.Agent)."""
     emit(Progress(label, Phase.CONNECTING))
     try:
         failed = master.open()
@@ -116,13 +126,19 @@ def _connected(shared: _Shared, host: Host, label: str, rendered: dict[str, str]
                                 False, failed)
             emit(Progress(label, Phase.DONE, status=result.status))
             return result
-        return _host(shared, host, label, rendered, emit, master.socket, master.started)
+        with ExitStack() as agents:
+            def start_agent() -> verify_remote.Agent:
+                return agents.enter_context(verify_remote.Agent(master.cluster, host, master.socket))
+
+            first = start_agent()
+            return _host(ready.result(), host, label, rendered, emit, master.socket, master.started,
+                         first, start_agent)
     finally:
         master.close()
 
 
 def _host(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emit: ProgressFn, control: Path,
-          start: float) -> HostResult:
+          start: float, agent: verify_remote.Agent, start_agent: Callable[[], verify_remote.Agent]) -> HostResult:
     """One host, in the cheaper of two orders; both end verified on the host.
 
     - check first, then rsync and check again only if the check found files to send: when the
@@ -130,6 +146,9 @@ def _host(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emi
       must stop the host before any byte is sent);
     - rsync first, then check: when the tree changed since (a first run, an edit), so no round
       trip is spent before a transfer that is needed anyway.
+
+    ``agent`` is already started; each later check's agent is started when the step before it
+    begins (``start_agent``), so its start-up overlaps that step.
     """
     opts, cluster = shared.options, shared.cluster
     sent = {"files": 0, "bytes": 0}
@@ -146,9 +165,9 @@ def _host(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emi
     request = {"manifest": shared.manifest, "rendered": rendered, "delete": opts.delete,
                "max_delete": cluster.max_delete, "tags": shared.tags, "provenance": shared.provenance}
 
-    def check(phase: Phase, **kw: Any) -> verify_remote.AgentReply:
+    def check(by: verify_remote.Agent, phase: Phase, **kw: Any) -> verify_remote.AgentReply:
         emit(Progress(label, phase, sent["files"], sent["bytes"]))
-        return verify_remote.call(cluster, host, dict(request, action="finish", **kw), shared.timeout, control)
+        return by.ask(dict(request, action="finish", **kw), shared.timeout)
 
     def send() -> transfer.TransferResult:
         def on_item(item: transfer.Item) -> None:
@@ -163,11 +182,11 @@ def _host(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emi
 
     if opts.dry_run:
         emit(Progress(label, Phase.CHECKING))
-        plan = verify_remote.call(cluster, host, dict(request, action="plan"), shared.timeout, control)
+        plan = agent.ask(dict(request, action="plan"), shared.timeout)
         return done(plan.failure, plan.reason) if plan.failure else _plan(shared, host, plan.data, done, sent)
     common: dict[str, Any] = {}
     if opts.delete or state.last_verified(cluster, host) == expected:
-        reply = check(Phase.CHECKING)
+        reply = check(agent, Phase.CHECKING)
         if reply.failure:
             return done(reply.failure, reply.reason)
         if reply.data["delete_refused"]:
@@ -175,18 +194,20 @@ def _host(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emi
         common = dict(deleted=tuple(reply.data["deletions"]), rendered=tuple(reply.data["rendered"]))
         if not reply.data["problems"]:
             return _verdict(reply, done, common)
+        agent = start_agent()  # for the check after the transfer
     tr = send()
     if tr.returncode not in (0, 255) and not common:
         # rsync creates only the last component of a missing root; the check creates all of it
-        reply = check(Phase.CHECKING)
+        reply = check(agent, Phase.CHECKING)
         if reply.failure:
             return done(reply.failure, reply.reason)
         if not reply.data["root_exists"]:
+            agent = start_agent()
             tr = send()
     if tr.returncode != 0:
         status = HostStatus.UNREACHABLE if tr.returncode == 255 else HostStatus.FAILED
         return done(status, transfer.cause(tr.returncode, tr.stderr) + "; re-run migrate to resume", **common)
-    reply = check(Phase.VERIFYING, delete=False)
+    reply = check(agent, Phase.VERIFYING, delete=False)
     if reply.failure:
         return done(reply.failure, "sent, but not verified: " + reply.reason, **common)
     return _verdict(reply, done, common or dict(rendered=tuple(reply.data["rendered"])))

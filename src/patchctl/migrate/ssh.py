@@ -18,6 +18,7 @@ from pathlib import Path
 
 from patchctl import proc
 from patchctl.clusters import Cluster, Host
+from patchctl.errors import PatchctlError
 
 # Run on the host as `python3 -c BOOTSTRAP`: one line of plain characters, so every login shell
 # (sh, bash, zsh, csh, fish) passes it through unchanged; the agent's code arrives base64-encoded
@@ -33,6 +34,9 @@ def ssh_options(cluster: Cluster, control: Path | None = None) -> list[str]:
     alive = max(1, min(15, cluster.timeout // 4))
     opts += [
         "-o", "BatchMode=yes",  # never prompt: a password prompt in a worker thread would hang
+        # a cluster's network outruns ssh's zlib: a "Compression yes" in ~/.ssh/config would
+        # cost CPU on both ends and slow the transfer (rsync's own -z is not used either)
+        "-o", "Compression=no",
         "-o", f"ConnectTimeout={min(cluster.timeout, 20)}",
         "-o", f"ServerAliveInterval={alive}",
         "-o", f"ServerAliveCountMax={max(2, cluster.timeout // alive)}",
@@ -52,7 +56,9 @@ def python_argv(cluster: Cluster, host: Host, code_b64: str, control: Path | Non
     """Run a base64-encoded Python program with the host's ``python3`` (the cluster's ``python``)."""
     if not code_b64.replace("+", "").replace("/", "").replace("=", "").isalnum():
         raise ValueError("code_b64 must be base64")  # a bug, not user input: the agent is ours
-    return ssh_argv(cluster, host, [cluster.python, "-c", _BOOTSTRAP.format(code=code_b64)], control)
+    # -I: no PYTHON* variables, user site or cwd on the path (the host's environment cannot change
+    # what the agent imports); -S: no site module (stdlib only, and python starts faster)
+    return ssh_argv(cluster, host, [cluster.python, "-I", "-S", "-c", _BOOTSTRAP.format(code=code_b64)], control)
 
 
 def rsh_command(cluster: Cluster, control: Path | None = None) -> str:
@@ -98,7 +104,10 @@ class Master:
         argv = ["ssh", *ssh_options(self.cluster), "-M", "-N", "-o", f"ControlPath={self.socket}",
                 "-o", "ControlPersist=no", "--", self.host.ssh]
         with tempfile.TemporaryFile() as err:
-            self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+            try:
+                self._proc = proc.spawn(argv, stderr=err)
+            except PatchctlError as exc:  # ssh itself is missing: this host's failure, like the others'
+                return str(exc)
             limit = min(self.cluster.timeout, 20) + 10
             deadline = time.monotonic() + limit
             while time.monotonic() < deadline:

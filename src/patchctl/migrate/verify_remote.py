@@ -11,6 +11,7 @@ import base64
 import functools
 import json
 import subprocess
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,27 +43,81 @@ class AgentReply:
     reason: str = ""
 
 
+class Agent:
+    """The agent on one host, started before its request is ready.
+
+    Starting it costs the host an ssh session: the login shell with its rc files (a conda or
+    pyenv ``init`` there easily takes 0.1-0.5 s) and python3's start-up, often more than the
+    check itself. So migrate starts it while the tree is still hashed here or still arriving
+    there, and hands it the request once that is done: the start-up is off the critical path.
+    An agent that turns out not to be needed is closed with an empty request and does nothing.
+    """
+
+    def __init__(self, cluster: Cluster, host: Host, control: Path | None = None) -> None:
+        self.cluster, self.host = cluster, host
+        self._err = tempfile.TemporaryFile()
+        self._missing = ""
+        self._proc: subprocess.Popen[bytes] | None = None
+        try:
+            self._proc = proc.spawn(ssh.python_argv(cluster, host, _agent_b64(), control),
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err)
+        except PatchctlError as exc:  # ssh itself is missing
+            self._missing = str(exc)
+
+    def ask(self, request: dict[str, Any], timeout: float) -> AgentReply:
+        """Send the request, wait up to ``timeout`` seconds for the reply (one use only)."""
+        if self._proc is None:
+            return AgentReply({}, HostStatus.FAILED, self._missing or "the agent was already asked")
+        p, self._proc = self._proc, None
+        payload = json.dumps(dict(request, root=self.host.root)).encode("utf-8")
+        try:
+            out, _ = p.communicate(payload, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            return AgentReply({}, HostStatus.FAILED, f"no answer within {timeout:.0f} s; check the host's load, "
+                                                     f"or raise clusters.{self.cluster.name}.timeout")
+        self._err.seek(0)
+        stderr = self._err.read().decode("utf-8", "replace")
+        return _reply(self.cluster, self.host, p.returncode, out.decode("utf-8", "replace"), stderr)
+
+    def close(self) -> None:
+        """End an agent that was never asked (EOF: it exits at once), and free its stderr file."""
+        p, self._proc = self._proc, None
+        if p is not None:
+            try:
+                p.communicate(b"", timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+        self._err.close()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def call(cluster: Cluster, host: Host, request: dict[str, Any], timeout: float,
          control: Path | None = None) -> AgentReply:
-    argv = ssh.python_argv(cluster, host, _agent_b64(), control)
+    """One request, one round trip, started now."""
+    with Agent(cluster, host, control) as agent:
+        return agent.ask(request, timeout)
+
+
+def _reply(cluster: Cluster, host: Host, returncode: int, stdout: str, stderr: str) -> AgentReply:
+    if returncode == 255:
+        return AgentReply({}, HostStatus.UNREACHABLE, ssh.unreachable_reason(host, stderr))
     try:
-        done = proc.run(argv, input=json.dumps(dict(request, root=host.root)), check=False, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return AgentReply({}, HostStatus.FAILED, f"no answer within {timeout:.0f} s; check the host's load, "
-                                                 f"or raise clusters.{cluster.name}.timeout")
-    except PatchctlError as exc:  # ssh itself is missing
-        return AgentReply({}, HostStatus.FAILED, str(exc))
-    if done.returncode == 255:
-        return AgentReply({}, HostStatus.UNREACHABLE, ssh.unreachable_reason(host, done.stderr))
-    try:
-        data = json.loads(done.stdout or "null")
+        data = json.loads(stdout or "null")
     except ValueError:
         data = None
     if not isinstance(data, dict):
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
         why = (f"{cluster.python} is not installed there (the check needs python3 >= 3.6; "
-               f"set clusters.{cluster.name}.python)" if done.returncode == 127
-               else f"the check exited with {done.returncode}: {tail}")
+               f"set clusters.{cluster.name}.python)" if returncode == 127
+               else f"the check exited with {returncode}: {tail}")
         return AgentReply({}, HostStatus.FAILED, why)
     if "error" in data:
         return AgentReply(data, HostStatus.FAILED, f"the check failed on the host: {data['error']}")
