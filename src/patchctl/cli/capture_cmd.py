@@ -1,0 +1,74 @@
+"""`capture`: a fork's tagged edits, written as a patchset directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from patchctl.cli import render
+from patchctl.cli.errors import handled
+from patchctl.cli.options import json_option
+from patchctl.errors import PatchctlError
+
+
+def _include(values: tuple[str, ...]) -> set[tuple[str, int]]:
+    out = set()
+    for v in values:
+        path, sep, line = v.rpartition(":")
+        if not sep or not path or not line.isdigit():
+            raise PatchctlError(f"--include {v}: write FILE:LINE with FILE relative to the fork, e.g. verl/utils/x.py:42")
+        out.add((path, int(line)))
+    return out
+
+
+@click.command("capture")
+@click.option("--from", "fork", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="The modified tree: a git checkout or a plain directory.")
+@click.option("--base", required=True,
+              help="What FORK was made from: a directory, verl==X.Y.Z, or a git ref of FORK's repository.")
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="The patchset directory to write (replaced if it already holds a patchset).")
+@click.option("--tag", default="Uky", show_default=True, help="The comment tag that marks the fork's edits.")
+@click.option("--all", "all_", is_flag=True, help="Capture untagged edits and new files too (listed as untagged).")
+@click.option("--include", multiple=True, metavar="FILE:LINE",
+              help="Capture the edit at this fork line although it is ambiguous (repeatable).")
+@click.option("--name", default=None, help="The patchset's name (default: the --out directory's name).")
+@click.option("--dry-run", is_flag=True, help="Report what would be captured; write nothing.")
+@json_option
+@handled
+def capture_cmd(fork: Path, base: str, out: Path | None, tag: str, all_: bool, include: tuple[str, ...],
+                name: str | None, dry_run: bool, as_json: bool) -> int:
+    """Turn FORK's edits tagged `# TAG` into a patchset that re-creates them on BASE.
+
+    Each edit becomes the narrowest kind that reproduces it exactly (keyword-rename, prelude,
+    shell-env, add-file), other Python edits the structural kind. The result is proven by
+    applying it to BASE before anything is written; edits that cannot be placed without
+    guessing are listed with file and line, and the exit code is then 1.
+    """
+    from patchctl.capture.run import capture
+
+    if out is None and not dry_run:
+        raise PatchctlError("capture: pass --out DIR (the patchset to write), or --dry-run to only report")
+    report = capture(fork, base, None if dry_run else out, tag=tag, all_=all_, include=_include(include), name=name)
+    if as_json:
+        render.emit_json({
+            "fork": report.fork, "base": report.base, "out": str(report.out) if report.out else None,
+            "patches": [{"id": p.id, "kind": p.kind, "path": p.path, "line": p.line, "tagged": p.tagged}
+                        for p in report.patches],
+            "left_out": [{"path": x.path, "line": x.line, "reason": x.reason} for x in report.left_out],
+            "notes": report.notes,
+        })
+        return 0 if report.ok else 1
+    rows = [[p.id, p.kind, f"{p.path}:{p.line}" if p.line else p.path, "" if p.tagged else "untagged"]
+            for p in report.patches]
+    render.table(f"capture {report.fork} against {report.base}", ["patch", "kind", "where (fork)", ""], rows)
+    for note in report.notes:
+        click.echo(f"note: {note}")
+    for x in report.left_out:
+        click.echo(f"left out: {x.path}:{x.line}: {x.reason}", err=True)
+    if report.out:
+        click.echo(f"wrote {len(report.patches)} patch(es) to {report.out}; proven byte-identical on {report.base}")
+    elif dry_run:
+        click.echo(f"{len(report.patches)} patch(es) would be written (dry run)")
+    return 0 if report.ok else 1
