@@ -206,6 +206,26 @@ def test_ray_stages(one, make_ctx, fake_site, fail, status, text):
         assert "ray_init.num_cpus" in r.fix
 
 
+def test_ray_with_a_stale_cluster_address(one, make_ctx, fake_site, tmp_path):
+    """Seen on the GPU machine after a killed `ray start --head`: Ray's address file outlives the head,
+    and ray.init(num_cpus=...) then refuses to start a local instance."""
+    site = fake_site({"ray/__init__.py": FAKE_RAY.replace(
+        "def init(**kw):",
+        "def init(**kw):\n"
+        "    if os.path.exists(os.path.join(os.environ['RAY_TMPDIR'], 'ray', 'ray_current_cluster')):\n"
+        "        raise ValueError('When connecting to an existing cluster, num_cpus and num_gpus must not be provided.')")})
+    (tmp_path / "raytmp" / "ray").mkdir(parents=True)
+    env = {"PYTHONPATH": site, "RAY_TMPDIR": str(tmp_path / "raytmp")}
+    assert one(make_ctx(env), "ray").status is Status.PASS
+    stale = tmp_path / "raytmp" / "ray" / "ray_current_cluster"
+    stale.write_text("127.0.0.1:43117")
+    r = one(make_ctx(env), "ray")
+    assert r.status is Status.FAIL and "num_cpus and num_gpus must not be provided" in r.value
+    assert f"{stale} names 127.0.0.1:43117 (written by an earlier `ray start`)" in r.value
+    assert r.fix.startswith(f"if no Ray cluster should be running, `ray stop` (it removes {stale})")
+    assert "RAY_ADDRESS=127.0.0.1:43117" in r.fix
+
+
 def test_ray_outside_the_declared_range(one, make_ctx, fake_site):
     site = fake_site({"ray/__init__.py": FAKE_RAY})
     r = one(make_ctx({"PYTHONPATH": site}, requirements={"ray": ">=2.50"}), "ray")

@@ -6,6 +6,13 @@ Started here at the same moment (``ray start --head --block`` in its own session
 is up by the time the driver calls ``ray.init``, which then only connects (``RAY_ADDRESS``;
 Ray retries until the head has registered, so there is no race to lose). The head is stopped by
 terminating its process group: only the processes patchctl started.
+
+``ray start`` also records the head's address in ``<tmp>/ray/ray_current_cluster``, where every
+later bare ``ray.init()`` on the machine looks for a cluster to join; ``ray stop`` removes it, a
+killed head does not. Left behind, it points at a dead head: verl's own ``ray.init(num_cpus=N)``
+then fails ("When connecting to an existing cluster, num_cpus and num_gpus must not be
+provided"), as does ``patchctl verify --env``'s Ray check. So :meth:`Head.stop` puts that file
+back as it found it.
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ import os
 import signal
 import socket
 import subprocess
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +35,25 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def address_file(env: Mapping[str, str]) -> Path:
+    """Where ``ray start`` records the cluster a bare ``ray.init()`` joins (as Ray 2.x computes it:
+    ``ray._common.utils.get_ray_address_file``)."""
+    if "RAY_TMPDIR" in env:
+        base = env["RAY_TMPDIR"]
+    elif sys.platform.startswith("linux") and "TMPDIR" in env:
+        base = env["TMPDIR"]
+    else:
+        base = "/tmp"
+    return Path(base) / "ray" / "ray_current_cluster"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -52,6 +80,8 @@ class Head:
         head.log.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(head.log, "w", encoding="utf-8")
         env = {k: v for k, v in {**os.environ, **env}.items() if k != "RAY_ADDRESS"}
+        self._address_file = address_file(env)
+        self._previous = _read(self._address_file)
         try:
             self.proc = subprocess.Popen(list(head.argv), cwd=cwd, env=env, stdout=self._log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -75,4 +105,20 @@ class Head:
                 break
             except subprocess.TimeoutExpired:
                 continue
-        self._log.close()
+        self._forget()
+        if not self._log.closed:
+            self._log.close()
+
+    def _forget(self) -> None:
+        """Put ``ray_current_cluster`` back as it was before this head wrote its address there."""
+        now = _read(self._address_file)
+        port = self.spec.address.rsplit(":", 1)[-1]
+        if now is None or now == self._previous or now.strip().rsplit(":", 1)[-1] != port:
+            return  # untouched, or since rewritten by another cluster's `ray start`
+        try:
+            if self._previous is None:
+                self._address_file.unlink()
+            else:
+                self._address_file.write_text(self._previous, encoding="utf-8")
+        except OSError:
+            pass

@@ -25,6 +25,10 @@ VERL = Probe("verl", "verl_info.py", cwd=lambda ctx: ctx.target.root if ctx.targ
 NUM_CPUS_FIX = ("set ray_kwargs.ray_init.num_cpus=<N> (verl >= 0.6; ray_init.num_cpus before) to the CPUs "
                 "the job may use, and export RAY_worker_register_timeout_seconds=600")
 
+STALE_ADDRESS_FIX = ("if no Ray cluster should be running, `ray stop` (it removes {path}) or delete that file; to "
+                     "use the cluster at {address}, export RAY_ADDRESS={address} and set "
+                     "ray_kwargs.ray_init.num_cpus=null (ray_init.num_cpus before verl 0.6)")
+
 
 class RayCheck(Check):
     name, title, probes = "ray", "Ray", (RAY,)
@@ -37,6 +41,11 @@ class RayCheck(Check):
         if "version" not in r:
             return Verdict(Status.FAIL, f"Ray does not import: {r.get('error')}", f"reinstall it: {install}")
         head = f"ray {r['version']}"
+        if r.get("stage") == "init" and r.get("address_file"):
+            f = r["address_file"]
+            return Verdict(Status.FAIL, f"{head}: ray.init ({r['mode']}) failed: {r['error']}; {f['path']} names "
+                           f"{f['address']} (written by an earlier `ray start`), so a bare ray.init() joins that "
+                           "cluster instead of starting one, as verl's does", STALE_ADDRESS_FIX.format(**f))
         if r.get("stage") == "init":
             return Verdict(Status.FAIL, f"{head}: ray.init ({r['mode']}) failed: {r['error']}", NUM_CPUS_FIX)
         if r.get("stage") == "task":

@@ -13,6 +13,18 @@ import sys
 import time
 
 
+def address_file():
+    """The file where `ray start` records the cluster that a bare ray.init() joins
+    (ray._common.utils.get_ray_address_file in Ray 2.x)."""
+    if "RAY_TMPDIR" in os.environ:
+        base = os.environ["RAY_TMPDIR"]
+    elif sys.platform.startswith("linux") and "TMPDIR" in os.environ:
+        base = os.environ["TMPDIR"]
+    else:
+        base = "/tmp"
+    return os.path.join(base, "ray", "ray_current_cluster")
+
+
 def main(args):
     if importlib.util.find_spec("ray") is None:
         return {"installed": False}
@@ -25,6 +37,12 @@ def main(args):
     address = os.environ.get("RAY_ADDRESS")
     kwargs = {} if address else {"num_cpus": args["num_cpus"], "include_dashboard": False}
     out["mode"] = f"connect to {address}" if address else f"local, num_cpus={args['num_cpus']}"
+    if not address:
+        try:
+            with open(address_file(), encoding="utf-8") as f:
+                out["address_file"] = {"path": address_file(), "address": f.read().strip()}
+        except OSError:
+            pass
     try:
         t1 = time.monotonic()
         ray.init(ignore_reinit_error=True, log_to_driver=False, **kwargs)
