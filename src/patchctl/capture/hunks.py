@@ -26,12 +26,24 @@ class Hunk:
 
 
 def diff(base: list[str], fork: list[str], tag: re.Pattern[str]) -> list[Hunk]:
-    """The changed runs of lines (difflib's opcodes), in file order."""
+    """The changed runs of lines, in file order.
+
+    The common head and tail are set aside first: difflib matches the longest common block
+    first, which in code with repeated lines can turn a one-line insertion into a scattered
+    edit; trimming keeps a single edit a single hunk.
+    """
+    head = 0
+    while head < min(len(base), len(fork)) and base[head] == fork[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(base), len(fork)) - head and base[-1 - tail] == fork[-1 - tail]:
+        tail += 1
     out = []
-    matcher = difflib.SequenceMatcher(None, base, fork, autojunk=False)
+    matcher = difflib.SequenceMatcher(None, base[head: len(base) - tail], fork[head: len(fork) - tail], autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
             continue
+        i1, i2, j1, j2 = i1 + head, i2 + head, j1 + head, j2 + head
         tagged = tuple(n for n in range(j1 + 1, j2 + 1) if tag.search(fork[n - 1]))
         out.append(Hunk((i1, i2), (j1, j2), tagged))
     return out

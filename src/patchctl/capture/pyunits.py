@@ -166,6 +166,8 @@ def place(unit: Unit, fork_lines: list[str], base_tree: ast.Module, base_lines: 
             return Problem(unit.line, f"BASE has {what} definition(s) named {unit.scope}; the header edit cannot be placed")
         b1, b2 = st.header_span(base_lines, nodes[0])  # type: ignore[arg-type]
         f1, f2 = st.header_span(fork_lines, unit.node)  # type: ignore[arg-type]
+        if base_lines[b1 - 1: nodes[0].lineno - 1] == fork_lines[f1 - 1: unit.node.lineno - 1]:  # type: ignore[attr-defined]
+            b1, f1 = nodes[0].lineno, unit.node.lineno  # type: ignore[attr-defined]  # decorators untouched: leave them out
         line = fork_lines[unit.node.lineno - 1]  # type: ignore[attr-defined]
         indent = line[: len(line) - len(line.lstrip())]
         unit.params = {"mode": "header", "scope": unit.scope, "indent": indent,

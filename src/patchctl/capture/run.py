@@ -174,7 +174,7 @@ def _python(s: _State, rel: str, base_text: str, fork_text: str, hunks: list[Hun
                    for i in range(o.above + 1, o.below)}
         problem = pyunits.place(u, flines, base_tree, blines, touched, forced)
         if problem:
-            s.report.left_out.append(LeftOut(rel, problem.line, problem.reason))
+            s.report.left_out.append(LeftOut(rel, problem.line, problem.reason.replace("FILE:LINE", f"{rel}:{problem.line}")))
             continue
         before, after = str(u.params["before"]), str(u.params["after"])
         expected = _splice(blines, [(u.base_span, after)])
@@ -321,16 +321,18 @@ def capture(fork: Path, base: str, out: Path | None, *, tag: str = "Uky", all_: 
                 report.notes.append(f"{len(gone)} file(s) of BASE are not in FORK (first: {gone[0]}); "
                                     "no patch kind deletes files, so deletions are not captured")
         staged = Path(tmp) / "patchset"
-        _stage(s, staged, name or (out.name if out is not None else "captured"))
-        bad = _prove(s, staged)
-        if bad:
-            for rel in sorted(bad):
-                line = min((e.info.line or 1 for e in s.entries if e.info.path == rel), default=1)
-                report.left_out.append(LeftOut(rel, line, "the captured patches do not reproduce this file from BASE "
-                                               "exactly; left out rather than risk a wrong placement"))
-            s.entries = [e for e in s.entries if e.info.path not in bad]
-            shutil.rmtree(staged)
+        if s.entries:
             _stage(s, staged, name or (out.name if out is not None else "captured"))
+            bad = _prove(s, staged)
+            if bad:
+                for rel in sorted(bad):
+                    line = min((e.info.line or 1 for e in s.entries if e.info.path == rel), default=1)
+                    report.left_out.append(LeftOut(rel, line, "the captured patches do not reproduce this file from "
+                                                   "BASE exactly; left out rather than risk a wrong placement"))
+                s.entries = [e for e in s.entries if e.info.path not in bad]
+                shutil.rmtree(staged)
+                if s.entries:
+                    _stage(s, staged, name or (out.name if out is not None else "captured"))
         report.patches = [e.info for e in s.entries]
         if out is not None and s.entries:
             _publish(staged, out.resolve())

@@ -117,7 +117,10 @@ class Structural:
         lines = split_lines(text)
         if p.mode == "header":
             nodes = [n for n in st.find_scopes(tree, p.scope) if not isinstance(n, ast.Module)]
-            spans = [(*st.header_span(lines, n), lines[n.lineno - 1]) for n in nodes]  # type: ignore[attr-defined]
+            # decorators belong to the header only when the patch changes them
+            decorated = any(t.lstrip().startswith("@") for t in (p.before, p.after))
+            spans = [(st.header_span(lines, n)[0] if decorated else n.lineno, st.header_end(lines, n),  # type: ignore[attr-defined]
+                      lines[n.lineno - 1]) for n in nodes]  # type: ignore[attr-defined]
             found = [(a, b, line[: len(line) - len(line.lstrip())]) for a, b, line in spans]
             exists = bool(nodes)
         else:
@@ -198,6 +201,11 @@ class Structural:
                         "patch's text cannot follow it")
         lines = split_lines(text)
         new = "".join([*lines[: site.first - 1], after, *lines[site.last:]])
+        try:
+            ast.parse(new)
+        except SyntaxError as exc:  # e.g. a body left empty: better no patch than a broken module
+            return Edit(EditStatus.CONFLICT, f"{self._where(p)}: the result would not be valid Python "
+                        f"(line {exc.lineno}: {exc.msg})")
         undo = None if site.match == "before" else {"before": site.text}
         return Edit(EditStatus.CHANGED, f"{self._where(p)}: lines {self._lines([site])} replaced", new, undo=undo)
 
