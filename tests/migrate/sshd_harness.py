@@ -167,6 +167,20 @@ class LoopbackCluster:
                         f'ssh_config = "{self.ssh_config}"\n{extra}')
         return path
 
+    def cpu_seconds(self, settle: float = 5.0) -> float:
+        """User+system CPU seconds the hosts have spent so far: every sshd listener with the
+        sessions it has reaped (login, shell, rsync, agent). Waits up to ``settle`` seconds
+        for sessions still closing, so a reading after a command includes all of its work."""
+        deadline = time.monotonic() + settle
+        running = [h.proc.pid for h in self.hosts if h.proc is not None]
+        while time.monotonic() < deadline and any(_descendants(pid) for pid in running):
+            time.sleep(0.01)
+        ticks = 0
+        for pid in running:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        return ticks / os.sysconf("SC_CLK_TCK")
+
     def host(self, alias: str) -> SshHost:
         return next(h for h in self.hosts if h.alias == alias)
 

@@ -12,6 +12,7 @@ from migrate_helpers import EXPECTED, make_repo
 
 from patchctl.clusters import Cluster, Host
 from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
+from patchctl.migrate import fileset
 from patchctl.migrate.fileset import collect
 from patchctl.patchsets import record as rec
 
@@ -46,6 +47,18 @@ def test_manifest_holds_sha256_mode_and_links(tmp_path: Path) -> None:
     assert by_path["data.txt"].digest == hashlib.sha256(b"abc\n").hexdigest()
     assert by_path["run.sh"].executable and not by_path["data.txt"].executable
     assert (by_path["link"].kind, by_path["link"].digest) == ("l", "data.txt")
+
+
+def test_large_and_small_files_hash_alike(tmp_path: Path) -> None:
+    """Small files are hashed inline, large ones (>= fileset.BIG) on worker threads."""
+    big = os.urandom(fileset.BIG) + b"tail"
+    root = make_repo(tmp_path / "r", {"small.py": "x = 1\n"})
+    for name in ("big1.bin", "big2.bin"):
+        (root / name).write_bytes(big + name.encode())
+    fs = collect(root, cluster())
+    assert {e.path: e.digest for e in fs.entries} == {
+        "small.py": hashlib.sha256(b"x = 1\n").hexdigest(),
+        **{n: hashlib.sha256(big + n.encode()).hexdigest() for n in ("big1.bin", "big2.bin")}}
 
 
 def test_tracked_file_in_an_output_dir_fails_naming_it(tmp_path: Path) -> None:
