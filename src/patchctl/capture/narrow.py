@@ -29,6 +29,20 @@ def reproduces(kind: str, raw: dict[str, Any], base_text: str, expected: str, re
     return edit.status is EditStatus.CHANGED and edit.text == expected
 
 
+def before_first_import(base_text: str, span: tuple[int, int]) -> bool:
+    """Whether a module-level gap ends right at BASE's first import (where a prelude goes).
+
+    A cheap test that spares the libcst trial for insertions elsewhere in a module.
+    """
+    try:
+        tree = ast.parse(base_text)
+    except SyntaxError:
+        return False
+    first = next((s for s in tree.body if isinstance(s, ast.Import)
+                  or isinstance(s, ast.ImportFrom) and s.module != "__future__"), None)
+    return first is not None and span[0] <= first.lineno <= span[1] + 1
+
+
 def prelude(before: str, after: str) -> dict[str, Any] | None:
     """A module-level insertion: the prelude kind's block, if it is one."""
     if before.strip():

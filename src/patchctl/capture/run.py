@@ -193,7 +193,7 @@ def _python(s: _State, rel: str, base_text: str, fork_text: str, hunks: list[Hun
 
 def _narrowest(s: _State, rel: str, u: pyunits.Unit, before: str, after: str, base_text: str,
                expected: str) -> tuple[str, dict[str, Any]]:
-    if u.mode == "statements" and not u.scope:
+    if u.mode == "statements" and not u.scope and narrow.before_first_import(base_text, u.base_span):
         block = narrow.prelude(before, after)
         if block and narrow.reproduces("prelude", block, base_text, expected, rel, s.tag):
             return "prelude", block
