@@ -9,6 +9,8 @@ Rows:
   test_components.py          the 5 checks, sequential, one process
   patchctl, same 5 checks     torch, data, vllm, verl, ray through patchctl's runner
   patchctl verify --env       all 17 checks, the CLI
+  floor: import verl alone    `python -c "import verl"` in the tree: no design that really imports
+                              verl in a fresh process can finish sooner than this
 
     python benchmarks/bench_preflight.py --tree VERL_TREE [--data-dir DIR] [--runs N] [--json OUT]
 
@@ -74,6 +76,7 @@ def main() -> int:
             "patchctl, same 5 checks (parallel)": [py, "-c", SUBSET, str(tree), ",".join(SAME_FIVE)],
             "patchctl verify --env (17 checks, parallel)": [py, "-c", "from patchctl.cli.main import main; main()",
                                                             "verify", "--env", "--json", "--target", str(tree)],
+            "floor: python -c 'import verl' alone": [py, "-c", "import verl, json; print(json.dumps({}))"],
         }
         times: dict[str, list[float]] = {k: [] for k in commands}
         last: dict[str, dict] = {}
