@@ -161,3 +161,15 @@ def test_debug_profile_names_a_missing_model(tree: Path, tmp_path: Path) -> None
                   "--out", str(tmp_path / "run"))
     assert done.exit_code == 1
     assert f"{tmp_path}/nope: not found (profile debug needs it)" in done.output
+
+
+def test_in_process_runs_do_not_count_the_host_process_age(tree: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Timings start at the interpreter's launch only for the `patchctl` command itself: called
+    in-process (CliRunner, a long pytest session) the host's age is not patchctl's start-up."""
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("pyarrow")
+    monkeypatch.setattr("patchctl.cli.train_cmd._process_age", lambda: 500.0)
+    done = invoke("--target", str(tree), "--out", str(tmp_path / "run"), "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["timings"]["first_step"] < 60

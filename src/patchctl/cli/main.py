@@ -49,5 +49,12 @@ def cli() -> None:
     """Carry tagged local modifications of verl across releases and clusters."""
 
 
+#: True once :func:`main` runs: the interpreter was started for this command, so its age is
+#: patchctl's own start-up (``train`` counts it); False when ``cli`` is called in-process (tests).
+LAUNCHED = False
+
+
 def main() -> None:
+    global LAUNCHED
+    LAUNCHED = True
     cli()

@@ -58,7 +58,9 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
 
     OVERRIDES are hydra overrides (key=value) added after the profile's, so they win.
     """
-    t0 = time.monotonic() - _process_age()
+    from patchctl.cli import main as entry
+
+    t0 = time.monotonic() - (_process_age() if entry.LAUNCHED else 0.0)
     from patchctl.clusters import load_cluster
     from patchctl.target import resolve
     from patchctl.train import run
