@@ -86,32 +86,26 @@ def _span(lines: list[str], u: Unit) -> tuple[int, int]:
 
 
 def merge(units: list[Unit], lines: list[str]) -> list[Unit]:
-    """Join units that share statements, and drop units inside another unit's span."""
-    changed = True
-    while changed:
-        changed = False
-        for a in units:
-            for b in units:
-                if a is b:
-                    continue
-                if a.mode == b.mode == "statements" and a.node is b.node and b.above < a.below and a.above < b.below:
-                    a.above, a.below = min(a.above, b.above), max(a.below, b.below)
-                elif _contains(_span(lines, a), _span(lines, b), b):
-                    pass
-                else:
-                    continue
-                a.hunks += b.hunks
-                units.remove(b)
-                changed = True
-                break
-            if changed:
-                break
-    return sorted(units, key=lambda u: _span(lines, u))
+    """Join units that share statements, and fold units that lie inside another unit's span."""
+    while True:
+        pair = next(((a, b) for a in units for b in units if a is not b and _absorbs(a, b, lines)), None)
+        if pair is None:
+            return sorted(units, key=lambda u: _span(lines, u))
+        a, b = pair
+        if a.mode == b.mode == "statements" and a.node is b.node:
+            a.above, a.below = min(a.above, b.above), max(a.below, b.below)
+        a.hunks += b.hunks
+        units.remove(b)
 
 
-def _contains(outer: tuple[int, int], inner: tuple[int, int], unit: Unit) -> bool:
-    lo, hi = (inner if inner[1] >= inner[0] else (unit.hunks[0].fork[0] + 1, unit.hunks[0].fork[0]))
-    return outer[1] >= outer[0] and outer[0] <= lo and hi <= outer[1] and outer != inner
+def _absorbs(a: Unit, b: Unit, lines: list[str]) -> bool:
+    """Whether ``b`` must become part of ``a``: overlapping windows of one body, or b inside a."""
+    if a.mode == b.mode == "statements" and a.node is b.node:
+        return b.above < a.below and a.above < b.below
+    outer, inner = _span(lines, a), _span(lines, b)
+    if inner[1] < inner[0]:  # an empty gap: locate it by its hunk
+        inner = (b.hunks[0].fork[0] + 1, b.hunks[0].fork[0])
+    return outer[1] >= outer[0] and outer[0] <= inner[0] and inner[1] <= outer[1] and outer != _span(lines, b)
 
 
 def comment_free_lines(text: str) -> set[int]:
