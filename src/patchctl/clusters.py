@@ -107,7 +107,7 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
             hosts.append(Host(h, root))
         elif isinstance(h, dict):
             check(h, HOST_SCHEMA, file=file, prefix=f"{prefix}hosts[{i}].")
-            hosts.append(Host(h["ssh"], h.get("root", root)))
+            hosts.append(Host(h["ssh"], h["root"] if "root" in h else root))
             if not hosts[-1].root.startswith("/"):
                 raise ManifestError(file, f"{prefix}hosts[{i}].root", f"{hosts[-1].root!r} is not absolute",
                                     'write a path such as "/scratch/verl_Uky"')
@@ -157,4 +157,11 @@ def load_cluster(name: str, config: Path | None = None) -> Cluster:
         where = find_config(config) or "./patchctl.toml"
         known = ", ".join(sorted(clusters)) or "none"
         raise PatchctlError(f"{where}: no cluster named {name!r} (known: {known}); add [clusters.{name}] there")
-    return clusters[name]
+    cluster = clusters[name]
+    # checked here, for the chosen cluster only: a config shared between machines may name files
+    # that exist only where that cluster is used; without this every host would fail alike
+    if cluster.ssh_config is not None and not cluster.ssh_config.is_file():
+        raise ManifestError(cluster.source, f"clusters.{name}.ssh_config", f"{cluster.ssh_config} does not exist",
+                            "write the path of an ssh config file (a relative path is read from the directory "
+                            "of this file), or remove the key to use ~/.ssh/config")
+    return cluster

@@ -29,6 +29,8 @@ MODEL_PATH = "/models/Qwen2.5-VL-3B-Instruct"
 def test_every_key(tmp_path: Path) -> None:
     file = tmp_path / "inv.toml"
     file.write_text(GOOD)
+    (tmp_path / "ssh").mkdir()
+    (tmp_path / "ssh" / "config").write_text("")
     c = load_cluster("new_cluster", file)
     assert c.hosts == (Host("node1", "/root/verl_Uky"), Host("user@10.0.0.2", "/root/verl_Uky"),
                        Host("node3", "/scratch/verl_Uky"))
@@ -70,3 +72,17 @@ def test_errors_name_the_key_and_the_fix(tmp_path: Path, body: str, key: str, fi
     with pytest.raises(ManifestError) as err:
         load_cluster("c", file)
     assert err.value.key == key and fix in err.value.fix and str(file) in str(err.value)
+
+
+def test_a_missing_ssh_config_is_named_before_any_host_is_tried(tmp_path: Path) -> None:
+    file = tmp_path / "patchctl.toml"
+    file.write_text('[clusters.c]\nhosts = ["n"]\nroot = "/r"\nssh_config = "ssh/config"\n'
+                    '[clusters.other]\nhosts = ["m"]\nroot = "/r"\nssh_config = "/nowhere/config"\n')
+    with pytest.raises(ManifestError) as err:
+        load_cluster("c", file)
+    assert str(err.value) == (f"{file}: key 'clusters.c.ssh_config': {tmp_path / 'ssh' / 'config'} does not exist; "
+                              "write the path of an ssh config file (a relative path is read from the directory "
+                              "of this file), or remove the key to use ~/.ssh/config")
+    (tmp_path / "ssh").mkdir()
+    (tmp_path / "ssh" / "config").write_text("")
+    assert load_cluster("c", file).ssh_config == tmp_path / "ssh" / "config"  # the other cluster's file is its own

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import pty
+import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -74,3 +82,66 @@ def test_tracked_output_file_stops_before_any_host(site: Site, tmp_path: Path) -
     assert code == 1
     assert "would leave out 1 tracked file(s): logs/run.txt (inside an output directory logs/)" in err
     assert not site.root("node1").exists()
+
+
+def test_ctrl_c_stops_every_host_and_a_re_run_completes(site: Site, tmp_path: Path) -> None:
+    tree = make_repo(tmp_path / "src", {"verl/__init__.py": ""})
+    payload = os.urandom(3 << 20)
+    (tree / "big.bin").write_bytes(payload)
+    config = site.config("bwlimit = 1024\n", ["node1", "node2"])
+    argv = [sys.executable, "-c", "from patchctl.cli.main import main; main()", "migrate", "loop", "--target",
+            str(tree), "--config", str(config)]
+    env = {**os.environ, "PATCHCTL_CACHE": str(tmp_path / "cache")}  # the ordering state stays private
+    child = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not any("big.bin" in p.name for p in site.root("node1").rglob("*")):
+        time.sleep(0.05)
+    # not while the hosts' login shells still start: a shell killed inside its rc files can leave
+    # them half done (a pyenv init killed in `pyenv rehash` leaves a lock every later login waits on)
+    time.sleep(1.0)
+    os.killpg(child.pid, signal.SIGINT)  # Ctrl-C at a terminal signals the whole foreground group
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130 and err.endswith("interrupted\n"), err
+    assert not any((site.root(a) / "big.bin").exists() for a in ("node1", "node2"))  # no partial file as final
+
+    code, out, err = invoke("loop", "--target", str(tree), "--config", str(config))
+    assert code == 0, err
+    assert "migrate loop: 2/2 hosts ok and verified" in out
+    for alias in ("node1", "node2"):
+        assert hashlib.sha256((site.root(alias) / "big.bin").read_bytes()).digest() == hashlib.sha256(payload).digest()
+
+
+def test_a_terminal_gets_a_live_row_per_host_with_files_and_bytes(site: Site, tmp_path: Path) -> None:
+    tree = make_repo(tmp_path / "src", {"verl/__init__.py": "", **{f"verl/m{i}.py": "x" * 15_000 for i in range(20)}})
+    config = site.config("bwlimit = 150\n", ["node1", "node2"])  # KiB/s: ~2 s, so the table shows progress
+    argv = [sys.executable, "-c", "from patchctl.cli.main import main; main()", "migrate", "loop", "--target",
+            str(tree), "--config", str(config)]
+    env = {**os.environ, "PATCHCTL_CACHE": str(tmp_path / "cache"), "COLUMNS": "100"}
+    leader, terminal = pty.openpty()
+    child = subprocess.Popen(argv, stdin=terminal, stdout=terminal, stderr=terminal, env=env)
+    os.close(terminal)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert child.wait(timeout=60) == 0
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode("utf-8", "replace"))
+    for alias in ("node1", "node2"):  # a live row: host, phase, files so far, bytes so far
+        assert re.search(rf"{alias}\s*│\s*transferring\s*│\s*[1-9]\d*\s*│\s*[\d.]+ kB", screen), screen[-3000:]
+    assert "migrate loop: 2/2 hosts ok and verified" in screen
+
+
+def test_help_shows_a_cluster_table_and_every_option() -> None:
+    done = CliRunner().invoke(cli, ["migrate", "--help"], prog_name="patchctl", terminal_width=100)
+    assert done.exit_code == 0
+    for text in ("Usage: patchctl migrate [OPTIONS] CLUSTER", "[clusters.gpu]", 'root = "/root/verl_Uky"',
+                 "--dry-run", "--delete", "--checksum", "-j, --jobs N", "--json", "--config FILE",
+                 "patchctl migrate gpu --dry-run --delete"):
+        assert text in done.output, text

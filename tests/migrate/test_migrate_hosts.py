@@ -106,6 +106,7 @@ def test_an_unreachable_host_does_not_stop_the_others(site: Site, tmp_path: Path
     assert statuses(result) == {"node1": "ok", "node-down": "unreachable", "node3": "ok"}
     down = result.hosts[1]
     assert "ssh could not connect" in down.reason and "Connection refused" in down.reason
+    assert f"check that `ssh -F {site.loop.ssh_config} node-down` logs in without a prompt" in down.reason
     assert not result.ok and [h.host for h in result.failed] == ["node-down"]
 
 
@@ -127,6 +128,7 @@ def test_a_host_stopped_mid_transfer_recovers_on_a_re_run(site: Site, tmp_path: 
     assert statuses(result) == {"node1": "ok", "node2": result.hosts[1].status.value}
     stopped = result.hosts[1]
     assert stopped.status in (HostStatus.FAILED, HostStatus.UNREACHABLE) and "rsync exit" in stopped.reason
+    assert "could not connect" not in stopped.reason  # it was reached, then lost
     assert not (node2 / "big.bin").exists()  # the partial data never became the final file
 
     site.loop.host("node2").start()

@@ -39,6 +39,12 @@ def test_exit_codes_become_causes(code: int, words: str) -> None:
     assert msg.startswith(f"rsync exit {code}: ") and words in msg and "(rsync: some detail here)" in msg
 
 
+def test_a_host_lost_mid_transfer_is_not_called_never_reached() -> None:
+    msg = transfer.cause(255, "client_loop: send disconnect: Broken pipe\n", connected=True)
+    assert msg.startswith("rsync exit 255: ssh could not reach the host any more (it went down")
+    assert "could not connect" not in msg
+
+
 def test_missing_rsync_on_the_host_is_named() -> None:
     assert "rsync is not installed on the host" in transfer.cause(12, "bash: line 1: rsync: command not found\n")
 

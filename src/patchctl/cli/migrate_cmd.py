@@ -109,17 +109,43 @@ def _report(result: MigrateResult) -> None:
 @click.argument("cluster")
 @target_option
 @patchset_option
-@click.option("--dry-run", is_flag=True, help="List what would change on each host; change nothing.")
+@click.option("--dry-run", is_flag=True, help="List what would be sent, deleted and rendered on each host; change "
+              "nothing.")
 @click.option("--delete", is_flag=True,
               help="Also remove from the hosts files deleted at the source (inside the root, at most max_delete).")
 @click.option("--checksum", is_flag=True, help="Compare by content, not size and time (resends files altered there).")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Hosts at a time (default: all).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Hosts at a time (default: all).")
 @json_option
 @config_option
 @handled
 def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: bool, delete: bool, checksum: bool,
                 jobs: int | None, as_json: bool, config: Path | None) -> int:
-    """Send TARGET to every host of CLUSTER (rsync over ssh, in parallel) and verify it on each."""
+    """Send TARGET to every host of CLUSTER (rsync over ssh, in parallel) and verify it on each.
+
+    CLUSTER names a table of the config file; optional keys: ssh_config (ssh -F), profile
+    (standard | fast-load), include, exclude, max_delete, bwlimit, timeout, python, env.
+
+    \b
+      [clusters.gpu]
+      hosts = ["node1", "user@10.0.0.2", { ssh = "node3", root = "/scratch/verl_Uky" }]
+      root = "/root/verl_Uky"
+      [clusters.gpu.paths]          # what git_ignore.py holds there
+      DATA_DIR = "/data/fake_dataset"
+
+    What is sent is the tree as git sees it: tracked files, untracked files git does not
+    ignore, and the files the patchsets added; .git and run outputs (checkpoints/, outputs/,
+    logs/, wandb/) stay here unless the cluster includes them. Each host also gets its
+    git_ignore.py and .patchctl/env.sh rendered for the cluster, and .patchctl/provenance.json
+    (commit, patchsets). Each host ends ok (verified by sha256 on the host), mismatch (files
+    listed), unreachable or failed (with the cause); the exit code is 1 if any host is not ok.
+
+    \b
+    Examples:
+      patchctl migrate gpu --target ~/verl_Uky
+      patchctl migrate gpu --dry-run --delete
+      patchctl migrate gpu --json | jq '.hosts[] | {host, status, files_sent}'
+    """
     spec = load_cluster(cluster, config)
     sets = load_patchsets(patchsets)
     tree = resolve(target, config)

@@ -206,7 +206,7 @@ def _host(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emi
             tr = send()
     if tr.returncode != 0:
         status = HostStatus.UNREACHABLE if tr.returncode == 255 else HostStatus.FAILED
-        return done(status, transfer.cause(tr.returncode, tr.stderr) + "; re-run migrate to resume", **common)
+        return done(status, transfer.cause(tr.returncode, tr.stderr, connected=True) + "; re-run migrate to resume", **common)
     reply = check(agent, Phase.VERIFYING, delete=False)
     if reply.failure:
         return done(reply.failure, "sent, but not verified: " + reply.reason, **common)

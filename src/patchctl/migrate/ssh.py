@@ -72,11 +72,13 @@ def rsh_command(cluster: Cluster, control: Path | None = None) -> str:
                     for w in words)
 
 
-def unreachable_reason(host: Host, stderr: str) -> str:
-    """ssh's exit 255 as a cause the user can act on."""
+def unreachable_reason(cluster: Cluster, host: Host, stderr: str) -> str:
+    """ssh's exit 255 as a cause the user can act on, with the command to try by hand (with the
+    cluster's ssh config, as migrate uses it)."""
     lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
     tail = lines[-1] if lines else "no message"
-    return f"ssh could not connect ({tail}); check that `ssh {host.ssh}` logs in without a prompt"
+    config = f"-F {shlex.quote(str(cluster.ssh_config))} " if cluster.ssh_config is not None else ""
+    return f"ssh could not connect ({tail}); check that `ssh {config}{shlex.quote(host.ssh)}` logs in without a prompt"
 
 
 class Master:
@@ -115,7 +117,7 @@ class Master:
                     return None
                 if self._proc.poll() is not None:
                     err.seek(0)
-                    return unreachable_reason(self.host, err.read().decode("utf-8", "replace"))
+                    return unreachable_reason(self.cluster, self.host, err.read().decode("utf-8", "replace"))
                 time.sleep(0.005)
         self._stop()
         return f"ssh did not finish logging in within {limit} s"

@@ -85,10 +85,15 @@ def parse_line(line: str) -> Item | None:
     return Item(parts[0], int(parts[1]), int(parts[2]), parts[3])
 
 
-def cause(returncode: int, stderr: str) -> str:
-    """The rsync exit code as a plain cause, with rsync's own last line as evidence."""
+def cause(returncode: int, stderr: str, *, connected: bool = False) -> str:
+    """The rsync exit code as a plain cause, with rsync's own last line as evidence.
+
+    ``connected``: the host was logged in before rsync started, so an ssh failure (255) means
+    the host was lost on the way, not that it could never be reached."""
     lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
     what = CAUSES.get(returncode, f"rsync failed with exit code {returncode}")
+    if returncode == 255 and connected:
+        what = "ssh could not reach the host any more (it went down, or the network dropped)"
     if "command not found" in stderr and "rsync" in stderr:
         what = "rsync is not installed on the host"
     detail = next((ln for ln in reversed(lines) if "rsync error:" not in ln), lines[-1] if lines else "")

@@ -108,7 +108,7 @@ def call(cluster: Cluster, host: Host, request: dict[str, Any], timeout: float,
 
 def _reply(cluster: Cluster, host: Host, returncode: int, stdout: str, stderr: str) -> AgentReply:
     if returncode == 255:
-        return AgentReply({}, HostStatus.UNREACHABLE, ssh.unreachable_reason(host, stderr))
+        return AgentReply({}, HostStatus.UNREACHABLE, ssh.unreachable_reason(cluster, host, stderr))
     try:
         data = json.loads(stdout or "null")
     except ValueError:
