@@ -7,9 +7,7 @@ so the launch, the streaming, the gates, the report and the verdict are the real
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -175,26 +173,3 @@ def test_in_process_runs_do_not_count_the_host_process_age(tree: Path, tmp_path:
     done = invoke("--target", str(tree), "--out", str(tmp_path / "run"), "--json")
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["timings"]["first_step"] < 60
-
-
-def test_smoke_profile_warms_the_gpu_beside_the_trainer(tree: Path, tmp_path: Path) -> None:
-    """The warm-up starts once the tiny model exists, is stopped with the run, and is reported;
-    on a machine without CUDA it says so and ends at once."""
-    pytest.importorskip("tokenizers")
-    pytest.importorskip("pyarrow")
-    done = invoke("--target", str(tree), "--out", str(tmp_path / "run"), "--json")
-    assert done.exit_code == 0, done.output
-    warm = json.loads(done.stdout)["gpu_warmup"]
-    assert warm["log"] == str(tmp_path / "run" / "gpu-warmup.log")
-    log = Path(warm["log"]).read_text()
-    if warm["returncode"] is not None:  # it finished before the (fast, fake) trainer did
-        assert warm["returncode"] == 0 and ("no CUDA device" in log or "torch is not importable" in log)
-
-
-def test_warmup_script_without_a_gpu_exits_cleanly(tmp_path: Path) -> None:
-    from patchctl.train.gpu_warmup import SCRIPT
-
-    done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "no-model")], capture_output=True, text=True,
-                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "nothing to warm up" in done.stdout

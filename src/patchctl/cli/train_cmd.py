@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 import sys
 import time
@@ -48,14 +47,12 @@ def _profile_names() -> list[str]:
               help="The interpreter that runs verl.")
 @click.option("--timeout", "timeout", type=float, default=None, help="Stop the trainer after this many seconds.")
 @click.option("--verbose", "-v", is_flag=True, help="Echo the trainer's output as it comes.")
-@click.option("--gpu-warmup/--no-gpu-warmup", "gpu_warmup", default=None,
-              help="Compile the first step's CUDA kernels beside the trainer (default: the profile's setting).")
 @json_option
 @config_option
 @click.argument("overrides", nargs=-1, type=click.UNPROCESSED)
 @handled
 def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run: bool, out: Path | None, python: str,
-              timeout: float | None, verbose: bool, gpu_warmup: bool | None, as_json: bool, config: Path | None,
+              timeout: float | None, verbose: bool, as_json: bool, config: Path | None,
               overrides: tuple[str, ...]) -> int:
     """Run GRPO on TARGET with a profile's settings and judge it by its gates.
 
@@ -70,8 +67,6 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
     from patchctl.train.profiles import load_profile
 
     profile = load_profile(profile_name)
-    if gpu_warmup is not None:
-        profile = dataclasses.replace(profile, gpu_warmup=gpu_warmup)
     cluster = load_cluster(cluster_name, config) if cluster_name else None
     tree = resolve(target, config)
     plan = run.plan(tree, profile, cluster, list(overrides), python, out)

@@ -39,7 +39,6 @@ PROFILE_SCHEMA = {
     "defaults": Field(dict, False, "a table of placeholder defaults"),
     "gates": Field(dict, False, "a [profile.NAME.gates] table"),
     "ray_head_cpus": Field(int, False, "start a Ray head node with this many CPUs beside the trainer"),
-    "gpu_warmup": Field(bool, False, "true: compile CUDA kernels beside the trainer while it imports"),
 }
 GATES_SCHEMA = {
     "min_steps": Field(int, False, "the fewest training steps the log must show"),
@@ -76,8 +75,6 @@ class Profile:
     gates: Gates = Gates()
     #: when set, patchctl starts the Ray head node (this many CPUs) while verl imports
     ray_head_cpus: int | None = None
-    #: compile the first step's CUDA kernels beside the trainer (smoke assets' model)
-    gpu_warmup: bool = False
 
 
 def profiles_file() -> Path:
@@ -109,8 +106,7 @@ def _profile(name: str, raw: Any, file: Path) -> Profile:
     check(gates, GATES_SCHEMA, file=file, prefix=prefix + "gates.")
     return Profile(name, raw["description"], raw["rollout"], raw["assets"], tuple(raw["overrides"]),
                    tuple(raw.get("needs", ())), tuple(raw.get("prepare", ())), tuple(raw.get("requires", ())),
-                   dict(raw.get("env", {})), dict(raw.get("defaults", {})), Gates(**gates), raw.get("ray_head_cpus"),
-                   raw.get("gpu_warmup", False))
+                   dict(raw.get("env", {})), dict(raw.get("defaults", {})), Gates(**gates), raw.get("ray_head_cpus"))
 
 
 def load_profiles(file: Path | None = None) -> dict[str, Profile]:

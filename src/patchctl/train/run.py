@@ -20,7 +20,7 @@ from typing import Any
 from patchctl.clusters import Cluster
 from patchctl.errors import PatchctlError
 from patchctl.target import Target
-from patchctl.train import facts, gates as gates_mod, gpu_warmup, launcher, rayhead, report, smoke
+from patchctl.train import facts, gates as gates_mod, launcher, rayhead, report, smoke
 from patchctl.train.data import tiny_dataset
 from patchctl.train.gates import Gate
 from patchctl.train.launcher import Launch
@@ -142,15 +142,10 @@ def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
     scan = LogScan()
     ready: list[float] = []
 
-    warm: list[gpu_warmup.Warmup] = []
-
     def build_assets() -> None:
         # verl reads the model and data only in its TaskRunner, seconds after the launch
         if p.profile.assets == "smoke":
             smoke.build(p.run_dir / "assets")
-            if p.profile.gpu_warmup:
-                warm.append(gpu_warmup.Warmup(p.launch.argv[0], Path(p.values["MODEL_PATH"]), p.launch.env,
-                                              p.run_dir / "gpu-warmup.log"))
         ready.append(time.monotonic() - t0)
 
     def seen(line: str, at: float) -> None:
@@ -172,7 +167,6 @@ def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
         stopper = threading.Thread(target=head.stop, name="ray-head-stop") if head else None
         if stopper:
             stopper.start()
-        warmed = warm[0].stop() if warm else None
     first = scan.steps[0].at if scan.steps else None
     results = gates_mod.evaluate(done.returncode, scan, p.profile.gates, first)
     passed = gates_mod.verdict(results)
@@ -185,8 +179,7 @@ def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
     run = {"profile": p.profile.name, "rollout": p.profile.rollout, "command": list(p.launch.argv),
            "ray_head": {"command": list(p.head.argv), "log": str(p.head.log)} if p.head else None,
            "cwd": str(p.launch.cwd), "env": p.launch.env, "returncode": done.returncode,
-           "timed_out": done.timed_out, "log": str(p.launch.log),
-           "gpu_warmup": asdict(warmed) if warmed else None}
+           "timed_out": done.timed_out, "log": str(p.launch.log)}
     plot_path = report.plot(p.run_dir / "report.png", scan, f"patchctl train --profile {p.profile.name} "
                             f"(verl {target.version or '?'})")
     run["plot"] = str(plot_path) if plot_path else "none (no steps logged, or matplotlib is not installed)"
