@@ -79,8 +79,9 @@ def _report(result: MigrateResult) -> None:
     rows = [[h.host, f"[{STATUS_STYLE[h.status.value]}]{h.status.value}[/]", str(h.files_sent), human(h.bytes_sent), f"{h.seconds:.2f}",
              "yes" if h.verified else "no", h.reason or "-"] for h in result.hosts]
     files_col = "would send" if result.dry_run else "files"
-    title = (f"migrate {result.cluster}{' (dry run)' if result.dry_run else ''}: {result.files} files "
-             f"from {result.source} at {(result.commit or 'no commit')[:12]}")
+    # the source path stays out of the table's title: rich folds a title to the table's width
+    click.echo(f"{result.source} at {(result.commit or 'no commit')[:12]}: {result.files} files")
+    title = f"migrate {result.cluster}{' (dry run)' if result.dry_run else ''}"
     render.table(title, ["host", "status", files_col, "bytes", "seconds", "verified", "reason"], rows)
     for h in result.hosts:
         if h.mismatches:
