@@ -13,9 +13,8 @@ from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
 from patchctl.clusters import load_cluster
-from patchctl.migrate import MigrateResult, Options, Phase, Progress, migrate
-from patchctl.patchsets.loader import load_patchsets
-from patchctl.target import resolve
+from patchctl.migrate import ssh
+from patchctl.migrate.results import MigrateResult, Phase, Progress
 
 STATUS_STYLE = {"ok": "green", "planned": "cyan", "mismatch": "red", "unreachable": "red", "failed": "red"}
 
@@ -148,17 +147,24 @@ def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: 
       patchctl migrate gpu --json | jq '.hosts[] | {host, status, files_sent}'
     """
     spec = load_cluster(cluster, config)
-    sets = load_patchsets(patchsets)
-    tree = resolve(target, config)
-    options = Options(dry_run=dry_run, delete=delete, checksum=checksum, jobs=jobs)
-    if as_json:
-        display: Any = None
-    elif sys.stdout.isatty():
-        display = LiveTable(spec.name)
-    else:
-        display = PlainLines()
-    with display if isinstance(display, LiveTable) else nullcontext():
-        result = migrate(spec, tree.root, sets, options, progress=display.update if display else None)
+    with ssh.Connections(spec, jobs) as connections:  # the hosts log in while the rest loads
+        # imported here, not at the top, so that loading them overlaps the logins
+        from patchctl.migrate.runner import Options, migrate
+        from patchctl.patchsets.loader import load_patchsets
+        from patchctl.target import resolve
+
+        sets = load_patchsets(patchsets)
+        tree = resolve(target, config)
+        options = Options(dry_run=dry_run, delete=delete, checksum=checksum, jobs=jobs)
+        if as_json:
+            display: Any = None
+        elif sys.stdout.isatty():
+            display = LiveTable(spec.name)
+        else:
+            display = PlainLines()
+        with display if isinstance(display, LiveTable) else nullcontext():
+            result = migrate(spec, tree.root, sets, options, progress=display.update if display else None,
+                             connections=connections)
     if as_json:
         render.emit_json(result.as_json())
     else:

@@ -2,11 +2,27 @@
 
 rsync over OpenSSH, in parallel, exactly the files git sees, incremental, each host verified
 on arrival by a small stdlib-only agent (``remote_agent.py``) run with the host's python3.
+
+The names below load on first use (PEP 562), so that ``patchctl.migrate.ssh`` can be imported
+— and the hosts' logins started — before the rest of migrate and the patchset loader load.
 """
 
 from __future__ import annotations
 
-from patchctl.migrate.results import HostResult, HostStatus, MigrateResult, Phase, Progress
-from patchctl.migrate.runner import Options, migrate
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from patchctl.migrate.results import HostResult, HostStatus, MigrateResult, Phase, Progress
+    from patchctl.migrate.runner import Options, migrate
+
+_WHERE = {"HostResult": "results", "HostStatus": "results", "MigrateResult": "results", "Phase": "results",
+          "Progress": "results", "Options": "runner", "migrate": "runner"}
 
 __all__ = ["HostResult", "HostStatus", "MigrateResult", "Options", "Phase", "Progress", "migrate"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"patchctl.migrate.{_WHERE[name]}"), name)

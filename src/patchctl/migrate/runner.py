@@ -9,7 +9,6 @@ a result, never an exception, so it cannot stop the others.
 
 from __future__ import annotations
 
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -64,7 +63,9 @@ def _labels(cluster: Cluster) -> list[str]:
 
 
 def migrate(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], options: Options = Options(),
-            progress: ProgressFn | None = None) -> MigrateResult:
+            progress: ProgressFn | None = None, connections: ssh.Connections | None = None) -> MigrateResult:
+    """``connections``: the cluster's logins, started by the caller as early as it could (they
+    are closed here); without it migrate starts them itself."""
     example = render.find_example(root, patchsets)
     generated = (render.GIT_IGNORE,) if example else ()
     labels = _labels(cluster)
@@ -77,15 +78,13 @@ def migrate(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], options
             with lock:
                 progress(event)
 
-    # /tmp, not $TMPDIR: the control sockets live here and a unix socket path is short
-    with tempfile.TemporaryDirectory(prefix="pcm-", dir="/tmp" if Path("/tmp").is_dir() else None) as tmp, \
-            ThreadPoolExecutor(max_workers=jobs) as pool:
+    with connections or ssh.Connections(cluster, jobs) as conns, ThreadPoolExecutor(max_workers=jobs) as pool:
         # the hosts log in (and start their agents) while the tree is listed and hashed here
         ready: Future[_Shared] = Future()
-        futures = [pool.submit(_connected, ready, h, label, files, emit, ssh.Master(cluster, h, Path(tmp), i))
-                   for i, (h, label, files) in enumerate(zip(cluster.hosts, labels, rendered))]
+        futures = [pool.submit(_connected, ready, h, label, files, emit, master)
+                   for h, label, files, master in zip(cluster.hosts, labels, rendered, conns.masters)]
         try:
-            shared = _prepare(cluster, root, patchsets, generated, options, Path(tmp))
+            shared = _prepare(cluster, root, patchsets, generated, options, conns.dir)
         except BaseException as exc:
             ready.set_exception(exc)  # hosts waiting for the tree stop before they change anything
             for f in futures:

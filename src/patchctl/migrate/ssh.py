@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
 
 from patchctl import proc
 from patchctl.clusters import Cluster, Host
@@ -83,42 +84,57 @@ def unreachable_reason(cluster: Cluster, host: Host, stderr: str) -> str:
 
 class Master:
     """One ``ssh -M -N`` per host, started and stopped by patchctl (no ControlPersist daemon
-    is left behind). ``open`` returns None once logged in, else ssh's reason; it may be called
-    from several threads and connects once."""
+    is left behind). ``start`` begins the login and returns at once; ``open`` waits for it and
+    returns None once logged in, else ssh's reason. Both may be called from several threads;
+    the host is logged in to once."""
 
     def __init__(self, cluster: Cluster, host: Host, control_dir: Path, index: int) -> None:
         self.cluster, self.host = cluster, host
         self.socket = control_dir / f"h{index}"  # short: a unix socket path has ~100 bytes
-        #: when the first open began (the host's run is timed from here)
+        #: when the login began (the host's run is timed from here)
         self.started = time.monotonic()
         self._proc: subprocess.Popen[bytes] | None = None
+        self._err: IO[bytes] | None = None
         self._lock = threading.Lock()
         self._outcome: tuple[str | None] | None = None
+
+    def start(self) -> None:
+        with self._lock:
+            self._start()
 
     def open(self) -> str | None:
         with self._lock:
             if self._outcome is None:
-                self.started = time.monotonic()
-                self._outcome = (self._connect(),)
+                self._start()
+            if self._outcome is None:
+                self._outcome = (self._wait(),)
             return self._outcome[0]
 
-    def _connect(self) -> str | None:
+    def _start(self) -> None:
+        if self._proc is not None or self._outcome is not None:
+            return
         argv = ["ssh", *ssh_options(self.cluster), "-M", "-N", "-o", f"ControlPath={self.socket}",
                 "-o", "ControlPersist=no", "--", self.host.ssh]
-        with tempfile.TemporaryFile() as err:
-            try:
-                self._proc = proc.spawn(argv, stderr=err)
-            except PatchctlError as exc:  # ssh itself is missing: this host's failure, like the others'
-                return str(exc)
-            limit = min(self.cluster.timeout, 20) + 10
-            deadline = time.monotonic() + limit
-            while time.monotonic() < deadline:
+        self.started = time.monotonic()
+        self._err = tempfile.TemporaryFile()
+        try:
+            self._proc = proc.spawn(argv, stderr=self._err)
+        except PatchctlError as exc:  # ssh itself is missing: this host's failure, like the others'
+            self._outcome = (str(exc),)
+
+    def _wait(self) -> str | None:
+        assert self._proc is not None and self._err is not None
+        limit = min(self.cluster.timeout, 20) + 10
+        try:
+            while time.monotonic() < self.started + limit:
                 if self.socket.exists():
                     return None
                 if self._proc.poll() is not None:
-                    err.seek(0)
-                    return unreachable_reason(self.cluster, self.host, err.read().decode("utf-8", "replace"))
+                    self._err.seek(0)
+                    return unreachable_reason(self.cluster, self.host, self._err.read().decode("utf-8", "replace"))
                 time.sleep(0.005)
+        finally:
+            self._err.close()  # the master keeps its own descriptor
         self._stop()
         return f"ssh did not finish logging in within {limit} s"
 
@@ -126,6 +142,8 @@ class Master:
         with self._lock:
             self._outcome = self._outcome or ("closed",)
             self._stop()
+            if self._err is not None:
+                self._err.close()
 
     def _stop(self) -> None:
         """Ask the master to exit through its socket (it can miss a SIGTERM that races its
@@ -138,8 +156,36 @@ class Master:
                           "--", self.host.ssh], check=False, timeout=5)
             except subprocess.TimeoutExpired:
                 pass
+        else:  # still logging in (migrate stopped early, e.g. on a bad --target): nothing to close cleanly
+            self._proc.terminate()
         try:
             self._proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
+
+
+class Connections:
+    """The cluster's master connections in a private socket directory, logged in to as early as
+    possible: the CLI starts them before it loads the patchsets and the rest of migrate, so
+    the hosts' logins overlap that work and the hashing of the tree. Only the first ``jobs``
+    hosts start at once; the others start when a worker takes them up."""
+
+    def __init__(self, cluster: Cluster, jobs: int | None = None) -> None:
+        # /tmp, not $TMPDIR: the control sockets live here and a unix socket path is short
+        self._dir = tempfile.TemporaryDirectory(prefix="pcm-", dir="/tmp" if Path("/tmp").is_dir() else None)
+        self.dir = Path(self._dir.name)
+        self.masters = [Master(cluster, h, self.dir, i) for i, h in enumerate(cluster.hosts)]
+        for master in self.masters[:jobs or len(self.masters)]:
+            master.start()
+
+    def close(self) -> None:
+        for master in self.masters:
+            master.close()
+        self._dir.cleanup()
+
+    def __enter__(self) -> Connections:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
