@@ -8,6 +8,7 @@ the training or doctor modules (and the other way round). Start-up time matters 
 from __future__ import annotations
 
 import importlib
+import signal
 
 import click
 
@@ -54,7 +55,13 @@ def cli() -> None:
 LAUNCHED = False
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, so ``finally`` blocks close ssh masters and stop children."""
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     global LAUNCHED
     LAUNCHED = True
+    signal.signal(signal.SIGTERM, _terminate)
     cli()
