@@ -141,7 +141,10 @@ class LoopbackCluster:
             f"AuthorizedKeysFile {self.base / 'authorized_keys'}",
             "StrictModes no", "UsePAM no", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
             "PubkeyAuthentication yes", "PermitRootLogin prohibit-password", f"AllowUsers {self.user}",
-            "MaxStartups 100:30:200", "MaxSessions 100", "PrintMotd no", "LogLevel ERROR", "",
+            "MaxStartups 100:30:200", "MaxSessions 100", "PrintMotd no", "LogLevel ERROR",
+            # each node has a home of its own, as separate machines do; it also keeps the account's
+            # real ~/.bashrc (pyenv init, whose rehash lock a killed login leaves behind) out of it
+            f"SetEnv HOME={h.home}", "",
         ]))
 
     def _client_config(self) -> None:
