@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, tag_comment
-from patchctl.patchsets.kinds.pyparse import calls_to, dotted, parse_ast, parse_module, same_expr
+from patchctl.patchsets.kinds.pyparse import calls_to, dotted, parse_ast, parse_module, same_expr, split_lines
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
 
@@ -48,13 +48,14 @@ class _Site:
     line: int
     #: the keyword node, or None when the call does not pass it
     keyword: ast.keyword | None
+    call: ast.Call | None = None
 
 
 def _sites(tree: ast.Module, callee: str, keyword: str) -> list[_Site]:
     out = []
     for rank, call in enumerate(calls_to(tree, callee)):
         kw = next((k for k in call.keywords if k.arg == keyword), None)
-        out.append(_Site(rank, call.lineno, kw))
+        out.append(_Site(rank, call.lineno, kw, call))
     return out
 
 
@@ -102,6 +103,53 @@ def _rewrite_call(module: cst.Module, callee: str, rank: int, change) -> cst.Mod
             return change(updated_node) if getattr(self, "target", None) is original_node else updated_node
 
     return module.visit(Rewrite())
+
+
+def _enclosing_statement(tree: ast.Module, call: ast.Call) -> ast.stmt | None:
+    """The innermost statement that holds the whole call."""
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and node.lineno <= call.lineno and (call.end_lineno or 0) <= (node.end_lineno or 0):
+            if best is None or (node.lineno, -(node.end_lineno or 0)) >= (best.lineno, -(best.end_lineno or 0)):
+                best = node
+    return best
+
+
+def _rewrite_site(text: str, path: str, callee: str, site: _Site, make_change) -> str:  # type: ignore[no-untyped-def]
+    """``text`` with the call at ``site`` replaced by ``make_change(module)(call)``.
+
+    libcst parses only the statement that holds the call (wrapped in ``if True:`` when it is
+    indented, so its whitespace stays exactly as written): parsing and visiting a whole
+    600-line module cost ~0.25 s of ``patchctl apply``'s ~0.55 s. Where the statement cannot
+    be cut out cleanly the whole module is rewritten, as before.
+    """
+    import libcst as cst
+
+    tree = parse_ast(text, path)
+    stmt = _enclosing_statement(tree, site.call) if site.call is not None else None
+    lines = split_lines(text)
+    if stmt is not None:
+        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+        chunk = "".join(lines[first - 1: stmt.end_lineno])
+        indent = lines[first - 1][: len(lines[first - 1]) - len(lines[first - 1].lstrip())]
+        wrapper = "if True:\n" if indent else ""
+        eol = "" if chunk.endswith(("\n", "\r")) else "\n"
+        snippet = wrapper + chunk + eol
+        try:
+            calls = calls_to(ast.parse(snippet), callee)
+            offset = first - 1 - (1 if wrapper else 0)
+            rank = next(i for i, c in enumerate(calls)
+                        if (c.lineno + offset, c.col_offset) == (site.call.lineno, site.call.col_offset))  # type: ignore[union-attr]
+            module = cst.parse_module(snippet)
+        except (SyntaxError, StopIteration, cst.ParserSyntaxError):
+            stmt = None
+        else:
+            code = _rewrite_call(module, callee, rank, make_change(module)).code
+            code = code[len(wrapper):] if wrapper else code
+            code = code[: len(code) - len(eol)] if eol else code
+            return "".join([*lines[: first - 1], code, *lines[stmt.end_lineno:]])  # type: ignore[misc]
+    module = parse_module(text, path)
+    return _rewrite_call(module, callee, site.rank, make_change(module)).code
 
 
 class KeywordRename:
@@ -189,12 +237,12 @@ class KeywordRename:
             return Edit(EditStatus.CONFLICT, f"line {site.line}: {p.old_keyword}={found}, "
                         f"the patch expects {p.old_keyword}={p.old_value}")
         problem: list[str] = []
-        module = parse_module(text, ctx.path)
-        out = _rewrite_call(module, p.call, site.rank, lambda call: self._forward(module, call, patch, problem))
+        out = _rewrite_site(text, ctx.path, p.call, site,
+                            lambda module: lambda call: self._forward(module, call, patch, problem))
         if problem:
             return Edit(EditStatus.CONFLICT, f"line {site.line}: {problem[0]}")
         return Edit(EditStatus.CHANGED, f"{p.call}(...) at line {site.line}: {p.old_keyword}= -> {p.new_keyword}=",
-                    out.code)
+                    out)
 
     def _forward(self, module: cst.Module, call: cst.Call, patch: Patch, problem: list[str]) -> cst.Call:
         import libcst as cst
@@ -235,11 +283,10 @@ class KeywordRename:
             return Edit(EditStatus.AMBIGUOUS, "the tagged change appears at lines " + ", ".join(str(s.line) for s in exact))
         site = exact[0]
         problem: list[str] = []
-        module = parse_module(text, ctx.path)
-        out = _rewrite_call(module, p.call, site.rank, lambda call: self._backward(call, patch, problem))
+        out = _rewrite_site(text, ctx.path, p.call, site, lambda module: lambda call: self._backward(call, patch, problem))
         if problem:
             return Edit(EditStatus.CONFLICT, f"line {site.line}: {problem[0]}")
-        return Edit(EditStatus.CHANGED, f"restored {p.old_keyword}= in {p.call}(...) at line {site.line}", out.code)
+        return Edit(EditStatus.CHANGED, f"restored {p.old_keyword}= in {p.call}(...) at line {site.line}", out)
 
     def _backward(self, call: cst.Call, patch: Patch, problem: list[str]) -> cst.Call:
         import libcst as cst
