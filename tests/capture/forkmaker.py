@@ -16,14 +16,14 @@ PROBE = "scripts/uky_probe.sh"
 EDITS: list[tuple[str, str, str, str]] = [
     (GSM8K,
      'def compute_score(solution_str, ground_truth, method="strict", format_score=0.0, score=1.0):\n',
-     'def compute_score(solution_str, ground_truth, method="flexible", format_score=0.0, score=1.0):'
-     '  # Uky: accept answers without the #### marker\n',
+     ('def compute_score(solution_str, ground_truth, method="flexible", format_score=0.0, score=1.0):'
+      '  # Uky: accept answers without the #### marker\n'),
      "changed default argument"),
     (GSM8K,
      "_SOLUTION_CLIP_CHARS = 300\n",
-     "_SOLUTION_CLIP_CHARS = 300\n\n\n"
-     "def normalize_answer(text):  # Uky: one place for answer clean-up\n"
-     '    return text.replace(",", "").strip()  # Uky\n',
+     ("_SOLUTION_CLIP_CHARS = 300\n\n\n"
+      "def normalize_answer(text):  # Uky: one place for answer clean-up\n"
+      '    return text.replace(",", "").strip()  # Uky\n'),
      "new helper function"),
     (TRACKING, "\nimport os\n", "\nimport os\nimport time  # Uky\n", "extra import"),
     (TRACKING,

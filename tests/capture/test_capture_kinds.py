@@ -54,7 +54,7 @@ def test_an_edit_inside_a_loop_takes_the_whole_loop(tmp_path: Path) -> None:
     """Only class and function bodies are scopes: a changed line in a `for` body replaces the
     `for` statement, anchored by its neighbours in the method."""
     fork = MODULE.replace("            total += 1\n", "            total += 2  # Uky\n")
-    code, doc, _ = capture(tmp_path, {"t.py": MODULE}, {"t.py": fork})
+    code, _, _ = capture(tmp_path, {"t.py": MODULE}, {"t.py": fork})
     assert code == 0
     manifest = (tmp_path / "out" / "patchset.toml").read_text()
     assert 'above = ["total = 0"]' in manifest and 'below = ["self.total = total"]' in manifest

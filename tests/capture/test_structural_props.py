@@ -9,8 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from patchctl.patchsets.kinds import KINDS
-from patchctl.patchsets.kinds import structure
+from patchctl.patchsets.kinds import KINDS, structure
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch, Presence

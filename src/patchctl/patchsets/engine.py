@@ -21,7 +21,7 @@ from patchctl.errors import DirtyFiles, PatchctlError, PatchFailed
 from patchctl.patchsets import record as rec
 from patchctl.patchsets import upstream
 from patchctl.patchsets.kinds import KINDS
-from patchctl.patchsets.kinds.base import Context, EditStatus
+from patchctl.patchsets.kinds.base import Check, Context, EditStatus
 from patchctl.patchsets.model import Outcome, Patch, Patchset, Presence
 from patchctl.target import Target
 
@@ -111,6 +111,35 @@ def locate(patch: Patch, tree: TreeReader) -> str | None:
     return patch.target[0] if KINDS[patch.kind].creates_target else None
 
 
+@dataclass(frozen=True)
+class Assessment:
+    """Where a patch stands in a tree before anything is written.
+
+    The steps ``apply`` and ``verify`` share, in their order: does the patch concern this tree
+    (version, target file), what does its kind's postcondition say, and, when the change is not
+    there, has upstream made it already.
+    """
+
+    path: str | None
+    #: why the patch does not concern this tree, else None
+    skip: str | None = None
+    found: Check | None = None
+    #: where upstream already has the change (only asked when the change is missing), else None
+    superseded: str | None = None
+
+
+def assess(patch: Patch, tree: TreeReader, patchset_root: Path) -> Assessment:
+    path = locate(patch, tree)
+    skip = version_mismatch(patch, tree.plan.target.version)
+    if skip is None and path is None:
+        skip = "none of its target files exists: " + ", ".join(patch.target)
+    if skip is not None or path is None:
+        return Assessment(path, skip)
+    found = KINDS[patch.kind].check(tree.read(path), patch, Context(patchset_root, path))
+    superseded = upstream.find(patch.upstream, path, tree.read, patch.tag) if found.presence is Presence.MISSING else None
+    return Assessment(path, None, found, superseded)
+
+
 def _drop_note(patch: Patch, version: str | None) -> str:
     spec = patch.meta.get("drop_when")
     try:
@@ -146,24 +175,18 @@ def _apply_one(ps: Patchset, patch: Patch, tree: TreeReader, record: rec.Record)
     def result(status: Outcome, path: str | None, reason: str, detail: str = "") -> PatchResult:
         return PatchResult(ps.name, patch.id, status, path, reason + _drop_note(patch, tree.plan.target.version), detail)
 
-    kind = KINDS[patch.kind]
-    mismatch = version_mismatch(patch, tree.plan.target.version)
-    if mismatch:
-        return result(Outcome.NOT_APPLICABLE, None, mismatch)
-    path = locate(patch, tree)
-    if path is None:
-        return result(Outcome.NOT_APPLICABLE, None, "none of its target files exists: " + ", ".join(patch.target))
-    text = tree.read(path)
-    ctx = Context(ps.root, path)
-    found = kind.check(text, patch, ctx)
+    a = assess(patch, tree, ps.root)
+    if a.skip is not None or a.found is None or a.path is None:
+        return result(Outcome.NOT_APPLICABLE, None, a.skip or "")
+    path, found = a.path, a.found
     if found.presence is Presence.PRESENT:
         return result(Outcome.ALREADY_APPLIED, path, found.reason)
     if found.presence is Presence.MODIFIED:
         return result(Outcome.CONFLICT, path, f"{found.reason}; restore it or revert the file", found.detail)
-    superseded = upstream.find(patch.upstream, path, tree.read, patch.tag)
-    if superseded:
-        return result(Outcome.SUPERSEDED_UPSTREAM, path, superseded)
-    edit = kind.apply(text, patch, ctx)
+    if a.superseded:
+        return result(Outcome.SUPERSEDED_UPSTREAM, path, a.superseded)
+    text = tree.read(path)
+    edit = KINDS[patch.kind].apply(text, patch, Context(ps.root, path))
     if edit.status is EditStatus.CHANGED:
         before = tree.plan.before.get(path, text)
         tree.write(path, edit.text, edit.mode)

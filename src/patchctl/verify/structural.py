@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from patchctl.patchsets import record as rec
-from patchctl.patchsets import upstream
-from patchctl.patchsets.engine import Plan, locate, TreeReader, version_mismatch
+from patchctl.patchsets.engine import Plan, TreeReader, assess
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.model import Patchset, Presence
@@ -45,27 +44,21 @@ def verify(target: Target, patchsets: list[Patchset]) -> Report:
     owned: dict[str, set[int]] = {}
     for ps in patchsets:
         for patch in ps.patches:
-            kind = KINDS[patch.kind]
             entry = record.find(ps.name, patch.id) if record else None
-            mismatch = version_mismatch(patch, target.version)
-            path = locate(patch, tree)
-            if mismatch or path is None:
-                reason = mismatch or "none of its target files exists: " + ", ".join(patch.target)
+            a = assess(patch, tree, ps.root)
+            if a.skip is not None or a.found is None or a.path is None:
                 presence = Presence.MISSING if entry else Presence.NOT_APPLICABLE
-                report.checks.append(PatchCheck(ps.name, patch.id, presence, path, reason))
+                report.checks.append(PatchCheck(ps.name, patch.id, presence, a.path, a.skip or ""))
                 continue
-            text = tree.read(path)
-            ctx = Context(ps.root, path)
-            found = kind.check(text, patch, ctx)
+            path, found = a.path, a.found
             owned.setdefault(path, set()).update(found.owned_lines)
             if found.presence is not Presence.MISSING:
                 report.checks.append(PatchCheck(ps.name, patch.id, found.presence, path, found.reason, found.detail))
                 continue
-            superseded = upstream.find(patch.upstream, path, tree.read, patch.tag)
-            if superseded:
-                report.checks.append(PatchCheck(ps.name, patch.id, Presence.SUPERSEDED_UPSTREAM, path, superseded))
+            if a.superseded:
+                report.checks.append(PatchCheck(ps.name, patch.id, Presence.SUPERSEDED_UPSTREAM, path, a.superseded))
                 continue
-            would = kind.apply(text, patch, ctx)
+            would = KINDS[patch.kind].apply(tree.read(path), patch, Context(ps.root, path))
             if would.status is EditStatus.NOT_APPLICABLE and not entry:
                 report.checks.append(PatchCheck(ps.name, patch.id, Presence.NOT_APPLICABLE, path, would.reason))
                 continue

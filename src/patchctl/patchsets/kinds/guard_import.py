@@ -18,15 +18,13 @@ existing ``try``. The edit is line based, so :meth:`GuardImport.revert` is byte-
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import ast
-
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
-from patchctl.patchsets.kinds.pyparse import dotted_ast as dotted
 from patchctl.patchsets.kinds.pyparse import parse_ast as parse
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch, Presence

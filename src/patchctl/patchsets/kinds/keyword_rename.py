@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, tag_comment
-from patchctl.patchsets.kinds.pyparse import calls_to, dotted, parse_ast, parse_module, same_expr, split_lines
+from patchctl.patchsets.kinds.pyparse import (
+    calls_to,
+    dotted,
+    parse_ast,
+    parse_module,
+    same_expr,
+    split_lines,
+)
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
 
@@ -109,9 +116,9 @@ def _enclosing_statement(tree: ast.Module, call: ast.Call) -> ast.stmt | None:
     """The innermost statement that holds the whole call."""
     best = None
     for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and node.lineno <= call.lineno and (call.end_lineno or 0) <= (node.end_lineno or 0):
-            if best is None or (node.lineno, -(node.end_lineno or 0)) >= (best.lineno, -(best.end_lineno or 0)):
-                best = node
+        holds = isinstance(node, ast.stmt) and node.lineno <= call.lineno and (call.end_lineno or 0) <= (node.end_lineno or 0)
+        if holds and (best is None or (node.lineno, -(node.end_lineno or 0)) >= (best.lineno, -(best.end_lineno or 0))):
+            best = node
     return best
 
 
