@@ -63,7 +63,7 @@ def test_dry_run_prints_command_and_env(tree: Path, tmp_path: Path) -> None:
     done = invoke("--target", str(tree), "--dry-run", "--out", str(tmp_path / "run"), "trainer.total_epochs=3")
     assert done.exit_code == 0, done.output
     assert f"cd {tree}" in done.output
-    assert "export VERL_ATTN_IMPLEMENTATION=sdpa" in done.output
+    assert "export VERL_ATTN_IMPLEMENTATION=eager" in done.output
     assert f"{sys.executable} -m verl.trainer.main_ppo \\" in done.output
     assert "ray_init.num_cpus=null" in done.output and done.output.rstrip().endswith("trainer.total_epochs=3")
     assert "start --head" in done.output and "export RAY_ADDRESS=127.0.0.1:" in done.output
