@@ -20,6 +20,27 @@ def toplevel(path: Path) -> Path | None:
     return Path(done.stdout.strip())
 
 
+def is_worktree_root(path: Path) -> bool:
+    """Whether ``path`` is the top of a git work tree (not a folder inside one, not outside git)."""
+    top = toplevel(path)
+    return top is not None and top.resolve() == path.resolve()
+
+
+def worktree_files(root: Path) -> dict[str, bool]:
+    """path -> tracked, for the files git sees: tracked ones plus untracked ones it does not ignore.
+
+    Git's answer, not rsync's or a walk's: gitignore rules (anchoring, negation, nested files)
+    are git's to apply. Tracked files deleted from the work tree are still listed.
+    """
+    done = proc.run(["git", "-C", str(root), "-c", "core.quotePath=false", "ls-files", "-z", "-t",
+                     "--cached", "--others", "--exclude-standard"])
+    out: dict[str, bool] = {}
+    for item in done.stdout.split("\0"):
+        if len(item) > 2 and not item.endswith("/"):  # "dir/": an untracked nested repository
+            out[item[2:]] = out.get(item[2:], False) or item[0] != "?"
+    return out
+
+
 def head(root: Path) -> str | None:
     done = proc.run(["git", "-C", str(root), "rev-parse", "--verify", "-q", "HEAD"], check=False)
     return done.stdout.strip() or None

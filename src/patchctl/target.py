@@ -65,8 +65,7 @@ def open_tree(root: Path, label: str | None = None) -> Target:
     root = root.resolve()
     if not (root / "verl" / "__init__.py").is_file():
         raise NotAVerlTree(root)
-    top = git.toplevel(root)
-    is_git = top is not None and top.resolve() == root
+    is_git = git.is_worktree_root(root)
     return Target(root, read_version(root), label or str(root), git.head(root) if is_git else None, is_git)
 
 

@@ -33,9 +33,8 @@ def list_files(root: Path) -> frozenset[str]:
 
     Git's answer matters for a fork: build outputs and checkpoints it ignores are not edits.
     """
-    if git.toplevel(root) is not None and (git.toplevel(root) or root).resolve() == root.resolve():
-        done = proc.run(["git", "-C", str(root), "ls-files", "-z", "-co", "--exclude-standard"])
-        names = [n for n in done.stdout.split("\0") if n]
+    if git.is_worktree_root(root):
+        names = git.worktree_files(root)
         return frozenset(n for n in names if not set(Path(n).parts[:-1]) & SKIP_DIRS and (root / n).is_file())
     out = []
     for dirpath, dirnames, filenames in os.walk(root):

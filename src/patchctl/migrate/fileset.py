@@ -62,17 +62,6 @@ class FileSet:
         return sum(e.size for e in self.entries)
 
 
-def _listed(root: Path) -> dict[str, bool]:
-    """path -> tracked, for tracked files plus untracked files git does not ignore."""
-    done = proc.run(["git", "-C", str(root), "-c", "core.quotePath=false", "ls-files", "-z", "-t",
-                     "--cached", "--others", "--exclude-standard"])
-    out: dict[str, bool] = {}
-    for item in done.stdout.split("\0"):
-        if len(item) > 2 and not item.endswith("/"):  # "dir/": an untracked nested repository
-            out[item[2:]] = out.get(item[2:], False) or item[0] != "?"
-    return out
-
-
 def _changed(root: Path) -> tuple[str, ...]:
     done = proc.run(["git", "-C", str(root), "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "."])
     items, out, skip = done.stdout.split("\0"), [], False
@@ -152,7 +141,7 @@ def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = ()) -> Fi
     top = git.toplevel(root)
     if top is None:
         raise NotAGitTree(root)
-    listed = _listed(root)
+    listed = git.worktree_files(root)
     record = rec.load(root)
     if record is not None:
         listed.setdefault(rec.RECORD_PATH, False)
