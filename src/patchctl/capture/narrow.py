@@ -14,7 +14,7 @@ from typing import Any
 from patchctl.errors import PatchctlError
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
-from patchctl.patchsets.kinds.pyparse import dotted_ast
+from patchctl.patchsets.kinds.pyparse import dotted_ast, first_import
 from patchctl.patchsets.model import Patch
 
 
@@ -29,17 +29,12 @@ def reproduces(kind: str, raw: dict[str, Any], base_text: str, expected: str, re
     return edit.status is EditStatus.CHANGED and edit.text == expected
 
 
-def before_first_import(base_text: str, span: tuple[int, int]) -> bool:
+def before_first_import(base_tree: ast.Module, span: tuple[int, int]) -> bool:
     """Whether a module-level gap ends right at BASE's first import (where a prelude goes).
 
     A cheap test that spares the libcst trial for insertions elsewhere in a module.
     """
-    try:
-        tree = ast.parse(base_text)
-    except SyntaxError:
-        return False
-    first = next((s for s in tree.body if isinstance(s, ast.Import)
-                  or isinstance(s, ast.ImportFrom) and s.module != "__future__"), None)
+    first = first_import(base_tree)
     return first is not None and span[0] <= first.lineno <= span[1] + 1
 
 

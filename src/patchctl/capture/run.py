@@ -178,7 +178,7 @@ def _python(s: _State, rel: str, base_text: str, fork_text: str, hunks: list[Hun
             continue
         before, after = str(u.params["before"]), str(u.params["after"])
         expected = _splice(blines, [(u.base_span, after)])
-        kind, params = _narrowest(s, rel, u, before, after, base_text, expected)
+        kind, params = _narrowest(s, rel, u, before, after, base_text, base_tree, expected)
         why = why_from(flines, sorted(n for h in u.hunks for n in h.tagged_lines), s.tag)
         scope = u.scope or "module"
         what = {"structural": f"{'header of ' if u.mode == 'header' else ''}{scope}", "prelude": "prelude block",
@@ -192,8 +192,8 @@ def _python(s: _State, rel: str, base_text: str, fork_text: str, hunks: list[Hun
 
 
 def _narrowest(s: _State, rel: str, u: pyunits.Unit, before: str, after: str, base_text: str,
-               expected: str) -> tuple[str, dict[str, Any]]:
-    if u.mode == "statements" and not u.scope and narrow.before_first_import(base_text, u.base_span):
+               base_tree: ast.Module, expected: str) -> tuple[str, dict[str, Any]]:
+    if u.mode == "statements" and not u.scope and narrow.before_first_import(base_tree, u.base_span):
         block = narrow.prelude(before, after)
         if block and narrow.reproduces("prelude", block, base_text, expected, rel, s.tag):
             return "prelude", block

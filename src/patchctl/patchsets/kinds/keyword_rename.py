@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from patchctl.errors import ManifestError
+from patchctl.patchsets.kinds import structure
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, tag_comment
 from patchctl.patchsets.kinds.pyparse import (
     calls_to,
@@ -136,7 +137,7 @@ def _rewrite_site(text: str, path: str, callee: str, site: _Site, make_change) -
     stmt = _enclosing_statement(tree, site.call) if site.call is not None else None
     lines = split_lines(text)
     if stmt is not None:
-        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+        first = structure.first_line(stmt)
         chunk = "".join(lines[first - 1: stmt.end_lineno])
         indent = lines[first - 1][: len(lines[first - 1]) - len(lines[first - 1].lstrip())]
         wrapper = "if True:\n" if indent else ""

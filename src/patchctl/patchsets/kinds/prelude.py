@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
-from patchctl.patchsets.kinds.pyparse import parse_ast, parse_module, split_lines
+from patchctl.patchsets.kinds.pyparse import (
+    first_import,
+    parse_ast,
+    parse_module,
+    split_lines,
+)
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
 
@@ -160,9 +165,7 @@ class Prelude:
     @staticmethod
     def _split_after_first_import(text: str, path: str) -> tuple[str, str]:
         """(the text through the first top-level import, the rest); all of it when none is found."""
-        tree = parse_ast(text, path)
-        first = next((st for st in tree.body if isinstance(st, ast.Import)
-                      or isinstance(st, ast.ImportFrom) and st.module != "__future__"), None)
+        first = first_import(parse_ast(text, path))
         if first is None or first.end_lineno is None:
             return text, ""
         lines = split_lines(text)

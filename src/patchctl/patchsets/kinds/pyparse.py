@@ -35,6 +35,12 @@ def parse_module(text: str, path: str) -> cst.Module:
         raise SourceSyntaxError(path, exc.raw_line, exc.message) from None
 
 
+def first_import(tree: ast.Module) -> ast.stmt | None:
+    """The module's first top-level import, ``from __future__`` ones aside (they must stay first)."""
+    return next((st for st in tree.body if isinstance(st, ast.Import)
+                 or isinstance(st, ast.ImportFrom) and st.module != "__future__"), None)
+
+
 def dotted_ast(node: ast.expr) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
