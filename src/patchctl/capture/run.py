@@ -204,9 +204,8 @@ def _narrowest(s: _State, rel: str, u: pyunits.Unit, before: str, after: str, ba
     return "structural", dict(u.params)
 
 
-def _shell(s: _State, rel: str, base_text: str, hunks: list[Hunk]) -> None:
-    blines, parts = split_lines(base_text), []
-    fork_lines = split_lines((s.fork.root / rel).read_text(encoding="utf-8"))
+def _shell(s: _State, rel: str, base_text: str, fork_text: str, hunks: list[Hunk]) -> None:
+    blines, fork_lines, parts = split_lines(base_text), split_lines(fork_text), []
     for h in hunks:
         added = fork_lines[h.fork[0]: h.fork[1]]
         line = h.fork[0] + 1
@@ -242,7 +241,7 @@ def _changed_file(s: _State, rel: str, base_data: bytes, fork_data: bytes) -> No
     if rel.endswith(".py"):
         _python(s, rel, base_text, fork_text, chosen)
     elif rel.endswith(".sh") or fork_text.startswith("#!") and "sh" in fork_text.split("\n", 1)[0]:
-        _shell(s, rel, base_text, chosen)
+        _shell(s, rel, base_text, fork_text, chosen)
     else:
         for h in chosen:
             s.report.left_out.append(LeftOut(rel, h.fork[0] + 1, f"no patch kind edits {Path(rel).suffix or 'such'} "

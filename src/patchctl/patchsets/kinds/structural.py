@@ -81,6 +81,11 @@ def _classify(found: str, indent: str, p: Params) -> str:
     return "other"
 
 
+def _best(sites: list[_Site], side: str) -> list[_Site]:
+    """The sites holding ``side``'s text exactly, else those holding the same code."""
+    return [s for s in sites if s.match == side] or [s for s in sites if s.match == f"{side}-code"]
+
+
 class Structural:
     name: ClassVar[str] = "structural"
     description: ClassVar[str] = "Replace Python statements (or a definition's header) found by scope and neighbours."
@@ -154,7 +159,7 @@ class Structural:
         if text is None:
             return Check(Presence.MISSING, f"{ctx.path} does not exist")
         sites, exists = self._sites(text, p, ctx.path)
-        present = [s for s in sites if s.match == "after"] or [s for s in sites if s.match == "after-code"]
+        present = _best(sites, "after")
         if present:
             s = present[0]
             how = "" if s.match == "after" else " (same code; spacing or comments differ)"
@@ -182,7 +187,7 @@ class Structural:
         sites, exists = self._sites(text, p, ctx.path)
         if any(s.match in ("after", "after-code") for s in sites):
             return Edit(EditStatus.UNCHANGED, f"{self._where(p)}: already there")
-        fits = [s for s in sites if s.match == "before"] or [s for s in sites if s.match == "before-code"]
+        fits = _best(sites, "before")
         if len(fits) > 1:
             return Edit(EditStatus.AMBIGUOUS, f"{self._where(p)} fits at lines {self._lines(fits)}; "
                         "add params.occurrence or more anchors")
@@ -214,7 +219,7 @@ class Structural:
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
         sites, _ = self._sites(text, p, ctx.path)
-        present = [s for s in sites if s.match == "after"] or [s for s in sites if s.match == "after-code"]
+        present = _best(sites, "after")
         if not present:
             return Edit(EditStatus.NOT_APPLICABLE, f"{self._where(p)}: not present; nothing to revert")
         if len(present) > 1:
