@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
-from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
+from patchctl.patchsets.kinds.linerewrite import LineRewrite
 from patchctl.patchsets.kinds.pyparse import parse_ast as parse
 from patchctl.patchsets.kinds.pyparse import split_lines
-from patchctl.patchsets.model import Patch, Presence
+from patchctl.patchsets.model import Patch
 from patchctl.schema import Field, Schema
 
 
@@ -59,10 +59,9 @@ def _unit(indent: str) -> str:
     return "\t" if "\t" in indent else "    "
 
 
-class GuardImport:
+class GuardImport(LineRewrite):
     name: ClassVar[str] = "guard-import"
     description: ClassVar[str] = "Wrap a module-level import in try/except ImportError, tagged."
-    creates_target: ClassVar[bool] = False
     params_schema: ClassVar[Schema] = {
         "module": Field(str, True, 'the imported module, e.g. "flash_attn.bert_padding"'),
         "fallback": Field(str, False, 'the except block\'s code, default "pass"'),
@@ -139,39 +138,26 @@ class GuardImport:
             i += 1
         return "".join(out), owned
 
-    # -- the three operations ----------------------------------------------------------------
+    # -- messages ----------------------------------------------------------------------------
 
-    def check(self, text: str | None, patch: Patch, ctx: Context) -> Check:
-        p: Params = patch.params
-        if text is None:
-            return Check(Presence.MISSING, f"{ctx.path} does not exist")
-        orig, owned = self._backward(text, patch)
-        if not owned:
-            return Check(Presence.MISSING, f"no guarded import of {p.module} in {ctx.path}")
-        if self._forward(orig, patch, ctx.path)[0] != text:
-            return Check(Presence.MODIFIED, f"the tagged guard of {p.module} in {ctx.path} differs from what the "
-                         "patch writes (edited by hand, or an import is still unguarded)", frozenset(owned))
-        return Check(Presence.PRESENT, f"import of {p.module} guarded at line {owned[0]}", frozenset(owned))
+    def _say_absent(self, p: Params, path: str) -> str:
+        return f"no guarded import of {p.module} in {path}"
 
-    def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
-        p: Params = patch.params
-        if text is None:
-            return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
-        new, changed, problems = self._forward(text, patch, ctx.path)
-        if problems:
-            return Edit(EditStatus.CONFLICT, f"{ctx.path}: {problems[0]}")
-        if not changed:
-            return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} has no unguarded module-level import of {p.module}")
-        return Edit(EditStatus.CHANGED, f"import of {p.module} at line(s) {', '.join(map(str, changed))} guarded", new)
+    def _say_present(self, p: Params, owned: list[int]) -> str:
+        return f"import of {p.module} guarded at line {owned[0]}"
 
-    def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
-        p: Params = patch.params
-        if text is None:
-            return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
-        orig, owned = self._backward(text, patch)
-        if not owned:
-            return Edit(EditStatus.NOT_APPLICABLE, f"no guarded import of {p.module} in {ctx.path} to revert")
-        if self._forward(orig, patch, ctx.path)[0] != text:
-            return Edit(EditStatus.CONFLICT, f"the tagged guard of {p.module} in {ctx.path} was edited after apply; "
-                        "restore it or revert the file with git")
-        return Edit(EditStatus.CHANGED, f"guard of {p.module} removed", orig)
+    def _say_differs(self, p: Params, path: str) -> str:
+        return (f"the tagged guard of {p.module} in {path} differs from what the patch writes (edited by hand, "
+                "or an import is still unguarded)")
+
+    def _say_edited(self, p: Params, path: str) -> str:
+        return f"the tagged guard of {p.module} in {path} was edited after apply; restore it or revert the file with git"
+
+    def _say_nothing(self, p: Params, path: str) -> str:
+        return f"{path} has no unguarded module-level import of {p.module}"
+
+    def _say_done(self, p: Params, changed: list[int]) -> str:
+        return f"import of {p.module} at line(s) {', '.join(map(str, changed))} guarded"
+
+    def _say_restored(self, p: Params, owned: list[int]) -> str:
+        return f"guard of {p.module} removed"

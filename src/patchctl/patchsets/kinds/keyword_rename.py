@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds import structure
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, tag_comment
 from patchctl.patchsets.kinds.pyparse import (
     calls_to,
+    check_expressions,
     dotted,
     parse_ast,
     parse_module,
@@ -173,13 +173,7 @@ class KeywordRename:
     }
 
     def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
-        for key in ("new_value", "old_value"):
-            if key in raw:
-                try:
-                    ast.parse(raw[key], mode="eval")
-                except SyntaxError:
-                    raise ManifestError(manifest, f"params.{key}", "is not a Python expression",
-                                        "write an expression such as engine_args.flag", patch_id) from None
+        check_expressions(raw, ("new_value", "old_value"), manifest, patch_id, "engine_args.flag")
         return Params(**raw)
 
     # -- helpers ---------------------------------------------------------------------------

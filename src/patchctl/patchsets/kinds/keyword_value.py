@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
-from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
+from patchctl.patchsets.kinds.linerewrite import LineRewrite
+from patchctl.patchsets.kinds.pyparse import check_expressions, split_lines
 from patchctl.patchsets.kinds.pyparse import dotted_ast as dotted
 from patchctl.patchsets.kinds.pyparse import parse_ast as parse
-from patchctl.patchsets.kinds.pyparse import split_lines
-from patchctl.patchsets.model import Patch, Presence
+from patchctl.patchsets.model import Patch
 from patchctl.schema import Field, Schema
 
 
@@ -84,10 +84,9 @@ def _elements(tree: ast.Module, p: Params) -> list[tuple[ast.AST, ast.AST, bool]
     return sorted(out, key=lambda e: (e[0].lineno, e[0].col_offset))  # type: ignore[attr-defined]
 
 
-class KeywordValue:
+class KeywordValue(LineRewrite):
     name: ClassVar[str] = "keyword-value"
     description: ClassVar[str] = "Set or remove a keyword in matching calls or dict displays; the old line stays as a tagged comment."
-    creates_target: ClassVar[bool] = False
     params_schema: ClassVar[Schema] = {
         "keyword": Field(str, True, 'the keyword, e.g. "attn_implementation"'),
         "calls": Field(list, False, 'callees as written, e.g. ["AutoConfig.from_pretrained"]', item=str),
@@ -103,13 +102,7 @@ class KeywordValue:
             raise ManifestError(manifest, "params.calls", "missing", "list the callees (or dicts) to change", patch_id)
         if action == "set" and "value" not in raw:
             raise ManifestError(manifest, "params.value", "missing", "write the new value's expression", patch_id)
-        for key in ("value", "old_value"):
-            if key in raw:
-                try:
-                    ast.parse(raw[key], mode="eval")
-                except SyntaxError:
-                    raise ManifestError(manifest, f"params.{key}", "is not a Python expression",
-                                        'write an expression such as "sdpa"', patch_id) from None
+        check_expressions(raw, ("value", "old_value"), manifest, patch_id, '"sdpa"')
         return Params(raw["keyword"], tuple(raw.get("calls", ())), tuple(raw.get("dicts", ())), action,
                       raw.get("value"), raw.get("old_value"))
 
@@ -203,49 +196,38 @@ class KeywordValue:
             i += 1
         return "".join(out), owned
 
-    # -- the three operations ----------------------------------------------------------------
+    # -- messages ----------------------------------------------------------------------------
 
-    def check(self, text: str | None, patch: Patch, ctx: Context) -> Check:
-        p: Params = patch.params
-        if text is None:
-            return Check(Presence.MISSING, f"{ctx.path} does not exist")
-        orig, owned = self._backward(text, patch)
-        if not owned:
-            return Check(Presence.MISSING, f"no tagged {p.keyword} change in {ctx.path}")
-        again, _, _ = self._forward(orig, patch, ctx.path)
-        if again != text:
-            return Check(Presence.MODIFIED, f"the tagged {p.keyword} lines in {ctx.path} differ from what the patch "
-                         "writes (edited by hand, or a site is still unpatched)", frozenset(owned))
-        return Check(Presence.PRESENT, f"{p.keyword} {'removed' if p.action == 'remove' else 'set'} at "
-                     f"{len(owned) // (1 if p.action == 'remove' else 2)} site(s)", frozenset(owned))
-
-    def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
-        p: Params = patch.params
-        if text is None:
-            return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
-        new, changed, problems = self._forward(text, patch, ctx.path)
-        if problems:
-            return Edit(EditStatus.CONFLICT, f"{ctx.path}: {problems[0]}")
-        if not changed:
-            where = ", ".join([*p.calls, *p.dicts])
-            wanted = f"={p.old_value}" if p.old_value else ""
-            return Edit(EditStatus.NOT_APPLICABLE, f"nothing in {ctx.path} passes {p.keyword}{wanted} to {where}")
+    def _broken(self, new: str, path: str) -> str | None:
         try:
             ast.parse(new)
         except SyntaxError as exc:
-            return Edit(EditStatus.CONFLICT, f"{ctx.path}: the edit would break the syntax at line {exc.lineno} "
-                        "(a backslash continuation?); change it by hand")
-        verb = "removed" if p.action == "remove" else f"set to {p.value}"
-        return Edit(EditStatus.CHANGED, f"{p.keyword} {verb} at line(s) {', '.join(map(str, changed))}", new)
+            return (f"{path}: the edit would break the syntax at line {exc.lineno} (a backslash continuation?); "
+                    "change it by hand")
+        return None
 
-    def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
-        p: Params = patch.params
-        if text is None:
-            return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
-        orig, owned = self._backward(text, patch)
-        if not owned:
-            return Edit(EditStatus.NOT_APPLICABLE, f"no tagged {p.keyword} change in {ctx.path} to revert")
-        if self._forward(orig, patch, ctx.path)[0] != text:
-            return Edit(EditStatus.CONFLICT, f"the tagged {p.keyword} lines in {ctx.path} were edited after apply; "
-                        "restore them or revert the file with git")
-        return Edit(EditStatus.CHANGED, f"{p.keyword} restored at {len(owned)} line(s)", orig)
+    def _say_absent(self, p: Params, path: str) -> str:
+        return f"no tagged {p.keyword} change in {path}"
+
+    def _say_present(self, p: Params, owned: list[int]) -> str:
+        return f"{p.keyword} {'removed' if p.action == 'remove' else 'set'} at " \
+               f"{len(owned) // (1 if p.action == 'remove' else 2)} site(s)"
+
+    def _say_differs(self, p: Params, path: str) -> str:
+        return (f"the tagged {p.keyword} lines in {path} differ from what the patch writes (edited by hand, "
+                "or a site is still unpatched)")
+
+    def _say_edited(self, p: Params, path: str) -> str:
+        return f"the tagged {p.keyword} lines in {path} were edited after apply; restore them or revert the file with git"
+
+    def _say_nothing(self, p: Params, path: str) -> str:
+        where = ", ".join([*p.calls, *p.dicts])
+        wanted = f"={p.old_value}" if p.old_value else ""
+        return f"nothing in {path} passes {p.keyword}{wanted} to {where}"
+
+    def _say_done(self, p: Params, changed: list[int]) -> str:
+        verb = "removed" if p.action == "remove" else f"set to {p.value}"
+        return f"{p.keyword} {verb} at line(s) {', '.join(map(str, changed))}"
+
+    def _say_restored(self, p: Params, owned: list[int]) -> str:
+        return f"{p.keyword} restored at {len(owned)} line(s)"

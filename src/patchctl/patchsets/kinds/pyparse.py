@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchctl.errors import SourceSyntaxError
+from patchctl.errors import ManifestError, SourceSyntaxError
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -33,6 +34,18 @@ def parse_module(text: str, path: str) -> cst.Module:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         raise SourceSyntaxError(path, exc.raw_line, exc.message) from None
+
+
+def check_expressions(raw: dict[str, object], keys: tuple[str, ...], manifest: Path, patch_id: str,
+                      example: str) -> None:
+    """Raise a manifest error naming the key when a parameter among ``keys`` is not an expression."""
+    for key in keys:
+        if key in raw:
+            try:
+                ast.parse(str(raw[key]), mode="eval")
+            except SyntaxError:
+                raise ManifestError(manifest, f"params.{key}", "is not a Python expression",
+                                    f"write an expression such as {example}", patch_id) from None
 
 
 def first_import(tree: ast.Module) -> ast.stmt | None:
