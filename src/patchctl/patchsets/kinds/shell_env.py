@@ -92,7 +92,7 @@ class ShellEnv:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
-        good, other, absent = self._scan(text, patch)
+        _, other, absent = self._scan(text, patch)
         if other:
             desc = "; ".join(f"line {ln}: {n}={v}" for n, v, ln in other)
             return Edit(EditStatus.CONFLICT, f"{ctx.path} exports other values ({desc}); edit them or drop this patch")
