@@ -82,6 +82,14 @@ class PatchFailed(PatchctlError):
         super().__init__(summary)
 
 
+class CommitRefused(PatchctlError):
+    """``--commit`` cannot commit here; said before anything is written."""
+
+    def __init__(self, root: Path | str, problem: str, fix: str) -> None:
+        self.root, self.problem = str(root), problem
+        super().__init__(f"{root}: --commit refused: {problem}; {fix} (nothing was written)")
+
+
 class UnknownPatch(PatchctlError):
     def __init__(self, patch_id: str, known: list[str]) -> None:
         self.patch_id = patch_id

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
-from collections.abc import Mapping
+import shutil
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl.errors import WriteFailed
+from patchctl import journal
+from patchctl.errors import PatchctlError, WriteFailed
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -36,8 +37,43 @@ class FileChange:
     mode: int | None = None
 
 
-def _write_temp_beside(path: Path, data: bytes, mode: int) -> Path:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".patchctl-tmp")
+def relative_inside(rel: str) -> str | None:
+    """Why ``rel`` is not a plain relative path that stays inside a tree, or None when it is.
+
+    A manifest, a record or a journal names files relative to the tree; one that is absolute or
+    climbs out with ``..`` would let a patchset or a copied record write or delete elsewhere.
+    """
+    if not rel or rel.startswith(("/", "\\")) or (len(rel) > 1 and rel[1] == ":"):
+        return "is an absolute path"
+    if "\\" in rel:
+        return "contains a backslash; write it with /"
+    if any(part == ".." for part in rel.split("/")):
+        return "climbs out of the tree with .."
+    if any(part in ("", ".") for part in rel.split("/")):
+        return "is not a normalized path (empty or . components)"
+    return None
+
+
+def resolve_inside(root: Path, rel: str, *, follow_last: bool = True) -> Path:
+    """The real location of ``root/rel``; :class:`OutsideTree` when it is not inside ``root``.
+
+    Symlinks inside the tree are followed (a patched symlink stays a symlink: its target file is
+    rewritten), but one that leads out of the tree is refused.
+    """
+    problem = relative_inside(rel)
+    if problem:
+        raise OutsideTree(root, rel, problem)
+    real_root = root.resolve()
+    path = root / rel
+    real = path.resolve() if follow_last else path.parent.resolve() / path.name
+    if real != real_root and real_root not in real.parents:
+        raise OutsideTree(root, rel, f"leads out of the tree through a symlink (to {real})")
+    return real
+
+
+def _write_temp(tmp: Path, data: bytes, mode: int) -> None:
+    journal.step()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -47,91 +83,120 @@ def _write_temp_beside(path: Path, data: bytes, mode: int) -> Path:
     except BaseException:
         os.unlink(tmp)
         raise
-    return Path(tmp)
 
 
-def write_all(root: Path, changes: Mapping[str, FileChange] | list[FileChange]) -> None:
-    """Write every change or none.
+def write_all(root: Path, changes: Mapping[str, FileChange] | list[FileChange], *, command: str = "write",
+              before_commit: Callable[[], None] | None = None) -> None:
+    """Write every change or none, even across ``kill -9`` (see :mod:`patchctl.journal`).
 
-    Phase one stages each new content in a temp file beside its destination (so ``os.replace``
-    stays on one file system) and checks that deletions are possible; nothing visible changes.
-    Phase two swaps them in, keeping the old bytes in memory; if any swap fails the ones
-    already done are put back and the temp files removed.
+    Checks come first and write nothing. Then a journal names what is about to happen, the new
+    contents are staged beside their destinations (so ``os.replace`` stays on one file system),
+    the old files are hard-linked into the journal and the new ones swapped in. ``before_commit``
+    (a git commit, say) runs last; if it or any step fails, or a signal arrives, every file is
+    put back. A process killed outright leaves the journal for the next command to act on.
     """
     items = list(changes.values()) if isinstance(changes, Mapping) else list(changes)
-    staged: list[tuple[Path, Path | None, FileChange]] = []
-    created_dirs: list[Path] = []
+    if not items:
+        return
+    plan = _check(root, items)
+    jr = journal.begin(root, command)
     try:
-        for ch in items:
-            dest = root / ch.path
-            # mode bits, not just access(): root may write anything, but a file someone made
-            # read-only is a statement that it must not change
-            if dest.exists() and (not os.access(dest, os.W_OK) or not dest.stat().st_mode & 0o222):
-                raise WriteFailed(dest, "the file is read-only")
-            if ch.content is None:
-                if not os.access(dest.parent, os.W_OK):
-                    raise WriteFailed(dest, "its directory is read-only")
-                staged.append((dest, None, ch))
-                continue
-            missing = [p for p in [dest.parent, *dest.parent.parents] if not p.exists()]
-            for d in reversed(missing):
-                d.mkdir()
-                created_dirs.append(d)
-            if not os.access(dest.parent, os.W_OK):
-                raise WriteFailed(dest, "its directory is read-only")
-            mode = ch.mode if ch.mode is not None else (dest.stat().st_mode & 0o7777 if dest.exists() else 0o644)
-            staged.append((dest, _write_temp_beside(dest, ch.content, mode), ch))
-    except OSError as exc:
-        _discard(staged, created_dirs)
-        raise WriteFailed(exc.filename or root, exc.strerror or str(exc)) from exc
-    except BaseException:
-        _discard(staged, created_dirs)
-        raise
-
-    done: list[tuple[Path, bytes | None, int | None]] = []
-    try:
-        for dest, tmp, _ch in staged:
-            old = dest.read_bytes() if dest.exists() else None
-            old_mode = dest.stat().st_mode & 0o7777 if dest.exists() else None
-            if tmp is None:
-                dest.unlink()
-            else:
-                os.replace(tmp, dest)
-            done.append((dest, old, old_mode))
+        _stage(jr, plan)
+        jr.state = "swapping"
+        jr.save()
+        for op in jr.ops:
+            _swap(jr, op)
+        if before_commit is not None:
+            before_commit()
+        jr.state = "done"
+        jr.save()
     except BaseException as exc:
-        for dest, old, old_mode in reversed(done):
-            if old is None:
-                dest.unlink(missing_ok=True)
-            else:
-                dest.write_bytes(old)
-                if old_mode is not None:
-                    os.chmod(dest, old_mode)
-        _discard(staged, created_dirs)
+        journal.rollback(jr)
         if isinstance(exc, OSError):
             raise WriteFailed(exc.filename or root, exc.strerror or str(exc)) from exc
         raise
-    _prune_empty_parents(root, [dest for dest, tmp, _ in staged if tmp is None])
+    journal.finish(jr)
 
 
-def _discard(staged: list[tuple[Path, Path | None, FileChange]], created_dirs: list[Path]) -> None:
-    for _dest, tmp, _ch in staged:
-        if tmp is not None and tmp.exists():
-            tmp.unlink()
-    for d in reversed(created_dirs):
+@dataclass(frozen=True)
+class _Planned:
+    rel: str
+    content: bytes | None
+    mode: int
+    existed: bool
+    #: missing parent folders, outermost first
+    missing: tuple[str, ...]
+
+
+def _check(root: Path, items: list[FileChange]) -> list[_Planned]:
+    """Everything that can be known to fail before a byte is written."""
+    real_root = root.resolve()
+    out: list[_Planned] = []
+    seen: dict[str, str] = {}
+    for ch in items:
+        real = resolve_inside(root, ch.path, follow_last=ch.content is not None)
+        rel = real.relative_to(real_root).as_posix()
+        if rel in seen:
+            raise WriteFailed(root / ch.path, f"it is the same file as {seen[rel]} (a symlink)")
+        seen[rel] = ch.path
+        dest = real_root / rel
+        if os.path.lexists(dest) and (dest.is_dir() and not dest.is_symlink()):
+            raise WriteFailed(dest, "a directory is in the way")
+        exists = os.path.lexists(dest)
+        # mode bits, not just access(): root may write anything, but a file someone made
+        # read-only is a statement that it must not change
+        if exists and not dest.is_symlink() and (not os.access(dest, os.W_OK) or not dest.stat().st_mode & 0o222):
+            raise WriteFailed(dest, "the file is read-only")
+        missing = [p for p in [dest.parent, *dest.parent.parents] if not p.exists() and real_root in p.parents]
+        parent = next(p for p in [dest.parent, *dest.parent.parents] if p.exists())
+        if not os.access(parent, os.W_OK):
+            raise WriteFailed(dest, "its directory is read-only")
+        if ch.content is None:
+            mode = 0
+        elif ch.mode is not None:
+            mode = ch.mode
+        else:
+            mode = dest.stat().st_mode & 0o7777 if exists else 0o644
+        out.append(_Planned(rel, ch.content, mode, exists,
+                            tuple(p.relative_to(real_root).as_posix() for p in reversed(missing))))
+    return out
+
+
+def _stage(jr: journal.Journal, plan: list[_Planned]) -> None:
+    """Name everything in the journal first, then make it: a kill in between leaves nothing unnamed."""
+    for i, p in enumerate(plan):
+        jr.ops.append(journal.Op(p.rel, journal.temp_name(jr, p.rel) if p.content is not None else None,
+                                 f"backup/{i}", p.existed))
+        jr.dirs += [d for d in p.missing if d not in jr.dirs]
+    jr.save()
+    for d in jr.dirs:
+        if not (jr.root / d).exists():
+            journal.step()
+            (jr.root / d).mkdir()
+    if any(op.existed for op in jr.ops):
+        journal.step()
+        (jr.folder / "backup").mkdir(exist_ok=True)
+    for p, op in zip(plan, jr.ops):
+        if op.tmp is not None and p.content is not None:
+            _write_temp(jr.root / op.tmp, p.content, p.mode)
+
+
+def _swap(jr: journal.Journal, op: journal.Op) -> None:
+    dest, backup = jr.root / op.path, jr.folder / op.backup
+    if op.existed:
+        journal.step()
         try:
-            d.rmdir()
-        except OSError:
-            pass
+            os.link(dest, backup, follow_symlinks=False)
+        except OSError:  # another file system, or links not supported: a copy will do
+            shutil.copy2(dest, backup, follow_symlinks=False)
+    journal.step()
+    if op.tmp is None:
+        dest.unlink()
+    else:
+        os.replace(jr.root / op.tmp, dest)
 
 
-def _prune_empty_parents(root: Path, removed: list[Path]) -> None:
-    """Remove directories emptied by deletions, up to (not including) ``root``."""
-    root = root.resolve()
-    for path in removed:
-        parent = path.parent.resolve()
-        while parent != root and root in parent.parents:
-            try:
-                parent.rmdir()
-            except OSError:
-                break
-            parent = parent.parent
+class OutsideTree(PatchctlError):
+    def __init__(self, root: Path, rel: str, problem: str) -> None:
+        self.root, self.rel = root, rel
+        super().__init__(f"{root}: refusing to touch {rel!r}: it {problem}; patchctl only changes files inside the tree")

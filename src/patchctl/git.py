@@ -97,16 +97,32 @@ def branch_exists(root: Path, name: str) -> bool:
 
 
 def commit_on_branch(root: Path, branch: str, paths: list[str], message: str) -> str:
-    """Create ``branch`` at HEAD, switch to it and commit exactly ``paths``; return the sha."""
-    ident = _ident(root)
+    """Create ``branch`` at HEAD, switch to it and commit exactly ``paths``; return the sha.
+
+    When the commit fails (a hook refused it, say) the branch is removed again and the previous
+    branch checked out, so the caller can put the files back and leave the repository as it was.
+    """
     if branch_exists(root, branch):
         raise PatchctlError(f"{root}: branch {branch!r} already exists; delete it or pass --branch NAME")
+    previous = proc.run(["git", "-C", str(root), "symbolic-ref", "-q", "--short", "HEAD"], check=False).stdout.strip()
     proc.run(["git", "-C", str(root), "checkout", "-q", "-b", branch])
-    proc.run(["git", "-C", str(root), "add", "-A", "--", *paths])
-    proc.run(["git", "-C", str(root), *ident, "commit", "-q", "-m", message, "--", *paths])
+    try:
+        proc.run(["git", "-C", str(root), "add", "-A", "--", *paths])
+        proc.run(["git", "-C", str(root), "-c", "commit.gpgsign=false", "commit", "-q", "-m", message, "--", *paths])
+    except BaseException:
+        proc.run(["git", "-C", str(root), "reset", "-q", "--", *paths], check=False)
+        proc.run(["git", "-C", str(root), "checkout", "-q", previous or "-"], check=False)
+        proc.run(["git", "-C", str(root), "branch", "-q", "-D", branch], check=False)
+        raise
     sha = head(root)
     assert sha is not None
     return sha
+
+
+def has_committer(root: Path) -> bool:
+    """Whether git can name an author and committer here (config, environment or host name)."""
+    return all(proc.run(["git", "-C", str(root), "var", var], check=False).returncode == 0
+               for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"))
 
 
 def has_identity(root: Path) -> bool:

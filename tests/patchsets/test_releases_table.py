@@ -144,7 +144,7 @@ def test_conflict_leaves_every_file_untouched(release_tree) -> None:
     assert code == 1
     doc = json.loads(out)
     status = {r["patch"]: r["status"] for r in doc["results"]}
-    assert status == {"vllm-enable-log-requests": "conflict", "triton-cuda-stubs": "applied"}
+    assert status == {"vllm-enable-log-requests": "conflict", "triton-cuda-stubs": "held-back"}
     assert "disable_log_requests=True" in doc["results"][0]["reason"]
     assert doc["written"] == []
     assert snapshot(tree) == before

@@ -8,7 +8,8 @@ import click
 
 from patchctl.cli import render
 from patchctl.clusters import load_cluster
-from patchctl.target import Target, resolve
+from patchctl.cli.targets import open_target
+from patchctl.target import Target
 from patchctl.verify import env as preflight
 from patchctl.verify.env.context import default_target
 from patchctl.verify.env.model import EnvReport, Status
@@ -22,7 +23,7 @@ def run_env(target: str, target_given: bool, cluster: str | None, config: Path |
     one are skipped instead of the whole preflight failing."""
     tree: Target | None = None
     if target_given or default_target(Path(target)):
-        tree = resolve(target, config)
+        tree = open_target(target, config)
     clus = load_cluster(cluster, config) if cluster else None
     report = preflight.run(preflight.build(tree, clus, patchsets=patchsets))
     if as_json:

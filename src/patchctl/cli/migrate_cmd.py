@@ -151,10 +151,10 @@ def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: 
         # imported here, not at the top, so that loading them overlaps the logins
         from patchctl.migrate.runner import Options, migrate
         from patchctl.patchsets.loader import load_patchsets
-        from patchctl.target import resolve
+        from patchctl.cli.targets import open_target
 
         sets = load_patchsets(patchsets)
-        tree = resolve(target, config)
+        tree = open_target(target, config)
         options = Options(dry_run=dry_run, delete=delete, checksum=checksum, jobs=jobs)
         if as_json:
             display: Any = None

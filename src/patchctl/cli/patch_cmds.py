@@ -13,7 +13,7 @@ from patchctl.errors import UnknownPatch
 from patchctl.patchsets import engine
 from patchctl.patchsets.loader import load_patchsets
 from patchctl.patchsets.model import Patchset
-from patchctl.target import resolve
+from patchctl.cli.targets import open_target
 
 
 def _only(patchsets: list[Patchset], only: tuple[str, ...]) -> set[str] | None:
@@ -59,7 +59,7 @@ def apply_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], dr
               branch: str | None, force: bool, as_json: bool, config: Path | None) -> int:
     """Re-create every patch of the patchsets on TARGET (all-or-nothing)."""
     sets = load_patchsets(patchsets)
-    tree = resolve(target, config)
+    tree = open_target(target, config)
     plan = engine.plan_apply(tree, sets, _only(sets, only))
     written = None
     if not dry_run and plan.ok:
@@ -67,6 +67,7 @@ def apply_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], dr
         message = f"patchctl: apply {', '.join(ps.name for ps in sets)}\n\nPatches: {', '.join(ids)}\n"
         written = engine.execute(plan, force=force, message=message,
                                  commit_branch=(branch or "patchctl/" + "+".join(ps.name for ps in sets)) if commit and ids else None)
+    plan.hold_back()
     if as_json:
         render.emit_json(_results_doc(plan, written, dry_run))
     else:
@@ -96,13 +97,14 @@ def revert_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], d
                as_json: bool, config: Path | None) -> int:
     """Undo what patchctl applied to TARGET, byte for byte."""
     sets = load_patchsets(patchsets)
-    tree = resolve(target, config)
+    tree = open_target(target, config)
     plan = engine.plan_revert(tree, sets, _only(sets, only))
     written = None
     if not dry_run and plan.ok:
         # revert rewrites only files whose patch it found intact, so local edits elsewhere in
         # those files are never at stake; --force is accepted for symmetry with apply
-        written = engine.execute(plan, force=True)
+        written = engine.execute(plan, force=True, command="revert")
+    plan.hold_back()
     if as_json:
         render.emit_json(_results_doc(plan, written, dry_run))
     else:

@@ -10,7 +10,7 @@ from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
 from patchctl.patchsets.loader import load_patchsets
-from patchctl.target import resolve
+from patchctl.cli.targets import open_target
 from patchctl.verify.structural import verify
 
 
@@ -34,7 +34,7 @@ def verify_cmd(target: str, patchsets: tuple[str, ...], strict: bool, env: bool,
         given = click.get_current_context().get_parameter_source("target") is not click.core.ParameterSource.DEFAULT
         return run_env(target, given, cluster, config, patchsets, as_json)
     sets = load_patchsets(patchsets)
-    tree = resolve(target, config)
+    tree = open_target(target, config)
     report = verify(tree, sets)
     ok = report.ok and not (strict and report.unaccounted)
     if as_json:

@@ -17,7 +17,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchctl import fsutil, git
-from patchctl.errors import DirtyFiles, PatchctlError, PatchFailed
+from patchctl.errors import CommitRefused, DirtyFiles, PatchctlError, PatchFailed
 from patchctl.patchsets import record as rec
 from patchctl.patchsets import upstream
 from patchctl.patchsets.kinds import KINDS
@@ -54,17 +54,27 @@ class Plan:
     def ok(self) -> bool:
         return not any(r.status.is_failure for r in self.results)
 
+    def hold_back(self) -> None:
+        """When the change is refused as a whole, no row may claim it was applied or reverted."""
+        if self.ok:
+            return
+        verb = {Outcome.APPLIED: "applied", Outcome.REVERTED: "reverted"}
+        self.results = [PatchResult(r.patchset, r.patch, Outcome.HELD_BACK, r.path,
+                                    f"would be {verb[r.status]}, but nothing was written: see the conflicts")
+                        if r.status in verb else r for r in self.results]
+
     @property
     def changed_paths(self) -> list[str]:
         return sorted(p for p in self.after if self.after[p] != self.before[p])
 
     def diff(self) -> str:
-        out = []
-        for path in self.changed_paths:
-            a, b = self.before[path], self.after[path]
-            out += difflib.unified_diff(
-                (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True),
-                f"a/{path}" if a is not None else "/dev/null", f"b/{path}" if b is not None else "/dev/null")
+        return "".join(Plan.unified(p, self.before[p], self.after[p]) for p in self.changed_paths)
+
+    @staticmethod
+    def unified(path: str, a: str | None, b: str | None) -> str:
+        out = difflib.unified_diff(
+            (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True),
+            f"a/{path}" if a is not None else "/dev/null", f"b/{path}" if b is not None else "/dev/null")
         return "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in out)
 
 
@@ -198,12 +208,17 @@ def _apply_one(ps: Patchset, patch: Patch, tree: TreeReader, record: rec.Record)
 
 
 def plan_revert(target: Target, patchsets: list[Patchset], only: set[str] | None = None) -> Plan:
+    """Undo what the record says was applied, or, with no record, every patch found intact.
+
+    Only a patch whose lines are intact is reverted. One edited by hand since apply is a
+    conflict (the record is kept and nothing is written), because guessing which lines are
+    whose would lose the user's edits.
+    """
     old = rec.load(target.root)
     by_name = {ps.name: ps for ps in patchsets}
     plan = Plan(target, record=old)
     tree = TreeReader(plan)
     if old is None:
-        # no record (it was deleted, or the edits were made by hand): revert what is present
         entries = [rec.Entry(ps.name, p.id, p.kind, "", None, None, "") for ps in patchsets for p in ps.patches]
     else:
         missing = sorted({e.patchset for e in old.entries} - set(by_name))
@@ -211,6 +226,10 @@ def plan_revert(target: Target, patchsets: list[Patchset], only: set[str] | None
             raise PatchctlError(f"{target.root}: the apply record lists patchset {missing[0]!r}; "
                                 "pass it with --patchset DIR to revert it")
         entries = list(old.entries)
+    befores: dict[str, set[str | None]] = {}
+    for e in entries:
+        befores.setdefault(e.path, set()).add(e.sha256_before)
+    removed_whole = _files_removed_whole(entries, by_name, tree, only)
     kept: list[rec.Entry] = []
     for entry in reversed(entries):
         patch = by_name[entry.patchset].get(entry.patch) if entry.patchset in by_name else None
@@ -221,24 +240,73 @@ def plan_revert(target: Target, patchsets: list[Patchset], only: set[str] | None
         path = entry.path or locate(patch, tree)
         if path is None:
             continue
-        ctx = Context(by_name[entry.patchset].root, path, entry.undo)
-        kind = KINDS[patch.kind]
-        if old is None and kind.check(tree.read(path), patch, ctx).presence is not Presence.PRESENT:
+        if not KINDS[patch.kind].creates_target and path in removed_whole:
+            continue  # the patch that added this file takes these lines with it
+        result = _revert_one(patch, entry, path, tree, befores.get(entry.path, set()), by_name[entry.patchset].root,
+                             recorded=old is not None)
+        if result is None:
             continue
-        edit = kind.revert(tree.read(path), patch, ctx)
-        if edit.status is EditStatus.CHANGED:
-            tree.write(path, edit.text, None)
-            plan.results.append(PatchResult(entry.patchset, entry.patch, Outcome.REVERTED, path, edit.reason))
-        elif edit.status is EditStatus.NOT_APPLICABLE:
-            plan.results.append(PatchResult(entry.patchset, entry.patch, Outcome.NOT_APPLIED, path, edit.reason))
-        else:
-            plan.results.append(PatchResult(entry.patchset, entry.patch, edit.status.outcome(), path, edit.reason, edit.detail))
+        plan.results.append(result)
+        if result.status.is_failure:
             kept.insert(0, entry)
     plan.results.reverse()
     if old is not None:
         old.entries = kept
         plan.record_changed = True
     return plan
+
+
+def _files_removed_whole(entries: list[rec.Entry], by_name: dict[str, Patchset], tree: TreeReader,
+                         only: set[str] | None) -> set[str]:
+    """Files an intact add-file patch will delete: other patches' lines in them go with the file."""
+    out = set()
+    for e in entries:
+        patch = by_name[e.patchset].get(e.patch) if e.patchset in by_name else None
+        if patch is None or (only and e.patch not in only) or not KINDS[patch.kind].creates_target:
+            continue
+        path = e.path or locate(patch, tree)
+        if path is not None and _check(patch, path, tree, by_name[e.patchset].root, e.undo).presence is Presence.PRESENT:
+            out.add(path)
+    return out
+
+
+def _check(patch: Patch, path: str, tree: TreeReader, root: Path, undo: dict | None = None) -> Check:
+    return KINDS[patch.kind].check(tree.read(path), patch, Context(root, path, undo))
+
+
+def _revert_one(patch: Patch, entry: rec.Entry, path: str, tree: TreeReader, befores: set[str | None],
+                patchset_root: Path, *, recorded: bool) -> PatchResult | None:
+    ctx = Context(patchset_root, path, entry.undo)
+    kind = KINDS[patch.kind]
+    text = tree.read(path)
+    found = kind.check(text, patch, ctx)
+
+    def result(status: Outcome, reason: str, detail: str = "") -> PatchResult:
+        return PatchResult(entry.patchset, entry.patch, status, path, reason, detail)
+
+    if found.presence is Presence.MODIFIED:
+        return result(Outcome.CONFLICT, f"{found.reason}: edited since it was applied; restore its lines "
+                      f"(git diff {path}) or leave it out with --only, then revert again", found.detail)
+    if found.presence is Presence.MISSING:
+        if not recorded:
+            return None
+        now = fsutil.sha256_bytes(text.encode()) if text is not None else None
+        if now in befores or (text is None and kind.creates_target):
+            return result(Outcome.NOT_APPLIED, f"{path} is already back to what it was before apply")
+        edit = kind.apply(text, patch, ctx)
+        detail = Plan.unified(path, text, edit.text) if edit.status is EditStatus.CHANGED else found.detail
+        return result(Outcome.CONFLICT, f"{path} changed since apply and the patch's lines are not intact there "
+                      "(edited by hand?); restore them (the diff shows what apply wrote) or leave the patch "
+                      "out with --only, then revert again", detail)
+    if found.presence is not Presence.PRESENT:
+        return None
+    edit = kind.revert(text, patch, ctx)
+    if edit.status is EditStatus.CHANGED:
+        tree.write(path, edit.text, None)
+        return result(Outcome.REVERTED, edit.reason)
+    if edit.status is EditStatus.NOT_APPLICABLE:
+        return result(Outcome.NOT_APPLIED, edit.reason)
+    return result(edit.status.outcome(), edit.reason, edit.detail)
 
 
 @dataclass(frozen=True)
@@ -248,13 +316,31 @@ class Written:
     branch: str | None = None
 
 
-def execute(plan: Plan, *, force: bool = False, commit_branch: str | None = None, message: str = "") -> Written:
-    """Write the plan all-or-nothing (refusing dirty files unless ``force``); maybe commit it."""
+def check_can_commit(root: Path, is_git: bool, branch: str) -> None:
+    """Everything ``--commit`` needs, asked before a file is written (never after)."""
+    if not is_git:
+        raise CommitRefused(root, "it is not a git repository", "run `git init` there first, or drop --commit")
+    if git.branch_exists(root, branch):
+        raise CommitRefused(root, f"branch {branch!r} already exists", "delete it or pass --branch NAME")
+    if not git.has_committer(root):
+        raise CommitRefused(root, "git has no identity to commit with",
+                            'run git config --global user.name "Your Name" and git config --global user.email you@example.com')
+
+
+def execute(plan: Plan, *, force: bool = False, commit_branch: str | None = None, message: str = "",
+            command: str = "apply") -> Written:
+    """Write the plan all-or-nothing (refusing dirty files unless ``force``); maybe commit it.
+
+    With ``commit_branch`` the commit is part of the change: when git refuses it (a hook, say),
+    the files are put back too, so a retry starts from the same tree.
+    """
     if not plan.ok:
         bad = [r for r in plan.results if r.status.is_failure]
         raise PatchFailed(f"{bad[0].patch}: {bad[0].status.value} in {bad[0].path}: {bad[0].reason}; "
                           f"nothing was written ({len(bad)} patch(es) failed)")
     root = plan.target.root
+    if commit_branch:
+        check_can_commit(root, plan.target.is_git, commit_branch)
     changes = {p: fsutil.FileChange(p, None if plan.after[p] is None else plan.after[p].encode(), plan.modes.get(p))
                for p in plan.changed_paths}
     if not changes:
@@ -270,13 +356,11 @@ def execute(plan: Plan, *, force: bool = False, commit_branch: str | None = None
             changes[rec.RECORD_PATH] = fsutil.FileChange(rec.RECORD_PATH, content)
     if plan.target.is_git and not force:
         _refuse_dirty(plan, [p for p in changes if p != rec.RECORD_PATH])
-    fsutil.write_all(root, changes)
-    if commit_branch:
-        if not plan.target.is_git:
-            raise PatchctlError(f"{root}: --commit needs a git repository; run git init there first")
-        sha = git.commit_on_branch(root, commit_branch, sorted(changes), message)
-        return Written(sorted(changes), sha, commit_branch)
-    return Written(sorted(changes))
+    shas: list[str] = []
+    commit = (lambda: shas.append(git.commit_on_branch(root, commit_branch, sorted(changes), message))) \
+        if commit_branch else None
+    fsutil.write_all(root, changes, command=command, before_commit=commit)
+    return Written(sorted(changes), shas[0] if shas else None, commit_branch if shas else None)
 
 
 def _refuse_dirty(plan: Plan, paths: list[str]) -> None:

@@ -19,6 +19,8 @@ class Outcome(str, enum.Enum):
     CONFLICT = "conflict"
     REVERTED = "reverted"
     NOT_APPLIED = "not-applied"
+    #: would have been applied or reverted, but the change as a whole was refused
+    HELD_BACK = "held-back"
 
     @property
     def is_failure(self) -> bool:

@@ -1,0 +1,274 @@
+"""A rollback journal, so a change of several files survives ``kill -9`` at any moment.
+
+The protocol (the one SQLite's rollback journal and git's lock files follow):
+
+1. ``staging``: the journal names every temp file, backup and directory it is about to make,
+   *before* any of them exists; then the new contents are staged as temp files.
+2. ``swapping``: each file that will be replaced or removed is first hard-linked into the
+   journal's backup folder, then swapped (``os.replace`` / ``unlink``).
+3. ``done``: the commit point. Everything after it is clean-up.
+
+Whoever finds a journal (the next patchctl command on that tree, or the process itself when a
+signal or an error interrupts it) finishes a ``done`` journal and rolls back any other. Every
+step of both is idempotent and decided from what is on disk, so an interruption during
+recovery is recovered the same way. ``PATCHCTL_TEST_FAULT`` (see :func:`step`) lets the tests
+kill the process at every step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from patchctl.errors import PatchctlError
+
+JOURNAL_DIR = ".patchctl/journal"
+JOURNAL_FILE = "journal.json"
+TMP_SUFFIX = ".patchctl-tmp"
+FORMAT = 1
+
+_steps = 0
+
+
+def step() -> None:
+    """Count one file-system mutation; the test-only fault switch acts on the Nth.
+
+    ``PATCHCTL_TEST_FAULT=kill@N`` SIGKILLs this process right before its Nth mutation
+    (``int@N`` / ``term@N`` send SIGINT / SIGTERM instead), in the spirit of git's
+    ``GIT_TEST_*`` variables. Unset, it costs one environment lookup.
+    """
+    global _steps
+    fault = os.environ.get("PATCHCTL_TEST_FAULT")
+    if not fault:
+        return
+    _steps += 1
+    how, _, at = fault.partition("@")
+    if at.isdigit() and _steps == int(at):
+        sig = {"kill": signal.SIGKILL, "int": signal.SIGINT, "term": signal.SIGTERM}[how]
+        os.kill(os.getpid(), sig)
+
+
+@dataclass
+class Op:
+    """One file the change replaces, creates or removes."""
+
+    #: relative to the root, already resolved through symlinks inside the tree
+    path: str
+    #: the staged new content (relative to the root), None when the file is removed
+    tmp: str | None
+    #: where the old file is kept while the change is not committed (relative to the journal)
+    backup: str
+    #: whether the file existed before the change
+    existed: bool
+
+
+@dataclass
+class Journal:
+    root: Path
+    id: str
+    command: str
+    ops: list[Op] = field(default_factory=list)
+    #: directories the change creates, outermost first (removed again on roll-back when empty)
+    dirs: list[str] = field(default_factory=list)
+    state: str = "staging"
+
+    @property
+    def folder(self) -> Path:
+        return self.root / JOURNAL_DIR
+
+    def save(self) -> None:
+        """Replace the journal file atomically and durably: it is the source of truth."""
+        doc = {"format": FORMAT, "id": self.id, "command": self.command, "state": self.state, "pid": os.getpid(),
+               "ops": [asdict(op) for op in self.ops], "dirs": self.dirs}
+        tmp = self.folder / (JOURNAL_FILE + TMP_SUFFIX)
+        step()
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        step()
+        os.replace(tmp, self.folder / JOURNAL_FILE)
+        _fsync_dir(self.folder)
+
+
+class JournalDamaged(PatchctlError):
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: the journal of an interrupted patchctl change is unreadable ({problem}); "
+                         "compare the tree with git (git status) and remove that folder once it is whole")
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def begin(root: Path, command: str) -> Journal:
+    """Create the journal folder; refuse when an unrecovered journal is there."""
+    journal = Journal(root, secrets.token_hex(4), command)
+    if (journal.folder / JOURNAL_FILE).exists():
+        raise PatchctlError(f"{root}: an interrupted patchctl change is pending there; "
+                            "run `patchctl verify --target` on it first to finish or roll it back")
+    for d in reversed([journal.folder, *journal.folder.parents]):
+        if d == root or root not in d.parents or d.exists():
+            continue
+        step()
+        d.mkdir()
+        journal.dirs.append(d.relative_to(root).as_posix())
+    return journal
+
+
+def temp_name(journal: Journal, rel: str) -> str:
+    """A temp file's name beside its destination, known before the file exists."""
+    head, _, name = rel.rpartition("/")
+    return (head + "/" if head else "") + f".{name}.{journal.id}{TMP_SUFFIX}"
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM while a roll-back runs, so a second Ctrl-C cannot cut it in half."""
+    sigs = {signal.SIGINT, signal.SIGTERM}
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    except (ValueError, OSError):  # not the main thread: nothing to hold
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def rollback(journal: Journal) -> int:
+    """Put every file back as it was and remove what the change created; return files restored."""
+    root, restored = journal.root, 0
+    with signals_held():
+        for op in reversed(journal.ops):
+            dest, backup = root / op.path, journal.folder / op.backup
+            if op.existed and os.path.lexists(backup):
+                step()
+                os.replace(backup, dest)
+                restored += 1
+            elif not op.existed and journal.state != "staging" and os.path.lexists(dest):
+                step()
+                dest.unlink()
+                restored += 1
+            if op.tmp and os.path.lexists(root / op.tmp):
+                step()
+                (root / op.tmp).unlink()
+        _remove_dirs(root, journal.dirs, keep=JOURNAL_DIR)
+        finish(journal)
+    return restored
+
+
+def finish(journal: Journal) -> None:
+    """Drop backups and the journal itself, then the folders it created that are empty."""
+    for op in journal.ops:
+        backup = journal.folder / op.backup
+        if os.path.lexists(backup):
+            step()
+            backup.unlink()
+    if (journal.folder / "backup").exists():
+        step()
+        shutil.rmtree(journal.folder / "backup")
+    for name in (JOURNAL_FILE, JOURNAL_FILE + TMP_SUFFIX):
+        if (journal.folder / name).exists():
+            step()
+            (journal.folder / name).unlink()
+    if journal.state == "done":
+        prune_empty_parents(journal.root, [journal.root / op.path for op in journal.ops if op.tmp is None])
+    _remove_dirs(journal.root, [JOURNAL_DIR, *journal.dirs], keep=None)
+
+
+def prune_empty_parents(root: Path, removed: list[Path]) -> None:
+    """Remove directories emptied by deletions, up to (not including) ``root``."""
+    root = root.resolve()
+    for path in removed:
+        parent = path.parent.resolve()
+        while parent != root and root in parent.parents:
+            try:
+                if any(parent.iterdir()):
+                    break
+                step()
+                parent.rmdir()
+            except OSError:
+                break
+            parent = parent.parent
+
+
+def _remove_dirs(root: Path, dirs: list[str], keep: str | None) -> None:
+    """Remove the listed folders that are empty, deepest first; never ``root`` itself."""
+    for rel in sorted(set(dirs), key=lambda d: d.count("/"), reverse=True):
+        path = root / rel
+        if keep and (rel == keep or keep.startswith(rel + "/")):
+            continue
+        try:
+            if path.is_dir() and not any(path.iterdir()):
+                step()
+                path.rmdir()
+        except OSError:
+            pass
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What the next command found and did about an interrupted change."""
+
+    command: str
+    #: "rolled back" or "finished"
+    action: str
+    files: int
+
+    def sentence(self, root: Path) -> str:
+        if self.action == "finished":
+            return f"{root}: an interrupted `{self.command}` had written every file; finished its clean-up"
+        return (f"{root}: an interrupted `{self.command}` was rolled back; "
+                f"{self.files} file(s) restored, the tree is as it was before it")
+
+
+def load(root: Path) -> Journal | None:
+    folder = root / JOURNAL_DIR
+    path = folder / JOURNAL_FILE
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        journal = Journal(root, doc["id"], doc["command"], [Op(**op) for op in doc["ops"]], doc["dirs"], doc["state"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise JournalDamaged(folder, str(exc)) from None
+    for rel in [op.path for op in journal.ops] + [op.tmp for op in journal.ops if op.tmp] + journal.dirs:
+        if rel.startswith("/") or ".." in rel.split("/"):
+            raise JournalDamaged(folder, f"it names {rel!r}, outside the tree")
+    return journal
+
+
+def recover(root: Path) -> Recovery | None:
+    """Finish (past the commit point) or roll back (before it) an interrupted change at ``root``."""
+    folder = root / JOURNAL_DIR
+    if not folder.is_dir():
+        return None
+    journal = load(root)
+    if journal is None:
+        # killed while the first journal file was being written: nothing else was touched yet
+        shutil.rmtree(folder)
+        _remove_dirs(root, [".patchctl"], keep=None)
+        return Recovery("patchctl", "rolled back", 0)
+    if journal.state == "done":
+        finish(journal)
+        return Recovery(journal.command, "finished", len(journal.ops))
+    return Recovery(journal.command, "rolled back", rollback(journal))
