@@ -82,6 +82,16 @@ class PatchFailed(PatchctlError):
         super().__init__(summary)
 
 
+class OutsideTree(PatchctlError):
+    """A path would lead out of the tree (absolute, ``..`` or a symlink); nothing is touched there."""
+
+    def __init__(self, root: Path | str, rel: str, problem: str, patch: str | None = None) -> None:
+        self.root, self.rel, self.problem, self.patch = str(root), rel, problem, patch
+        who = f"patch {patch!r}: " if patch else ""
+        super().__init__(f"{root}: {who}refusing to touch {rel!r}: it {problem}; "
+                         "patchctl only changes files inside the tree")
+
+
 class CommitRefused(PatchctlError):
     """``--commit`` cannot commit here; said before anything is written."""
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl import journal
-from patchctl.errors import PatchctlError, WriteFailed
+from patchctl.errors import OutsideTree, WriteFailed
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -194,9 +194,3 @@ def _swap(jr: journal.Journal, op: journal.Op) -> None:
         dest.unlink()
     else:
         os.replace(jr.root / op.tmp, dest)
-
-
-class OutsideTree(PatchctlError):
-    def __init__(self, root: Path, rel: str, problem: str) -> None:
-        self.root, self.rel = root, rel
-        super().__init__(f"{root}: refusing to touch {rel!r}: it {problem}; patchctl only changes files inside the tree")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchctl import journal
 from patchctl.capture import manifest, narrow, pyunits
 from patchctl.capture.hunks import Hunk, diff, why_from
 from patchctl.capture.sources import Tree, open_base, open_fork
@@ -279,15 +280,37 @@ def _prove(s: _State, staged: Path) -> set[str]:
 
 
 def _publish(staged: Path, out: Path) -> None:
+    """Swap the staged patchset in with two renames; :func:`_recover_out` mends a kill in between."""
     if out.exists():
         if any(out.iterdir()) and not (out / MANIFEST).is_file():
             raise PatchctlError(f"--out {out}: exists and is not a patchset directory; choose a new or empty directory")
         old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        journal.step()
         os.replace(out, old)
+        journal.step()
         os.replace(staged, out)
+        journal.step()
         shutil.rmtree(old, ignore_errors=True)
     else:
+        journal.step()
         os.replace(staged, out)
+
+
+def _recover_out(out: Path) -> str | None:
+    """Undo what a capture killed half-way left beside ``out``: its staging folder, and the old
+    patchset it had moved aside (put back when ``out`` is missing, dropped when the new one is in)."""
+    said = None
+    for stale in sorted(out.parent.glob(f".{out.name}.capture-*")):
+        shutil.rmtree(stale, ignore_errors=True)
+        said = f"--out {out}: removed the staging folder of an interrupted capture; {out} is as it was"
+    for old in sorted(out.parent.glob(f".{out.name}.old-*")):
+        if out.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            said = f"--out {out}: an interrupted capture had written the new patchset; finished its clean-up"
+        else:
+            os.replace(old, out)
+            said = f"--out {out}: an interrupted capture was rolled back; the previous patchset is back"
+    return said
 
 
 def capture(fork: Path, base: str, out: Path | None, *, tag: str = "Uky", all_: bool = False,
@@ -299,12 +322,17 @@ def capture(fork: Path, base: str, out: Path | None, *, tag: str = "Uky", all_: 
         raise PatchctlError(f"--out {out}: exists and is not a patchset directory; choose a new or empty directory")
     fork_tree = open_fork(fork)
     parent = (out.resolve().parent if out is not None else None)
-    if parent is not None:
+    recovered = None
+    if parent is not None and out is not None:
         parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".patchctl-capture-", dir=parent) as tmp:
+        recovered = _recover_out(out.resolve())
+    prefix = f".{out.name}.capture-" if out is not None else ".patchctl-capture-"
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=parent) as tmp:
         base_tree = open_base(base, fork_tree.root, Path(tmp))
         label = f"verl {base_tree.version}" if base_tree.version else base_tree.label
         report = Report(str(fork), label, out)
+        if recovered:
+            report.notes.append(recovered)
         s = _State(fork_tree, base_tree, tag, all_, include or set(), tag_regex({tag}), report)
         for rel in sorted(fork_tree.files):
             data = (fork_tree.root / rel).read_bytes()

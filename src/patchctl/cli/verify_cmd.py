@@ -44,6 +44,7 @@ def verify_cmd(target: str, patchsets: tuple[str, ...], strict: bool, env: bool,
                          "reason": c.reason, **({"detail": c.detail} if c.detail else {})} for c in report.checks],
             "tags": {"accounted": len(report.accounted),
                      "unaccounted": [{"path": h.path, "line": h.line, "text": h.text} for h in report.unaccounted]},
+            "leftover_temp_files": report.leftovers,
         })
         return 0 if ok else 1
     rows = [[c.patch, c.presence.value, c.path or "-", c.reason] for c in report.checks]
@@ -56,5 +57,7 @@ def verify_cmd(target: str, patchsets: tuple[str, ...], strict: bool, env: bool,
         click.echo(f"  untracked tag  {h.path}:{h.line}: {h.text.strip()}")
     if report.unaccounted:
         click.echo("  (hand edits no patch accounts for: worth capturing into a patchset)")
+    for rel in report.leftovers:
+        click.echo(f"  leftover temp file  {rel}: a write was cut off here; delete it (rm {rel!r})")
     click.echo("verify: " + ("ok" if ok else "FAILED"))
     return 0 if ok else 1

@@ -17,7 +17,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchctl import fsutil, git
-from patchctl.errors import CommitRefused, DirtyFiles, PatchctlError, PatchFailed
+from patchctl.errors import CommitRefused, DirtyFiles, OutsideTree, PatchctlError, PatchFailed
 from patchctl.patchsets import record as rec
 from patchctl.patchsets import upstream
 from patchctl.patchsets.kinds import KINDS
@@ -115,6 +115,11 @@ def version_mismatch(patch: Patch, version: str | None) -> str | None:
 
 
 def locate(patch: Patch, tree: TreeReader) -> str | None:
+    for rel in patch.target:
+        try:
+            fsutil.resolve_inside(tree.plan.target.root, rel)
+        except OutsideTree as exc:
+            raise OutsideTree(exc.root, exc.rel, exc.problem, patch.id) from None
     existing = [p for p in patch.target if tree.read(p) is not None]
     if existing:
         return existing[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 from importlib import resources
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from patchctl.errors import ManifestError, PatchctlError
+from patchctl.fsutil import relative_inside
 from patchctl.patchsets.kinds import KINDS, kind_names
 from patchctl.patchsets.model import Patch, Patchset, UpstreamRule
 from patchctl.schema import Field, check
@@ -73,6 +75,7 @@ def _patch(raw: dict[str, Any], index: int, root: Path, file: Path, default_tag:
         raise ManifestError(file, f"patch[{index}].tag", "missing", 'add tag = "Uky" here or in [patchset]', pid)
     if not raw["target"]:
         raise ManifestError(file, f"patch[{index}].target", "is empty", "list at least one path", pid)
+    _inside(raw["target"], file, f"patch[{index}].target", pid)
     kind = KINDS[raw["kind"]]
     params = check(raw["params"], kind.params_schema, file=file, prefix=f"patch[{index}].params.", patch=pid)
     up = raw.get("upstream", {"kind": "none"})
@@ -81,6 +84,13 @@ def _patch(raw: dict[str, Any], index: int, root: Path, file: Path, default_tag:
         raise ManifestError(file, f"patch[{index}].upstream.names", "missing", "list the identifiers", pid)
     if up["kind"] == "regex" and not up.get("pattern"):
         raise ManifestError(file, f"patch[{index}].upstream.pattern", "missing", "write a regular expression", pid)
+    if up.get("pattern"):
+        try:
+            re.compile(up["pattern"])
+        except re.error as exc:
+            raise ManifestError(file, f"patch[{index}].upstream.pattern", f"not a regular expression ({exc})",
+                                "fix the pattern (Python re syntax)", pid) from None
+    _inside(up.get("files", []), file, f"patch[{index}].upstream.files", pid)
     for key in ("versions", "drop_when"):
         if key in raw:
             _spec(raw[key], file, f"patch[{index}].{key}", pid)
@@ -92,6 +102,15 @@ def _patch(raw: dict[str, Any], index: int, root: Path, file: Path, default_tag:
         versions=raw.get("versions"),
         meta={k: raw[k] for k in META_KEYS if k in raw},
     )
+
+
+def _inside(paths: list[str], file: Path, key: str, patch_id: str) -> None:
+    """Paths a patch names are relative to the tree and stay in it: a patchset never writes elsewhere."""
+    for i, rel in enumerate(paths):
+        problem = relative_inside(rel)
+        if problem:
+            raise ManifestError(file, f"{key}[{i}]", f"{rel!r} {problem}",
+                                "write a path relative to the tree's root, inside it", patch_id)
 
 
 def load_patchset(directory: Path, *, builtin: bool = False) -> Patchset:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from patchctl.errors import PatchctlError
+from patchctl.fsutil import relative_inside
 
 RECORD_PATH = ".patchctl/applied.json"
 FORMAT = 1
@@ -54,7 +55,22 @@ def load(root: Path) -> Record | None:
         return None
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        return Record(doc["upstream"]["version"], doc["upstream"]["commit"], doc.get("patchsets", {}),
-                      [Entry(**e) for e in doc["patches"]])
+        record = Record(doc["upstream"]["version"], doc["upstream"]["commit"], doc.get("patchsets", {}),
+                        [Entry(**e) for e in doc["patches"]])
     except (ValueError, KeyError, TypeError) as exc:
-        raise PatchctlError(f"{path}: the apply record is damaged ({exc}); restore it with git or delete it") from None
+        raise RecordDamaged(path, str(exc)) from None
+    for e in record.entries:
+        problem = relative_inside(e.path) if isinstance(e.path, str) and e.path else "is not a path"
+        if problem:
+            raise RecordDamaged(path, f"patch {e.patch!r} names {e.path!r}, which {problem}")
+    return record
+
+
+class RecordDamaged(PatchctlError):
+    """The record cannot be trusted; revert without it reverts every patch it finds intact."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: the apply record is damaged ({problem}); restore it with git "
+                         f"(git checkout -- {RECORD_PATH}), or delete it and run `patchctl revert` again, "
+                         "which then reverts every patch it finds intact")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from patchctl.journal import TMP_SUFFIX
 from patchctl.patchsets import record as rec
 from patchctl.patchsets.engine import Plan, TreeReader, assess
 from patchctl.patchsets.kinds import KINDS
@@ -31,10 +34,12 @@ class Report:
     accounted: list[TagHit] = field(default_factory=list)
     #: tagged lines no patch accounts for: hand edits worth capturing
     unaccounted: list[TagHit] = field(default_factory=list)
+    #: temp files of an interrupted write no journal accounts for (relative paths)
+    leftovers: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return all(c.presence.passes for c in self.checks)
+        return all(c.presence.passes for c in self.checks) and not self.leftovers
 
 
 def verify(target: Target, patchsets: list[Patchset]) -> Report:
@@ -67,4 +72,15 @@ def verify(target: Target, patchsets: list[Patchset]) -> Report:
     tags = {p.tag for ps in patchsets for p in ps.patches}
     for hit in scan(target.root, tags):
         (report.accounted if hit.line in owned.get(hit.path, ()) else report.unaccounted).append(hit)
+    report.leftovers = leftover_temp_files(target.root)
     return report
+
+
+def leftover_temp_files(root: Path) -> list[str]:
+    """``*.patchctl-tmp`` files in the tree: debris of a write that was cut off (and that
+    ``migrate`` must never ship). A journaled write never leaves them once recovered."""
+    out = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        out += [os.path.relpath(os.path.join(folder, f), root) for f in files if f.endswith(TMP_SUFFIX)]
+    return sorted(out)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
+from patchctl.fsutil import relative_inside
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
@@ -37,6 +38,10 @@ class AddFile:
     }
 
     def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
+        problem = relative_inside(raw["source"])
+        if problem:
+            raise ManifestError(manifest, "params.source", f"{raw['source']!r} {problem}",
+                                "ship the file inside the patchset directory and name it relative to it", patch_id)
         src = patchset_root / raw["source"]
         if not src.is_file():
             raise ManifestError(manifest, "params.source", f"{src} does not exist",
