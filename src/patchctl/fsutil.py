@@ -115,7 +115,8 @@ def write_all(root: Path, changes: Mapping[str, FileChange] | list[FileChange], 
         if isinstance(exc, OSError):
             raise WriteFailed(exc.filename or root, exc.strerror or str(exc)) from exc
         raise
-    journal.finish(jr)
+    with journal.signals_held():  # past the commit point: a signal now waits until the clean-up is done
+        journal.finish(jr)
 
 
 @dataclass(frozen=True)

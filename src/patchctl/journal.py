@@ -124,12 +124,17 @@ def begin(root: Path, command: str) -> Journal:
     if (journal.folder / JOURNAL_FILE).exists():
         raise PatchctlError(f"{root}: an interrupted patchctl change is pending there; "
                             "run `patchctl verify --target` on it first to finish or roll it back")
-    for d in reversed([journal.folder, *journal.folder.parents]):
-        if d == root or root not in d.parents or d.exists():
-            continue
-        step()
-        d.mkdir()
-        journal.dirs.append(d.relative_to(root).as_posix())
+    try:
+        for d in reversed([journal.folder, *journal.folder.parents]):
+            if d == root or root not in d.parents or d.exists():
+                continue
+            step()
+            d.mkdir()
+            journal.dirs.append(d.relative_to(root).as_posix())
+    except BaseException:
+        with signals_held():
+            _remove_dirs(root, journal.dirs, keep=None)
+        raise
     return journal
 
 
@@ -177,7 +182,13 @@ def rollback(journal: Journal) -> int:
 
 
 def finish(journal: Journal) -> None:
-    """Drop backups and the journal itself, then the folders it created that are empty."""
+    """Drop backups and the journal itself, then the folders it created that are empty.
+
+    Folders emptied by deletions are pruned first, while the journal still says ``done``, so a
+    kill during the pruning is finished by the next command instead of leaving them behind.
+    """
+    if journal.state == "done":
+        prune_empty_parents(journal.root, [journal.root / op.path for op in journal.ops if op.tmp is None])
     for op in journal.ops:
         backup = journal.folder / op.backup
         if os.path.lexists(backup):
@@ -190,9 +201,7 @@ def finish(journal: Journal) -> None:
         if (journal.folder / name).exists():
             step()
             (journal.folder / name).unlink()
-    if journal.state == "done":
-        prune_empty_parents(journal.root, [journal.root / op.path for op in journal.ops if op.tmp is None])
-    _remove_dirs(journal.root, [JOURNAL_DIR, *journal.dirs], keep=None)
+    _remove_dirs(journal.root, [JOURNAL_DIR, *journal.dirs, ".patchctl"], keep=None)
 
 
 def prune_empty_parents(root: Path, removed: list[Path]) -> None:
@@ -201,13 +210,14 @@ def prune_empty_parents(root: Path, removed: list[Path]) -> None:
     for path in removed:
         parent = path.parent.resolve()
         while parent != root and root in parent.parents:
-            try:
-                if any(parent.iterdir()):
+            if parent.is_dir():  # a folder already gone (an earlier, interrupted pass) is skipped
+                try:
+                    if any(parent.iterdir()):
+                        break
+                    step()
+                    parent.rmdir()
+                except OSError:
                     break
-                step()
-                parent.rmdir()
-            except OSError:
-                break
             parent = parent.parent
 
 
@@ -230,11 +240,13 @@ class Recovery:
     """What the next command found and did about an interrupted change."""
 
     command: str
-    #: "rolled back" or "finished"
+    #: "rolled back", "finished", or "cleaned up" (only the journal's own empty folder was left)
     action: str
     files: int
 
     def sentence(self, root: Path) -> str:
+        if self.action == "cleaned up":
+            return f"{root}: removed the empty journal an interrupted patchctl left; no file needed restoring"
         if self.action == "finished":
             return f"{root}: an interrupted `{self.command}` had written every file; finished its clean-up"
         return (f"{root}: an interrupted `{self.command}` was rolled back; "
@@ -261,13 +273,19 @@ def recover(root: Path) -> Recovery | None:
     """Finish (past the commit point) or roll back (before it) an interrupted change at ``root``."""
     folder = root / JOURNAL_DIR
     if not folder.is_dir():
+        own = root / ".patchctl"
+        if own.is_dir() and not own.is_symlink() and not any(own.iterdir()):
+            # killed between making .patchctl and its journal folder: an empty folder of ours
+            own.rmdir()
+            return Recovery("patchctl", "cleaned up", 0)
         return None
     journal = load(root)
     if journal is None:
-        # killed while the first journal file was being written: nothing else was touched yet
+        # killed before its first journal was saved, or after the last was removed: either way no
+        # file of the tree is at stake, only the journal's own folder
         shutil.rmtree(folder)
         _remove_dirs(root, [".patchctl"], keep=None)
-        return Recovery("patchctl", "rolled back", 0)
+        return Recovery("patchctl", "cleaned up", 0)
     if journal.state == "done":
         finish(journal)
         return Recovery(journal.command, "finished", len(journal.ops))
