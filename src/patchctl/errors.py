@@ -100,6 +100,16 @@ class CommitRefused(PatchctlError):
         super().__init__(f"{root}: --commit refused: {problem}; {fix} (nothing was written)")
 
 
+class CommitFailed(PatchctlError):
+    """git refused the commit (a hook, say) after the files were written; they are put back."""
+
+    def __init__(self, root: Path | str, branch: str, stderr: str) -> None:
+        self.root, self.branch = str(root), branch
+        tail = " | ".join(line.strip() for line in stderr.strip().splitlines()[-3:]) or "no output"
+        super().__init__(f"{root}: git refused the commit on branch {branch!r} ({tail}); the files, the branch "
+                         "and the index are as they were: fix the cause and run the same command again")
+
+
 class UnknownPatch(PatchctlError):
     def __init__(self, patch_id: str, known: list[str]) -> None:
         self.patch_id = patch_id

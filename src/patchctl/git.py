@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from patchctl import proc
-from patchctl.errors import PatchctlError
+from patchctl.errors import CommandFailed, CommitFailed, PatchctlError
 
 
 def toplevel(path: Path) -> Path | None:
@@ -109,10 +109,12 @@ def commit_on_branch(root: Path, branch: str, paths: list[str], message: str) ->
     try:
         proc.run(["git", "-C", str(root), "add", "-A", "--", *paths])
         proc.run(["git", "-C", str(root), "-c", "commit.gpgsign=false", "commit", "-q", "-m", message, "--", *paths])
-    except BaseException:
+    except BaseException as exc:
         proc.run(["git", "-C", str(root), "reset", "-q", "--", *paths], check=False)
         proc.run(["git", "-C", str(root), "checkout", "-q", previous or "-"], check=False)
         proc.run(["git", "-C", str(root), "branch", "-q", "-D", branch], check=False)
+        if isinstance(exc, CommandFailed):
+            raise CommitFailed(root, branch, exc.stderr) from None
         raise
     sha = head(root)
     assert sha is not None
@@ -128,3 +130,9 @@ def has_committer(root: Path) -> bool:
 def has_identity(root: Path) -> bool:
     done = proc.run(["git", "-C", str(root), "config", "user.email"], check=False)
     return bool(done.stdout.strip())
+
+
+def diff_file(root: Path, rel: str) -> str:
+    """``git diff HEAD -- rel``: how a file differs from its last commit ("" when it cannot tell)."""
+    done = proc.run(["git", "-C", str(root), "diff", "--no-color", "HEAD", "--", rel], check=False)
+    return done.stdout if done.returncode == 0 else ""

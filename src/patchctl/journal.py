@@ -29,7 +29,7 @@ from pathlib import Path
 
 from patchctl.errors import PatchctlError
 
-JOURNAL_DIR = ".patchctl/journal"
+JOURNAL_DIR = ".patchctl-journal"
 JOURNAL_FILE = "journal.json"
 TMP_SUFFIX = ".patchctl-tmp"
 FORMAT = 1
@@ -124,17 +124,10 @@ def begin(root: Path, command: str) -> Journal:
     if (journal.folder / JOURNAL_FILE).exists():
         raise PatchctlError(f"{root}: an interrupted patchctl change is pending there; "
                             "run `patchctl verify --target` on it first to finish or roll it back")
-    try:
-        for d in reversed([journal.folder, *journal.folder.parents]):
-            if d == root or root not in d.parents or d.exists():
-                continue
-            step()
-            d.mkdir()
-            journal.dirs.append(d.relative_to(root).as_posix())
-    except BaseException:
-        with signals_held():
-            _remove_dirs(root, journal.dirs, keep=None)
-        raise
+    # one mkdir at the root, so there is never a half-made journal folder (an empty one left by a
+    # kill right after this step holds nothing and is simply reused)
+    step()
+    journal.folder.mkdir(exist_ok=True)
     return journal
 
 
@@ -201,7 +194,7 @@ def finish(journal: Journal) -> None:
         if (journal.folder / name).exists():
             step()
             (journal.folder / name).unlink()
-    _remove_dirs(journal.root, [JOURNAL_DIR, *journal.dirs, ".patchctl"], keep=None)
+    _remove_dirs(journal.root, [JOURNAL_DIR, *journal.dirs], keep=None)
 
 
 def prune_empty_parents(root: Path, removed: list[Path]) -> None:
@@ -273,18 +266,12 @@ def recover(root: Path) -> Recovery | None:
     """Finish (past the commit point) or roll back (before it) an interrupted change at ``root``."""
     folder = root / JOURNAL_DIR
     if not folder.is_dir():
-        own = root / ".patchctl"
-        if own.is_dir() and not own.is_symlink() and not any(own.iterdir()):
-            # killed between making .patchctl and its journal folder: an empty folder of ours
-            own.rmdir()
-            return Recovery("patchctl", "cleaned up", 0)
         return None
     journal = load(root)
     if journal is None:
         # killed before its first journal was saved, or after the last was removed: either way no
         # file of the tree is at stake, only the journal's own folder
         shutil.rmtree(folder)
-        _remove_dirs(root, [".patchctl"], keep=None)
         return Recovery("patchctl", "cleaned up", 0)
     if journal.state == "done":
         finish(journal)

@@ -289,9 +289,12 @@ def _revert_one(patch: Patch, entry: rec.Entry, path: str, tree: TreeReader, bef
     def result(status: Outcome, reason: str, detail: str = "") -> PatchResult:
         return PatchResult(entry.patchset, entry.patch, status, path, reason, detail)
 
+    def committed() -> str:  # asked only for a conflict: one git call
+        return git.diff_file(tree.plan.target.root, path) if tree.plan.target.is_git else ""
+
     if found.presence is Presence.MODIFIED:
         return result(Outcome.CONFLICT, f"{found.reason}: edited since it was applied; restore its lines "
-                      f"(git diff {path}) or leave it out with --only, then revert again", found.detail)
+                      f"(git diff {path}) or leave it out with --only, then revert again", found.detail or committed())
     if found.presence is Presence.MISSING:
         if not recorded:
             return None
@@ -299,10 +302,14 @@ def _revert_one(patch: Patch, entry: rec.Entry, path: str, tree: TreeReader, bef
         if now in befores or (text is None and kind.creates_target):
             return result(Outcome.NOT_APPLIED, f"{path} is already back to what it was before apply")
         edit = kind.apply(text, patch, ctx)
-        detail = Plan.unified(path, text, edit.text) if edit.status is EditStatus.CHANGED else found.detail
+        if edit.status is EditStatus.CHANGED:
+            detail, shows = Plan.unified(path, text, edit.text), "the diff shows what apply wrote"
+        else:
+            detail = edit.detail or found.detail or committed()
+            shows = f"{edit.reason}; the diff shows the file against its last commit" if detail else edit.reason
         return result(Outcome.CONFLICT, f"{path} changed since apply and the patch's lines are not intact there "
-                      "(edited by hand?); restore them (the diff shows what apply wrote) or leave the patch "
-                      "out with --only, then revert again", detail)
+                      f"(edited by hand?): {shows}; restore them or leave the patch out with --only, "
+                      "then revert again", detail)
     if found.presence is not Presence.PRESENT:
         return None
     edit = kind.revert(text, patch, ctx)
