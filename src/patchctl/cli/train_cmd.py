@@ -74,9 +74,12 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
         if as_json:
             render.emit_json({"profile": profile.name, "cwd": str(plan.launch.cwd), "env": plan.launch.env,
                               "command": list(plan.launch.argv), "run_dir": str(plan.run_dir),
-                              "ray_head": list(plan.head.argv) if plan.head else None})
+                              "ray_head": list(plan.head.argv) if plan.head else None,
+                              "adapted": [{"verl": a.verl, "why": a.why} for a in plan.adapted]})
             return 0
         click.echo(f"# profile {profile.name}: {profile.description}")
+        for a in plan.adapted:
+            click.echo(f"# adapted for verl {tree.version} ({a.verl}): {a.why}")
         click.echo(f"cd {shlex.quote(str(plan.launch.cwd))}")
         for k, v in plan.launch.env.items():
             click.echo(f"export {k}={shlex.quote(v)}")

@@ -10,10 +10,13 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 
 from patchctl.errors import ManifestError, PatchctlError
 from patchctl.schema import Field, check
@@ -39,6 +42,16 @@ PROFILE_SCHEMA = {
     "defaults": Field(dict, False, "a table of placeholder defaults"),
     "gates": Field(dict, False, "a [profile.NAME.gates] table"),
     "ray_head_cpus": Field(int, False, "start a Ray head node with this many CPUs beside the trainer"),
+    "adapt": Field(list, False, "[[profile.NAME.adapt]] tables: changes for some verl versions"),
+}
+#: one [[profile.NAME.adapt]] table: where a setting of the record no longer fits a verl release
+#: (or the vLLM it pins), what replaces it there
+ADAPT_SCHEMA = {
+    "verl": Field(str, True, 'the verl versions it applies to, e.g. ">=0.9"'),
+    "why": Field(str, True, "what no longer fits, and what replaces it"),
+    "unset_env": Field(list, False, "the profile's env variables to leave out", item=str),
+    "env": Field(dict, False, "env variables to set"),
+    "overrides": Field(list, False, "hydra overrides to add (the user's still win)", item=str),
 }
 GATES_SCHEMA = {
     "min_steps": Field(int, False, "the fewest training steps the log must show"),
@@ -61,6 +74,15 @@ class Gates:
 
 
 @dataclass(frozen=True)
+class Adapt:
+    verl: str
+    why: str
+    unset_env: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    overrides: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     description: str
@@ -75,6 +97,8 @@ class Profile:
     gates: Gates = Gates()
     #: when set, patchctl starts the Ray head node (this many CPUs) while verl imports
     ray_head_cpus: int | None = None
+    #: per-version changes, applied by :func:`adapt` once the target's verl version is known
+    adapt: tuple[Adapt, ...] = ()
 
 
 def profiles_file() -> Path:
@@ -104,9 +128,28 @@ def _profile(name: str, raw: Any, file: Path) -> Profile:
     if "learning_min_gain" in gates:
         gates["learning_min_gain"] = float(gain)
     check(gates, GATES_SCHEMA, file=file, prefix=prefix + "gates.")
+    adapts = []
+    for i, a in enumerate(raw.get("adapt", [])):
+        where = f"{prefix}adapt[{i}]."
+        if not isinstance(a, dict):
+            raise ManifestError(file, where[:-1], "expected a table", f"write [[profile.{name}.adapt]]")
+        check(a, ADAPT_SCHEMA, file=file, prefix=where)
+        try:
+            SpecifierSet(a["verl"])
+        except InvalidSpecifier:
+            raise ManifestError(file, where + "verl", f"{a['verl']!r} is not a version range", 'write e.g. ">=0.9"') from None
+        for k, v in a.get("env", {}).items():
+            if not isinstance(v, str):
+                raise ManifestError(file, f"{where}env.{k}", f"expected a string, got {type(v).__name__}", "quote it")
+        for j, ov in enumerate(a.get("overrides", [])):
+            if "=" not in ov:
+                raise ManifestError(file, f"{where}overrides[{j}]", f"{ov!r} is not KEY=VALUE", "write key=value")
+        adapts.append(Adapt(a["verl"], a["why"], tuple(a.get("unset_env", ())), dict(a.get("env", {})),
+                            tuple(a.get("overrides", ()))))
     return Profile(name, raw["description"], raw["rollout"], raw["assets"], tuple(raw["overrides"]),
                    tuple(raw.get("needs", ())), tuple(raw.get("prepare", ())), tuple(raw.get("requires", ())),
-                   dict(raw.get("env", {})), dict(raw.get("defaults", {})), Gates(**gates), raw.get("ray_head_cpus"))
+                   dict(raw.get("env", {})), dict(raw.get("defaults", {})), Gates(**gates), raw.get("ray_head_cpus"),
+                   tuple(adapts))
 
 
 def load_profiles(file: Path | None = None) -> dict[str, Profile]:
@@ -124,6 +167,30 @@ def load_profile(name: str, file: Path | None = None) -> Profile:
     if name not in profiles:
         raise PatchctlError(f"--profile {name}: no such profile; choose one of: {', '.join(sorted(profiles))}")
     return profiles[name]
+
+
+def adapt(profile: Profile, verl_version: str | None) -> tuple[Profile, tuple[Adapt, ...]]:
+    """The profile as it runs on ``verl_version``: its matching adapt tables applied, in order.
+
+    An unknown version (a checkout without ``verl/version/version``) gets the profile as written.
+    The adapt tables' overrides come after the profile's own, and the user's still come last.
+    """
+    if not verl_version or not profile.adapt:
+        return profile, ()
+    try:
+        version = Version(verl_version)
+    except InvalidVersion:
+        return profile, ()
+    applied = tuple(a for a in profile.adapt if SpecifierSet(a.verl).contains(version, prereleases=True))
+    if not applied:
+        return profile, ()
+    env, overrides = dict(profile.env), list(profile.overrides)
+    for a in applied:
+        for k in a.unset_env:
+            env.pop(k, None)
+        env.update(a.env)
+        overrides.extend(a.overrides)
+    return replace(profile, env=env, overrides=tuple(overrides)), applied
 
 
 def fill(text: str, values: dict[str, str], where: str) -> str:

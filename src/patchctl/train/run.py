@@ -25,7 +25,7 @@ from patchctl.train.data import tiny_dataset
 from patchctl.train.gates import Gate
 from patchctl.train.launcher import Launch
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Step, pick
-from patchctl.train.profiles import Profile, fill, resolve_values
+from patchctl.train.profiles import Adapt, Profile, adapt, fill, resolve_values
 from patchctl.train.report import Timings
 
 
@@ -38,6 +38,8 @@ class Plan:
     values: dict[str, str]
     #: the Ray head node patchctl starts beside the trainer, if the profile asks for one
     head: rayhead.HeadSpec | None = None
+    #: the profile's [[adapt]] tables that matched the target's verl version (already applied)
+    adapted: tuple[Adapt, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ def default_run_dir(target: Target, profile: str) -> Path:
 def plan(target: Target, profile: Profile, cluster: Cluster | None, overrides: list[str] | tuple[str, ...],
          python: str, run_dir: Path | None = None) -> Plan:
     """Fill the profile into an exact command; nothing is written."""
+    profile, adapted = adapt(profile, target.version)
     run_dir = (run_dir or default_run_dir(target, profile.name)).resolve()
     given: dict[str, str] = {"RUN_DIR": str(run_dir)}
     if cluster is not None:
@@ -89,7 +92,7 @@ def plan(target: Target, profile: Profile, cluster: Cluster | None, overrides: l
         # a driver that connects to a running cluster must not ask for CPUs of its own
         overrides = ["ray_kwargs.ray_init.num_cpus=null", *overrides]
     launch = launcher.build(target.root, profile, values, overrides, python, run_dir / "train.log", extra_env)
-    return Plan(profile, run_dir, launch, values, head)
+    return Plan(profile, run_dir, launch, values, head, adapted)
 
 
 def _prepare(p: Plan) -> None:
@@ -179,7 +182,8 @@ def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
     run = {"profile": p.profile.name, "rollout": p.profile.rollout, "command": list(p.launch.argv),
            "ray_head": {"command": list(p.head.argv), "log": str(p.head.log)} if p.head else None,
            "cwd": str(p.launch.cwd), "env": p.launch.env, "returncode": done.returncode,
-           "timed_out": done.timed_out, "log": str(p.launch.log)}
+           "timed_out": done.timed_out, "log": str(p.launch.log),
+           "adapted": [asdict(a) for a in p.adapted]}
     plot_path = report.plot(p.run_dir / "report.png", scan, f"patchctl train --profile {p.profile.name} "
                             f"(verl {target.version or '?'})")
     run["plot"] = str(plot_path) if plot_path else "none (no steps logged, or matplotlib is not installed)"
