@@ -34,7 +34,7 @@ HERE=$PWD/docs/validation/vllm
 if [ ! -f /tmp/vsite/.complete ]; then
     (cd /tmp/vparts && sha256sum -c "$DIR/SHA256SUMS") || { say "bundle parts missing or damaged"; exit 3; }
     rm -rf /tmp/vsite && mkdir -p /tmp/vsite
-    cat /tmp/vparts/vsite.tar.xz.part* | xz -d -T0 | tar -xf - -C /tmp/vsite || { say "unpack failed"; exit 3; }
+    cat /tmp/vparts/vsite.tar.xz.part* | xz -d -T0 | tar --no-same-owner -xf - -C /tmp/vsite || { say "unpack failed"; exit 3; }
     python3 -m compileall -q -j 0 /tmp/vsite >/dev/null 2>&1
     touch /tmp/vsite/.complete
 fi
@@ -51,7 +51,7 @@ python3 -m pip list --path /tmp/vsite 2>/dev/null > $R/bundle-pip-list.txt
 python3 -m pip list 2>/dev/null > $R/image-pip-list.txt
 
 # -- verl 0.9.1: a plain source-release tree, patched and verified -----------------------------
-rm -rf /tmp/w && mkdir -p /tmp/w && tar -xzf "$DIR/verl-0.9.1.tar.gz" -C /tmp/w
+rm -rf /tmp/w && mkdir -p /tmp/w && tar --no-same-owner -xzf "$DIR/verl-0.9.1.tar.gz" -C /tmp/w
 T=/tmp/w/verl-0.9.1
 git -C "$T" init -q -b main && git -C "$T" add -A &&
     git -C "$T" -c user.name=patchctl -c user.email=patchctl@localhost commit -qm "verl 0.9.1 source release"
@@ -92,7 +92,7 @@ say "import check"
 for p in debug fast-load; do
     extra=("${MACHINE[@]}"); [ $p = fast-load ] && extra+=("${SAME_DATA[@]}")
     say "patchctl train --profile $p"
-    patchctl train --target "$T" --profile $p "${CFG[@]}" --out /tmp/vrun/$p --timeout "${TRAIN_TIMEOUT:-270}" --json \
+    patchctl train --target "$T" --profile $p "${CFG[@]}" --out /tmp/vrun/$p --timeout "${TRAIN_TIMEOUT:-220}" --json \
         "${extra[@]}" > "$OUT/$p-report.json" 2> $R/$p-progress.txt
     say "train $p rc=$?"
     cp /tmp/vrun/$p/train.log $R/$p-train.log; cp /tmp/vrun/$p/report.png $R/$p-report.png 2>/dev/null
