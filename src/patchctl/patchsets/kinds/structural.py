@@ -11,6 +11,13 @@ patch names:
 - ``mode = "header"``: the change is in the header of the definition ``scope`` names (its
   decorators through the colon); ``before``/``after`` are that header's text.
 
+A place **fits** when its anchors read ``above`` and ``below`` and the text between is
+``before`` or ``after`` (exactly, else as the same code). Every run of statements reading like
+``below`` counts as an end, not only the nearest: the text replaced may itself hold one.
+Where several places fit — the original at one and the change at another included — check,
+apply and revert answer ambiguous rather than pick one, and apply refuses a change after which
+its place could not be told apart again (issue 10: never confidently wrong).
+
 ``indent`` is the indentation the texts were captured at; where the scope now sits at another
 depth the texts are re-indented. The original text is kept in the manifest, so revert needs
 nothing else; where the tree's text differed from it only in spacing or comments, the record
@@ -81,9 +88,44 @@ def _classify(found: str, indent: str, p: Params) -> str:
     return "other"
 
 
-def _best(sites: list[_Site], side: str) -> list[_Site]:
-    """The sites holding ``side``'s text exactly, else those holding the same code."""
-    return [s for s in sites if s.match == side] or [s for s in sites if s.match == f"{side}-code"]
+def _best(sites: list[_Site]) -> list[_Site]:
+    """The places holding either side's text exactly, else those holding either side's code.
+
+    Both sides count together: a file holding the original at one place and the change at
+    another cannot be said to be patched or not, so it is ambiguous, never a guess (issue 10).
+    An exact place outranks one that only does the same: inserting a copy of the statement
+    below leaves the original reading like the change with its comments stripped.
+    """
+    exact = [s for s in sites if s.match in ("before", "after")]
+    return exact or [s for s in sites if s.match in ("before-code", "after-code")]
+
+
+def _sizes(p: Params) -> set[int] | None:
+    """How many statements a place must hold to fit either side; None where a text does not parse."""
+    counts = [st.count_statements(p.before), st.count_statements(p.after)]
+    return None if None in counts else {c for c in counts if c is not None}
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What a file holds where a patch's anchors point."""
+
+    #: the places holding the patch's before or after text (exactly, or as the same code)
+    fits: list[_Site]
+    #: the nearest place after each match of the anchors above, whatever it holds (for messages)
+    near: list[_Site]
+    #: whether the scope exists at all
+    exists: bool
+
+    @property
+    def one(self) -> _Site | None:
+        """The single fitting place; None when there is none or several (then nothing is guessed)."""
+        return self.fits[0] if len(self.fits) == 1 else None
+
+    def tagged_other(self, tag: str) -> list[_Site]:
+        """Places holding tagged text unlike either side, away from every fitting place."""
+        return [s for s in self.near if s.match == "other" and f"# {tag}" in s.text
+                and all(s.first != f.first for f in self.fits)]
 
 
 class Structural:
@@ -116,29 +158,37 @@ class Structural:
 
     # -- locating --------------------------------------------------------------------------
 
-    def _sites(self, text: str, p: Params, path: str) -> tuple[list[_Site], bool]:
-        """The places that fit the patch, and whether its scope exists at all."""
+    def _find(self, text: str, p: Params, path: str) -> _Found:
+        """Every place in ``text`` that holds the patch's before or after text."""
         tree = parse_ast(text, path)
         lines = split_lines(text)
         if p.mode == "header":
             nodes = [n for n in st.find_scopes(tree, p.scope) if not isinstance(n, ast.Module)]
-            # decorators belong to the header only when the patch changes them
-            decorated = any(t.lstrip().startswith("@") for t in (p.before, p.after))
-            spans = [(st.header_span(lines, n)[0] if decorated else n.lineno, st.header_end(lines, n),  # type: ignore[attr-defined]
-                      lines[n.lineno - 1]) for n in nodes]  # type: ignore[attr-defined]
-            found = [(a, b, line[: len(line) - len(line.lstrip())]) for a, b, line in spans]
-            exists = bool(nodes)
-        else:
-            windows = st.candidates(lines, tree, p.scope, list(p.above), list(p.below))
-            found = [(w.first, w.last, w.indent) for w in windows]
-            exists = bool(st.find_scopes(tree, p.scope))
+            if p.occurrence is not None:
+                nodes = nodes[p.occurrence - 1: p.occurrence]
+            near = [self._site(lines, *self._header(lines, n, p), p) for n in nodes]
+            return _Found(_best(near), near, bool(nodes))
+        nearest = st.candidates(lines, tree, p.scope, list(p.above), list(p.below))
         if p.occurrence is not None:
-            found = found[p.occurrence - 1: p.occurrence]
-        sites = []
-        for first, last, indent in found:
-            body = "".join(lines[first - 1: last])
-            sites.append(_Site(first, last, indent, body, _classify(body, indent, p)))
-        return sites, exists
+            nearest = nearest[p.occurrence - 1: p.occurrence]
+        every = [w for n in nearest for w in st.spread(lines, n, list(p.below), _sizes(p))]
+        near = [self._site(lines, w.first, w.last, w.indent, p) for w in nearest]
+        fits = _best([self._site(lines, w.first, w.last, w.indent, p) for w in every])
+        return _Found(fits, near, bool(st.find_scopes(tree, p.scope)))
+
+    @staticmethod
+    def _header(lines: list[str], node: ast.AST, p: Params) -> tuple[int, int, str]:
+        """(first, last, indent) of a definition's header; decorators belong to it only when the
+        patch changes them."""
+        decorated = any(t.lstrip().startswith("@") for t in (p.before, p.after))
+        first = st.header_span(lines, node)[0] if decorated else node.lineno  # type: ignore[arg-type, attr-defined]
+        line = lines[node.lineno - 1]  # type: ignore[attr-defined]
+        return first, st.header_end(lines, node), line[: len(line) - len(line.lstrip())]  # type: ignore[arg-type]
+
+    @staticmethod
+    def _site(lines: list[str], first: int, last: int, indent: str, p: Params) -> _Site:
+        body = "".join(lines[first - 1: last])
+        return _Site(first, last, indent, body, _classify(body, indent, p))
 
     @staticmethod
     def _where(p: Params) -> str:
@@ -154,23 +204,34 @@ class Structural:
 
     # -- the three operations ----------------------------------------------------------------
 
+    @staticmethod
+    def _places(sites: list[_Site]) -> str:
+        """Lines of each place, with which side of the patch it holds."""
+        return ", ".join(f"{Structural._lines([s])} ({'patched' if s.match.startswith('after') else 'unpatched'})"
+                         for s in sites)
+
+    def _ambiguous(self, p: Params, fits: list[_Site], when: str = "") -> str:
+        return (f"{self._where(p)}{when} fits {len(fits)} places, lines {self._places(fits)}; its anchors repeat, so "
+                "nothing is guessed: add params.occurrence or more anchors")
+
     def check(self, text: str | None, patch: Patch, ctx: Context) -> Check:
         p: Params = patch.params
         if text is None:
             return Check(Presence.MISSING, f"{ctx.path} does not exist")
-        sites, exists = self._sites(text, p, ctx.path)
-        present = _best(sites, "after")
-        if present:
-            s = present[0]
+        found = self._find(text, p, ctx.path)
+        s = found.one
+        if s is not None and s.match.startswith("after"):
             how = "" if s.match == "after" else " (same code; spacing or comments differ)"
             return Check(Presence.PRESENT, f"{self._where(p)}: present at lines {self._lines([s])}{how}",
                          frozenset(range(s.first, s.last + 1)))
-        tagged = [s for s in sites if s.match == "other" and f"# {patch.tag}" in s.text]
+        if len(found.fits) > 1:  # present or not cannot be told: never a confident answer
+            return Check(Presence.MISSING, self._ambiguous(p, found.fits))
+        tagged = found.tagged_other(patch.tag)
         if tagged:
             s = tagged[0]
             return Check(Presence.MODIFIED, f"{self._where(p)}: the tagged text at lines {self._lines([s])} differs "
                          "from the patch", frozenset(range(s.first, s.last + 1)), self._diff(p.after, s, p, ctx.path))
-        if not exists:
+        if not found.exists:
             return Check(Presence.MISSING, f"no {p.scope or 'module'} scope in {ctx.path}")
         return Check(Presence.MISSING, f"{self._where(p)}: not present")
 
@@ -184,22 +245,14 @@ class Structural:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
-        sites, exists = self._sites(text, p, ctx.path)
-        if any(s.match in ("after", "after-code") for s in sites):
+        found = self._find(text, p, ctx.path)
+        if len(found.fits) > 1:
+            return Edit(EditStatus.AMBIGUOUS, self._ambiguous(p, found.fits))
+        site = found.one
+        if site is None:
+            return self._no_fit(found, p, ctx.path)
+        if site.match.startswith("after"):
             return Edit(EditStatus.UNCHANGED, f"{self._where(p)}: already there")
-        fits = _best(sites, "before")
-        if len(fits) > 1:
-            return Edit(EditStatus.AMBIGUOUS, f"{self._where(p)} fits at lines {self._lines(fits)}; "
-                        "add params.occurrence or more anchors")
-        if not fits:
-            if not exists:
-                return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} has no {p.scope or 'module'} scope")
-            if not sites:
-                return Edit(EditStatus.CONFLICT, f"{self._where(p)}: the statements around the change "
-                            f"(above {list(p.above)}, below {list(p.below)}) are not in {p.scope or 'the module'}")
-            return Edit(EditStatus.CONFLICT, f"{self._where(p)}: lines {self._lines(sites)} hold other code than the "
-                        "patch expects", detail=self._diff(p.before, sites[0], p, ctx.path))
-        site = fits[0]
         after = st.reindent(p.after, p.indent, site.indent)
         if after is None:
             return Edit(EditStatus.CONFLICT, f"{self._where(p)}: the scope moved to another indentation and the "
@@ -211,20 +264,35 @@ class Structural:
         except SyntaxError as exc:  # e.g. a body left empty: better no patch than a broken module
             return Edit(EditStatus.CONFLICT, f"{self._where(p)}: the result would not be valid Python "
                         f"(line {exc.lineno}: {exc.msg})")
+        later = self._find(new, p, ctx.path).fits
+        if len(later) > 1:  # check and revert could not tell the change from the original: do not make it
+            return Edit(EditStatus.AMBIGUOUS, self._ambiguous(p, later, " after the change"))
+        if not later or not later[0].match.startswith("after") or later[0].first != site.first:
+            return Edit(EditStatus.CONFLICT, f"{self._where(p)}: after the change its anchors would not lead back to "
+                        "it, so check and revert could not find it; the patch's after text does not fit between them")
         undo = None if site.match == "before" else {"before": site.text}
         return Edit(EditStatus.CHANGED, f"{self._where(p)}: lines {self._lines([site])} replaced", new, undo=undo)
+
+    def _no_fit(self, found: _Found, p: Params, path: str) -> Edit:
+        """Why no place holds the patch's original text."""
+        if not found.exists:
+            return Edit(EditStatus.NOT_APPLICABLE, f"{path} has no {p.scope or 'module'} scope")
+        if not found.near:
+            return Edit(EditStatus.CONFLICT, f"{self._where(p)}: the statements around the change "
+                        f"(above {list(p.above)}, below {list(p.below)}) are not in {p.scope or 'the module'}")
+        return Edit(EditStatus.CONFLICT, f"{self._where(p)}: lines {self._lines(found.near)} hold other code than the "
+                    "patch expects", detail=self._diff(p.before, found.near[0], p, path))
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
-        sites, _ = self._sites(text, p, ctx.path)
-        present = _best(sites, "after")
-        if not present:
+        found = self._find(text, p, ctx.path)
+        if len(found.fits) > 1:
+            return Edit(EditStatus.AMBIGUOUS, self._ambiguous(p, found.fits))
+        site = found.one
+        if site is None or not site.match.startswith("after"):
             return Edit(EditStatus.NOT_APPLICABLE, f"{self._where(p)}: not present; nothing to revert")
-        if len(present) > 1:
-            return Edit(EditStatus.AMBIGUOUS, f"{self._where(p)}: present at lines {self._lines(present)}")
-        site = present[0]
         undo = ctx.undo or {}
         before = undo["before"] if "before" in undo else st.reindent(p.before, p.indent, site.indent)
         if before is None:

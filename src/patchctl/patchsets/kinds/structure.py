@@ -115,12 +115,24 @@ def window(lines: list[str], node: ast.AST, above: int, below: int) -> Window | 
     return Window(node, stmts, above, below, first, last, indent_of(lines, stmts))
 
 
+def ends(heads: list[str], p: int, below: list[str]) -> list[int]:
+    """Every index ``q > p`` where the statements' anchor texts read ``below``, in order.
+
+    An empty ``below`` means the window ends the body, so ``len(heads)`` is the only end.
+    """
+    if not below:
+        return [len(heads)]
+    return [q for q in range(p + 1, len(heads) - len(below) + 1) if heads[q: q + len(below)] == below]
+
+
 def candidates(lines: list[str], tree: ast.Module, scope: str, above: list[str], below: list[str]) -> list[Window]:
-    """Every window of ``scope`` whose neighbours read ``above`` and ``below``, in source order.
+    """The nearest window after each place where ``scope``'s statements read ``above``, in source order.
 
     ``above`` lists first lines in file order (the nearest last); an empty list means the
     window starts the body. ``below`` is in file order (the nearest first); empty means it
-    ends the body. For each matching place above, the nearest matching place below is taken.
+    ends the body. For each matching place above, the nearest matching place below is taken:
+    one window per start, which is what ``params.occurrence`` counts. The text between may
+    hold statements reading like ``below`` too; :func:`spread` gives every end of a start.
     """
     out: list[Window] = []
     for node in find_scopes(tree, scope):
@@ -129,15 +141,39 @@ def candidates(lines: list[str], tree: ast.Module, scope: str, above: list[str],
         starts = [-1] if not above else [p for p in range(len(above) - 1, len(stmts))
                                          if heads[p - len(above) + 1: p + 1] == above]
         for p in starts:
-            if not below:
-                q: int | None = len(stmts)
-            else:
-                q = next((q for q in range(p + 1, len(stmts) - len(below) + 1) if heads[q: q + len(below)] == below), None)
+            q = next(iter(ends(heads, p, below)), None)
             if q is not None:
                 w = window(lines, node, p, q)
                 if w is not None:
                     out.append(w)
     return out
+
+
+def spread(lines: list[str], nearest: Window, below: list[str], sizes: set[int] | None = None) -> list[Window]:
+    """Every window that starts where ``nearest`` does and ends before a run reading ``below``.
+
+    The nearest end is not always the right one: a patch that deletes or replaces a statement
+    reading like its own ``below`` anchor ends at a later one (issue 10). ``sizes`` keeps only
+    windows of that many statements, the counts a patch's texts hold.
+    """
+    heads = [head(lines, s) for s in nearest.stmts]
+    out = []
+    for q in ends(heads, nearest.above, below):
+        if sizes is None or q - nearest.above - 1 in sizes:
+            w = window(lines, nearest.node, nearest.above, q)
+            if w is not None:
+                out.append(w)
+    return out
+
+
+def count_statements(text: str) -> int | None:
+    """How many statements a captured text holds at its own level; None when it does not parse."""
+    import textwrap
+
+    try:
+        return len(ast.parse(textwrap.dedent(text)).body)
+    except SyntaxError:
+        return None
 
 
 def header_span(lines: list[str], node: ast.stmt) -> tuple[int, int]:

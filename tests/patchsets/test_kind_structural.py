@@ -1,0 +1,107 @@
+"""structural: before/after pairs for each way issue 10 found it confidently wrong.
+
+Each pair is the smallest module that showed one failure class of the generated cases in
+``tests/capture/test_structural_props.py``; the comment above each test says what the kind
+answered before the fix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from patchctl.patchsets.kinds import KINDS
+from patchctl.patchsets.kinds.base import Context, EditStatus
+from patchctl.patchsets.model import Patch, Presence
+
+KIND = KINDS["structural"]
+CTX = Context(Path("."), "m.py")
+
+
+def patch(**params: Any) -> Patch:
+    raw = {"scope": "fit", "indent": "    ", **params}
+    return Patch("p", "t", "w", "Uky", "structural", ("m.py",), KIND.parse_params(raw, Path("."), Path("x"), "p"))
+
+
+def round_trip(before: str, after: str, p: Patch) -> None:
+    """Apply gives ``after``; check says missing before and present after; apply is idempotent;
+    revert gives ``before`` back byte for byte."""
+    assert KIND.check(before, p, CTX).presence is Presence.MISSING
+    edit = KIND.apply(before, p, CTX)
+    assert edit.status is EditStatus.CHANGED, edit.reason
+    assert edit.text == after
+    assert KIND.check(after, p, CTX).presence is Presence.PRESENT
+    assert KIND.apply(after, p, CTX).status is EditStatus.UNCHANGED
+    back = KIND.revert(after, p, Context(Path("."), "m.py", edit.undo))
+    assert back.status is EditStatus.CHANGED and back.text == before
+
+
+# was: conflict ("lines 4 hold other code"): only the nearest `self.sync()` below was tried as the end
+def test_a_replaced_statement_that_reads_like_the_anchor_below_is_found() -> None:
+    before = "def fit(self):\n    self.init()\n    self.sync()\n    self.sync()\n    return self.state\n"
+    after = "def fit(self):\n    self.init()\n    self.sync(blocking=True)  # Uky\n    self.sync()\n    return self.state\n"
+    round_trip(before, after, patch(above=["self.init()"], below=["self.sync()"], before="    self.sync()\n",
+                                    after="    self.sync(blocking=True)  # Uky\n"))
+
+
+# was: conflict: occurrence picked the second start's nearest end, an empty gap
+def test_occurrence_picks_a_start_and_any_of_its_ends() -> None:
+    block = "    self.init()\n    self.sync()\n    self.sync()\n"
+    before = "def fit(self):\n" + block * 2
+    after = "def fit(self):\n" + block + block.replace("    self.sync()\n", "    self.sync(blocking=True)  # Uky\n", 1)
+    params = {"above": ["self.init()"], "below": ["self.sync()"], "before": "    self.sync()\n",
+              "after": "    self.sync(blocking=True)  # Uky\n"}
+    round_trip(before, after, patch(**params, occurrence=2))
+    edit = KIND.apply(before, patch(**params), CTX)  # without it, both starts fit: never a guess
+    assert edit.status is EditStatus.AMBIGUOUS
+    assert "fits 2 places, lines 3 (unpatched), 6 (unpatched)" in edit.reason
+
+
+# was: already-applied, check present: the empty gap before the first `self.sync()` has the
+# same code as a tagged comment, and "the change's code is there" outranked "the original is there"
+def test_deleting_a_statement_for_a_tagged_comment_is_not_already_there() -> None:
+    before = "def fit(self):\n    self.sync()\n    self.sync()\n    return self.state\n"
+    after = "def fit(self):\n    # Uky: one sync is enough\n    self.sync()\n    return self.state\n"
+    round_trip(before, after, patch(below=["self.sync()"], before="    self.sync()\n",
+                                    after="    # Uky: one sync is enough\n"))
+
+
+def test_an_exact_original_outranks_a_copy_of_the_change_without_its_comment() -> None:
+    """Inserting a copy of the statement below: BASE reads like the change with its tag
+    stripped one statement further, but the exact empty gap is the place."""
+    before = "def fit(self):\n    self.init()\n    self.sync()\n    self.sync()\n    return self.state\n"
+    after = ("def fit(self):\n    self.init()\n    self.sync()  # Uky: once more\n    self.sync()\n    self.sync()\n"
+             "    return self.state\n")
+    round_trip(before, after, patch(above=["self.init()"], below=["self.sync()"], before="",
+                                    after="    self.sync()  # Uky: once more\n"))
+
+
+# was: already-applied, check present on the unpatched file (the example in issue 10)
+def test_deleting_one_of_two_identical_adjacent_statements_is_ambiguous() -> None:
+    before = "def fit(self):\n    self.init()\n    self.sync()\n    self.sync()\n"
+    p = patch(above=["self.sync()"], before="    self.sync()\n", after="")
+    edit = KIND.apply(before, p, CTX)
+    assert edit.status is EditStatus.AMBIGUOUS
+    assert "fits 2 places, lines 4 (unpatched), 5 (patched)" in edit.reason
+    found = KIND.check(before, p, CTX)
+    assert found.presence is Presence.MISSING and "fits 2 places" in found.reason
+    assert KIND.revert(before, p, CTX).status is EditStatus.AMBIGUOUS
+    # the anchors capture grows until they name one place: then it applies and round-trips
+    round_trip(before, "def fit(self):\n    self.init()\n    self.sync()\n",
+               patch(above=["self.init()", "self.sync()"], before="    self.sync()\n", after=""))
+
+
+# was: applied, but check then said missing and a second apply inserted it again
+def test_a_change_that_makes_its_own_anchor_repeat_is_refused() -> None:
+    before = "def fit(self):\n    self.init()\n    self.sync()\n    return self.state\n"
+    p = patch(above=["self.init()"], below=["self.sync()"], before="",
+              after="    self.sync()\n    self.log()  # Uky\n")  # `capture --all` takes the untagged line too
+    edit = KIND.apply(before, p, CTX)
+    assert edit.status is EditStatus.AMBIGUOUS
+    assert "after the change fits 2 places, lines 3 (unpatched), 3-4 (patched)" in edit.reason
+
+
+def test_a_change_that_leaves_a_body_empty_is_a_conflict() -> None:
+    """No fork holds such a body (it would not parse), so the property test never makes one."""
+    edit = KIND.apply("def fit(self):\n    self.sync()\n", patch(before="    self.sync()\n", after="    # Uky\n"), CTX)
+    assert edit.status is EditStatus.CONFLICT and "would not be valid Python" in edit.reason
