@@ -14,6 +14,7 @@
   word-level vocabulary then encodes every word to nothing (``tok("How many")`` -> ``[]``). The
   model's vocabulary size is the BPE's; the special tokens keep their ids (pad 0, unk 1,
   <|im_start|> 2, <|im_end|> 3), so config.json stays as the maker wrote it;
+* ``train.parquet`` and ``test.parquet``: copies of it (the fast-load profile requires them);
 * ``patchctl.toml`` with a cluster ``gpu`` whose ``[paths]`` name them (what ``--cluster`` reads).
 
 The model is a text model: the record's data set's images are not fed to it (verl gives a model
@@ -24,6 +25,7 @@ usage: PYTHONPATH=src python3 docs/validation/vllm/make_assets.py DIR   -> DIR/{
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -64,6 +66,10 @@ def main(out: Path) -> None:
     cfg = json.loads(cfg_file.read_text())
     cfg["tokenizer_class"] = "Qwen2Tokenizer"
     cfg_file.write_text(json.dumps(cfg, indent=2) + "\n")
+    # the fast-load profile checks for the full data set's files before it starts; this run points
+    # its data.train_files/val_files at train_tiny.parquet, so the same rows stand in for them
+    for name in ("train.parquet", "test.parquet"):
+        shutil.copyfile(data.train, out / "data" / name)
     (out / "patchctl.toml").write_text(
         "[clusters.gpu]\n"
         'hosts = ["localhost"]\n'
