@@ -13,8 +13,9 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from patchctl.errors import ManifestError, PatchctlError
 from patchctl.fsutil import relative_inside
+from patchctl.patchsets import upstream
 from patchctl.patchsets.kinds import KINDS, kind_names
-from patchctl.patchsets.model import Patch, Patchset, UpstreamRule
+from patchctl.patchsets.model import Patch, Patchset
 from patchctl.schema import Field, check
 
 if sys.version_info >= (3, 11):
@@ -51,8 +52,11 @@ PATCH_SCHEMA = {
     "captured_against": Field(str, False, 'the upstream the patch was captured from, e.g. "verl 0.6.1"'),
 }
 UPSTREAM_SCHEMA = {
-    "kind": Field(str, True, '"python-name", "regex" or "none"', choices=("python-name", "regex", "none")),
+    "kind": Field(str, True, "one of: " + ", ".join(upstream.kind_names()), choices=tuple(upstream.kind_names())),
     "names": Field(list, False, "identifiers to look for", item=str),
+    "call": Field(str, False, 'call-keyword: the callee as written, e.g. "AsyncLLM.from_vllm_config"'),
+    "old_keyword": Field(str, False, "call-keyword: the keyword the patch replaces"),
+    "new_keyword": Field(str, False, "call-keyword: the keyword upstream passes once it has the change"),
     "pattern": Field(str, False, "a regular expression"),
     "files": Field(list, False, "more files to search, relative to the tree", item=str),
 }
@@ -84,6 +88,10 @@ def _patch(raw: dict[str, Any], index: int, root: Path, file: Path, default_tag:
         raise ManifestError(file, f"patch[{index}].upstream.names", "missing", "list the identifiers", pid)
     if up["kind"] == "regex" and not up.get("pattern"):
         raise ManifestError(file, f"patch[{index}].upstream.pattern", "missing", "write a regular expression", pid)
+    for key in ("call", "old_keyword", "new_keyword") if up["kind"] == "call-keyword" else ():
+        if not up.get(key):
+            raise ManifestError(file, f"patch[{index}].upstream.{key}", "missing for call-keyword",
+                                f"write {key} = ... ({UPSTREAM_SCHEMA[key].hint})", pid)
     if up.get("pattern"):
         try:
             re.compile(up["pattern"])
@@ -98,7 +106,7 @@ def _patch(raw: dict[str, Any], index: int, root: Path, file: Path, default_tag:
         id=raw["id"], title=raw["title"], why=raw["why"].strip(), tag=tag, kind=raw["kind"],
         target=tuple(raw["target"]),
         params=kind.parse_params(params, root, file, pid),
-        upstream=UpstreamRule(up["kind"], tuple(up.get("names", ())), up.get("pattern", ""), tuple(up.get("files", ()))),
+        upstream=upstream.make_rule(up),
         versions=raw.get("versions"),
         meta={k: raw[k] for k in META_KEYS if k in raw},
     )

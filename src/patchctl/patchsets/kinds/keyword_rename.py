@@ -59,9 +59,18 @@ class _Site:
     call: ast.Call | None = None
 
 
+def calls(tree: ast.Module, callee: str) -> list[ast.Call]:
+    """The calls this kind edits, in source order: ``callee`` as written, ``a.b.f(...)``.
+
+    The ``call-keyword`` upstream rule looks at exactly these, so "upstream changed the call"
+    and "the patch edits the call" always mean the same call.
+    """
+    return calls_to(tree, callee)
+
+
 def _sites(tree: ast.Module, callee: str, keyword: str) -> list[_Site]:
     out = []
-    for rank, call in enumerate(calls_to(tree, callee)):
+    for rank, call in enumerate(calls(tree, callee)):
         kw = next((k for k in call.keywords if k.arg == keyword), None)
         out.append(_Site(rank, call.lineno, kw, call))
     return out

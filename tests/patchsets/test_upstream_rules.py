@@ -1,0 +1,133 @@
+"""Upstream rules: ``call-keyword`` looks at the call a keyword-rename edits, not at the whole file (issue 15)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from patchctl.errors import ManifestError
+from patchctl.patchsets import upstream
+from patchctl.patchsets.loader import load_patchset, load_patchsets
+from tests.conftest import RELEASES
+
+VLLM = "verl/workers/rollout/vllm_rollout/vllm_async_server.py"
+ENGINE = "verl/workers/engine/fsdp/transformer_impl.py"
+RULE = upstream.make_rule({"kind": "call-keyword", "call": "AsyncLLM.from_vllm_config",
+                           "old_keyword": "disable_log_requests", "new_keyword": "enable_log_requests"})
+DTYPE = upstream.make_rule({"kind": "call-keyword", "call": "auto_class.from_pretrained",
+                            "old_keyword": "torch_dtype", "new_keyword": "dtype"})
+
+
+def find(rule: upstream.UpstreamRule, text: str) -> str | None:
+    return upstream.find(rule, "m.py", lambda rel: text if rel == "m.py" else None, "Uky")
+
+
+@pytest.mark.parametrize("text", [
+    "e = AsyncLLM.from_vllm_config(c, enable_log_requests=True)\n",
+    "e = AsyncLLM.from_vllm_config(c, **{'enable_log_requests': True})\n",
+    "e = AsyncLLM.from_vllm_config(c, **dict(enable_log_requests=True))\n",
+    "def run():\n    kw = {'enable_log_requests': True}\n    e = AsyncLLM.from_vllm_config(c, **kw)\n",
+    "def run():\n    kw = {}\n    if ok:\n        kw['enable_log_requests'] = True\n    AsyncLLM.from_vllm_config(c, **kw)\n",
+    "def run():\n    kw = {}\n    kw.update(enable_log_requests=True)\n    AsyncLLM.from_vllm_config(c, **kw)\n",
+    "def run():\n    kw = {}\n    kw |= {'enable_log_requests': True}\n    AsyncLLM.from_vllm_config(c, **kw)\n",
+    "def run():\n    kw = {}\n    kw.setdefault('enable_log_requests', True)\n    AsyncLLM.from_vllm_config(c, **kw)\n",
+])
+def test_the_call_passing_the_new_keyword_is_superseded(text: str) -> None:
+    said = find(RULE, text)
+    assert said is not None and said.startswith("upstream's AsyncLLM.from_vllm_config(...) at m.py:")
+    assert "no disable_log_requests=" in said
+
+
+@pytest.mark.parametrize("text, why", [
+    ("e = AsyncLLM.from_vllm_config(c)\nenable_log_requests = True\nf(enable_log_requests=1)\n",
+     "the name elsewhere in the file is not the call"),
+    ("e = AsyncLLM.from_vllm_config(c, disable_log_requests=d, enable_log_requests=e)\n",
+     "the call still passes the old keyword"),
+    ("AsyncLLM.from_vllm_config(c, enable_log_requests=e)\nAsyncLLM.from_vllm_config(c, disable_log_requests=d)\n",
+     "another call of the callee still passes the old keyword: the patch has work to do there"),
+    ("e = AsyncLLM.from_vllm_config(\n    c,\n    enable_log_requests=e, # Uky\n)\n",
+     "a tagged keyword is the fork's, not upstream's"),
+    ("def a():\n    kw = {'enable_log_requests': True}\n\ndef b(**kw):\n    AsyncLLM.from_vllm_config(c, **kw)\n",
+     "a dict built in another function is not this call's"),
+    ("def a():\n    kw = {'enable_log_requests': True}\n\nkw = {}\nAsyncLLM.from_vllm_config(c, **kw)\n",
+     "nor is one a function builds for a call at module level"),
+    ("def run():\n    kw = {'disable_log_requests': True}\n    AsyncLLM.from_vllm_config(c, enable_log_requests=e, **kw)\n",
+     "the old keyword through **kwargs still counts as passed"),
+    ("x = 1\n", "no call at all"),
+    ("def broken(:\n", "a file that does not parse says nothing"),
+])
+def test_not_superseded(text: str, why: str) -> None:
+    assert find(RULE, text) is None, why
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_builtin_rule_on_the_releases(release_cache: Path, version: str) -> None:
+    """Only 0.7.0 passes enable_log_requests, and it does so through a kwargs dict beside the call."""
+    from patchctl import releases
+
+    tree = releases.materialize(version)
+    said = upstream.find(RULE, VLLM, lambda rel: (tree / rel).read_text(), "Uky")
+    if version == "0.7.0":
+        assert said == (f"upstream's AsyncLLM.from_vllm_config(...) at {VLLM}:418 passes enable_log_requests= "
+                        "through **kwargs (built at line 414) and no disable_log_requests=; the patch is not needed")
+    else:
+        assert said is None
+
+
+def test_builtin_patch_uses_the_call_rule() -> None:
+    patch = next(p for p in load_patchsets(["uky"])[0].patches if p.id == "vllm-enable-log-requests")
+    assert patch.upstream == RULE
+
+
+@pytest.mark.parametrize("version", ["0.6.1", "0.7.0"])
+def test_an_unrelated_use_of_the_new_name_is_not_the_call(release_cache: Path, version: str) -> None:
+    """The issue's case on a real file: `dtype=torch.int32` elsewhere in transformer_impl.py made the
+    old name rule say superseded; the call itself still passes torch_dtype=."""
+    from patchctl import releases
+
+    text = (releases.materialize(version) / ENGINE).read_text()
+    names = upstream.make_rule({"kind": "python-name", "names": ["dtype"]})
+    assert "upstream already uses dtype" in (upstream.find(names, ENGINE, lambda rel: text, "Uky") or "")
+    assert upstream.find(DTYPE, ENGINE, lambda rel: text, "Uky") is None
+    changed = text.replace("                torch_dtype=torch_dtype,\n", "                dtype=torch_dtype,\n")
+    said = upstream.find(DTYPE, ENGINE, lambda rel: changed, "Uky")
+    assert said is not None and "auto_class.from_pretrained(...)" in said and "passes dtype= (line" in said
+
+
+MANIFEST = """
+[patchset]
+name = "rules"
+tag = "Uky"
+
+[[patch]]
+id = "rename"
+title = "t"
+why = "w"
+kind = "keyword-rename"
+target = ["m.py"]
+[patch.params]
+call = "f"
+old_keyword = "a"
+new_keyword = "b"
+new_value = "1"
+[patch.upstream]
+"""
+
+
+@pytest.mark.parametrize("upstream_table, message", [
+    ('kind = "call-keyword"\ncall = "f"\nold_keyword = "a"\n',
+     "key 'patch[0].upstream.new_keyword': missing for call-keyword; write new_keyword = ..."),
+    ('kind = "call"\n', "key 'patch[0].upstream.kind'"),
+])
+def test_manifest_errors_name_the_key(tmp_path: Path, upstream_table: str, message: str) -> None:
+    (tmp_path / "patchset.toml").write_text(MANIFEST + upstream_table)
+    with pytest.raises(ManifestError) as info:
+        load_patchset(tmp_path)
+    assert message in str(info.value)
+
+
+def test_unknown_kind_lists_call_keyword(tmp_path: Path) -> None:
+    (tmp_path / "patchset.toml").write_text(MANIFEST + 'kind = "call"\n')
+    with pytest.raises(ManifestError, match="call-keyword, none, python-name, regex"):
+        load_patchset(tmp_path)
