@@ -2,8 +2,9 @@
 
 The proof is the engine itself: the staged manifest is loaded like any patchset and planned
 against BASE; every captured file must come out byte-identical to what the fork holds (less
-any untagged edits left out). Patches of a file that does not are left out and reported, and
-``--out`` is replaced only at the end, by a rename.
+any untagged edits left out). A patch the proof blames is left out and reported with the cause
+(:mod:`patchctl.capture.proof`), the other edits of its file are kept, and ``--out`` is replaced
+only at the end, by a rename.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from patchctl import journal
-from patchctl.capture import manifest, narrow, pyunits
+from patchctl.capture import manifest, narrow, proof, pyunits, sources
 from patchctl.capture.hunks import Hunk, diff, why_from
 from patchctl.capture.sources import Tree, open_base, open_fork
 from patchctl.errors import PatchctlError
-from patchctl.patchsets.engine import plan_apply
+from patchctl.patchsets import upstream
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.loader import MANIFEST, load_patchset
 from patchctl.target import Target
@@ -69,6 +70,8 @@ class _Entry:
     info: Captured
     #: for add-file: the file's bytes, written under files/
     content: bytes | None = None
+    #: for in-place edits: the (first, last) BASE lines the patch replaces, and the fork's text for them
+    part: tuple[tuple[int, int], str] | None = None
 
 
 @dataclass
@@ -83,6 +86,8 @@ class _State:
     entries: list[_Entry] = field(default_factory=list)
     #: rel path -> the text the captured patches must produce from BASE
     expected: dict[str, str] = field(default_factory=dict)
+    #: rel path -> BASE's lines, for the files edited in place
+    base_lines: dict[str, list[str]] = field(default_factory=dict)
     ids: set[str] = field(default_factory=set)
 
 
@@ -112,10 +117,31 @@ def _doc(s: _State, pid: str, kind: str, rel: str, title: str, why: str, line: i
 
 
 def _add(s: _State, kind: str, rel: str, stem: str, title: str, why: str, line: int | None, tagged: bool,
-         params: dict[str, Any], content: bytes | None = None) -> None:
+         params: dict[str, Any], content: bytes | None = None,
+         part: tuple[tuple[int, int], str] | None = None) -> _Entry:
     pid = _new_id(s, stem)
     s.entries.append(_Entry(_doc(s, pid, kind, rel, title, why, line, tagged, params),
-                            Captured(pid, kind, rel, line, tagged), content))
+                            Captured(pid, kind, rel, line, tagged), content, part))
+    return s.entries[-1]
+
+
+def _alone(s: _State, e: _Entry) -> str:
+    """The text ``e`` alone must make of BASE's file: the proof's measure for one patch."""
+    if e.part is None:
+        return (e.content or b"").decode("utf-8")
+    return _splice(s.base_lines[e.info.path], [e.part])
+
+
+def _expect(s: _State, rel: str) -> None:
+    """What the patches of ``rel`` still captured must make of BASE's file (none left: nothing)."""
+    mine = [e for e in s.entries if e.info.path == rel]
+    parts = [e.part for e in mine if e.part is not None]
+    if parts:
+        s.expected[rel] = _splice(s.base_lines[rel], parts)
+    elif mine:
+        s.expected[rel] = _alone(s, mine[0])
+    else:
+        s.expected.pop(rel, None)
 
 
 # -- per file ------------------------------------------------------------------------------------
@@ -162,7 +188,7 @@ def _python(s: _State, rel: str, base_text: str, fork_text: str, hunks: list[Hun
     flines, blines = split_lines(fork_text), split_lines(base_text)
     units = pyunits.merge([pyunits.find_unit(fork_tree, flines, h) for h in hunks], flines)
     free = pyunits.comment_free_lines(fork_text)
-    parts: list[tuple[tuple[int, int], str]] = []
+    s.base_lines[rel] = blines
     for u in units:
         forced = any(f == rel and (n == u.line or any(n in h.fork_lines for h in u.hunks)) for f, n in s.include)
         tagged = any(h.tagged for h in u.hunks)
@@ -184,12 +210,26 @@ def _python(s: _State, rel: str, base_text: str, fork_text: str, hunks: list[Hun
         scope = u.scope or "module"
         what = {"structural": f"{'header of ' if u.mode == 'header' else ''}{scope}", "prelude": "prelude block",
                 "keyword-rename": f"{params.get('old_keyword')}= -> {params.get('new_keyword')}="}[kind]
-        _add(s, kind, rel, f"{Path(rel).stem}-{scope.split('.')[-1]}", f"{rel}: {what}", why, u.line, tagged, params)
-        if kind == "keyword-rename":  # upstream passing the new keyword untagged means the fix landed there
-            s.entries[-1].doc["upstream"] = {"kind": "python-name", "names": [params["new_keyword"]]}
-        parts.append((u.base_span, after))
-    if parts:
-        s.expected[rel] = _splice(blines, parts)
+        entry = _add(s, kind, rel, f"{Path(rel).stem}-{scope.split('.')[-1]}", f"{rel}: {what}", why, u.line, tagged,
+                     params, part=(u.base_span, after))
+        if kind == "keyword-rename":
+            _attach_call_rule(s, entry, base_text)
+    _expect(s, rel)
+
+
+def _attach_call_rule(s: _State, entry: _Entry, base_text: str) -> None:
+    """A keyword-rename gets a ``call-keyword`` upstream rule (its call passes the new keyword and
+    not the old one), unless that rule already holds on BASE: the patch would then end
+    superseded on the very tree it was captured from, and on every release like it (issue 15)."""
+    p, rel = entry.doc["params"], entry.info.path
+    rule = {"kind": "call-keyword", "call": p["call"], "old_keyword": p["old_keyword"], "new_keyword": p["new_keyword"]}
+    holds = upstream.find(upstream.make_rule(rule), rel, lambda path: base_text if path == rel else None, s.tag)
+    if holds:
+        s.report.notes.append(f"{rel}:{entry.info.line}: patch {entry.info.id} has no upstream rule: the one capture "
+                              f"writes for it already holds on BASE ({holds}); add one by hand if upstream may take "
+                              "this change")
+    else:
+        entry.doc["upstream"] = rule
 
 
 def _narrowest(s: _State, rel: str, u: pyunits.Unit, before: str, after: str, base_text: str,
@@ -206,7 +246,8 @@ def _narrowest(s: _State, rel: str, u: pyunits.Unit, before: str, after: str, ba
 
 
 def _shell(s: _State, rel: str, base_text: str, fork_text: str, hunks: list[Hunk]) -> None:
-    blines, fork_lines, parts = split_lines(base_text), split_lines(fork_text), []
+    blines, fork_lines = split_lines(base_text), split_lines(fork_text)
+    s.base_lines[rel] = blines
     for h in hunks:
         added = fork_lines[h.fork[0]: h.fork[1]]
         line = h.fork[0] + 1
@@ -215,15 +256,14 @@ def _shell(s: _State, rel: str, base_text: str, fork_text: str, hunks: list[Hunk
         done = False
         for raw in narrow.shell_env(added, nxt, s.tag) if expected is not None else []:
             if narrow.reproduces("shell-env", raw, base_text, expected, rel, s.tag):  # type: ignore[arg-type]
-                _add(s, "shell-env", rel, f"{Path(rel).stem}-env", f"{rel}: tagged exports", "", line, h.tagged, raw)
-                parts.append(((h.base[0] + 1, h.base[0]), "".join(added)))
+                _add(s, "shell-env", rel, f"{Path(rel).stem}-env", f"{rel}: tagged exports", "", line, h.tagged, raw,
+                     part=((h.base[0] + 1, h.base[0]), "".join(added)))
                 done = True
                 break
         if not done:
             s.report.left_out.append(LeftOut(rel, line, "no patch kind edits this shell script that way (shell-env "
                                              "adds tagged exports only); ship the script whole as a new file instead"))
-    if parts:
-        s.expected[rel] = _splice(blines, parts)
+    _expect(s, rel)
 
 
 def _changed_file(s: _State, rel: str, base_data: bytes, fork_data: bytes) -> None:
@@ -249,6 +289,33 @@ def _changed_file(s: _State, rel: str, base_data: bytes, fork_data: bytes) -> No
                                              "files in place; only Python and shell edits are captured"))
 
 
+def _file(s: _State, rel: str) -> None:
+    data = (s.fork.root / rel).read_bytes()
+    if rel not in s.base.files:
+        _new_file(s, rel, data)
+    else:
+        other = (s.base.root / rel).read_bytes()
+        if other != data:
+            _changed_file(s, rel, other, data)
+
+
+def _ignored(s: _State) -> None:
+    """Tagged files git ignores in FORK are captured like any other, each with a note naming the
+    ignore rule: git decides what FORK's tree is, but a tag says "this is my edit", and passing
+    one over unseen loses it (issue 15)."""
+    found = sources.ignored_tagged(s.fork.root, s.rx)
+    for rel, rule in found.tagged.items():
+        before = len(s.entries)
+        _file(s, rel)
+        ids = [e.info.id for e in s.entries[before:]]
+        what = f"captured as {', '.join(ids)}" if ids else "not captured (the other line about it says why)"
+        s.report.notes.append(f"{rel}: git ignores it in FORK ({rule}), but it carries the tag: {what}")
+    if found.unread:
+        limit = sources.IGNORED_READ_LIMIT >> 20
+        s.report.notes.append(f"{len(found.unread)} file(s) git ignores are over {limit} MiB and were not searched "
+                              f"for the tag (first: {found.unread[0]})")
+
+
 # -- staging, proof and publishing -------------------------------------------------------------
 
 
@@ -264,19 +331,26 @@ def _stage(s: _State, where: Path, name: str) -> None:
     (where / MANIFEST).write_text(manifest.render(head, [e.doc for e in s.entries]), encoding="utf-8")
 
 
-def _prove(s: _State, staged: Path) -> set[str]:
-    """Files whose captured patches do not reproduce the fork's text from BASE."""
-    patchset = load_patchset(staged)
+def _prove(s: _State, staged: Path, name: str) -> None:
+    """Stage the patchset and prove it on BASE. A patch the proof blames is left out with the
+    cause, the other edits of its file kept; what remains is staged and proven again (each round
+    leaves out at least one patch, so this ends). With no patch left nothing is staged."""
     target = Target(s.base.root, s.base.version, s.base.label, None, False)
-    plan = plan_apply(target, [patchset])
-    failed = {r.path for r in plan.results if r.status.is_failure and r.path}
-    for rel, want in s.expected.items():
-        got = plan.after.get(rel)
-        if got is None:
-            got = (s.base.root / rel).read_text(encoding="utf-8") if (s.base.root / rel).is_file() else None
-        if got != want:
-            failed.add(rel)
-    return failed
+    while s.entries:
+        _stage(s, staged, name)
+        alone = {e.info.id: (e.info.path, _alone(s, e)) for e in s.entries}
+        blamed = {b.patch: b for b in proof.blame(load_patchset(staged), target, s.expected, alone)}
+        if not blamed:
+            return
+        shutil.rmtree(staged)
+        for e in s.entries:
+            if e.info.id in blamed:
+                s.report.left_out.append(LeftOut(e.info.path, e.info.line or 1, f"patch {e.info.id} ({e.info.kind}) "
+                                                 f"does not reproduce its edit from BASE: {blamed[e.info.id].cause}; "
+                                                 "this edit is left out, the file's other captured edits are kept"))
+        s.entries = [e for e in s.entries if e.info.id not in blamed]
+        for rel in {b.path for b in blamed.values()}:
+            _expect(s, rel)
 
 
 def _publish(staged: Path, out: Path) -> None:
@@ -335,31 +409,15 @@ def capture(fork: Path, base: str, out: Path | None, *, tag: str = "Uky", all_: 
             report.notes.append(recovered)
         s = _State(fork_tree, base_tree, tag, all_, include or set(), tag_regex({tag}), report)
         for rel in sorted(fork_tree.files):
-            data = (fork_tree.root / rel).read_bytes()
-            if rel not in base_tree.files:
-                _new_file(s, rel, data)
-            else:
-                other = (base_tree.root / rel).read_bytes()
-                if other != data:
-                    _changed_file(s, rel, other, data)
+            _file(s, rel)
+        _ignored(s)
         if all_:
             gone = sorted(base_tree.files - fork_tree.files)
             if gone:
                 report.notes.append(f"{len(gone)} file(s) of BASE are not in FORK (first: {gone[0]}); "
                                     "no patch kind deletes files, so deletions are not captured")
         staged = Path(tmp) / "patchset"
-        if s.entries:
-            _stage(s, staged, name or (out.name if out is not None else "captured"))
-            bad = _prove(s, staged)
-            if bad:
-                for rel in sorted(bad):
-                    line = min((e.info.line or 1 for e in s.entries if e.info.path == rel), default=1)
-                    report.left_out.append(LeftOut(rel, line, "the captured patches do not reproduce this file from "
-                                                   "BASE exactly; left out rather than risk a wrong placement"))
-                s.entries = [e for e in s.entries if e.info.path not in bad]
-                shutil.rmtree(staged)
-                if s.entries:
-                    _stage(s, staged, name or (out.name if out is not None else "captured"))
+        _prove(s, staged, name or (out.name if out is not None else "captured"))
         report.patches = [e.info for e in s.entries]
         if out is not None and s.entries:
             _publish(staged, out.resolve())

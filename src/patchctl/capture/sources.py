@@ -8,6 +8,7 @@ with ``git archive``, so FORK's working tree and index are never touched).
 from __future__ import annotations
 
 import os
+import re
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,14 +35,65 @@ def list_files(root: Path) -> frozenset[str]:
     Git's answer matters for a fork: build outputs and checkpoints it ignores are not edits.
     """
     if git.is_worktree_root(root):
-        names = git.worktree_files(root)
-        return frozenset(n for n in names if not set(Path(n).parts[:-1]) & SKIP_DIRS and (root / n).is_file())
+        return frozenset(n for n in _kept(list(git.worktree_files(root))) if (root / n).is_file())
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
         rel = os.path.relpath(dirpath, root)
         out += [name if rel == "." else f"{rel}/{name}".replace(os.sep, "/") for name in filenames]
     return frozenset(out)
+
+
+def _kept(names: list[str]) -> list[str]:
+    return [n for n in names if n and not set(Path(n).parts[:-1]) & SKIP_DIRS]
+
+
+#: ignored files larger than this are not read: build outputs and checkpoints, not a fork's edits
+IGNORED_READ_LIMIT = 1 << 20
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """What git ignores in a fork's work tree that capture must not pass over unseen."""
+
+    #: tagged files git ignores -> the rule that ignores each, as ``.gitignore:3: tmp/``
+    tagged: dict[str, str]
+    #: ignored files over :data:`IGNORED_READ_LIMIT`, not searched for the tag
+    unread: list[str]
+
+
+def ignored_tagged(root: Path, rx: re.Pattern[str]) -> Ignored:
+    """The untracked files git ignores under ``root`` that carry the tag (none outside git).
+
+    :func:`list_files` leaves ignored files out of the tree, but a tagged one is the user's edit
+    all the same (verl's ``.gitignore`` has ``lib/``, ``outputs`` and ``tmp/``).
+    """
+    if not git.is_worktree_root(root):
+        return Ignored({}, [])
+    done = proc.run(["git", "-C", str(root), "-c", "core.quotePath=false", "ls-files", "-z", "--others",
+                     "--ignored", "--exclude-standard"])
+    unread, tagged = [], []
+    for rel in sorted(_kept(done.stdout.split("\0"))):
+        path = root / rel
+        if not path.is_file() or path.is_symlink():
+            continue
+        if path.stat().st_size > IGNORED_READ_LIMIT:
+            unread.append(rel)
+        elif rx.search(path.read_bytes().decode("utf-8", errors="replace")):
+            tagged.append(rel)
+    return Ignored(_ignore_rules(root, tagged), unread)
+
+
+def _ignore_rules(root: Path, names: list[str]) -> dict[str, str]:
+    """Each of ``names`` -> the rule that makes git ignore it (``git check-ignore -v``)."""
+    if not names:
+        return {}
+    done = proc.run(["git", "-C", str(root), "check-ignore", "--no-index", "-v", "-z", "--stdin"],
+                    input="\0".join(names) + "\0", check=False)
+    fields = done.stdout.split("\0")
+    rules = {name: f"{source}:{line}: {pattern}"
+             for source, line, pattern, name in zip(fields[0::4], fields[1::4], fields[2::4], fields[3::4])}
+    return {name: rules.get(name, "an ignore rule") for name in names}
 
 
 def open_fork(path: Path) -> Tree:

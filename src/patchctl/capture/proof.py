@@ -1,0 +1,79 @@
+"""Capture's proof, and the blame when it fails: which patch, and why.
+
+The staged patchset is applied to BASE by the engine, as ``patchctl apply`` would; every patch
+must end ``applied`` and every captured file must come out as the fork has it. When that fails,
+the patches at fault are named with the real cause (the outcome and reason the engine gave, or
+the first line where the text differs), so capture leaves out their edits only and keeps the
+rest of the file (issue 15: one superseded keyword-rename used to take its whole file along,
+with a reason that was not the cause).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from patchctl.patchsets.engine import Plan, plan_apply
+from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.model import Outcome, Patchset
+from patchctl.target import Target
+
+
+@dataclass(frozen=True)
+class Blame:
+    #: the patch's id
+    patch: str
+    #: the file it edits
+    path: str
+    #: what went wrong, in words that name the cause
+    cause: str
+
+
+def blame(patchset: Patchset, target: Target, expected: dict[str, str],
+          alone: dict[str, tuple[str, str]]) -> list[Blame]:
+    """The patches that keep ``patchset`` from reproducing ``expected`` on BASE; [] when it does.
+
+    ``expected`` maps each captured file to the fork's text (less edits not captured);
+    ``alone`` maps each patch id to its file and the text that patch alone makes of BASE's.
+    """
+    plan = plan_apply(target, [patchset])
+    out = [Blame(r.patch, alone[r.patch][0], f"applied to BASE it ends {r.status.value}: {r.reason}")
+           for r in plan.results if r.status is not Outcome.APPLIED and r.patch in alone]
+    explained = {b.path for b in out}
+    for rel, want in sorted(expected.items()):
+        if rel not in explained and _after(plan, target, rel) != want:
+            out += _isolate(patchset, target, rel, want, alone)
+    return out
+
+
+def _after(plan: Plan, target: Target, rel: str) -> str | None:
+    if rel in plan.after:
+        return plan.after[rel]
+    path = target.root / rel
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+def _isolate(patchset: Patchset, target: Target, rel: str, want: str, alone: dict[str, tuple[str, str]]) -> list[Blame]:
+    """Each patch of ``rel`` applied to BASE on its own: those that miss their own edit are to blame;
+    if none does, they clash with each other and all of them are."""
+    ids = [pid for pid, (path, _) in alone.items() if path == rel]
+    out = []
+    for pid in ids:
+        got = _after(plan_apply(target, [patchset], only={pid}), target, rel)
+        if got != alone[pid][1]:
+            out.append(Blame(pid, rel, f"applied alone to BASE it writes {difference(got, alone[pid][1])}"))
+    if out or not ids:
+        return out
+    together = _after(plan_apply(target, [patchset], only=set(ids)), target, rel)
+    return [Blame(pid, rel, f"each of {', '.join(ids)} reproduces its own edit, but together they write "
+                  f"{difference(together, want)}") for pid in ids]
+
+
+def difference(got: str | None, want: str) -> str:
+    """Where ``got`` first departs from the fork's text, as a user would look it up."""
+    if got is None:
+        return "no file where the fork has one"
+    a, b = split_lines(got), split_lines(want)
+    n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    mine = a[n].rstrip("\r\n") if n < len(a) else "(end of file)"
+    fork = b[n].rstrip("\r\n") if n < len(b) else "(end of file)"
+    return f"line {n + 1} as {mine.strip()!r} where the fork has {fork.strip()!r}"
