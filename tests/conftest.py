@@ -9,15 +9,38 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from realparts import require
+
+#: who the tests' commits are by: a fresh machine with an empty HOME has no git identity (#10)
+GIT_IDENT = {"GIT_AUTHOR_NAME": "patchctl-test", "GIT_AUTHOR_EMAIL": "test@patchctl.invalid",
+             "GIT_COMMITTER_NAME": "patchctl-test", "GIT_COMMITTER_EMAIL": "test@patchctl.invalid"}
 
 RELEASES = ("0.4.1", "0.5.0", "0.6.0", "0.6.1", "0.7.0")
 
 CACHE = Path(os.environ.get("PATCHCTL_TEST_CACHE", str(Path.home() / ".cache" / "patchctl-test")))
 os.environ["PATCHCTL_CACHE"] = str(CACHE)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def git_identity() -> Iterator[None]:
+    """Every test may commit (its fixtures, ``apply --commit``): git must be there and know who
+    commits, whatever the machine's ~/.gitconfig says. A test of the no-identity refusal removes
+    these variables itself."""
+    require("git")
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in GIT_IDENT.items():
+            mp.setenv(key, value)
+        yield
+
+
+@pytest.fixture
+def rsync_installed() -> None:
+    """For a test that runs rsync itself (the loopback hosts check for everything they need)."""
+    require("rsync")
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,7 @@ def test_log_file_table(tmp_path):
 def test_stdin_json():
     text = EXCERPTS["ray-register-worker"] + EXCERPTS["slow-model-loading"]
     result = CliRunner().invoke(cli, ["doctor", "--json"], input=text)
+    assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     ids = [m["id"] for m in doc["matches"]]
     assert ids == ["ray-register-worker", "slow-model-loading"] and doc["source"] == "<stdin>"
@@ -34,6 +35,7 @@ def test_stdin_json():
 
 def test_dash_reads_stdin():
     result = CliRunner().invoke(cli, ["doctor", "-"], input=EXCERPTS["duplicate-gpu"])
+    assert result.exit_code == 0, result.output
     assert "[duplicate-gpu]" in result.output
 
 
@@ -66,6 +68,7 @@ def test_bad_signature_table(tmp_path):
 
 def test_list():
     result = CliRunner().invoke(cli, ["doctor", "--list", "--json"])
+    assert result.exit_code == 0, result.output
     assert len(json.loads(result.output)) == len(EXCERPTS)
 
 
@@ -75,5 +78,7 @@ def test_large_log_streams(tmp_path):
         for i in range(200_000):
             f.write(f"(TaskRunner pid=1) step:{i} - actor/pg_loss:0.01\n")
         f.write(EXCERPTS["cuda-out-of-memory"])
-    doc = json.loads(CliRunner().invoke(cli, ["doctor", "--json", str(log)]).output)
+    result = CliRunner().invoke(cli, ["doctor", "--json", str(log)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
     assert [m["id"] for m in doc["matches"]] == ["cuda-out-of-memory"] and doc["matches"][0]["first_line"] == 200_001

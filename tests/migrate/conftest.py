@@ -14,6 +14,7 @@ from click.testing import CliRunner
 sys.path.insert(0, str(Path(__file__).parent))
 
 from migrate_helpers import make_gitignore_repo  # noqa: E402
+from realparts import unavailable  # noqa: E402
 from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402
 
 from patchctl.cli.main import cli  # noqa: E402
@@ -28,7 +29,7 @@ def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackClust
     """Three real sshd processes (node1..node3 on 127.0.0.2..4) plus an alias nobody answers."""
     why = missing_tools()
     if why:
-        pytest.skip(f"migrate tests need a real sshd and rsync: {why}")
+        unavailable(f"migrate tests need a real sshd and rsync: {why}")
     cluster = LoopbackCluster(tmp_path_factory.mktemp("sshd"), 3)
     yield cluster
     cluster.close()
@@ -66,14 +67,12 @@ def patched_verl(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """verl 0.6.1 (a git tree from patchctl.releases) with the uky patchset applied by the CLI.
 
     The release is materialized once into $PATCHCTL_CACHE (set by tests/conftest.py) and
-    copied, so the cache stays pristine.
+    copied, so the cache stays pristine. A failure to get it is an error of the tests that need
+    it, as with ``release_tree``: never a skip, which would hide a broken download or cache.
     """
     from patchctl import releases
 
-    try:
-        pristine = releases.materialize(VERL_VERSION)
-    except Exception as exc:  # no network and no cache: the rest of the suite still runs
-        pytest.skip(f"verl {VERL_VERSION} is not available: {exc}")
+    pristine = releases.materialize(VERL_VERSION)
     tree = tmp_path_factory.mktemp("verl") / "verl_Uky"
     shutil.copytree(pristine, tree, symlinks=True)
     done = CliRunner().invoke(cli, ["apply", "--target", str(tree)])
