@@ -19,6 +19,7 @@ Read from ``--config FILE``, else ``./patchctl.toml``, else ``~/.config/patchctl
 
 from __future__ import annotations
 
+import posixpath
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,14 +94,24 @@ def find_config(config: Path | None) -> Path | None:
     return next((p for p in config_paths() if p.is_file()), None)
 
 
+def _check_root(root: str, file: Path, key: str, example: str) -> None:
+    """A host root must be absolute and must not be ``/`` itself: migrate writes, and with
+    ``--delete`` removes, files inside it, and its agent refuses every path under ``/``."""
+    if not root.startswith("/"):
+        raise ManifestError(file, key, f"{root!r} is not absolute", f'write a path such as "{example}"')
+    # posixpath.normpath keeps a leading "//" (POSIX leaves its meaning open); it is still "/"
+    if posixpath.normpath(root).strip("/") == "":
+        raise ManifestError(file, key, f"{root!r} is the file system's root",
+                            f'write the directory the tree lives in, such as "{example}"')
+
+
 def _cluster(name: str, raw: Any, file: Path) -> Cluster:
     prefix = f"clusters.{name}."
     if not isinstance(raw, dict):
         raise ManifestError(file, prefix[:-1], "expected a table", f"write [clusters.{name}] with hosts and root")
     check(raw, CLUSTER_SCHEMA, file=file, prefix=prefix)
     root = raw["root"]
-    if not root.startswith("/"):
-        raise ManifestError(file, prefix + "root", f"{root!r} is not absolute", 'write a path such as "/root/verl_Uky"')
+    _check_root(root, file, prefix + "root", "/root/verl_Uky")
     hosts = []
     for i, h in enumerate(raw["hosts"]):
         if isinstance(h, str):
@@ -108,9 +119,7 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
         elif isinstance(h, dict):
             check(h, HOST_SCHEMA, file=file, prefix=f"{prefix}hosts[{i}].")
             hosts.append(Host(h["ssh"], h["root"] if "root" in h else root))
-            if not hosts[-1].root.startswith("/"):
-                raise ManifestError(file, f"{prefix}hosts[{i}].root", f"{hosts[-1].root!r} is not absolute",
-                                    'write a path such as "/scratch/verl_Uky"')
+            _check_root(hosts[-1].root, file, f"{prefix}hosts[{i}].root", "/scratch/verl_Uky")
         else:
             raise ManifestError(file, f"{prefix}hosts[{i}]", f"expected a string or a table, got {type(h).__name__}",
                                 'write "node1" or { ssh = "node1", root = "/path" }')

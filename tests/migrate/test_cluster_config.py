@@ -74,6 +74,23 @@ def test_errors_name_the_key_and_the_fix(tmp_path: Path, body: str, key: str, fi
     assert err.value.key == key and fix in err.value.fix and str(file) in str(err.value)
 
 
+@pytest.mark.parametrize("body, key, root", [
+    ('hosts = ["n"]\nroot = "/"', "clusters.c.root", "/"),
+    ('hosts = ["n"]\nroot = "/srv/.."', "clusters.c.root", "/srv/.."),
+    ('hosts = ["n"]\nroot = "//"', "clusters.c.root", "//"),
+    ('hosts = ["n", { ssh = "m", root = "/./" }]\nroot = "/r"', "clusters.c.hosts[1].root", "/./"),
+])
+def test_a_root_of_slash_is_a_config_error(tmp_path: Path, body: str, key: str, root: str) -> None:
+    """The host's agent refuses every path under / (before #10 a raw TypeError from the host)."""
+    file = tmp_path / "patchctl.toml"
+    file.write_text(f"[clusters.c]\n{body}\n")
+    with pytest.raises(ManifestError) as err:
+        load_cluster("c", file)
+    example = "/scratch/verl_Uky" if "hosts[" in key else "/root/verl_Uky"
+    assert str(err.value) == (f"{file}: key '{key}': {root!r} is the file system's root; "
+                              f'write the directory the tree lives in, such as "{example}"')
+
+
 def test_a_missing_ssh_config_is_named_before_any_host_is_tried(tmp_path: Path) -> None:
     file = tmp_path / "patchctl.toml"
     file.write_text('[clusters.c]\nhosts = ["n"]\nroot = "/r"\nssh_config = "ssh/config"\n'

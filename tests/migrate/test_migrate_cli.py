@@ -50,6 +50,33 @@ def test_plain_progress_and_a_failing_host_exits_non_zero(site: Site, tmp_path: 
     assert "node-down: unreachable: ssh could not connect" in err
 
 
+def test_a_repaired_host_is_listed_in_json_and_passes(site: Site, tmp_path: Path) -> None:
+    tree = make_repo(tmp_path / "src", {"verl/__init__.py": "a = 1\n", "verl/b.py": "b = 2\n"})
+    config = site.config(aliases=["node1", "node2"])
+    assert invoke("loop", "--target", str(tree), "--config", str(config))[0] == 0
+    victim = site.root("node2") / "verl" / "b.py"
+    st = victim.stat()
+    victim.write_text("b = 3\n")
+    os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns))  # what rsync's quick check cannot see
+
+    code, out, err = invoke("loop", "--target", str(tree), "--config", str(config), "--json")
+    assert code == 0, err
+    node1, node2 = json.loads(out)["hosts"]
+    assert (node1["status"], node1["repaired"]) == ("ok", [])
+    assert {k: node2[k] for k in ("status", "verified", "files_sent", "repaired", "mismatches", "reason")} == {
+        "status": "repaired", "verified": True, "files_sent": 1, "repaired": ["verl/b.py: content differs (sha256)"],
+        "mismatches": [],
+        "reason": "1 file(s) differed on the host after the transfer; re-sent by content and verified"}
+    assert victim.read_text() == "b = 2\n"
+
+    victim.write_text("b = 4\n")
+    os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns))
+    code, out, _ = invoke("loop", "--target", str(tree), "--config", str(config))
+    assert code == 0
+    assert "node2: repaired 1 file(s) that differed there (re-sent by content)\n  verl/b.py: content differs" in out
+    assert "migrate loop: 2/2 hosts ok and verified (1 repaired)" in out
+
+
 def test_dry_run_output_lists_files(site: Site, tmp_path: Path) -> None:
     tree = make_repo(tmp_path / "src", {"verl/__init__.py": "a = 1\n", "b/c.py": ""})
     code, out, _ = invoke("loop", "--target", str(tree), "--config", str(site.config(aliases=["node1"])), "--dry-run")
@@ -67,6 +94,14 @@ def test_bad_config_is_one_line_naming_the_key(tmp_path: Path) -> None:
     assert code == 1
     assert err == (f"error: {config}: key 'clusters.gpu.profile': 'turbo' is not allowed; "
                    "use one of: standard, fast-load\n")
+
+
+def test_a_root_of_slash_is_one_line_naming_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "patchctl.toml"
+    config.write_text('[clusters.gpu]\nhosts = ["n1", { ssh = "n2", root = "/tmp/.." }]\nroot = "/r"\n')
+    code, _, err = invoke("gpu", "--config", str(config))
+    assert (code, err) == (1, f"error: {config}: key 'clusters.gpu.hosts[1].root': '/tmp/..' is the file system's "
+                              'root; write the directory the tree lives in, such as "/scratch/verl_Uky"\n')
 
 
 def test_unknown_cluster(tmp_path: Path) -> None:

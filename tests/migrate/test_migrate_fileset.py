@@ -26,6 +26,7 @@ def test_git_decides_membership(gitignore_repo: Path) -> None:
     assert set(fs.paths) == EXPECTED
 
 
+@pytest.mark.usefixtures("rsync_installed")
 def test_rsync_filter_rules_would_disagree(gitignore_repo: Path, tmp_path: Path) -> None:
     """What `rsync --exclude-from=.gitignore` (plus the nested file as a merge rule) would send:
     the reason migrate asks git instead."""
@@ -99,6 +100,22 @@ def test_host_files_and_generated_files_stay_home(tmp_path: Path) -> None:
     root = make_repo(tmp_path / "r", {"a.py": ""}, untracked={
         "git_ignore.py": "DATA_DIR = '/mine'\n", ".patchctl/env.sh": "", ".patchctl/provenance.json": "{}"})
     assert collect(root, cluster(), generated=("git_ignore.py",)).paths == ["a.py"]
+
+
+def test_an_interrupted_writes_temp_files_and_journal_never_travel(tmp_path: Path) -> None:
+    """What a patchctl write killed half-way leaves (#10): the next command on the tree mends
+    it; a host must never get it, whatever git, the record or the cluster's include say."""
+    debris = {"verl/.trainer.py.0badc0de.patchctl-tmp": "half\n", "README.md.patchctl-tmp": "half\n",
+              ".patchctl-journal/journal.json": "{}", ".patchctl-journal/backup/verl/trainer.py": "old\n",
+              ".patchctl/journal/journal.json": "{}", ".patchctl/journal-1234/step": ""}
+    root = make_repo(tmp_path / "r", {"verl/trainer.py": "x = 1\n", "README.md": "r\n"}, untracked=debris)
+    everything = ("verl", ".patchctl-journal", ".patchctl", "README.md.patchctl-tmp")
+    for c in (cluster(), cluster(include=everything)):
+        assert collect(root, c).paths == ["README.md", "verl/trainer.py"]
+    entry = rec.Entry("uky", "x", "add-file", "verl/.trainer.py.0badc0de.patchctl-tmp", None, "0" * 64,
+                      "2025-01-01T00:00:00+00:00")
+    (root / rec.RECORD_PATH).write_bytes(rec.Record("0.6.1", None, {}, [entry]).to_bytes())
+    assert collect(root, cluster()).paths == [rec.RECORD_PATH, "README.md", "verl/trainer.py"]
 
 
 def test_a_tracked_file_deleted_on_disk_is_a_deletion_not_an_error(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ from patchctl.clusters import load_cluster
 from patchctl.migrate import ssh
 from patchctl.migrate.results import MigrateResult, Phase, Progress
 
-STATUS_STYLE = {"ok": "green", "planned": "cyan", "mismatch": "red", "unreachable": "red", "failed": "red"}
+STATUS_STYLE = {"ok": "green", "repaired": "yellow", "planned": "cyan", "mismatch": "red", "unreachable": "red",
+                "failed": "red"}
 
 
 def human(n: int) -> str:
@@ -91,6 +92,10 @@ def _report(result: MigrateResult) -> None:
             click.echo(f"\n{h.host}: would change ({len(h.changes)})")
             for c in h.changes:
                 click.echo(f"  {c}")
+        if h.repaired:
+            click.echo(f"\n{h.host}: repaired {len(h.repaired)} file(s) that differed there (re-sent by content)")
+            for r in h.repaired:
+                click.echo(f"  {r}")
         if h.deleted:
             click.echo(f"\n{h.host}: deleted {len(h.deleted)} file(s) removed at the source")
             for d in h.deleted:
@@ -98,7 +103,9 @@ def _report(result: MigrateResult) -> None:
     bad = result.failed
     if not bad:
         verb = "planned" if result.dry_run else "ok and verified"
-        click.echo(f"migrate {result.cluster}: {len(result.hosts)}/{len(result.hosts)} hosts {verb}")
+        repaired = sum(1 for h in result.hosts if h.repaired)
+        note = f" ({repaired} repaired)" if repaired else ""
+        click.echo(f"migrate {result.cluster}: {len(result.hosts)}/{len(result.hosts)} hosts {verb}{note}")
     else:
         click.echo(f"migrate {result.cluster}: {len(bad)} of {len(result.hosts)} host(s) failed", err=True)
         for h in bad:
@@ -137,8 +144,11 @@ def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: 
     ignore, and the files the patchsets added; .git and run outputs (checkpoints/, outputs/,
     logs/, wandb/) stay here unless the cluster includes them. Each host also gets its
     git_ignore.py and .patchctl/env.sh rendered for the cluster, and .patchctl/provenance.json
-    (commit, patchsets). Each host ends ok (verified by sha256 on the host), mismatch (files
-    listed), unreachable or failed (with the cause); the exit code is 1 if any host is not ok.
+    (commit, patchsets). Each host ends ok (verified by sha256 on the host), repaired (files
+    that still differed there after the transfer were re-sent by content and verified; listed),
+    mismatch (files listed), unreachable or failed (with the cause); the exit code is 1 unless
+    every host is ok or repaired. Temp files and the journal of an interrupted patchctl write
+    are never sent.
 
     \b
     Examples:

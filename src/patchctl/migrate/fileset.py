@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl import fsutil, git, proc
+from patchctl import fsutil, git, journal, proc
 from patchctl.clusters import Cluster
 from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
 from patchctl.patchsets import record as rec
@@ -28,6 +28,10 @@ OUTPUT_DIRS = ("checkpoints", "outputs", "logs", "wandb")
 BIG = 1 << 20
 #: files patchctl writes on each host itself; the source's copies (if any) never travel
 HOST_FILES = (".patchctl/env.sh", ".patchctl/provenance.json", ".patchctl/manifest.json")
+#: the debris of a write cut off here (temp files, the journal that rolls it back): it belongs to
+#: this tree's next patchctl command, never to a host, whatever git or include say
+DEBRIS_SUFFIX = journal.TMP_SUFFIX
+DEBRIS_DIRS = (journal.JOURNAL_DIR, ".patchctl/journal")
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,11 @@ def _changed(root: Path) -> tuple[str, ...]:
         skip = item[0] in "RC"
         out.append(item[3:])
     return tuple(sorted(out))
+
+
+def is_debris(path: str) -> bool:
+    """Whether ``path`` is an interrupted write's temp file or journal (see :mod:`patchctl.journal`)."""
+    return path.endswith(DEBRIS_SUFFIX) or any(path == d or path.startswith(d) for d in DEBRIS_DIRS)
 
 
 def _under(path: str, prefix: str) -> bool:
@@ -154,7 +163,7 @@ def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = ()) -> Fi
     left_out: list[tuple[str, str]] = []
     wanted: list[str] = []
     for path, tracked in sorted(listed.items()):
-        if path in skip or path == ".git" or path.startswith(".git/"):
+        if path in skip or path == ".git" or path.startswith(".git/") or is_debris(path):
             continue
         why = _excluded(path, cluster)
         if why is None:

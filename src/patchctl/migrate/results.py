@@ -11,9 +11,11 @@ class HostStatus(str, enum.Enum):
 
     #: the tree arrived and every file's sha256 and the tag inventory match the source
     OK = "ok"
+    #: files differed on the host after the transfer; they were re-sent by content and now match
+    REPAIRED = "repaired"
     #: the transfer finished but the host's tree differs from the source (files listed)
     MISMATCH = "mismatch"
-    #: ssh could not reach the host (exit 255 before anything ran)
+    #: ssh could not reach the host (exit 255 before anything ran), or lost it mid-transfer
     UNREACHABLE = "unreachable"
     #: the host answered but a step failed (rsync error, delete guard, python3 missing, ...)
     FAILED = "failed"
@@ -22,7 +24,7 @@ class HostStatus(str, enum.Enum):
 
     @property
     def passes(self) -> bool:
-        return self in (HostStatus.OK, HostStatus.PLANNED)
+        return self in (HostStatus.OK, HostStatus.REPAIRED, HostStatus.PLANNED)
 
 
 class Phase(str, enum.Enum):
@@ -33,6 +35,8 @@ class Phase(str, enum.Enum):
     CHECKING = "checking"
     TRANSFERRING = "transferring"
     VERIFYING = "verifying"
+    #: re-sending, by content, the files the verification found differing
+    REPAIRING = "repairing"
     DONE = "done"
 
 
@@ -66,7 +70,7 @@ class HostResult:
     seconds: float
     #: True when the host's tree was checked against the local manifest and matched
     verified: bool
-    #: why the status is not ok, worded so the user can act on it; "" when ok
+    #: why the status is not ok (or what was repaired), worded so the user can act on it; "" when ok
     reason: str = ""
     #: what differs on the host (mismatch), one "path: problem" per item
     mismatches: tuple[str, ...] = ()
@@ -76,12 +80,16 @@ class HostResult:
     changes: tuple[str, ...] = ()
     #: generated files written on the host (git_ignore.py, .patchctl/env.sh)
     rendered: tuple[str, ...] = ()
+    #: repaired: "path: what differed" for each file the verification found differing after the
+    #: transfer and re-sent by content
+    repaired: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, object]:
         return {"host": self.host, "status": self.status.value, "files_sent": self.files_sent,
                 "bytes_sent": self.bytes_sent, "seconds": round(self.seconds, 3), "verified": self.verified,
                 "root": self.root, "reason": self.reason, "mismatches": list(self.mismatches),
-                "deleted": list(self.deleted), "changes": list(self.changes), "rendered": list(self.rendered)}
+                "deleted": list(self.deleted), "changes": list(self.changes), "rendered": list(self.rendered),
+                "repaired": list(self.repaired)}
 
 
 @dataclass(frozen=True)

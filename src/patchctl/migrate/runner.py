@@ -9,6 +9,8 @@ a result, never an exception, so it cannot stop the others.
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -102,9 +104,14 @@ def _prepare(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], genera
     fs = fileset.collect(root, cluster, generated)
     tags = verify_remote.tags_request(fs, {p.tag for ps in patchsets for p in ps.patches}, generated)
     files_from = tmp / "files"
-    files_from.write_bytes(b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in fs.paths))
+    _write_list(files_from, fs.paths)
     return _Shared(cluster, fs, files_from, [e.as_manifest() for e in fs.entries], tags,
                    provenance.build(fs, cluster), options, cluster.timeout + fs.size / 20e6)
+
+
+def _write_list(path: Path, paths: Sequence[str]) -> None:
+    """A file list for rsync's ``--files-from --from0``."""
+    path.write_bytes(b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths))
 
 
 def _guard(shared: _Shared, count: int) -> str:
@@ -130,15 +137,15 @@ def _connected(ready: Future[_Shared], host: Host, label: str, rendered: dict[st
                 return agents.enter_context(verify_remote.Agent(master.cluster, host, master.socket))
 
             first = start_agent()
-            return _host(ready.result(), host, label, rendered, emit, master.socket, master.started,
-                         first, start_agent)
+            return _host(ready.result(), host, label, rendered, emit, master, first, start_agent)
     finally:
         master.close()
 
 
-def _host(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emit: ProgressFn, control: Path,
-          start: float, agent: verify_remote.Agent, start_agent: Callable[[], verify_remote.Agent]) -> HostResult:
-    """One host, in the cheaper of two orders; both end verified on the host.
+def _host(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emit: ProgressFn, master: ssh.Master,
+          agent: verify_remote.Agent, start_agent: Callable[[], verify_remote.Agent]) -> HostResult:
+    """One host, in the cheaper of two orders; both end verified on the host, and files the
+    verification still finds differing are re-sent by content and verified again (repaired).
 
     - check first, then rsync and check again only if the check found files to send: when the
       host verified this very tree last time (a re-run), and always with --delete (its guard
@@ -149,7 +156,7 @@ def _host(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emi
     ``agent`` is already started; each later check's agent is started when the step before it
     begins (``start_agent``), so its start-up overlaps that step.
     """
-    opts, cluster = shared.options, shared.cluster
+    opts, cluster, control, start = shared.options, shared.cluster, master.socket, master.started
     sent = {"files": 0, "bytes": 0}
     expected = state.digest(shared.provenance["manifest_sha256"], rendered)
 
@@ -157,7 +164,7 @@ def _host(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emi
         result = HostResult(label, host.root, status, sent["files"], sent["bytes"], time.monotonic() - start,
                             reason=reason, verified=kw.pop("verified", False), **kw)
         emit(Progress(label, Phase.DONE, result.files_sent, result.bytes_sent, status))
-        if status is HostStatus.OK:
+        if result.verified:
             state.remember(cluster, host, expected)
         return result
 
@@ -168,16 +175,25 @@ def _host(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emi
         emit(Progress(label, phase, sent["files"], sent["bytes"]))
         return by.ask(dict(request, action="finish", **kw), shared.timeout)
 
-    def send() -> transfer.TransferResult:
+    def send(files_from: Path = shared.files_from, checksum: bool = opts.checksum,
+             phase: Phase = Phase.TRANSFERRING) -> transfer.TransferResult:
         def on_item(item: transfer.Item) -> None:
             if item.is_file_sent:
                 sent["files"] += 1
                 sent["bytes"] += item.sent
-                emit(Progress(label, Phase.TRANSFERRING, sent["files"], sent["bytes"]))
+                emit(Progress(label, phase, sent["files"], sent["bytes"]))
 
-        emit(Progress(label, Phase.TRANSFERRING, sent["files"], sent["bytes"]))
-        return transfer.send(cluster, host, shared.fs.root, shared.files_from, checksum=opts.checksum,
+        emit(Progress(label, phase, sent["files"], sent["bytes"]))
+        return transfer.send(cluster, host, shared.fs.root, files_from, checksum=checksum,
                              control=control, on_item=on_item)
+
+    def failed(tr: transfer.TransferResult, **kw: Any) -> HostResult:
+        if tr.returncode in (12, 255) and master.lost():
+            why = "ssh could not reach the host any more (it went down, or the network dropped)"
+            return done(HostStatus.UNREACHABLE, f"rsync exit {tr.returncode}: {why}; re-run migrate to resume", **kw)
+        status = HostStatus.UNREACHABLE if tr.returncode == 255 else HostStatus.FAILED
+        return done(status, transfer.cause(tr.returncode, tr.stderr, connected=True) + "; re-run migrate to resume",
+                    **kw)
 
     if opts.dry_run:
         emit(Progress(label, Phase.CHECKING))
@@ -204,25 +220,65 @@ def _host(shared: _Shared, host: Host, label: str, rendered: dict[str, str], emi
             agent = start_agent()
             tr = send()
     if tr.returncode != 0:
-        status = HostStatus.UNREACHABLE if tr.returncode == 255 else HostStatus.FAILED
-        return done(status, transfer.cause(tr.returncode, tr.stderr, connected=True) + "; re-run migrate to resume", **common)
+        return failed(tr, **common)
     reply = check(agent, Phase.VERIFYING, delete=False)
     if reply.failure:
         return done(reply.failure, "sent, but not verified: " + reply.reason, **common)
-    return _verdict(reply, done, common or dict(rendered=tuple(reply.data["rendered"])))
+    common = common or dict(rendered=tuple(reply.data["rendered"]))
+    differing = _differing(shared, reply)
+    if not differing:
+        return _verdict(reply, done, common)
+    # Files altered on the host with their size and time kept pass rsync's quick check, so a
+    # plain re-run would never resend them (#10): resend exactly those, by content, and check again.
+    agent = start_agent()
+    tr = send(_repair_list(shared, differing), checksum=True, phase=Phase.REPAIRING)
+    if tr.returncode != 0:
+        return failed(tr, mismatches=verify_remote.mismatches(reply), **common)
+    again = check(agent, Phase.VERIFYING, delete=False)
+    if again.failure:
+        return done(again.failure, "re-sent differing files, but not verified: " + again.reason,
+                    mismatches=verify_remote.mismatches(reply), **common)
+    return _verdict(again, done, common, _repair_items(reply, differing))
 
 
-def _verdict(reply: verify_remote.AgentReply, done: Callable[..., HostResult], common: dict[str, Any]) -> HostResult:
+def _repair_list(shared: _Shared, paths: list[str]) -> Path:
+    """This host's own file list for the re-send, beside the shared one (removed with it)."""
+    fd, name = tempfile.mkstemp(dir=shared.files_from.parent, prefix="repair-")
+    os.close(fd)
+    _write_list(Path(name), paths)
+    return Path(name)
+
+
+def _differing(shared: _Shared, reply: verify_remote.AgentReply) -> list[str]:
+    """Files of the tree the host's check found different: what a re-send by content can fix
+    (a generated file or a tagged line in a file the source lacks cannot be fixed that way)."""
+    paths = {e.path for e in shared.fs.entries}
+    return [path for path, _why in reply.data["problems"] if path in paths]
+
+
+def _repair_items(reply: verify_remote.AgentReply, differing: list[str]) -> tuple[str, ...]:
+    """``path: what differed`` for each re-sent file, as the first check saw it."""
+    why = dict((path, w) for path, w in reply.data["problems"])
+    return tuple(f"{path}: {why[path]}" for path in differing)
+
+
+def _verdict(reply: verify_remote.AgentReply, done: Callable[..., HostResult], common: dict[str, Any],
+             repaired: tuple[str, ...] = ()) -> HostResult:
     mismatches = verify_remote.mismatches(reply)
-    if not mismatches:
+    if not mismatches and not repaired:
         return done(HostStatus.OK, verified=True, **common)
-    return done(HostStatus.MISMATCH, _mismatch_reason(reply.data, len(mismatches)), mismatches=mismatches, **common)
+    if not mismatches:
+        return done(HostStatus.REPAIRED, f"{len(repaired)} file(s) differed on the host after the transfer; "
+                    "re-sent by content and verified", verified=True, repaired=repaired, **common)
+    return done(HostStatus.MISMATCH, _mismatch_reason(reply.data, len(mismatches), bool(repaired)),
+                mismatches=mismatches, **common)
 
 
-def _mismatch_reason(data: dict[str, Any], count: int) -> str:
+def _mismatch_reason(data: dict[str, Any], count: int, resent: bool) -> str:
     hints = []
     if data.get("problems"):
-        hints.append("run migrate again with --checksum to resend files by content")
+        hints.append("they still differ after being re-sent by content: something on the host changes them, or "
+                     "cannot be replaced there (a directory in the way?)" if resent else "see the list")
     if data.get("tags_only_here"):
         hints.append("--delete removes files deleted at the source; other tagged files there are hand edits")
     return f"{count} difference(s) on the host after the transfer; " + "; ".join(hints or ["see the list"])

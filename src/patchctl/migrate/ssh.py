@@ -138,6 +138,18 @@ class Master:
         self._stop()
         return f"ssh did not finish logging in within {limit} s"
 
+    def lost(self, wait: float = 2.0) -> bool:
+        """Whether the login ended under us (the host went down, the network dropped), waiting up
+        to ``wait`` seconds for the master to notice. rsync reports such a loss as exit 12 or 255,
+        depending on whether ssh had exited when it looked, so its code alone cannot tell."""
+        if self._proc is None:
+            return False
+        try:
+            self._proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def close(self) -> None:
         with self._lock:
             self._outcome = self._outcome or ("closed",)
