@@ -20,6 +20,7 @@ Read from ``--config FILE``, else ``./patchctl.toml``, else ``~/.config/patchctl
 from __future__ import annotations
 
 import posixpath
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,11 +50,25 @@ CLUSTER_SCHEMA = {
     "bwlimit": Field(int, False, "rsync's bandwidth limit per host in KiB/s (0: none)"),
     "timeout": Field(int, False, "seconds without progress before a host counts as failed (default 60)"),
     "python": Field(str, False, 'the python3 that checks the tree on the hosts, e.g. "/usr/bin/python3"'),
+    # validate's node settings for every host (a host's own table overrides each)
+    "gpus": Field(int, False, "GPUs per host that Ray offers (default: what the host's preflight counts)"),
+    "ray_port": Field(int, False, "the Ray head's GCS port (default 6379)"),
+    "ifname": Field(str, False, 'the network interface NCCL and Gloo use, e.g. "eth0"'),
+    "preflight_skip": Field(list, False, 'verify --env checks validate leaves out, e.g. ["vllm"]', item=str),
 }
 HOST_SCHEMA = {
     "ssh": Field(str, True, 'an ssh destination such as "node1" or "user@host"'),
     "root": Field(str, False, "this host's tree path, overriding the cluster's root"),
+    "address": Field(str, False, 'the IP the other hosts reach this one at (Ray\'s node IP), e.g. "10.0.0.2"'),
+    "ifname": Field(str, False, "this host's network interface for NCCL and Gloo, e.g. ib0"),
+    "gpus": Field(int, False, "the GPUs Ray offers on this host"),
+    "ray_port": Field(int, False, "the Ray head's GCS port when this host is the head"),
+    "env": Field(dict, False, 'variables for this host only, e.g. { CUDA_VISIBLE_DEVICES = "0" }'),
 }
+#: what the node settings may hold: an address or interface name never starts an option or
+#: carries a shell metacharacter (they reach ray's and NCCL's command lines)
+_NODE_WORD = re.compile(r"[A-Za-z0-9_.:%-]+\Z")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,16 @@ class Host:
     ssh: str
     #: the tree's absolute path on this host
     root: str
+    #: Ray's node IP: where the other hosts reach this one (None: the address ssh reached it at)
+    address: str | None = None
+    #: NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME on this host (None: NCCL and Gloo choose)
+    ifname: str | None = None
+    #: the GPUs Ray offers here (None: what the host's preflight counts)
+    gpus: int | None = None
+    #: the GCS port when this host is the head
+    ray_port: int = 6379
+    #: variables set for every process validate starts here (cluster env, then the host's own)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -84,6 +109,8 @@ class Cluster:
     timeout: int = 60
     #: the interpreter migrate's check runs with on the hosts (python3 >= 3.6, stdlib only)
     python: str = "python3"
+    #: verify --env checks that validate leaves out on this cluster
+    preflight_skip: tuple[str, ...] = ()
 
 
 def find_config(config: Path | None) -> Path | None:
@@ -105,6 +132,36 @@ def _check_root(root: str, file: Path, key: str, example: str) -> None:
                             f'write the directory the tree lives in, such as "{example}"')
 
 
+def _node(raw: dict[str, Any], host: dict[str, Any], file: Path, prefix: str, where: str) -> dict[str, Any]:
+    """A host's validate settings: its own keys, else the cluster's; each checked where it was written."""
+    out: dict[str, Any] = {}
+    for key in ("address", "ifname", "gpus", "ray_port"):
+        src, at = (host, where) if key in host else (raw, prefix)
+        if key not in src:
+            continue
+        value = src[key]
+        if isinstance(value, str) and not _NODE_WORD.match(value) or isinstance(value, str) and value.startswith("-"):
+            raise ManifestError(file, at + key, f"{value!r} is not an address or interface name",
+                                'write e.g. "10.0.0.2" or "eth0"')
+        if key == "gpus" and value < 0 or key == "ray_port" and not 1 <= value <= 65535:
+            raise ManifestError(file, at + key, f"{value} is out of range",
+                                "write 0 or more" if key == "gpus" else "write a port between 1 and 65535")
+        out[key] = value
+    env = dict(raw.get("env", {}))
+    for k, v in host.get("env", {}).items():
+        if not _ENV_NAME.match(k):
+            raise ManifestError(file, f"{where}env.{k}", "is not a shell variable name",
+                                "use letters, digits and _ (not starting with a digit)")
+        if not isinstance(v, str):
+            raise ManifestError(file, f"{where}env.{k}", f"expected a string, got {type(v).__name__}", "quote the value")
+        env[k] = v
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and "gpus" in out and out["gpus"] != len([d for d in visible.split(",") if d.strip()]):
+        raise ManifestError(file, f"{where}gpus", f"{out['gpus']} GPUs, but CUDA_VISIBLE_DEVICES={visible!r} shows "
+                            f"{len([d for d in visible.split(',') if d.strip()])}", "make the two agree")
+    return {**out, "env": env}
+
+
 def _cluster(name: str, raw: Any, file: Path) -> Cluster:
     prefix = f"clusters.{name}."
     if not isinstance(raw, dict):
@@ -115,10 +172,11 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
     hosts = []
     for i, h in enumerate(raw["hosts"]):
         if isinstance(h, str):
-            hosts.append(Host(h, root))
+            hosts.append(Host(h, root, **_node(raw, {}, file, prefix, f"{prefix}hosts[{i}].")))
         elif isinstance(h, dict):
             check(h, HOST_SCHEMA, file=file, prefix=f"{prefix}hosts[{i}].")
-            hosts.append(Host(h["ssh"], h["root"] if "root" in h else root))
+            hosts.append(Host(h["ssh"], h["root"] if "root" in h else root,
+                              **_node(raw, h, file, prefix, f"{prefix}hosts[{i}].")))
             _check_root(hosts[-1].root, file, f"{prefix}hosts[{i}].root", "/scratch/verl_Uky")
         else:
             raise ManifestError(file, f"{prefix}hosts[{i}]", f"expected a string or a table, got {type(h).__name__}",
@@ -142,7 +200,7 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
     return Cluster(name, tuple(hosts), root, file, ssh_path, dict(raw.get("paths", {})), raw.get("profile", "standard"),
                    tuple(raw.get("include", ())), tuple(raw.get("exclude", ())), raw.get("max_delete", 100),
                    dict(raw.get("env", {})), raw.get("bwlimit", 0), raw.get("timeout", 60),
-                   raw.get("python", "python3"))
+                   raw.get("python", "python3"), tuple(raw.get("preflight_skip", ())))
 
 
 def load_clusters(config: Path | None = None) -> dict[str, Cluster]:

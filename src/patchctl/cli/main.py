@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "migrate": "patchctl.cli.migrate_cmd:migrate_cmd",
     "doctor": "patchctl.cli.doctor_cmd:doctor_cmd",
     "train": "patchctl.cli.train_cmd:train_cmd",
+    "validate": "patchctl.cli.validate_cmd:validate_cmd",
     "capture": "patchctl.cli.capture_cmd:capture_cmd",
 }
 

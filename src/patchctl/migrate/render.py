@@ -88,13 +88,15 @@ def render_git_ignore(example: str, values: dict[str, str], *, source: Path, clu
 
 
 def render_env(cluster: Cluster, host: Host) -> str:
-    """A POSIX-shell file of ``export`` lines: the profile's variables, then the cluster's ``env``."""
+    """A POSIX-shell file of ``export`` lines: the profile's variables, then the cluster's ``env``,
+    then the host's own (``hosts[i].env``, e.g. its CUDA_VISIBLE_DEVICES): an ssh login does not
+    inherit the caller's environment, so what every process there needs must be in this file."""
     out = [
         f"# Written by `patchctl migrate {cluster.name}` (profile {cluster.profile}); re-run it instead of editing.",
         f"# Load it before a run:  . {shlex.quote(host.root.rstrip('/') + '/' + ENV_FILE)}",
     ]
     out += [f"export {k}={v}" for k, v in PROFILE_ENV[cluster.profile]]  # the record's lines, verbatim
-    for key, value in cluster.env.items():
+    for key, value in {**cluster.env, **host.env}.items():
         if not _SHELL_NAME.match(key):
             raise ManifestError(cluster.source, f"clusters.{cluster.name}.env.{key}", "is not a shell variable name",
                                 "use letters, digits and _ (not starting with a digit)")

@@ -1,0 +1,168 @@
+"""`validate`: preflight every host, Ray across them, the profile's training, the verdict home."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from patchctl.cli import render
+from patchctl.cli.errors import handled
+from patchctl.cli.options import config_option, json_option
+from patchctl.errors import PatchctlError
+
+#: exit codes: a pass (or a plan), a failed run, an interrupted one (as the error handler's Ctrl-C)
+EXIT = {"pass": 0, "planned": 0, "fail": 1, "interrupted": 130}
+
+
+def _profile_names() -> list[str]:
+    from patchctl.train.profiles import load_profiles
+
+    try:
+        return sorted(load_profiles())
+    except Exception:  # the command still loads; --profile then reports the manifest error
+        return ["smoke", "debug", "fast-load", "standard"]
+
+
+@click.command("validate", context_settings={"ignore_unknown_options": True})
+@click.argument("cluster_name", metavar="CLUSTER", required=False)
+@click.option("--profile", "profile", default="smoke", show_default=True, type=click.Choice(_profile_names()),
+              help="The training run, as for `patchctl train`.")
+@click.option("--dry-run", is_flag=True, help="Print every remote command and the trainer command; start nothing.")
+@click.option("--compare", "compare", type=click.Path(path_type=Path), multiple=True,
+              help="An earlier report.json (or its run directory) to put beside this run's; twice and no CLUSTER: "
+                   "compare those two reports only.")
+@click.option("--join", is_flag=True, help="Use a Ray node already running on a host instead of refusing (never stopped).")
+@click.option("--ray-timeout", type=float, default=60.0, show_default=True,
+              help="Seconds to wait for Ray to list every host with its GPUs.")
+@click.option("--timeout", type=float, default=None, help="Stop the trainer after this many seconds.")
+@click.option("--ray-cpus", type=int, default=None, help="CPUs each Ray node offers (default: Ray counts them).")
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Local run directory (default: ./.patchctl/validate/CLUSTER-PROFILE-TIME).")
+@json_option
+@config_option
+@click.argument("overrides", nargs=-1, type=click.UNPROCESSED)
+@handled
+def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare: tuple[Path, ...], join: bool,
+                 ray_timeout: float, timeout: float | None, ray_cpus: int | None, out: Path | None, as_json: bool,
+                 config: Path | None, overrides: tuple[str, ...]) -> int:
+    """Prove the migrated tree on CLUSTER: preflight every host, bring Ray up across them, run the
+    profile's training on the head, bring the log and report home, stop what was started.
+
+    OVERRIDES are hydra overrides (key=value); they win over the profile's and over the
+    trainer.nnodes / trainer.n_gpus_per_node that validate takes from Ray.
+    """
+    from patchctl.clusters import load_cluster
+    from patchctl.validate import run
+    from patchctl.validate.plan import Options
+
+    if cluster_name is None or (cluster_name.endswith(".json") and len(compare) == 1):
+        reports = ([Path(cluster_name)] if cluster_name else []) + list(compare)
+        if len(reports) != 2:
+            raise PatchctlError("validate: name a CLUSTER, or give two reports to compare "
+                                "(--compare NEW --compare OLD); see patchctl validate --help")
+        doc = run.compare_reports(reports[0], reports[1], (out or reports[0].parent))
+        render.emit_json(doc) if as_json else _show_compare(doc)
+        return 0
+    if len(compare) > 1:
+        raise PatchctlError("--compare: give one earlier report when validating a cluster")
+    cluster = load_cluster(cluster_name, config)
+    options = Options(profile, tuple(overrides), join, ray_timeout, timeout, out, ray_cpus)
+    if dry_run:
+        result = run.dry_run(cluster, options)
+        render.emit_json(result.to_json()) if as_json else _show_plan(result)
+        return 0
+    live = sys.stderr.isatty()
+    result = run.validate(cluster, options, _note, _progress(live), compare[0] if compare else None)
+    if live:
+        click.echo("", err=True)
+    if as_json:
+        render.emit_json(result.to_json())
+    else:
+        _show(result)
+    return EXIT[result.verdict.value]
+
+
+def _note(n: Any) -> None:
+    click.echo(f"{n.stage:>9}  {n.host}: {n.text}", err=True)
+
+
+def _progress(live: bool) -> Any:
+    def show(p: Any) -> None:
+        parts = [f"step {p.step}" + (f"/{p.total}" if p.total else "")]
+        if p.reward is not None:
+            parts.append(f"reward {p.reward:.3f}")
+        if p.loss is not None:
+            parts.append(f"loss {p.loss:.4f}")
+        if p.seconds_per_step is not None:
+            parts.append(f"{p.seconds_per_step:.2f} s/step")
+        parts.append(f"{p.elapsed:.0f} s")
+        line = "  ".join(parts)
+        click.echo(f"\r\033[K{line}" if live else f"    train  {line}", err=True, nl=not live)
+
+    return show
+
+
+def _show_plan(result: Any) -> None:
+    from patchctl.validate.plan import show
+
+    click.echo(f"# validate {result.cluster} --profile {result.profile}: run {result.run_id}, nothing is started")
+    for c in result.commands:
+        click.echo(f"# {c.label}: {c.purpose}")
+        click.echo(show(c.argv))
+    click.echo("# the trainer, on the head (trainer.nnodes / n_gpus_per_node: what Ray reports at run time)")
+    click.echo(show(result.trainer_command))
+    click.echo(f"# local run directory: {result.run_dir}")
+
+
+def _show(result: Any) -> None:
+    if result.preflight:
+        checks = list(dict.fromkeys(r.check for h in result.preflight for r in h.rows))
+        rows = []
+        for check in checks:
+            cells = []
+            for h in result.preflight:
+                row = next((r for r in h.rows if r.check == check), None)
+                cells.append("-" if row is None else row.status if row.status in ("pass", "skip") else
+                             f"{row.status}: {row.value}")
+            rows.append([check, *cells])
+        render.table("preflight (host x check)", ["check", *[h.label for h in result.preflight]], rows)
+        for h in result.preflight:
+            for r in h.failed:
+                click.echo(f"  {h.label}: {r.check}: {r.fix}")
+    if result.ray:
+        render.table(f"Ray cluster {result.ray.address} ({result.ray.seconds:.1f} s)",
+                     ["host", "address", "GPUs", "CUDA_VISIBLE_DEVICES", "GPU", "joined (s)"],
+                     [[n.label, n.address, str(n.gpus), str(n.cuda_visible_devices or "-"),
+                       ", ".join(n.gpu_names) or "-", f"{n.joined_at:.1f}" + (" (existing)" if n.joined_existing else "")]
+                      for n in result.ray.nodes])
+    if result.trained:
+        gates = [[g.get("name", ""), g.get("status", ""), str(g.get("value")), g.get("reason", "")]
+                 for g in result.trained.gates]
+        if gates:
+            render.table("train gates (on the head)", ["gate", "status", "value", "detail"], gates, 1)
+    if result.teardown:
+        click.echo("teardown: " + "; ".join(f"{t.label} {t.status}" + (f" ({t.stopped} processes)" if t.stopped else "")
+                                            for t in result.teardown))
+    click.echo("time (s): " + ", ".join(f"{k} {v}" for k, v in result.timings.items() if v is not None))
+    if result.run_dir:
+        click.echo(f"run directory: {result.run_dir}" + (f" ({', '.join(Path(f).name for f in result.fetched)})"
+                                                         if result.fetched else ""))
+    if result.comparison:
+        _show_compare(result.comparison)
+    click.echo(f"validate: {result.verdict.value.upper()}" + (f" — {result.cause}" if result.cause else ""))
+
+
+def _show_compare(doc: dict[str, Any]) -> None:
+    render.table("compare (new vs old)", ["", "new", "old"], [list(r) for r in doc["rows"]])
+    if doc["versions"]:
+        render.table("package versions that differ", ["package", "new", "old"], [list(v) for v in doc["versions"]])
+    else:
+        click.echo("package versions: the same")
+    p = doc["patches"]
+    click.echo(f"patches: {len(p['both'])} in both" + (f"; only new: {', '.join(p['only_new'])}" if p["only_new"] else "")
+               + (f"; only old: {', '.join(p['only_old'])}" if p["only_old"] else ""))
+    if doc.get("plot"):
+        click.echo(f"reward curves: {doc['plot']}")

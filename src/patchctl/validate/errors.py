@@ -1,0 +1,126 @@
+"""Conditions that end a ``validate`` run, each a :class:`PatchctlError` built from its fields.
+
+The orchestrator catches them, tears down what it started and turns each into the run's verdict:
+the message is the one-line cause, naming the host and what to do.
+"""
+
+from __future__ import annotations
+
+from patchctl.errors import PatchctlError
+
+
+class ValidateFailed(PatchctlError):
+    """The root of validate's run-ending conditions; ``host`` is who caused it ("" for none)."""
+
+    host: str = ""
+    #: the step that stopped: preflight, ray-up, launch, watch, fetch
+    stage: str = ""
+
+
+class HostUnreachable(ValidateFailed):
+    def __init__(self, host: str, stage: str, reason: str) -> None:
+        self.host, self.stage, self.reason = host, stage, reason
+        super().__init__(f"{host}: unreachable ({reason})")
+
+
+class HostNotReady(ValidateFailed):
+    """The host answered but cannot run validate's side (no tree, no env file, no python)."""
+
+    def __init__(self, host: str, stage: str, problem: str, fix: str) -> None:
+        self.host, self.stage, self.problem, self.fix = host, stage, problem, fix
+        super().__init__(f"{host}: {problem}; {fix}")
+
+
+class PreflightFailed(ValidateFailed):
+    stage = "preflight"
+
+    def __init__(self, host: str, check: str, value: str, fix: str, others: int = 0) -> None:
+        self.host, self.check, self.value, self.fix = host, check, value, fix
+        more = f" (and {others} more failing check(s), see the table)" if others else ""
+        super().__init__(f"{host}: preflight check {check!r} failed: {value}; {fix or 'see the table'}{more}")
+
+
+class RayAlreadyRunning(ValidateFailed):
+    stage = "ray-up"
+
+    def __init__(self, host: str, address: str, pid: int, gcs: str) -> None:
+        self.host, self.address, self.pid, self.gcs = host, address, pid, gcs
+        super().__init__(f"{host}: a Ray node is already running at {address} (raylet pid {pid}, cluster {gcs}); "
+                         "validate leaves it alone: stop it there (`ray stop`), or pass --join to use it")
+
+
+class RayStartFailed(ValidateFailed):
+    stage = "ray-up"
+
+    def __init__(self, host: str, problem: str, tail: str) -> None:
+        self.host, self.problem, self.tail = host, problem, tail
+        super().__init__(f"{host}: Ray did not start ({problem}); its log ends: {tail or 'nothing logged'}")
+
+
+class WorkerNeverJoined(ValidateFailed):
+    stage = "ray-up"
+
+    def __init__(self, host: str, address: str, waited: float, tail: str) -> None:
+        self.host, self.address, self.waited, self.tail = host, address, waited, tail
+        super().__init__(f"{host}: its Ray node ({address}) did not join the head within {waited:.0f} s; check that "
+                         f"it reaches the head's address and port (firewall, proxy variables, address); its Ray log "
+                         f"ends: {tail or 'nothing logged'}")
+
+
+class DuplicateGpu(ValidateFailed):
+    stage = "ray-up"
+
+    def __init__(self, gpu: str, holders: list[tuple[str, str]]) -> None:
+        self.gpu, self.holders = gpu, holders
+        self.host = holders[0][0]
+        who = ", ".join(f"{h} (CUDA_VISIBLE_DEVICES={v or 'unset'})" for h, v in holders)
+        super().__init__(f"{self.host}: GPU {gpu} is seen by more than one Ray node or rank: {who}; give each host "
+                         "its own GPUs with hosts[i].env.CUDA_VISIBLE_DEVICES in the cluster config")
+
+
+class UnevenGpus(ValidateFailed):
+    stage = "ray-up"
+
+    def __init__(self, counts: list[tuple[str, int]]) -> None:
+        self.counts = counts
+        self.host = counts[0][0]
+        shown = ", ".join(f"{h}: {n}" for h, n in counts)
+        super().__init__(f"{self.host}: the hosts offer different GPU counts ({shown}); verl needs the same on "
+                         "every node: set gpus (or hosts[i].gpus) so they agree")
+
+
+class TrainerFailed(ValidateFailed):
+    stage = "watch"
+
+    def __init__(self, host: str, summary: str) -> None:
+        self.host, self.summary = host, summary
+        super().__init__(f"{host}: {summary}")
+
+
+class HostLost(ValidateFailed):
+    def __init__(self, host: str, stage: str, role: str, reason: str) -> None:
+        self.host, self.stage, self.role, self.reason = host, stage, role, reason
+        super().__init__(f"{host}: the {role} host was lost during {stage} ({reason}); check the host, then run "
+                         "validate again")
+
+
+class Interrupted(ValidateFailed):
+    def __init__(self, stage: str, host: str = "") -> None:
+        self.stage, self.host = stage, host
+        super().__init__(f"{host or 'validate'}: interrupted (Ctrl-C) during {stage}; what was started was stopped")
+
+
+class TimedOut(ValidateFailed):
+    stage = "watch"
+
+    def __init__(self, host: str, seconds: float) -> None:
+        self.host, self.seconds = host, seconds
+        super().__init__(f"{host}: the run passed --timeout ({seconds:g} s) and was stopped; raise --timeout or "
+                         "look at the log for where it hung")
+
+
+class ReportUnreadable(PatchctlError):
+    def __init__(self, path: str, problem: str) -> None:
+        self.path, self.problem = path, problem
+        super().__init__(f"{path}: not a patchctl run report ({problem}); pass the report.json that train or "
+                         "validate wrote")

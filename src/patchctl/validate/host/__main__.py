@@ -1,0 +1,61 @@
+"""Entry point of the host side: ``python -m patchctl.validate.host ACTION`` (see the package doc)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from typing import Any
+
+#: action -> module under patchctl.validate.host holding ``run(request, emit)``; imported on use,
+#: so a preflight never pays for Ray's import and a Ray node never for the trainer's
+ACTIONS = {"preflight": "preflight", "node": "node", "form": "form", "train": "train", "reap": "procs"}
+
+
+def emit(event: dict[str, Any]) -> None:
+    """One JSON line to patchctl; a vanished reader (patchctl gone) is not this side's error."""
+    try:
+        sys.stdout.write(json.dumps(event) + "\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+
+
+def _tomllib_fallback() -> None:
+    """Python 3.10 without tomli: pip's vendored copy serves the few TOML files patchctl reads."""
+    try:
+        import tomllib  # noqa: F401
+        return
+    except ImportError:
+        pass
+    try:
+        import tomli  # noqa: F401
+    except ImportError:
+        try:
+            from pip._vendor import tomli as vendored  # type: ignore[import-not-found]
+            sys.modules["tomli"] = vendored
+        except ImportError:
+            pass
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[1] not in ACTIONS:
+        emit({"event": "error", "error": f"unknown action {argv[1:]!r}; one of {sorted(ACTIONS)}"})
+        return 2
+    _tomllib_fallback()
+    line = sys.stdin.readline()
+    try:
+        request = json.loads(line) if line.strip() else {}
+    except ValueError as exc:
+        emit({"event": "error", "error": f"bad request: {exc}"})
+        return 2
+    module = importlib.import_module(f"patchctl.validate.host.{ACTIONS[argv[1]]}")
+    try:
+        return int(module.run(request, emit) or 0)
+    except Exception as exc:  # the host's failure, reported as an event rather than a traceback
+        emit({"event": "error", "error": f"{type(exc).__name__}: {exc}"})
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,89 @@
+"""``form``: on the head, wait until Ray lists every expected node with its GPUs, then look at
+each node's GPUs from inside Ray.
+
+It connects to the run's cluster as a Ray driver once and polls the GCS's node table
+(``ray.nodes()``) every 0.1 s — Ray's own state, never a fixed sleep — reporting each node as
+it appears, until all are there or the timeout passes. Then one task per node, pinned to it
+and holding all its GPUs, reports what a rank there sees: ``CUDA_VISIBLE_DEVICES``, the
+physical GPUs behind it (nvidia-smi's UUIDs) and the variables the run must carry there.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any
+
+#: variables a rank on every node must see as the cluster config set them
+WATCHED_ENV = ("CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
+               "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
+
+
+def gpu_table() -> list[list[str]]:
+    """``[index, uuid, name]`` per GPU of the machine (nvidia-smi ignores CUDA_VISIBLE_DEVICES)."""
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,name", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    rows = [[c.strip() for c in line.split(",", 2)] for line in done.stdout.splitlines() if line.strip()]
+    return [r for r in rows if len(r) == 3] if done.returncode == 0 else []
+
+
+def visible(table: list[list[str]], cvd: str | None) -> list[list[str]]:
+    """The rows behind ``CUDA_VISIBLE_DEVICES`` (indices or UUIDs), in its order, repeats kept:
+    a value such as ``0,0`` is two ranks on one GPU."""
+    if cvd is None:
+        return list(table)
+    out = []
+    for token in (t.strip() for t in cvd.split(",") if t.strip()):
+        row = next((r for r in table if r[0] == token or r[1] == token or (len(token) > 4 and r[1].startswith(token))),
+                   None)
+        out.append(row or [token, f"unknown:{token}", "?"])
+    return out
+
+
+def probe_node(keys: tuple[str, ...]) -> dict[str, Any]:
+    import ray
+
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    rows = visible(gpu_table(), cvd) if ray.get_gpu_ids() else []
+    return {"address": ray.util.get_node_ip_address(), "cuda_visible_devices": cvd,
+            "uuids": [r[1] for r in rows], "names": [r[2] for r in rows],
+            "env": {k: os.environ.get(k) for k in keys}, "host": os.uname().nodename}
+
+
+def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    t0 = time.monotonic()
+    expected: dict[str, int] = {e["address"]: int(e["gpus"]) for e in request["expected"]}
+    ray.init(address=request["gcs"], log_to_driver=False, logging_level="ERROR", configure_logging=False)
+    seen: dict[str, dict[str, Any]] = {}
+    deadline = t0 + float(request["timeout"])
+    while True:
+        for n in ray.nodes():
+            ip = n.get("NodeManagerAddress")
+            if n.get("Alive") and ip in expected and ip not in seen and n["Resources"].get("GPU", 0) >= expected[ip]:
+                seen[ip] = n
+                emit({"event": "joined", "address": ip, "gpus": int(n["Resources"].get("GPU", 0)),
+                      "at": round(time.monotonic() - t0, 3)})
+        if len(seen) == len(expected):
+            break
+        if time.monotonic() > deadline:
+            emit({"event": "timeout", "missing": sorted(set(expected) - set(seen)),
+                  "waited": round(time.monotonic() - t0, 1)})
+            ray.shutdown()
+            return 0
+        time.sleep(0.1)
+    task = ray.remote(probe_node)
+    refs = [task.options(num_cpus=0, num_gpus=expected[ip],
+                         scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(WATCHED_ENV)
+            for ip, n in seen.items()]
+    nodes = ray.get(refs, timeout=float(request.get("probe_timeout", 120)))
+    ray.shutdown()
+    emit({"event": "reply", "nodes": nodes, "seconds": round(time.monotonic() - t0, 3)})
+    return 0

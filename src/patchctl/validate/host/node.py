@@ -1,0 +1,177 @@
+"""``node``: one Ray node of the run, supervised for its whole life on this host.
+
+Started over ssh and kept open by patchctl until the run ends. It refuses when a Ray node
+already runs at this host's address (unless asked to join it), starts ``ray start --block`` in
+its own session with the run's marker and a private ``--temp-dir``/``RAY_TMPDIR`` (so neither
+Ray's files nor its ``ray_current_cluster`` pointer touch another cluster's), reports "up"
+once Ray says so, and then waits. A ``{"cmd": "stop"}`` line, or end-of-file on stdin — patchctl
+exited, was interrupted or lost its connection — stops exactly what it started: ``ray start
+--block`` ends its daemons on SIGTERM, and every process still carrying the marker is ended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+from patchctl.validate.host import procs
+
+_CLI = "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"
+_UP = "Ray runtime started"
+
+
+def _free_port(address: str) -> int:
+    with socket.socket() as s:
+        s.bind((address, 0))
+        return int(s.getsockname()[1])
+
+
+def ray_argv(request: dict[str, Any], temp_dir: str) -> list[str]:
+    """``ray start --block`` for the head or a worker; the ports Ray would otherwise fix (the
+    dashboard's 8265, its agent's 52365, the client server's 10001) are free ones, so several
+    nodes — or another user's Ray — can share a machine."""
+    argv = [sys.executable, "-c", _CLI, "start", "--block", "--node-ip-address", request["address"],
+            "--num-gpus", str(request["gpus"]), "--temp-dir", temp_dir, "--disable-usage-stats",
+            "--dashboard-agent-listen-port", str(_free_port(""))]
+    if request.get("num_cpus") is not None:
+        argv += ["--num-cpus", str(request["num_cpus"])]
+    if request.get("object_store_bytes"):
+        argv += ["--object-store-memory", str(request["object_store_bytes"])]
+    if request["role"] == "head":
+        argv += ["--head", "--port", str(request["port"]), "--include-dashboard=false",
+                 "--dashboard-port", str(_free_port("127.0.0.1")), "--ray-client-server-port", str(_free_port(""))]
+    else:
+        argv += ["--address", request["gcs"]]
+    return argv
+
+
+def tail(path: str, lines: int = 8) -> list[str]:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 16384))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    return [ln for ln in text.splitlines() if ln.strip()][-lines:]
+
+
+def log_tail(temp_dir: str, start_log: str) -> list[str]:
+    """The end of this node's Ray log: the raylet's own log where there is one, else ray start's."""
+    found = sorted(p for p in _logs(temp_dir) if os.path.basename(p) in ("raylet.out", "raylet.err"))
+    text = [ln for p in found for ln in tail(p, 4)]
+    return (text + tail(start_log, 6))[-8:]
+
+
+def _logs(temp_dir: str) -> list[str]:
+    out = []
+    for dirpath, _dirs, files in os.walk(temp_dir):
+        out += [os.path.join(dirpath, f) for f in files]
+    return out
+
+
+def _existing(request: dict[str, Any]) -> dict[str, Any] | None:
+    run = request["marker"].split(".")[0] + "."
+    return next((r for r in procs.raylets(exclude=run) if r["address"] == request["address"]), None)
+
+
+def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
+    existing = _existing(request)
+    if existing is not None:
+        if not request.get("join"):
+            emit({"event": "refused", **existing})
+            return 0
+        if request["role"] == "worker" and existing["gcs"] != request["gcs"]:
+            emit({"event": "refused", **existing, "other_cluster": True})
+            return 0
+        emit({"event": "joined", **existing})
+        _serve(None, emit)
+        emit({"event": "stopped", "stopped": 0, "left": []})
+        return 0
+    temp_dir = tempfile.mkdtemp(prefix=procs.session_prefix(request["marker"]))
+    start_log = os.path.join(temp_dir, "ray-start.log")
+    env = dict(os.environ, RAY_TMPDIR=temp_dir, **{procs.MARKER: request["marker"]})
+    env.pop("RAY_ADDRESS", None)  # a worker joins the address it is given, nothing else
+    argv = ray_argv(request, temp_dir)
+    with open(start_log, "wb") as log:
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                 start_new_session=True)
+    emit({"event": "starting", "pid": child.pid, "temp_dir": temp_dir})
+    reason, last = "", []
+    try:
+        reason = _serve(child, emit, temp_dir, start_log, float(request.get("start_timeout", 120)))
+    finally:
+        last = log_tail(temp_dir, start_log)
+        count, left = _stop(child, request["marker"])
+        shutil.rmtree(temp_dir, ignore_errors=True)
+    emit({"event": "stopped", "stopped": count, "left": left, "reason": reason, "tail": last})
+    return 0
+
+
+def _serve(child: subprocess.Popen[bytes] | None, emit: Callable[[dict[str, Any]], None], temp_dir: str = "",
+           start_log: str = "", start_timeout: float = 120.0) -> str:
+    """Until "stop" or end-of-file: say "up" once Ray has started (or "failed" when ray start
+    ends or outlasts ``start_timeout`` first), answer "tail", report a Ray that ends by itself."""
+    up = reported = False
+    buffered = b""
+    started = time.monotonic()
+    while True:
+        ready, _, _ = select.select([sys.stdin], [], [], 0.05 if child is not None and not up else 0.5)
+        if ready:
+            chunk = os.read(sys.stdin.fileno(), 4096)
+            if not chunk:
+                return "end of input"
+            buffered += chunk
+            while b"\n" in buffered:
+                line, buffered = buffered.split(b"\n", 1)
+                try:
+                    cmd = json.loads(line or b"{}").get("cmd")
+                except ValueError:
+                    continue
+                if cmd == "stop":
+                    return "asked"
+                if cmd == "tail":
+                    emit({"event": "tail", "tail": log_tail(temp_dir, start_log)})
+        if child is None or reported:
+            continue
+        if not up and _logged(start_log, _UP):
+            up = True
+            emit({"event": "up", "pid": child.pid, "temp_dir": temp_dir, "argv": child.args})
+        elif child.poll() is not None:
+            reported = True
+            emit({"event": "failed" if not up else "exited", "returncode": child.returncode,
+                  "tail": log_tail(temp_dir, start_log)})
+        elif not up and time.monotonic() - started > start_timeout:
+            reported = True
+            emit({"event": "failed", "returncode": None, "tail": log_tail(temp_dir, start_log)})
+
+
+def _logged(path: str, text: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return text.encode() in f.read()
+    except OSError:
+        return False
+
+
+def _stop(child: subprocess.Popen[bytes], marker: str) -> tuple[int, list[int]]:
+    """``ray start --block`` stops its daemons on SIGTERM; then whatever still carries the marker."""
+    before = len(procs.marked(marker))
+    if child.poll() is None:
+        child.send_signal(signal.SIGTERM)
+        try:
+            child.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+    _, left = procs.stop_marked(marker)
+    return before - len(left), left

@@ -1,0 +1,66 @@
+"""``train``: the profile's run on the head, through ``patchctl train``'s own code.
+
+The plan, the launch, the gates, ``doctor`` on failure and ``report.json``/``report.png`` are
+:mod:`patchctl.train.run`'s, with ``RAY_ADDRESS`` pointing at the cluster validate formed (so no
+head of its own is started) and the trainer's overrides validate sends. Each log line goes to
+patchctl as it arrives; end-of-file or a "stop" line on stdin stops the trainer (its process
+group), so a lost patchctl never leaves a trainer running.
+"""
+
+from __future__ import annotations
+
+import _thread
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def _watch_stdin(stopped: threading.Event) -> None:
+    """Interrupt the main thread (the launcher then ends the trainer's group) on stop or EOF."""
+    for raw in sys.stdin:
+        try:
+            if json.loads(raw or "{}").get("cmd") != "stop":
+                continue
+        except ValueError:
+            continue
+        break
+    if not stopped.is_set():
+        stopped.set()
+        _thread.interrupt_main()
+
+
+def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
+    from patchctl.clusters import Cluster
+    from patchctl.target import open_tree
+    from patchctl.train import run as train_run
+    from patchctl.train.profiles import load_profile
+
+    t0 = time.monotonic()
+    tree = open_tree(Path.cwd())
+    profile = load_profile(request["profile"])
+    # the cluster's paths fill the profile; env reaches the trainer (RAY_ADDRESS: the formed cluster)
+    view = Cluster("validate", (), str(tree.root), Path(".patchctl/env.sh"), paths=dict(request.get("paths", {})),
+                   env=dict(request.get("env", {})))
+    plan = train_run.plan(tree, profile, view, list(request["overrides"]), sys.executable, Path(request["run_dir"]))
+    emit({"event": "plan", "argv": list(plan.launch.argv), "run_dir": str(plan.run_dir), "version": tree.version})
+    finished = threading.Event()
+    threading.Thread(target=_watch_stdin, args=(finished,), name="validate-stdin", daemon=True).start()
+    try:
+        result = train_run.train(plan, tree, t0, timeout=request.get("timeout"),
+                                 on_line=lambda line, at: emit({"event": "line", "text": line, "at": round(at, 3)}))
+    except KeyboardInterrupt:
+        emit({"event": "stopped", "run_dir": str(plan.run_dir)})
+        return 130
+    finally:
+        finished.set()
+    doc = result.document
+    emit({"event": "reply", "passed": result.passed, "returncode": result.returncode, "run_dir": str(plan.run_dir),
+          "files": [p.name for p in (result.log, result.report, result.plot) if p is not None and p.exists()],
+          "gates": doc.get("gates", []), "doctor": doc.get("doctor") or [], "steps": len(doc.get("steps", [])),
+          "command": list(plan.launch.argv), "timings": doc.get("timings", {}), "pid": os.getpid()})
+    return 0

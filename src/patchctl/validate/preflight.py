@@ -1,0 +1,86 @@
+"""Step ``preflight``: ship patchctl's package to every host, then run the host's preflight,
+all hosts at once, over the masters migrate's ssh module opened.
+
+A host that cannot be reached, lacks its tree or fails a check stops the run here, before any
+Ray process exists anywhere (:class:`PreflightFailed`, naming the host, the check and its fix).
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from patchctl import proc
+from patchctl.migrate import ssh
+from patchctl.migrate.transfer import cause
+from patchctl.validate import plan as planning, remote
+from patchctl.validate.errors import HostNotReady, HostUnreachable, PreflightFailed
+from patchctl.validate.model import CheckRow, HostPreflight, Node, Note
+
+NoteFn = Callable[[Note], None]
+
+
+def ship(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path) -> None:
+    failed = master.open()
+    if failed:
+        raise HostUnreachable(node.label, "preflight", failed)
+    done = proc.run(planning.ship_argv(plan, node, stage, master.socket), check=False,
+                    timeout=plan.cluster.timeout * 4)
+    if done.returncode == 255:
+        raise HostUnreachable(node.label, "preflight", ssh.unreachable_reason(plan.cluster, node.host, done.stderr))
+    if done.returncode != 0:
+        missing = "No such file or directory" in done.stderr
+        raise HostNotReady(node.label, "preflight", f"patchctl's package could not be sent ({cause(done.returncode, done.stderr)})",
+                           f"run `patchctl migrate {plan.cluster.name}` first" if missing else "check the disk and rsync there")
+
+
+def check_host(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path) -> HostPreflight:
+    t0 = time.monotonic()
+    ship(plan, node, master, stage)
+    request = {"address": node.host.address, "gpus": node.host.gpus, "run": plan.run_id, "join": plan.options.join,
+               "skip": list(plan.cluster.preflight_skip)}
+    try:
+        reply = remote.call(plan.cluster, node, "preflight", request, timeout=plan.cluster.timeout + 120,
+                            control=master.socket)
+    except remote.Ended as exc:
+        kind, reason = remote.failure(plan.cluster, node, exc.returncode, exc.stderr)
+        if kind == "unreachable":
+            raise HostUnreachable(node.label, "preflight", reason) from None
+        raise HostNotReady(node.label, "preflight", reason.split("; ", 1)[0], (reason.split("; ", 1) + [""])[1] or
+                           "see the message above") from None
+    except queue.Empty:
+        raise HostNotReady(node.label, "preflight", "the preflight did not answer in time",
+                           f"check the host's load, or raise clusters.{plan.cluster.name}.timeout") from None
+    rows = tuple(CheckRow(r["check"], r["status"], r["value"], r.get("fix", "")) for r in reply["rows"])
+    return HostPreflight(node.label, rows, reply["address"], int(reply["gpus"]), reply.get("existing"),
+                         time.monotonic() - t0)
+
+
+def run(plan: planning.Plan, masters: list[ssh.Master], stage: Path,
+        note: NoteFn) -> tuple[HostPreflight, ...]:
+    """Every host's preflight; once all ended, raises the first host's failure (in host order)
+    with the hosts that answered attached as ``.preflight``, so the table still shows them."""
+    with ThreadPoolExecutor(max_workers=len(plan.nodes)) as pool:
+        futures = [pool.submit(check_host, plan, n, m, stage) for n, m in zip(plan.nodes, masters)]
+        results: list[HostPreflight] = []
+        errors = []
+        for n, f in zip(plan.nodes, futures):
+            try:
+                results.append(f.result())
+                bad = results[-1].failed
+                note(Note("preflight", n.label, "ok" if not bad else f"{len(bad)} check(s) failed"))
+            except (HostUnreachable, HostNotReady) as exc:
+                errors.append(exc)
+                note(Note("preflight", n.label, str(exc)))
+    failure: Exception | None = errors[0] if errors else None
+    for r in results:
+        if r.failed and failure is None:
+            first = r.failed[0]
+            failure = PreflightFailed(r.label, first.check, first.value, first.fix, len(r.failed) - 1)
+    if failure is not None:
+        failure.preflight = tuple(results)  # type: ignore[attr-defined]  (the table still shows)
+        raise failure
+    return tuple(results)

@@ -1,0 +1,119 @@
+"""Step ``ray_up``: a Ray head on the first host, every other host joined to it, the cluster
+waited for through Ray's own state, and the GPU identity check.
+
+Each node is a ``node`` session (host/node.py) kept open until teardown. The head starts first
+(the workers need its address); the workers start together as soon as it is up. The head's
+``form`` session then polls Ray's node table until every host is listed with its GPUs, bounded
+by ``--ray-timeout``; a host missing then is named, with the tail of its own Ray log.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from patchctl.validate import gpus, plan as planning, remote
+from patchctl.validate.errors import (HostLost, HostUnreachable, RayAlreadyRunning, RayStartFailed,
+                                      WorkerNeverJoined)
+from patchctl.validate.model import HostPreflight, Node, Note, RayCluster, RayNode
+from patchctl.validate.teardown import Started
+
+NoteFn = Callable[[Note], None]
+
+
+def _request(plan: planning.Plan, node: Node, pre: HostPreflight, gcs: str | None) -> dict[str, object]:
+    return {"role": node.role, "address": pre.address, "gpus": pre.gpus, "port": node.host.ray_port, "gcs": gcs,
+            "marker": plan.marker(node), "join": plan.options.join, "num_cpus": plan.options.num_cpus,
+            "object_store_bytes": plan.options.object_store_bytes}
+
+
+def start_node(plan: planning.Plan, started: Started, node: Node, pre: HostPreflight, gcs: str | None) -> str:
+    """Start (or join) one node; its GCS address once it is up."""
+    master = started.conns.masters[node.index]
+    session = remote.Session(plan.cluster, node, "node", _request(plan, node, pre, gcs), master.socket)
+    started.nodes[node.index] = session
+    try:
+        # a worker is judged by the head's node table (form), not by its own "up": one that never
+        # joins must time out there, with its log, rather than here
+        wanted = ["up"] if node.role == "head" else ["starting"]
+        event = session.until([*wanted, "joined", "refused", "failed", "error"], timeout=180)
+    except remote.Ended as exc:
+        kind, reason = remote.failure(plan.cluster, node, exc.returncode, exc.stderr)
+        raise (HostUnreachable(node.label, "ray-up", reason) if kind == "unreachable"
+               else RayStartFailed(node.label, reason, "")) from None
+    except queue.Empty:
+        raise RayStartFailed(node.label, "ray start gave no answer in 180 s", "") from None
+    kind = event["event"]
+    if kind == "refused":
+        raise RayAlreadyRunning(node.label, event["address"], event["pid"], event["gcs"])
+    if kind == "joined":
+        started.joined.add(node.index)
+        return str(event["gcs"])
+    if kind in ("failed", "error"):
+        raise RayStartFailed(node.label, event.get("error") or f"ray start exited with {event.get('returncode')}",
+                             " | ".join(event.get("tail", [])[-3:]))
+    return gcs or f"{pre.address}:{node.host.ray_port}"
+
+
+def run(plan: planning.Plan, started: Started, pre: tuple[HostPreflight, ...], note: NoteFn) -> RayCluster:
+    t0 = time.monotonic()
+    by_label = {p.label: p for p in pre}
+    head = plan.head
+    gcs = start_node(plan, started, head, by_label[head.label], None)
+    note(Note("ray-up", head.label, f"head up at {gcs} ({time.monotonic() - t0:.1f} s)"))
+    workers = plan.nodes[1:]
+    if workers:
+        with ThreadPoolExecutor(max_workers=len(workers)) as pool:
+            futures = [pool.submit(start_node, plan, started, w, by_label[w.label], gcs) for w in workers]
+            for f in futures:
+                f.result()
+    expected = [{"label": n.label, "address": by_label[n.label].address, "gpus": by_label[n.label].gpus}
+                for n in plan.nodes]
+    request = {"gcs": gcs, "expected": expected, "timeout": plan.options.ray_timeout}
+    form = remote.Session(plan.cluster, head, "form", request, started.conns.masters[0].socket)
+    label_of = {e["address"]: e["label"] for e in expected}
+    joined: dict[str, float] = {}
+    try:
+        while True:
+            event = form.until(["joined", "timeout", "reply", "error"], timeout=plan.options.ray_timeout + 120)
+            if event["event"] == "joined":
+                joined[event["address"]] = time.monotonic() - t0
+                note(Note("ray-up", label_of[event["address"]], f"node joined with {event['gpus']} GPU(s) "
+                          f"({joined[event['address']]:.1f} s)"))
+            elif event["event"] == "timeout":
+                missing = label_of[event["missing"][0]]
+                raise WorkerNeverJoined(missing, event["missing"][0], float(event["waited"]),
+                                        _tail(started, plan.nodes, missing))
+            elif event["event"] == "error":
+                raise RayStartFailed(head.label, f"the head could not be asked for its nodes: {event['error']}", "")
+            else:
+                break
+    except remote.Ended as exc:
+        kind, reason = remote.failure(plan.cluster, head, exc.returncode, exc.stderr)
+        raise HostLost(head.label, "ray-up", "head", reason) from None
+    finally:
+        form.close(wait=10)
+    configured = {n.label: n for n in plan.nodes}
+    nodes = tuple(RayNode(label_of[d["address"]], d["address"], len(d["uuids"]) or by_label[label_of[d["address"]]].gpus,
+                          round(joined.get(d["address"], 0.0), 3), d.get("cuda_visible_devices"), tuple(d["uuids"]),
+                          tuple(d["names"]), dict(d["env"]), configured[label_of[d["address"]]].index in started.joined)
+                  for d in sorted(event["nodes"], key=lambda d: [e["address"] for e in expected].index(d["address"])))
+    gpus.check(nodes, configured)
+    cluster = RayCluster(gcs, nodes, round(time.monotonic() - t0, 3))
+    note(Note("ray-up", head.label, f"{cluster.nnodes} node(s), {cluster.gpus_per_node} GPU(s) each, "
+              f"in {cluster.seconds:.1f} s"))
+    return cluster
+
+
+def _tail(started: Started, nodes: tuple[Node, ...], label: str) -> str:
+    """The end of a missing node's Ray log, asked of its supervisor."""
+    node = next(n for n in nodes if n.label == label)
+    session = started.nodes.get(node.index)
+    if session is None or not session.send({"cmd": "tail"}):
+        return ""
+    try:
+        return " | ".join(session.until(["tail"], timeout=15).get("tail", [])[-3:])
+    except (remote.Ended, queue.Empty):
+        return ""

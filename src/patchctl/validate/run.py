@@ -1,0 +1,139 @@
+"""``validate``: the steps in order, each a function of the one before it, and the verdict.
+
+plan -> connect -> preflight (ship + checks) -> ray_up -> launch -> watch -> teardown -> fetch.
+Whatever ends the run — a failed check, a host lost, the trainer dying, Ctrl-C — the run's own
+Ray processes are stopped on every host before the result is returned, and the result names
+the host and the cause in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from patchctl.clusters import Cluster
+from patchctl.migrate import ssh
+from patchctl.validate import compare as comparing, fetch, launch, plan as planning, preflight, rayup
+from patchctl.validate.errors import Interrupted, TrainerFailed, ValidateFailed
+from patchctl.validate.model import Note, Progress, ValidateResult, Verdict
+from patchctl.validate.teardown import Started, no_interrupts
+
+NoteFn = Callable[[Note], None]
+ProgressFn = Callable[[Progress], None]
+
+
+def trainer_command(plan: planning.Plan) -> tuple[str, ...]:
+    """The trainer's argv as the head will run it, sized from the config (Ray's count at run time)."""
+    from patchctl.target import Target
+    from patchctl.train import run as train_run
+    from patchctl.train.profiles import load_profile
+
+    head = plan.head
+    gpus: int | str = head.host.gpus if head.host.gpus is not None else "GPUS_COUNTED_BY_PREFLIGHT"
+    view = Cluster(plan.cluster.name, (), head.host.root, plan.cluster.source, paths=dict(plan.cluster.paths),
+                   env={"RAY_ADDRESS": f"{head.host.address or 'HEAD_ADDRESS'}:{head.host.ray_port}"})
+    tree = Target(Path(head.host.root), None, head.label, None, False)
+    overrides = planning.trainer_overrides(plan.options, len(plan.nodes), gpus)
+    p = train_run.plan(tree, load_profile(plan.options.profile), view, overrides, plan.cluster.python,
+                       Path(plan.remote_run_dir))
+    return tuple(p.launch.argv)
+
+
+def dry_run(cluster: Cluster, options: planning.Options) -> ValidateResult:
+    plan = planning.make(cluster, options)
+    return ValidateResult(cluster.name, options.profile, Verdict.PLANNED, run_id=plan.run_id, run_dir=str(plan.run_dir),
+                          commands=planning.commands(plan), trainer_command=trainer_command(plan))
+
+
+def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress: ProgressFn,
+             compare_with: Path | None = None) -> ValidateResult:
+    plan = planning.make(cluster, options)
+    if compare_with is not None:
+        comparing.load(compare_with)  # an unreadable report stops the run before it starts
+    t0 = time.monotonic()
+    marks: dict[str, float] = {}
+    stage = "preflight"
+    out: dict[str, Any] = {}
+    failure: ValidateFailed | None = None
+    with ssh.Connections(cluster) as conns, tempfile.TemporaryDirectory(prefix="pcv-stage-") as stage_dir:
+        started = Started(plan, conns)
+        try:
+            out["preflight"] = preflight.run(plan, conns.masters, planning.stage_package(Path(stage_dir)), note)
+            marks["preflight"] = time.monotonic()
+            stage = "ray-up"
+            out["ray"] = rayup.run(plan, started, out["preflight"], note)
+            marks["ray_up"] = time.monotonic()
+            stage = "training"
+            session = launch.launch(plan, started, out["ray"])
+            first: list[float] = []
+
+            def seen(p: Progress) -> None:
+                first.append(time.monotonic()) if not first else None
+                marks["last_step"] = time.monotonic()
+                progress(p)
+
+            out["trained"] = launch.watch(plan, session, note, seen)
+            marks["trainer_done"] = time.monotonic()
+            if first:
+                marks["first_step"] = first[0]
+        except ValidateFailed as exc:
+            failure = exc
+            out.setdefault("preflight", getattr(exc, "preflight", ()))
+        except KeyboardInterrupt:
+            failure = Interrupted(stage)
+        with no_interrupts():
+            marks["teardown_start"] = time.monotonic()
+            out["teardown"] = started.teardown(note)
+            marks["teardown"] = time.monotonic()
+            trained = out.get("trained")
+            if trained is not None:
+                try:
+                    out["fetched"] = fetch.run(plan, trained, conns.masters[0])
+                except ValidateFailed as exc:
+                    failure = failure or exc
+                marks["fetch"] = time.monotonic()
+                if not trained.passed and failure is None:
+                    failure = TrainerFailed(plan.head.label, launch.summary(trained))
+    result = ValidateResult(
+        cluster.name, options.profile, Verdict.PASS if failure is None else
+        (Verdict.INTERRUPTED if isinstance(failure, Interrupted) else Verdict.FAIL),
+        str(failure) if failure else "", failure.host if failure else "",
+        (failure.stage or stage) if failure else "done", plan.run_id, str(plan.run_dir), planning.commands(plan),
+        tuple(out["trained"].command) if out.get("trained") else (), tuple(out.get("preflight", ())),
+        out.get("ray"), out.get("trained"), tuple(out.get("fetched", ())), tuple(out.get("teardown", ())),
+        _timings(t0, marks))
+    if compare_with is not None and (plan.run_dir / "report.json").is_file():
+        result = replace(result, comparison=_compare(plan.run_dir, compare_with))
+    if plan.run_dir.is_dir():
+        (plan.run_dir / "validate.json").write_text(json.dumps(result.to_json(), indent=2, default=str) + "\n",
+                                                    encoding="utf-8")
+    return result
+
+
+def _compare(run_dir: Path, other: Path) -> dict[str, Any]:
+    return compare_reports(run_dir / "report.json", other, run_dir)
+
+
+def _timings(t0: float, m: dict[str, float]) -> dict[str, float | None]:
+    def span(a: str | float, b: str) -> float | None:
+        start = t0 if a == "start" else m.get(str(a))
+        return round(m[b] - start, 2) if start is not None and b in m else None
+
+    return {"preflight": span("start", "preflight"), "ray_up": span("preflight", "ray_up"),
+            "startup": span("ray_up", "first_step"), "steps": span("first_step", "last_step"),
+            "trainer_exit": span("last_step", "trainer_done"), "teardown": span("teardown_start", "teardown"),
+            "fetch": span("teardown", "fetch"), "total": round(time.monotonic() - t0, 2)}
+
+
+def compare_reports(new: Path, old: Path, out_dir: Path) -> dict[str, Any]:
+    """``--compare`` of two existing reports, no cluster involved (the plot goes to ``out_dir``)."""
+    a, b = comparing.load(new), comparing.load(old)
+    doc = comparing.compare(a, b)
+    png = comparing.plot(a, b, out_dir / "compare.png")
+    doc["plot"] = str(png) if png else None
+    return doc

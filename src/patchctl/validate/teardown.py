@@ -1,0 +1,100 @@
+"""Step ``teardown``: stop exactly what this run started, on every host, however the run ended.
+
+:class:`Started` owns the run's host sessions (one Ray-node supervisor per host, the trainer on
+the head). Teardown first asks each live supervisor to stop ("stop" line: it ends its ``ray
+start --block`` and every process carrying its marker) and reads its count back. Where a
+session is gone — Ctrl-C reached ssh, the host dropped — the supervisor has already seen
+end-of-file and stopped by itself; a fresh ssh then runs ``reap`` there to confirm nothing of the
+node's marker is left. A host that cannot be reached at all is reported, never guessed.
+A node validate only joined (--join) is left running.
+"""
+
+from __future__ import annotations
+
+import queue
+import signal
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Iterator
+
+from patchctl.migrate import ssh
+from patchctl.validate import plan as planning, remote
+from patchctl.validate.model import HostTeardown, Node, Note
+
+
+class Started:
+    """The host sessions a run opened, by node index; :meth:`teardown` ends them all."""
+
+    def __init__(self, plan: planning.Plan, conns: ssh.Connections) -> None:
+        self.plan, self.conns = plan, conns
+        self.nodes: dict[int, remote.Session] = {}
+        #: indices of nodes validate joined instead of starting (left alone)
+        self.joined: set[int] = set()
+        self.trainer: remote.Session | None = None
+
+    def teardown(self, note: Callable[[Note], None]) -> tuple[HostTeardown, ...]:
+        if self.trainer is not None:
+            self.trainer.send({"cmd": "stop"})
+            self.trainer.close(wait=30)
+        todo = [n for n in self.plan.nodes if n.index in self.nodes]
+        if not todo:
+            return ()
+        with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+            done = list(pool.map(self._stop, todo))
+        for row in done:
+            note(Note("teardown", row.label, row.status + (f": {row.reason}" if row.reason else "")))
+        return tuple(done)
+
+    def _stop(self, node: Node) -> HostTeardown:
+        session = self.nodes.get(node.index)
+        if node.index in self.joined:
+            if session is not None:
+                session.send({"cmd": "stop"})
+                session.close(wait=10)
+            return HostTeardown(node.label, "joined-left-alone", reason="it was running before; validate only joined it")
+        if session is not None and session.send({"cmd": "stop"}):
+            try:
+                event = session.until(["stopped"], timeout=60)
+                session.close(wait=10)
+                left = tuple(event.get("left", ()))
+                return HostTeardown(node.label, "stopped" if not left else "left-behind", int(event.get("stopped", 0)),
+                                    left, f"pids {list(left)} would not stop" if left else "")
+            except (remote.Ended, queue.Empty):
+                session.close(wait=5)
+        elif session is not None:
+            session.close(wait=5)
+        return self._reap(node)
+
+    def _reap(self, node: Node) -> HostTeardown:
+        """A fresh login (the run's own may be gone with the session) and ``reap`` there."""
+        master = ssh.Master(self.plan.cluster, node.host, self.conns.dir, 100 + node.index)
+        try:
+            failed = master.open()
+            if failed:
+                return HostTeardown(node.label, "unreachable", reason=f"{failed}; its Ray node stops by itself when "
+                                    "its ssh session ends (the supervisor ends Ray on end-of-file)")
+            reply = remote.call(self.plan.cluster, node, "reap", {"marker": self.plan.marker(node)}, timeout=60,
+                                control=master.socket)
+        except (remote.Ended, queue.Empty) as exc:
+            return HostTeardown(node.label, "unreachable", reason=f"reap did not answer ({exc})")
+        finally:
+            master.close()
+        left = tuple(reply.get("left", ()))
+        status = "left-behind" if left else "stopped"
+        return HostTeardown(node.label, status, int(reply.get("stopped", 0)), left,
+                            f"pids {list(left)} would not stop" if left else "")
+
+
+@contextmanager
+def no_interrupts() -> Iterator[None]:
+    """Teardown must finish: a second Ctrl-C waits until it has (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
