@@ -54,11 +54,8 @@ def dirty(root: Path, paths: Iterable[str]) -> list[str]:
     wanted = sorted(set(paths))
     if not wanted:
         return []
-    done = proc.run(
-        ["git", "-C", str(root), "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *wanted]
-    )
     out: list[str] = []
-    entries = done.stdout.split("\0")
+    entries = status_porcelain(root, *wanted).split("\0")
     i = 0
     while i < len(entries):
         entry = entries[i]
@@ -136,3 +133,44 @@ def diff_file(root: Path, rel: str) -> str:
     """``git diff HEAD -- rel``: how a file differs from its last commit ("" when it cannot tell)."""
     done = proc.run(["git", "-C", str(root), "diff", "--no-color", "HEAD", "--", rel], check=False)
     return done.stdout if done.returncode == 0 else ""
+
+
+def commit_of(repo: Path, ref: str) -> str | None:
+    """The commit ``ref`` names in ``repo`` (a branch, tag, sha or ``HEAD~2``), None when none."""
+    done = proc.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"], check=False)
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def has_file_at(repo: Path, commit: str, rel: str) -> bool:
+    return proc.run(["git", "-C", str(repo), "cat-file", "-e", f"{commit}:{rel}"], check=False).returncode == 0
+
+
+def archive(repo: Path, commit: str, dest: Path, prefix: str = "") -> Path:
+    """Write the tree of ``commit`` as a tar file (the work tree and index are not touched)."""
+    proc.run(["git", "-C", str(repo), "archive", "--format=tar", *([f"--prefix={prefix}"] if prefix else []),
+              "-o", str(dest), commit])
+    return dest
+
+
+def ignored_files(root: Path) -> list[str]:
+    """Untracked files git ignores under ``root`` (build outputs, but also a user's ignored edits)."""
+    done = proc.run(["git", "-C", str(root), "-c", "core.quotePath=false", "ls-files", "-z", "--others",
+                     "--ignored", "--exclude-standard"])
+    return [n for n in done.stdout.split("\0") if n]
+
+
+def ignore_rules(root: Path, names: list[str]) -> dict[str, str]:
+    """Each of ``names`` -> the rule that makes git ignore it, as ``SOURCE:LINE: PATTERN``."""
+    if not names:
+        return {}
+    done = proc.run(["git", "-C", str(root), "check-ignore", "--no-index", "-v", "-z", "--stdin"],
+                    input="\0".join(names) + "\0", check=False)
+    fields = done.stdout.split("\0")
+    return {name: f"{source}:{line}: {pattern}"
+            for source, line, pattern, name in zip(fields[0::4], fields[1::4], fields[2::4], fields[3::4])}
+
+
+def status_porcelain(root: Path, *paths: str) -> str:
+    """``git status --porcelain=v1 -z`` over ``paths`` (all when none), untracked files listed."""
+    return proc.run(["git", "-C", str(root), "status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
+                     *(paths or (".",))]).stdout

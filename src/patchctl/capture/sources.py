@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import os
 import re
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl import git, proc, releases
-from patchctl.errors import CommandFailed, PatchctlError
+from patchctl import git, trees
+from patchctl.errors import PatchctlError
 from patchctl.target import read_version
 from patchctl.verify.tags import SKIP_DIRS
 
@@ -70,10 +69,8 @@ def ignored_tagged(root: Path, rx: re.Pattern[str]) -> Ignored:
     """
     if not git.is_worktree_root(root):
         return Ignored({}, [])
-    done = proc.run(["git", "-C", str(root), "-c", "core.quotePath=false", "ls-files", "-z", "--others",
-                     "--ignored", "--exclude-standard"])
     unread, tagged = [], []
-    for rel in sorted(_kept(done.stdout.split("\0"))):
+    for rel in sorted(_kept(git.ignored_files(root))):
         path = root / rel
         if not path.is_file() or path.is_symlink():
             continue
@@ -86,13 +83,7 @@ def ignored_tagged(root: Path, rx: re.Pattern[str]) -> Ignored:
 
 def _ignore_rules(root: Path, names: list[str]) -> dict[str, str]:
     """Each of ``names`` -> the rule that makes git ignore it (``git check-ignore -v``)."""
-    if not names:
-        return {}
-    done = proc.run(["git", "-C", str(root), "check-ignore", "--no-index", "-v", "-z", "--stdin"],
-                    input="\0".join(names) + "\0", check=False)
-    fields = done.stdout.split("\0")
-    rules = {name: f"{source}:{line}: {pattern}"
-             for source, line, pattern, name in zip(fields[0::4], fields[1::4], fields[2::4], fields[3::4])}
+    rules = git.ignore_rules(root, names)
     return {name: rules.get(name, "an ignore rule") for name in names}
 
 
@@ -104,28 +95,11 @@ def open_fork(path: Path) -> Tree:
 
 def open_base(spec: str, fork: Path, scratch: Path) -> Tree:
     """Resolve ``--base`` into a directory; a release or git ref is exported under ``scratch``."""
-    version = releases.parse_spec(spec)
-    if version:
-        root = releases.pristine(version, scratch / "base")
-        return Tree(root, spec, version, list_files(root))
-    path = Path(spec).expanduser()
-    if path.is_dir():
-        return Tree(path.resolve(), spec, read_version(path), list_files(path))
-    if git.toplevel(fork) is None:
-        raise PatchctlError(f"--base {spec}: not a directory, not verl==X.Y.Z, and {fork} is not a git "
-                            "repository to look the ref up in")
-    try:
-        commit = proc.run(["git", "-C", str(fork), "rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}"]).stdout.strip()
-    except CommandFailed:
-        raise PatchctlError(f"--base {spec}: no such commit, branch or tag in {fork}; "
-                            "check `git -C FORK tag` or pass a directory or verl==X.Y.Z") from None
-    archive = scratch / "base.tar"
-    proc.run(["git", "-C", str(fork), "archive", "--format=tar", "-o", str(archive), commit])
-    root = scratch / "base"
-    root.mkdir()
-    with tarfile.open(archive) as tar:
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(root, filter="data")
-        else:  # pragma: no cover - Python < 3.10.12
-            tar.extractall(root)
-    return Tree(root, f"{spec} ({commit[:12]})", read_version(root), list_files(root))
+    found = trees.parse(spec, repo=fork, option="--base", ref_fix="check `git -C FORK tag` or pass a directory or verl==X.Y.Z")
+    if found is None:  # pragma: no cover - parse raises for a spec that is no ref either
+        raise PatchctlError(f"--base {spec}: not a directory, a release or a ref")
+    if found.kind is trees.Kind.PATH:
+        root = trees.materialize(found)
+        return Tree(root, spec, read_version(root), list_files(root))
+    root = trees.materialize(found, scratch / "base")
+    return Tree(root, found.label, found.release or read_version(root), list_files(root))

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl import git, proc, releases
+from patchctl import git, releases, trees
 from patchctl.errors import PatchctlError
 
 #: what --versions help and errors show
@@ -68,6 +68,12 @@ class Source:
     def kind(self) -> str:
         return "release" if self.release else "ref"
 
+    @property
+    def spec(self) -> trees.TreeSpec:
+        if self.release:
+            return trees.TreeSpec(self.label, trees.Kind.RELEASE, release=self.release)
+        return trees.TreeSpec(self.label, trees.Kind.REF, repo=self.repo, commit=self.commit)
+
 
 def parse_versions(text: str, repo: Path | None = None) -> list[Source]:
     """Read ``--versions``: releases (``X.Y.Z`` or ``verl==X.Y.Z``); with ``repo``, git refs.
@@ -98,24 +104,23 @@ def _repo_root(repo: Path) -> Path:
 
 
 def _source(item: str, repo: Path | None) -> Source:
-    release = releases.parse_spec(item)
-    if release:
-        return Source(release, release=release)
+    spec = trees.release(item) if repo is not None else (trees.release(item) or trees.release("verl==" + item))
+    if spec is not None:
+        assert spec.release is not None
+        return Source(spec.release, release=spec.release)
     if repo is None:
-        release = releases.parse_spec("verl==" + item)
-        if release:
-            return Source(release, release=release)
         raise BadVersionList(item, "not a release version (X.Y.Z or verl==X.Y.Z)",
                              "to name git refs of a local checkout, pass --repo PATH")
     if item.startswith("-"):
         raise BadVersionList(item, "a git ref cannot start with '-'", "name a commit, branch or tag")
-    done = proc.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{item}^{{commit}}"], check=False)
-    if done.returncode != 0:
-        raise UnknownRef(repo, item)
-    commit = done.stdout.strip()
-    if proc.run(["git", "-C", str(repo), "cat-file", "-e", f"{commit}:verl/__init__.py"], check=False).returncode:
-        raise NotAVerlRef(repo, item, commit)
-    return Source(item, repo=repo, commit=commit)
+    try:
+        spec = trees.ref(item, repo, option="--versions", fix="")
+    except trees.UnknownRef:
+        raise UnknownRef(repo, item) from None
+    assert spec.commit is not None
+    if not git.has_file_at(repo, spec.commit, "verl/__init__.py"):
+        raise NotAVerlRef(repo, item, spec.commit)
+    return Source(item, repo=repo, commit=spec.commit)
 
 
 def fetch(sources: list[Source]) -> None:
@@ -136,15 +141,4 @@ def fetch(sources: list[Source]) -> None:
 
 def unpack(source: Source, dest: Path) -> Path:
     """Put the source's pristine tree under the empty directory ``dest``; return its root."""
-    if source.release:
-        return releases.pristine(source.release, dest)
-    assert source.repo is not None and source.commit is not None
-    dest.mkdir(parents=True, exist_ok=True)
-    archive = dest / "ref.tar"
-    proc.run(["git", "-C", str(source.repo), "archive", "--format=tar", "--prefix=tree/", "-o", str(archive),
-              source.commit])
-    unpacked = dest / "unpacked"
-    unpacked.mkdir()
-    root = releases.unpack(archive, unpacked)
-    archive.unlink()
-    return root
+    return trees.materialize(source.spec, dest)
