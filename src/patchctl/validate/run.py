@@ -89,7 +89,8 @@ def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress
         with no_interrupts():
             marks["teardown_start"] = time.monotonic()
             out["teardown"] = started.teardown(note)
-            marks["teardown"] = time.monotonic()
+            if out["teardown"]:
+                marks["teardown"] = time.monotonic()
             trained = out.get("trained")
             if trained is not None:
                 try:
@@ -127,7 +128,7 @@ def _timings(t0: float, m: dict[str, float]) -> dict[str, float | None]:
     return {"preflight": span("start", "preflight"), "ray_up": span("preflight", "ray_up"),
             "startup": span("ray_up", "first_step"), "steps": span("first_step", "last_step"),
             "trainer_exit": span("last_step", "trainer_done"), "teardown": span("teardown_start", "teardown"),
-            "fetch": span("teardown", "fetch"), "total": round(time.monotonic() - t0, 2)}
+            "fetch": span("teardown", "fetch") if "teardown" in m else span("teardown_start", "fetch"), "total": round(time.monotonic() - t0, 2)}
 
 
 def compare_reports(new: Path, old: Path, out_dir: Path) -> dict[str, Any]:

@@ -49,10 +49,22 @@ def ray_argv(request: dict[str, Any], temp_dir: str) -> list[str]:
         argv += ["--object-store-memory", str(request["object_store_bytes"])]
     if request["role"] == "head":
         argv += ["--head", "--port", str(request["port"]), "--include-dashboard=false",
-                 "--dashboard-port", str(_free_port("127.0.0.1")), "--ray-client-server-port", str(_free_port(""))]
+                 "--dashboard-port", str(_free_port("127.0.0.1"))]
+        if _has_ray_client():
+            argv += ["--ray-client-server-port", str(_free_port(""))]
     else:
         argv += ["--address", request["gcs"]]
     return argv
+
+
+def _has_ray_client() -> bool:
+    """ray[client] installed: its server would take the fixed port 10001 (minimal Ray has none,
+    and refuses the option)."""
+    try:
+        from ray._private.utils import get_ray_client_dependency_error
+    except ImportError:  # another Ray version: let Ray choose, as it would by default
+        return False
+    return get_ray_client_dependency_error() is None
 
 
 def tail(path: str, lines: int = 8) -> list[str]:

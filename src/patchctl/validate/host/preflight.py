@@ -53,7 +53,7 @@ def _address(configured: str | None) -> tuple[str, dict[str, str]]:
 def _gpus(configured: int | None) -> tuple[int, dict[str, str]]:
     table = form.gpu_table()
     cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
-    seen = form.visible(table, cvd) if table else []
+    seen = [r for r in form.visible(table, cvd) if not r[1].startswith("unknown:")] if table else []
     where = f" within CUDA_VISIBLE_DEVICES={cvd}" if cvd is not None else ""
     if configured is None:
         if not table:

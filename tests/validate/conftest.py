@@ -1,0 +1,111 @@
+"""Fixtures for validate: the loopback sshd hosts of tests/migrate, a stand-in verl tree sent there
+by the real migrate, and a cluster config whose hosts are separate Ray nodes at 127.0.0.2-4.
+
+The hosts run this interpreter (the cluster's ``python``), so Ray, numpy and pandas are there as
+verl's own dependencies would be on a real host; nvidia-smi is a stub reporting two GPUs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parent / "migrate"))
+
+from migrate_helpers import git  # noqa: E402
+from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402
+
+from patchctl.clusters import Cluster, load_cluster  # noqa: E402
+from patchctl.migrate import Options as MigrateOptions, migrate, state  # noqa: E402
+from patchctl.validate.host.procs import MARKER  # noqa: E402
+
+#: verify --env checks a CPU test host cannot pass (no torch, no vLLM, no apply record)
+SKIP = '["torch", "vllm", "patches"]'
+STUB_PATH = f"{HERE / 'stub_bin'}:/usr/local/bin:/usr/bin:/bin"
+ADDRESS = {"node1": "127.0.0.2", "node2": "127.0.0.3", "node3": "127.0.0.4"}
+
+
+@pytest.fixture(scope="session")
+def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackCluster]:
+    why = missing_tools()
+    if why:
+        pytest.skip(f"validate tests need a real sshd and rsync: {why}")
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        pytest.skip("validate tests need Ray (pip install -e '.[test]')")
+    cluster = LoopbackCluster(tmp_path_factory.mktemp("vsshd"), 3)
+    yield cluster
+    cluster.close()
+
+
+def host_entry(alias: str, root: Path, cvd: str | None = "0", gpus: int = 1, env: dict[str, str] | None = None) -> str:
+    table = {"PATH": STUB_PATH, "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+             "NVSHMEM_DISABLE_NVLS": "1", **({"CUDA_VISIBLE_DEVICES": cvd} if cvd is not None else {}), **(env or {})}
+    inline = ", ".join(f'{k} = "{v}"' for k, v in table.items())
+    return (f'{{ ssh = "{alias}", root = "{root}", address = "{ADDRESS[alias]}", gpus = {gpus}, '
+            f"env = {{ {inline} }} }}")
+
+
+@dataclass
+class Site:
+    loop: LoopbackCluster
+    dir: Path
+    tree: Path
+
+    def root(self, alias: str) -> Path:
+        return self.dir / "hosts" / alias / "verl_Uky"
+
+    def config(self, hosts: list[str], name: str = "loop", extra: str = "") -> Path:
+        path = self.dir / "patchctl.toml"
+        path.write_text(f"[clusters.{name}]\nhosts = [\n  " + ",\n  ".join(hosts) + "\n]\n"
+                        f'root = "/unused"\nssh_config = "{self.loop.ssh_config}"\npython = "{sys.executable}"\n'
+                        f"preflight_skip = {SKIP}\ntimeout = 20\n{extra}")
+        return path
+
+    def cluster(self, hosts: list[str], **kw: str) -> Cluster:
+        return load_cluster(kw.get("name", "loop"), self.config(hosts, **kw))
+
+    def hosts(self, cvds: dict[str, str | None], **kw: object) -> list[str]:
+        return [host_entry(a, self.root(a), cvd, **kw) for a, cvd in cvds.items()]  # type: ignore[arg-type]
+
+    def migrate(self, cluster: Cluster) -> None:
+        result = migrate(cluster, self.tree, (), MigrateOptions())
+        assert result.ok, [(h.host, h.reason) for h in result.failed]
+
+
+@pytest.fixture
+def site(loopback: LoopbackCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Site]:
+    monkeypatch.setattr(state, "state_dir", lambda: tmp_path / "migrate-state")
+    monkeypatch.chdir(tmp_path)  # the default run directory is ./.patchctl/validate/...
+    tree = tmp_path / "src" / "verl_Uky"
+    shutil.copytree(HERE / "standin", tree, ignore=shutil.ignore_patterns("__pycache__"))
+    git(tree, "init", "-q", "-b", "main")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-q", "-m", "stand-in verl")
+    yield Site(loopback, tmp_path, tree)
+    for h in loopback.hosts:  # a test that stopped a host must not take it from the next one
+        if h.proc is None:
+            h.start()
+    assert ours() == [], "a Ray process of a validate run was left behind"
+
+
+def ours() -> list[int]:
+    """Live processes (not zombies) carrying any validate run's marker, on this machine."""
+    out = []
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes()
+            state_ = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if f"{MARKER}=".encode() in env and state_ != b"Z":
+            out.append(pid)
+    return out

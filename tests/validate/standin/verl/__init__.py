@@ -1,0 +1,1 @@
+"""A stand-in for verl on CPU: the package the validate tests migrate and train with."""

@@ -1,0 +1,58 @@
+"""Stand-in for ``python -m verl.trainer.main_ppo`` on CPU, for patchctl validate's tests.
+
+Like verl it reads hydra-style ``key=value`` overrides, joins the running Ray cluster with
+``ray.init(num_cpus=ray_kwargs.ray_init.num_cpus)`` (Ray refuses num_cpus when joining, as for
+verl), checks that the cluster has ``trainer.nnodes`` nodes, runs one task on each node holding
+``trainer.n_gpus_per_node`` GPUs, and prints verl's console-logger step lines. Test knobs:
+``+standin.fail_at=N`` dies at step N with a CUDA error doctor knows; ``+standin.step_seconds=S``.
+"""
+
+import os
+import sys
+import time
+
+
+def main(argv):
+    cfg = {}
+    for a in argv:
+        key, _, value = a.lstrip("+~").partition("=")
+        cfg[key] = value
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    num_cpus = cfg.get("ray_kwargs.ray_init.num_cpus", "null")
+    ray.init(num_cpus=None if num_cpus in ("null", "None") else int(num_cpus), log_to_driver=False)
+    print("Connected to Ray cluster", flush=True)
+    nnodes, gpus = int(cfg["trainer.nnodes"]), int(cfg["trainer.n_gpus_per_node"])
+    nodes = [n for n in ray.nodes() if n["Alive"]]
+    print(f"(TaskRunner pid={os.getpid()}) TaskRunner hostname: {os.uname().nodename}, {len(nodes)} nodes", flush=True)
+    if len(nodes) != nnodes:
+        raise SystemExit(f"trainer.nnodes={nnodes} but Ray has {len(nodes)} nodes")
+
+    @ray.remote(num_cpus=0)
+    def where():
+        keys = ("CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
+        return ray.util.get_node_ip_address(), {k: os.environ.get(k) for k in keys}
+
+    refs = [where.options(num_gpus=gpus, scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
+            .remote() for n in nodes]
+    for ip, env in sorted(ray.get(refs, timeout=120)):
+        print(f"(WorkerDict pid={os.getpid()}) rank on {ip}: " + " ".join(f"{k}={v}" for k, v in env.items()), flush=True)
+    total = int(cfg.get("trainer.total_training_steps", "40"))
+    fail_at = int(cfg.get("standin.fail_at", "0"))
+    pause = float(cfg.get("standin.step_seconds", "0.02"))
+    print(f"Total training steps: {total}", flush=True)
+    print("Training from scratch", flush=True)
+    for step in range(1, total + 1):
+        time.sleep(pause)
+        if step == fail_at:
+            print("RuntimeError: CUDA error: an illegal memory access was encountered", flush=True)
+            sys.exit(1)
+        reward = 0.1 + 0.8 * step / total
+        print(f"step:{step} - critic/score/mean:np.float64({reward:.4f}) - actor/pg_loss:{-0.01 * step:.4f} - "
+              f"timing_s/step:{pause:.3f}", flush=True)
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
