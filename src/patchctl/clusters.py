@@ -21,19 +21,14 @@ from __future__ import annotations
 
 import posixpath
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchctl import config as config_file
 from patchctl.errors import ManifestError, PatchctlError
 from patchctl.schema import Field, check
-from patchctl.target import config_paths
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 PROFILES = ("standard", "fast-load")
 
@@ -114,11 +109,7 @@ class Cluster:
 
 
 def find_config(config: Path | None) -> Path | None:
-    if config is not None:
-        if not config.is_file():
-            raise PatchctlError(f"{config}: no such config file; pass an existing file to --config")
-        return config
-    return next((p for p in config_paths() if p.is_file()), None)
+    return config_file.find(config)
 
 
 def _check_root(root: str, file: Path, key: str, example: str) -> None:
@@ -205,17 +196,10 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
 
 def load_clusters(config: Path | None = None) -> dict[str, Cluster]:
     """Every cluster of the config file (validated); empty when there is no config file."""
-    file = find_config(config)
-    if file is None:
+    loaded = config_file.load(config)
+    if loaded.file is None:
         return {}
-    try:
-        doc = tomllib.loads(file.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ManifestError(file, "(document)", f"not valid TOML ({exc})", "fix the syntax") from None
-    clusters = doc.get("clusters", {})
-    if not isinstance(clusters, dict):
-        raise ManifestError(file, "clusters", "expected a table", "write [clusters.NAME] tables")
-    return {name: _cluster(name, raw, file) for name, raw in clusters.items()}
+    return {name: _cluster(name, raw, loaded.file) for name, raw in loaded.clusters.items()}
 
 
 def load_cluster(name: str, config: Path | None = None) -> Cluster:
