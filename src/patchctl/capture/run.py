@@ -29,7 +29,7 @@ from patchctl.patchsets import upstream
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.loader import MANIFEST, load_patchset
 from patchctl.target import Target
-from patchctl.verify.tags import tag_regex
+from patchctl.tags import tag_regex
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 from patchctl import git, trees
 from patchctl.errors import PatchctlError
 from patchctl.target import read_version
-from patchctl.verify.tags import SKIP_DIRS
+from patchctl.tags import SKIP_DIRS
 
 
 @dataclass(frozen=True)

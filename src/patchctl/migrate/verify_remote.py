@@ -23,7 +23,7 @@ from patchctl.errors import PatchctlError
 from patchctl.migrate import remote_agent, ssh
 from patchctl.migrate.fileset import FileSet
 from patchctl.migrate.results import HostStatus
-from patchctl.verify.tags import tag_regex
+from patchctl.tags import tag_regex
 
 #: mismatch items listed per host; the count of the rest is given
 SHOWN = 50

@@ -13,7 +13,7 @@ from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.model import Patchset, Presence
 from patchctl.target import Target
-from patchctl.verify.tags import TagHit, scan
+from patchctl.tags import TagHit, scan
 
 
 @dataclass(frozen=True)
