@@ -1,9 +1,15 @@
-"""`patchctl doctor` through click: a file, stdin, JSON, no match, bad input."""
+"""`patchctl doctor` through click: a file, stdin, JSON, compressed logs, no match, bad and binary input."""
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
+import lzma
+import sys
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from excerpts import CLEAN, EXCERPTS
 
@@ -82,3 +88,70 @@ def test_large_log_streams(tmp_path):
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert [m["id"] for m in doc["matches"]] == ["cuda-out-of-memory"] and doc["matches"][0]["first_line"] == 200_001
+
+
+def _failed_run_log() -> bytes:
+    return (CLEAN + EXCERPTS["cuda-out-of-memory"] + CLEAN).encode()
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress])
+def test_compressed_logs_are_read_transparently(tmp_path, compress):
+    log = tmp_path / "train.log.gz"
+    log.write_bytes(compress(_failed_run_log()))
+    result = CliRunner().invoke(cli, ["doctor", "--json", str(log)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert [m["id"] for m in doc["matches"]] == ["cuda-out-of-memory"] and doc["matches"][0]["first_line"] == 7
+    assert doc["compression"] in ("gzip", "bzip2", "xz") and doc["damage"] is None
+
+
+def test_compressed_stdin(tmp_path):
+    result = CliRunner().invoke(cli, ["doctor", "-"], input=gzip.compress(_failed_run_log()))
+    assert result.exit_code == 0, result.output
+    assert "[cuda-out-of-memory]" in result.output
+
+
+def test_a_cut_off_gzip_log_reports_what_was_read(tmp_path):
+    """A log gzipped while the node went down: the findings before the cut, and one line saying where."""
+    whole = gzip.compress(_failed_run_log() + b"".join(b"step %d\n" % i for i in range(5000)))
+    log = tmp_path / "train.log.gz"
+    log.write_bytes(whole[: len(whole) // 2])
+    result = CliRunner().invoke(cli, ["doctor", str(log)])
+    assert result.exit_code == 0, result.output
+    assert "[cuda-out-of-memory]" in result.stdout
+    assert result.stderr.startswith(f"doctor: {log}: the gzip data is cut off or damaged after line ")
+    assert result.stderr.rstrip().endswith("; the findings above are from the lines before it")
+
+
+@pytest.mark.parametrize("make,what", [
+    (lambda: Path(sys.executable).resolve().read_bytes(), "an ELF executable or library"),
+    (lambda: gzip.compress(Path(sys.executable).resolve().read_bytes()[:200_000]),
+     "an ELF executable or library, gzip-compressed"),
+    (lambda: bytes(range(256)) * 64, "binary data"),
+    (lambda: b"PK\x03\x04" + b"\x00" * 100, "a zip archive (a torch checkpoint?)"),
+])
+def test_a_binary_file_is_refused_in_one_line(tmp_path, make, what):
+    if sys.platform != "linux" and "ELF" in what:
+        pytest.skip("the interpreter is an ELF file only on Linux")
+    log = tmp_path / "python3"
+    log.write_bytes(make())
+    result = CliRunner().invoke(cli, ["doctor", str(log)])
+    assert result.exit_code == 1
+    assert result.output == (f"error: {log}: not a text log ({what}); pass the run's log file (plain, .gz, .bz2 "
+                             "or .xz)\n")
+
+
+def test_a_binary_stdin_is_refused(tmp_path):
+    result = CliRunner().invoke(cli, ["doctor", "-"], input=b"\x7fELF\x02\x01\x01" + b"\x00" * 64)
+    assert result.exit_code == 1
+    assert result.output == ("error: <stdin>: not a text log (an ELF executable or library); pass the run's log file "
+                             "(plain, .gz, .bz2 or .xz)\n")
+
+
+def test_excerpts_on_the_terminal_are_printable(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_bytes(b"\x1b[36m(WorkerDict pid=812)\x1b[0m torch.OutOfMemoryError: CUDA out of memory.\x07\x00\n")
+    result = CliRunner().invoke(cli, ["doctor", str(log)])
+    assert result.exit_code == 0
+    assert "log:      (WorkerDict pid=812) torch.OutOfMemoryError: CUDA out of memory.\ufffd\ufffd" in result.output
+    assert not any(ord(c) < 32 and c != "\n" for c in result.output)

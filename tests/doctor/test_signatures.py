@@ -82,6 +82,8 @@ env = ["A=1"]
     (lambda b: b.replace('id = "x"', 'id = "Not Kebab"'), "signature[0].id", "kebab-case"),
     (lambda b: b.replace('patterns = ["boom"]', 'patterns = []'), "signature[0].patterns", "is empty"),
     (lambda b: b + b, "signature[1].id", "used twice"),
+    (lambda b: b.replace('patterns = ["boom"]', 'functions = ["a.b"]'), "signature[0].functions[0]",
+     "is not a Python name"),
 ])
 def test_validation_names_the_key(tmp_path, edit, key, problem):
     with pytest.raises(ManifestError) as err:
@@ -99,3 +101,33 @@ def test_not_toml(tmp_path):
     path.write_text("[[signature]\n")
     with pytest.raises(ManifestError, match="not valid TOML"):
         load_signatures(path)
+
+
+FRAME = '(WorkerDict pid=7) File "/venv/triton/backends/nvidia/driver.py", line 57, in compile_module_from_src'
+
+
+@pytest.mark.parametrize("line", [
+    # what a user pastes: the caller's line alone, the frame alone, a method call, Ray's prefix
+    '    mod = compile_module_from_src(Path(os.path.join(dirname, "driver.c")).read_text(), "cuda_utils")',
+    "mod = compile_module_from_src(...)", FRAME, "  x = driver.compile_module_from_src (src, name)",
+])
+def test_a_lone_traceback_line_naming_the_failing_function_is_found(line):
+    assert [m.signature.id for m in diagnose([line], SIGNATURES).matches] == ["triton-compile-module"]
+
+
+@pytest.mark.parametrize("line", [
+    "my_compile_module_from_src(x)", "compile_module_from_src is slow",
+    'File "a.py", line 3, in compile_module_from_srcs',
+])
+def test_a_function_name_inside_another_word_is_not_a_hit(line):
+    assert diagnose([line], SIGNATURES).matches == ()
+
+
+def test_a_signature_may_name_only_functions(tmp_path):
+    (sig,) = load_signatures(table(tmp_path, GOOD.replace('patterns = ["boom"]', 'functions = ["init_engine"]')))
+    assert [m.signature.id for m in diagnose(["    self.init_engine()"], [sig]).matches] == ["x"]
+
+
+def test_excerpts_carry_no_control_characters():
+    (m,) = diagnose(["\x1b[36m(WorkerDict pid=1)\x1b[0m CUDA out of memory \x00\x07 here"], SIGNATURES).matches
+    assert m.excerpt == "(WorkerDict pid=1) CUDA out of memory \ufffd\ufffd here"

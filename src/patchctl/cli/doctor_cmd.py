@@ -11,7 +11,7 @@ import click
 from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import json_option
-from patchctl.doctor import Diagnosis, diagnose, load_signatures
+from patchctl.doctor import Diagnosis, LogReader, diagnose, load_signatures, open_log
 from patchctl.errors import PatchctlError
 
 KIND_LABEL = {"patch": "patch", "env": "env", "override": "override", "package": "install", "command": "run"}
@@ -28,7 +28,8 @@ def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, as_json: b
     """Match LOG (a file, or - / stdin) against known verl failure signatures.
 
     Prints, per known failure found, its cause, the fix and the patch, environment variable or
-    override that resolves it. Exit code 0 when the log was read, whether or not anything matched.
+    override that resolves it. A gzip, bzip2 or xz log is read as it is; a binary file is refused.
+    Exit code 0 when the log was read, whether or not anything matched.
     """
     signatures = load_signatures(table)
     if list_only:
@@ -42,17 +43,18 @@ def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, as_json: b
         if log is None and sys.stdin.isatty():
             raise PatchctlError("doctor: no log given; pass the run's log file, or pipe it in (… | patchctl doctor)")
         raw = getattr(sys.stdin, "buffer", None)  # decode ourselves: logs carry stray bytes
-        stream = io.TextIOWrapper(raw, encoding="utf-8", errors="replace") if raw is not None else sys.stdin
-        result = diagnose(stream, signatures, "<stdin>")
+        reader = LogReader(raw if raw is not None else io.BytesIO(sys.stdin.read().encode()), "<stdin>")
     else:
-        if not log.is_file():
-            raise PatchctlError(f"{log}: no such log file; pass the run's log file, or - to read stdin")
-        with log.open(encoding="utf-8", errors="replace") as f:
-            result = diagnose(f, signatures, str(log))
+        reader = open_log(log)
+    with reader:
+        result = diagnose(reader, signatures, reader.source)
     if as_json:
-        render.emit_json(to_json(result))
+        render.emit_json({**to_json(result), "compression": reader.compression, "damage": reader.damage})
     else:
         show(result)
+    if reader.damage:
+        click.echo(f"doctor: {reader.source}: {reader.damage}; the findings above are from the lines before it",
+                   err=True)
     return 0
 
 

@@ -14,6 +14,9 @@ from patchctl.doctor.signatures import Signature
 
 #: longest excerpt kept per match
 EXCERPT = 300
+#: ANSI colour and cursor sequences (Ray and vLLM colour their log prefixes)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,11 @@ class Diagnosis:
     tried: int = field(default=0)
 
 
+def printable(line: str) -> str:
+    """The line as a terminal may show it: colour codes dropped, other control characters as U+FFFD."""
+    return _CONTROL.sub("\ufffd", _ANSI.sub("", line)).strip()
+
+
 def diagnose(lines: Iterable[str], signatures: list[Signature], source: str = "") -> Diagnosis:
     try:
         screen: re.Pattern[str] | None = re.compile("|".join(f"(?:{p.pattern})" for s in signatures for p in s.patterns))
@@ -54,7 +62,7 @@ def diagnose(lines: Iterable[str], signatures: list[Signature], source: str = ""
             if any(p.search(line) for p in sig.patterns):
                 counts[sig.id] = counts.get(sig.id, 0) + 1
                 if sig.id not in first:
-                    text = line.strip()
+                    text = printable(line)
                     first[sig.id] = (n, text if len(text) <= EXCERPT else text[:EXCERPT] + "...")
     by_id = {s.id: s for s in signatures}
     matches = sorted((Match(by_id[i], ln, counts[i], ex) for i, (ln, ex) in first.items()),

@@ -25,7 +25,8 @@ TOP_SCHEMA = {
 SIGNATURE_SCHEMA = {
     "id": Field(str, True, 'a kebab-case id such as "nccl-timeout"'),
     "title": Field(str, True, "a one-line title"),
-    "patterns": Field(list, True, "a list of regular expressions; any one matching a line is a hit", item=str),
+    "patterns": Field(list, False, "a list of regular expressions; any one matching a line is a hit", item=str),
+    "functions": Field(list, False, "functions the failure happens in; a traceback line naming one is a hit", item=str),
     "cause": Field(str, True, "why it happens"),
     "fix": Field(str, True, "what to do"),
     "source": Field(str, False, "where the entry comes from"),
@@ -39,6 +40,15 @@ RESOLVES_SCHEMA = {
     "command": Field(list, False, "commands to run", item=str),
 }
 ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+FUNCTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def function_patterns(name: str) -> tuple[re.Pattern[str], ...]:
+    """The traceback lines that name ``name``: its frame (``File "...", line 57, in NAME``) and a
+    caller's source line (``mod = NAME(...)``, ``self.NAME(...)``), so either line alone, as a user
+    pastes it, is a hit."""
+    word = re.escape(name)
+    return (re.compile(rf'File ".*", line \d+, in {word}\s*$'), re.compile(rf"(?<!\w){word}\s*\("))
 
 
 @dataclass(frozen=True)
@@ -80,10 +90,16 @@ def _signature(raw: dict[str, Any], i: int, file: Path) -> Signature:
     check(raw, SIGNATURE_SCHEMA, file=file, prefix=f"{key}.")
     if not ID.match(raw["id"]):
         raise ManifestError(file, f"{key}.id", f"{raw['id']!r} is not kebab-case", 'write e.g. "nccl-timeout"')
-    if not raw["patterns"]:
-        raise ManifestError(file, f"{key}.patterns", "is empty", "list at least one regular expression")
-    compiled = []
-    for j, pattern in enumerate(raw["patterns"]):
+    if not raw.get("patterns") and not raw.get("functions"):
+        raise ManifestError(file, f"{key}.patterns", "is empty and there are no functions",
+                            "list at least one regular expression or function name")
+    compiled: list[re.Pattern[str]] = []
+    for j, name in enumerate(raw.get("functions", [])):
+        if not FUNCTION.match(name):
+            raise ManifestError(file, f"{key}.functions[{j}]", f"{name!r} is not a Python name",
+                                'write the bare name, e.g. "compile_module_from_src"')
+        compiled.extend(function_patterns(name))
+    for j, pattern in enumerate(raw.get("patterns", [])):
         try:
             compiled.append(re.compile(pattern))
         except re.error as exc:

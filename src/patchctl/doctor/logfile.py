@@ -1,0 +1,155 @@
+"""Reading a log for ``doctor``: compressed logs transparently, binary files refused.
+
+Logs are archived compressed (``train.log.gz``), so gzip, bzip2 and xz are recognised by their
+first bytes (not the file name) and decompressed while streaming. A file that is not text (an
+executable, a checkpoint, a parquet file) is refused with one line: its strings would otherwise
+match signatures by chance (an ELF binary holds glibc's "pthread_create failed") and print raw
+bytes on the terminal. Text with a few stray bytes is still read (they decode as U+FFFD).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, cast
+
+from patchctl.errors import PatchctlError
+
+#: how much of the start is looked at (git looks at 8000 bytes for the same question)
+SNIFF = 8192
+#: compressed formats read transparently: magic -> (name, opener of a binary stream)
+COMPRESSED: dict[bytes, tuple[str, Callable[[IO[bytes]], IO[bytes]]]] = {
+    b"\x1f\x8b": ("gzip", lambda f: cast(IO[bytes], gzip.GzipFile(fileobj=f, mode="rb"))),
+    b"BZh": ("bzip2", lambda f: bz2.open(f, "rb")),
+    b"\xfd7zXZ\x00": ("xz", lambda f: lzma.open(f, "rb")),
+}
+#: binary formats a log is mistaken for: magic -> what it is
+BINARY = {
+    b"\x7fELF": "an ELF executable or library", b"PK\x03\x04": "a zip archive (a torch checkpoint?)",
+    b"PAR1": "a parquet file", b"\x93NUMPY": "a numpy array", b"\x89PNG": "a PNG image",
+    b"\xff\xd8\xff": "a JPEG image",
+    b"(\xb5/\xfd": "zstd-compressed data (decompress it first: zstd -d FILE)", b"%PDF": "a PDF document",
+    b"\xca\xfe\xba\xbe": "a Mach-O or Java binary", b"\xcf\xfa\xed\xfe": "a Mach-O binary",
+}
+#: bytes that occur in text logs: printable ASCII, UTF-8 and other 8-bit text, tab, newlines, ANSI escapes
+_TEXT = bytes(range(0x20, 0x7F)) + bytes(range(0x80, 0x100)) + b"\t\n\r\f\b\x1b"
+#: above this share of other bytes at the start, a file is binary (random data has ~10%)
+MAX_CONTROL = 0.05
+_DAMAGED = (EOFError, OSError, lzma.LZMAError, zlib.error)
+
+
+class NotALog(PatchctlError):
+    def __init__(self, source: str, what: str) -> None:
+        self.source, self.what = source, what
+        super().__init__(f"{source}: not a text log ({what}); pass the run's log file (plain, .gz, .bz2 or .xz)")
+
+
+def kind_of(head: bytes) -> str | None:
+    """What binary thing ``head`` (a file's first bytes) is, or None when it reads as text."""
+    for magic, what in BINARY.items():
+        if head.startswith(magic):
+            return what
+    if len(head) >= 10 and head[8:10] == b'{"' and int.from_bytes(head[:8], "little") < 100_000_000:
+        return "a safetensors file"
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return "a Python pickle"
+    control = len(head.translate(None, _TEXT))
+    if head and control / len(head) > MAX_CONTROL:
+        return "binary data"
+    return None
+
+
+class _Prefixed(io.RawIOBase):
+    """``head`` and then the rest of ``rest``: a stream whose start was read to sniff it."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self._head, self._rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: bytearray | memoryview) -> int:  # type: ignore[override]
+        view = memoryview(buf).cast("B")
+        if self._head:
+            n = min(len(view), len(self._head))
+            view[:n], self._head = self._head[:n], self._head[n:]
+            return n
+        data = self._rest.read(len(view))
+        view[:len(data)] = data
+        return len(data)
+
+
+def _sniffed(stream: IO[bytes]) -> tuple[bytes, IO[bytes]]:
+    head = stream.read(SNIFF)
+    return head, io.BufferedReader(_Prefixed(head, stream), SNIFF)
+
+
+class LogReader:
+    """The lines of a log, decompressed if it is compressed; refuses what is not text.
+
+    A context manager: leaving it closes the file when the reader opened it (not stdin). After
+    iterating, :attr:`damage` says where a compressed log was cut off (the lines before it were
+    read), or is None.
+    """
+
+    def __init__(self, stream: IO[bytes], source: str, *, close: bool = False) -> None:
+        self.source = source
+        #: "gzip" etc. when the log was compressed
+        self.compression: str | None = None
+        self.damage: str | None = None
+        self.lines_read = 0
+        self._raw, self._close = stream, close
+        try:
+            head, stream = _sniffed(stream)
+            for magic, (name, opener) in COMPRESSED.items():
+                if head.startswith(magic):
+                    self.compression = name
+                    try:
+                        head, stream = _sniffed(opener(stream))
+                    except _DAMAGED as exc:
+                        raise NotALog(source, f"{name} data that cannot be decompressed: {exc}") from None
+                    break
+            what = kind_of(head)
+            if what:
+                raise NotALog(source, f"{what}, {self.compression}-compressed" if self.compression else what)
+        except BaseException:
+            self.close()
+            raise
+        self._text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline=None)
+
+    def __iter__(self) -> Iterator[str]:
+        try:
+            for line in self._text:
+                self.lines_read += 1
+                yield line
+        except _DAMAGED as exc:
+            self.damage = (f"the {self.compression or 'log'} data is cut off or damaged after line "
+                           f"{self.lines_read} ({exc})")
+
+    def close(self) -> None:
+        if self._close:
+            self._raw.close()
+
+    def __enter__(self) -> LogReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_log(path: Path) -> LogReader:
+    """A reader of the log file at ``path``; a missing or unreadable file is one line."""
+    try:
+        f = path.open("rb")
+    except FileNotFoundError:
+        raise PatchctlError(f"{path}: no such log file; pass the run's log file, or - to read stdin") from None
+    except IsADirectoryError:
+        raise PatchctlError(f"{path}: is a directory; pass the run's log file, or - to read stdin") from None
+    except OSError as exc:
+        raise PatchctlError(f"{path}: cannot be read ({exc.strerror}); pass the run's log file") from None
+    return LogReader(f, str(path), close=True)
