@@ -1,7 +1,8 @@
 """`patchctl train` end to end through click, with a stand-in trainer in a stand-in verl tree.
 
-The stand-in prints what verl 0.5.0 printed on the GPU machine (lines of the committed fixture),
-so the launch, the streaming, the gates, the report and the verdict are the real code paths.
+The stand-in (``conftest.py``) prints what verl 0.5.0 printed on the GPU machine (lines of the
+committed fixture) and carries verl 0.5.0's real config, so the launch, the streaming, the gates,
+the report, the verdict and the override check are the real code paths.
 """
 
 from __future__ import annotations
@@ -15,44 +16,6 @@ import pytest
 from click.testing import CliRunner
 
 from patchctl.cli.main import cli
-
-FIXTURE = Path(__file__).parent / "fixtures" / "smoke_h200_pass.log"
-TRAINER = '''
-import os, sys, time
-mode = os.environ.get("FAKE_MODE", "pass")
-lines = open(os.environ["FAKE_LOG"], encoding="utf-8").read().splitlines()
-if mode == "hang":
-    time.sleep(60)
-if mode == "fail":
-    print("(WorkerDict pid=7) ModuleNotFoundError: No module named 'flash_attn'", flush=True)
-    sys.exit(3)
-assert os.getcwd() == os.environ["PYTHONPATH"].split(os.pathsep)[0]
-steps = int(os.environ.get("FAKE_STEPS", "40"))
-for line in lines:
-    if "step:" in line:
-        continue
-    print(line.replace("Total training steps: 30", f"Total training steps: {steps}"), flush=True)
-step_lines = [l for l in lines if "step:" in l]
-for i in range(steps):
-    print(step_lines[min(i, len(step_lines) - 1)].replace(f"step:{min(i, len(step_lines) - 1) + 1} ", f"step:{i + 1} "),
-          flush=True)
-print(" ".join(sys.argv[1:]), file=open(os.environ["FAKE_ARGV"], "w"))
-'''
-
-
-@pytest.fixture
-def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "verl-0.5.0"
-    (root / "verl/trainer/config").mkdir(parents=True)
-    (root / "verl/version").mkdir()
-    (root / "verl/version/version").write_text("0.5.0\n")
-    (root / "verl/__init__.py").write_text("")
-    (root / "verl/trainer/__init__.py").write_text("")
-    (root / "verl/trainer/config/ppo_trainer.yaml").write_text("ray_init:\n  num_cpus: null\n")
-    (root / "verl/trainer/main_ppo.py").write_text(TRAINER)
-    monkeypatch.setenv("FAKE_LOG", str(FIXTURE))
-    monkeypatch.setenv("FAKE_ARGV", str(tmp_path / "argv.txt"))
-    return root
 
 
 def invoke(*args: str) -> "CliRunner":
@@ -160,7 +123,8 @@ def test_debug_profile_names_a_missing_model(tree: Path, tmp_path: Path) -> None
     done = invoke("--target", str(tree), "--profile", "debug", "--cluster", "lab", "--config", str(config),
                   "--out", str(tmp_path / "run"))
     assert done.exit_code == 1
-    assert f"{tmp_path}/nope: not found (profile debug needs it)" in done.output
+    assert done.stderr.endswith(f"error: {tmp_path}/nope: not found (profile debug needs it); check MODEL_PATH "
+                                "from cluster lab, or create it\n")
 
 
 def test_in_process_runs_do_not_count_the_host_process_age(tree: Path, tmp_path: Path,
@@ -173,3 +137,23 @@ def test_in_process_runs_do_not_count_the_host_process_age(tree: Path, tmp_path:
     done = invoke("--target", str(tree), "--out", str(tmp_path / "run"), "--json")
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["timings"]["first_step"] < 60
+
+
+@pytest.mark.parametrize(("value", "shown"), [("0", "0.0"), ("-5", "-5.0"), ("nan", "nan"), ("inf", "inf")])
+def test_a_timeout_must_be_positive(tree: Path, value: str, shown: str) -> None:
+    done = CliRunner().invoke(cli, ["train", "--target", str(tree), "--dry-run", "--timeout", value])
+    assert done.exit_code == 2
+    assert (f"Invalid value for '--timeout': {shown} is not a number of seconds above 0; write e.g. --timeout 3600"
+            in done.output)
+
+
+@pytest.mark.parametrize(("override", "problem"), [
+    ("=2", "there is no key"), ("trainer n=2", "hydra cannot read ' n=2' at column 8"),
+    ("data.train_batch_size=[1,2", "it ends before the value is complete"),
+])
+def test_malformed_overrides_are_usage_errors_before_anything_runs(tree: Path, tmp_path: Path, override: str,
+                                                                   problem: str) -> None:
+    done = CliRunner().invoke(cli, ["train", "--target", str(tree), "--out", str(tmp_path / "run"), override])
+    assert done.exit_code == 1
+    assert done.output.startswith(f"error: override {override!r}: {problem}") and done.output.count("\n") == 1
+    assert not (tmp_path / "run").exists()

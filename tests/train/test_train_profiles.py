@@ -17,6 +17,7 @@ from patchctl.target import open_tree
 from patchctl.train import run
 from patchctl.train.launcher import adapt_override, override_key
 from patchctl.train.profiles import expand_env, load_profile, load_profiles
+from standin import stand_in
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "src/patchctl/patchsets/builtin/uky/files/examples/grpo_trainer"
@@ -31,11 +32,8 @@ def cluster(paths: dict[str, str] = PATHS, env: dict[str, str] | None = None) ->
 
 
 def fake_tree(root: Path, ray_kwargs: bool) -> Path:
-    (root / "verl/trainer/config").mkdir(parents=True)
-    (root / "verl/__init__.py").write_text("")
-    (root / "verl/trainer/config/ppo_trainer.yaml").write_text("ray_kwargs:\n  ray_init: {}\n" if ray_kwargs
-                                                                else "ray_init:\n  num_cpus: null\n")
-    return root
+    """A stand-in of verl 0.6.1 (ray_init under ray_kwargs) or 0.5.0, with that release's real config."""
+    return stand_in(root, "0.6.1" if ray_kwargs else "0.5.0")
 
 
 def test_every_profile_loads() -> None:
@@ -132,7 +130,7 @@ def test_cluster_profiles_need_paths(tmp_path: Path) -> None:
     assert f"trainer.default_local_dir={tmp_path / 'run'}/checkpoints/qwen2_5_vl_3b_fake_dataset_debug" \
         in plan.launch.argv
     assert plan.launch.env["EXTRA"] == "1"
-    with pytest.raises(PatchctlError, match="not KEY=VALUE"):
+    with pytest.raises(PatchctlError, match="override 'oops': no '=' after the key; write KEY=VALUE"):
         run.plan(tree, load_profile("smoke"), None, ["oops"], "python3")
 
 

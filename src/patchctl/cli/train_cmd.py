@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 import sys
 import time
@@ -35,17 +36,27 @@ def _profile_names() -> list[str]:
         return ["smoke", "debug", "fast-load", "standard"]
 
 
+def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A finite number above 0: 0 or less would stop the trainer at once, nan/inf never."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"{value} is not a number of seconds above 0; write e.g. --timeout 3600")
+    return value
+
+
 @click.command("train", context_settings={"ignore_unknown_options": True})
 @target_option
 @click.option("--profile", "profile_name", default="smoke", show_default=True, type=click.Choice(_profile_names()),
               help="Which run: smoke needs no model or data; debug/fast-load/standard are the record's scripts.")
-@click.option("--cluster", "cluster_name", default=None, help="Take MODEL_PATH, DATA_DIR, ... from this cluster's paths.")
+@click.option("--cluster", "cluster_name", default=None,
+              help="Take MODEL_PATH, DATA_DIR, ... from this cluster's paths (else the environment, else the "
+                   "tree's git_ignore.py).")
 @click.option("--dry-run", is_flag=True, help="Print the exact command and environment; run nothing.")
 @click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Run directory for the log, report and plot (default: TARGET/.patchctl/runs/PROFILE-TIME).")
 @click.option("--python", "python", default=sys.executable, show_default="this interpreter",
               help="The interpreter that runs verl.")
-@click.option("--timeout", "timeout", type=float, default=None, help="Stop the trainer after this many seconds.")
+@click.option("--timeout", "timeout", type=float, default=None, callback=_seconds,
+              help="Stop the trainer after this many seconds (more than 0).")
 @click.option("--verbose", "-v", is_flag=True, help="Echo the trainer's output as it comes.")
 @json_option
 @config_option
@@ -56,7 +67,8 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
               overrides: tuple[str, ...]) -> int:
     """Run GRPO on TARGET with a profile's settings and judge it by its gates.
 
-    OVERRIDES are hydra overrides (key=value) added after the profile's, so they win.
+    OVERRIDES are hydra overrides (key=value) added after the profile's, so they win. They and the
+    profile's are checked before launch as hydra parses them, and against the keys of the tree's config.
     """
     from patchctl.cli import main as entry
 
@@ -75,11 +87,14 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
             render.emit_json({"profile": profile.name, "cwd": str(plan.launch.cwd), "env": plan.launch.env,
                               "command": list(plan.launch.argv), "run_dir": str(plan.run_dir),
                               "ray_head": list(plan.head.argv) if plan.head else None,
-                              "adapted": [{"verl": a.verl, "why": a.why} for a in plan.adapted]})
+                              "adapted": [{"verl": a.verl, "why": a.why} for a in plan.adapted],
+                              "settings": run.settings_document(plan)})
             return 0
         click.echo(f"# profile {profile.name}: {profile.description}")
         for a in plan.adapted:
             click.echo(f"# adapted for verl {tree.version} ({a.verl}): {a.why}")
+        for key, setting in run.settings_document(plan).items():
+            click.echo(f"# {key}={setting['value']}  (from {setting['source']})")
         click.echo(f"cd {shlex.quote(str(plan.launch.cwd))}")
         for k, v in plan.launch.env.items():
             click.echo(f"export {k}={shlex.quote(v)}")

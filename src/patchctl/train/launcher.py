@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl.errors import PatchctlError, ToolMissing
+from patchctl.errors import ToolMissing
+from patchctl.train.overrides import parse as parse_override
 from patchctl.train.profiles import Profile, expand_env, fill
 
 ENTRY = ("-m", "verl.trainer.main_ppo")
@@ -73,11 +74,8 @@ def build(root: Path, profile: Profile, values: dict[str, str], overrides: list[
     """The argv and environment of the run: profile overrides, then the user's, which win."""
     environ = dict(os.environ if environ is None else environ)
     ray_kwargs = has_ray_kwargs(root)
-    mine = []
-    for o in overrides:
-        if "=" not in o:
-            raise PatchctlError(f"override {o!r}: not KEY=VALUE; write e.g. trainer.total_epochs=2")
-        mine.append(adapt_override(o, ray_kwargs))
+    # as hydra would parse them, so a typo fails here rather than after Ray and the workers are up
+    mine = [adapt_override(parse_override(o).text, ray_kwargs) for o in overrides]
     # hydra refuses a key given twice: a user override replaces the profile's for that key
     taken = {override_key(o) for o in mine}
     args = [a for a in (adapt_override(fill(o, values, f"profile {profile.name}, override {o!r}"), ray_kwargs)

@@ -220,5 +220,6 @@ def resolve_values(profile: Profile, given: dict[str, str]) -> dict[str, str]:
     missing = [k for k in profile.needs if k not in values]
     if missing:
         raise PatchctlError(f"profile {profile.name} needs {', '.join(missing)}; set them in "
-                            "[clusters.NAME.paths] of patchctl.toml and pass --cluster NAME")
+                            "[clusters.NAME.paths] of patchctl.toml and pass --cluster NAME, export them, "
+                            "or write them in the tree's git_ignore.py (patchctl migrate renders it)")
     return values

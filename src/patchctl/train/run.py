@@ -13,15 +13,15 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from patchctl.clusters import Cluster
 from patchctl.errors import PatchctlError
 from patchctl.target import Target
-from patchctl.train import facts, gates as gates_mod, launcher, rayhead, report, smoke
-from patchctl.train.data import tiny_dataset
+from patchctl.train import assets, facts, gates as gates_mod, launcher, rayhead, report, settings, smoke, treeconfig
+from patchctl.train.data import TINY_NAME
 from patchctl.train.gates import Gate
 from patchctl.train.launcher import Launch
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Step, pick
@@ -40,6 +40,8 @@ class Plan:
     head: rayhead.HeadSpec | None = None
     #: the profile's [[adapt]] tables that matched the target's verl version (already applied)
     adapted: tuple[Adapt, ...] = ()
+    #: where each path setting came from (cluster, environment, git_ignore.py, patchctl)
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -78,11 +80,11 @@ def plan(target: Target, profile: Profile, cluster: Cluster | None, overrides: l
     """Fill the profile into an exact command; nothing is written."""
     profile, adapted = adapt(profile, target.version)
     run_dir = (run_dir or default_run_dir(target, profile.name)).resolve()
-    given: dict[str, str] = {"RUN_DIR": str(run_dir)}
-    if cluster is not None:
-        given.update(cluster.paths)
-    if profile.assets == "smoke":
-        given.update(smoke.paths(run_dir / "assets"))
+    # the smoke profile's model and data are patchctl's own, whatever the cluster or git_ignore.py say
+    own = smoke.paths(run_dir / "assets") if profile.assets == "smoke" else {}
+    found = settings.resolve([n for n in settings.wanted(profile, cluster) if n not in own], target.root, cluster)
+    given = {"RUN_DIR": str(run_dir), **{k: s.value for k, s in found.items()}, **own}
+    sources = {**{k: s.source for k, s in found.items()}, **{k: "patchctl's smoke assets" for k in own}}
     values = resolve_values(profile, given)
     extra_env = dict(cluster.env) if cluster is not None else {}
     head = None
@@ -92,7 +94,8 @@ def plan(target: Target, profile: Profile, cluster: Cluster | None, overrides: l
         # a driver that connects to a running cluster must not ask for CPUs of its own
         overrides = ["ray_kwargs.ray_init.num_cpus=null", *overrides]
     launch = launcher.build(target.root, profile, values, overrides, python, run_dir / "train.log", extra_env)
-    return Plan(profile, run_dir, launch, values, head, adapted)
+    treeconfig.check(target.root, target.version, launch.argv[1 + len(launcher.ENTRY):])
+    return Plan(profile, run_dir, launch, values, head, adapted, sources)
 
 
 def _prepare(p: Plan) -> None:
@@ -100,13 +103,24 @@ def _prepare(p: Plan) -> None:
     for step in p.profile.prepare:
         if step == "tiny-dataset":
             data_dir = Path(p.values["DATA_DIR"])
-            if not (data_dir / "train_tiny.parquet").is_file():
-                tiny_dataset(data_dir)
+            if not (data_dir / TINY_NAME).is_file():
+                assets.build("tiny-dataset", data_dir, p.launch.argv[0], _trainer_env(p))
     for raw in p.profile.requires:
         path = Path(fill(raw, p.values, f"profile {p.profile.name}, requires"))
         if not path.exists():
-            raise PatchctlError(f"{path}: not found (profile {p.profile.name} needs it); check MODEL_PATH/DATA_DIR "
-                                "in [clusters.NAME.paths] or create the file")
+            used = [f"{k} from {p.sources[k]}" for k in p.sources if "{" + k + "}" in raw]
+            where = f"check {', '.join(used)}" if used else "check MODEL_PATH/DATA_DIR"
+            raise PatchctlError(f"{path}: not found (profile {p.profile.name} needs it); {where}, or create it")
+
+
+def settings_document(p: Plan) -> dict[str, dict[str, str]]:
+    """Each path setting the run used, with where it came from (for --dry-run --json and the report)."""
+    return {k: {"value": p.values[k], "source": src} for k, src in p.sources.items() if k in p.values}
+
+
+def _trainer_env(p: Plan) -> dict[str, str]:
+    """The environment the trainer gets, so its interpreter builds the assets as it would run."""
+    return {**os.environ, **p.launch.env}
 
 
 def _doctor(log: Path) -> list[dict[str, Any]] | None:
@@ -116,8 +130,8 @@ def _doctor(log: Path) -> list[dict[str, Any]] | None:
     except ImportError:
         return None
     try:
-        with log.open(encoding="utf-8", errors="replace") as f:
-            found = doctor.diagnose(f, doctor.load_signatures(None), str(log))
+        with doctor.open_log(log) as reader:
+            found = doctor.diagnose(reader, doctor.load_signatures(None), str(log))
     except (PatchctlError, OSError) as exc:
         return [{"error": str(exc)}]
     return [{"id": m.signature.id, "title": m.signature.title, "line": m.first_line, "excerpt": m.excerpt,
@@ -125,7 +139,7 @@ def _doctor(log: Path) -> list[dict[str, Any]] | None:
 
 
 def _gather(p: Plan, out: dict[str, Any]) -> None:
-    out["versions"] = facts.package_versions(p.launch.argv[0], {**os.environ, **p.launch.env})
+    out["versions"] = facts.package_versions(p.launch.argv[0], _trainer_env(p))
     out["gpus"] = facts.gpus()
     try:
         import matplotlib
@@ -148,7 +162,7 @@ def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
     def build_assets() -> None:
         # verl reads the model and data only in its TaskRunner, seconds after the launch
         if p.profile.assets == "smoke":
-            smoke.build(p.run_dir / "assets")
+            assets.build("smoke", p.run_dir / "assets", p.launch.argv[0], _trainer_env(p))
         ready.append(time.monotonic() - t0)
 
     def seen(line: str, at: float) -> None:
@@ -183,7 +197,7 @@ def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
            "ray_head": {"command": list(p.head.argv), "log": str(p.head.log)} if p.head else None,
            "cwd": str(p.launch.cwd), "env": p.launch.env, "returncode": done.returncode,
            "timed_out": done.timed_out, "log": str(p.launch.log),
-           "adapted": [asdict(a) for a in p.adapted]}
+           "adapted": [asdict(a) for a in p.adapted], "settings": settings_document(p)}
     plot_path = report.plot(p.run_dir / "report.png", scan, f"patchctl train --profile {p.profile.name} "
                             f"(verl {target.version or '?'})")
     run["plot"] = str(plot_path) if plot_path else "none (no steps logged, or matplotlib is not installed)"

@@ -1,7 +1,8 @@
 """The smoke profile's assets: a tiny model, the letters data set and the reward file.
 
-Built into the run directory before each smoke run (about a tenth of a second, no torch
-import), so a run needs nothing but the patched tree and verl's own dependencies.
+Built into the run directory at each smoke run's launch by the trainer's interpreter
+(``assets.py``; no torch import), so a run needs nothing but the patched tree and verl's own
+dependencies, and patchctl's own process none of them.
 """
 
 from __future__ import annotations

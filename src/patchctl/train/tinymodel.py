@@ -5,7 +5,8 @@ nothing to download or build. The weights are written with numpy straight into a
 file (no torch import: building takes milliseconds, which counts towards the smoke run's
 time to first step), the tokenizer with the ``tokenizers`` library as a WordLevel model whose
 vocabulary is exactly the words the smoke data uses, plus a chat template so verl's
-``apply_chat_template`` works as with a real instruct model.
+``apply_chat_template`` works as with a real instruct model. numpy and tokenizers are imported
+inside the functions: the trainer's interpreter runs them (``assets.py``), patchctl's never does.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import json
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from patchctl.errors import PatchctlError
+
+if TYPE_CHECKING:  # numpy is imported where the weights are made: patchctl itself does not need it
+    import numpy as np
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<|im_start|>", "<|im_end|>"
 SPECIAL = (PAD, UNK, BOS, EOS)
@@ -60,6 +63,8 @@ def vocabulary(words: list[str] | tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _tensors(spec: TinyModelSpec, vocab_size: int) -> dict[str, np.ndarray]:
+    import numpy as np
+
     rng = np.random.default_rng(spec.seed)
     head_dim = spec.hidden // spec.heads
     kv = spec.kv_heads * head_dim
@@ -90,6 +95,8 @@ def _tensors(spec: TinyModelSpec, vocab_size: int) -> dict[str, np.ndarray]:
 
 def write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
     """The safetensors layout: u64 header size, a JSON header with offsets, then raw data."""
+    import numpy as np
+
     header: dict[str, object] = {"__metadata__": {"format": "pt"}}
     offset, blobs = 0, []
     for name in sorted(tensors):
