@@ -92,6 +92,21 @@ class OutsideTree(PatchctlError):
                          "patchctl only changes files inside the tree")
 
 
+class NotUtf8(PatchctlError):
+    def __init__(self, path: Path | str) -> None:
+        self.path = str(path)
+        super().__init__(f"{path}: not UTF-8 text; patchctl only patches text files")
+
+
+class PatchsetNotGiven(PatchctlError):
+    """The apply record names a patchset the command was not given, so revert cannot undo it."""
+
+    def __init__(self, root: Path | str, patchset: str) -> None:
+        self.root, self.patchset = str(root), patchset
+        super().__init__(f"{root}: the apply record lists patchset {patchset!r}; "
+                         "pass it with --patchset DIR to revert it")
+
+
 class CommitRefused(PatchctlError):
     """``--commit`` cannot commit here; said before anything is written."""
 

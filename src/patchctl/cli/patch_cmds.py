@@ -26,20 +26,10 @@ def _only(patchsets: list[Patchset], only: tuple[str, ...]) -> set[str] | None:
     return set(only)
 
 
-def _results_doc(plan: engine.Plan, written: engine.Written | None, dry_run: bool) -> dict:
-    return {
-        "target": str(plan.target.root), "version": plan.target.version, "dry_run": dry_run,
-        "results": [{"patchset": r.patchset, "patch": r.patch, "status": r.status.value, "path": r.path,
-                     "reason": r.reason, **({"detail": r.detail} if r.detail else {})} for r in plan.results],
-        "written": written.paths if written else [],
-        "commit": written.commit if written else None,
-    }
-
-
-def _show(plan: engine.Plan, title: str) -> None:
-    rows = [[r.patch, r.status.value, r.path or "-", r.reason] for r in plan.results]
+def _show(result: engine.RunResult, title: str) -> None:
+    rows = [[r.patch, r.status.value, r.path or "-", r.reason] for r in result.results]
     render.table(title, ["patch", "status", "file", "reason"], rows, status_col=1)
-    for r in plan.results:
+    for r in result.results:
         if r.detail:
             click.echo(f"\n{r.patch}: how the target differs\n{r.detail}")
 
@@ -60,28 +50,21 @@ def apply_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], dr
     """Re-create every patch of the patchsets on TARGET (all-or-nothing)."""
     sets = load_patchsets(patchsets)
     tree = open_target(target, config)
-    plan = engine.plan_apply(tree, sets, _only(sets, only))
-    written = None
-    if not dry_run and plan.ok:
-        ids = [r.patch for r in plan.results if r.status.value == "applied"]
-        message = f"patchctl: apply {', '.join(ps.name for ps in sets)}\n\nPatches: {', '.join(ids)}\n"
-        written = engine.execute(plan, force=force, message=message,
-                                 commit_branch=(branch or "patchctl/" + "+".join(ps.name for ps in sets)) if commit and ids else None)
-    plan.hold_back()
+    result = engine.apply(tree, sets, only=_only(sets, only), dry_run=dry_run, force=force, commit=commit, branch=branch)
     if as_json:
-        render.emit_json(_results_doc(plan, written, dry_run))
+        render.emit_json(result.to_json())
     else:
         if dry_run:
-            click.echo(plan.diff(), nl=False)
-        _show(plan, f"apply {' + '.join(ps.name for ps in sets)} -> {tree.root} (verl {tree.version or '?'})")
-        if not plan.ok:
+            click.echo(result.diff, nl=False)
+        _show(result, f"apply {' + '.join(ps.name for ps in sets)} -> {tree.root} (verl {tree.version or '?'})")
+        if not result.ok:
             click.echo("nothing was written: fix the conflicts above, or leave those patches out with --only", err=True)
-        elif written and written.paths:
-            click.echo(f"wrote {len(written.paths)} file(s)" + (f"; committed {written.commit[:12]} on {written.branch}"
-                                                                 if written.commit else ""))
+        elif result.written:
+            click.echo(f"wrote {len(result.written)} file(s)" + (f"; committed {result.commit[:12]} on {result.branch}"
+                                                                 if result.commit else ""))
         elif not dry_run:
             click.echo("nothing to write")
-    return 0 if plan.ok else 1
+    return 0 if result.ok else 1
 
 
 @click.command("revert")
@@ -98,22 +81,16 @@ def revert_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], d
     """Undo what patchctl applied to TARGET, byte for byte."""
     sets = load_patchsets(patchsets)
     tree = open_target(target, config)
-    plan = engine.plan_revert(tree, sets, _only(sets, only))
-    written = None
-    if not dry_run and plan.ok:
-        # revert rewrites only files whose patch it found intact, so local edits elsewhere in
-        # those files are never at stake; --force is accepted for symmetry with apply
-        written = engine.execute(plan, force=True, command="revert")
-    plan.hold_back()
+    result = engine.revert(tree, sets, only=_only(sets, only), dry_run=dry_run)
     if as_json:
-        render.emit_json(_results_doc(plan, written, dry_run))
+        render.emit_json(result.to_json())
     else:
         if dry_run:
-            click.echo(plan.diff(), nl=False)
-        _show(plan, f"revert -> {tree.root}")
-        if not plan.results:
+            click.echo(result.diff, nl=False)
+        _show(result, f"revert -> {tree.root}")
+        if not result.results:
             click.echo("nothing recorded as applied there")
-    return 0 if plan.ok else 1
+    return 0 if result.ok else 1
 
 
 @click.command("list")

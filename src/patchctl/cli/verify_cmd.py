@@ -11,7 +11,7 @@ from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
 from patchctl.patchsets.loader import load_patchsets
 from patchctl.cli.targets import open_target
-from patchctl.verify.structural import verify
+from patchctl.verify.patches import verify
 
 
 @click.command("verify")
@@ -36,18 +36,11 @@ def verify_cmd(target: str, patchsets: tuple[str, ...], strict: bool, env: bool,
     sets = load_patchsets(patchsets)
     tree = open_target(target, config)
     report = verify(tree, sets)
-    ok = report.ok and not (strict and report.unaccounted)
+    ok = report.passes(strict)
     if as_json:
-        render.emit_json({
-            "target": str(tree.root), "version": tree.version, "ok": ok,
-            "patches": [{"patchset": c.patchset, "patch": c.patch, "status": c.presence.value, "path": c.path,
-                         "reason": c.reason, **({"detail": c.detail} if c.detail else {})} for c in report.checks],
-            "tags": {"accounted": len(report.accounted),
-                     "unaccounted": [{"path": h.path, "line": h.line, "text": h.text} for h in report.unaccounted]},
-            "leftover_temp_files": report.leftovers,
-        })
+        render.emit_json(report.to_json(strict))
         return 0 if ok else 1
-    rows = [[c.patch, c.presence.value, c.path or "-", c.reason] for c in report.checks]
+    rows = [[c.patch, c.status.value, c.path or "-", c.reason] for c in report.checks]
     render.table(f"verify {tree.root} (verl {tree.version or '?'})", ["patch", "status", "file", "reason"], rows, 1)
     for c in report.checks:
         if c.detail:

@@ -42,6 +42,26 @@ class Presence(str, enum.Enum):
 
 
 @dataclass(frozen=True)
+class PatchResult:
+    """One patch's outcome in one tree: what apply, revert and verify report alike."""
+
+    patchset: str
+    patch: str
+    #: an :class:`Outcome` for apply and revert, a :class:`Presence` for verify
+    status: Outcome | Presence
+    #: the file the patch looked at (relative to the tree), None when no candidate exists
+    path: str | None
+    #: a sentence a user can act on
+    reason: str
+    #: a unified diff showing what differs, for conflicts and modifications
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"patchset": self.patchset, "patch": self.patch, "status": self.status.value, "path": self.path,
+                "reason": self.reason, **({"detail": self.detail} if self.detail else {})}
+
+
+@dataclass(frozen=True)
 class UpstreamRule:
     """How to recognise that upstream already contains a change (then the patch is not needed).
 

@@ -1,79 +1,89 @@
-"""``patchctl verify``: each patch's postcondition, checked on the code's structure."""
+"""``patchctl verify``: each patch's postcondition, checked on the code's structure.
+
+It reads the tree as it is (no apply plan is built) through the same decision ladder apply
+uses (:func:`~patchctl.patchsets.reader.assess`), and reports one
+:class:`~patchctl.patchsets.model.PatchResult` per patch with a :class:`Presence` status.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from patchctl.journal import TMP_SUFFIX
 from patchctl.patchsets import record as rec
-from patchctl.patchsets.engine import Plan, TreeReader, assess
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
-from patchctl.patchsets.model import Patchset, Presence
-from patchctl.target import Target
+from patchctl.patchsets.model import Patch, Patchset, PatchResult, Presence
+from patchctl.patchsets.reader import TreeReader, assess
 from patchctl.tags import TagHit, scan
+from patchctl.target import Target
 
 
 @dataclass(frozen=True)
-class PatchCheck:
-    patchset: str
-    patch: str
-    presence: Presence
-    path: str | None
-    reason: str
-    detail: str = ""
-
-
-@dataclass
 class Report:
     target: Target
-    checks: list[PatchCheck] = field(default_factory=list)
+    checks: tuple[PatchResult, ...]
     #: tagged lines that some present patch accounts for
-    accounted: list[TagHit] = field(default_factory=list)
+    accounted: tuple[TagHit, ...]
     #: tagged lines no patch accounts for: hand edits worth capturing
-    unaccounted: list[TagHit] = field(default_factory=list)
+    unaccounted: tuple[TagHit, ...]
     #: temp files of an interrupted write no journal accounts for (relative paths)
-    leftovers: list[str] = field(default_factory=list)
+    leftovers: tuple[str, ...]
 
     @property
     def ok(self) -> bool:
-        return all(c.presence.passes for c in self.checks) and not self.leftovers
+        return all(isinstance(c.status, Presence) and c.status.passes for c in self.checks) and not self.leftovers
+
+    def passes(self, strict: bool) -> bool:
+        """``--strict`` also fails on tagged lines no patch accounts for."""
+        return self.ok and not (strict and self.unaccounted)
+
+    def to_json(self, strict: bool = False) -> dict[str, Any]:
+        return {"target": str(self.target.root), "version": self.target.version, "ok": self.passes(strict),
+                "patches": [c.to_json() for c in self.checks],
+                "tags": {"accounted": len(self.accounted),
+                         "unaccounted": [{"path": h.path, "line": h.line, "text": h.text} for h in self.unaccounted]},
+                "leftover_temp_files": list(self.leftovers)}
 
 
 def verify(target: Target, patchsets: list[Patchset]) -> Report:
-    report = Report(target)
-    tree = TreeReader(Plan(target))
+    tree = TreeReader(target)
     record = rec.load(target.root)
     owned: dict[str, set[int]] = {}
+    checks = []
     for ps in patchsets:
         for patch in ps.patches:
             entry = record.find(ps.name, patch.id) if record else None
-            a = assess(patch, tree, ps.root)
-            if a.skip is not None or a.found is None or a.path is None:
-                presence = Presence.MISSING if entry else Presence.NOT_APPLICABLE
-                report.checks.append(PatchCheck(ps.name, patch.id, presence, a.path, a.skip or ""))
-                continue
-            path, found = a.path, a.found
-            owned.setdefault(path, set()).update(found.owned_lines)
-            if found.presence is not Presence.MISSING:
-                report.checks.append(PatchCheck(ps.name, patch.id, found.presence, path, found.reason, found.detail))
-                continue
-            if a.superseded:
-                report.checks.append(PatchCheck(ps.name, patch.id, Presence.SUPERSEDED_UPSTREAM, path, a.superseded))
-                continue
-            would = KINDS[patch.kind].apply(tree.read(path), patch, Context(ps.root, path))
-            if would.status is EditStatus.NOT_APPLICABLE and not entry:
-                report.checks.append(PatchCheck(ps.name, patch.id, Presence.NOT_APPLICABLE, path, would.reason))
-                continue
-            why = f"{found.reason}; run patchctl apply" + (f" (it was applied {entry.applied_at})" if entry else "")
-            report.checks.append(PatchCheck(ps.name, patch.id, Presence.MISSING, path, why))
+            checks.append(_check(ps, patch, entry, tree, owned))
+    accounted, unaccounted = [], []
     tags = {p.tag for ps in patchsets for p in ps.patches}
     for hit in scan(target.root, tags):
-        (report.accounted if hit.line in owned.get(hit.path, ()) else report.unaccounted).append(hit)
-    report.leftovers = leftover_temp_files(target.root)
-    return report
+        (accounted if hit.line in owned.get(hit.path, ()) else unaccounted).append(hit)
+    return Report(target, tuple(checks), tuple(accounted), tuple(unaccounted), tuple(leftover_temp_files(target.root)))
+
+
+def _check(ps: Patchset, patch: Patch, entry: rec.Entry | None, tree: TreeReader,
+           owned: dict[str, set[int]]) -> PatchResult:
+    def result(presence: Presence, path: str | None, reason: str, detail: str = "") -> PatchResult:
+        return PatchResult(ps.name, patch.id, presence, path, reason, detail)
+
+    a = assess(patch, tree, ps.root)
+    if a.skip is not None or a.found is None or a.path is None:
+        return result(Presence.MISSING if entry else Presence.NOT_APPLICABLE, a.path, a.skip or "")
+    path, found = a.path, a.found
+    owned.setdefault(path, set()).update(found.owned_lines)
+    if found.presence is not Presence.MISSING:
+        return result(found.presence, path, found.reason, found.detail)
+    if a.superseded:
+        return result(Presence.SUPERSEDED_UPSTREAM, path, a.superseded)
+    would = KINDS[patch.kind].apply(tree.read(path), patch, Context(ps.root, path))
+    if would.status is EditStatus.NOT_APPLICABLE and not entry:
+        return result(Presence.NOT_APPLICABLE, path, would.reason)
+    why = f"{found.reason}; run patchctl apply" + (f" (it was applied {entry.applied_at})" if entry else "")
+    return result(Presence.MISSING, path, why)
 
 
 def leftover_temp_files(root: Path) -> list[str]:

@@ -98,7 +98,7 @@ class PatchesCheck(Check):
     name, title = "patches", "Target's patches"
 
     def judge(self, ctx: Context, data: Mapping[str, ProbeResult]) -> Verdict:
-        from patchctl.verify.structural import verify  # libcst is heavy; only this check needs it
+        from patchctl.verify.patches import verify  # libcst is heavy; only this check needs it
 
         if ctx.target is None:
             return Verdict(Status.SKIP, "no --target: patches not checked")
@@ -114,14 +114,14 @@ class PatchesCheck(Check):
             return Verdict(Status.FAIL, f"cannot verify the patches of {root}: {exc}", "fix the error, then rerun")
         counts: dict[str, int] = {}
         for c in report.checks:
-            counts[c.presence.value] = counts.get(c.presence.value, 0) + 1
+            counts[c.status.value] = counts.get(c.status.value, 0) + 1
         sets = ", ".join(sorted({c.patchset for c in report.checks}))
         value = f"{sets}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
         value += f" (applied {record.entries[0].applied_at})" if record and record.entries else " (no apply record)"
-        bad = [c for c in report.checks if not c.presence.passes]
+        bad = [c for c in report.checks if not c.status.passes]
         if bad:
-            listed = ", ".join(f"{c.patch} {c.presence.value}" for c in bad)
-            how = "patchctl verify shows how they differ" if any(c.presence is Presence.MODIFIED for c in bad) \
+            listed = ", ".join(f"{c.patch} {c.status.value}" for c in bad)
+            how = "patchctl verify shows how they differ" if any(c.status is Presence.MODIFIED for c in bad) \
                 else f"patchctl apply --target {root}"
             return Verdict(Status.FAIL, f"{value}; not carried: {listed}", how)
         return Verdict(Status.PASS, value)

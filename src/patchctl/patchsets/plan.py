@@ -1,0 +1,125 @@
+"""Planning an apply: every patch's codemod run in memory, one outcome per patch.
+
+Pure: nothing is written. Patches touching one file see each other's output through the
+plan's :class:`~patchctl.patchsets.reader.TreeReader`; :mod:`patchctl.patchsets.write` writes
+a plan all-or-nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+from dataclasses import dataclass, field
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from patchctl import fsutil
+from patchctl.patchsets import record as rec
+from patchctl.patchsets.kinds import KINDS
+from patchctl.patchsets.kinds.base import Context, EditStatus
+from patchctl.patchsets.model import Outcome, Patch, Patchset, PatchResult, Presence
+from patchctl.patchsets.reader import TreeReader, assess
+from patchctl.target import Target
+
+
+@dataclass
+class Plan:
+    target: Target
+    results: list[PatchResult] = field(default_factory=list)
+    #: relative path -> text after the plan (None: delete)
+    after: dict[str, str | None] = field(default_factory=dict)
+    #: relative path -> text before the plan (None: did not exist)
+    before: dict[str, str | None] = field(default_factory=dict)
+    modes: dict[str, int] = field(default_factory=dict)
+    record: rec.Record | None = None
+    record_changed: bool = False
+
+    @property
+    def reader(self) -> TreeReader:
+        """A reader through this plan's pending changes; writes through it land in the plan."""
+        return TreeReader(self.target, self.after, self.before, self.modes)
+
+    @property
+    def ok(self) -> bool:
+        return not any(r.status.is_failure for r in self.results)
+
+    def hold_back(self) -> None:
+        """When the change is refused as a whole, no row may claim it was applied or reverted."""
+        if self.ok:
+            return
+        verb = {Outcome.APPLIED: "applied", Outcome.REVERTED: "reverted"}
+        self.results = [PatchResult(r.patchset, r.patch, Outcome.HELD_BACK, r.path,
+                                    f"would be {verb[r.status]}, but nothing was written: see the conflicts")
+                        if r.status in verb else r for r in self.results]
+
+    @property
+    def changed_paths(self) -> list[str]:
+        return sorted(p for p in self.after if self.after[p] != self.before[p])
+
+    def diff(self) -> str:
+        return "".join(Plan.unified(p, self.before[p], self.after[p]) for p in self.changed_paths)
+
+    @staticmethod
+    def unified(path: str, a: str | None, b: str | None) -> str:
+        out = difflib.unified_diff(
+            (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True),
+            f"a/{path}" if a is not None else "/dev/null", f"b/{path}" if b is not None else "/dev/null")
+        return "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in out)
+
+
+def _drop_note(patch: Patch, version: str | None) -> str:
+    spec = patch.meta.get("drop_when")
+    try:
+        if spec and version and Version(version) in SpecifierSet(spec):
+            return f" (past drop_when {spec}: consider removing this patch)"
+    except InvalidVersion:
+        pass
+    return ""
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def plan_apply(target: Target, patchsets: list[Patchset], only: set[str] | None = None) -> Plan:
+    old = rec.load(target.root)
+    new_record = old or rec.Record(target.version, target.commit)
+    plan = Plan(target, record=new_record)
+    tree = plan.reader
+    for ps in patchsets:
+        for patch in ps.patches:
+            if only and patch.id not in only:
+                continue
+            plan.results.append(_apply_one(ps, patch, tree, new_record))
+    if any(r.status is Outcome.APPLIED for r in plan.results):
+        for ps in patchsets:
+            new_record.patchsets[ps.name] = {"digest": ps.digest, "source": "builtin" if ps.builtin else str(ps.root)}
+        plan.record_changed = True
+    return plan
+
+
+def _apply_one(ps: Patchset, patch: Patch, tree: TreeReader, record: rec.Record) -> PatchResult:
+    def result(status: Outcome, path: str | None, reason: str, detail: str = "") -> PatchResult:
+        return PatchResult(ps.name, patch.id, status, path, reason + _drop_note(patch, tree.target.version), detail)
+
+    a = assess(patch, tree, ps.root)
+    if a.skip is not None or a.found is None or a.path is None:
+        return result(Outcome.NOT_APPLICABLE, None, a.skip or "")
+    path, found = a.path, a.found
+    if found.presence is Presence.PRESENT:
+        return result(Outcome.ALREADY_APPLIED, path, found.reason)
+    if found.presence is Presence.MODIFIED:
+        return result(Outcome.CONFLICT, path, f"{found.reason}; restore it or revert the file", found.detail)
+    if a.superseded:
+        return result(Outcome.SUPERSEDED_UPSTREAM, path, a.superseded)
+    text = tree.read(path)
+    edit = KINDS[patch.kind].apply(text, patch, Context(ps.root, path))
+    if edit.status is EditStatus.CHANGED:
+        before = tree.before.get(path, text)
+        tree.write(path, edit.text, edit.mode)
+        entry = rec.Entry(ps.name, patch.id, patch.kind, path,
+                          fsutil.sha256_bytes(before.encode()) if before is not None else None,
+                          None, _now(), edit.undo)
+        record.entries = [e for e in record.entries if not (e.patchset == ps.name and e.patch == patch.id)] + [entry]
+    return result(edit.status.outcome(), path, edit.reason, edit.detail)

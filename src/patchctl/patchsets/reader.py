@@ -1,0 +1,108 @@
+"""Reading a tree as the patches see it, and where each patch stands in it.
+
+Shared by apply, revert and verify: :func:`assess` is the one decision ladder (does the patch
+concern this tree, is its change there, has upstream made it already).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from patchctl import fsutil
+from patchctl.errors import NotUtf8, OutsideTree
+from patchctl.patchsets import upstream
+from patchctl.patchsets.kinds import KINDS
+from patchctl.patchsets.kinds.base import Check, Context
+from patchctl.patchsets.model import Patch, Presence
+from patchctl.target import Target
+
+
+class TreeReader:
+    """Reads a tree through pending changes, so later patches see earlier ones.
+
+    ``verify`` reads with no pending changes; a :class:`~patchctl.patchsets.plan.Plan` passes
+    its own dictionaries, which :meth:`write` fills.
+    """
+
+    def __init__(self, target: Target, after: dict[str, str | None] | None = None,
+                 before: dict[str, str | None] | None = None, modes: dict[str, int] | None = None) -> None:
+        self.target = target
+        #: relative path -> text after the pending changes (None: deleted)
+        self.after = after if after is not None else {}
+        #: relative path -> text before them (None: did not exist)
+        self.before = before if before is not None else {}
+        self.modes = modes if modes is not None else {}
+
+    def read(self, rel: str) -> str | None:
+        if rel in self.after:
+            return self.after[rel]
+        path = self.target.root / rel
+        if not path.is_file():
+            return None
+        try:
+            return path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            raise NotUtf8(path) from None
+
+    def write(self, rel: str, text: str | None, mode: int | None) -> None:
+        if rel not in self.before:
+            self.before[rel] = self.read(rel)
+        self.after[rel] = text
+        if mode is not None:
+            self.modes[rel] = mode
+
+
+def version_mismatch(patch: Patch, version: str | None) -> str | None:
+    if not patch.versions or not version:
+        return None
+    try:
+        if Version(version) in SpecifierSet(patch.versions):
+            return None
+    except InvalidVersion:
+        return None
+    return f"meant for verl {patch.versions}; this tree is verl {version}"
+
+
+def locate(patch: Patch, tree: TreeReader) -> str | None:
+    for rel in patch.target:
+        try:
+            fsutil.resolve_inside(tree.target.root, rel)
+        except OutsideTree as exc:
+            raise OutsideTree(exc.root, exc.rel, exc.problem, patch.id) from None
+    existing = [p for p in patch.target if tree.read(p) is not None]
+    if existing:
+        return existing[0]
+    return patch.target[0] if KINDS[patch.kind].creates_target else None
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """Where a patch stands in a tree before anything is written.
+
+    The steps ``apply`` and ``verify`` share, in their order: does the patch concern this tree
+    (version, target file), what does its kind's postcondition say, and, when the change is not
+    there, has upstream made it already.
+    """
+
+    path: str | None
+    #: why the patch does not concern this tree, else None
+    skip: str | None = None
+    found: Check | None = None
+    #: where upstream already has the change (only asked when the change is missing), else None
+    superseded: str | None = None
+
+
+def assess(patch: Patch, tree: TreeReader, patchset_root: Path) -> Assessment:
+    path = locate(patch, tree)
+    skip = version_mismatch(patch, tree.target.version)
+    if skip is None and path is None:
+        skip = "none of its target files exists: " + ", ".join(patch.target)
+    if skip is not None or path is None:
+        return Assessment(path, skip)
+    found = KINDS[patch.kind].check(tree.read(path), patch, Context(patchset_root, path))
+    superseded = upstream.find(patch.upstream, path, tree.read, patch.tag) if found.presence is Presence.MISSING else None
+    return Assessment(path, None, found, superseded)
