@@ -82,8 +82,6 @@ def test_multi_line_import_is_a_conflict() -> None:
     assert "spans several lines" in edit.reason
 
 
-@pytest.mark.xfail(strict=True, reason="#10: _backward recognises only an intact guard, so a hand-edited one reads as "
-                   "missing and revert finds nothing to undo (the fix belongs in kinds/guard_import.py)")
 def test_hand_edit_is_modified() -> None:
     """The tagged lines are there but do not survive the round trip: modified (linerewrite's
     contract), and revert refuses rather than leave the edit behind with the record gone."""

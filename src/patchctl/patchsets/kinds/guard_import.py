@@ -55,6 +55,14 @@ def _module_level(body: list[ast.stmt], module: str, out: list[ast.stmt]) -> Non
             _module_level(stmt.orelse, module, out)
 
 
+def _tagged_run(window: list[str], tag: str) -> int:
+    """How many lines from the window's start carry the tag."""
+    run = 0
+    while run < len(window) and window[run].endswith(tag):
+        run += 1
+    return run
+
+
 def _unit(indent: str) -> str:
     return "\t" if "\t" in indent else "    "
 
@@ -128,11 +136,14 @@ class GuardImport(LineRewrite):
                 unit = _unit(indent)
                 moved = window[1]
                 expected = [f"{indent}except {p.exception}:{tag}", *[f"{indent}{unit}{ln}{tag}" for ln in p.fallback]]
-                if window[2:] == expected and moved.startswith(indent + unit) and moved.endswith(tag) \
-                        and p.module in moved:
-                    out.append(f"{indent}{moved[len(indent + unit): -len(tag)]}{lines[i + size - 1][len(window[-1]):]}")
-                    owned += list(range(i + 1, i + size + 1))
-                    i += size
+                ours = moved.startswith(indent + unit) and moved.endswith(tag) and p.module in moved
+                # an edited except block is still this patch's guard (its try and import lines
+                # are): it is taken whole, so check's round trip says modified, not missing
+                span = size if window[2:] == expected else _tagged_run(window, tag)
+                if ours and span >= 2:
+                    out.append(f"{indent}{moved[len(indent + unit): -len(tag)]}{lines[i + span - 1][len(window[span - 1]):]}")
+                    owned += list(range(i + 1, i + span + 1))
+                    i += span
                     continue
             out.append(lines[i])
             i += 1
