@@ -49,7 +49,7 @@ CFG=(--cluster gpu --config /tmp/vassets/patchctl.toml)
 MACHINE=(+actor_rollout_ref.model.override_config.attn_implementation=eager   # no flash-attn in the image
          actor_rollout_ref.model.use_remove_padding=False                    # its varlen path needs flash-attn
          data.image_key=text_only_model                                      # the tiny model has no image processor
-         trainer.total_epochs=4)                                             # 8 steps instead of 2, for s/step
+         trainer.total_epochs=3)                                             # 6 steps instead of 2, for s/step
 # fast-load on debug's data and shapes, so that only the vLLM settings differ (side by side)
 SAME_DATA=("data.train_files=/tmp/vassets/data/train_tiny.parquet" "data.val_files=/tmp/vassets/data/train_tiny.parquet"
            data.train_batch_size=1 data.max_prompt_length=512 data.max_response_length=64
@@ -104,7 +104,7 @@ for p in debug fast-load; do
     extra=("${MACHINE[@]}"); [ $p = fast-load ] && extra+=("${SAME_DATA[@]}")
     # no Ray left from an earlier run on this machine (a bare ray.init() would join it)
     python3 -m ray.scripts.scripts stop --force >/dev/null 2>&1; rm -rf /tmp/vrun/$p
-    limit=${TRAIN_TIMEOUT:-$([ $p = debug ] && echo 290 || echo 260)}
+    limit=${TRAIN_TIMEOUT:-$([ $p = debug ] && echo 300 || echo 270)}
     say "patchctl train --profile $p (timeout $limit s)"
     patchctl train --target "$T" --profile $p "${CFG[@]}" --out /tmp/vrun/$p --timeout "$limit" --json \
         "${extra[@]}" > "$OUT/$p-report.json" 2> $R/$p-progress.txt
@@ -126,6 +126,8 @@ done
 cat /tmp/vev/*.jsonl > $R/evidence.jsonl 2>/dev/null; cat /tmp/vev-bare/*.jsonl > $R/evidence-bare.jsonl 2>/dev/null
 python3 "$HERE/evidence_summary.py" $R/evidence.jsonl $R/debug-train.log $R/fast-load-train.log > $R/evidence-summary.txt 2>&1
 head -n 20 $R/evidence-summary.txt
+python3 "$HERE/compare_runs.py" "$OUT/debug-report.json" $R/debug-train.log "$OUT/fast-load-report.json" $R/fast-load-train.log \
+    2>&1 | tee $R/compare.md
 say "train done"
 }
 

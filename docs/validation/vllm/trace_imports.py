@@ -9,7 +9,9 @@ worker, the Qwen2 model, the FlashAttention backend, the OpenAI server, the safe
 and prints, as JSON, every distribution that owns an imported module, plus the imports that
 failed. No GPU is needed: only imports run.
 
-usage: python3 trace_imports.py OUT.json
+usage: [TRACE_MODEL=MODEL_DIR] python3 trace_imports.py OUT.json
+With TRACE_MODEL it also builds vLLM's OpenAI server app for that model, as verl does, which runs
+imports vLLM makes only inside functions.
 On a machine without the NVIDIA driver, put an empty ``libcuda.so.1`` (``gcc -shared -fPIC
 -Wl,-soname,libcuda.so.1``) on LD_LIBRARY_PATH and set TRACE_LAZY=1: extensions then load with
 RTLD_LAZY, so their CUDA driver calls stay unresolved (they are never called) and the imports
@@ -53,6 +55,30 @@ MODULES = [
 ]
 
 
+#: imported inside functions that the run calls (found on the GPU: build_app imports
+#: prometheus_fastapi_instrumentator only when it runs)
+LATE = ["vllm.parser.metrics", "vllm.entrypoints.generate.api_router", "vllm.entrypoints.serve",
+        "vllm.entrypoints.serve.instrumentator.metrics", "vllm.entrypoints.openai.engine.serving",
+        "vllm.entrypoints.openai.models.serving", "uvicorn.protocols.http.h11_impl",
+        "uvicorn.protocols.http.httptools_impl", "uvicorn.loops.uvloop", "uvicorn.lifespan.on"]
+
+
+def build_server_app(model: str) -> None:
+    """What verl's vLLMHttpServer.run_server does before the engine is needed: parse the serve
+    command line and build the FastAPI app (this runs vLLM's lazy imports of the server)."""
+    import vllm.entrypoints.cli.serve as serve
+    from vllm.entrypoints.openai.api_server import build_app
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = FlexibleArgumentParser()
+    sub = parser.add_subparsers(required=False, dest="subparser")
+    for cmd in serve.cmd_init():
+        cmd.subparser_init(sub).set_defaults(dispatch_function=cmd.cmd)
+    args = parser.parse_args(["serve", model])
+    args.model = args.model_tag
+    build_app(args, supported_tasks=("generate",))
+
+
 def main() -> None:
     if os.environ.get("TRACE_LAZY"):
         sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL)
@@ -62,6 +88,18 @@ def main() -> None:
             importlib.import_module(name)
         except BaseException as exc:  # noqa: BLE001 - a trace records every failure
             failed[name] = f"{type(exc).__name__}: {exc}"
+            if os.environ.get("TRACE_VERBOSE"):
+                traceback.print_exc()
+    for name in LATE:
+        try:
+            importlib.import_module(name)
+        except BaseException as exc:  # noqa: BLE001
+            failed[name] = f"{type(exc).__name__}: {exc}"
+    if os.environ.get("TRACE_MODEL"):  # a model directory (make_assets.py's) to build the server app for
+        try:
+            build_server_app(os.environ["TRACE_MODEL"])
+        except BaseException as exc:  # noqa: BLE001
+            failed["build_app"] = f"{type(exc).__name__}: {exc}"
             if os.environ.get("TRACE_VERBOSE"):
                 traceback.print_exc()
     # owner of each imported module, by its file in the distributions' RECORDs (namespace
