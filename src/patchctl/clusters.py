@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from patchctl import config as config_file
-from patchctl.errors import ManifestError, PatchctlError
+from patchctl.errors import ManifestError, UnknownCluster
 from patchctl.schema import Field, check
 
 
@@ -206,8 +206,7 @@ def load_cluster(name: str, config: Path | None = None) -> Cluster:
     clusters = load_clusters(config)
     if name not in clusters:
         where = find_config(config) or "./patchctl.toml"
-        known = ", ".join(sorted(clusters)) or "none"
-        raise PatchctlError(f"{where}: no cluster named {name!r} (known: {known}); add [clusters.{name}] there")
+        raise UnknownCluster(where, name, sorted(clusters))
     cluster = clusters[name]
     # checked here, for the chosen cluster only: a config shared between machines may name files
     # that exist only where that cluster is used; without this every host would fail alike

@@ -107,6 +107,71 @@ class PatchsetNotGiven(PatchctlError):
                          "pass it with --patchset DIR to revert it")
 
 
+class LogUnreadable(PatchctlError):
+    """``doctor`` was pointed at something that is not a readable log file."""
+
+    def __init__(self, path: Path | str, problem: str, fix: str = "pass the run's log file, or - to read stdin") -> None:
+        self.path, self.problem = str(path), problem
+        super().__init__(f"{path}: {problem}; {fix}")
+
+
+class NoLogGiven(PatchctlError):
+    def __init__(self) -> None:
+        super().__init__("doctor: no log given; pass the run's log file, or pipe it in (… | patchctl doctor)")
+
+
+class NoPatchset(PatchctlError):
+    """``--patchset`` named a directory without a manifest, or no built-in patchset."""
+
+    def __init__(self, spec: Path | str, builtins: list[str] | None = None) -> None:
+        self.spec = str(spec)
+        if builtins is None:
+            super().__init__(f"{spec}: no patchset.toml there; pass a patchset directory to --patchset")
+        else:
+            super().__init__(f"--patchset {spec}: neither a directory with patchset.toml nor a built-in patchset "
+                             f"({', '.join(builtins)})")
+
+
+class PatchsetGivenTwice(PatchctlError):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"patchset {name!r} was given twice; pass each patchset once")
+
+
+class BranchExists(PatchctlError):
+    def __init__(self, root: Path | str, branch: str) -> None:
+        self.root, self.branch = str(root), branch
+        super().__init__(f"{root}: branch {branch!r} already exists; delete it or pass --branch NAME")
+
+
+class UnknownCluster(PatchctlError):
+    def __init__(self, config: Path | str, name: str, known: list[str]) -> None:
+        self.config, self.name = str(config), name
+        super().__init__(f"{config}: no cluster named {name!r} (known: {', '.join(known) or 'none'}); "
+                         f"add [clusters.{name}] there")
+
+
+class BadRef(PatchctlError):
+    def __init__(self, option: str, ref: str) -> None:
+        self.option, self.ref = option, ref
+        super().__init__(f"{option} {ref}: a git ref cannot start with '-'; name a commit, branch or tag")
+
+
+class BadArchive(PatchctlError):
+    def __init__(self, archive: Path | str) -> None:
+        self.archive = str(archive)
+        super().__init__(f"{archive}: unexpected layout (expected one top directory); delete it and retry")
+
+
+class ChangePending(PatchctlError):
+    """A journal of an interrupted change is there: it must be recovered before a new change."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = str(root)
+        super().__init__(f"{root}: an interrupted patchctl change is pending there; "
+                         "run `patchctl verify --target` on it first to finish or roll it back")
+
+
 class CommitRefused(PatchctlError):
     """``--commit`` cannot commit here; said before anything is written."""
 

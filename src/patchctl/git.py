@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from patchctl import proc
-from patchctl.errors import CommandFailed, CommitFailed, PatchctlError
+from patchctl.errors import BranchExists, CommandFailed, CommitFailed, PatchctlError
 
 
 def toplevel(path: Path) -> Path | None:
@@ -100,7 +100,7 @@ def commit_on_branch(root: Path, branch: str, paths: list[str], message: str) ->
     branch checked out, so the caller can put the files back and leave the repository as it was.
     """
     if branch_exists(root, branch):
-        raise PatchctlError(f"{root}: branch {branch!r} already exists; delete it or pass --branch NAME")
+        raise BranchExists(root, branch)
     previous = proc.run(["git", "-C", str(root), "symbolic-ref", "-q", "--short", "HEAD"], check=False).stdout.strip()
     proc.run(["git", "-C", str(root), "checkout", "-q", "-b", branch])
     try:

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from patchctl.errors import PatchctlError
+from patchctl.errors import ChangePending, PatchctlError
 
 JOURNAL_DIR = ".patchctl-journal"
 JOURNAL_FILE = "journal.json"
@@ -122,8 +122,7 @@ def begin(root: Path, command: str) -> Journal:
     """Create the journal folder; refuse when an unrecovered journal is there."""
     journal = Journal(root, secrets.token_hex(4), command)
     if (journal.folder / JOURNAL_FILE).exists():
-        raise PatchctlError(f"{root}: an interrupted patchctl change is pending there; "
-                            "run `patchctl verify --target` on it first to finish or roll it back")
+        raise ChangePending(root)
     # one mkdir at the root, so there is never a half-made journal folder (an empty one left by a
     # kill right after this step holds nothing and is simply reused)
     step()

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from patchctl import git, proc
-from patchctl.errors import PatchctlError, UnknownRelease
+from patchctl.errors import BadArchive, UnknownRelease
 
 RELEASE_SPEC = re.compile(r"^verl==(?P<version>\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?)$")
 
@@ -71,7 +71,7 @@ def unpack(archive: Path, into: Path) -> Path:
                 tar.extractall(into)
     tops = list(into.iterdir())
     if len(tops) != 1 or not tops[0].is_dir():
-        raise PatchctlError(f"{archive}: unexpected layout (expected one top directory); delete it and retry")
+        raise BadArchive(archive)
     return tops[0]
 
 

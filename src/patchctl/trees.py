@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl import git, releases
-from patchctl.errors import PatchctlError
+from patchctl.errors import BadRef, PatchctlError
 
 
 class Kind(str, enum.Enum):
@@ -72,7 +72,7 @@ def directory(text: str) -> TreeSpec | None:
 def ref(text: str, repo: Path, *, option: str, fix: str) -> TreeSpec:
     """A git ref of ``repo``, resolved to its commit now so a bad one fails before any work."""
     if text.startswith("-"):
-        raise PatchctlError(f"{option} {text}: a git ref cannot start with '-'; name a commit, branch or tag")
+        raise BadRef(option, text)
     commit = git.commit_of(repo, text)
     if commit is None:
         raise UnknownRef(option, text, repo, fix)

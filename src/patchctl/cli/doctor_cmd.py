@@ -12,7 +12,7 @@ from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import json_option
 from patchctl.doctor import Diagnosis, LogReader, diagnose, load_signatures, open_log
-from patchctl.errors import PatchctlError
+from patchctl.errors import NoLogGiven
 
 KIND_LABEL = {"patch": "patch", "env": "env", "override": "override", "package": "install", "command": "run"}
 
@@ -41,7 +41,7 @@ def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, as_json: b
         return 0
     if log is None or str(log) == "-":
         if log is None and sys.stdin.isatty():
-            raise PatchctlError("doctor: no log given; pass the run's log file, or pipe it in (… | patchctl doctor)")
+            raise NoLogGiven()
         raw = getattr(sys.stdin, "buffer", None)  # decode ourselves: logs carry stray bytes
         reader = LogReader(raw if raw is not None else io.BytesIO(sys.stdin.read().encode()), "<stdin>")
     else:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, cast
 
-from patchctl.errors import PatchctlError
+from patchctl.errors import LogUnreadable, PatchctlError
 
 #: how much of the start is looked at (git looks at 8000 bytes for the same question)
 SNIFF = 8192
@@ -147,9 +147,9 @@ def open_log(path: Path) -> LogReader:
     try:
         f = path.open("rb")
     except FileNotFoundError:
-        raise PatchctlError(f"{path}: no such log file; pass the run's log file, or - to read stdin") from None
+        raise LogUnreadable(path, "no such log file") from None
     except IsADirectoryError:
-        raise PatchctlError(f"{path}: is a directory; pass the run's log file, or - to read stdin") from None
+        raise LogUnreadable(path, "is a directory") from None
     except OSError as exc:
-        raise PatchctlError(f"{path}: cannot be read ({exc.strerror}); pass the run's log file") from None
+        raise LogUnreadable(path, f"cannot be read ({exc.strerror})", "pass the run's log file") from None
     return LogReader(f, str(path), close=True)

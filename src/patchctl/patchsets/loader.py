@@ -11,7 +11,7 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from patchctl.errors import ManifestError, PatchctlError
+from patchctl.errors import ManifestError, NoPatchset, PatchsetGivenTwice
 from patchctl.fsutil import relative_inside
 from patchctl.patchsets import upstream
 from patchctl.patchsets.kinds import KINDS, kind_names
@@ -126,7 +126,7 @@ def load_patchset(directory: Path, *, builtin: bool = False) -> Patchset:
     directory = Path(directory)
     file = directory / MANIFEST
     if not file.is_file():
-        raise PatchctlError(f"{directory}: no {MANIFEST} there; pass a patchset directory to --patchset")
+        raise NoPatchset(directory)
     data = file.read_bytes()
     try:
         doc = tomllib.loads(data.decode("utf-8"))
@@ -162,12 +162,9 @@ def load_patchsets(specs: list[str] | tuple[str, ...]) -> list[Patchset]:
         elif spec in builtin_names():
             out.append(load_patchset(builtin_dir() / spec, builtin=True))
         else:
-            raise PatchctlError(
-                f"--patchset {spec}: neither a directory with {MANIFEST} nor a built-in patchset "
-                f"({', '.join(builtin_names())})"
-            )
+            raise NoPatchset(spec, builtin_names())
     names = [p.name for p in out]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise PatchctlError(f"patchset {dupes[0]!r} was given twice; pass each patchset once")
+        raise PatchsetGivenTwice(dupes[0])
     return out
