@@ -33,7 +33,7 @@ from pathlib import Path
 
 SHIPPED = Path(__file__).resolve().parents[1] / "src/patchctl/patchsets/builtin/uky/files/test_components.py"
 SAME_FIVE = ("torch", "data", "vllm", "verl", "ray")
-SUBSET = ("import json, sys; from patchctl.target import open_tree; from patchctl.verify.env import build, run; "
+SUBSET = ("import json, sys; from patchctl.target import open_tree; from patchctl.preflight import build, run; "
           "from pathlib import Path; r = run(build(open_tree(Path(sys.argv[1]))), only=sys.argv[2].split(',')); "
           "print(json.dumps({'seconds': r.seconds, 'checks': [c.to_json() for c in r.results]}))")
 

@@ -23,7 +23,8 @@ from typing import Any
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from patchctl.patchsets.kinds import KINDS, structure
+from patchctl.patchsets.kinds import KINDS
+from patchctl.patchsets.kinds import anchors as structure
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch, Presence

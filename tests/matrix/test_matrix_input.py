@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from patchctl.matrix.runner import Column, Matrix
-from patchctl.matrix.sources import Source
+from patchctl.matrix.run import Column, Matrix
+from patchctl.matrix.columns import Source
 from patchctl.patchsets.engine import PatchResult
 from patchctl.patchsets.model import Outcome
 from tests.matrix.matrix_helpers import invoke

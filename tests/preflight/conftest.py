@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from patchctl.verify.env import Context, Status, run
-from patchctl.verify.env.model import CheckResult
+from patchctl.preflight import Context, Status, run
+from patchctl.preflight.model import CheckResult
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from patchctl.verify.env import Status
-from patchctl.verify.env.checks_data import judge_model
+from patchctl.preflight import Status
+from patchctl.preflight.checks_data import judge_model
 
 
 def write_parquet(path: Path, rows: int = 4, prompt: bool = True) -> Path:

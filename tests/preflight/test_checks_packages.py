@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from patchctl.target import Target
-from patchctl.verify.env import Status
+from patchctl.preflight import Status
 
 FAKE_TORCH = """
 __version__ = "{version}"
@@ -240,7 +240,7 @@ def test_ray_on_this_machine(one, make_ctx):
 
 
 def test_driver_version_from_proc():
-    from patchctl.verify.env.probes.torch_info import kernel_module
+    from patchctl.preflight.probes.torch_info import kernel_module
 
     assert kernel_module("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Tue Oct 10 19:42:23 UTC 2023") \
         == "535.129.03"

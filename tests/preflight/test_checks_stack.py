@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from patchctl.cli.main import cli
 from patchctl.target import Target, open_tree
-from patchctl.verify.env import Status, build
+from patchctl.preflight import Status, build
 
 
 def verl_tree(root, version="9.9.9"):

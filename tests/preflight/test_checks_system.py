@@ -6,8 +6,8 @@ import resource
 
 import pytest
 
-from patchctl.verify.env import Status
-from patchctl.verify.env.checks_system import judge_open_files
+from patchctl.preflight import Status
+from patchctl.preflight.checks_system import judge_open_files
 
 
 @pytest.mark.parametrize("env,status,text", [

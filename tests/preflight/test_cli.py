@@ -13,9 +13,10 @@ import pyarrow.parquet as pq
 from click.testing import CliRunner
 
 from patchctl.cli.main import cli
-from patchctl.verify.env import Context, Status, Verdict, runner
-from patchctl.verify.env.base import Check
-from patchctl.verify.env.probe import ProbeResult
+from patchctl.preflight import Context, Status, Verdict
+from patchctl.preflight import run as runner
+from patchctl.preflight.base import Check
+from patchctl.preflight.probe import ProbeResult
 
 
 def invoke(*args: str):

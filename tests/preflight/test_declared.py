@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchctl.verify.env.context import build
+from patchctl.preflight.context import build
 from patchctl.target import open_tree
-from patchctl.verify.env.declared import read_requirements, read_settings
+from patchctl.preflight.declared import read_requirements, read_settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "src/patchctl/patchsets/builtin/uky/files/git_ignore.py.example"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from patchctl.verify.env import Status
-from patchctl.verify.env.libcuda import judge_libcuda, ldconfig_text
+from patchctl.preflight import Status
+from patchctl.preflight.libcuda import judge_libcuda, ldconfig_text
 
 
 def _touch(path: Path) -> Path:

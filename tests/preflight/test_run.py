@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from patchctl.verify.env import Context, Status, Verdict, run
-from patchctl.verify.env.base import Check
-from patchctl.verify.env.probe import Probe, ProbeResult, ProbeState, run_probe
+from patchctl.preflight import Context, Status, Verdict, run
+from patchctl.preflight.base import Check
+from patchctl.preflight.probe import Probe, ProbeResult, ProbeState, run_probe
 
 SEGFAULT = Probe("boom", "import os, signal\nprint('about to crash', flush=True)\nos.kill(os.getpid(), signal.SIGSEGV)",
                  inline=True)

@@ -15,7 +15,7 @@ import tokenize
 from dataclasses import dataclass, field
 
 from patchctl.capture.hunks import Hunk
-from patchctl.patchsets.kinds import structure as st
+from patchctl.patchsets.kinds import anchors as st
 
 MAX_ANCHORS = 3
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)

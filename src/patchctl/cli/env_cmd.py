@@ -10,9 +10,9 @@ from patchctl.cli import render
 from patchctl.clusters import load_cluster
 from patchctl.cli.targets import open_target
 from patchctl.target import Target
-from patchctl.verify import env as preflight
-from patchctl.verify.env.context import default_target
-from patchctl.verify.env.model import EnvReport, Status
+from patchctl import preflight
+from patchctl.preflight.context import default_target
+from patchctl.preflight.model import EnvReport, Status
 
 COLOURS = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "red", Status.SKIP: "bright_black"}
 

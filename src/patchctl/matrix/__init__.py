@@ -2,5 +2,5 @@
 
 ``sources`` turns ``--versions`` into releases and git refs and unpacks each one, pristine,
 into a scratch directory; ``runner`` applies the patchsets there in parallel and returns a
-:class:`~patchctl.matrix.runner.Matrix` of outcomes.
+:class:`~patchctl.matrix.run.Matrix` of outcomes.
 """

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl.errors import PatchctlError
-from patchctl.matrix import sources
-from patchctl.matrix.sources import Source
+from patchctl.matrix.columns import Source, fetch, unpack
 from patchctl.patchsets import engine
 from patchctl.patchsets.engine import PatchResult
 from patchctl.patchsets.model import Outcome, Patchset
@@ -87,7 +86,7 @@ class _Failed:
 
 def run_matrix(columns: list[Source], patchsets: list[Patchset], jobs: int | None = None) -> Matrix:
     """Apply ``patchsets`` to a pristine copy of each source; at most ``jobs`` at once."""
-    sources.fetch(columns)
+    fetch(columns)
     with tempfile.TemporaryDirectory(prefix="patchctl-matrix-") as tmp:
         work = [_Job(s, Path(tmp) / str(i), tuple(patchsets)) for i, s in enumerate(columns)]
         workers = min(len(work), jobs or _cpus())
@@ -115,7 +114,7 @@ def _apply_in_scratch(job: _Job) -> Column | _Failed:
     """Unpack, plan, write: what ``patchctl apply`` does, on a copy nobody else sees."""
     root: Path | None = None
     try:
-        root = sources.unpack(job.source, job.scratch)
+        root = unpack(job.source, job.scratch)
         tree = dataclasses.replace(open_tree(root, job.source.label), commit=job.source.commit)
         plan = engine.plan_apply(tree, list(job.patchsets))
         written = engine.execute(plan).paths if plan.ok else []

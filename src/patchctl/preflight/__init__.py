@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
-from patchctl.verify.env.context import build
-from patchctl.verify.env.model import CheckResult, Context, EnvReport, Status, Verdict
-from patchctl.verify.env.runner import run
+from patchctl.preflight.context import build
+from patchctl.preflight.model import CheckResult, Context, EnvReport, Status, Verdict
+from patchctl.preflight.run import run
 
 __all__ = ["build", "run", "CheckResult", "Context", "EnvReport", "Status", "Verdict"]

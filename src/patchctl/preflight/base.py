@@ -5,8 +5,8 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 
-from patchctl.verify.env.model import Context, Status, Verdict
-from patchctl.verify.env.probe import Probe, ProbeResult
+from patchctl.preflight.model import Context, Status, Verdict
+from patchctl.preflight.probe import Probe, ProbeResult
 
 
 class Check(abc.ABC):

@@ -8,9 +8,9 @@ import struct
 from collections.abc import Mapping
 from pathlib import Path
 
-from patchctl.verify.env.base import Check
-from patchctl.verify.env.model import Context, Status, Verdict
-from patchctl.verify.env.probe import Probe, ProbeResult
+from patchctl.preflight.base import Check
+from patchctl.preflight.model import Context, Status, Verdict
+from patchctl.preflight.probe import Probe, ProbeResult
 
 #: what the uky scripts read: train/test for the standard and FAST_LOAD runs, train_tiny for DEBUG
 REQUIRED = ("train.parquet", "test.parquet")

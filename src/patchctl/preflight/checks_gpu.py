@@ -7,9 +7,9 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from patchctl.verify.env.base import Check, not_installed
-from patchctl.verify.env.model import Context, Status, Verdict
-from patchctl.verify.env.probe import Probe, ProbeResult
+from patchctl.preflight.base import Check, not_installed
+from patchctl.preflight.model import Context, Status, Verdict
+from patchctl.preflight.probe import Probe, ProbeResult
 
 TORCH = Probe("torch", "torch_info.py")
 FLASH_ATTN = Probe("flash_attn", "flash_attn_info.py")

@@ -13,9 +13,9 @@ from patchctl.errors import PatchctlError
 from patchctl.patchsets import record as rec
 from patchctl.patchsets.loader import load_patchsets
 from patchctl.patchsets.model import Presence
-from patchctl.verify.env.base import Check, not_installed
-from patchctl.verify.env.model import Context, Status, Verdict
-from patchctl.verify.env.probe import Probe, ProbeResult
+from patchctl.preflight.base import Check, not_installed
+from patchctl.preflight.model import Context, Status, Verdict
+from patchctl.preflight.probe import Probe, ProbeResult
 
 #: seconds the probe's one Ray task may wait for a worker to register
 TASK_TIMEOUT = 30

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from patchctl.verify.env.base import Check
-from patchctl.verify.env.model import Context, Status, Verdict
-from patchctl.verify.env.probe import Probe, ProbeResult
+from patchctl.preflight.base import Check
+from patchctl.preflight.model import Context, Status, Verdict
+from patchctl.preflight.probe import Probe, ProbeResult
 
 PYTHON = Probe("python", "import json, platform, sys\nprint('@@patchctl-probe@@ ' + json.dumps("
                          "{'version': platform.python_version(), 'executable': sys.executable}))", inline=True)

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from patchctl.verify.env.base import Check, requirement
-from patchctl.verify.env.model import Context, Status, Verdict
-from patchctl.verify.env.probe import Probe, ProbeResult
+from patchctl.preflight.base import Check, requirement
+from patchctl.preflight.model import Context, Status, Verdict
+from patchctl.preflight.probe import Probe, ProbeResult
 
 VLLM = Probe("vllm", "vllm_info.py")
 #: the value the uky training scripts export, known to work with vLLM 0.8-0.12 on CUDA

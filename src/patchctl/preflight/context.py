@@ -9,8 +9,8 @@ from pathlib import Path
 
 from patchctl.clusters import Cluster
 from patchctl.target import Target
-from patchctl.verify.env.declared import read_requirements, read_settings
-from patchctl.verify.env.model import Context
+from patchctl.preflight.declared import read_requirements, read_settings
+from patchctl.preflight.model import Context
 
 PATH_KEYS = ("DATA_DIR", "MODEL_PATH")
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from patchctl import proc
 from patchctl.errors import PatchctlError
-from patchctl.verify.env.base import Check
-from patchctl.verify.env.model import Context, Status, Verdict
-from patchctl.verify.env.probe import Probe, ProbeResult
+from patchctl.preflight.base import Check
+from patchctl.preflight.model import Context, Status, Verdict
+from patchctl.preflight.probe import Probe, ProbeResult
 
 _TRITON_SCRIPT = r'''
 import importlib.metadata, importlib.util, json, os

@@ -76,7 +76,7 @@ def _default_lib_dirs() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Context:
-    """Everything the checks look at; built by :func:`patchctl.verify.env.context.build`."""
+    """Everything the checks look at; built by :func:`patchctl.preflight.context.build`."""
 
     #: the environment variables of the run being checked (a copy of os.environ by default)
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))

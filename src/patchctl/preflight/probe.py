@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from patchctl import proc
-from patchctl.verify.env.model import Context
+from patchctl.preflight.model import Context
 
 MARKER = "@@patchctl-probe@@ "
 SCRIPTS = Path(__file__).with_name("probes")

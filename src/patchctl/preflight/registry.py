@@ -5,11 +5,11 @@ An explicit dict, not discovery: adding a check means writing a :class:`Check` a
 
 from __future__ import annotations
 
-from patchctl.verify.env.base import Check
-from patchctl.verify.env.checks_data import DataCheck, ModelCheck
-from patchctl.verify.env.checks_gpu import FlashAttnCheck, TorchCheck
-from patchctl.verify.env.checks_stack import PatchesCheck, RayCheck, VerlCheck
-from patchctl.verify.env.checks_system import (
+from patchctl.preflight.base import Check
+from patchctl.preflight.checks_data import DataCheck, ModelCheck
+from patchctl.preflight.checks_gpu import FlashAttnCheck, TorchCheck
+from patchctl.preflight.checks_stack import PatchesCheck, RayCheck, VerlCheck
+from patchctl.preflight.checks_system import (
     CudaVisibleDevicesCheck,
     OpenFilesCheck,
     PythonCheck,
@@ -18,8 +18,8 @@ from patchctl.verify.env.checks_system import (
     ThreadsCheck,
     TritonCacheCheck,
 )
-from patchctl.verify.env.checks_vllm import AttentionBackendCheck, VllmCheck
-from patchctl.verify.env.libcuda import LibcudaCheck
+from patchctl.preflight.checks_vllm import AttentionBackendCheck, VllmCheck
+from patchctl.preflight.libcuda import LibcudaCheck
 
 CHECKS: dict[str, Check] = {
     c.name: c

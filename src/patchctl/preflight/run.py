@@ -12,10 +12,10 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from patchctl.errors import PatchctlError
-from patchctl.verify.env.base import Check
-from patchctl.verify.env.model import CheckResult, Context, EnvReport, Status, Verdict
-from patchctl.verify.env.probe import Probe, ProbeResult, ProbeState, run_probe
-from patchctl.verify.env.registry import CHECKS
+from patchctl.preflight.base import Check
+from patchctl.preflight.model import CheckResult, Context, EnvReport, Status, Verdict
+from patchctl.preflight.probe import Probe, ProbeResult, ProbeState, run_probe
+from patchctl.preflight.registry import CHECKS
 
 
 def _probe(probe: Probe, ctx: Context) -> ProbeResult:

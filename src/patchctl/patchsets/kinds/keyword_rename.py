@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from patchctl.patchsets.kinds import structure
+from patchctl.patchsets.kinds import anchors as structure
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, tag_comment
 from patchctl.patchsets.kinds.pyparse import (
     calls_to,

@@ -21,7 +21,7 @@ its place could not be told apart again (issue 10: never confidently wrong).
 ``indent`` is the indentation the texts were captured at; where the scope now sits at another
 depth the texts are re-indented. The original text is kept in the manifest, so revert needs
 nothing else; where the tree's text differed from it only in spacing or comments, the record
-keeps what was really there. See :mod:`patchctl.patchsets.kinds.structure` for the terms.
+keeps what was really there. See :mod:`patchctl.patchsets.kinds.anchors` for the terms.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
-from patchctl.patchsets.kinds import structure as st
+from patchctl.patchsets.kinds import anchors as st
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
 from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
 from patchctl.patchsets.model import Patch, Presence

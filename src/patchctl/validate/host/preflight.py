@@ -1,6 +1,6 @@
 """``preflight``: ``verify --env`` on this host, plus what validate itself needs here.
 
-The environment checks are :mod:`patchctl.verify.env`'s, run against the host's tree with the
+The environment checks are :mod:`patchctl.preflight`'s, run against the host's tree with the
 cluster's interpreter and the env ``migrate`` rendered (the wrapper sourced it). validate adds:
 
 - ``address``: Ray's node IP for the host (configured, else the address ssh reached it at,
@@ -97,8 +97,8 @@ def _environment(root: Path, skip: list[str]) -> list[dict[str, str]]:
     import sys
 
     from patchctl.target import open_tree
-    from patchctl.verify import env as preflight
-    from patchctl.verify.env.registry import CHECKS
+    from patchctl import preflight
+    from patchctl.preflight.registry import CHECKS
 
     unknown = [s for s in skip if s not in CHECKS]
     if unknown:
