@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -14,11 +15,19 @@ from patchctl.errors import CommandFailed, ToolMissing
 Stream = Union[int, IO[Any], None]
 
 
-def _argv(argv: Sequence[str]) -> list[str]:
-    """``argv`` as strings, its program checked first so a missing tool is one clear line."""
+#: why a missing program is needed, when the caller does not say (``ToolMissing``'s second half)
+RUNS_IT = "patchctl runs it as a subprocess"
+
+
+def _argv(argv: Sequence[str], why: str = RUNS_IT, env: Mapping[str, str] | None = None) -> list[str]:
+    """``argv`` as strings, its program checked first so a missing tool is one clear line.
+
+    With ``env`` the program is looked up on that environment's PATH, as the child's exec does.
+    """
     argv = [str(a) for a in argv]
-    if shutil.which(argv[0]) is None and not Path(argv[0]).exists():
-        raise ToolMissing(argv[0], "patchctl runs it as a subprocess")
+    path = None if env is None else os.pathsep.join(os.get_exec_path(dict(env)))
+    if shutil.which(argv[0], path=path) is None and not Path(argv[0]).exists():
+        raise ToolMissing(argv[0], why)
     return argv
 
 
@@ -59,14 +68,27 @@ def spawn(
     stdout: Stream = subprocess.DEVNULL,
     stderr: Stream = subprocess.DEVNULL,
     cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    new_session: bool = False,
+    why: str = RUNS_IT,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` in the background and return it running (byte streams).
 
     For the few programs that cannot simply be run to the end: one whose output is read while it
-    runs (rsync's per-file progress), one kept alive beside other work (an ssh master connection),
-    one started before its input is known (a host's agent, given its request later). Same rules
-    as :func:`run` — an argv list, never a shell, a missing program raises :class:`ToolMissing` —
-    but the caller owns the process: it must wait for it (or kill it) and judge its exit code.
-    Standard streams default to /dev/null so a forgotten pipe can never block the child.
+    runs (rsync's per-file progress, the trainer's log), one kept alive beside other work (an ssh
+    master connection, a Ray head node), one started before its input is known (a host's agent,
+    given its request later). Same rules as :func:`run` — an argv list, never a shell, a missing
+    program raises :class:`ToolMissing` (``why`` says what it is needed for) — but the caller owns
+    the process: it must wait for it (or kill it) and judge its exit code. Standard streams default
+    to /dev/null so a forgotten pipe can never block the child.
+
+    ``env`` is the child's whole environment (None: this process's). ``new_session`` starts it in
+    a session and process group of its own, so the caller can end it with everything it started
+    (``os.killpg``) and a Ctrl-C at the terminal reaches patchctl alone, which then decides.
     """
-    return subprocess.Popen(_argv(argv), stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd)
+    argv = _argv(argv, why, env)
+    try:
+        return subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd,
+                                env=dict(env) if env is not None else None, start_new_session=new_session)
+    except FileNotFoundError:  # found by the check above, gone (or not executable by that name) at exec
+        raise ToolMissing(argv[0], why) from None

@@ -2,8 +2,8 @@
 
 verl's ``main_ppo`` hands every override to hydra, which refuses a malformed one only after the
 driver has started (Ray, workers, sometimes a GPU allocation). patchctl checks them first, as
-hydra 1.3 would parse them: this module ports ``hydra/grammar/OverrideLexer.g4`` and
-``OverrideParser.g4`` (longest-match lexer with a key mode and a value mode, then a
+hydra 1.3 would parse them: :mod:`.overridelex` ports ``hydra/grammar/OverrideLexer.g4``
+(longest-match lexer with a key mode and a value mode), this module ``OverrideParser.g4`` (a
 recursive-descent parser), plus the checks hydra makes right after parsing in a single run
 (no sweeps, known functions, a non-empty key). hydra-core is only a test dependency of
 patchctl, and ``tests/train/test_train_overrides.py`` compares this port with it.
@@ -11,37 +11,14 @@ patchctl, and ``tests/train/test_train_overrides.py`` compares this port with it
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
-from patchctl.errors import PatchctlError
+from patchctl.train.overridelex import BadOverride, Token, tokens
 
-_IU = r"(?:0|[1-9](?:_?[0-9])*)"  # INT_UNSIGNED
-_DIGITS = r"[0-9](?:_?[0-9])*"
-_POINT = rf"(?:{_IU}?\.{_DIGITS}|{_IU}\.)"
-_EXP = rf"(?:(?:{_POINT}|{_IU})[eE][+-]?{_DIGITS})"
-_KEY_SPECIAL = r"[A-Za-z_$][A-Za-z0-9_$-]*"
-_WS = r"[ \t]*"
+__all__ = ["BadOverride", "Override", "parse", "parse_all"]
 
-#: DEFAULT_MODE (the key), in the grammar's order: a tie in length goes to the earlier rule
-KEY_TOKENS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((n, re.compile(p)) for n, p in (
-    ("EQUAL", r"=[ \t]*"), ("TILDE", r"~"), ("PLUS", r"\+"), ("AT", "@"), ("COLON", ":"), ("SLASH", "/"),
-    ("ID", r"[A-Za-z_][A-Za-z0-9_-]*"), ("KEY_SPECIAL", _KEY_SPECIAL),
-    ("DOT_PATH", rf"(?:{_KEY_SPECIAL}|{_IU})(?:\.(?:{_KEY_SPECIAL}|{_IU}))+"),
-))
-#: VALUE_MODE, in the grammar's order
-VALUE_TOKENS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((n, re.compile(p, re.S)) for n, p in (
-    ("POPEN", rf"{_WS}\({_WS}"), ("COMMA", rf"{_WS},{_WS}"), ("PCLOSE", rf"{_WS}\)"),
-    ("BRACKET_OPEN", rf"\[{_WS}"), ("BRACKET_CLOSE", rf"{_WS}\]"), ("BRACE_OPEN", rf"\{{{_WS}"),
-    ("BRACE_CLOSE", rf"{_WS}\}}"), ("COLON", rf"{_WS}:{_WS}"), ("EQUAL", rf"{_WS}={_WS}"),
-    ("FLOAT", rf"[+-]?(?:{_EXP}|{_POINT}|[Ii][Nn][Ff]|[Nn][Aa][Nn])"), ("INT", rf"[+-]?{_IU}"),
-    ("BOOL", r"(?i:true|false)"), ("NULL", r"(?i:null)"), ("UNQUOTED_CHAR", r"[/\-\\+.$%*@?|]"),
-    ("ID", r"[A-Za-z_][A-Za-z0-9_-]*"), ("ESC", r"(?:\\\\|\\[()\[\]{}:=, \t])+"), ("WS", r"[ \t]+"),
-    ("QUOTED_VALUE", r"\"(?:(?:\\\\)*|.*?[^\\](?:\\\\)*)\"|'(?:(?:\\\\)*|.*?[^\\](?:\\\\)*)'"),
-    ("INTERPOLATION", r"\$\{[^}]+\}"),
-))
 #: tokens a primitive is made of (a QUOTED_VALUE stands alone); a dict key also excludes these two
 PRIMITIVE = frozenset({"ID", "NULL", "INT", "FLOAT", "BOOL", "INTERPOLATION", "UNQUOTED_CHAR", "COLON", "ESC", "WS"})
 DICT_KEY = PRIMITIVE - {"COLON", "INTERPOLATION"}
@@ -49,14 +26,6 @@ DICT_KEY = PRIMITIVE - {"COLON", "INTERPOLATION"}
 FUNCTIONS = frozenset({"bool", "choice", "float", "glob", "int", "interval", "range", "shuffle", "sort", "str", "tag"})
 #: the functions that make a sweep, which a single run (no --multirun) refuses
 SWEEPS = frozenset({"choice", "glob", "interval", "range"})
-
-
-class BadOverride(PatchctlError):
-    """An override hydra would refuse; said before anything starts."""
-
-    def __init__(self, override: str, problem: str, fix: str = "write KEY=VALUE, e.g. trainer.total_epochs=2") -> None:
-        self.override, self.problem = override, problem
-        super().__init__(f"override {override!r}: {problem}; {fix}")
 
 
 @dataclass(frozen=True)
@@ -79,49 +48,11 @@ class Override:
         return "/" in self.key or self.package is not None
 
 
-@dataclass(frozen=True)
-class _Token:
-    kind: str
-    text: str
-    at: int
-
-
-def _tokens(text: str) -> list[_Token]:
-    """Longest match per position, ties to the earlier rule, as an ANTLR lexer does."""
-    out: list[_Token] = []
-    table, pos = KEY_TOKENS, 0
-    while pos < len(text):
-        best: tuple[int, str] | None = None
-        for kind, pattern in table:
-            m = pattern.match(text, pos)
-            if m and m.end() > pos and (best is None or m.end() > best[0]):
-                best = (m.end(), kind)
-        if best is None:
-            raise BadOverride(text, f"hydra cannot read {text[pos:pos + 10]!r} at column {pos + 1}",
-                              _char_fix(text[pos], in_key=table is KEY_TOKENS))
-        out.append(_Token(best[1], text[pos:best[0]], pos))
-        if best[1] == "EQUAL" and table is KEY_TOKENS:
-            table = VALUE_TOKENS
-        pos = best[0]
-    return out
-
-
-def _char_fix(ch: str, in_key: bool) -> str:
-    """What to do about a character hydra's lexer has no token for."""
-    if in_key and ch in " \t":
-        return "no spaces in the key; write KEY=VALUE as one argument, e.g. trainer.n_gpus_per_node=2"
-    if in_key:
-        return "a key is names of letters, digits, _ and - joined by dots, e.g. trainer.n_gpus_per_node"
-    if ch in "'\"":
-        return "close the quote"
-    return "quote the value, e.g. key='...'"
-
-
 class _Parser:
     """Recursive descent over the tokens, one method per rule of ``OverrideParser.g4``."""
 
     def __init__(self, override: str) -> None:
-        self.text, self.tokens, self.i = override, _tokens(override), 0
+        self.text, self.tokens, self.i = override, tokens(override), 0
         #: the value is ``a,b`` (a simple choice sweep)
         self.sweep = False
         #: the function the whole value is a call of (``choice`` of ``x=choice(1,2)``), if any
@@ -133,7 +64,7 @@ class _Parser:
         j = self.i + ahead
         return self.tokens[j].kind if j < len(self.tokens) else "EOF"
 
-    def take(self, kind: str, expected: str) -> _Token:
+    def take(self, kind: str, expected: str) -> Token:
         if self.peek() != kind:
             self.fail(expected)
         self.i += 1

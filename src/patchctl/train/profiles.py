@@ -18,7 +18,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from patchctl.errors import ManifestError, PatchctlError
+from patchctl.errors import ManifestError, PlaceholderMissing, SettingsMissing, UnknownProfile
 from patchctl.schema import Field, check
 
 if sys.version_info >= (3, 11):
@@ -165,7 +165,7 @@ def load_profiles(file: Path | None = None) -> dict[str, Profile]:
 def load_profile(name: str, file: Path | None = None) -> Profile:
     profiles = load_profiles(file)
     if name not in profiles:
-        raise PatchctlError(f"--profile {name}: no such profile; choose one of: {', '.join(sorted(profiles))}")
+        raise UnknownProfile(name, list(profiles))
     return profiles[name]
 
 
@@ -197,8 +197,7 @@ def fill(text: str, values: dict[str, str], where: str) -> str:
     """Replace ``{NAME}`` from ``values``; a missing one is an error naming where it was used."""
     def sub(m: re.Match[str]) -> str:
         if m.group(1) not in values:
-            raise PatchctlError(f"{where}: needs {{{m.group(1)}}}, which neither patchctl nor the cluster config "
-                                f"provides; add {m.group(1)} to [clusters.NAME.paths] and pass --cluster NAME")
+            raise PlaceholderMissing(where, m.group(1))
         return values[m.group(1)]
 
     return _PLACEHOLDER.sub(sub, text)
@@ -219,7 +218,5 @@ def resolve_values(profile: Profile, given: dict[str, str]) -> dict[str, str]:
                 values[key] = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), default)
     missing = [k for k in profile.needs if k not in values]
     if missing:
-        raise PatchctlError(f"profile {profile.name} needs {', '.join(missing)}; set them in "
-                            "[clusters.NAME.paths] of patchctl.toml and pass --cluster NAME, export them, "
-                            "or write them in the tree's git_ignore.py (patchctl migrate renders it)")
+        raise SettingsMissing(profile.name, missing)
     return values

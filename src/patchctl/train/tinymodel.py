@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchctl.errors import PatchctlError
+from patchctl.errors import TokenizersMissing
 
 if TYPE_CHECKING:  # numpy is imported where the weights are made: patchctl itself does not need it
     import numpy as np
@@ -131,8 +131,7 @@ def _tokenizer_json(vocab: tuple[str, ...]) -> str:
     try:
         from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
     except ImportError:
-        raise PatchctlError("the smoke profile builds its tokenizer with the tokenizers package, which this "
-                            "Python lacks; install it (pip install tokenizers; verl needs it anyway)") from None
+        raise TokenizersMissing() from None
 
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token=UNK))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
