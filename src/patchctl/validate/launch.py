@@ -28,7 +28,7 @@ def launch(plan: planning.Plan, started: Started, ray: RayCluster) -> remote.Ses
     overrides = planning.trainer_overrides(plan.options, ray.nnodes, ray.gpus_per_node)
     request = {"profile": plan.options.profile, "overrides": overrides, "run_dir": plan.remote_run_dir,
                "paths": dict(plan.cluster.paths), "timeout": plan.options.timeout,
-               "env": {"RAY_ADDRESS": ray.address, MARKER: plan.marker(plan.head)}}
+               "env": {"RAY_ADDRESS": ray.address, MARKER: plan.marker(plan.head)}, "ray_auth": plan.ray_auth}
     session = remote.Session(plan.cluster, plan.head, "train", request, started.conns.masters[0].socket)
     started.trainer = session
     return session
@@ -63,6 +63,7 @@ def watch(plan: planning.Plan, session: remote.Session, note: NoteFn, progress: 
             elif kind == "line":
                 text = event["text"]
                 log.write(text + "\n")
+                log.flush()  # the local log grows as the run goes (tail -f works)
                 tail = (tail + [text])[-20:]
                 step = scan.feed(text, event.get("at"))
                 if step is not None:

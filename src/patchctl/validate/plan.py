@@ -50,10 +50,19 @@ class Plan:
     #: on the head, inside its tree
     remote_run_dir: str
     run_dir: Path
+    #: Ray's token for this run's cluster (Ray >= 2.5x authenticates every gRPC call when a token is
+    #: set): one per run, sent to the hosts in requests on stdin, never on a command line or in a report
+    auth_token: str = ""
 
     @property
     def head(self) -> Node:
         return self.nodes[0]
+
+    @property
+    def ray_auth(self) -> dict[str, str]:
+        """What every process of the run gets for Ray's token auth; nothing with --join, whose
+        cluster has its own (the hosts' ~/.ray/auth_token, as for the user's own drivers)."""
+        return {} if self.options.join else {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.auth_token}
 
     def marker(self, node: Node) -> str:
         """The value every process of ``node`` carries (see host/procs.py)."""
@@ -77,7 +86,7 @@ def make(cluster: Cluster, options: Options, cwd: Path | None = None) -> Plan:
     ns = nodes(cluster)
     remote_dir = str(PurePosixPath(ns[0].host.root) / ".patchctl" / "runs" / f"validate-{options.profile}-{stamp}")
     local = options.out or (cwd or Path.cwd()) / ".patchctl" / "validate" / f"{cluster.name}-{options.profile}-{stamp}"
-    return Plan(cluster, options, run_id, ns, remote_dir, local)
+    return Plan(cluster, options, run_id, ns, remote_dir, local, secrets.token_hex(24))
 
 
 def trainer_overrides(options: Options, nnodes: int | str, gpus: int | str) -> list[str]:

@@ -26,7 +26,7 @@ NoteFn = Callable[[Note], None]
 def _request(plan: planning.Plan, node: Node, pre: HostPreflight, gcs: str | None) -> dict[str, object]:
     return {"role": node.role, "address": pre.address, "gpus": pre.gpus, "port": node.host.ray_port, "gcs": gcs,
             "marker": plan.marker(node), "join": plan.options.join, "num_cpus": plan.options.num_cpus,
-            "object_store_bytes": plan.options.object_store_bytes}
+            "object_store_bytes": plan.options.object_store_bytes, "ray_auth": plan.ray_auth}
 
 
 def start_node(plan: planning.Plan, started: Started, node: Node, pre: HostPreflight, gcs: str | None) -> str:
@@ -71,7 +71,7 @@ def run(plan: planning.Plan, started: Started, pre: tuple[HostPreflight, ...], n
                 f.result()
     expected = [{"label": n.label, "address": by_label[n.label].address, "gpus": by_label[n.label].gpus}
                 for n in plan.nodes]
-    request = {"gcs": gcs, "expected": expected, "timeout": plan.options.ray_timeout}
+    request = {"gcs": gcs, "expected": expected, "timeout": plan.options.ray_timeout, "ray_auth": plan.ray_auth}
     form = remote.Session(plan.cluster, head, "form", request, started.conns.masters[0].socket)
     label_of = {e["address"]: e["label"] for e in expected}
     joined: dict[str, float] = {}

@@ -19,7 +19,7 @@ from typing import Any
 from patchctl.clusters import Cluster
 from patchctl.migrate import ssh
 from patchctl.validate import compare as comparing, fetch, launch, plan as planning, preflight, rayup
-from patchctl.validate.errors import Interrupted, TrainerFailed, ValidateFailed
+from patchctl.validate.errors import HostLost, Interrupted, TrainerFailed, ValidateFailed
 from patchctl.validate.model import Note, Progress, ValidateResult, Verdict
 from patchctl.validate.teardown import Started, no_interrupts
 
@@ -91,7 +91,11 @@ def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress
             out["teardown"] = started.teardown(note)
             if out["teardown"]:
                 marks["teardown"] = time.monotonic()
+            lost = next((t for t in out["teardown"] if t.label == plan.head.label and t.status == "unreachable"), None)
             trained = out.get("trained")
+            if lost is not None and stage == "training" and not isinstance(failure, (HostLost, Interrupted)):
+                # the head went while the trainer ran: its answer (if any) came from a dying cluster
+                failure, trained = HostLost(plan.head.label, "training", "head", lost.reason.split(";")[0]), None
             if trained is not None:
                 try:
                     out["fetched"] = fetch.run(plan, trained, conns.masters[0])
@@ -108,12 +112,18 @@ def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress
         tuple(out["trained"].command) if out.get("trained") else (), tuple(out.get("preflight", ())),
         out.get("ray"), out.get("trained"), tuple(out.get("fetched", ())), tuple(out.get("teardown", ())),
         _timings(t0, marks))
+    _write(plan.run_dir, result)
     if compare_with is not None and (plan.run_dir / "report.json").is_file():
-        result = replace(result, comparison=_compare(plan.run_dir, compare_with))
-    if plan.run_dir.is_dir():
-        (plan.run_dir / "validate.json").write_text(json.dumps(result.to_json(), indent=2, default=str) + "\n",
-                                                    encoding="utf-8")
+        result = replace(result, comparison=_compare(plan.run_dir, compare_with))  # reads the validate.json
+        _write(plan.run_dir, result)
     return result
+
+
+def _write(run_dir: Path, result: ValidateResult) -> None:
+    """``validate.json`` beside the fetched report: the whole result (nodes, GPUs, timings)."""
+    if run_dir.is_dir():
+        (run_dir / "validate.json").write_text(json.dumps(result.to_json(), indent=2, default=str) + "\n",
+                                               encoding="utf-8")
 
 
 def _compare(run_dir: Path, other: Path) -> dict[str, Any]:

@@ -56,6 +56,7 @@ def probe_node(keys: tuple[str, ...]) -> dict[str, Any]:
 
 
 def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
+    os.environ.update(request.get("ray_auth", {}))  # before Ray reads its config
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 

@@ -111,7 +111,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         return 0
     temp_dir = tempfile.mkdtemp(prefix=procs.session_prefix(request["marker"]))
     start_log = os.path.join(temp_dir, "ray-start.log")
-    env = dict(os.environ, RAY_TMPDIR=temp_dir, **{procs.MARKER: request["marker"]})
+    env = dict(os.environ, RAY_TMPDIR=temp_dir, **{procs.MARKER: request["marker"]}, **request.get("ray_auth", {}))
     env.pop("RAY_ADDRESS", None)  # a worker joins the address it is given, nothing else
     argv = ray_argv(request, temp_dir)
     with open(start_log, "wb") as log:

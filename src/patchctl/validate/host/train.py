@@ -41,6 +41,8 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     from patchctl.train.profiles import load_profile
 
     t0 = time.monotonic()
+    # inherited by the trainer without entering its planned env, which report.json records
+    os.environ.update(request.get("ray_auth", {}))
     tree = open_tree(Path.cwd())
     profile = load_profile(request["profile"])
     # the cluster's paths fill the profile; env reaches the trainer (RAY_ADDRESS: the formed cluster)
