@@ -84,16 +84,12 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
     plan = run.plan(tree, profile, cluster, list(overrides), python, out)
     if dry_run:
         if as_json:
-            render.emit_json({"profile": profile.name, "cwd": str(plan.launch.cwd), "env": plan.launch.env,
-                              "command": list(plan.launch.argv), "run_dir": str(plan.run_dir),
-                              "ray_head": list(plan.head.argv) if plan.head else None,
-                              "adapted": [{"verl": a.verl, "why": a.why} for a in plan.adapted],
-                              "settings": run.settings_document(plan)})
+            render.emit_json(plan.to_json())
             return 0
         click.echo(f"# profile {profile.name}: {profile.description}")
         for a in plan.adapted:
             click.echo(f"# adapted for verl {tree.version} ({a.verl}): {a.why}")
-        for key, setting in run.settings_document(plan).items():
+        for key, setting in plan.settings().items():
             click.echo(f"# {key}={setting['value']}  (from {setting['source']})")
         click.echo(f"cd {shlex.quote(str(plan.launch.cwd))}")
         for k, v in plan.launch.env.items():
@@ -128,7 +124,7 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
     if live:
         click.echo("", err=True)
     if as_json:
-        render.emit_json(result.document)
+        render.emit_json(result.to_json())
         return 0 if result.passed else 1
     rows = [[g.name, g.status.value, "-" if g.value is None else str(g.value), g.threshold, g.reason]
             for g in result.gates]
@@ -137,7 +133,7 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
     click.echo("time (s): " + ", ".join(f"{k} {v}" for k, v in br.items() if v is not None)
                + f"; verdict at {result.timings.verdict}")
     click.echo(f"log: {result.log}\nreport: {result.report}" + (f"\nplot: {result.plot}" if result.plot else ""))
-    if result.document.get("doctor"):
-        click.echo("doctor: " + "; ".join(str(f) for f in result.document["doctor"]))
+    if result.doctor:
+        click.echo("doctor: " + "; ".join(str(f.to_json()) for f in result.doctor))
     click.echo("train: " + ("PASS" if result.passed else "FAIL"))
     return 0 if result.passed else 1

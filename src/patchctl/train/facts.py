@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from patchctl import proc
@@ -64,3 +67,38 @@ def gpus() -> list[dict[str, str]]:
             out.append({"name": parts[0], "memory": parts[1], "driver": parts[2]})
     return out
 
+
+@dataclass(frozen=True)
+class Facts:
+    """Where the run ran, as the report records it."""
+
+    #: :func:`tree`'s record of the tree and its patchsets
+    tree: dict[str, Any]
+    #: :func:`package_versions` in the trainer's interpreter
+    packages: dict[str, str]
+    gpus: tuple[dict[str, str], ...]
+
+
+class Gathering:
+    """The facts that cost seconds of subprocesses, gathered on a thread while the trainer runs.
+
+    ``also`` runs on the same thread afterwards (the plot's matplotlib import, say). A fact not
+    gathered when :meth:`result` stops waiting is left out of the report, never waited for longer.
+    """
+
+    def __init__(self, python: str, env: Mapping[str, str], also: Callable[[], None] | None = None) -> None:
+        self._packages: dict[str, str] = {}
+        self._gpus: list[dict[str, str]] = []
+        self._thread = threading.Thread(target=self._work, args=(python, dict(env), also), name="train-facts",
+                                         daemon=True)
+        self._thread.start()
+
+    def _work(self, python: str, env: dict[str, str], also: Callable[[], None] | None) -> None:
+        self._packages = package_versions(python, env)
+        self._gpus = gpus()
+        if also is not None:
+            also()
+
+    def result(self, target: Target, wait: float = 60) -> Facts:
+        self._thread.join(timeout=wait)
+        return Facts(tree(target), self._packages, tuple(self._gpus))

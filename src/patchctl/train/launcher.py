@@ -9,6 +9,7 @@ output only at exit, which is why this module reads the pipe itself.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import signal
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl.errors import ToolMissing
+from patchctl import proc
 from patchctl.train.overrides import parse as parse_override
 from patchctl.train.profiles import Profile, expand_env, fill
 
@@ -98,14 +99,12 @@ def execute(launch: Launch, t0: float, on_line: Callable[[str, float], None],
     raises, the trainer is stopped and the error propagates.
     """
     launch.log.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        child = subprocess.Popen(list(launch.argv), cwd=launch.cwd, env={**os.environ, **launch.env},
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 text=True, errors="replace", bufsize=1, start_new_session=True)
-    except FileNotFoundError:
-        raise ToolMissing(launch.argv[0], "it runs the trainer; pass --python PATH") from None
+    child = proc.spawn(launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env}, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, new_session=True, why="it runs the trainer; pass --python PATH")
     assert child.stdout is not None
-    stream = child.stdout
+    # text as Popen(text=True) reads it: the locale's encoding, undecodable bytes replaced, and
+    # universal newlines (a progress bar's \r ends a line too)
+    stream = io.TextIOWrapper(child.stdout, encoding="locale", errors="replace")
 
     def pump() -> None:
         with open(launch.log, "w", encoding="utf-8") as log:
@@ -138,7 +137,7 @@ def execute(launch: Launch, t0: float, on_line: Callable[[str, float], None],
     return Finished(code, ended, timed_out)
 
 
-def _terminate(child: subprocess.Popen[str], group_only: bool = False) -> None:
+def _terminate(child: subprocess.Popen[bytes], group_only: bool = False) -> None:
     """SIGTERM the trainer's process group (its own session), SIGKILL what is left 10 s later."""
     for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
         try:

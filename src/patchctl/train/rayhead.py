@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchctl import proc
 from patchctl.errors import ToolMissing
 
 _CLI = "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"
@@ -83,11 +84,11 @@ class Head:
         self._address_file = address_file(env)
         self._previous = _read(self._address_file)
         try:
-            self.proc = subprocess.Popen(list(head.argv), cwd=cwd, env=env, stdout=self._log,
-                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        except FileNotFoundError:
+            self.proc = proc.spawn(head.argv, cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+                                   new_session=True, why="it starts the Ray head node; pass --python PATH")
+        except ToolMissing:
             self._log.close()
-            raise ToolMissing(head.argv[0], "it starts the Ray head node; pass --python PATH") from None
+            raise
 
     def stop(self) -> None:
         """SIGTERM the head's group, SIGKILL what is left a second later.

@@ -1,48 +1,88 @@
-"""The run report: ``report.json`` and ``report.png`` (reward and loss per step) beside the log."""
+"""The report step of ``patchctl train``: ``report.json`` and ``report.png`` (reward and loss per
+step) beside the log, and :class:`TrainReport`, the command's result."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+import time
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from patchctl import fsutil
+from patchctl.train.facts import Facts
 from patchctl.train.gates import Gate
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan
+from patchctl.train.model import DoctorFailed, Finding, Judgement, Plan, Ran, Timings
 
 FORMAT = 1
+#: what report.json says in place of the plot's path
+NO_PLOT = "none (no steps logged, or matplotlib is not installed)"
 
 
 @dataclass(frozen=True)
-class Timings:
-    """Seconds since ``patchctl train`` started (its interpreter's start), per moment of the run."""
+class TrainReport:
+    """What ``patchctl train`` returns: each step's output, the machine's facts and the files written."""
 
-    #: the smoke assets are built while the trainer starts, so this may come after trainer_started
-    assets_ready: float | None = None
-    trainer_started: float | None = None
-    ray_started: float | None = None
-    task_runner: float | None = None
-    workers_ready: float | None = None
-    first_step: float | None = None
-    last_step: float | None = None
-    trainer_exited: float | None = None
-    verdict: float | None = None
+    plan: Plan
+    ran: Ran
+    judgement: Judgement
+    facts: Facts
+    #: :attr:`Ran.timings` with the moment of the verdict
+    timings: Timings
+    #: report.json, as written
+    report: Path
+    #: report.png, or None when no steps were logged or matplotlib is missing
+    plot: Path | None
 
-    def breakdown(self) -> dict[str, float | None]:
-        """Durations of the phases: where the time to the verdict went."""
-        def span(a: float | None, b: float | None) -> float | None:
-            return round(b - a, 2) if a is not None and b is not None else None
+    @property
+    def passed(self) -> bool:
+        return self.judgement.passed
 
-        return {
-            "startup": span(0.0, self.ray_started),
-            "ray": span(self.ray_started, self.task_runner),
-            "workers": span(self.task_runner, self.workers_ready),
-            "first_step": span(self.workers_ready, self.first_step),
-            "steps": span(self.first_step, self.last_step),
-            "teardown": span(self.last_step, self.trainer_exited),
-            "report": span(self.trainer_exited, self.verdict),
-        }
+    @property
+    def gates(self) -> tuple[Gate, ...]:
+        return self.judgement.gates
+
+    @property
+    def doctor(self) -> tuple[Finding | DoctorFailed, ...] | None:
+        return self.judgement.doctor
+
+    @property
+    def returncode(self) -> int | None:
+        return self.ran.finished.returncode
+
+    @property
+    def run_dir(self) -> Path:
+        return self.plan.run_dir
+
+    @property
+    def log(self) -> Path:
+        return self.plan.launch.log
+
+    def to_json(self) -> dict[str, Any]:
+        """The document report.json holds (before nan/inf become null), key for key."""
+        p, done = self.plan, self.ran.finished
+        run = {"profile": p.profile.name, "rollout": p.profile.rollout, "command": list(p.launch.argv),
+               "ray_head": {"command": list(p.head.argv), "log": str(p.head.log)} if p.head else None,
+               "cwd": str(p.launch.cwd), "env": p.launch.env, "returncode": done.returncode,
+               "timed_out": done.timed_out, "log": str(p.launch.log),
+               "adapted": [asdict(a) for a in p.adapted], "settings": p.settings(),
+               "plot": str(self.plot) if self.plot else NO_PLOT}
+        doctor = None if self.doctor is None else [f.to_json() for f in self.doctor]
+        return document(run=run, tree=self.facts.tree, versions=self.facts.packages, gpus=list(self.facts.gpus),
+                        timings=self.timings, scan=self.ran.scan, gates=list(self.gates), passed=self.passed,
+                        doctor=doctor)
+
+
+def write(plan: Plan, ran: Ran, judgement: Judgement, facts: Facts, t0: float) -> TrainReport:
+    """Plot the run, then write report.json with the verdict's moment (``t0`` as in :mod:`.run`)."""
+    # the tree's verl version as the report records it
+    title = f"patchctl train --profile {plan.profile.name} (verl {facts.tree.get('version') or '?'})"
+    png = plot(plan.run_dir / "report.png", ran.scan, title)
+    timings = replace(ran.timings, verdict=round(time.monotonic() - t0, 2))
+    done = TrainReport(plan, ran, judgement, facts, timings, plan.run_dir / "report.json", png)
+    write_json(done.report, done.to_json())
+    return done
 
 
 def document(*, run: dict[str, Any], tree: dict[str, Any], versions: dict[str, str], gpus: list[dict[str, str]],
@@ -80,6 +120,17 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list):
         return [_finite(v) for v in value]
     return value
+
+
+def warm() -> None:
+    """Import matplotlib ahead (on a thread while the trainer runs): the plot then costs no import."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401
+    except ImportError:
+        pass
 
 
 def plot(path: Path, scan: LogScan, title: str) -> Path | None:

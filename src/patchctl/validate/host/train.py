@@ -60,7 +60,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         return 130
     finally:
         finished.set()
-    doc = result.document
+    doc = result.to_json()
     emit({"event": "reply", "passed": result.passed, "returncode": result.returncode, "run_dir": str(plan.run_dir),
           "files": [p.name for p in (result.log, result.report, result.plot) if p is not None and p.exists()],
           "gates": doc.get("gates", []), "doctor": doc.get("doctor") or [], "steps": len(doc.get("steps", [])),
