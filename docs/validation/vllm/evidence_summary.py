@@ -39,9 +39,15 @@ def main(evidence: str, logs: list[str]) -> None:
         last = recs[-1]
         mods = {k.rsplit(".", 1)[-1]: v for k, v in (last.get("modules") or {}).items() if v}
         print(f"- pid {pid} (parent {first['ppid']}): title now {last['cmdline'][:90]!r}")
-        print(f"    cuda_stubs={first.get('cuda_stubs')!r} dir exists={first.get('stubs_dir_exists')} "
-              f"prepended by the block={first.get('block_prepended_stubs')} "
-              f"on LD_LIBRARY_PATH={first.get('stubs_on_ld_library_path')}; loaded: {', '.join(mods) or '-'}")
+        stubs = first.get("cuda_stubs") or ""
+        before = (first.get("ld_library_path_before") or "").split(":")
+        after = (first.get("ld_library_path_after") or "").split(":")
+        # computed from before/after: the first run's records carry a field of that name that meant
+        # only "the stubs directory exists" (the block's outer branch), see README.md
+        prepended = bool(stubs) and stubs not in before and stubs in after
+        print(f"    cuda_stubs={stubs!r} dir exists={first.get('stubs_dir_exists')} "
+              f"already on LD_LIBRARY_PATH before={stubs in before} prepended by the block={prepended} "
+              f"on LD_LIBRARY_PATH after={stubs in after}; loaded: {', '.join(mods) or '-'}")
         print(f"    LD_LIBRARY_PATH={(last.get('ld_library_path') or first.get('ld_library_path_after') or '')[:160]}")
     pids = {str(p) for p in procs}
     for log in logs:

@@ -100,7 +100,8 @@ say "setup done"
 
 train() {
 [ -f $R/assets.json ] || { say "no setup state in /tmp: run setup first"; exit 3; }
-for p in debug fast-load; do
+# ORDER="fast-load debug" runs them the other way round (the second run finds a warm page cache)
+for p in ${ORDER:-debug fast-load}; do
     extra=("${MACHINE[@]}"); [ $p = fast-load ] && extra+=("${SAME_DATA[@]}")
     # no Ray left from an earlier run on this machine (a bare ray.init() would join it)
     python3 -m ray.scripts.scripts stop --force >/dev/null 2>&1; rm -rf /tmp/vrun/$p

@@ -7,7 +7,8 @@ import of ``verl.workers.rollout.vllm_rollout``, the package whose ``__init__.py
 ``UKY_EVIDENCE_DIR/<pid>.jsonl``: its pid and parent, its command line, ``LD_LIBRARY_PATH`` just
 before and just after the module ran (other imports in it may change it too: cv2 does), the
 block's own module-level name ``cuda_stubs`` (the block defines it; the upstream file does not)
-and whether it took its branch (it assigns ``current_ld_path`` only when it prepends the stubs). Two later samples (10 s and 40 s on) add the
+whether it found the stubs directory (it assigns ``current_ld_path`` then) and whether the
+directory was missing from ``LD_LIBRARY_PATH`` before and present after (the block prepended it). Two later samples (10 s and 40 s on) add the
 process title vLLM sets and whether vLLM's GPU worker or engine core modules are loaded in it.
 Nothing is changed in the process: the module is loaded by its own loader.
 """
@@ -65,8 +66,11 @@ if _DIR:
                 _record("uky-block-executed", module=getattr(module, "__file__", None),
                         cuda_stubs=getattr(module, "cuda_stubs", None),
                         stubs_dir_exists=os.path.isdir("/usr/local/cuda/lib64/stubs"),
-                        # the block assigns current_ld_path only when it prepends the stubs
-                        block_prepended_stubs=hasattr(module, "current_ld_path"),
+                        # the block assigns current_ld_path when the stubs directory exists, then
+                        # prepends the directory only where LD_LIBRARY_PATH lacks it
+                        block_saw_stubs_dir=hasattr(module, "current_ld_path"),
+                        block_prepended_stubs=bool(getattr(module, "cuda_stubs", None))
+                        and module.cuda_stubs not in before.split(":") and module.cuda_stubs in after.split(":"),
                         stubs_on_ld_library_path=bool(getattr(module, "cuda_stubs", None))
                         and module.cuda_stubs in after.split(":"),
                         ld_library_path_before=before, ld_library_path_after=after, modules=_modules())
