@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from patchctl import releases
-from patchctl.capture import run as capture_run
+from patchctl.capture import inplace
 from patchctl.cli.main import cli
 from tests.conftest import git, snapshot
 
@@ -111,10 +111,10 @@ def test_superseded_where_the_call_itself_changed(fork: Path, release_tree, tmp_
 def test_a_failed_proof_blames_the_patch_and_keeps_the_rest_of_the_file(fork: Path, tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """With the old rule forced on (the name anywhere in the file), the proof fails for that patch alone."""
-    def old_rule(s, entry, base_text: str) -> None:  # type: ignore[no-untyped-def]
-        entry.doc["upstream"] = {"kind": "python-name", "names": [entry.doc["params"]["new_keyword"]]}
+    def old_rule(draft, base_text: str, tag: str) -> tuple[dict, None]:  # type: ignore[no-untyped-def]
+        return {"kind": "python-name", "names": [draft.params["new_keyword"]]}, None
 
-    monkeypatch.setattr(capture_run, "_attach_call_rule", old_rule)
+    monkeypatch.setattr(inplace, "_call_rule", old_rule)
     code, doc = capture(fork, tmp_path / "mine")
     assert code == 1
     assert doc["left_out"] == [{"path": ENGINE, "line": 208, "reason": (

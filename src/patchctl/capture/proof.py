@@ -6,16 +6,53 @@ the patches at fault are named with the real cause (the outcome and reason the e
 the first line where the text differs), so capture leaves out their edits only and keeps the
 rest of the file (issue 15: one superseded keyword-rename used to take its whole file along,
 with a reason that was not the cause).
+
+:func:`prove` is capture's third step: it proves the staged patchset, and when a patch is
+blamed, leaves it out, stages the rest and proves again.
 """
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 
+from patchctl.capture.model import LeftOut, expected
+from patchctl.capture.sources import Tree
+from patchctl.capture.stage import Staged, stage
 from patchctl.patchsets.engine import Plan, plan_apply
 from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.loader import load_patchset
 from patchctl.patchsets.model import Outcome, Patchset
 from patchctl.target import Target
+
+
+@dataclass(frozen=True)
+class Proven:
+    """What survived the proof on BASE, and the patches it left out."""
+
+    #: the staged patchset, every patch of it proven (``where`` None: none was left)
+    staged: Staged
+    left_out: tuple[LeftOut, ...]
+
+
+def prove(staged: Staged, base: Tree) -> Proven:
+    """Prove ``staged`` on BASE. A patch the proof blames is left out with the cause, the other
+    edits of its file kept; what remains is staged and proven again (each round leaves out at
+    least one patch, so this ends). With no patch left nothing is staged."""
+    target = Target(base.root, base.version, base.label, None, False)
+    left: list[LeftOut] = []
+    while staged.where is not None:
+        alone = {d.id: (d.path, d.alone()) for d in staged.drafts}
+        found = blame(load_patchset(staged.where), target, expected(staged.drafts), alone)
+        if not found:
+            break
+        blamed = {b.patch: b for b in found}
+        shutil.rmtree(staged.where)
+        left += [LeftOut(d.path, d.line or 1, f"patch {d.id} ({d.kind}) does not reproduce its edit from BASE: "
+                         f"{blamed[d.id].cause}; this edit is left out, the file's other captured edits are kept")
+                 for d in staged.drafts if d.id in blamed]
+        staged = stage([d for d in staged.drafts if d.id not in blamed], staged.header, staged.where)
+    return Proven(staged, tuple(left))
 
 
 @dataclass(frozen=True)

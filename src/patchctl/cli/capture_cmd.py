@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -10,6 +11,9 @@ from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import json_option
 from patchctl.errors import PatchctlError
+
+if TYPE_CHECKING:  # `patchctl --help` loads every command module; the core loads when capture runs
+    from patchctl.capture.model import Report
 
 
 def _include(values: tuple[str, ...]) -> set[tuple[str, int]]:
@@ -52,23 +56,21 @@ def capture_cmd(fork: Path, base: str, out: Path | None, tag: str, all_: bool, i
         raise PatchctlError("capture: pass --out DIR (the patchset to write), or --dry-run to only report")
     report = capture(fork, base, None if dry_run else out, tag=tag, all_=all_, include=_include(include), name=name)
     if as_json:
-        render.emit_json({
-            "fork": report.fork, "base": report.base, "out": str(report.out) if report.out else None,
-            "patches": [{"id": p.id, "kind": p.kind, "path": p.path, "line": p.line, "tagged": p.tagged}
-                        for p in report.patches],
-            "left_out": [{"path": x.path, "line": x.line, "reason": x.reason} for x in report.left_out],
-            "notes": report.notes,
-        })
-        return 0 if report.ok else 1
-    rows = [[p.id, p.kind, f"{p.path}:{p.line}" if p.line else p.path, "" if p.tagged else "untagged"]
+        render.emit_json(report.to_json())
+    else:
+        _show(report, dry_run)
+    return 0 if report.ok else 1
+
+
+def _show(report: Report, dry_run: bool) -> None:
+    rows = [[p.id, p.kind, p.where, "" if p.tagged else "untagged"]
             for p in report.patches]
     render.table(f"capture {report.fork} against {report.base}", ["patch", "kind", "where (fork)", ""], rows)
     for note in report.notes:
         click.echo(f"note: {note}")
     for x in report.left_out:
-        click.echo(f"left out: {x.path}:{x.line}: {x.reason}", err=True)
+        click.echo(f"left out: {x.where}: {x.reason}", err=True)
     if report.out:
         click.echo(f"wrote {len(report.patches)} patch(es) to {report.out}; proven byte-identical on {report.base}")
     elif dry_run:
         click.echo(f"{len(report.patches)} patch(es) would be written (dry run)")
-    return 0 if report.ok else 1

@@ -1,0 +1,138 @@
+"""A file BASE and FORK both have, its edits drafted as in-place patches.
+
+The file's changed runs of lines come from :func:`patchctl.capture.hunks.diff`. Python edits
+are widened to whole statements (:mod:`patchctl.capture.pyunits`) and become the narrowest kind
+that reproduces them (prelude, keyword-rename, else structural); shell edits become shell-env
+when they only add tagged exports. Each function returns what it found for its file; nothing
+is shared between files but the ids already taken.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Set
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from patchctl.capture import narrow, pyunits
+from patchctl.capture.hunks import Hunk, diff, why_from
+from patchctl.capture.model import Classified, Draft, LeftOut, Request, new_id, splice
+from patchctl.patchsets import upstream
+from patchctl.patchsets.kinds.pyparse import split_lines
+
+
+def changed(req: Request, rel: str, base_data: bytes, fork_data: bytes, taken: Set[str]) -> Classified:
+    """The edits of ``rel``, which differs between BASE and FORK; untagged ones only with ``--all``."""
+    try:
+        base_text, fork_text = base_data.decode("utf-8"), fork_data.decode("utf-8")
+    except UnicodeDecodeError:
+        return Classified(notes=(f"{rel}: changed, but not UTF-8 text; not captured",))
+    found = diff(split_lines(base_text), split_lines(fork_text), req.rx)
+    chosen = [h for h in found if h.tagged or req.all_]
+    skipped = len(found) - len(chosen)
+    said = Classified(notes=(f"{rel}: {skipped} untagged change(s) not captured (pass --all to capture them)",)
+                      if skipped else ())
+    if not chosen:
+        return said
+    if rel.endswith(".py"):
+        return Classified.join([said, _python(req, rel, base_text, fork_text, chosen, taken)])
+    if rel.endswith(".sh") or fork_text.startswith("#!") and "sh" in fork_text.split("\n", 1)[0]:
+        return Classified.join([said, _shell(req, rel, base_text, fork_text, chosen, taken)])
+    return Classified.join([said, Classified(left_out=tuple(
+        LeftOut(rel, h.fork[0] + 1, f"no patch kind edits {Path(rel).suffix or 'such'} files in place; "
+                "only Python and shell edits are captured") for h in chosen))])
+
+
+def _python(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[Hunk],
+            taken: Set[str]) -> Classified:
+    try:
+        fork_tree, base_tree = ast.parse(fork_text), ast.parse(base_text)
+    except SyntaxError as exc:
+        return Classified(left_out=(LeftOut(rel, exc.lineno or 0, f"does not parse ({exc.msg}); fix it in the fork"),))
+    flines, blines = split_lines(fork_text), split_lines(base_text)
+    units = pyunits.merge([pyunits.find_unit(fork_tree, flines, h) for h in hunks], flines)
+    free = pyunits.comment_free_lines(fork_text)
+    drafts: list[Draft] = []
+    left: list[LeftOut] = []
+    notes: list[str] = []
+    for u in units:
+        forced = any(f == rel and (n == u.line or any(n in h.fork_lines for h in u.hunks)) for f, n in req.include)
+        tagged = any(h.tagged for h in u.hunks)
+        loose = pyunits.untagged_code(u, flines, free, req.rx) if tagged else []
+        if loose and not forced:
+            left.append(LeftOut(rel, loose[0], f"line {loose[0]} changes code without the tag inside a "
+                                f"tagged edit (line {u.line}); tag it, or pass --include {rel}:{u.line}"))
+            continue
+        touched = {i for o in units if o is not u and o.node is u.node and o.mode == "statements"
+                   for i in range(o.above + 1, o.below)}
+        problem = pyunits.place(u, flines, base_tree, blines, touched, forced)
+        if problem:
+            left.append(LeftOut(rel, problem.line, problem.reason.replace("FILE:LINE", f"{rel}:{problem.line}")))
+            continue
+        before, after = str(u.params["before"]), str(u.params["after"])
+        kind, params = _narrowest(req.tag, rel, u, before, after, base_text, base_tree,
+                                  splice(blines, [(u.base_span, after)]))
+        why = why_from(flines, sorted(n for h in u.hunks for n in h.tagged_lines), req.tag)
+        scope = u.scope or "module"
+        what = {"structural": f"{'header of ' if u.mode == 'header' else ''}{scope}", "prelude": "prelude block",
+                "keyword-rename": f"{params.get('old_keyword')}= -> {params.get('new_keyword')}="}[kind]
+        pid = new_id(f"{Path(rel).stem}-{scope.split('.')[-1]}", taken)
+        taken = taken | {pid}
+        draft = Draft(pid, kind, rel, u.line, tagged, f"{rel}: {what}", why, params, part=(u.base_span, after),
+                      base_lines=blines)
+        if kind == "keyword-rename":
+            rule, note = _call_rule(draft, base_text, req.tag)
+            draft = replace(draft, upstream=rule)
+            notes += [note] if note else []
+        drafts.append(draft)
+    return Classified(tuple(drafts), tuple(left), tuple(notes))
+
+
+def _call_rule(draft: Draft, base_text: str, tag: str) -> tuple[dict[str, Any] | None, str | None]:
+    """A keyword-rename's ``call-keyword`` upstream rule (its call passes the new keyword and not
+    the old one), or None and a note when that rule already holds on BASE: the patch would then end
+    superseded on the very tree it was captured from, and on every release like it (issue 15)."""
+    p, rel = draft.params, draft.path
+    rule = {"kind": "call-keyword", "call": p["call"], "old_keyword": p["old_keyword"], "new_keyword": p["new_keyword"]}
+    holds = upstream.find(upstream.make_rule(rule), rel, lambda path: base_text if path == rel else None, tag)
+    if holds:
+        return None, (f"{rel}:{draft.line}: patch {draft.id} has no upstream rule: the one capture writes for it "
+                      f"already holds on BASE ({holds}); add one by hand if upstream may take this change")
+    return rule, None
+
+
+def _narrowest(tag: str, rel: str, u: pyunits.Unit, before: str, after: str, base_text: str,
+               base_tree: ast.Module, expected: str) -> tuple[str, dict[str, Any]]:
+    if u.mode == "statements" and not u.scope and narrow.before_first_import(base_tree, u.base_span):
+        block = narrow.prelude(before, after)
+        if block and narrow.reproduces("prelude", block, base_text, expected, rel, tag):
+            return "prelude", block
+    if u.mode == "statements":
+        rename = narrow.keyword_rename(before, after)
+        if rename and narrow.reproduces("keyword-rename", rename, base_text, expected, rel, tag):
+            return "keyword-rename", rename
+    return "structural", dict(u.params)
+
+
+def _shell(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[Hunk],
+           taken: Set[str]) -> Classified:
+    blines, fork_lines = split_lines(base_text), split_lines(fork_text)
+    drafts: list[Draft] = []
+    left: list[LeftOut] = []
+    for h in hunks:
+        added = fork_lines[h.fork[0]: h.fork[1]]
+        line = h.fork[0] + 1
+        want = splice(blines, [((h.base[0] + 1, h.base[0]), "".join(added))]) if h.base[0] == h.base[1] else None
+        nxt = blines[h.base[0]] if h.base[0] < len(blines) else None
+        for raw in narrow.shell_env(added, nxt, req.tag) if want is not None else []:
+            if narrow.reproduces("shell-env", raw, base_text, want, rel, req.tag):  # type: ignore[arg-type]
+                pid = new_id(f"{Path(rel).stem}-env", taken)
+                taken = taken | {pid}
+                drafts.append(Draft(pid, "shell-env", rel, line, h.tagged, f"{rel}: tagged exports", "", raw,
+                                    part=((h.base[0] + 1, h.base[0]), "".join(added)), base_lines=blines))
+                break
+        else:
+            left.append(LeftOut(rel, line, "no patch kind edits this shell script that way (shell-env "
+                                "adds tagged exports only); ship the script whole as a new file instead"))
+    return Classified(tuple(drafts), tuple(left))

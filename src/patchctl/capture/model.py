@@ -1,0 +1,196 @@
+"""What capture's steps hand each other: frozen values, so a step's output is its whole effect.
+
+``classify`` turns a :class:`Request` into :class:`Classified` (draft patches, edits left out,
+notes); ``stage`` and ``prove`` carry the drafts on; :class:`Report` is what the command returns,
+ready for a table or ``to_json()``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence, Set
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from patchctl.capture.sources import Tree
+from patchctl.tags import tag_regex
+
+
+@dataclass(frozen=True)
+class Captured:
+    """One patch of the written patchset, as the report lists it."""
+
+    id: str
+    kind: str
+    path: str
+    #: the fork line it starts at (None for whole files)
+    line: int | None
+    tagged: bool
+
+    @property
+    def where(self) -> str:
+        """``FILE:LINE`` in the fork, or ``FILE`` for a whole file."""
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """An edit capture did not take, with the fork's file and line and what to do about it."""
+
+    path: str
+    line: int
+    reason: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Report:
+    """The result of ``patchctl capture``: what was captured, what was left out and why."""
+
+    #: FORK and BASE as the user named them
+    fork: str
+    base: str
+    #: the patchset written; None on a dry run or when nothing was captured
+    out: Path | None
+    patches: tuple[Captured, ...] = ()
+    left_out: tuple[LeftOut, ...] = ()
+    #: things a user should know that are not failures (untagged edits not captured, ...)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.left_out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fork": self.fork, "base": self.base, "out": str(self.out) if self.out else None,
+                "patches": [asdict(p) for p in self.patches], "left_out": [asdict(x) for x in self.left_out],
+                "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to capture: classify's input."""
+
+    fork: Tree
+    base: Tree
+    #: the comment tag that marks the fork's edits (``Uky``)
+    tag: str
+    #: ``--all``: take untagged edits and new files too
+    all_: bool = False
+    #: ``--include FILE:LINE``: fork edits to take although ambiguous
+    include: frozenset[tuple[str, int]] = frozenset()
+
+    @cached_property
+    def rx(self) -> re.Pattern[str]:
+        return tag_regex({self.tag})
+
+    @property
+    def base_label(self) -> str:
+        """BASE as the report and the manifest name it: the release when there is one."""
+        return f"verl {self.base.version}" if self.base.version else self.base.label
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A patch as capture drafts it, before the proof: its manifest entry and what it must make of BASE."""
+
+    id: str
+    kind: str
+    #: the file it edits or adds, relative to the tree
+    path: str
+    #: the fork line it starts at (None for whole files)
+    line: int | None
+    tagged: bool
+    title: str
+    #: the tag's own text; "" writes a TODO in its place
+    why: str
+    params: dict[str, Any]
+    #: the ``upstream`` rule, where capture writes one
+    upstream: dict[str, Any] | None = None
+    #: add-file: the file's bytes, written under files/
+    content: bytes | None = None
+    #: in-place edits: the (first, last) BASE lines the patch replaces, and the fork's text for them
+    part: tuple[tuple[int, int], str] | None = None
+    #: in-place edits: BASE's lines of the file, shared by the file's drafts
+    base_lines: Sequence[str] = field(default=(), repr=False, compare=False)
+
+    @property
+    def captured(self) -> Captured:
+        return Captured(self.id, self.kind, self.path, self.line, self.tagged)
+
+    def table(self, fork: str, base: str) -> dict[str, Any]:
+        """The ``[[patch]]`` table of the manifest."""
+        where = self.captured.where
+        doc = {
+            "id": self.id, "title": self.title + ("" if self.tagged else " (untagged)"),
+            "why": self.why or f"TODO: say why this change exists (captured from {where}; the tag carried no text)",
+            "kind": self.kind, "target": [self.path], "origin": f"captured from {fork} ({where})",
+            "captured_against": base, "params": self.params,
+        }
+        if self.upstream is not None:
+            doc["upstream"] = self.upstream
+        return doc
+
+    def alone(self) -> str:
+        """The text this patch alone must make of BASE's file: the proof's measure for one patch."""
+        if self.part is None:
+            return (self.content or b"").decode("utf-8")
+        return splice(self.base_lines, [self.part])
+
+
+@dataclass(frozen=True)
+class Classified:
+    """What classifying found, for one file or the whole fork, in the order it was found."""
+
+    drafts: tuple[Draft, ...] = ()
+    left_out: tuple[LeftOut, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def join(cls, parts: Iterable[Classified]) -> Classified:
+        parts = list(parts)
+        return cls(tuple(d for p in parts for d in p.drafts), tuple(x for p in parts for x in p.left_out),
+                   tuple(n for p in parts for n in p.notes))
+
+    @property
+    def ids(self) -> frozenset[str]:
+        return frozenset(d.id for d in self.drafts)
+
+
+def new_id(stem: str, taken: Set[str]) -> str:
+    """A patch id made of ``stem``, numbered past those ``taken``."""
+    base = re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") or "patch"
+    pid, n = base, 1
+    while pid in taken:
+        n += 1
+        pid = f"{base}-{n}"
+    return pid
+
+
+def splice(base_lines: Sequence[str], parts: Iterable[tuple[tuple[int, int], str]]) -> str:
+    """BASE with each (first, last) line span replaced by a text, spans in file order."""
+    out: list[str] = []
+    at = 1
+    for (first, last), text in sorted(parts):
+        out += base_lines[at - 1: first - 1]
+        out.append(text)
+        at = max(last + 1, first)
+    out += base_lines[at - 1:]
+    return "".join(out)
+
+
+def expected(drafts: Iterable[Draft]) -> dict[str, str]:
+    """File by file, what the drafts must make of BASE: the fork's text less the edits left out."""
+    by_path: dict[str, list[Draft]] = {}
+    for d in drafts:
+        by_path.setdefault(d.path, []).append(d)
+    out = {}
+    for rel, mine in by_path.items():
+        parts = [d.part for d in mine if d.part is not None]
+        out[rel] = splice(mine[0].base_lines, parts) if parts else mine[0].alone()
+    return out
