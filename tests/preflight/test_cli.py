@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from patchctl.cli.main import cli
 from patchctl.preflight import Context, Status, Verdict
-from patchctl.preflight import run as runner
+from patchctl.preflight import engine as runner
 from patchctl.preflight.base import Check
 from patchctl.preflight.probe import ProbeResult
 

@@ -8,6 +8,6 @@ from __future__ import annotations
 
 from patchctl.preflight.context import build
 from patchctl.preflight.model import CheckResult, Context, EnvReport, Status, Verdict
-from patchctl.preflight.run import run
+from patchctl.preflight.engine import run
 
 __all__ = ["build", "run", "CheckResult", "Context", "EnvReport", "Status", "Verdict"]
