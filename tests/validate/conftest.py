@@ -8,7 +8,9 @@ verl's own dependencies would be on a real host; nvidia-smi is a stub reporting 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
+import socket
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +31,12 @@ from patchctl.validate.host.procs import MARKER  # noqa: E402
 #: verify --env checks a CPU test host cannot pass (no torch, no vLLM, no apply record)
 SKIP = '["torch", "vllm", "patches"]'
 STUB_PATH = f"{HERE / 'stub_bin'}:/usr/local/bin:/usr/bin:/bin"
-ADDRESS = {"node1": "127.0.0.2", "node2": "127.0.0.3", "node3": "127.0.0.4"}
+#: Ray's node IPs: loopback addresses of this test session's own (sshd listens on 127.0.0.2-4),
+#: so a second run of this suite on the machine never finds our nodes as "a Ray already running"
+_NET = f"127.{secrets.randbelow(200) + 20}.{secrets.randbelow(250) + 1}"
+ADDRESS = {"node1": f"{_NET}.2", "node2": f"{_NET}.3", "node3": f"{_NET}.4"}
+#: the session's sshd base directory: every process of its hosts has a HOME below it
+_BASE: list[Path] = []
 
 
 @pytest.fixture(scope="session")
@@ -42,6 +49,7 @@ def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackClust
     except ImportError:
         pytest.skip("validate tests need Ray (pip install -e '.[test]')")
     cluster = LoopbackCluster(tmp_path_factory.mktemp("vsshd"), 3)
+    _BASE.append(cluster.base)
     yield cluster
     cluster.close()
 
@@ -51,7 +59,14 @@ def host_entry(alias: str, root: Path, cvd: str | None = "0", gpus: int = 1, env
              "NVSHMEM_DISABLE_NVLS": "1", **({"CUDA_VISIBLE_DEVICES": cvd} if cvd is not None else {}), **(env or {})}
     inline = ", ".join(f'{k} = "{v}"' for k, v in table.items())
     return (f'{{ ssh = "{alias}", root = "{root}", address = "{ADDRESS[alias]}", gpus = {gpus}, '
-            f"env = {{ {inline} }} }}")
+            f"ray_port = {_free_port(ADDRESS[alias])}, env = {{ {inline} }} }}")
+
+
+def _free_port(address: str) -> int:
+    """A head port nobody holds (another Ray on this machine may have 6379)."""
+    with socket.socket() as s:
+        s.bind((address, 0))
+        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -98,7 +113,9 @@ def site(loopback: LoopbackCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def ours() -> list[int]:
-    """Live processes (not zombies) carrying any validate run's marker, on this machine."""
+    """Live processes (not zombies) carrying a validate run's marker that this test session's
+    hosts started (their HOME is under its sshd base: another session's runs are not ours)."""
+    homes = [f"HOME={b}/".encode() for b in _BASE]
     out = []
     for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
         try:
@@ -106,6 +123,6 @@ def ours() -> list[int]:
             state_ = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
         except OSError:
             continue
-        if f"{MARKER}=".encode() in env and state_ != b"Z":
+        if f"{MARKER}=".encode() in env and state_ != b"Z" and any(h in env for h in homes):
             out.append(pid)
     return out

@@ -40,7 +40,16 @@ def test_dry_run_prints_every_remote_command_and_the_trainer_command(site: Site)
     assert trainer[1:3] == ["-m", "verl.trainer.main_ppo"]
     assert "trainer.nnodes=2" in trainer and "trainer.n_gpus_per_node=1" in trainer
     assert trainer[-1] == "trainer.total_epochs=2"
+    assert "# $STAGE: a temporary directory holding validate/pkg/patchctl, a link to patchctl's package" in lines
     assert ours() == []
+
+
+def test_ifname_reaches_nccl_and_gloo_on_that_host(site: Site) -> None:
+    site.config([host_entry("node1", site.root("node1"), "0")[:-2] + ', ifname = "lo" }'])
+    code, out = invoke("loop", "--config", str(site.dir / "patchctl.toml"), "--dry-run", "--json")
+    argv = json.loads(out)["commands"][2]["argv"]
+    remote = shlex.split(" ".join(argv[argv.index("node1") + 1:]))
+    assert "NCCL_SOCKET_IFNAME=lo" in remote and "GLOO_SOCKET_IFNAME=lo" in remote
 
 
 def test_dry_run_json_names_the_run_and_starts_nothing(site: Site) -> None:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import Site, ours
+from conftest import ADDRESS, Site, ours
 
 from patchctl.cli.main import cli
 
@@ -27,7 +27,7 @@ def test_three_hosts_form_one_cluster_train_and_come_home(site: Site) -> None:
     assert doc["verdict"] == "pass", doc["cause"]
     nodes = doc["ray"]["nodes"]
     assert [(n["label"], n["address"], n["gpus"]) for n in nodes] == [
-        ("node1", "127.0.0.2", 1), ("node2", "127.0.0.3", 1), ("node3", "127.0.0.4", 1)]
+        ("node1", ADDRESS["node1"], 1), ("node2", ADDRESS["node2"], 1), ("node3", ADDRESS["node3"], 1)]
     # the NVLink-multicast variables of the hosts' env reached a Ray worker on every node
     for n in nodes:
         assert n["worker_env"]["NCCL_NVLS_ENABLE"] == "0" and n["worker_env"]["NVSHMEM_DISABLE_NVLS"] == "1"
@@ -39,7 +39,7 @@ def test_three_hosts_form_one_cluster_train_and_come_home(site: Site) -> None:
     report = json.loads((out / "report.json").read_text())
     assert report["verdict"] == "pass" and len(report["steps"]) == 40
     log = (out / "train.log").read_text()
-    assert "rank on 127.0.0.4: CUDA_VISIBLE_DEVICES=2 NCCL_NVLS_ENABLE=0" in log.replace("'", "")
+    assert f"rank on {ADDRESS['node3']}: CUDA_VISIBLE_DEVICES=2 NCCL_NVLS_ENABLE=0" in log.replace("'", "")
     assert [t["status"] for t in doc["teardown"]] == ["stopped"] * 3
     assert ours() == []
     assert (out / "validate.json").is_file()

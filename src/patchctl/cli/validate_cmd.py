@@ -109,6 +109,7 @@ def _show_plan(result: Any) -> None:
     from patchctl.validate.plan import show
 
     click.echo(f"# validate {result.cluster} --profile {result.profile}: run {result.run_id}, nothing is started")
+    click.echo("# $STAGE: a temporary directory holding validate/pkg/patchctl, a link to patchctl's package")
     for c in result.commands:
         click.echo(f"# {c.label}: {c.purpose}")
         click.echo(show(c.argv))

@@ -51,10 +51,10 @@ def watch(plan: planning.Plan, session: remote.Session, note: NoteFn, progress: 
                 continue
             if event is None:
                 code, stderr = session.ended()
-                kind, reason = remote.failure(plan.cluster, plan.head, code, stderr)
-                if kind == "unreachable" or code is None or code == 255:
-                    raise HostLost(head, "training", "head", reason)
-                raise HostNotReady(head, "training", reason, "see the log in the run directory")
+                kind, problem, fix = remote.failure(plan.cluster, plan.head, code, stderr)
+                if kind == "unreachable" or code is None:
+                    raise HostLost(head, "training", "head", problem)
+                raise HostNotReady(head, "training", problem, fix)
             kind = event.get("event")
             if kind == "plan":
                 command = tuple(event["argv"])

@@ -46,11 +46,10 @@ def check_host(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path)
         reply = remote.call(plan.cluster, node, "preflight", request, timeout=plan.cluster.timeout + 120,
                             control=master.socket)
     except remote.Ended as exc:
-        kind, reason = remote.failure(plan.cluster, node, exc.returncode, exc.stderr)
+        kind, problem, fix = remote.failure(plan.cluster, node, exc.returncode, exc.stderr)
         if kind == "unreachable":
-            raise HostUnreachable(node.label, "preflight", reason) from None
-        raise HostNotReady(node.label, "preflight", reason.split("; ", 1)[0], (reason.split("; ", 1) + [""])[1] or
-                           "see the message above") from None
+            raise HostUnreachable(node.label, "preflight", problem) from None
+        raise HostNotReady(node.label, "preflight", problem, fix) from None
     except queue.Empty:
         raise HostNotReady(node.label, "preflight", "the preflight did not answer in time",
                            f"check the host's load, or raise clusters.{plan.cluster.name}.timeout") from None

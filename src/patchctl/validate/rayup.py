@@ -40,9 +40,9 @@ def start_node(plan: planning.Plan, started: Started, node: Node, pre: HostPrefl
         wanted = ["up"] if node.role == "head" else ["starting"]
         event = session.until([*wanted, "joined", "refused", "failed", "error"], timeout=180)
     except remote.Ended as exc:
-        kind, reason = remote.failure(plan.cluster, node, exc.returncode, exc.stderr)
-        raise (HostUnreachable(node.label, "ray-up", reason) if kind == "unreachable"
-               else RayStartFailed(node.label, reason, "")) from None
+        kind, problem, fix = remote.failure(plan.cluster, node, exc.returncode, exc.stderr)
+        raise (HostUnreachable(node.label, "ray-up", problem) if kind == "unreachable"
+               else RayStartFailed(node.label, f"{problem}; {fix}", "")) from None
     except queue.Empty:
         raise RayStartFailed(node.label, "ray start gave no answer in 180 s", "") from None
     kind = event["event"]
@@ -91,8 +91,8 @@ def run(plan: planning.Plan, started: Started, pre: tuple[HostPreflight, ...], n
             else:
                 break
     except remote.Ended as exc:
-        kind, reason = remote.failure(plan.cluster, head, exc.returncode, exc.stderr)
-        raise HostLost(head.label, "ray-up", "head", reason) from None
+        _, problem, _ = remote.failure(plan.cluster, head, exc.returncode, exc.stderr)
+        raise HostLost(head.label, "ray-up", "head", problem) from None
     finally:
         form.close(wait=10)
     configured = {n.label: n for n in plan.nodes}

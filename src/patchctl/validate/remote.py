@@ -49,24 +49,24 @@ def host_argv(cluster: Cluster, node: Node, action: str, control: Path | None = 
     return ssh.ssh_argv(cluster, node.host, host_words(cluster, node, action, extra_env), control)
 
 
-def failure(cluster: Cluster, node: Node, returncode: int | None, stderr: str) -> tuple[str, str]:
-    """``(kind, reason)`` for a host action that ended without its answer: kind is
+def failure(cluster: Cluster, node: Node, returncode: int | None, stderr: str) -> tuple[str, str, str]:
+    """``(kind, problem, fix)`` for a host action that ended without its answer; kind is
     ``unreachable`` or ``not-ready``."""
     lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
     tail = lines[-1].strip() if lines else "no output"
     if returncode == 255:
-        return "unreachable", ssh.unreachable_reason(cluster, node.host, stderr)
+        return "unreachable", ssh.unreachable_reason(cluster, node.host, stderr), ""
     if returncode == NO_ROOT:
-        return "not-ready", f"the tree {node.host.root} is not there; run `patchctl migrate {cluster.name}` first"
+        return "not-ready", f"the tree {node.host.root} is not there", f"run `patchctl migrate {cluster.name}` first"
     if returncode == NO_ENV:
-        return "not-ready", (f"{node.host.root}/.patchctl/env.sh is missing; run `patchctl migrate {cluster.name}` "
-                             "first (it renders the env file validate sources)")
+        return "not-ready", f"{node.host.root}/.patchctl/env.sh is missing", \
+            f"run `patchctl migrate {cluster.name}` first (it renders the env file validate sources)"
     if returncode == 127:
-        return "not-ready", (f"{cluster.python} is not there (exit 127: {tail}); set clusters.{cluster.name}.python "
-                             "to the interpreter verl is installed in")
+        return "not-ready", f"{cluster.python} is not there (exit 127: {tail})", \
+            f"set clusters.{cluster.name}.python to the interpreter verl is installed in"
     if "No module named 'patchctl" in stderr:
-        return "not-ready", f"patchctl's package did not arrive in {PKG_DIR} ({tail}); run validate again"
-    return "not-ready", f"the host side exited with {returncode}: {tail}"
+        return "not-ready", f"patchctl's package did not arrive in {PKG_DIR} ({tail})", "run validate again"
+    return "not-ready", f"the host side exited with {returncode}: {tail}", "see the host's message above"
 
 
 class Session:

@@ -73,7 +73,8 @@ def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress
             first: list[float] = []
 
             def seen(p: Progress) -> None:
-                first.append(time.monotonic()) if not first else None
+                if not first:
+                    first.append(time.monotonic())
                 marks["last_step"] = time.monotonic()
                 progress(p)
 
