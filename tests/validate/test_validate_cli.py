@@ -153,3 +153,15 @@ def test_unreadable_compare_report_is_one_line(tmp_path: Path) -> None:
 
 def test_standin_is_the_tree_the_tests_migrate() -> None:
     assert (HERE / "standin" / "verl" / "trainer" / "main_ppo.py").is_file()
+
+
+def test_the_profile_makes_some_checks_moot(tmp_path: Path) -> None:
+    from patchctl.validate import plan as planning
+    from patchctl.validate.preflight import skipped
+
+    cfg = tmp_path / "patchctl.toml"
+    cfg.write_text('[clusters.c]\nhosts = ["a"]\nroot = "/r"\npreflight_skip = ["torch"]\n')
+    cluster = load_cluster("c", cfg)
+    assert skipped(planning.make(cluster, planning.Options("smoke"))) == [
+        "torch", "vllm", "vllm_attention_backend", "data", "model"]
+    assert skipped(planning.make(cluster, planning.Options("debug"))) == ["torch"]

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import ADDRESS, Site, ours
+from conftest import ADDRESS, Site, host_entry, ours
 
 from patchctl.cli.main import cli
 
@@ -18,7 +18,9 @@ def run_cli(site: Site, *args: str) -> tuple[int, str]:
 
 
 def test_three_hosts_form_one_cluster_train_and_come_home(site: Site) -> None:
-    cluster = site.cluster(site.hosts({"node1": "0", "node2": "1", "node3": "2"}, gpus=1))
+    hosts = site.hosts({"node2": "1", "node3": "2"}, gpus=1)
+    # a host env that sets PYTHONPATH (a site bundle, say) keeps it, after patchctl's package
+    cluster = site.cluster([host_entry("node1", site.root("node1"), "0", env={"PYTHONPATH": "/opt/extra"}), *hosts])
     site.migrate(cluster)
     out = site.dir / "run"
     code, output = run_cli(site, "--out", str(out), "--ray-timeout", "60", "--ray-cpus", "1", "--json")
@@ -37,6 +39,9 @@ def test_three_hosts_form_one_cluster_train_and_come_home(site: Site) -> None:
     assert "trainer.nnodes=3" in command and "trainer.n_gpus_per_node=1" in command
     assert {Path(f).name for f in doc["fetched"]} >= {"train.log", "report.json", "report.png"}
     report = json.loads((out / "report.json").read_text())
+    head = site.root("node1")
+    assert report["env"]["PYTHONPATH"] == f"{head}:{head}/.patchctl/validate/pkg:/opt/extra"
+    assert "RAY_AUTH_TOKEN" not in json.dumps(report) and "RAY_AUTH_TOKEN" not in json.dumps(doc)
     assert report["verdict"] == "pass" and len(report["steps"]) == 40
     log = (out / "train.log").read_text()
     assert f"rank on {ADDRESS['node3']}: CUDA_VISIBLE_DEVICES=2 NCCL_NVLS_ENABLE=0" in log.replace("'", "")

@@ -37,11 +37,22 @@ def ship(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path) -> No
                            f"run `patchctl migrate {plan.cluster.name}` first" if missing else "check the disk and rsync there")
 
 
+def skipped(plan: planning.Plan) -> list[str]:
+    """The cluster's ``preflight_skip``, plus the checks the profile makes moot: vLLM's for a run
+    that does not roll out with vLLM, data and model where patchctl builds its own (smoke)."""
+    from patchctl.train.profiles import load_profile
+
+    profile = load_profile(plan.options.profile)
+    moot = [] if profile.rollout == "vllm" else ["vllm", "vllm_attention_backend"]
+    moot += [name for key, name in (("DATA_DIR", "data"), ("MODEL_PATH", "model")) if key not in profile.needs]
+    return list(dict.fromkeys([*plan.cluster.preflight_skip, *moot]))
+
+
 def check_host(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path) -> HostPreflight:
     t0 = time.monotonic()
     ship(plan, node, master, stage)
     request = {"address": node.host.address, "gpus": node.host.gpus, "run": plan.run_id, "join": plan.options.join,
-               "skip": list(plan.cluster.preflight_skip)}
+               "skip": skipped(plan)}
     try:
         reply = remote.call(plan.cluster, node, "preflight", request, timeout=plan.cluster.timeout + 120,
                             control=master.socket)

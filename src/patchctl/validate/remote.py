@@ -1,8 +1,10 @@
 """Running validate's host side: ``python -m patchctl.validate.host ACTION`` over ssh.
 
 Every host command goes through one fixed ``sh -c`` script (no user input is ever spliced into
-it): it enters the host's tree, sources the ``.patchctl/env.sh`` that ``migrate`` rendered, puts
-the shipped patchctl package first on ``PYTHONPATH``, and execs ``env K=V ... PYTHON -m ...``.
+it): it enters the host's tree, sources the ``.patchctl/env.sh`` that ``migrate`` rendered,
+exports the node's ``K=V`` words (the cluster's and the host's env, as the config says now),
+puts the shipped patchctl package first on ``PYTHONPATH`` (before any the env set) and execs
+``PYTHON -m patchctl.validate.host ACTION``.
 The tree root, the variables and the interpreter arrive as separate argv words, each quoted for
 the remote shell by :func:`patchctl.migrate.ssh.ssh_argv`, exactly as migrate quotes its own.
 
@@ -32,9 +34,10 @@ from patchctl.validate.model import Node
 PKG_DIR = ".patchctl/validate/pkg"
 #: exit codes of the wrapper script, told apart from the host side's own failures
 NO_ROOT, NO_ENV = 97, 98
-_SCRIPT = ('cd "$1" || exit 97; [ -r .patchctl/env.sh ] || {{ echo "no .patchctl/env.sh in $1" >&2; exit 98; }}; '
-           '. ./.patchctl/env.sh || exit 98; PYTHONPATH="$1/{pkg}${{PYTHONPATH:+:$PYTHONPATH}}"; '
-           'export PYTHONPATH; shift; exec env "$@"').format(pkg=PKG_DIR)
+_SCRIPT = ('R="$1"; shift; cd "$R" || exit 97; [ -r .patchctl/env.sh ] || {{ echo "no .patchctl/env.sh in $R" >&2; '
+           'exit 98; }}; . ./.patchctl/env.sh || exit 98; while [ $# -gt 0 ]; do case "$1" in *=*) export "$1"; '
+           'shift;; *) break;; esac; done; PYTHONPATH="$R/{pkg}${{PYTHONPATH:+:$PYTHONPATH}}"; export PYTHONPATH; '
+           'exec "$@"').format(pkg=PKG_DIR)
 
 
 def host_words(cluster: Cluster, node: Node, action: str, extra_env: dict[str, str] | None = None) -> list[str]:
