@@ -174,3 +174,9 @@ def status_porcelain(root: Path, *paths: str) -> str:
     """``git status --porcelain=v1 -z`` over ``paths`` (all when none), untracked files listed."""
     return proc.run(["git", "-C", str(root), "status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
                      *(paths or (".",))]).stdout
+
+
+def changed(root: Path) -> list[str]:
+    """Every path under ``root`` that differs from HEAD (modified, added, untracked not ignored):
+    the tree is HEAD plus these, which is what ``migrate`` records as a host's provenance."""
+    return dirty(root, ["."])

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl import fsutil, git, journal, proc
+from patchctl import fsutil, git, journal
 from patchctl.clusters import Cluster
 from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
 from patchctl.patchsets import record as rec
@@ -64,18 +64,6 @@ class FileSet:
     @property
     def size(self) -> int:
         return sum(e.size for e in self.entries)
-
-
-def _changed(root: Path) -> tuple[str, ...]:
-    done = proc.run(["git", "-C", str(root), "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "."])
-    items, out, skip = done.stdout.split("\0"), [], False
-    for item in items:
-        if skip or len(item) < 4:
-            skip = False
-            continue
-        skip = item[0] in "RC"
-        out.append(item[3:])
-    return tuple(sorted(out))
 
 
 def is_debris(path: str) -> bool:
@@ -180,4 +168,4 @@ def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = ()) -> Fi
             entries.append(entry)
     if left_out:
         raise TrackedFileLeftOut(left_out, cluster.name, cluster.source)
-    return FileSet(root, tuple(entries), git.head(top), _changed(root))
+    return FileSet(root, tuple(entries), git.head(top), tuple(git.changed(root)))
