@@ -13,8 +13,8 @@ from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
 from patchctl.clusters import load_cluster
-from patchctl.migrate import ssh
 from patchctl.migrate.results import MigrateResult, Phase, Progress
+from patchctl.migrate.session import Options, start
 
 STATUS_STYLE = {"ok": "green", "repaired": "yellow", "planned": "cyan", "mismatch": "red", "unreachable": "red",
                 "failed": "red"}
@@ -157,15 +157,14 @@ def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: 
       patchctl migrate gpu --json | jq '.hosts[] | {host, status, files_sent}'
     """
     spec = load_cluster(cluster, config)
-    with ssh.Connections(spec, jobs) as connections:  # the hosts log in while the rest loads
+    options = Options(dry_run=dry_run, delete=delete, checksum=checksum, jobs=jobs)
+    with start(spec, options) as session:  # the hosts log in while the rest loads
         # imported here, not at the top, so that loading them overlaps the logins
-        from patchctl.migrate.runner import Options, migrate
         from patchctl.patchsets.loader import load_patchsets
         from patchctl.cli.targets import open_target
 
         sets = load_patchsets(patchsets)
         tree = open_target(target, config)
-        options = Options(dry_run=dry_run, delete=delete, checksum=checksum, jobs=jobs)
         if as_json:
             display: Any = None
         elif sys.stdout.isatty():
@@ -173,10 +172,9 @@ def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: 
         else:
             display = PlainLines()
         with display if isinstance(display, LiveTable) else nullcontext():
-            result = migrate(spec, tree.root, sets, options, progress=display.update if display else None,
-                             connections=connections)
+            result = session.run(tree.root, sets, progress=display.update if display else None)
     if as_json:
-        render.emit_json(result.as_json())
+        render.emit_json(result.to_json())
     else:
         _report(result)
     return 0 if result.ok else 1

@@ -3,8 +3,9 @@
 rsync over OpenSSH, in parallel, exactly the files git sees, incremental, each host verified
 on arrival by a small stdlib-only agent (``remote_agent.py``) run with the host's python3.
 
-The names below load on first use (PEP 562), so that ``patchctl.migrate.ssh`` can be imported
-— and the hosts' logins started — before the rest of migrate and the patchset loader load.
+The names below load on first use (PEP 562), so that ``patchctl.migrate.session`` (and with it
+``ssh``) can be imported — and the hosts' logins started with ``start`` — before the rest of
+migrate and the patchset loader load.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from patchctl.migrate.results import HostResult, HostStatus, MigrateResult, Phase, Progress
-    from patchctl.migrate.runner import Options, migrate
+    from patchctl.migrate.runner import migrate
+    from patchctl.migrate.session import Options, Session, start
 
 _WHERE = {"HostResult": "results", "HostStatus": "results", "MigrateResult": "results", "Phase": "results",
-          "Progress": "results", "Options": "runner", "migrate": "runner"}
+          "Progress": "results", "Options": "session", "Session": "session", "start": "session",
+          "migrate": "runner"}
 
-__all__ = ["HostResult", "HostStatus", "MigrateResult", "Options", "Phase", "Progress", "migrate"]
+__all__ = ["HostResult", "HostStatus", "MigrateResult", "Options", "Phase", "Progress", "Session", "migrate",
+           "start"]
 
 
 def __getattr__(name: str) -> Any:

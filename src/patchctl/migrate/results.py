@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -55,8 +56,14 @@ class Progress:
     status: HostStatus | None = None
 
 
+#: where a migrate sends its Progress events (called from the hosts' worker threads, one at a time)
+ProgressFn = Callable[[Progress], None]
+
+
 @dataclass(frozen=True)
 class HostResult:
+    """How one host's run ended (see HostRun): a host that fails is a result, never an exception."""
+
     #: the ssh destination, as in the cluster config
     host: str
     #: the tree's path on that host
@@ -84,7 +91,7 @@ class HostResult:
     #: transfer and re-sent by content
     repaired: tuple[str, ...] = ()
 
-    def as_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, object]:
         return {"host": self.host, "status": self.status.value, "files_sent": self.files_sent,
                 "bytes_sent": self.bytes_sent, "seconds": round(self.seconds, 3), "verified": self.verified,
                 "root": self.root, "reason": self.reason, "mismatches": list(self.mismatches),
@@ -94,6 +101,9 @@ class HostResult:
 
 @dataclass(frozen=True)
 class MigrateResult:
+    """What a migrate returns, whatever happened on the hosts: the CLI only renders it (a table, or
+    ``to_json()`` for ``--json``) and maps ``ok`` to the exit code."""
+
     cluster: str
     #: the local tree that was sent
     source: str
@@ -101,6 +111,7 @@ class MigrateResult:
     commit: str | None
     #: how many files the tree has as git sees it (what every host receives)
     files: int
+    #: one per host, in the cluster's order
     hosts: tuple[HostResult, ...]
     dry_run: bool = False
 
@@ -112,6 +123,6 @@ class MigrateResult:
     def failed(self) -> tuple[HostResult, ...]:
         return tuple(h for h in self.hosts if not h.status.passes)
 
-    def as_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, object]:
         return {"cluster": self.cluster, "source": self.source, "commit": self.commit, "files": self.files,
-                "dry_run": self.dry_run, "ok": self.ok, "hosts": [h.as_json() for h in self.hosts]}
+                "dry_run": self.dry_run, "ok": self.ok, "hosts": [h.to_json() for h in self.hosts]}

@@ -179,8 +179,8 @@ class Master:
 
 class Connections:
     """The cluster's master connections in a private socket directory, logged in to as early as
-    possible: the CLI starts them before it loads the patchsets and the rest of migrate, so
-    the hosts' logins overlap that work and the hashing of the tree. Only the first ``jobs``
+    possible: ``migrate.start`` opens them before the CLI loads the patchsets and the rest of
+    migrate, so the hosts' logins overlap that work and the hashing of the tree. Only the first ``jobs``
     hosts start at once; the others start when a worker takes them up."""
 
     def __init__(self, cluster: Cluster, jobs: int | None = None) -> None:

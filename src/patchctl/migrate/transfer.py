@@ -43,6 +43,8 @@ CAUSES = {
     127: "rsync is not installed (locally or on the host)",
     255: "ssh could not connect",
 }
+#: the cause of an rsync whose ssh lost a host it had logged in to (exit 12 or 255)
+LOST = "ssh could not reach the host any more (it went down, or the network dropped)"
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ def cause(returncode: int, stderr: str, *, connected: bool = False) -> str:
     lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
     what = CAUSES.get(returncode, f"rsync failed with exit code {returncode}")
     if returncode == 255 and connected:
-        what = "ssh could not reach the host any more (it went down, or the network dropped)"
+        what = LOST
     if "command not found" in stderr and "rsync" in stderr:
         what = "rsync is not installed on the host"
     detail = next((ln for ln in reversed(lines) if "rsync error:" not in ln), lines[-1] if lines else "")

@@ -1,0 +1,238 @@
+"""One host's run: check → send → verify → repair.
+
+Each phase is a method with typed arguments that returns a frozen value (``Checked``, ``Sent``)
+or, where the phase decides how the host ends, its ``HostResult``; :meth:`HostRun.run` holds the
+order and nothing else. What rsync sent so far travels as a ``Tally`` from phase to phase, so
+no state is updated behind the order's back. A host that fails is a result, never an exception,
+so it cannot stop the others (they run on their own threads, see ``runner``).
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchctl.clusters import Host
+from patchctl.migrate import ssh, state, transfer, verdicts, verify_remote
+from patchctl.migrate.prepare import Prepared, repair_list
+from patchctl.migrate.results import HostResult, HostStatus, Phase, Progress, ProgressFn
+from patchctl.migrate.verify_remote import Agent, AgentReply
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What rsync has sent to the host in this run so far, over all of its transfers."""
+
+    #: files whose content was sent
+    files: int = 0
+    #: bytes sent for them (rsync's %b: after delta compression)
+    bytes: int = 0
+
+    def plus(self, item: transfer.Item) -> Tally:
+        """This tally with one more file sent: ``item``."""
+        return Tally(self.files + 1, self.bytes + item.sent)
+
+
+@dataclass(frozen=True)
+class Found:
+    """What the result reports from the host's first answered check."""
+
+    #: files --delete removed there
+    deleted: tuple[str, ...] = ()
+    #: generated files written there
+    rendered: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, reply: AgentReply) -> Found:
+        return cls(tuple(reply.data["deletions"]), tuple(reply.data["rendered"]))
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The output of the check and verify phases: the agent's answer, and what the result reports."""
+
+    reply: AgentReply
+    found: Found
+
+    @property
+    def problems(self) -> list[list[str]]:
+        """``[path, what differs]`` for each file of the manifest that differs on the host."""
+        return self.reply.data["problems"]
+
+
+@dataclass(frozen=True)
+class Sent:
+    """The output of the send and repair phases: rsync's outcome, and the run's totals after it."""
+
+    transfer: transfer.TransferResult
+    tally: Tally
+
+    @property
+    def returncode(self) -> int:
+        return self.transfer.returncode
+
+
+class HostRun:
+    """One host of a migrate, logged in, with the tree prepared (see runner._connected): its
+    ``label`` names it in the results, ``rendered`` are its generated files, every step goes
+    through its ssh ``master``, and the agents it starts are closed with ``agents``."""
+
+    def __init__(self, tree: Prepared, host: Host, label: str, rendered: dict[str, str], master: ssh.Master,
+                 emit: ProgressFn, agents: ExitStack) -> None:
+        self.tree, self.cluster, self.host, self.label, self.rendered = tree, tree.cluster, host, label, rendered
+        self.master, self.emit, self.agents = master, emit, agents
+        #: what the host holds once it verified this tree, as the local state records it
+        self.expected = state.digest(tree.provenance["manifest_sha256"], rendered)
+
+    def run(self, agent: Agent) -> HostResult:
+        """The cheaper of two orders; both end verified on the host, and files the verification
+        still finds differing are re-sent by content and verified again (repaired).
+
+        - check first, then rsync and check again only if the check found files to send: when the
+          host verified this very tree last time (a re-run), and always with --delete (its guard
+          must stop the host before any byte is sent);
+        - rsync first, then check: when the tree changed since (a first run, an edit), so no round
+          trip is spent before a transfer that is needed anyway.
+
+        ``agent`` is already started; each later check's agent is started when the step before it
+        begins (``start_agent``), so its start-up overlaps that step.
+        """
+        if self.tree.options.dry_run:
+            return self.plan(agent)
+        found: Found | None = None
+        if self.tree.options.delete or state.last_verified(self.cluster, self.host) == self.expected:
+            checked = self.check(agent, Tally())
+            if isinstance(checked, HostResult):
+                return checked
+            if not checked.problems:
+                return self.verdict(checked, Tally())
+            found, agent = checked.found, self.start_agent()  # for the check after the transfer
+        sent = self.send(self.tree.files_from, Tally())
+        if sent.returncode not in (0, 255) and found is None:
+            # rsync creates only the last component of a missing root; the check creates all of it
+            checked = self.check(agent, sent.tally)
+            if isinstance(checked, HostResult):
+                return checked
+            if not checked.reply.data["root_exists"]:
+                agent = self.start_agent()
+                sent = self.send(self.tree.files_from, sent.tally)
+        if sent.returncode != 0:
+            return self.transfer_failed(sent, found)
+        verified = self.verify(agent, sent.tally, found, "sent, but not verified: ")
+        if isinstance(verified, HostResult):
+            return verified
+        differing = verdicts.differing(self.tree, verified.reply)
+        return self.repair(verified, differing, sent.tally) if differing else self.verdict(verified, sent.tally)
+
+    def start_agent(self) -> Agent:
+        """An agent for a later check, started now so that its start-up (an ssh session, the login
+        shell, python3) overlaps the step before that check."""
+        return self.agents.enter_context(Agent(self.cluster, self.host, self.master.socket))
+
+    def plan(self, agent: Agent) -> HostResult:
+        """--dry-run: the files that differ there (what a run sends), what --delete would remove,
+        which generated files would change; the host's agent only reads."""
+        reply = self.ask(agent, Phase.CHECKING, Tally(), action="plan")
+        if reply.failure:
+            return self.end(Tally(), reply.failure, reply.reason)
+        changes, files, size = verdicts.planned_changes(self.tree, reply.data)
+        would = Tally(files, size)
+        if reply.data["delete_refused"]:
+            return self.end(would, HostStatus.FAILED, verdicts.guard(self.cluster, len(reply.data["deletions"])),
+                            changes=changes)
+        return self.end(would, HostStatus.PLANNED, "" if reply.data["root_exists"] else f"{self.host.root} does "
+                        "not exist yet", changes=changes)
+
+    def check(self, agent: Agent, tally: Tally) -> Checked | HostResult:
+        """The agent's ``finish`` before a transfer: it creates the root, applies the delete guard,
+        writes the generated files and deletes, then reports what still differs."""
+        reply = self.ask(agent, Phase.CHECKING, tally)
+        if reply.failure:
+            return self.end(tally, reply.failure, reply.reason)
+        if reply.data["delete_refused"]:
+            return self.end(tally, HostStatus.FAILED, verdicts.guard(self.cluster, len(reply.data["deletions"])))
+        return Checked(reply, Found.of(reply))
+
+    def send(self, files_from: Path, tally: Tally, checksum: bool | None = None,
+             phase: Phase = Phase.TRANSFERRING) -> Sent:
+        """rsync of ``files_from`` over the host's master connection, each file sent shown live;
+        ``checksum``: compare by content (default: as the options say)."""
+        running = tally
+
+        def on_item(item: transfer.Item) -> None:
+            nonlocal running  # this transfer's own count, for the live progress
+            if item.is_file_sent:
+                running = running.plus(item)
+                self.emit(Progress(self.label, phase, running.files, running.bytes))
+
+        self.emit(Progress(self.label, phase, tally.files, tally.bytes))
+        done = transfer.send(self.cluster, self.host, self.tree.fs.root, files_from,
+                             checksum=self.tree.options.checksum if checksum is None else checksum,
+                             control=self.master.socket, on_item=on_item)
+        return Sent(done, running)
+
+    def verify(self, agent: Agent, tally: Tally, found: Found | None, unverified: str,
+               earlier: tuple[str, ...] = ()) -> Checked | HostResult:
+        """The agent's ``finish`` after a transfer (no deleting): what differs on the host now.
+        ``unverified`` begins the reason when the check cannot run; ``earlier``: the differences
+        a repair set out to fix, listed when it cannot be verified."""
+        reply = self.ask(agent, Phase.VERIFYING, tally, delete=False)
+        if reply.failure:
+            return self.end(tally, reply.failure, unverified + reply.reason, found, mismatches=earlier)
+        return Checked(reply, found or Found.of(reply))  # no deletions: a verification never deletes
+
+    def repair(self, verified: Checked, differing: list[str], tally: Tally) -> HostResult:
+        """Files altered on the host with their size and time kept pass rsync's quick check, so a
+        plain re-run would never resend them (#10): resend exactly those, by content, and verify."""
+        agent = self.start_agent()
+        sent = self.send(repair_list(self.tree, differing), tally, checksum=True, phase=Phase.REPAIRING)
+        earlier = verify_remote.mismatches(verified.reply)
+        if sent.returncode != 0:
+            return self.transfer_failed(sent, verified.found, earlier)
+        again = self.verify(agent, sent.tally, verified.found, "re-sent differing files, but not verified: ",
+                            earlier)
+        if isinstance(again, HostResult):
+            return again
+        return self.verdict(again, sent.tally, verdicts.repair_items(verified.reply, differing))
+
+    def ask(self, agent: Agent, phase: Phase, tally: Tally, action: str = "finish", **extra: object) -> AgentReply:
+        """One request to the host's agent: the tree's manifest, the host's generated files, the
+        options; ``extra`` overrides (``delete=False`` for a verification)."""
+        self.emit(Progress(self.label, phase, tally.files, tally.bytes))
+        opts, tree = self.tree.options, self.tree
+        request = {"manifest": tree.manifest, "rendered": self.rendered, "delete": opts.delete,
+                   "max_delete": self.cluster.max_delete, "tags": tree.tags, "provenance": tree.provenance,
+                   "action": action, **extra}
+        return agent.ask(request, tree.timeout)
+
+    def transfer_failed(self, sent: Sent, found: Found | None, earlier: tuple[str, ...] = ()) -> HostResult:
+        """A failed rsync ends the host; exit 12 or 255 with the master gone means the host was lost."""
+        code = sent.returncode
+        status, reason = verdicts.transfer_failed(code, sent.transfer.stderr, code in (12, 255) and self.master.lost())
+        return self.end(sent.tally, status, reason, found, mismatches=earlier)
+
+    def verdict(self, checked: Checked, tally: Tally, repaired: tuple[str, ...] = ()) -> HostResult:
+        """How a verified host ends: ok, repaired, or mismatch with what still differs."""
+        left = verify_remote.mismatches(checked.reply)
+        if not left and not repaired:
+            return self.end(tally, HostStatus.OK, "", checked.found, verified=True)
+        if not left:
+            return self.end(tally, HostStatus.REPAIRED, verdicts.repaired_reason(len(repaired)), checked.found,
+                            verified=True, repaired=repaired)
+        return self.end(tally, HostStatus.MISMATCH, verdicts.mismatch_reason(checked.reply.data, len(left),
+                        bool(repaired)), checked.found, mismatches=left)
+
+    def end(self, tally: Tally, status: HostStatus, reason: str, found: Found | None = None, *,
+            verified: bool = False, mismatches: tuple[str, ...] = (), repaired: tuple[str, ...] = (),
+            changes: tuple[str, ...] = ()) -> HostResult:
+        """The host's result, timed from its login; a verified host's tree is remembered (see state)."""
+        found = found or Found()
+        result = HostResult(self.label, self.host.root, status, tally.files, tally.bytes,
+                            time.monotonic() - self.master.started, verified, reason, mismatches=mismatches,
+                            deleted=found.deleted, changes=changes, rendered=found.rendered, repaired=repaired)
+        self.emit(Progress(self.label, Phase.DONE, result.files_sent, result.bytes_sent, status))
+        if verified:
+            state.remember(self.cluster, self.host, self.expected)
+        return result

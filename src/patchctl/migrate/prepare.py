@@ -1,0 +1,64 @@
+"""What every host of a migrate shares, computed once before any host is touched (plan, then write).
+
+The file set and its sha256 manifest, the file list rsync reads, the tag inventory and the
+provenance: all local work, done while the hosts log in (see ``runner``), so a host's run only
+sends and checks.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from patchctl.clusters import Cluster
+from patchctl.migrate import fileset, provenance, verify_remote
+from patchctl.migrate.session import Options
+from patchctl.patchsets.model import Patchset
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The tree as every host receives it, and how the hosts' runs go (the options)."""
+
+    cluster: Cluster
+    #: the files to send, with their sha256
+    fs: fileset.FileSet
+    #: their paths for rsync's ``--files-from --from0``
+    files_from: Path
+    #: what the host's agent checks every file against: one ``[path, kind, digest, executable]`` each
+    manifest: list[list[object]]
+    #: the tag rule and the source's tagged lines (see verify_remote.tags_request)
+    tags: dict[str, Any]
+    #: written to each host's .patchctl/provenance.json
+    provenance: dict[str, Any]
+    options: Options
+    #: seconds to wait for one agent call (grows with the tree: the host hashes all of it)
+    timeout: float
+
+
+def prepare(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], generated: tuple[str, ...],
+            options: Options, tmp: Path) -> Prepared:
+    """Everything the hosts share; ``tmp`` holds the file list (the session's private directory)."""
+    fs = fileset.collect(root, cluster, generated)
+    tags = verify_remote.tags_request(fs, {p.tag for ps in patchsets for p in ps.patches}, generated)
+    files_from = tmp / "files"
+    write_list(files_from, fs.paths)
+    return Prepared(cluster, fs, files_from, [e.as_manifest() for e in fs.entries], tags,
+                    provenance.build(fs, cluster), options, cluster.timeout + fs.size / 20e6)
+
+
+def write_list(path: Path, paths: Sequence[str]) -> None:
+    """A file list for rsync's ``--files-from --from0``."""
+    path.write_bytes(b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths))
+
+
+def repair_list(tree: Prepared, paths: list[str]) -> Path:
+    """One host's own file list for a re-send, beside the shared one (removed with it)."""
+    fd, name = tempfile.mkstemp(dir=tree.files_from.parent, prefix="repair-")
+    os.close(fd)
+    write_list(Path(name), paths)
+    return Path(name)

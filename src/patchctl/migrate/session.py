@@ -1,0 +1,70 @@
+"""The start of a migrate: the hosts begin logging in before anything else is loaded.
+
+A login (key exchange, the login shell) takes a good part of a small migrate's time, and
+nothing it needs depends on the tree; so a caller that has more to load first (the CLI: the
+patchsets, the target, the rest of migrate) calls :func:`start`, loads, then calls
+:meth:`Session.run`, and the logins overlap all of that. This module imports only ``ssh`` for
+that reason; the rest of migrate loads inside ``run``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from patchctl.migrate import ssh
+
+if TYPE_CHECKING:
+    from patchctl.clusters import Cluster
+    from patchctl.migrate.results import MigrateResult, ProgressFn
+    from patchctl.patchsets.model import Patchset
+
+
+@dataclass(frozen=True)
+class Options:
+    """How the hosts' runs go (the CLI's flags); known before anything loads, so ``start`` takes them."""
+
+    #: list what would change on each host, change nothing
+    dry_run: bool = False
+    #: remove files deleted at the source (within the root, at most the cluster's max_delete)
+    delete: bool = False
+    #: compare by content instead of size and time (resends files altered on a host)
+    checksum: bool = False
+    #: hosts at a time; None: all of them
+    jobs: int | None = None
+
+
+class Session:
+    """One migrate of one cluster, begun: the first ``options.jobs`` hosts are logging in (the
+    others log in when a worker takes them up). Run once; closing it (or the end of ``run``)
+    ends every login."""
+
+    def __init__(self, cluster: Cluster, options: Options = Options()) -> None:
+        self.cluster, self.options = cluster, options
+        #: the hosts' master connections, in the cluster's order
+        self.connections = ssh.Connections(cluster, options.jobs)
+
+    def run(self, root: Path, patchsets: Sequence[Patchset], progress: ProgressFn | None = None) -> MigrateResult:
+        """Send ``root`` to every host, verify and repair it there; see :mod:`patchctl.migrate.runner`."""
+        from patchctl.migrate import runner  # here, not at the top: it loads while the hosts log in
+
+        try:
+            return runner.run(self, root, patchsets, progress)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self.connections.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def start(cluster: Cluster, options: Options = Options()) -> Session:
+    """Begin a migrate of ``cluster``: its hosts log in now, while the caller loads the rest."""
+    return Session(cluster, options)
