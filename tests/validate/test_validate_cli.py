@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import HERE, Site, host_entry, ours
+from validate_helpers import HERE, Site, host_entry, ours
 
 from patchctl.cli.main import cli
 from patchctl.clusters import load_cluster

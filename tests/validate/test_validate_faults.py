@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import ADDRESS, Site, host_entry, ours
+from validate_helpers import ADDRESS, Site, host_entry, ours
 
 from patchctl.cli.main import cli
 

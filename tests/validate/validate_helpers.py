@@ -1,8 +1,12 @@
-"""Fixtures for validate: the loopback sshd hosts of tests/migrate, a stand-in verl tree sent there
-by the real migrate, and a cluster config whose hosts are separate Ray nodes at 127.0.0.2-4.
+"""Fixtures and helpers for validate's tests (conftest.py re-exports the fixtures; the tests import
+the rest from here, since a module named ``conftest`` would clash with tests/migrate's).
+
+The loopback sshd hosts of tests/migrate (ssh at 127.0.0.2-4), a stand-in verl tree sent there by
+the real migrate, and a cluster config whose hosts are separate Ray nodes, each at an address of
+its own on a loopback net chosen per test session.
 
 The hosts run this interpreter (the cluster's ``python``), so Ray, numpy and pandas are there as
-verl's own dependencies would be on a real host; nvidia-smi is a stub reporting two GPUs.
+verl's own dependencies would be on a real host; nvidia-smi is a stub reporting three GPUs.
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ def _profile_names() -> list[str]:
 @click.option("--compare", "compare", type=click.Path(path_type=Path), multiple=True,
               help="An earlier report.json (or its run directory) to put beside this run's; twice and no CLUSTER: "
                    "compare those two reports only.")
-@click.option("--join", is_flag=True, help="Use a Ray node already running on a host instead of refusing (never stopped).")
+@click.option("--join", is_flag=True,
+              help="Use a Ray node already running on a host instead of refusing (it is never stopped).")
 @click.option("--ray-timeout", type=float, default=60.0, show_default=True,
               help="Seconds to wait for Ray to list every host with its GPUs.")
 @click.option("--timeout", type=float, default=None, help="Stop the trainer after this many seconds.")
@@ -137,7 +138,8 @@ def _show(result: Any) -> None:
         render.table(f"Ray cluster {result.ray.address} ({result.ray.seconds:.1f} s)",
                      ["host", "address", "GPUs", "CUDA_VISIBLE_DEVICES", "GPU", "joined (s)"],
                      [[n.label, n.address, str(n.gpus), str(n.cuda_visible_devices or "-"),
-                       ", ".join(n.gpu_names) or "-", f"{n.joined_at:.1f}" + (" (existing)" if n.joined_existing else "")]
+                       ", ".join(n.gpu_names) or "-",
+                       f"{n.joined_at:.1f}" + (" (existing)" if n.joined_existing else "")]
                       for n in result.ray.nodes])
     if result.trained:
         gates = [[g.get("name", ""), g.get("status", ""), str(g.get("value")), g.get("reason", "")]
@@ -163,7 +165,8 @@ def _show_compare(doc: dict[str, Any]) -> None:
     else:
         click.echo("package versions: the same")
     p = doc["patches"]
-    click.echo(f"patches: {len(p['both'])} in both" + (f"; only new: {', '.join(p['only_new'])}" if p["only_new"] else "")
+    click.echo(f"patches: {len(p['both'])} in both"
+               + (f"; only new: {', '.join(p['only_new'])}" if p["only_new"] else "")
                + (f"; only old: {', '.join(p['only_old'])}" if p["only_old"] else ""))
     if doc.get("plot"):
         click.echo(f"reward curves: {doc['plot']}")

@@ -6,6 +6,8 @@ the message is the one-line cause, naming the host and what to do.
 
 from __future__ import annotations
 
+from typing import Any
+
 from patchctl.errors import PatchctlError
 
 
@@ -15,6 +17,8 @@ class ValidateFailed(PatchctlError):
     host: str = ""
     #: the step that stopped: preflight, ray-up, launch, watch, fetch
     stage: str = ""
+    #: the hosts' preflight results when it ended there (the table still shows them)
+    preflight: tuple[Any, ...] = ()
 
 
 class HostUnreachable(ValidateFailed):

@@ -55,12 +55,12 @@ def watch(plan: planning.Plan, session: remote.Session, note: NoteFn, progress: 
                 if kind == "unreachable" or code is None:
                     raise HostLost(head, "training", "head", problem)
                 raise HostNotReady(head, "training", problem, fix)
-            kind = event.get("event")
-            if kind == "plan":
+            name = event.get("event")
+            if name == "plan":
                 command = tuple(event["argv"])
                 note(Note("launch", head, f"trainer started (verl {event.get('version') or '?'}): "
                           + planning.show(command[:3]) + " ..."))
-            elif kind == "line":
+            elif name == "line":
                 text = event["text"]
                 log.write(text + "\n")
                 log.flush()  # the local log grows as the run goes (tail -f works)
@@ -68,10 +68,10 @@ def watch(plan: planning.Plan, session: remote.Session, note: NoteFn, progress: 
                 step = scan.feed(text, event.get("at"))
                 if step is not None:
                     progress(_progress(scan, step.step, event.get("at") or 0.0))
-            elif kind == "error":
+            elif name == "error":
                 raise HostNotReady(head, "training", f"the trainer could not start: {event['error']}",
                                    "fix the cause above (profile, tree or paths) and run validate again")
-            elif kind == "reply":
+            elif name == "reply":
                 return Trained(bool(event["passed"]), event.get("returncode"), len(scan.steps), event["run_dir"],
                                tuple(event.get("command") or command), tuple(event.get("gates", ())),
                                tuple(event.get("doctor", ())), tuple(tail), tuple(event.get("files", ())))

@@ -151,7 +151,8 @@ def stage_package(into: Path) -> Path:
 def fetch_argv(plan: Plan, files: tuple[str, ...] = ("train.log", "report.json", "report.png"),
                control: Path | None = None) -> list[str]:
     """rsync of the head's run files into the local run directory (one connection for all)."""
-    sources = [f"{plan.head.host.ssh}:{plan.remote_run_dir}/{files[0]}", *(f":{plan.remote_run_dir}/{f}" for f in files[1:])]
+    where = plan.remote_run_dir
+    sources = [f"{plan.head.host.ssh}:{where}/{files[0]}", *(f":{where}/{f}" for f in files[1:])]
     return ["rsync", "-t", "--timeout", str(plan.cluster.timeout), "-e", ssh.rsh_command(plan.cluster, control),
             "--", *sources, f"{plan.run_dir}/"]
 

@@ -17,7 +17,7 @@ from patchctl import proc
 from patchctl.migrate import ssh
 from patchctl.migrate.transfer import cause
 from patchctl.validate import plan as planning, remote
-from patchctl.validate.errors import HostNotReady, HostUnreachable, PreflightFailed
+from patchctl.validate.errors import HostNotReady, HostUnreachable, PreflightFailed, ValidateFailed
 from patchctl.validate.model import CheckRow, HostPreflight, Node, Note
 
 NoteFn = Callable[[Note], None]
@@ -33,8 +33,10 @@ def ship(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path) -> No
         raise HostUnreachable(node.label, "preflight", ssh.unreachable_reason(plan.cluster, node.host, done.stderr))
     if done.returncode != 0:
         missing = "No such file or directory" in done.stderr
-        raise HostNotReady(node.label, "preflight", f"patchctl's package could not be sent ({cause(done.returncode, done.stderr)})",
-                           f"run `patchctl migrate {plan.cluster.name}` first" if missing else "check the disk and rsync there")
+        why = cause(done.returncode, done.stderr)
+        raise HostNotReady(node.label, "preflight", f"patchctl's package could not be sent ({why})",
+                           f"run `patchctl migrate {plan.cluster.name}` first" if missing
+                           else "check the disk and rsync there")
 
 
 def skipped(plan: planning.Plan) -> list[str]:
@@ -76,7 +78,7 @@ def run(plan: planning.Plan, masters: list[ssh.Master], stage: Path,
     with ThreadPoolExecutor(max_workers=len(plan.nodes)) as pool:
         futures = [pool.submit(check_host, plan, n, m, stage) for n, m in zip(plan.nodes, masters)]
         results: list[HostPreflight] = []
-        errors = []
+        errors: list[ValidateFailed] = []
         for n, f in zip(plan.nodes, futures):
             try:
                 results.append(f.result())
@@ -85,12 +87,12 @@ def run(plan: planning.Plan, masters: list[ssh.Master], stage: Path,
             except (HostUnreachable, HostNotReady) as exc:
                 errors.append(exc)
                 note(Note("preflight", n.label, str(exc)))
-    failure: Exception | None = errors[0] if errors else None
+    failure: ValidateFailed | None = errors[0] if errors else None
     for r in results:
         if r.failed and failure is None:
             first = r.failed[0]
             failure = PreflightFailed(r.label, first.check, first.value, first.fix, len(r.failed) - 1)
     if failure is not None:
-        failure.preflight = tuple(results)  # type: ignore[attr-defined]  (the table still shows)
+        failure.preflight = tuple(results)
         raise failure
     return tuple(results)

@@ -13,6 +13,7 @@ import queue
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from patchctl.validate import gpus, plan as planning, remote
 from patchctl.validate.errors import (HostLost, HostUnreachable, RayAlreadyRunning, RayStartFailed,
@@ -69,11 +70,11 @@ def run(plan: planning.Plan, started: Started, pre: tuple[HostPreflight, ...], n
             futures = [pool.submit(start_node, plan, started, w, by_label[w.label], gcs) for w in workers]
             for f in futures:
                 f.result()
-    expected = [{"label": n.label, "address": by_label[n.label].address, "gpus": by_label[n.label].gpus}
-                for n in plan.nodes]
+    expected: list[dict[str, Any]] = [
+        {"label": n.label, "address": by_label[n.label].address, "gpus": by_label[n.label].gpus} for n in plan.nodes]
     request = {"gcs": gcs, "expected": expected, "timeout": plan.options.ray_timeout, "ray_auth": plan.ray_auth}
     form = remote.Session(plan.cluster, head, "form", request, started.conns.masters[0].socket)
-    label_of = {e["address"]: e["label"] for e in expected}
+    label_of: dict[str, str] = {e["address"]: e["label"] for e in expected}
     joined: dict[str, float] = {}
     try:
         while True:

@@ -139,7 +139,8 @@ def _timings(t0: float, m: dict[str, float]) -> dict[str, float | None]:
     return {"preflight": span("start", "preflight"), "ray_up": span("preflight", "ray_up"),
             "startup": span("ray_up", "first_step"), "steps": span("first_step", "last_step"),
             "trainer_exit": span("last_step", "trainer_done"), "teardown": span("teardown_start", "teardown"),
-            "fetch": span("teardown", "fetch") if "teardown" in m else span("teardown_start", "fetch"), "total": round(time.monotonic() - t0, 2)}
+            "fetch": span("teardown", "fetch") if "teardown" in m else span("teardown_start", "fetch"),
+            "total": round(time.monotonic() - t0, 2)}
 
 
 def compare_reports(new: Path, old: Path, out_dir: Path) -> dict[str, Any]:

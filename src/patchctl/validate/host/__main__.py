@@ -32,7 +32,7 @@ def _tomllib_fallback() -> None:
         import tomli  # noqa: F401
     except ImportError:
         try:
-            from pip._vendor import tomli as vendored  # type: ignore[import-not-found]
+            from pip._vendor import tomli as vendored
             sys.modules["tomli"] = vendored
         except ImportError:
             pass

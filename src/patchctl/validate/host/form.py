@@ -10,6 +10,7 @@ physical GPUs behind it (nvidia-smi's UUIDs) and the variables the run must carr
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import time
@@ -62,7 +63,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
 
     t0 = time.monotonic()
     expected: dict[str, int] = {e["address"]: int(e["gpus"]) for e in request["expected"]}
-    ray.init(address=request["gcs"], log_to_driver=False, logging_level="ERROR", configure_logging=False)
+    ray.init(address=request["gcs"], log_to_driver=False, logging_level=logging.ERROR, configure_logging=False)
     seen: dict[str, dict[str, Any]] = {}
     deadline = t0 + float(request["timeout"])
     while True:

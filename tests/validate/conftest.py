@@ -1,0 +1,10 @@
+"""validate's fixtures live in validate_helpers.py (importable by name from the tests)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from validate_helpers import loopback, site  # noqa: E402,F401
