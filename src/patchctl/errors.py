@@ -172,6 +172,20 @@ class ChangePending(PatchctlError):
                          "run `patchctl verify --target` on it first to finish or roll it back")
 
 
+class BadOptionValue(PatchctlError):
+    """A command-line value patchctl cannot use; the message says what to write instead."""
+
+    def __init__(self, option: str, value: str, fix: str) -> None:
+        self.option, self.value = option, value
+        super().__init__(f"{option} {value}: {fix}")
+
+
+class MissingOption(PatchctlError):
+    def __init__(self, command: str, fix: str) -> None:
+        self.command = command
+        super().__init__(f"{command}: {fix}")
+
+
 class CommitRefused(PatchctlError):
     """``--commit`` cannot commit here; said before anything is written."""
 

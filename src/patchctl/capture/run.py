@@ -18,14 +18,14 @@ from patchctl.capture.model import Report, Request
 from patchctl.capture.proof import prove
 from patchctl.capture.sources import open_base, open_fork
 from patchctl.capture.stage import Header, stage
-from patchctl.errors import PatchctlError
+from patchctl.errors import BadOptionValue
 
 
 def capture(fork: Path, base: str, out: Path | None, *, tag: str = "Uky", all_: bool = False,
             include: set[tuple[str, int]] | None = None, name: str | None = None) -> Report:
     """Capture FORK's edits against BASE into ``out`` (None: report only, write nothing)."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", tag):
-        raise PatchctlError(f"--tag {tag!r}: use letters, digits, '_', '.' or '-' (the word after '#')")
+        raise BadOptionValue("--tag", repr(tag), "use letters, digits, '_', '.' or '-' (the word after '#')")
     publish.check_out(out)
     fork_tree = open_fork(fork)
     recovered = publish.recover(out) if out is not None else None

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl import git, trees
-from patchctl.errors import PatchctlError
+from patchctl.errors import BadOptionValue
 from patchctl.target import read_version
 from patchctl.tags import SKIP_DIRS
 
@@ -89,7 +89,7 @@ def _ignore_rules(root: Path, names: list[str]) -> dict[str, str]:
 
 def open_fork(path: Path) -> Tree:
     if not path.is_dir():
-        raise PatchctlError(f"--from {path}: not a directory; pass the fork's checkout")
+        raise BadOptionValue("--from", str(path), "not a directory; pass the fork's checkout")
     return Tree(path.resolve(), str(path), read_version(path), list_files(path))
 
 
@@ -97,7 +97,7 @@ def open_base(spec: str, fork: Path, scratch: Path) -> Tree:
     """Resolve ``--base`` into a directory; a release or git ref is exported under ``scratch``."""
     found = trees.parse(spec, repo=fork, option="--base", ref_fix="check `git -C FORK tag` or pass a directory or verl==X.Y.Z")
     if found is None:  # pragma: no cover - parse raises for a spec that is no ref either
-        raise PatchctlError(f"--base {spec}: not a directory, a release or a ref")
+        raise BadOptionValue("--base", spec, "not a directory, a release or a ref")
     if found.kind is trees.Kind.PATH:
         root = trees.materialize(found)
         return Tree(root, spec, read_version(root), list_files(root))

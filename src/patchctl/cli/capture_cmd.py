@@ -10,7 +10,7 @@ import click
 from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import json_option
-from patchctl.errors import PatchctlError
+from patchctl.errors import BadOptionValue, MissingOption
 
 if TYPE_CHECKING:  # `patchctl --help` loads every command module; the core loads when capture runs
     from patchctl.capture.model import Report
@@ -21,7 +21,7 @@ def _include(values: tuple[str, ...]) -> set[tuple[str, int]]:
     for v in values:
         path, sep, line = v.rpartition(":")
         if not sep or not path or not line.isdigit():
-            raise PatchctlError(f"--include {v}: write FILE:LINE with FILE relative to the fork, e.g. verl/utils/x.py:42")
+            raise BadOptionValue("--include", v, "write FILE:LINE with FILE relative to the fork, e.g. verl/utils/x.py:42")
         out.add((path, int(line)))
     return out
 
@@ -53,7 +53,7 @@ def capture_cmd(fork: Path, base: str, out: Path | None, tag: str, all_: bool, i
     from patchctl.capture.run import capture
 
     if out is None and not dry_run:
-        raise PatchctlError("capture: pass --out DIR (the patchset to write), or --dry-run to only report")
+        raise MissingOption("capture", "pass --out DIR (the patchset to write), or --dry-run to only report")
     report = capture(fork, base, None if dry_run else out, tag=tag, all_=all_, include=_include(include), name=name)
     if as_json:
         render.emit_json(report.to_json())
