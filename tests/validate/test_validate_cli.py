@@ -162,6 +162,8 @@ def test_the_profile_makes_some_checks_moot(tmp_path: Path) -> None:
     cfg = tmp_path / "patchctl.toml"
     cfg.write_text('[clusters.c]\nhosts = ["a"]\nroot = "/r"\npreflight_skip = ["torch"]\n')
     cluster = load_cluster("c", cfg)
-    assert skipped(planning.make(cluster, planning.Options("smoke"))) == [
-        "torch", "vllm", "vllm_attention_backend", "data", "model"]
-    assert skipped(planning.make(cluster, planning.Options("debug"))) == ["torch"]
+    assert skipped(planning.make(cluster, planning.Options("smoke"))) == {
+        "torch": "clusters.c.preflight_skip", "vllm": "not needed by profile smoke",
+        "vllm_attention_backend": "not needed by profile smoke", "data": "not needed by profile smoke",
+        "model": "not needed by profile smoke"}
+    assert skipped(planning.make(cluster, planning.Options("debug"))) == {"torch": "clusters.c.preflight_skip"}

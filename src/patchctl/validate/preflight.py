@@ -39,15 +39,19 @@ def ship(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path) -> No
                            else "check the disk and rsync there")
 
 
-def skipped(plan: planning.Plan) -> list[str]:
-    """The cluster's ``preflight_skip``, plus the checks the profile makes moot: vLLM's for a run
-    that does not roll out with vLLM, data and model where patchctl builds its own (smoke)."""
+def skipped(plan: planning.Plan) -> dict[str, str]:
+    """Check -> why it is left out: the cluster's ``preflight_skip``, and the checks the profile
+    makes moot (vLLM's for a run that does not roll out with vLLM, data and model where patchctl
+    builds its own, as for smoke)."""
     from patchctl.train.profiles import load_profile
 
     profile = load_profile(plan.options.profile)
+    out = {name: f"clusters.{plan.cluster.name}.preflight_skip" for name in plan.cluster.preflight_skip}
     moot = [] if profile.rollout == "vllm" else ["vllm", "vllm_attention_backend"]
     moot += [name for key, name in (("DATA_DIR", "data"), ("MODEL_PATH", "model")) if key not in profile.needs]
-    return list(dict.fromkeys([*plan.cluster.preflight_skip, *moot]))
+    for name in moot:
+        out.setdefault(name, f"not needed by profile {profile.name}")
+    return out
 
 
 def check_host(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path) -> HostPreflight:

@@ -93,7 +93,7 @@ def _migrated(root: Path) -> dict[str, str]:
     return _row("migrated", "pass", f"verified on arrival (commit {str(prov.get('commit') or '-')[:12]})")
 
 
-def _environment(root: Path, skip: list[str]) -> list[dict[str, str]]:
+def _environment(root: Path, skip: dict[str, str]) -> list[dict[str, str]]:
     import sys
 
     from patchctl.target import open_tree
@@ -106,7 +106,10 @@ def _environment(root: Path, skip: list[str]) -> list[dict[str, str]]:
                      f"use names from: {', '.join(sorted(CHECKS))}")]
     wanted = [n for n in CHECKS if n not in skip and n not in NOT_HERE]
     report = preflight.run(preflight.build(open_tree(root), None, python=sys.executable), only=wanted)
-    return [_row(r.name, r.status.value, r.value, r.fix or "") for r in report.results]
+    done = {r.name: _row(r.name, r.status.value, r.value, r.fix or "") for r in report.results}
+    left_out = {n: _row(n, "skip", f"left out ({skip.get(n) or 'validate starts Ray itself right after'})")
+                for n in CHECKS if n not in done}
+    return [done.get(n) or left_out[n] for n in CHECKS]
 
 
 def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
@@ -115,7 +118,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     address, addr_row = _address(request.get("address"))
     gpus, gpu_row = _gpus(request.get("gpus"))
     existing, ray_row = _existing(address, request["run"], bool(request.get("join")))
-    rows = [addr_row, gpu_row, ray_row, _migrated(root), *_environment(root, list(request.get("skip", [])))]
+    rows = [addr_row, gpu_row, ray_row, _migrated(root), *_environment(root, dict(request.get("skip", {})))]
     emit({"event": "reply", "rows": rows, "address": address, "gpus": gpus, "existing": existing,
           "seconds": round(time.monotonic() - t0, 3)})
     return 0
