@@ -15,6 +15,14 @@ Read from ``--config FILE``, else ``./patchctl.toml``, else ``~/.config/patchctl
     [clusters.new_cluster.paths]          # the values git_ignore.py holds on that cluster
     DATA_DIR = "/data"
     MODEL_PATH = "/models/Qwen2.5-VL-3B-Instruct"
+
+``validate``'s node settings, for every host or in a host's own table (which wins)::
+
+    gpus = 8                              # GPUs Ray offers per host (default: counted by nvidia-smi)
+    ray_port = 6379                       # the head's GCS port
+    ifname = "eth0"                       # NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME
+    preflight_skip = ["vllm"]             # verify --env checks validate leaves out
+    hosts = [{ ssh = "gpu2", address = "10.0.0.12", gpus = 1, env = { CUDA_VISIBLE_DEVICES = "1" } }]
 """
 
 from __future__ import annotations
