@@ -53,6 +53,19 @@ def test_worker_that_never_joins_times_out_naming_it_with_its_ray_log(site: Site
     assert {t["label"]: t["status"] for t in doc["teardown"]} == {"node1": "stopped", "node2": "stopped"}
 
 
+def test_a_worker_whose_ray_fails_to_start_is_named_at_once_with_its_log(site: Site, tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    (broken / "ray").mkdir(parents=True)
+    (broken / "ray" / "__init__.py").write_text("raise ImportError('this ray is broken')\n")
+    two_hosts(site, PYTHONPATH=str(broken))
+    t0 = time.monotonic()
+    code, doc = run_json(site, "--ray-timeout", "60")
+    assert code == 1 and doc["host"] == "node2" and doc["stage"] == "ray-up"
+    assert doc["cause"].startswith("node2: Ray did not start (ray start exited with 1); its log ends:")
+    assert "this ray is broken" in doc["cause"]
+    assert time.monotonic() - t0 < 45  # not the 60 s of --ray-timeout
+
+
 def test_two_nodes_on_one_gpu_is_named_with_their_cuda_visible_devices(site: Site) -> None:
     hosts = [host_entry("node1", site.root("node1"), "1"), host_entry("node2", site.root("node2"), "1")]
     site.migrate(site.cluster(hosts))

@@ -76,9 +76,16 @@ def run(plan: planning.Plan, started: Started, pre: tuple[HostPreflight, ...], n
     form = remote.Session(plan.cluster, head, "form", request, started.conns.masters[0].socket)
     label_of: dict[str, str] = {e["address"]: e["label"] for e in expected}
     joined: dict[str, float] = {}
+    deadline = time.monotonic() + plan.options.ray_timeout + 120
     try:
         while True:
-            event = form.until(["joined", "timeout", "reply", "error"], timeout=plan.options.ray_timeout + 120)
+            try:
+                event = form.until(["joined", "timeout", "reply", "error"], timeout=0.5)
+            except queue.Empty:
+                _workers_alive(plan, started)  # one whose Ray already failed need not wait for the timeout
+                if time.monotonic() > deadline:
+                    raise RayStartFailed(head.label, "the head did not list its nodes in time", "") from None
+                continue
             if event["event"] == "joined":
                 joined[event["address"]] = time.monotonic() - t0
                 note(Note("ray-up", label_of[event["address"]], f"node joined with {event['gpus']} GPU(s) "
@@ -106,6 +113,28 @@ def run(plan: planning.Plan, started: Started, pre: tuple[HostPreflight, ...], n
     note(Note("ray-up", head.label, f"{cluster.nnodes} node(s), {cluster.gpus_per_node} GPU(s) each, "
               f"in {cluster.seconds:.1f} s"))
     return cluster
+
+
+def _workers_alive(plan: planning.Plan, started: Started) -> None:
+    """Raise for a worker whose ``ray start`` failed or whose session ended while the head waits."""
+    for node in plan.nodes[1:]:
+        session = started.nodes.get(node.index)
+        if session is None:
+            continue
+        while True:
+            try:
+                event = session.next(timeout=0)
+            except queue.Empty:
+                break
+            if event is None:
+                code, stderr = session.ended(wait=2)
+                kind, problem, fix = remote.failure(plan.cluster, node, code, stderr)
+                if kind == "unreachable":
+                    raise HostLost(node.label, "ray-up", "worker", problem)
+                raise RayStartFailed(node.label, f"{problem}; {fix}", "")
+            if event.get("event") in ("failed", "error"):
+                raise RayStartFailed(node.label, event.get("error") or f"ray start exited with {event.get('returncode')}",
+                                     " | ".join(event.get("tail", [])[-3:]))
 
 
 def _tail(started: Started, nodes: tuple[Node, ...], label: str) -> str:
