@@ -24,7 +24,7 @@ Two modes:
 Goals printed beside the figures (GPU mode): verdict <= 90 s from `patchctl validate` for the
 2-node smoke run; Ray bring-up (first ssh of the bring-up to every node registered) <= 10 s.
 
-    python benchmarks/bench_validate.py [--tree PATH] [--out DIR] [--env K=V ...] [--profile smoke]
+    python benchmarks/bench_validate.py [--tree PATH] [--out DIR] [--env K=V ...] [--skip CHECK ...] [--profile smoke]
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO / "tests" / "migrate"))
 from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402
 
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-CPU_SKIP = '["torch", "vllm", "patches"]'
+CPU_SKIP = ["torch", "vllm", "patches"]
 
 
 def host(alias: str, address: str, root: Path, cvd: str, gpus: int, env: dict[str, str]) -> str:
@@ -52,12 +52,13 @@ def host(alias: str, address: str, root: Path, cvd: str, gpus: int, env: dict[st
     return f'{{ ssh = "{alias}", root = "{root}", address = "{address}", gpus = {gpus}, env = {{ {table} }} }}'
 
 
-def config(path: Path, loop: LoopbackCluster, clusters: dict[str, list[str]], env: dict[str, str], cpu: bool) -> None:
+def config(path: Path, loop: LoopbackCluster, clusters: dict[str, list[str]], env: dict[str, str],
+           skip: list[str]) -> None:
     text = ""
     for name, hosts in clusters.items():
         text += (f"[clusters.{name}]\nhosts = [\n  " + ",\n  ".join(hosts) + "\n]\nroot = \"/unused\"\n"
                  f'ssh_config = "{loop.ssh_config}"\npython = "{sys.executable}"\n'
-                 + (f"preflight_skip = {CPU_SKIP}\n" if cpu else "")
+                 + (f"preflight_skip = {json.dumps(skip)}\n" if skip else "")
                  + "[clusters." + name + ".env]\n" + "".join(f'{k} = "{v}"\n' for k, v in env.items()) + "\n")
     path.write_text(text)
 
@@ -75,6 +76,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, help="where the reports, plots and commands go")
     ap.add_argument("--env", action="append", default=[], help="K=V for the cluster env (e.g. PYTHONPATH=/tmp/site)")
     ap.add_argument("--profile", default="smoke")
+    ap.add_argument("--skip", action="append", default=[], help="a verify --env check to leave out (repeatable)")
     args = ap.parse_args()
     why = missing_tools()
     if why:
@@ -96,7 +98,7 @@ def main() -> int:
             "two": [host("node1", "127.0.0.2", roots["node1"], "0", 1, {}),
                     host("node2", "127.0.0.3", roots["node2"], "1", 1, {})],
             "one": [host("node1", "127.0.0.2", roots["node1"], "0,1", 2, {})],
-        }, env, cpu)
+        }, env, (CPU_SKIP if cpu else []) + args.skip)
         log: list[str] = []
         rows = []
         for name in ("two", "one"):
