@@ -3,6 +3,7 @@ process of the run left anywhere (the ``site`` fixture asserts the last after ea
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -108,6 +109,11 @@ def test_head_lost_mid_run(site: Site) -> None:
     assert doc["cause"].startswith("node1: the head host was lost during training")
     rows = {t["label"]: t["status"] for t in doc["teardown"]}
     assert rows == {"node1": "unreachable", "node2": "stopped"}
+    # the lost head could not remove its Ray temp dir; the next node started on that host does
+    from patchctl.validate.host.procs import sweep_stale
+
+    left = glob.glob(f"{tempfile.gettempdir()}/pcv-{doc['run_id']}-0-*")
+    assert len(left) == 1 and set(left) <= set(sweep_stale(older_than=0))
 
 
 def test_ctrl_c_stops_ray_on_every_host(site: Site) -> None:

@@ -109,6 +109,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         _serve(None, emit)
         emit({"event": "stopped", "stopped": 0, "left": []})
         return 0
+    procs.sweep_stale()
     temp_dir = tempfile.mkdtemp(prefix=procs.session_prefix(request["marker"]))
     start_log = os.path.join(temp_dir, "ray-start.log")
     env = dict(os.environ, RAY_TMPDIR=temp_dir, **{procs.MARKER: request["marker"]}, **request.get("ray_auth", {}))

@@ -108,6 +108,25 @@ def session_dirs(value: str) -> list[str]:
     return glob.glob(os.path.join(tempfile.gettempdir(), session_prefix(value) + "*"))
 
 
+def sweep_stale(older_than: float = 60.0) -> list[str]:
+    """Remove the temp dirs of earlier runs' nodes that no live process carries the marker of any
+    more: a node whose host went down mid-run, or whose supervisor was killed, could not remove
+    its own. Returns what was removed."""
+    removed = []
+    for d in glob.glob(os.path.join(tempfile.gettempdir(), SESSION_PREFIX + "*-*-*")):
+        parts = os.path.basename(d)[len(SESSION_PREFIX):].split("-")
+        if len(parts) < 3 or not parts[1].isdigit():
+            continue
+        try:
+            if time.time() - os.stat(d).st_mtime < older_than or marked(f"{parts[0]}.{parts[1]}"):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed
+
+
 def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     """``reap``: stop whatever of this node's run is still alive, remove its temp dirs, report.
 
