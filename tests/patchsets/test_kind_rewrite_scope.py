@@ -9,7 +9,8 @@ import pytest
 
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
-from patchctl.patchsets.kinds.keyword_rename import _rewrite_call, _sites
+from patchctl.patchsets.kinds.calls import rewrite_call as _rewrite_call
+from patchctl.patchsets.kinds.calls import sites as _sites
 from patchctl.patchsets.kinds.pyparse import parse_ast, parse_module
 from patchctl.patchsets.model import Patch
 

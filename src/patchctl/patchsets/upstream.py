@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from patchctl.patchsets.kinds import keyword_rename
+from patchctl.patchsets.kinds.calls import calls
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import UpstreamRule
 
@@ -96,7 +96,7 @@ def _call_keyword(rule: UpstreamRule, rel: str, text: str, untagged: Callable[[i
     if tree is None:
         return None
     found = None
-    for call in keyword_rename.calls(tree, rule.call):
+    for call in calls(tree, rule.call):
         scope = _function_of(tree, call)
         if _passes(call, rule.old_keyword, scope, untagged):
             return None  # upstream still passes the old keyword there: the patch is needed

@@ -6,7 +6,9 @@ The fork's vLLM fix is the model case: inside ``AsyncLLM.from_vllm_config(...)``
     # disable_log_requests=engine_args.disable_log_requests, # Uky
     enable_log_requests=engine_args.enable_log_requests, # Uky
 
-The old line stays as a comment so a reader (and :meth:`revert`) can see what was there.
+The old line stays as a comment so a reader (and :meth:`revert`) can see what was there. Finding
+the call and rewriting it in place live in :mod:`patchctl.patchsets.kinds.calls`, which the
+``call-keyword`` upstream rule shares.
 """
 
 from __future__ import annotations
@@ -17,17 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from patchctl.patchsets.kinds import anchors as structure
+from patchctl.patchsets.kinds import calls
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, tag_comment
-from patchctl.patchsets.kinds.pyparse import (
-    calls_to,
-    check_expressions,
-    dotted,
-    parse_ast,
-    parse_module,
-    same_expr,
-    split_lines,
-)
+from patchctl.patchsets.kinds.pyparse import check_expressions, parse_ast, same_expr
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
 
@@ -45,128 +39,6 @@ class Params:
     new_value: str
     #: the value the old keyword is expected to carry; a different one is a conflict
     old_value: str | None = None
-
-
-@dataclass
-class _Site:
-    """One matching call (as ``ast`` sees it) and where the keyword sits in it."""
-
-    #: the call's rank among all calls of the callee, in source order
-    rank: int
-    line: int
-    #: the keyword node, or None when the call does not pass it
-    keyword: ast.keyword | None
-    call: ast.Call | None = None
-
-
-def calls(tree: ast.Module, callee: str) -> list[ast.Call]:
-    """The calls this kind edits, in source order: ``callee`` as written, ``a.b.f(...)``.
-
-    The ``call-keyword`` upstream rule looks at exactly these, so "upstream changed the call"
-    and "the patch edits the call" always mean the same call.
-    """
-    return calls_to(tree, callee)
-
-
-def _sites(tree: ast.Module, callee: str, keyword: str) -> list[_Site]:
-    out = []
-    for rank, call in enumerate(calls(tree, callee)):
-        kw = next((k for k in call.keywords if k.arg == keyword), None)
-        out.append(_Site(rank, call.lineno, kw, call))
-    return out
-
-
-def _before(call: cst.Call, index: int) -> cst.BaseParenthesizableWhitespace:
-    return call.whitespace_before_args if index == 0 else call.args[index - 1].comma.whitespace_after  # type: ignore[union-attr]
-
-
-def _trail(arg: cst.Arg) -> cst.BaseParenthesizableWhitespace:
-    import libcst as cst
-
-    return arg.comma.whitespace_after if isinstance(arg.comma, cst.Comma) else arg.whitespace_after_arg
-
-
-def _with_trail(arg: cst.Arg, trail: cst.ParenthesizedWhitespace) -> cst.Arg:
-    import libcst as cst
-
-    if isinstance(arg.comma, cst.Comma):
-        return arg.with_changes(comma=arg.comma.with_changes(whitespace_after=trail))
-    return arg.with_changes(whitespace_after_arg=trail)
-
-
-def _set_before(call: cst.Call, index: int, ws: cst.ParenthesizedWhitespace) -> cst.Call:
-    if index == 0:
-        return call.with_changes(whitespace_before_args=ws)
-    args = list(call.args)
-    prev = args[index - 1]
-    args[index - 1] = prev.with_changes(comma=prev.comma.with_changes(whitespace_after=ws))  # type: ignore[union-attr]
-    return call.with_changes(args=args)
-
-
-def _rewrite_call(module: cst.Module, callee: str, rank: int, change) -> cst.Module:  # type: ignore[no-untyped-def]
-    """Replace the ``rank``-th call of ``callee`` (source order) by ``change(call)``."""
-    import libcst as cst
-
-    class Rewrite(cst.CSTTransformer):
-        seen = -1
-
-        def visit_Call(self, node: cst.Call) -> None:
-            if dotted(node.func) == callee:
-                self.seen += 1
-                if self.seen == rank:
-                    self.target = node
-
-        def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-            return change(updated_node) if getattr(self, "target", None) is original_node else updated_node
-
-    return module.visit(Rewrite())
-
-
-def _enclosing_statement(tree: ast.Module, call: ast.Call) -> ast.stmt | None:
-    """The innermost statement that holds the whole call."""
-    best = None
-    for node in ast.walk(tree):
-        holds = isinstance(node, ast.stmt) and node.lineno <= call.lineno and (call.end_lineno or 0) <= (node.end_lineno or 0)
-        if holds and (best is None or (node.lineno, -(node.end_lineno or 0)) >= (best.lineno, -(best.end_lineno or 0))):
-            best = node
-    return best
-
-
-def _rewrite_site(text: str, path: str, callee: str, site: _Site, make_change) -> str:  # type: ignore[no-untyped-def]
-    """``text`` with the call at ``site`` replaced by ``make_change(module)(call)``.
-
-    libcst parses only the statement that holds the call (wrapped in ``if True:`` when it is
-    indented, so its whitespace stays exactly as written): parsing and visiting a whole
-    600-line module cost ~0.25 s of ``patchctl apply``'s ~0.55 s. Where the statement cannot
-    be cut out cleanly the whole module is rewritten, as before.
-    """
-    import libcst as cst
-
-    tree = parse_ast(text, path)
-    stmt = _enclosing_statement(tree, site.call) if site.call is not None else None
-    lines = split_lines(text)
-    if stmt is not None:
-        first = structure.first_line(stmt)
-        chunk = "".join(lines[first - 1: stmt.end_lineno])
-        indent = lines[first - 1][: len(lines[first - 1]) - len(lines[first - 1].lstrip())]
-        wrapper = "if True:\n" if indent else ""
-        eol = "" if chunk.endswith(("\n", "\r")) else "\n"
-        snippet = wrapper + chunk + eol
-        try:
-            calls = calls_to(ast.parse(snippet), callee)
-            offset = first - 1 - (1 if wrapper else 0)
-            rank = next(i for i, c in enumerate(calls)
-                        if (c.lineno + offset, c.col_offset) == (site.call.lineno, site.call.col_offset))  # type: ignore[union-attr]
-            module = cst.parse_module(snippet)
-        except (SyntaxError, StopIteration, cst.ParserSyntaxError):
-            stmt = None
-        else:
-            code = _rewrite_call(module, callee, rank, make_change(module)).code
-            code = code[len(wrapper):] if wrapper else code
-            code = code[: len(code) - len(eol)] if eol else code
-            return "".join([*lines[: first - 1], code, *lines[stmt.end_lineno:]])  # type: ignore[misc]
-    module = parse_module(text, path)
-    return _rewrite_call(module, callee, site.rank, make_change(module)).code
 
 
 class KeywordRename:
@@ -191,7 +63,7 @@ class KeywordRename:
     def _line_re(keyword: str, tag: str) -> re.Pattern[str]:
         return re.compile(rf"^\s*{re.escape(keyword)}\s*=\s*(?P<value>.+?)(?P<comma>,?)\s+# {re.escape(tag)}$")
 
-    def _shape(self, lines: list[str], site: _Site, patch: Patch) -> str | None:
+    def _shape(self, lines: list[str], site: calls.Site, patch: Patch) -> str | None:
         """None when the tagged pair of lines sits at ``site`` exactly; else what differs."""
         p: Params = patch.params
         assert site.keyword is not None
@@ -215,7 +87,7 @@ class KeywordRename:
         if p.call.rsplit(".", 1)[-1] not in text:
             return Check(Presence.MISSING, f"no call to {p.call}(...)")
         lines = text.splitlines()
-        tagged = [s for s in _sites(parse_ast(text, ctx.path), p.call, p.new_keyword) if s.keyword]
+        tagged = [s for s in calls.sites(parse_ast(text, ctx.path), p.call, p.new_keyword) if s.keyword]
         for site in tagged:
             if self._shape(lines, site, patch) is None:
                 n = site.keyword.lineno  # type: ignore[union-attr]
@@ -232,7 +104,7 @@ class KeywordRename:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
-        sites = _sites(parse_ast(text, ctx.path), p.call, p.old_keyword)
+        sites = calls.sites(parse_ast(text, ctx.path), p.call, p.old_keyword)
         if not sites:
             return Edit(EditStatus.NOT_APPLICABLE, f"no call to {p.call}(...) in {ctx.path}")
         hits = [s for s in sites if s.keyword]
@@ -248,8 +120,8 @@ class KeywordRename:
             return Edit(EditStatus.CONFLICT, f"line {site.line}: {p.old_keyword}={found}, "
                         f"the patch expects {p.old_keyword}={p.old_value}")
         problem: list[str] = []
-        out = _rewrite_site(text, ctx.path, p.call, site,
-                            lambda module: lambda call: self._forward(module, call, patch, problem))
+        out = calls.rewrite_site(text, ctx.path, p.call, site,
+                                 lambda module: lambda call: self._forward(module, call, patch, problem))
         if problem:
             return Edit(EditStatus.CONFLICT, f"line {site.line}: {problem[0]}")
         return Edit(EditStatus.CHANGED, f"{p.call}(...) at line {site.line}: {p.old_keyword}= -> {p.new_keyword}=",
@@ -261,7 +133,7 @@ class KeywordRename:
         p: Params = patch.params
         index = next(i for i, a in enumerate(call.args) if a.keyword and a.keyword.value == p.old_keyword)
         arg = call.args[index]
-        before, trail = _before(call, index), _trail(arg)
+        before, trail = calls.before(call, index), calls.trail(arg)
         if not isinstance(before, cst.ParenthesizedWhitespace) or not isinstance(trail, cst.ParenthesizedWhitespace):
             problem.append(f"{p.old_keyword}= shares a line with other arguments; put it on a line of its own and apply again")
             return call
@@ -275,18 +147,18 @@ class KeywordRename:
         first = trail.first_line
         new_trail = trail.with_changes(first_line=first.with_changes(
             whitespace=cst.SimpleWhitespace(first.whitespace.value + " "), comment=cst.Comment(tag_comment(patch.tag))))
-        new_arg = _with_trail(arg.with_changes(keyword=cst.Name(p.new_keyword), value=cst.parse_expression(p.new_value)),
-                              new_trail)
+        new_arg = calls.with_trail(arg.with_changes(keyword=cst.Name(p.new_keyword), value=cst.parse_expression(p.new_value)),
+                                   new_trail)
         args = list(call.args)
         args[index] = new_arg
-        return _set_before(call.with_changes(args=args), index, before.with_changes(empty_lines=[*before.empty_lines, comment]))
+        return calls.set_before(call.with_changes(args=args), index, before.with_changes(empty_lines=[*before.empty_lines, comment]))
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
         lines = text.splitlines()
-        sites = _sites(parse_ast(text, ctx.path), p.call, p.new_keyword)
+        sites = calls.sites(parse_ast(text, ctx.path), p.call, p.new_keyword)
         exact = [s for s in sites if s.keyword and self._shape(lines, s, patch) is None]
         if not exact:
             return Edit(EditStatus.NOT_APPLICABLE, f"no tagged {p.new_keyword}= in {p.call}(...) to revert")
@@ -294,7 +166,7 @@ class KeywordRename:
             return Edit(EditStatus.AMBIGUOUS, "the tagged change appears at lines " + ", ".join(str(s.line) for s in exact))
         site = exact[0]
         problem: list[str] = []
-        out = _rewrite_site(text, ctx.path, p.call, site, lambda module: lambda call: self._backward(call, patch, problem))
+        out = calls.rewrite_site(text, ctx.path, p.call, site, lambda module: lambda call: self._backward(call, patch, problem))
         if problem:
             return Edit(EditStatus.CONFLICT, f"line {site.line}: {problem[0]}")
         return Edit(EditStatus.CHANGED, f"restored {p.old_keyword}= in {p.call}(...) at line {site.line}", out)
@@ -304,7 +176,7 @@ class KeywordRename:
 
         p: Params = patch.params
         index = next(i for i, a in enumerate(call.args) if a.keyword and a.keyword.value == p.new_keyword)
-        arg, before, trail = call.args[index], _before(call, index), _trail(call.args[index])
+        arg, before, trail = call.args[index], calls.before(call, index), calls.trail(call.args[index])
         assert isinstance(before, cst.ParenthesizedWhitespace) and isinstance(trail, cst.ParenthesizedWhitespace)
         commented = before.empty_lines[-1].comment.value  # type: ignore[union-attr]
         old_arg = cst.parse_expression(f"f({commented[2: -len(' ' + tag_comment(patch.tag))]})").args[0]  # type: ignore[attr-defined]
@@ -314,7 +186,7 @@ class KeywordRename:
         first = trail.first_line
         restored = trail.with_changes(first_line=first.with_changes(
             whitespace=cst.SimpleWhitespace(first.whitespace.value[:-1]), comment=None))
-        new_arg = _with_trail(arg.with_changes(keyword=old_arg.keyword, equal=old_arg.equal, value=old_arg.value), restored)
+        new_arg = calls.with_trail(arg.with_changes(keyword=old_arg.keyword, equal=old_arg.equal, value=old_arg.value), restored)
         args = list(call.args)
         args[index] = new_arg
-        return _set_before(call.with_changes(args=args), index, before.with_changes(empty_lines=before.empty_lines[:-1]))
+        return calls.set_before(call.with_changes(args=args), index, before.with_changes(empty_lines=before.empty_lines[:-1]))

@@ -21,22 +21,23 @@ its place could not be told apart again (issue 10: never confidently wrong).
 ``indent`` is the indentation the texts were captured at; where the scope now sits at another
 depth the texts are re-indented. The original text is kept in the manifest, so revert needs
 nothing else; where the tree's text differed from it only in spacing or comments, the record
-keeps what was really there. See :mod:`patchctl.patchsets.kinds.anchors` for the terms.
+keeps what was really there. See :mod:`patchctl.patchsets.kinds.anchors` for the terms, and
+:mod:`patchctl.patchsets.kinds.places` for how the fitting places are found and ranked.
 """
 
 from __future__ import annotations
 
 import ast
 import difflib
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds import anchors as st
+from patchctl.patchsets.kinds import places
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
-from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
+from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
 
@@ -54,78 +55,6 @@ class Params:
     after: str
     #: 1-based pick among several places that fit the anchors (set only when a user chose one)
     occurrence: int | None = None
-
-
-@dataclass(frozen=True)
-class _Site:
-    first: int
-    last: int
-    indent: str
-    #: the tree's text there
-    text: str
-    #: after | before | after-code | before-code | other
-    match: str
-
-
-def _header_code(text: str) -> str:
-    """A header made parseable: dedented, with an empty body."""
-    return textwrap.dedent(text).rstrip() + "\n    pass\n"
-
-
-def _classify(found: str, indent: str, p: Params) -> str:
-    after = st.reindent(p.after, p.indent, indent)
-    before = st.reindent(p.before, p.indent, indent)
-    if found == after:
-        return "after"
-    if found == before:
-        return "before"
-    norm = _header_code if p.mode == "header" else (lambda t: t)
-    changes_code = not st.same_code(norm(p.after), norm(p.before))
-    if changes_code and st.same_code(norm(found), norm(p.after)):
-        return "after-code"
-    if changes_code and st.same_code(norm(found), norm(p.before)):
-        return "before-code"
-    return "other"
-
-
-def _best(sites: list[_Site]) -> list[_Site]:
-    """The places holding either side's text exactly, else those holding either side's code.
-
-    Both sides count together: a file holding the original at one place and the change at
-    another cannot be said to be patched or not, so it is ambiguous, never a guess (issue 10).
-    An exact place outranks one that only does the same: inserting a copy of the statement
-    below leaves the original reading like the change with its comments stripped.
-    """
-    exact = [s for s in sites if s.match in ("before", "after")]
-    return exact or [s for s in sites if s.match in ("before-code", "after-code")]
-
-
-def _sizes(p: Params) -> set[int] | None:
-    """How many statements a place must hold to fit either side; None where a text does not parse."""
-    counts = [st.count_statements(p.before), st.count_statements(p.after)]
-    return None if None in counts else {c for c in counts if c is not None}
-
-
-@dataclass(frozen=True)
-class _Found:
-    """What a file holds where a patch's anchors point."""
-
-    #: the places holding the patch's before or after text (exactly, or as the same code)
-    fits: list[_Site]
-    #: the nearest place after each match of the anchors above, whatever it holds (for messages)
-    near: list[_Site]
-    #: whether the scope exists at all
-    exists: bool
-
-    @property
-    def one(self) -> _Site | None:
-        """The single fitting place; None when there is none or several (then nothing is guessed)."""
-        return self.fits[0] if len(self.fits) == 1 else None
-
-    def tagged_other(self, tag: str) -> list[_Site]:
-        """Places holding tagged text unlike either side, away from every fitting place."""
-        return [s for s in self.near if s.match == "other" and f"# {tag}" in s.text
-                and all(s.first != f.first for f in self.fits)]
 
 
 class Structural:
@@ -156,40 +85,6 @@ class Structural:
             raise ManifestError(manifest, "params.occurrence", "must be 1 or more", "count fitting places from 1", patch_id)
         return p
 
-    # -- locating --------------------------------------------------------------------------
-
-    def _find(self, text: str, p: Params, path: str) -> _Found:
-        """Every place in ``text`` that holds the patch's before or after text."""
-        tree = parse_ast(text, path)
-        lines = split_lines(text)
-        if p.mode == "header":
-            nodes = [n for n in st.find_scopes(tree, p.scope) if not isinstance(n, ast.Module)]
-            if p.occurrence is not None:
-                nodes = nodes[p.occurrence - 1: p.occurrence]
-            near = [self._site(lines, *self._header(lines, n, p), p) for n in nodes]
-            return _Found(_best(near), near, bool(nodes))
-        nearest = st.candidates(lines, tree, p.scope, list(p.above), list(p.below))
-        if p.occurrence is not None:
-            nearest = nearest[p.occurrence - 1: p.occurrence]
-        every = [w for n in nearest for w in st.spread(lines, n, list(p.below), _sizes(p))]
-        near = [self._site(lines, w.first, w.last, w.indent, p) for w in nearest]
-        fits = _best([self._site(lines, w.first, w.last, w.indent, p) for w in every])
-        return _Found(fits, near, bool(st.find_scopes(tree, p.scope)))
-
-    @staticmethod
-    def _header(lines: list[str], node: ast.AST, p: Params) -> tuple[int, int, str]:
-        """(first, last, indent) of a definition's header; decorators belong to it only when the
-        patch changes them."""
-        decorated = any(t.lstrip().startswith("@") for t in (p.before, p.after))
-        first = st.header_span(lines, node)[0] if decorated else node.lineno  # type: ignore[arg-type, attr-defined]
-        line = lines[node.lineno - 1]  # type: ignore[attr-defined]
-        return first, st.header_end(lines, node), line[: len(line) - len(line.lstrip())]  # type: ignore[arg-type]
-
-    @staticmethod
-    def _site(lines: list[str], first: int, last: int, indent: str, p: Params) -> _Site:
-        body = "".join(lines[first - 1: last])
-        return _Site(first, last, indent, body, _classify(body, indent, p))
-
     @staticmethod
     def _where(p: Params) -> str:
         scope = p.scope or "the module"
@@ -199,18 +94,18 @@ class Structural:
         return f"{scope}{near}"
 
     @staticmethod
-    def _lines(sites: list[_Site]) -> str:
+    def _lines(sites: list[places.Site]) -> str:
         return ", ".join(f"{s.first}-{s.last}" if s.last > s.first else str(s.first) for s in sites)
 
     # -- the three operations ----------------------------------------------------------------
 
     @staticmethod
-    def _places(sites: list[_Site]) -> str:
+    def _places(sites: list[places.Site]) -> str:
         """Lines of each place, with which side of the patch it holds."""
         return ", ".join(f"{Structural._lines([s])} ({'patched' if s.match.startswith('after') else 'unpatched'})"
                          for s in sites)
 
-    def _ambiguous(self, p: Params, fits: list[_Site], when: str = "") -> str:
+    def _ambiguous(self, p: Params, fits: list[places.Site], when: str = "") -> str:
         return (f"{self._where(p)}{when} fits {len(fits)} places, lines {self._places(fits)}; its anchors repeat, so "
                 "nothing is guessed: add params.occurrence or more anchors")
 
@@ -218,7 +113,7 @@ class Structural:
         p: Params = patch.params
         if text is None:
             return Check(Presence.MISSING, f"{ctx.path} does not exist")
-        found = self._find(text, p, ctx.path)
+        found = places.find(text, p, ctx.path)
         s = found.one
         if s is not None and s.match.startswith("after"):
             how = "" if s.match == "after" else " (same code; spacing or comments differ)"
@@ -236,7 +131,7 @@ class Structural:
         return Check(Presence.MISSING, f"{self._where(p)}: not present")
 
     @staticmethod
-    def _diff(expected: str, site: _Site, p: Params, path: str) -> str:
+    def _diff(expected: str, site: places.Site, p: Params, path: str) -> str:
         want = st.reindent(expected, p.indent, site.indent) or expected
         return "".join(difflib.unified_diff(want.splitlines(keepends=True), site.text.splitlines(keepends=True),
                                             "patch", f"{path}:{site.first}"))
@@ -245,7 +140,7 @@ class Structural:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
-        found = self._find(text, p, ctx.path)
+        found = places.find(text, p, ctx.path)
         if len(found.fits) > 1:
             return Edit(EditStatus.AMBIGUOUS, self._ambiguous(p, found.fits))
         site = found.one
@@ -264,7 +159,7 @@ class Structural:
         except SyntaxError as exc:  # e.g. a body left empty: better no patch than a broken module
             return Edit(EditStatus.CONFLICT, f"{self._where(p)}: the result would not be valid Python "
                         f"(line {exc.lineno}: {exc.msg})")
-        later = self._find(new, p, ctx.path).fits
+        later = places.find(new, p, ctx.path).fits
         if len(later) > 1:  # check and revert could not tell the change from the original: do not make it
             return Edit(EditStatus.AMBIGUOUS, self._ambiguous(p, later, " after the change"))
         if not later or not later[0].match.startswith("after") or later[0].first != site.first:
@@ -273,7 +168,7 @@ class Structural:
         undo = None if site.match == "before" else {"before": site.text}
         return Edit(EditStatus.CHANGED, f"{self._where(p)}: lines {self._lines([site])} replaced", new, undo=undo)
 
-    def _no_fit(self, found: _Found, p: Params, path: str) -> Edit:
+    def _no_fit(self, found: places.Found, p: Params, path: str) -> Edit:
         """Why no place holds the patch's original text."""
         if not found.exists:
             return Edit(EditStatus.NOT_APPLICABLE, f"{path} has no {p.scope or 'module'} scope")
@@ -287,7 +182,7 @@ class Structural:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
-        found = self._find(text, p, ctx.path)
+        found = places.find(text, p, ctx.path)
         if len(found.fits) > 1:
             return Edit(EditStatus.AMBIGUOUS, self._ambiguous(p, found.fits))
         site = found.one
