@@ -97,6 +97,10 @@ class LogScan:
         step = Step(parsed[0], at, parsed[1])
         # validation-only lines (step:0 - val-core/...) are kept apart from training steps
         if step.step >= 1 and any(not k.startswith("val") for k in step.metrics):
+            # a second copy of a step already logged is the same line forwarded twice (Ray's log
+            # monitors of two nodes on one machine both relay the driver's output), not a step
+            if any(s.step == step.step and s.metrics == step.metrics for s in self.steps[-4:]):
+                return None
             self.steps.append(step)
             return step
         return None
