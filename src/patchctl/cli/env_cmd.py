@@ -27,12 +27,7 @@ def run_env(target: str, target_given: bool, cluster: str | None, config: Path |
     clus = load_cluster(cluster, config) if cluster else None
     report = preflight.run(preflight.build(tree, clus, patchsets=patchsets))
     if as_json:
-        render.emit_json({
-            "ok": report.ok, "seconds": round(report.seconds, 3),
-            "target": str(tree.root) if tree else None, "version": tree.version if tree else None,
-            "cluster": cluster, "counts": report.counts(),
-            "checks": [r.to_json() for r in report.results],
-        })
+        render.emit_json(report.to_json(tree, cluster))
     else:
         show(report, tree, cluster)
     return 0 if report.ok else 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -46,28 +45,12 @@ def matrix_cmd(versions: str, repo: Path | None, patchsets: tuple[str, ...], job
     sets = load_patchsets(patchsets)
     matrix = run_matrix(parse_versions(versions, repo), sets, jobs)
     if as_json:
-        render.emit_json(matrix_doc(matrix))
+        render.emit_json(matrix.to_json())
     elif as_markdown:
         click.echo(markdown(matrix), nl=False)
     else:
         _show(matrix)
     return 0 if matrix.ok else 1
-
-
-def matrix_doc(matrix: Matrix) -> dict[str, Any]:
-    """The --json document; its keys are stable."""
-    return {
-        "patchsets": list(matrix.patchsets),
-        "versions": [{"label": c.source.label, "kind": c.source.kind, "version": c.version,
-                      "commit": c.source.commit, "written": len(c.written)} for c in matrix.columns],
-        "patches": [{"name": matrix.name(row), "patchset": row[0], "patch": row[1]} for row in matrix.rows],
-        "cells": [{"patch": matrix.name(row), "version": c.source.label, "status": cell.status.value,
-                   "path": cell.path, "reason": cell.reason, **({"detail": cell.detail} if cell.detail else {})}
-                  for row in matrix.rows for c in matrix.columns for cell in [matrix.cell(row, c)]],
-        "first_superseded": {matrix.name(row): matrix.first_superseded(row) for row in matrix.rows},
-        "problems": {matrix.name(row): matrix.problems(row) for row in matrix.rows},
-        "ok": matrix.ok,
-    }
 
 
 def _header(matrix: Matrix) -> list[str]:

@@ -14,6 +14,7 @@ import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from patchctl.errors import PatchctlError
 from patchctl.matrix.columns import Source, fetch, unpack
@@ -69,6 +70,21 @@ class Matrix:
     @property
     def ok(self) -> bool:
         return not any(self.problems(row) for row in self.rows)
+
+    def to_json(self) -> dict[str, Any]:
+        """The --json document; its keys are stable."""
+        return {
+            "patchsets": list(self.patchsets),
+            "versions": [{"label": c.source.label, "kind": c.source.kind, "version": c.version,
+                          "commit": c.source.commit, "written": len(c.written)} for c in self.columns],
+            "patches": [{"name": self.name(row), "patchset": row[0], "patch": row[1]} for row in self.rows],
+            "cells": [{"patch": self.name(row), "version": c.source.label,
+                       **{k: v for k, v in self.cell(row, c).to_json().items() if k not in ("patchset", "patch")}}
+                      for row in self.rows for c in self.columns],
+            "first_superseded": {self.name(row): self.first_superseded(row) for row in self.rows},
+            "problems": {self.name(row): self.problems(row) for row in self.rows},
+            "ok": self.ok,
+        }
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,12 @@ class EnvReport:
     def counts(self) -> dict[str, int]:
         return {s.value: sum(r.status is s for r in self.results) for s in Status}
 
+    def to_json(self, target: Target | None = None, cluster: str | None = None) -> dict[str, object]:
+        """The ``verify --env --json`` document (``target``: the Target checked, if any)."""
+        return {"ok": self.ok, "seconds": round(self.seconds, 3),
+                "target": str(target.root) if target else None, "version": target.version if target else None,
+                "cluster": cluster, "counts": self.counts(), "checks": [r.to_json() for r in self.results]}
+
 
 def _default_lib_dirs() -> tuple[str, ...]:
     # the directories GNU ld searches for -l without any -L (Debian/Ubuntu and RHEL layouts)
