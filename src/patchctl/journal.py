@@ -21,39 +21,16 @@ import json
 import os
 import secrets
 import shutil
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from patchctl.errors import ChangePending, PatchctlError
+from patchctl.faults import signals_held, step
 
 JOURNAL_DIR = ".patchctl-journal"
 JOURNAL_FILE = "journal.json"
 TMP_SUFFIX = ".patchctl-tmp"
 FORMAT = 1
-
-_steps = 0
-
-
-def step() -> None:
-    """Count one file-system mutation; the test-only fault switch acts on the Nth.
-
-    ``PATCHCTL_TEST_FAULT=kill@N`` SIGKILLs this process right before its Nth mutation
-    (``int@N`` / ``term@N`` send SIGINT / SIGTERM instead), in the spirit of git's
-    ``GIT_TEST_*`` variables. Unset, it costs one environment lookup.
-    """
-    global _steps
-    fault = os.environ.get("PATCHCTL_TEST_FAULT")
-    if not fault:
-        return
-    _steps += 1
-    how, _, at = fault.partition("@")
-    if at.isdigit() and _steps == int(at):
-        sig = {"kill": signal.SIGKILL, "int": signal.SIGINT, "term": signal.SIGTERM}[how]
-        os.kill(os.getpid(), sig)
-
 
 @dataclass
 class Op:
@@ -134,21 +111,6 @@ def temp_name(journal: Journal, rel: str) -> str:
     """A temp file's name beside its destination, known before the file exists."""
     head, _, name = rel.rpartition("/")
     return (head + "/" if head else "") + f".{name}.{journal.id}{TMP_SUFFIX}"
-
-
-@contextmanager
-def signals_held() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM while a roll-back runs, so a second Ctrl-C cannot cut it in half."""
-    sigs = {signal.SIGINT, signal.SIGTERM}
-    try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
-    except (ValueError, OSError):  # not the main thread: nothing to hold
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def rollback(journal: Journal) -> int:
