@@ -11,7 +11,7 @@ import click
 from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option
-from patchctl.errors import PatchctlError
+from patchctl.errors import MissingOption
 
 #: exit codes: a pass (or a plan), a failed run, an interrupted one (as the error handler's Ctrl-C)
 EXIT = {"pass": 0, "planned": 0, "fail": 1, "interrupted": 130}
@@ -62,13 +62,13 @@ def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare:
     if cluster_name is None or (cluster_name.endswith(".json") and len(compare) == 1):
         reports = ([Path(cluster_name)] if cluster_name else []) + list(compare)
         if len(reports) != 2:
-            raise PatchctlError("validate: name a CLUSTER, or give two reports to compare "
+            raise MissingOption("validate", "name a CLUSTER, or give two reports to compare "
                                 "(--compare NEW --compare OLD); see patchctl validate --help")
         doc = run.compare_reports(reports[0], reports[1], (out or reports[0].parent))
         render.emit_json(doc) if as_json else _show_compare(doc)
         return 0
     if len(compare) > 1:
-        raise PatchctlError("--compare: give one earlier report when validating a cluster")
+        raise MissingOption("--compare", "give one earlier report when validating a cluster")
     cluster = load_cluster(cluster_name, config)
     options = Options(profile, tuple(overrides), join, ray_timeout, timeout, out, ray_cpus)
     if dry_run:
