@@ -40,3 +40,16 @@ def table(title: str, columns: list[str], rows: list[list[str]], status_col: int
 
 def emit_json(doc: Any) -> None:
     click.echo(json.dumps(doc, indent=2))
+
+
+def progress_line(p: Any) -> str:
+    """``step 12/40  reward 0.512  loss -0.0123  0.15 s/step  34 s``: train's and validate's live line."""
+    parts = [f"step {p.step}" + (f"/{p.total}" if p.total else "")]
+    if p.reward is not None:
+        parts.append(f"reward {p.reward:.3f}")
+    if p.loss is not None:
+        parts.append(f"loss {p.loss:.4f}")
+    if p.seconds_per_step is not None:
+        parts.append(f"{p.seconds_per_step:.2f} s/step")
+    parts.append(f"{p.elapsed:.0f} s")
+    return "  ".join(parts)

@@ -104,16 +104,7 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
     live = sys.stderr.isatty() and not verbose
 
     def progress(p: run.Progress) -> None:
-        total = f"/{p.total}" if p.total else ""
-        parts = [f"step {p.step}{total}"]
-        if p.reward is not None:
-            parts.append(f"reward {p.reward:.3f}")
-        if p.loss is not None:
-            parts.append(f"loss {p.loss:.4f}")
-        if p.seconds_per_step is not None:
-            parts.append(f"{p.seconds_per_step:.2f} s/step")
-        parts.append(f"{p.elapsed:.0f} s")
-        line = "  ".join(parts)
+        line = render.progress_line(p)
         click.echo(f"\r\033[K{line}" if live else line, err=True, nl=not live)
 
     def echo(line: str, at: float) -> None:

@@ -92,15 +92,7 @@ def _note(n: Any) -> None:
 
 def _progress(live: bool) -> Any:
     def show(p: Any) -> None:
-        parts = [f"step {p.step}" + (f"/{p.total}" if p.total else "")]
-        if p.reward is not None:
-            parts.append(f"reward {p.reward:.3f}")
-        if p.loss is not None:
-            parts.append(f"loss {p.loss:.4f}")
-        if p.seconds_per_step is not None:
-            parts.append(f"{p.seconds_per_step:.2f} s/step")
-        parts.append(f"{p.elapsed:.0f} s")
-        line = "  ".join(parts)
+        line = render.progress_line(p)
         click.echo(f"\r\033[K{line}" if live else f"    train  {line}", err=True, nl=not live)
 
     return show

@@ -122,3 +122,15 @@ def scan_text(text: str) -> LogScan:
     for line in text.splitlines():
         scan.feed(line)
     return scan
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What the live progress line shows after each logged step (train's and validate's)."""
+
+    step: int
+    total: int | None
+    reward: float | None
+    loss: float | None
+    seconds_per_step: float | None
+    elapsed: float

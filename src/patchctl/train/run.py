@@ -15,7 +15,6 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl.clusters import Cluster
@@ -24,24 +23,12 @@ from patchctl.target import Target
 from patchctl.train import assets, facts, launcher, rayhead, report, settings, smoke, treeconfig
 from patchctl.train.data import TINY_NAME
 from patchctl.train.judge import judge
-from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Step, pick
+from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Progress, Step, pick
 from patchctl.train.model import Plan, Ran, Timings
 from patchctl.train.profiles import Profile, adapt, fill, resolve_values
 from patchctl.train.report import TrainReport
 
 __all__ = ["Plan", "Progress", "TrainReport", "default_run_dir", "launch", "plan", "prepare", "train"]
-
-
-@dataclass(frozen=True)
-class Progress:
-    """What the live progress line shows after each logged step."""
-
-    step: int
-    total: int | None
-    reward: float | None
-    loss: float | None
-    seconds_per_step: float | None
-    elapsed: float
 
 
 def default_run_dir(target: Target, profile: str) -> Path:

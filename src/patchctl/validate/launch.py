@@ -17,7 +17,8 @@ from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, pick
 from patchctl.validate import plan as planning, remote
 from patchctl.validate.errors import HostLost, HostNotReady, TimedOut
 from patchctl.validate.host.procs import MARKER
-from patchctl.validate.model import Note, Progress, RayCluster, Trained
+from patchctl.train.logparse import Progress
+from patchctl.validate.model import Note, RayCluster, Trained
 from patchctl.validate.teardown import Started
 
 NoteFn = Callable[[Note], None]

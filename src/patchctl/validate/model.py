@@ -111,18 +111,6 @@ class RayCluster:
 
 
 @dataclass(frozen=True)
-class Progress:
-    """One training step as the live line shows it."""
-
-    step: int
-    total: int | None
-    reward: float | None
-    loss: float | None
-    seconds_per_step: float | None
-    elapsed: float
-
-
-@dataclass(frozen=True)
 class Trained:
     """What the trainer on the head ended with (its report is fetched separately)."""
 

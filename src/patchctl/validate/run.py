@@ -20,7 +20,8 @@ from patchctl.clusters import Cluster
 from patchctl.migrate import ssh
 from patchctl.validate import compare as comparing, fetch, launch, plan as planning, preflight, rayup
 from patchctl.validate.errors import HostLost, Interrupted, TrainerFailed, ValidateFailed
-from patchctl.validate.model import Note, Progress, ValidateResult, Verdict
+from patchctl.train.logparse import Progress
+from patchctl.validate.model import Note, ValidateResult, Verdict
 from patchctl.validate.teardown import Started, no_interrupts
 
 NoteFn = Callable[[Note], None]
