@@ -130,7 +130,7 @@ def rollback(journal: Journal) -> int:
             if op.tmp and os.path.lexists(root / op.tmp):
                 step()
                 (root / op.tmp).unlink()
-        _remove_dirs(root, journal.dirs, keep=JOURNAL_DIR)
+        _remove_dirs(root, journal.dirs)
         finish(journal)
     return restored
 
@@ -155,7 +155,7 @@ def finish(journal: Journal) -> None:
         if (journal.folder / name).exists():
             step()
             (journal.folder / name).unlink()
-    _remove_dirs(journal.root, [JOURNAL_DIR, *journal.dirs], keep=None)
+    _remove_dirs(journal.root, [JOURNAL_DIR, *journal.dirs])
 
 
 def prune_empty_parents(root: Path, removed: list[Path]) -> None:
@@ -175,12 +175,10 @@ def prune_empty_parents(root: Path, removed: list[Path]) -> None:
             parent = parent.parent
 
 
-def _remove_dirs(root: Path, dirs: list[str], keep: str | None) -> None:
+def _remove_dirs(root: Path, dirs: list[str]) -> None:
     """Remove the listed folders that are empty, deepest first; never ``root`` itself."""
     for rel in sorted(set(dirs), key=lambda d: d.count("/"), reverse=True):
         path = root / rel
-        if keep and (rel == keep or keep.startswith(rel + "/")):
-            continue
         try:
             if path.is_dir() and not any(path.iterdir()):
                 step()
