@@ -12,7 +12,7 @@ from patchctl import fsutil, git
 from patchctl.errors import PatchsetNotGiven
 from patchctl.patchsets import record as rec
 from patchctl.patchsets.kinds import KINDS
-from patchctl.patchsets.kinds.base import Check, Context, EditStatus
+from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.model import Outcome, Patch, Patchset, PatchResult, Presence
 from patchctl.patchsets.plan import Plan
 from patchctl.patchsets.reader import TreeReader, locate
@@ -43,7 +43,7 @@ def plan_revert(target: Target, patchsets: list[Patchset], only: set[str] | None
     removed_whole = _files_removed_whole(entries, by_name, tree, only)
     kept: list[rec.Entry] = []
     for entry in reversed(entries):
-        patch = by_name[entry.patchset].get(entry.patch) if entry.patchset in by_name else None
+        patch = _patch_of(entry, by_name)
         if patch is None or (only and entry.patch not in only):
             if old is not None:
                 kept.insert(0, entry)
@@ -67,22 +67,24 @@ def plan_revert(target: Target, patchsets: list[Patchset], only: set[str] | None
     return plan
 
 
+def _patch_of(entry: rec.Entry, by_name: dict[str, Patchset]) -> Patch | None:
+    ps = by_name.get(entry.patchset)
+    return ps.get(entry.patch) if ps is not None else None
+
+
 def _files_removed_whole(entries: list[rec.Entry], by_name: dict[str, Patchset], tree: TreeReader,
                          only: set[str] | None) -> set[str]:
     """Files an intact add-file patch will delete: other patches' lines in them go with the file."""
     out = set()
     for e in entries:
-        patch = by_name[e.patchset].get(e.patch) if e.patchset in by_name else None
+        patch = _patch_of(e, by_name)
         if patch is None or (only and e.patch not in only) or not KINDS[patch.kind].creates_target:
             continue
         path = e.path or locate(patch, tree)
-        if path is not None and _check(patch, path, tree, by_name[e.patchset].root, e.undo).presence is Presence.PRESENT:
+        ctx = Context(by_name[e.patchset].root, path or "", e.undo)
+        if path is not None and KINDS[patch.kind].check(tree.read(path), patch, ctx).presence is Presence.PRESENT:
             out.add(path)
     return out
-
-
-def _check(patch: Patch, path: str, tree: TreeReader, root: Path, undo: dict | None = None) -> Check:
-    return KINDS[patch.kind].check(tree.read(path), patch, Context(root, path, undo))
 
 
 def _revert_one(patch: Patch, entry: rec.Entry, path: str, tree: TreeReader, befores: set[str | None],
