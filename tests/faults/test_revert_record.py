@@ -1,0 +1,106 @@
+"""Revert and the apply record: a partial revert keeps the other patches' entries and refreshes
+their hashes, and revert without a record still refuses a patch edited by hand (#18, req. 7)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from patchctl.cli.main import cli
+from patchctl.fsutil import sha256_file
+from tests.conftest import git
+from tests.faults.helpers import GIT_IDENT, PRELUDE, make_tree, snapshot
+
+KEYWORD = '''
+[[patch]]
+id = "load-mode"
+title = "read-only loads"
+why = "a second patch in the prelude's file"
+kind = "keyword-value"
+target = ["verl/__init__.py"]
+[patch.params]
+keyword = "mode"
+calls = ["load"]
+old_value = '"a"'
+value = '"r"'
+'''
+RECORD = ".patchctl/applied.json"
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.fixture(autouse=True)
+def _ident(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in GIT_IDENT.items():
+        monkeypatch.setenv(k, v)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A git tree whose verl/__init__.py two patches of one patchset change, applied."""
+    root = make_tree(tmp_path / "tree")
+    (root / "verl" / "__init__.py").write_text('"""verl."""\n\nimport sys\n\ncfg = load(path, mode="a")\n')
+    git(root, "commit", "-qam", "a call the second patch changes")
+    return root
+
+
+@pytest.fixture
+def ps(tmp_path: Path) -> Path:
+    root = tmp_path / "ps"
+    root.mkdir()
+    (root / "patchset.toml").write_text('[patchset]\nname = "fault"\ntag = "T"\n' + PRELUDE + KEYWORD)
+    return root
+
+
+def _entries(tree: Path) -> dict[str, dict]:
+    return {e["patch"]: e for e in json.loads((tree / RECORD).read_text())["patches"]}
+
+
+def test_revert_only_keeps_the_other_patches_entries_with_fresh_hashes(tree: Path, ps: Path) -> None:
+    assert run("apply", "-t", str(tree), "-p", str(ps))[0] == 0
+    applied = _entries(tree)
+    assert set(applied) == {"init-prelude", "load-mode"}
+    code, out = run("revert", "-t", str(tree), "-p", str(ps), "--only", "init-prelude")
+    assert code == 0, out
+    left = _entries(tree)
+    assert set(left) == {"load-mode"}, "a partial revert dropped another patch's entry"
+    # the file changed under the kept entry: its hash is the file's, not the one apply saw
+    assert left["load-mode"]["sha256_after"] == sha256_file(tree / "verl" / "__init__.py")
+    assert {k: v for k, v in left["load-mode"].items() if k != "sha256_after"} == \
+        {k: v for k, v in applied["load-mode"].items() if k != "sha256_after"}
+    # so patchctl still knows the file as its own: re-applying needs no --force
+    code, out = run("apply", "-t", str(tree), "-p", str(ps), "--only", "init-prelude")
+    assert code == 0, out
+    assert _entries(tree)["load-mode"]["sha256_after"] == sha256_file(tree / "verl" / "__init__.py")
+
+
+def test_a_full_revert_after_a_partial_one_restores_the_tree(tree: Path, ps: Path) -> None:
+    before = snapshot(tree)
+    assert run("apply", "-t", str(tree), "-p", str(ps))[0] == 0
+    assert run("revert", "-t", str(tree), "-p", str(ps), "--only", "load-mode")[0] == 0
+    assert 'mode="a"' in (tree / "verl" / "__init__.py").read_text()
+    code, out = run("revert", "-t", str(tree), "-p", str(ps), "--json")
+    assert code == 0, out
+    assert [(r["patch"], r["status"]) for r in json.loads(out)["results"]] == [("init-prelude", "reverted")]
+    assert snapshot(tree) == before
+
+
+def test_without_a_record_a_hand_edited_patch_is_a_conflict(tree: Path, ps: Path) -> None:
+    """No record to compare with: the intact patch is not reverted alone, the edited one is named."""
+    assert run("apply", "-t", str(tree), "-p", str(ps))[0] == 0
+    (tree / RECORD).unlink()
+    init = tree / "verl" / "__init__.py"
+    init.write_text(init.read_text().replace('mode="r")  # T', 'mode="w")  # T'))
+    assert 'mode="w")  # T' in init.read_text()
+    edited = snapshot(tree)
+    code, out = run("revert", "-t", str(tree), "-p", str(ps), "--json")
+    assert code == 1, out
+    rows = {r["patch"]: r["status"] for r in json.loads(out)["results"]}
+    assert rows == {"load-mode": "conflict", "init-prelude": "held-back"}
+    assert snapshot(tree) == edited
