@@ -105,3 +105,17 @@ def test_a_change_that_leaves_a_body_empty_is_a_conflict() -> None:
     """No fork holds such a body (it would not parse), so the property test never makes one."""
     edit = KIND.apply("def fit(self):\n    self.sync()\n", patch(before="    self.sync()\n", after="    # Uky\n"), CTX)
     assert edit.status is EditStatus.CONFLICT and "would not be valid Python" in edit.reason
+
+
+# the audit of #18: revert wrote the manifest's text back instead of what the tree really had
+def test_revert_restores_the_trees_own_spacing_and_comments_not_the_manifests() -> None:
+    before = "def fit(self):\n    self.init()\n    self.sync( )  # wait for the workers\n    return self.state\n"
+    after = "def fit(self):\n    self.init()\n    self.sync(blocking=True)  # Uky\n    return self.state\n"
+    p = patch(above=["self.init()"], below=["return self.state"], before="    self.sync()\n",
+              after="    self.sync(blocking=True)  # Uky\n")
+    edit = KIND.apply(before, p, CTX)
+    assert edit.status is EditStatus.CHANGED and edit.text == after
+    assert edit.undo == {"before": "    self.sync( )  # wait for the workers\n"}
+    round_trip(before, after, p)
+    # without the record's text (no record), the manifest's is all there is
+    assert KIND.revert(after, p, CTX).text == before.replace("self.sync( )  # wait for the workers", "self.sync()")
