@@ -82,6 +82,25 @@ def test_tag_inventory_is_compared(tmp_path: Path) -> None:
     assert reply["tags_missing_here"] == [["b.py", 3, "y = 2  # Uky"]]
 
 
+@pytest.mark.parametrize(("stale", "expected", "verified"), [
+    (False, [["a.py", 1, "x = 1  # Uky"]], True),
+    (True, [["a.py", 1, "x = 1  # Uky"]], False),  # a tagged line only the host has
+    (False, [["a.py", 1, "x = 1  # Uky"], ["b.py", 3, "y = 2  # Uky"]], False),  # one the host lacks
+], ids=["same", "only-here", "missing-here"])
+def test_provenance_is_verified_only_when_the_tags_agree_too(tmp_path: Path, stale: bool, expected: list,
+                                                              verified: bool) -> None:
+    """Every file matching is not enough: a tag mismatch alone leaves the host unverified (#18 audit)."""
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1  # Uky\n")
+    if stale:
+        (root / "stale.py").write_text("y = 2  # Uky\n")
+    reply = agent(req(root, "finish", [entry(root, "a.py")],
+                      tags={"pattern": r"#\s*(Uky)\b", "needles": ["Uky"], "expected": expected}))
+    assert reply["problems"] == []
+    assert json.loads((root / ".patchctl" / "provenance.json").read_text())["verified"] is verified
+
+
 def placed(root: Path, files: list[str]) -> None:
     (root / ".patchctl").mkdir(parents=True, exist_ok=True)
     (root / ".patchctl" / "manifest.json").write_text(json.dumps({"format": 1, "files": files}))
