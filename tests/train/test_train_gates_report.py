@@ -86,3 +86,36 @@ def test_plot(tmp_path: Path) -> None:
     assert png is not None and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report.plot(tmp_path / "none.png", LogScan(), "title") is None
 
+
+
+def test_a_run_that_stops_before_its_announced_total_fails_however_low_min_steps() -> None:
+    """verl says how many steps it will run; ending early is a failure even above min_steps (#18 audit)."""
+    scan = LogScan()
+    scan.feed("Total training steps: 8")
+    for i in range(1, 6):
+        scan.feed(f"step:{i} - actor/pg_loss:0.1 - critic/score/mean:0.5")
+    gate = by_name(evaluate(0, scan, Gates(min_steps=3), 1.0))["steps-logged"]
+    assert (gate.status, gate.value, gate.threshold) == (GateStatus.FAIL, 5, ">= 8")
+    assert gate.reason == "5 training steps logged, expected 8"
+    for i in range(6, 9):
+        scan.feed(f"step:{i} - actor/pg_loss:0.1 - critic/score/mean:0.5")
+    assert by_name(evaluate(0, scan, Gates(min_steps=3), 1.0))["steps-logged"].status is GateStatus.PASS
+    assert by_name(evaluate(0, scan, Gates(min_steps=9), 1.0))["steps-logged"].threshold == ">= 9"
+
+
+@pytest.mark.parametrize(("last", "status"), [(0.75, GateStatus.PASS), (0.7499, GateStatus.FAIL),
+                                              (0.7501, GateStatus.PASS)])
+def test_the_learning_bar_includes_its_boundary(last: float, status: GateStatus) -> None:
+    """A gain of exactly learning_min_gain passes; a hair below fails (#18 audit)."""
+    gates = Gates(learning_metric="critic/score/mean", learning_window=2, learning_min_gain=0.25)
+    gate = by_name(evaluate(0, scan_of([0.5, 0.5, last, last]), gates, 1.0))["learning"]
+    assert gate.status is status and gate.threshold == "last 2 - first 2 >= 0.25"
+
+
+def test_the_learning_check_needs_two_full_windows() -> None:
+    gates = Gates(learning_metric="critic/score/mean", learning_window=3, learning_min_gain=0.1)
+    short = by_name(evaluate(0, scan_of([0.0, 0.0, 0.0, 1.0, 1.0]), gates, 1.0))["learning"]
+    assert short.status is GateStatus.FAIL and short.value is None
+    assert short.reason == "critic/score/mean: 5 steps logged, the check needs 6"
+    full = by_name(evaluate(0, scan_of([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]), gates, 1.0))["learning"]
+    assert full.status is GateStatus.PASS and full.value == 1.0
