@@ -119,3 +119,35 @@ def test_the_learning_check_needs_two_full_windows() -> None:
     assert short.reason == "critic/score/mean: 5 steps logged, the check needs 6"
     full = by_name(evaluate(0, scan_of([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]), gates, 1.0))["learning"]
     assert full.status is GateStatus.PASS and full.value == 1.0
+
+
+@pytest.mark.parametrize(("code", "reason"), [
+    (None, "the trainer was stopped (timeout or interrupt)"),
+    (2, "the trainer exited with 2; the log's last lines say why"), (0, "the trainer exited cleanly")])
+def test_the_exit_code_gate_says_how_the_trainer_ended(code: int | None, reason: str) -> None:
+    gate = by_name(evaluate(code, scan_of([0.1]), Gates(), 1.0))["exit-code"]
+    assert (gate.status is GateStatus.PASS, gate.value, gate.reason) == (code == 0, code, reason)
+
+
+def test_a_run_with_no_steps_fails_every_step_gate_and_skips_none() -> None:
+    gates = evaluate(0, LogScan(), Gates(min_steps=0), None)
+    assert [g.name for g in gates] == ["exit-code", "steps-logged", "metrics-finite", "time-to-first-step"]
+    got = by_name(gates)
+    # min_steps = 0 and no total announced: zero steps are enough for this gate alone
+    assert (got["steps-logged"].status, got["steps-logged"].threshold) == (GateStatus.PASS, ">= 0")
+    assert (got["metrics-finite"].status, got["metrics-finite"].value) == (GateStatus.FAIL, 0)
+    assert not verdict(gates)
+
+
+@pytest.mark.parametrize(("seconds", "status"), [(10.0, GateStatus.PASS), (10.04, GateStatus.FAIL)])
+def test_the_first_step_bar_includes_its_boundary(seconds: float, status: GateStatus) -> None:
+    """Steps pass, so the first-step gate's own verdict shows (not one left over from another gate)."""
+    gates = by_name(evaluate(0, scan_of([0.1] * 3), Gates(min_steps=3, first_step_max_s=10), seconds))
+    assert gates["steps-logged"].status is GateStatus.PASS
+    assert gates["time-to-first-step"].status is status and gates["time-to-first-step"].value == round(seconds, 1)
+
+
+def test_gate_values_are_rounded_for_the_report() -> None:
+    gates = Gates(learning_metric="critic/score/mean", learning_window=1, learning_min_gain=0.1)
+    got = by_name(evaluate(0, scan_of([0.1, 0.323456]), gates, 12.345))
+    assert got["time-to-first-step"].value == 12.3 and got["learning"].value == 0.2235
