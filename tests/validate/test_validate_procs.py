@@ -18,8 +18,9 @@ from patchctl.validate.host import procs
 
 @pytest.fixture
 def spawn(tmp_path: Path) -> Iterator:
-    """``spawn(marker, name=None)``: a sleeping process carrying ``MARKER=marker`` (run as
-    ``name`` when given, as a raylet is); all are ended and reaped after the test."""
+    """``spawn(marker, name=None, args=())``: a sleeping process carrying ``MARKER=marker`` (run
+    as ``name`` when given, as a raylet is; ``args`` of ``("-c", script)`` run that script, which
+    prints ``ready`` once set up); all are ended and reaped after the test."""
     started: list[subprocess.Popen] = []
 
     def start(marker: str, name: str | None = None, args: tuple[str, ...] = ()) -> subprocess.Popen:
@@ -29,8 +30,11 @@ def spawn(tmp_path: Path) -> Iterator:
             link.parent.mkdir()
             link.symlink_to(sys.executable)
             exe = str(link)
-        p = subprocess.Popen([exe, "-c", "import time; time.sleep(60)", *args],
-                             env={**os.environ, procs.MARKER: marker})
+        script = args if args[:1] == ("-c",) else ("-c", "import time; time.sleep(60)", *args)
+        p = subprocess.Popen([exe, *script], env={**os.environ, procs.MARKER: marker},
+                             stdout=subprocess.PIPE if args[:1] == ("-c",) else None)
+        if p.stdout is not None:
+            assert p.stdout.readline() == b"ready\n"  # its SIGTERM handler is in place
         started.append(p)
         deadline = time.monotonic() + 10
         while p.pid not in procs.marked(marker) and time.monotonic() < deadline:
@@ -93,3 +97,45 @@ def test_temp_dirs_are_a_nodes_own_and_only_dead_nodes_are_swept(spawn, tmp_path
     spawn(f"{run}.10")
     assert procs.sweep_stale(older_than=60) == [str(one)]  # node 10 lives on; node 3's dir is new
     assert not one.exists() and ten.is_dir() and fresh.is_dir() and odd.is_dir()
+
+
+#: a process that handles SIGTERM: after ``delay`` seconds it runs ``code`` (exit, or carry on)
+_ON_TERM = ("import signal, sys, time\n"
+            "signal.signal(signal.SIGTERM, lambda *_: (time.sleep({delay}), {code}))\n"
+            "print('ready', flush=True)\n"
+            "while True: time.sleep(0.05)\n")
+
+
+def test_stop_gives_a_process_its_grace_before_sigkill(spawn) -> None:
+    """SIGTERM first: a process that shuts down cleanly within the grace is never SIGKILLed."""
+    run = secrets.token_hex(4)
+    graceful = spawn(f"{run}.1", args=("-c", _ON_TERM.format(delay=0.5, code="sys.exit(7)")))
+    assert procs.stop_marked(f"{run}.1", grace=5.0) == (1, [])
+    assert graceful.wait(timeout=5) == 7, "killed before its grace was over"
+
+
+def test_stop_kills_a_process_that_ignores_sigterm(spawn) -> None:
+    run = secrets.token_hex(4)
+    stubborn = spawn(f"{run}.1", args=("-c", _ON_TERM.format(delay=0, code="None")))
+    assert procs.stop_marked(f"{run}.1", grace=0.5) == (1, [])
+    assert stubborn.wait(timeout=5) == -9
+
+
+def test_reap_stops_the_node_removes_its_temp_dirs_and_replies(spawn, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(procs.tempfile, "tempdir", str(tmp_path))
+    run = secrets.token_hex(4)
+    node, other = spawn(f"{run}.1"), spawn(f"{run}.10")
+    mine, theirs = tmp_path / f"pcv-{run}-1-a", tmp_path / f"pcv-{run}-10-a"
+    for d in (mine, theirs):
+        (d / "sockets").mkdir(parents=True)
+    replies: list[dict] = []
+    assert procs.run({"marker": f"{run}.1"}, replies.append) == 0
+    assert replies == [{"event": "reply", "stopped": 1, "left": []}]
+    assert node.wait(timeout=5) is not None and other.poll() is None
+    assert not mine.exists() and theirs.is_dir()
+
+
+def test_a_process_that_is_gone_is_neither_alive_nor_marked() -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    assert procs._alive(gone.pid) is False and procs._marker_of(gone.pid, "") is False
