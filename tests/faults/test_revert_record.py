@@ -104,3 +104,44 @@ def test_without_a_record_a_hand_edited_patch_is_a_conflict(tree: Path, ps: Path
     rows = {r["patch"]: r["status"] for r in json.loads(out)["results"]}
     assert rows == {"load-mode": "conflict", "init-prelude": "held-back"}
     assert snapshot(tree) == edited
+
+
+def test_the_record_is_stable_indented_json_in_a_fixed_key_order(tree: Path, ps: Path) -> None:
+    """It travels with the tree and shows in git diffs: format 1, two-space indent, keys as written."""
+    assert run("apply", "-t", str(tree), "-p", str(ps))[0] == 0
+    text = (tree / RECORD).read_text()
+    doc = json.loads(text)
+    assert text == json.dumps(doc, indent=2) + "\n"
+    assert list(doc) == ["format", "upstream", "patchsets", "patches"] and doc["format"] == 1
+    assert list(doc["patches"][0]) == ["patchset", "patch", "kind", "path", "sha256_before", "sha256_after",
+                                       "applied_at", "undo"]
+
+
+@pytest.mark.parametrize(("damage", "says"), [
+    ("{not json", "the apply record is damaged (Expecting property name"),
+    ('{"format": 1, "upstream": {"version": null, "commit": null}, "patches": [{"patch": "x"}]}',
+     "the apply record is damaged (Entry.__init__() missing"),
+    ('{"format": 1, "upstream": {"version": null, "commit": null}, "patches": [' + json.dumps(
+        {"patchset": "fault", "patch": "x", "kind": "prelude", "path": 5, "sha256_before": None, "sha256_after": None,
+         "applied_at": ""}) + "]}", "patch 'x' names 5, which is not a path"),
+    ('{"format": 1, "upstream": {"version": null, "commit": null}, "patches": [' + json.dumps(
+        {"patchset": "fault", "patch": "x", "kind": "prelude", "path": "", "sha256_before": None, "sha256_after": None,
+         "applied_at": ""}) + "]}", "patch 'x' names '', which is not a path"),
+])
+def test_a_damaged_record_is_one_line_and_nothing_moves(tree: Path, ps: Path, damage: str, says: str) -> None:
+    assert run("apply", "-t", str(tree), "-p", str(ps))[0] == 0
+    (tree / RECORD).write_text(damage)
+    before = snapshot(tree)
+    code, out = run("revert", "-t", str(tree), "-p", str(ps))
+    assert code == 1 and says in out and out.count("\n") == 1, out
+    assert "git checkout -- .patchctl/applied.json" in out
+    assert snapshot(tree) == before
+
+
+def test_find_matches_both_patchset_and_patch() -> None:
+    from patchctl.patchsets.record import Entry, Record
+
+    a, b = Entry("one", "x", "prelude", "a.py", None, None, ""), Entry("two", "y", "prelude", "b.py", None, None, "")
+    record = Record(entries=[a, b])
+    assert record.find("one", "x") is a and record.find("two", "y") is b
+    assert record.find("one", "y") is None and record.find("two", "x") is None
