@@ -12,21 +12,8 @@ from click.testing import CliRunner
 from patchctl.cli.main import cli
 from patchctl.fsutil import sha256_file
 from tests.conftest import git
-from tests.faults.helpers import GIT_IDENT, PRELUDE, make_tree, snapshot
+from tests.faults.helpers import GIT_IDENT, make_shared_file_patchset, make_shared_file_tree, snapshot
 
-KEYWORD = '''
-[[patch]]
-id = "load-mode"
-title = "read-only loads"
-why = "a second patch in the prelude's file"
-kind = "keyword-value"
-target = ["verl/__init__.py"]
-[patch.params]
-keyword = "mode"
-calls = ["load"]
-old_value = '"a"'
-value = '"r"'
-'''
 RECORD = ".patchctl/applied.json"
 
 
@@ -43,19 +30,12 @@ def _ident(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A git tree whose verl/__init__.py two patches of one patchset change, applied."""
-    root = make_tree(tmp_path / "tree")
-    (root / "verl" / "__init__.py").write_text('"""verl."""\n\nimport sys\n\ncfg = load(path, mode="a")\n')
-    git(root, "commit", "-qam", "a call the second patch changes")
-    return root
+    return make_shared_file_tree(tmp_path / "tree")
 
 
 @pytest.fixture
 def ps(tmp_path: Path) -> Path:
-    root = tmp_path / "ps"
-    root.mkdir()
-    (root / "patchset.toml").write_text('[patchset]\nname = "fault"\ntag = "T"\n' + PRELUDE + KEYWORD)
-    return root
+    return make_shared_file_patchset(tmp_path / "ps")
 
 
 def _entries(tree: Path) -> dict[str, dict]:
@@ -145,3 +125,19 @@ def test_find_matches_both_patchset_and_patch() -> None:
     record = Record(entries=[a, b])
     assert record.find("one", "x") is a and record.find("two", "y") is b
     assert record.find("one", "y") is None and record.find("two", "x") is None
+
+
+def test_revert_drops_the_entries_of_files_already_back_by_hand(tree: Path, ps: Path) -> None:
+    """A file restored with git checkout: revert says so and forgets the patch (the record kept
+    it, and verify went on saying "it was applied" on an unpatched tree: found by #18's audit)."""
+    before = snapshot(tree)
+    assert run("apply", "-t", str(tree), "-p", str(ps))[0] == 0
+    git(tree, "checkout", "--", "verl/__init__.py")
+    code, out = run("revert", "-t", str(tree), "-p", str(ps), "--json")
+    assert code == 0, out
+    assert {r["status"] for r in json.loads(out)["results"]} == {"not-applied"}
+    assert json.loads(out)["written"] == [RECORD]
+    assert snapshot(tree) == before and not (tree / RECORD).exists()
+    assert "it was applied" not in run("verify", "-t", str(tree), "-p", str(ps))[1]
+    code, out = run("revert", "-t", str(tree), "-p", str(ps), "--json")  # nothing left to do, nothing written
+    assert code == 0 and json.loads(out)["written"] == []
