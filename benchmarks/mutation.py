@@ -246,14 +246,17 @@ def load(config: Path) -> list[Module]:
                    float(spec.get("timeout", 120))) for name, spec in doc["module"].items()]
 
 
-def _pytest(scratch: Path, tests: list[str], timeout: float) -> str:
-    """``killed``, ``survived`` or ``timeout`` (a mutant that hangs the tests counts as caught)."""
+def _pytest(scratch: Path, tests: list[str], timeout: float, show: bool = False) -> str:
+    """``killed``, ``survived`` or ``timeout`` (a mutant that hangs the tests counts as caught);
+    ``show`` prints the output of a failing run."""
     env = {**os.environ, "PYTHONPATH": f"{scratch / 'src'}:{ROOT}", "PYTHONDONTWRITEBYTECODE": "1"}
     argv = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header", *tests]
     try:
         done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return "timeout"
+    if show and done.returncode != 0:
+        print(done.stdout.decode(errors="replace")[-3000:], done.stderr.decode(errors="replace")[-2000:])
     return "survived" if done.returncode == 0 else "killed"
 
 
@@ -261,7 +264,7 @@ def run_module(mod: Module, scratch: Path) -> tuple[int, int, list[tuple[Mutant,
     """(mutants, killed, survivors with their state) for one module."""
     target = scratch / mod.path.relative_to(ROOT)
     pristine = mod.path.read_bytes()
-    if _pytest(scratch, mod.fast + mod.slow, mod.timeout * 4) != "survived":
+    if any(_pytest(scratch, tests, mod.timeout * 4, show=True) != "survived" for tests in (mod.fast, mod.slow) if tests):
         raise SystemExit(f"{mod.name}: its tests fail on the unmutated code; fix them first")
     found = mutants(mod.path)
     killed, survivors = 0, []
