@@ -44,7 +44,7 @@ def _cut_before_commit(tree: Path, changes: list[FileChange], copy: Path) -> Non
 
 
 CHANGES = [FileChange("pkg/a.py", b"new a\n"), FileChange("pkg/b.py", None), FileChange("pkg/new/d.py", b"d\n"),
-           FileChange("e.txt", b"e\n", 0o755)]
+           FileChange("e.txt", b"e\n", 0o755), FileChange("x/y/z.txt", b"z\n")]
 
 
 def _claimed(root: Path) -> int:
@@ -146,3 +146,25 @@ def test_a_rolled_back_deletion_of_a_symlink_puts_the_link_back(tree: Path, tmp_
     assert (copy / "pkg" / "a.py").read_text() == "a.py old\n" and not os.path.lexists(copy / "pkg" / "link.py")
     assert journal.recover(copy) == journal.Recovery("apply", "rolled back", 2)
     assert snapshot(copy) == before and os.readlink(copy / "pkg" / "link.py") == "a.py"
+
+
+def test_a_folder_emptied_by_deletions_goes_and_its_non_empty_parent_stays(tree: Path) -> None:
+    (tree / "pkg" / "sub" / "deep").mkdir(parents=True)
+    (tree / "pkg" / "sub" / "deep" / "only.py").write_text("x\n")
+    write_all(tree, [FileChange("pkg/sub/deep/only.py", None)])
+    assert not (tree / "pkg" / "sub").exists() and (tree / "pkg" / "a.py").exists()
+    assert sorted(p.name for p in tree.iterdir()) == ["pkg"]  # no journal left behind
+
+
+def test_a_second_change_is_refused_while_a_journal_waits(tree: Path) -> None:
+    from patchctl.errors import ChangePending
+
+    jr = journal.begin(tree, "apply")
+    jr.save()
+    with pytest.raises(ChangePending):
+        journal.begin(tree, "revert")
+    with pytest.raises(ChangePending):
+        write_all(tree, [FileChange("pkg/a.py", b"x\n")])
+    assert (tree / "pkg" / "a.py").read_text() == "a.py old\n"
+    assert journal.recover(tree) == journal.Recovery("apply", "rolled back", 0)
+    assert journal.recover(tree) is None
