@@ -44,7 +44,7 @@ def _cut_before_commit(tree: Path, changes: list[FileChange], copy: Path) -> Non
 
 
 CHANGES = [FileChange("pkg/a.py", b"new a\n"), FileChange("pkg/b.py", None), FileChange("pkg/new/d.py", b"d\n"),
-           FileChange("e.txt", b"e\n", 0o755), FileChange("x/y/z.txt", b"z\n")]
+           FileChange("e.txt", b"e\n", 0o755), FileChange("x/y/w/z.txt", b"z\n")]
 
 
 def _claimed(root: Path) -> int:
