@@ -260,13 +260,14 @@ def _pytest(scratch: Path, tests: list[str], timeout: float, show: bool = False)
     return "survived" if done.returncode == 0 else "killed"
 
 
-def run_module(mod: Module, scratch: Path) -> tuple[int, int, list[tuple[Mutant, str]]]:
-    """(mutants, killed, survivors with their state) for one module."""
+def run_module(mod: Module, scratch: Path, keys: set[str] | None = None) -> tuple[int, int, list[tuple[Mutant, str]]]:
+    """(mutants, killed, survivors with their state) for one module; ``keys`` limits the run to
+    those mutants (the survivors of an earlier run, say)."""
     target = scratch / mod.path.relative_to(ROOT)
     pristine = mod.path.read_bytes()
     if any(_pytest(scratch, tests, mod.timeout * 4, show=True) != "survived" for tests in (mod.fast, mod.slow) if tests):
         raise SystemExit(f"{mod.name}: its tests fail on the unmutated code; fix them first")
-    found = mutants(mod.path)
+    found = [m for m in mutants(mod.path) if keys is None or m.key in keys]
     killed, survivors = 0, []
     for m in found:
         target.write_bytes(pristine[:m.start] + m.text.encode() + pristine[m.end:])
@@ -288,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("modules", nargs="*", help="module names of mutation.toml (default: all)")
     ap.add_argument("--list", action="store_true", help="print the mutants and stop")
     ap.add_argument("--config", type=Path, default=CONFIG)
+    ap.add_argument("--keys", help="comma-separated LINE:COLUMN:KIND keys: run only those mutants")
     args = ap.parse_args(argv)
     modules = [m for m in load(args.config) if not args.modules or m.name in args.modules]
     if args.list:
@@ -301,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copytree(ROOT / "src", scratch / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
         for mod in modules:
             t0 = time.monotonic()
-            total, killed, survivors = run_module(mod, scratch)
+            total, killed, survivors = run_module(mod, scratch, set(args.keys.split(",")) if args.keys else None)
             equivalent = sum(1 for _, s in survivors if s == "equivalent")
             for m, state in survivors:
                 note = f"  ({mod.equivalent[m.key]})" if state == "equivalent" else ""
