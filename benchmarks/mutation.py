@@ -30,6 +30,7 @@ import argparse
 import ast
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -252,7 +253,10 @@ def _pytest(scratch: Path, tests: list[str], timeout: float, show: bool = False)
     env = {**os.environ, "PYTHONPATH": f"{scratch / 'src'}:{ROOT}", "PYTHONDONTWRITEBYTECODE": "1"}
     argv = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header", *tests]
     try:
-        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, timeout=timeout, check=False)
+        # a background job of a shell starts with SIGINT ignored, and so would every patchctl the
+        # tests start: their Ctrl-C tests need it back at its default
+        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, timeout=timeout, check=False,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     except subprocess.TimeoutExpired:
         return "timeout"
     if show and done.returncode != 0:
