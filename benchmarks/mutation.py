@@ -283,6 +283,8 @@ def run_module(mod: Module, scratch: Path, keys: set[str] | None = None) -> tupl
             target.write_bytes(pristine)
         if state == "survived":
             survivors.append((m, "equivalent" if m.key in mod.equivalent else "survived"))
+            note = f"  ({mod.equivalent[m.key]})" if m.key in mod.equivalent else ""
+            print(f"{survivors[-1][1].upper():<10} {mod.name:<16} {describe(mod.path, m)}{note}", flush=True)
         else:
             killed += 1
     return len(found), killed, survivors
@@ -309,9 +311,6 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             total, killed, survivors = run_module(mod, scratch, set(args.keys.split(",")) if args.keys else None)
             equivalent = sum(1 for _, s in survivors if s == "equivalent")
-            for m, state in survivors:
-                note = f"  ({mod.equivalent[m.key]})" if state == "equivalent" else ""
-                print(f"{state.upper():<10} {mod.name:<16} {describe(mod.path, m)}{note}", flush=True)
             stale = sorted(set(mod.equivalent) - {m.key for m, _ in survivors})
             if stale:
                 print(f"NOTE       {mod.name}: listed as equivalent but killed or gone: {', '.join(stale)}")
