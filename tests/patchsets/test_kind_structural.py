@@ -119,3 +119,17 @@ def test_revert_restores_the_trees_own_spacing_and_comments_not_the_manifests() 
     round_trip(before, after, p)
     # without the record's text (no record), the manifest's is all there is
     assert KIND.revert(after, p, CTX).text == before.replace("self.sync( )  # wait for the workers", "self.sync()")
+
+
+def test_only_after_is_required_and_it_never_creates_its_target(tmp_path: Path) -> None:
+    """A patch of a module's first statements names nothing but its text (mutation survivors:
+    every optional param made required, creates_target flipped)."""
+    from patchctl.patchsets.loader import load_patchset
+
+    (tmp_path / "patchset.toml").write_text('[patchset]\nname = "s"\ntag = "Uky"\n\n[[patch]]\nid = "p"\n'
+                                            'title = "t"\nwhy = "w"\nkind = "structural"\ntarget = ["m.py"]\n'
+                                            '[patch.params]\nafter = "import os  # Uky\\n"\n')
+    p = load_patchset(tmp_path).get("p")
+    assert (p.params.mode, p.params.scope, p.params.above, p.params.below, p.params.indent, p.params.before,
+            p.params.occurrence) == ("statements", "", (), (), "", "", None)
+    assert KIND.creates_target is False
