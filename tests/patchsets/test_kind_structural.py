@@ -133,3 +133,16 @@ def test_only_after_is_required_and_it_never_creates_its_target(tmp_path: Path) 
     assert (p.params.mode, p.params.scope, p.params.above, p.params.below, p.params.indent, p.params.before,
             p.params.occurrence) == ("statements", "", (), (), "", "", None)
     assert KIND.creates_target is False
+
+
+def test_a_patch_without_after_is_a_manifest_error(tmp_path: Path) -> None:
+    import pytest
+
+    from patchctl.errors import ManifestError
+    from patchctl.patchsets.loader import load_patchset
+
+    (tmp_path / "patchset.toml").write_text('[patchset]\nname = "s"\ntag = "Uky"\n\n[[patch]]\nid = "p"\n'
+                                            'title = "t"\nwhy = "w"\nkind = "structural"\ntarget = ["m.py"]\n'
+                                            '[patch.params]\nbefore = "import os\\n"\n')
+    with pytest.raises(ManifestError, match="params.after"):
+        load_patchset(tmp_path)
