@@ -146,3 +146,26 @@ def test_a_patch_without_after_is_a_manifest_error(tmp_path: Path) -> None:
                                             '[patch.params]\nbefore = "import os\\n"\n')
     with pytest.raises(ManifestError, match="params.after"):
         load_patchset(tmp_path)
+
+
+def test_reasons_name_the_place_and_owned_lines_cover_the_whole_site() -> None:
+    """Mutation survivors: the place named in every reason, the owned lines of a two-line change."""
+    import pytest
+
+    from patchctl.errors import ManifestError
+
+    p = patch(scope="", indent="", above=["import os"], below=["y = 2"], before="x = 1\n",
+              after="x = 3  # Uky\nz = 4  # Uky\n")
+    before, after = "import os\nx = 1\ny = 2\n", "import os\nx = 3  # Uky\nz = 4  # Uky\ny = 2\n"
+    assert KIND.check(before, p, CTX).reason == "the module after `import os`: not present"
+    found = KIND.check(after, p, CTX)
+    assert found.reason == "the module after `import os`: present at lines 2-3" and found.owned_lines == {2, 3}
+    spaced = KIND.check(after.replace("x = 3", "x  =  3"), p, CTX)
+    assert spaced.reason.endswith("present at lines 2-3 (same code; spacing or comments differ)")
+    assert KIND.check(None, p, CTX).reason == "m.py does not exist"
+    header = patch(mode="header", scope="fit", before="def fit(self):\n", after="def fit(self, n=1):  # Uky\n")
+    assert KIND.check("def fit(self):\n    pass\n", header, CTX).reason.startswith("the header of fit")
+    below_only = patch(scope="", indent="", below=["y = 2"], before="x = 1\n", after="x = 3  # Uky\n")
+    assert KIND.check("x = 1\ny = 2\n", below_only, CTX).reason == "the module before `y = 2`: not present"
+    with pytest.raises(ManifestError, match="params.occurrence"):
+        KIND.parse_params({"after": "x\n", "occurrence": 0}, Path("."), Path("x"), "p")
