@@ -118,3 +118,10 @@ def test_a_matching_entry_of_each_kind_is_no_problem(tmp_path: Path) -> None:
     reply = agent(req(root, "finish", [[*entry(root, "run.sh")[:3], True], ["link", "l", "run.sh", False]]))
     assert reply["problems"] == []
     assert json.loads((root / ".patchctl" / "provenance.json").read_text())["verified"] is True
+
+
+def test_an_unsafe_manifest_path_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    reply = agent(req(root, "finish", [["../x", "f", "0" * 64, False], ["/etc/passwd", "f", "0" * 64, False]]))
+    assert reply["problems"] == [["../x", "unsafe path"], ["/etc/passwd", "unsafe path"]]

@@ -181,3 +181,16 @@ def test_params_checks_and_their_boundaries() -> None:
         KIND.parse_params({"before": "x\n", "after": "x\n"}, Path("."), Path("x"), "p")
     with pytest.raises(ManifestError, match="params.scope"):
         KIND.parse_params({"mode": "header", "after": "def f():\n"}, Path("."), Path("x"), "p")
+
+
+def test_check_names_a_modified_change_an_absent_scope_and_two_fits() -> None:
+    p = patch(scope="", indent="", above=["import os"], below=["y = 2"], before="x = 1\n",
+              after="x = 3  # Uky\nz = 4  # Uky\n")
+    edited = KIND.check("import os\nx = 5  # Uky\nz = 4  # Uky\ny = 2\n", p, CTX)
+    assert edited.presence is Presence.MODIFIED and edited.owned_lines == {2, 3}
+    assert edited.reason == "the module after `import os`: the tagged text at lines 2-3 differs from the patch"
+    assert "-x = 3  # Uky" in edited.detail and "+x = 5  # Uky" in edited.detail
+    assert KIND.check("def g():\n    pass\n", patch(above=["a()"], before="b()\n", after="c()  # Uky\n"),
+                      CTX).reason == "no fit scope in m.py"
+    twice = KIND.check("import os\nx = 1\ny = 2\nimport os\nx = 1\ny = 2\n", p, CTX)
+    assert twice.presence is Presence.MISSING and "fits 2 places, lines 2 (unpatched), 5 (unpatched)" in twice.reason
