@@ -125,3 +125,11 @@ def test_an_unsafe_manifest_path_is_a_problem_not_a_crash(tmp_path: Path) -> Non
     root.mkdir()
     reply = agent(req(root, "finish", [["../x", "f", "0" * 64, False], ["/etc/passwd", "f", "0" * 64, False]]))
     assert reply["problems"] == [["../x", "unsafe path"], ["/etc/passwd", "unsafe path"]]
+
+
+def test_only_the_owners_execute_bit_counts(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "data.txt").write_text("d")
+    (root / "data.txt").chmod(0o645)  # others may execute: still not an executable file of the tree
+    assert agent(req(root, "finish", [entry(root, "data.txt")]))["problems"] == []
