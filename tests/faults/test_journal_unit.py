@@ -168,3 +168,11 @@ def test_a_second_change_is_refused_while_a_journal_waits(tree: Path) -> None:
     assert (tree / "pkg" / "a.py").read_text() == "a.py old\n"
     assert journal.recover(tree) == journal.Recovery("apply", "rolled back", 0)
     assert journal.recover(tree) is None
+
+
+def test_the_journal_file_says_its_format(tree: Path) -> None:
+    jr = journal.begin(tree, "apply")
+    jr.save()
+    doc = json.loads((jr.folder / journal.JOURNAL_FILE).read_text())
+    assert (doc["format"], doc["command"], doc["state"], doc["pid"]) == (1, "apply", "staging", os.getpid())
+    journal.recover(tree)

@@ -133,3 +133,23 @@ def test_only_the_owners_execute_bit_counts(tmp_path: Path) -> None:
     (root / "data.txt").write_text("d")
     (root / "data.txt").chmod(0o645)  # others may execute: still not an executable file of the tree
     assert agent(req(root, "finish", [entry(root, "data.txt")]))["problems"] == []
+
+
+@pytest.mark.parametrize(("rel", "skip"), [("checkpoints/x.py", True), ("a/logs/b.py", True), ("logs.py", False),
+                                           ("a/b.py", False), ("a/.git/c.py", True)])
+def test_skipped_folders_are_folders_not_file_names(rel: str, skip: bool) -> None:
+    """What the host's tag scan leaves out and the local expected inventory leaves out alike."""
+    from patchctl.migrate import remote_agent
+
+    assert remote_agent.skipped(rel) is skip
+
+
+def test_a_file_of_exactly_the_scan_limit_is_scanned(tmp_path: Path) -> None:
+    from patchctl.migrate import remote_agent
+
+    root = tmp_path / "r"
+    root.mkdir()
+    head = b"# Uky\n"
+    (root / "edge.py").write_bytes(head + b"#" * (remote_agent.MAX_SCAN - len(head)))
+    reply = agent(req(root, "finish", [], tags=TAGS))
+    assert reply["tags_only_here"] == [["edge.py", 1, "# Uky"]]
