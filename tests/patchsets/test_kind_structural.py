@@ -195,3 +195,15 @@ def test_check_names_a_modified_change_an_absent_scope_and_two_fits() -> None:
                       CTX).reason == "no fit scope in m.py"
     twice = KIND.check("import os\nx = 1\ny = 2\nimport os\nx = 1\ny = 2\n", p, CTX)
     assert twice.presence is Presence.MISSING and "fits 2 places, lines 2 (unpatched), 5 (unpatched)" in twice.reason
+
+
+def test_apply_says_why_no_place_fits() -> None:
+    p = patch(scope="", indent="", above=["import os"], below=["y = 2"], before="x = 1\n", after="x = 3  # Uky\n")
+    gone = KIND.apply("import sys\nx = 1\n", p, CTX)
+    assert gone.status is EditStatus.CONFLICT
+    assert gone.reason == ("the module after `import os`: the statements around the change (above ['import os'], "
+                           "below ['y = 2']) are not in the module")
+    other = KIND.apply("import os\nx = 9\ny = 2\n", p, CTX)
+    assert other.status is EditStatus.CONFLICT
+    assert other.reason == "the module after `import os`: lines 2 hold other code than the patch expects"
+    assert "-x = 1\n+x = 9\n" in other.detail
