@@ -42,7 +42,7 @@ def test_deleting_prunes_emptied_folders_up_to_the_root_and_no_further(tmp_path:
 def test_what_the_tag_scan_leaves_out(tmp_path: Path) -> None:
     root = tmp_path / "r"
     for rel, data in {"logs.py": b"x = 1  # Uky\n", "sub/__pycache__/m.py": b"x = 1  # Uky\n",
-                      "bin.dat": b"\0# Uky\n", "late_nul.py": b"# Uky\n" + b"x" * 2000 + b"\0",
+                      "bin.dat": b"\0# Uky\n", "late_nul.py": b"# Uky\n" + b"x" * (1024 - 6) + b"\0",
                       "big.py": b"# Uky\n" + b"#" * (4 << 20), "no_needle.py": b"# uky is lower case\n",
                       "git_ignore.py": b"X = 1  # Uky\n"}.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
