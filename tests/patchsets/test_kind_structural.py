@@ -191,6 +191,7 @@ def test_check_names_a_modified_change_an_absent_scope_and_two_fits() -> None:
     assert edited.reason == "the module after `import os`: the tagged text at lines 2-3 differs from the patch"
     assert edited.detail == ("--- patch\n+++ m.py:2\n@@ -1,2 +1,2 @@\n-x = 3  # Uky\n+x = 5  # Uky\n z = 4  # Uky\n")
     assert KIND.apply(None, p, CTX).reason == "m.py does not exist"
+    assert KIND.revert(None, p, CTX).reason == "m.py does not exist"
     assert KIND.check("def g():\n    pass\n", patch(above=["a()"], before="b()\n", after="c()  # Uky\n"),
                       CTX).reason == "no fit scope in m.py"
     twice = KIND.check("import os\nx = 1\ny = 2\nimport os\nx = 1\ny = 2\n", p, CTX)
