@@ -172,6 +172,19 @@ class ChangePending(PatchctlError):
                          "run `patchctl verify --target` on it first to finish or roll it back")
 
 
+class JournalUnsafe(PatchctlError):
+    """The recovery journal names what patchctl never writes, or reaches out of the tree.
+
+    Acting on it could delete or move in files anywhere (it is state read back from disk, as
+    untrusted as a manifest), so nothing at all is done with it.
+    """
+
+    def __init__(self, folder: Path | str, problem: str) -> None:
+        self.folder, self.problem = str(folder), problem
+        super().__init__(f"{folder}: refusing the journal of an interrupted patchctl change: {problem}; "
+                         "nothing was touched: compare the tree with git (git status), then remove that folder")
+
+
 class BadOptionValue(PatchctlError):
     """A command-line value patchctl cannot use; the message says what to write instead."""
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl import journal
-from patchctl.errors import OutsideTree, WriteFailed
+from patchctl.confine import resolve_inside
+from patchctl.errors import WriteFailed
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -35,40 +36,6 @@ class FileChange:
     content: bytes | None
     #: permission bits for a created or rewritten file; None keeps the current mode
     mode: int | None = None
-
-
-def relative_inside(rel: str) -> str | None:
-    """Why ``rel`` is not a plain relative path that stays inside a tree, or None when it is.
-
-    A manifest, a record or a journal names files relative to the tree; one that is absolute or
-    climbs out with ``..`` would let a patchset or a copied record write or delete elsewhere.
-    """
-    if not rel or rel.startswith(("/", "\\")) or (len(rel) > 1 and rel[1] == ":"):
-        return "is an absolute path"
-    if "\\" in rel:
-        return "contains a backslash; write it with /"
-    if any(part == ".." for part in rel.split("/")):
-        return "climbs out of the tree with .."
-    if any(part in ("", ".") for part in rel.split("/")):
-        return "is not a normalized path (empty or . components)"
-    return None
-
-
-def resolve_inside(root: Path, rel: str, *, follow_last: bool = True) -> Path:
-    """The real location of ``root/rel``; :class:`OutsideTree` when it is not inside ``root``.
-
-    Symlinks inside the tree are followed (a patched symlink stays a symlink: its target file is
-    rewritten), but one that leads out of the tree is refused.
-    """
-    problem = relative_inside(rel)
-    if problem:
-        raise OutsideTree(root, rel, problem)
-    real_root = root.resolve()
-    path = root / rel
-    real = path.resolve() if follow_last else path.parent.resolve() / path.name
-    if real != real_root and real_root not in real.parents:
-        raise OutsideTree(root, rel, f"leads out of the tree through a symlink (to {real})")
-    return real
 
 
 def _write_temp(tmp: Path, data: bytes, mode: int) -> None:

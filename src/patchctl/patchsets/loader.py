@@ -12,7 +12,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from patchctl.errors import ManifestError, NoPatchset, PatchsetGivenTwice
-from patchctl.fsutil import relative_inside
+from patchctl.confine import relative_inside
 from patchctl.patchsets import upstream
 from patchctl.patchsets.kinds import KINDS, kind_names
 from patchctl.patchsets.model import Patch, Patchset

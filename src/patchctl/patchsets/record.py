@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from patchctl.errors import PatchctlError
-from patchctl.fsutil import relative_inside
+from patchctl.confine import relative_inside
 
 RECORD_PATH = ".patchctl/applied.json"
 FORMAT = 1

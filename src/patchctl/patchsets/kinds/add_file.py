@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
-from patchctl.fsutil import relative_inside
+from patchctl.confine import relative_inside
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
