@@ -156,3 +156,116 @@ def test_a_genuine_journal_still_rolls_back(world: tuple[Path, Path]) -> None:
     assert "error:" not in out  # verify's own verdict (the uky patches are absent) is beside the point
     assert "an interrupted `apply` was rolled back; 1 file(s) restored" in out
     assert not (tree / "new.txt").exists() and not (tree / JOURNAL).exists()
+
+
+# -- the apply record ---------------------------------------------------------------------------
+
+
+def applied_tree(tmp_path: Path) -> tuple[Path, Path]:
+    tree = make_tree(tmp_path / "tree")
+    assert run("apply", "-t", str(tree), "--only", "quick-fix")[0] == 0
+    return tree, tree / ".patchctl" / "applied.json"
+
+
+def test_a_record_entry_through_a_symlink_is_never_used(tmp_path: Path) -> None:
+    """The record names a file inside the tree by name, but a symlink there leads out."""
+    tree, record = applied_tree(tmp_path)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "QUICK_FIX.md").write_bytes((tree / "QUICK_FIX.md").read_bytes())
+    os.symlink(victim, tree / "out")
+    doc = json.loads(record.read_text())
+    doc["patches"][0]["path"] = "out/QUICK_FIX.md"
+    record.write_text(json.dumps(doc))
+    before = snapshot(tmp_path)
+    for cmd in ("revert", "verify"):
+        code, out = run(cmd, "-t", str(tree))
+        assert code == 1, out
+        line = one_error(out)
+        assert line.startswith(f"error: {record}: the apply record is damaged (patch 'quick-fix' names "
+                               "'out/QUICK_FIX.md', which leads out of the tree through a symlink"), line
+        assert snapshot(tmp_path) == before
+
+
+def test_a_record_folder_that_is_a_symlink_is_never_read(tmp_path: Path) -> None:
+    tree, record = applied_tree(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    (tree / ".patchctl").rename(elsewhere)
+    os.symlink(elsewhere, tree / ".patchctl")
+    before = snapshot(tmp_path)
+    code, out = run("revert", "-t", str(tree))
+    assert code == 1, out
+    assert one_error(out).startswith(f"error: {record}: the apply record is damaged (.patchctl is a symbolic link")
+    assert snapshot(tmp_path) == before
+
+
+def test_a_record_file_that_is_a_symlink_is_never_read(tmp_path: Path) -> None:
+    tree, record = applied_tree(tmp_path)
+    elsewhere = tmp_path / "applied.json"
+    record.rename(elsewhere)
+    os.symlink(elsewhere, record)
+    before = snapshot(tmp_path)
+    code, out = run("revert", "-t", str(tree))
+    assert code == 1, out
+    assert one_error(out).startswith(f"error: {record}: the apply record is damaged (applied.json is a symbolic link")
+    assert snapshot(tmp_path) == before
+
+
+# -- upstream.files -----------------------------------------------------------------------------
+
+UPSTREAM_PS = '''[patchset]
+name = "peek"
+tag = "T"
+[[patch]]
+id = "peek"
+title = "t"
+why = "w"
+kind = "prelude"
+target = ["verl/__init__.py"]
+[patch.params]
+block = "import os"
+[patch.upstream]
+kind = "regex"
+pattern = "SECRET"
+files = ["{file}"]
+'''
+
+
+def test_an_upstream_file_behind_a_symlink_is_not_read(tmp_path: Path) -> None:
+    """Reading it would tell the user (and a --json consumer) what an outside file holds."""
+    tree = make_tree(tmp_path / "tree", git=False)
+    (tmp_path / "secret.py").write_text("SECRET = 'hunter2'\n")
+    os.symlink(tmp_path, tree / "up")
+    ps = tmp_path / "ps"
+    ps.mkdir()
+    (ps / "patchset.toml").write_text(UPSTREAM_PS.format(file="up/secret.py"))
+    code, out = run("verify", "-t", str(tree), "-p", str(ps))
+    assert code == 1, out
+    assert one_error(out).startswith(f"error: {tree}: patch 'peek': refusing to touch 'up/secret.py': it leads out "
+                                     "of the tree through a symlink")
+    assert "hunter2" not in out
+
+
+# -- the remote agent's "inside the root" -------------------------------------------------------
+
+
+def test_the_remote_agent_never_deletes_in_a_sibling_of_the_root(tmp_path: Path) -> None:
+    """``/x/root-evil`` starts with ``/x/root`` but is not inside it; a host manifest naming a
+    file there through a symlink must not get it deleted."""
+    from patchctl.migrate import remote_agent
+
+    root, sibling = tmp_path / "root", tmp_path / "root-evil"
+    (root / ".patchctl").mkdir(parents=True)
+    sibling.mkdir()
+    (sibling / "keep.txt").write_text("the sibling's\n")
+    os.symlink("../root-evil", root / "ln")
+    os.symlink(sibling, root / "abs")
+    (root / ".patchctl" / "manifest.json").write_text(json.dumps({"files": ["ln/keep.txt", "abs/keep.txt"]}))
+    assert remote_agent.inside(str(root), "ln/keep.txt") is None
+    assert remote_agent.inside(str(root), "abs/keep.txt") is None
+    request = {"root": str(root), "action": "finish", "manifest": [], "rendered": {}, "delete": True,
+               "max_delete": 100, "tags": {"pattern": r"#\s*(T)\b", "needles": ["T"], "expected": []},
+               "provenance": {}}
+    reply = remote_agent.main(request)
+    assert reply["deletions"] == []
+    assert (sibling / "keep.txt").read_text() == "the sibling's\n"
