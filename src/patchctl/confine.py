@@ -37,8 +37,11 @@ def relative_inside(rel: str) -> str | None:
 
 
 def in_metadata(rel: str) -> str | None:
-    """The version-control or patchctl folder ``rel`` lies in, or None."""
-    return next((part for part in rel.split("/")[:-1] if part in METADATA_DIRS), None)
+    """The version-control or patchctl folder ``rel`` is or lies in, or None.
+
+    Compared without case: on a case-insensitive file system (macOS, Windows) ``.Git`` is ``.git``.
+    """
+    return next((part.lower() for part in rel.split("/") if part.lower() in METADATA_DIRS), None)
 
 
 def resolve_inside(root: Path, rel: str, *, follow_last: bool = True) -> Path:

@@ -43,6 +43,14 @@ class AddFile:
             raise ManifestError(manifest, "params.source", f"{raw['source']!r} {problem}",
                                 "ship the file inside the patchset directory and name it relative to it", patch_id)
         src = patchset_root / raw["source"]
+        real_root = patchset_root.resolve()
+        if real_root not in src.resolve().parents:  # a symlink to /etc/passwd would be shipped into the tree
+            raise ManifestError(manifest, "params.source", f"{raw['source']!r} leads out of the patchset folder "
+                                f"through a symlink (to {src.resolve()})",
+                                "ship the file inside the patchset directory and name it relative to it", patch_id)
+        if src.is_dir():
+            raise ManifestError(manifest, "params.source", f"{src} is a folder, not a file",
+                                "name the file to ship, e.g. files/QUICK_FIX.md", patch_id)
         if not src.is_file():
             raise ManifestError(manifest, "params.source", f"{src} does not exist",
                                 "ship the file in the patchset directory or fix the path", patch_id)
