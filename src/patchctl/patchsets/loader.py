@@ -11,8 +11,8 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from patchctl.errors import ManifestError, NoPatchset, PatchsetGivenTwice
 from patchctl.confine import in_metadata, relative_inside
+from patchctl.errors import ManifestError, NoPatchset, PatchsetGivenTwice
 from patchctl.patchsets import upstream
 from patchctl.patchsets.kinds import KINDS, kind_names
 from patchctl.patchsets.model import Patch, Patchset

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from patchctl.errors import ManifestError
 from patchctl.confine import relative_inside
+from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
