@@ -68,11 +68,20 @@ class DirtyFiles(PatchctlError):
 
 
 class WriteFailed(PatchctlError):
-    def __init__(self, path: Path | str, reason: str) -> None:
-        self.path = str(path)
-        super().__init__(
-            f"{path}: cannot write ({reason}); nothing was changed — fix the permissions and retry"
-        )
+    """A journaled write stopped and was rolled back; ``fix`` fits the cause (see oserrors.describe)."""
+
+    def __init__(self, path: Path | str, reason: str, fix: str) -> None:
+        self.path, self.reason = str(path), reason
+        super().__init__(f"{path}: cannot write ({reason}); nothing was changed — {fix}")
+
+
+class FileSystemFailed(PatchctlError):
+    """An ``OSError`` the machine is to blame for (full disk, size limit, permissions), outside a
+    journaled write; worded by oserrors.describe."""
+
+    def __init__(self, path: Path | str, cause: str, fix: str) -> None:
+        self.path, self.cause = str(path), cause
+        super().__init__(f"{path}: {cause}; {fix}")
 
 
 class PatchFailed(PatchctlError):
