@@ -31,3 +31,74 @@ def test_an_empty_path_option_is_refused(tmp_path: Path, monkeypatch: pytest.Mon
     assert result.exit_code == 2, result.output
     assert "an empty path names nothing; pass a path (. is the current folder)" in result.output
     assert snapshot(tmp_path) == before
+
+
+# -- a UTF-8 byte-order mark --------------------------------------------------------------------
+
+BOM = "\ufeff"
+#: per Python kind: params, a module before, and the same module after the patch
+PY_KINDS: dict[str, tuple[dict[str, object], str, str]] = {
+    "prelude": ({"block": "import os  # T"}, '"""Doc."""\nimport sys\n', '"""Doc."""\n\nimport os  # T\n\nimport sys\n'),
+    "guard-import": ({"module": "flash_attn"}, "import sys\nfrom flash_attn import f\n",
+                     ("import sys\ntry:  # T\n    from flash_attn import f  # T\nexcept ImportError:  # T\n"
+                      "    pass  # T\n")),
+    "keyword-rename": ({"call": "make", "old_keyword": "a", "new_keyword": "b", "new_value": "1"}, "x = make(\n    a=1,\n)\n",
+                       "x = make(\n    # a=1, # T\n    b=1, # T\n)\n"),
+    "keyword-value": ({"keyword": "k", "calls": ["make"], "old_value": "1", "value": "2"}, "x = make(\n    k=1,\n)\n",
+                      "x = make(\n    # k=1,  # T\n    k=2,  # T\n)\n"),
+    "structural": ({"scope": "f", "indent": "    ", "above": ["a()"], "before": "    b()\n", "after": "    c()  # T\n"},
+                   "def f():\n    a()\n    b()\n", "def f():\n    a()\n    c()  # T\n"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PY_KINDS))
+def test_a_bom_is_kept_by_every_python_kind(kind: str) -> None:
+    """Python compiles a file that starts with a BOM; patching it must neither refuse it as a
+    syntax error nor drop the BOM (the file would differ from upstream in a byte no diff shows)."""
+    from patchctl.patchsets.kinds import KINDS
+    from patchctl.patchsets.kinds.base import Context, EditStatus
+    from patchctl.patchsets.model import Patch, Presence
+
+    params, before, after = PY_KINDS[kind]
+    impl = KINDS[kind]
+    patch = Patch("p", "t", "w", "T", kind, ("m.py",), impl.parse_params(params, Path("."), Path("x"), "p"))
+    ctx = Context(Path("."), "m.py")
+    plain = impl.apply(before, patch, ctx)
+    assert (plain.status, plain.text) == (EditStatus.CHANGED, after), plain.reason  # the pair itself is right
+    edit = impl.apply(BOM + before, patch, ctx)
+    assert (edit.status, edit.text) == (EditStatus.CHANGED, BOM + after), edit.reason
+    compile((BOM + after).encode(), "m.py", "exec")
+    assert impl.check(BOM + after, patch, ctx).presence is Presence.PRESENT
+    assert impl.check(BOM + before, patch, ctx).presence is Presence.MISSING
+    back = impl.revert(BOM + after, patch, Context(Path("."), "m.py", edit.undo))
+    assert back.text == BOM + before
+
+
+def test_a_bom_file_is_applied_verified_and_reverted_byte_for_byte(tmp_path: Path) -> None:
+    from tests.faults.helpers import make_patchset
+
+    tree = make_tree(tmp_path / "tree", git=False)
+    init = tree / "verl" / "__init__.py"
+    init.write_bytes(b"\xef\xbb\xbf" + init.read_bytes())
+    original = init.read_bytes()
+    ps = make_patchset(tmp_path / "ps", n_files=0)
+    runner = CliRunner()
+    result = runner.invoke(cli, ["apply", "-t", str(tree), "-p", str(ps)])
+    assert result.exit_code == 0, result.output
+    assert b'os.environ.setdefault("FAULT_TEST", "1")' in init.read_bytes()
+    assert init.read_bytes().startswith(b"\xef\xbb\xbf") and init.read_bytes().count(b"\xef\xbb\xbf") == 1
+    compile(init.read_bytes(), str(init), "exec")
+    result = runner.invoke(cli, ["verify", "-t", str(tree), "-p", str(ps)])
+    assert result.exit_code == 0 and "verify: ok" in result.output, result.output
+    result = runner.invoke(cli, ["revert", "-t", str(tree), "-p", str(ps)])
+    assert result.exit_code == 0, result.output
+    assert init.read_bytes() == original
+
+
+def test_an_upstream_rule_sees_through_a_bom() -> None:
+    from patchctl.patchsets import upstream
+    from patchctl.patchsets.model import UpstreamRule
+
+    rule = UpstreamRule("python-name", ("enable_log_requests",))
+    text = BOM + "x = make(enable_log_requests=True)\n"
+    assert upstream.find(rule, "m.py", lambda rel: text, "T") is not None
