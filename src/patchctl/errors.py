@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from patchctl.quoting import quote_path
+
 
 class PatchctlError(Exception):
     """An expected failure that the CLI turns into one line and exit code 1."""
@@ -53,14 +55,14 @@ class SourceSyntaxError(PatchctlError):
     def __init__(self, path: Path | str, line: int, message: str) -> None:
         self.path, self.line = str(path), line
         super().__init__(
-            f"{path}:{line}: not valid Python ({message}); fix the file or restore it with git checkout"
+            f"{quote_path(path)}:{line}: not valid Python ({message}); fix the file or restore it with git checkout"
         )
 
 
 class DirtyFiles(PatchctlError):
     def __init__(self, paths: list[str]) -> None:
         self.paths = paths
-        shown = ", ".join(paths[:5]) + (" ..." if len(paths) > 5 else "")
+        shown = ", ".join(quote_path(p) for p in paths[:5]) + (" ..." if len(paths) > 5 else "")
         super().__init__(
             f"uncommitted changes in files a patch would change: {shown}; "
             "commit or stash them, or pass --force"
@@ -72,7 +74,7 @@ class WriteFailed(PatchctlError):
 
     def __init__(self, path: Path | str, reason: str, fix: str) -> None:
         self.path, self.reason = str(path), reason
-        super().__init__(f"{path}: cannot write ({reason}); nothing was changed — {fix}")
+        super().__init__(f"{quote_path(path)}: cannot write ({reason}); nothing was changed — {fix}")
 
 
 class FileSystemFailed(PatchctlError):
@@ -81,7 +83,7 @@ class FileSystemFailed(PatchctlError):
 
     def __init__(self, path: Path | str, cause: str, fix: str) -> None:
         self.path, self.cause = str(path), cause
-        super().__init__(f"{path}: {cause}; {fix}")
+        super().__init__(f"{quote_path(path)}: {cause}; {fix}")
 
 
 class PatchFailed(PatchctlError):
@@ -104,7 +106,7 @@ class OutsideTree(PatchctlError):
 class NotUtf8(PatchctlError):
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
-        super().__init__(f"{path}: not UTF-8 text; patchctl only patches text files")
+        super().__init__(f"{quote_path(path)}: not UTF-8 text; patchctl only patches text files")
 
 
 class PatchsetNotGiven(PatchctlError):

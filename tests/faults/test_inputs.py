@@ -102,3 +102,79 @@ def test_an_upstream_rule_sees_through_a_bom() -> None:
     rule = UpstreamRule("python-name", ("enable_log_requests",))
     text = BOM + "x = make(enable_log_requests=True)\n"
     assert upstream.find(rule, "m.py", lambda rel: text, "T") is not None
+
+
+# -- names with control characters --------------------------------------------------------------
+
+FORGED = "evil\nverify: ok\n.py"
+
+
+def test_a_file_name_cannot_forge_verify_ok(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree", git=False)
+    (tree / FORGED).write_text("x = 1  # Uky\n")
+    result = CliRunner().invoke(cli, ["verify", "-t", str(tree)])
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert "verify: ok" not in lines and lines[-1] == "verify: FAILED", result.output
+    assert '  untracked tag  "evil\\nverify: ok\\n.py":1: x = 1  # Uky' in lines
+
+
+def test_every_output_quotes_the_name_as_git_does(tmp_path: Path) -> None:
+    """git status shows such a file as "evil\\nverify: ok\\n.py"; so do list, apply and errors."""
+    import subprocess
+
+    tree = make_tree(tmp_path / "tree")
+    (tree / FORGED).write_text("x = (\n")  # not valid Python: the error names it
+    subprocess.run(["git", "-C", str(tree), "add", "-A"], check=True)
+    shown = subprocess.run(["git", "-C", str(tree), "-c", "core.quotePath=false", "diff", "--cached", "--name-only"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert shown == '"evil\\nverify: ok\\n.py"'
+    ps = tmp_path / "ps"
+    ps.mkdir()
+    (ps / "patchset.toml").write_text('[patchset]\nname = "q"\ntag = "T"\n[[patch]]\nid = "p"\ntitle = "t"\nwhy = "w"\n'
+                                      'kind = "prelude"\ntarget = ["evil\\nverify: ok\\n.py"]\n[patch.params]\n'
+                                      'block = "import os  # T"\n')
+    result = CliRunner().invoke(cli, ["list", "-p", str(ps)])
+    assert f"    target: {shown}" in result.output.splitlines(), result.output
+    result = CliRunner().invoke(cli, ["apply", "-t", str(tree), "-p", str(ps)])
+    assert result.exit_code == 1
+    assert result.output == f"error: {shown}:1: not valid Python ('(' was never closed); fix the file or restore it " \
+                            "with git checkout\n"
+
+
+def test_a_table_cell_is_text_not_markup(tmp_path: Path) -> None:
+    """``[/]`` in a reason made rich raise (an internal error); ``[red]`` would have styled it."""
+    tree = make_tree(tmp_path / "tree", git=False)
+    ps = tmp_path / "ps"
+    ps.mkdir()
+    (ps / "patchset.toml").write_text('[patchset]\nname = "q"\ntag = "T"\n[[patch]]\nid = "p"\ntitle = "t"\nwhy = "w"\n'
+                                      'kind = "prelude"\ntarget = ["a[/]b\\u0007.py"]\n[patch.params]\n'
+                                      'block = "import os  # T"\n')
+    result = CliRunner().invoke(cli, ["verify", "-t", str(tree), "-p", str(ps)])
+    assert result.exit_code == 0, result.output
+    assert "a[/]b\\a.py" in result.output and "\a" not in result.output
+
+
+def test_names_a_host_reports_are_quoted() -> None:
+    """The agent's reply comes from the host: its names and lines must not add lines either."""
+    from patchctl.migrate.verify_remote import AgentReply, mismatches
+
+    reply = AgentReply({"problems": [[FORGED, "missing"]], "tags_only_here": [[FORGED, 3, "x  # Uky\rok"]],
+                        "tags_missing_here": []})
+    assert mismatches(reply) == ('"evil\\nverify: ok\\n.py": missing',
+                                 '"evil\\nverify: ok\\n.py":3: tagged line on the host that the source lacks: '
+                                 'x  # Uky\\rok')
+
+
+def test_a_dry_run_diff_quotes_its_header_as_git_does(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree", git=False)
+    ps = tmp_path / "ps"
+    (ps / "files").mkdir(parents=True)
+    (ps / "files" / "x").write_text("x\n")
+    (ps / "patchset.toml").write_text('[patchset]\nname = "q"\ntag = "T"\n[[patch]]\nid = "p"\ntitle = "t"\nwhy = "w"\n'
+                                      'kind = "add-file"\ntarget = ["new\\n+++ b/README.md"]\n[patch.params]\n'
+                                      'source = "files/x"\n')
+    result = CliRunner().invoke(cli, ["apply", "-t", str(tree), "-p", str(ps), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert '+++ "b/new\\n+++ b/README.md"' in result.output.splitlines()
+    assert "+++ b/README.md" not in result.output.splitlines()

@@ -69,7 +69,7 @@ def _show(report: Report, dry_run: bool) -> None:
     for note in report.notes:
         click.echo(f"note: {note}")
     for x in report.left_out:
-        click.echo(f"left out: {x.where}: {x.reason}", err=True)
+        click.echo(f"left out: {render.quote_path(x.path)}:{x.line}: {render.printable(x.reason)}", err=True)
     if report.out:
         click.echo(f"wrote {len(report.patches)} patch(es) to {report.out}; proven byte-identical on {report.base}")
     elif dry_run:

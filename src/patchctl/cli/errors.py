@@ -14,6 +14,7 @@ import click
 
 from patchctl.errors import FileSystemFailed, PatchctlError
 from patchctl.oserrors import ENVIRONMENT, describe
+from patchctl.quoting import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -23,8 +24,8 @@ def handled(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             code = fn(*args, **kwargs)
-        except PatchctlError as exc:
-            click.echo(f"error: {exc}", err=True)
+        except PatchctlError as exc:  # printable(): one line, whatever a name in it holds
+            click.echo(f"error: {printable(str(exc))}", err=True)
             sys.exit(1)
         except BrokenPipeError:  # `patchctl list | head`: the reader left, nothing to report
             sys.stderr.close()
@@ -37,7 +38,8 @@ def handled(fn: F) -> F:
         except OSError as exc:
             if exc.errno not in ENVIRONMENT:
                 crash(exc)
-            click.echo(f"error: {FileSystemFailed(exc.filename or 'patchctl', *describe(exc))}", err=True)
+            failed = FileSystemFailed(exc.filename or "patchctl", *describe(exc))
+            click.echo(f"error: {printable(str(failed))}", err=True)
             sys.exit(1)
         except Exception as exc:  # noqa: BLE001 -- a bug: crash() keeps its traceback in a file
             crash(exc)
@@ -51,5 +53,6 @@ def crash(exc: BaseException) -> NoReturn:
     fd, log = tempfile.mkstemp(prefix="patchctl-crash-", suffix=".log")
     with os.fdopen(fd, "w") as f:
         traceback.print_exception(exc, file=f)
-    click.echo(f"error: internal error {type(exc).__name__}: {exc} (traceback in {log}); please report it", err=True)
+    click.echo(f"error: internal error {type(exc).__name__}: {printable(str(exc))} (traceback in {log}); "
+               "please report it", err=True)
     sys.exit(3)

@@ -12,6 +12,7 @@ from patchctl.confine import relative_inside
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
 from patchctl.patchsets.model import Patch, Presence
+from patchctl.quoting import quote_path
 from patchctl.schema import Field, Schema
 
 
@@ -70,7 +71,8 @@ class AddFile:
         owned = frozenset(range(1, text.count("\n") + 2))
         if text == p.content:
             return Check(Presence.PRESENT, f"{ctx.path} matches the shipped file", owned)
-        diff = "\n".join(difflib.unified_diff(p.content.splitlines(), text.splitlines(), p.source, ctx.path, lineterm=""))
+        diff = "\n".join(difflib.unified_diff(p.content.splitlines(), text.splitlines(), p.source, quote_path(ctx.path),
+                                         lineterm=""))
         return Check(Presence.MODIFIED, f"{ctx.path} differs from the shipped {p.source}", owned, diff)
 
     def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
@@ -79,7 +81,8 @@ class AddFile:
             return Edit(EditStatus.CHANGED, f"{ctx.path} added (mode {stat.filemode(p.mode | stat.S_IFREG)})", p.content, p.mode)
         if p.existing == "keep":
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} already exists with other content; kept as it is")
-        diff = "\n".join(difflib.unified_diff(p.content.splitlines(), text.splitlines(), p.source, ctx.path, lineterm=""))
+        diff = "\n".join(difflib.unified_diff(p.content.splitlines(), text.splitlines(), p.source, quote_path(ctx.path),
+                                         lineterm=""))
         return Edit(EditStatus.CONFLICT, f"{ctx.path} already exists with other content; move it away "
                     "or run with --only for the other patches", detail=diff)
 
