@@ -269,3 +269,18 @@ def test_the_remote_agent_never_deletes_in_a_sibling_of_the_root(tmp_path: Path)
     reply = remote_agent.main(request)
     assert reply["deletions"] == []
     assert (sibling / "keep.txt").read_text() == "the sibling's\n"
+
+
+def test_the_remote_agent_never_writes_its_records_through_a_symlinked_patchctl(tmp_path: Path) -> None:
+    from patchctl.migrate import remote_agent
+
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    os.symlink(elsewhere, root / ".patchctl")
+    request = {"root": str(root), "action": "finish", "manifest": [], "rendered": {}, "delete": False,
+               "max_delete": 100, "tags": {"pattern": r"#\s*(T)\b", "needles": ["T"], "expected": []},
+               "provenance": {}}
+    with pytest.raises(ValueError, match="/.patchctl leads out of the root"):
+        remote_agent.main(request)
+    assert list(elsewhere.iterdir()) == []
