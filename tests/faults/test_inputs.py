@@ -13,8 +13,7 @@ from tests.faults.helpers import make_tree, snapshot
 EMPTY_PATHS = [
     ["apply", "--target", ""], ["verify", "-t", ""], ["revert", "-t", ""], ["apply", "-p", ""], ["list", "-p", ""],
     ["capture", "--from", "", "--base", "tree"], ["capture", "--from", "tree", "--base", ""],
-    ["capture", "--from", "tree", "--base", "tree", "--out", ""], ["doctor", ""],
-    ["doctor", "--signatures", "", "log.txt"], ["matrix", "--versions", "0.6.1", "--repo", ""],
+    ["capture", "--from", "tree", "--base", "tree", "--out", ""], ["matrix", "--versions", "0.6.1", "--repo", ""],
     ["train", "-t", "tree", "--out", ""], ["train", "-t", "tree", "--python", ""],
     ["migrate", "gpu", "--config", ""], ["verify", "--env", "--config", ""],
 ]
@@ -25,7 +24,6 @@ def test_an_empty_path_option_is_refused(tmp_path: Path, monkeypatch: pytest.Mon
     """click reads '' as '.': ``capture --out ''`` replaced the current folder with a patchset."""
     monkeypatch.chdir(tmp_path)
     make_tree(tmp_path / "tree", git=False)
-    (tmp_path / "log.txt").write_text("nothing\n")
     before = snapshot(tmp_path)
     result = CliRunner().invoke(cli, argv)
     assert result.exit_code == 2, result.output

@@ -10,7 +10,7 @@ import click
 
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import NonEmptyPath, json_option
+from patchctl.cli.options import json_option
 from patchctl.doctor import Diagnosis, LogReader, diagnose, load_signatures, open_log
 from patchctl.errors import NoLogGiven
 
@@ -18,8 +18,8 @@ KIND_LABEL = {"patch": "patch", "env": "env", "override": "override", "package":
 
 
 @click.command("doctor")
-@click.argument("log", required=False, type=NonEmptyPath(path_type=Path, dir_okay=False, allow_dash=True))
-@click.option("--signatures", "table", type=NonEmptyPath(path_type=Path, dir_okay=False), default=None,
+@click.argument("log", required=False, type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
+@click.option("--signatures", "table", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Another signature table (TOML) instead of the shipped one.")
 @click.option("--list", "list_only", is_flag=True, help="List the known signatures and exit.")
 @json_option

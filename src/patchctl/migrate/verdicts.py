@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from patchctl import quoting
 from patchctl.clusters import Cluster
 from patchctl.migrate import transfer, verify_remote
 from patchctl.migrate.prepare import Prepared
 from patchctl.migrate.results import HostStatus
-from patchctl.quoting import quote_path
 
 
 def guard(cluster: Cluster, count: int) -> str:
@@ -59,6 +59,7 @@ def planned_changes(tree: Prepared, data: dict[str, Any]) -> tuple[tuple[str, ..
     bytes it would send (the files' sizes: rsync's delta is not known without sending)."""
     sizes = {e.path: e.size for e in tree.fs.entries}
     would = [path for path, _why in data["problems"] if path in sizes]
-    changes = ([f"send {quote_path(p)}" for p in would] + [f"delete {quote_path(p)}" for p in data["deletions"]]
-               + [f"render {quote_path(p)}" for p in data["rendered"]])
+    changes = ([f"send {quoting.quote_path(p)}" for p in would]
+               + [f"delete {quoting.quote_path(p)}" for p in data["deletions"]]
+               + [f"render {quoting.quote_path(p)}" for p in data["rendered"]])
     return tuple(changes), len(would), sum(sizes[p] for p in would)
