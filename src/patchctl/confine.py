@@ -63,6 +63,15 @@ def resolve_inside(root: Path, rel: str, *, follow_last: bool = True) -> Path:
     return real
 
 
+def why_outside(root: Path, rel: str, *, follow_last: bool = True) -> str | None:
+    """Why :func:`resolve_inside` refuses ``rel`` ("climbs out of the tree with ..."), or None."""
+    try:
+        resolve_inside(root, rel, follow_last=follow_last)
+    except OutsideTree as exc:
+        return exc.problem
+    return None
+
+
 def resolve_target(root: Path, rel: str) -> Path:
     """Like :func:`resolve_inside`, and the real file is not in ``.git`` or patchctl's folders
     either: a symlink in the tree must not carry a patch into ``.git/hooks``."""

@@ -183,6 +183,15 @@ class ChangePending(PatchctlError):
                          "run `patchctl verify --target` on it first to finish or roll it back")
 
 
+class JournalDamaged(PatchctlError):
+    """The recovery journal cannot be parsed: nothing can be decided from it."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: the journal of an interrupted patchctl change is unreadable ({problem}); "
+                         "compare the tree with git (git status) and remove that folder once it is whole")
+
+
 class JournalUnsafe(PatchctlError):
     """The recovery journal names what patchctl never writes, or reaches out of the tree.
 

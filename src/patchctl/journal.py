@@ -25,8 +25,8 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from patchctl.confine import not_a_real_folder, resolve_inside
-from patchctl.errors import ChangePending, JournalUnsafe, OutsideTree, PatchctlError
+from patchctl.confine import not_a_real_folder, why_outside
+from patchctl.errors import ChangePending, JournalDamaged, JournalUnsafe
 from patchctl.faults import signals_held, step
 
 JOURNAL_DIR = ".patchctl-journal"
@@ -75,13 +75,6 @@ class Journal:
         step()
         os.replace(tmp, self.folder / JOURNAL_FILE)
         _fsync_dir(self.folder)
-
-
-class JournalDamaged(PatchctlError):
-    def __init__(self, path: Path, problem: str) -> None:
-        self.path = path
-        super().__init__(f"{path}: the journal of an interrupted patchctl change is unreadable ({problem}); "
-                         "compare the tree with git (git status) and remove that folder once it is whole")
 
 
 def _fsync_dir(path: Path) -> None:
@@ -251,10 +244,9 @@ def _confine(journal: Journal) -> None:
         raise refuse(f"its id {journal.id!r} is not one patchctl makes")
     _check_folder(journal.folder, journal.folder / "backup")
     for rel in [op.path for op in journal.ops] + [op.tmp for op in journal.ops if op.tmp] + journal.dirs:
-        try:
-            resolve_inside(journal.root, rel, follow_last=False)
-        except OutsideTree as exc:
-            raise refuse(f"it names {rel!r}, which {exc.problem}") from None
+        problem = why_outside(journal.root, rel, follow_last=False)  # a symlink itself goes, never its target
+        if problem:
+            raise refuse(f"it names {rel!r}, which {problem}")
     for i, op in enumerate(journal.ops):
         if op.backup != f"backup/{i}":
             raise refuse(f"the backup name {op.backup!r} is not one patchctl writes")

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl.confine import not_a_real_folder, resolve_inside
-from patchctl.errors import OutsideTree, PatchctlError
+from patchctl.confine import not_a_real_folder, why_outside
+from patchctl.errors import PatchctlError
 
 RECORD_PATH = ".patchctl/applied.json"
 FORMAT = 1
@@ -71,12 +71,9 @@ def load(root: Path) -> Record | None:
     except (ValueError, KeyError, TypeError) as exc:
         raise RecordDamaged(path, str(exc)) from None
     for e in record.entries:
-        try:
-            if not isinstance(e.path, str) or not e.path:
-                raise OutsideTree(root, repr(e.path), "is not a path")
-            resolve_inside(root, e.path)
-        except OutsideTree as exc:
-            raise RecordDamaged(path, f"patch {e.patch!r} names {e.path!r}, which {exc.problem}") from None
+        problem = why_outside(root, e.path) if isinstance(e.path, str) and e.path else "is not a path"
+        if problem:
+            raise RecordDamaged(path, f"patch {e.patch!r} names {e.path!r}, which {problem}")
     return record
 
 
