@@ -8,6 +8,7 @@ from pathlib import Path
 
 from patchctl.errors import PatchctlError
 from patchctl.train import gates as gates_mod
+from patchctl.train import signals
 from patchctl.train.model import DoctorFailed, Finding, Judgement, Ran
 from patchctl.train.profiles import Gates
 
@@ -15,6 +16,7 @@ from patchctl.train.profiles import Gates
 def judge(ran: Ran, gates: Gates, log: Path) -> Judgement:
     """Every gate of the profile, the verdict, and on a failure doctor's reading of ``log``."""
     results = gates_mod.evaluate(ran.finished.returncode, ran.scan, gates, ran.timings.first_step)
+    results += signals.evaluate(ran.scan, gates)
     passed = gates_mod.verdict(results)
     return Judgement(tuple(results), passed, None if passed else diagnose(log))
 
