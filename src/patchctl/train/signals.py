@@ -5,18 +5,19 @@ A run whose every reward is 0 (the record's DEBUG profile on a random model) has
 loss and gradient at 0: exit code, step count and finite metrics pass for any tree that runs at
 all. These gates read what verl logs besides the reward:
 
-- ``rollout-agrees``: the probabilities the rollout engine sampled with against the trainer's for
-  the same tokens (verl's ``training/rollout_probs_diff_mean`` and
+- ``rollout-agrees``: on the steps no applied update preceded (the first one, at least), the
+  probabilities the rollout engine sampled with against the trainer's for the same tokens (verl's ``training/rollout_probs_diff_mean`` and
   ``training/rollout_actor_probs_pearson_corr``, logged where
   ``actor_rollout_ref.rollout.calculate_log_probs`` is on, and ``rollout_corr/kl``). Wrong
   kernels, a dtype mismatch or corrupted logits in the rollout show here from the first step.
 - ``update-applied``: on steps with a non-zero advantage, the gradient norm is finite and above 0,
   the learning rate above 0, and (with two mini-batches per step) the second mini-batch saw a
   policy the first one moved (``actor/ppo_kl``): a skipped optimizer step or an lr of 0 leaves it 0.
-- ``weights-synced``: the agreement still holds on the steps that follow an applied update. A
-  rollout that never receives the trainer's weights samples from the old policy, so the two
-  diverge once the trainer has moved; before any update they agree whatever the sync does, which
-  is why a run without an applied update SKIPs this gate rather than passing it.
+- ``weights-synced``: the same agreement on the steps that follow an applied update. A rollout
+  that never receives the trainer's weights samples from the old policy, so the two diverge once
+  the trainer has moved, while the first step still agrees: the two gates tell a broken sync
+  (only this one fails) from broken sampling or kernels (both fail). Before any update they agree
+  whatever the sync does, which is why a run without an applied update SKIPs this gate.
 
 Where verl logs none of these metrics (the HF rollout, verl < 0.6 without the setting) the gate
 says so and SKIPs: it never passes on missing data.
@@ -46,7 +47,8 @@ NOT_LOGGED = ("verl logged no rollout log-probs ({keys}): not available on this 
 def evaluate(scan: LogScan, gates: Gates) -> list[Gate]:
     """The three gates, in a fixed order."""
     applied = _updated_steps(scan, gates)
-    return [_agreement("rollout-agrees", scan.steps, gates, "every step"),
+    before = [s for s in scan.steps if s.step - 1 not in applied]
+    return [_agreement("rollout-agrees", before, gates, f"the {len(before)} steps no applied update preceded"),
             _update(scan, gates),
             _synced(scan, gates, applied)]
 
