@@ -20,7 +20,7 @@ import pytest
 from patchctl.train import signals
 from patchctl.train.gates import GateStatus
 from patchctl.train.logparse import LogScan, Step, scan_text
-from patchctl.train.profiles import load_profiles
+from patchctl.train.profiles import Gates, load_profiles
 
 REPO = Path(__file__).resolve().parents[2]
 VLLM_RUN = REPO / "docs/validation/vllm/runs/a-debug-report.json"
@@ -48,7 +48,7 @@ def learning_vllm() -> LogScan:
     return scan
 
 
-def status(scan: LogScan, gates=GATES) -> dict[str, str]:  # noqa: ANN001
+def status(scan: LogScan, gates: Gates = GATES) -> dict[str, str]:
     return {g.name: g.status.value for g in signals.evaluate(scan, gates)}
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from patchctl.clusters import Cluster
 from patchctl.errors import RequiredPathMissing
 from patchctl.target import Target
-from patchctl.train import assets, facts, launcher, rayhead, report, rollouts, settings, smoke, treeconfig
+from patchctl.train import assets, codehook, facts, launcher, rayhead, report, rollouts, settings, smoke, treeconfig
 from patchctl.train.data import TINY_NAME
 from patchctl.train.judge import judge
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Progress, Step, pick
@@ -54,10 +54,16 @@ def plan(target: Target, profile: Profile, cluster: Cluster | None, overrides: l
         extra_env["RAY_ADDRESS"] = head.address
         # a driver that connects to a running cluster must not ask for CPUs of its own
         overrides = ["ray_kwargs.ray_init.num_cpus=null", *overrides]
-    trainer = launcher.build(target.root, profile, values, overrides, python, run_dir / "train.log", extra_env)
+    # every process of the run records the patched modules it imports (none to watch: no hook)
+    watched = codehook.watches(target.root)
+    if watched:
+        extra_env.update(codehook.env(run_dir, watched))
+    hook = run_dir / codehook.DIR_NAME if watched else None
+    trainer = launcher.build(target.root, profile, values, overrides, python, run_dir / "train.log", extra_env,
+                             hook=hook)
     check_rollout(target, profile, trainer.argv)
     treeconfig.check(target.root, target.version, trainer.argv[1 + len(launcher.ENTRY):])
-    return Plan(profile, run_dir, trainer, values, head, adapted, sources)
+    return Plan(profile, run_dir, trainer, values, head, adapted, sources, watched)
 
 
 def check_rollout(target: Target, profile: Profile, argv: tuple[str, ...] | list[str]) -> None:
@@ -74,6 +80,8 @@ def check_rollout(target: Target, profile: Profile, argv: tuple[str, ...] | list
 
 def prepare(p: Plan) -> None:
     """What must exist before the launch (the smoke assets are built while the trainer starts)."""
+    if p.watched:
+        codehook.install(p.run_dir)
     for step in p.profile.prepare:
         if step == "tiny-dataset":
             data_dir = Path(p.values["DATA_DIR"])
@@ -107,7 +115,8 @@ def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
         stopper = threading.Thread(target=head.stop, name="ray-head-stop") if head else None
         if stopper:
             stopper.start()
-    judgement = judge(ran, p.profile.gates, p.launch.log)
+    proof = codehook.read(p.run_dir, target.root, p.watched) if p.watched else None
+    judgement = judge(ran, p.profile.gates, p.launch.log, proof)
     done = report.write(p, ran, judgement, gathering.result(target), t0)
     if stopper:
         stopper.join()
