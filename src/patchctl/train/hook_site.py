@@ -97,17 +97,21 @@ class _Finder:
 
 
 def _chain():
-    """Run the ``sitecustomize`` this one hides (the next one on sys.path), as Python would have."""
-    try:
-        import importlib.machinery
-        import importlib.util
+    """Run the ``sitecustomize`` this one hides (the next one on sys.path), as Python would have.
 
+    Searched by hand rather than with importlib.util, whose import alone costs milliseconds in
+    every process of the run.
+    """
+    try:
         here = os.path.dirname(os.path.realpath(__file__))
-        rest = [p for p in sys.path if os.path.realpath(p or ".") != here]
-        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
-        if spec is not None and spec.loader is not None:
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+        for entry in sys.path:
+            for name in ("sitecustomize.py", os.path.join("sitecustomize", "__init__.py")):
+                file = os.path.join(entry or ".", name)
+                if os.path.isfile(file) and os.path.dirname(os.path.realpath(file)) != here:
+                    with open(file, "rb") as f:
+                        code = compile(f.read(), file, "exec")
+                    exec(code, {"__name__": "sitecustomize", "__file__": file, "__builtins__": __builtins__})  # noqa: S102
+                    return
     except Exception:  # noqa: BLE001, S110 - as site.py: a failing sitecustomize does not stop Python
         pass
 
