@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from patchctl.train import codehook  # noqa: E402
+from patchctl.train import codehook
 
 MODULE = "verl.workers.rollout.vllm_rollout"
 
