@@ -8,10 +8,11 @@ import json
 import shutil
 import subprocess
 import sys
-import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import tomllib
 from click.testing import CliRunner
 
 from patchctl.cli.main import cli
@@ -26,7 +27,7 @@ WRITTEN_FOR = {"sync-off": ("0.9.1", ("uky",)), "temp-ignored": ("0.9.1", ("uky"
                "opt-skip-v05": ("0.5.0", ("uky", "verl05-nofa-hf"))}
 
 
-def prepared(release_tree, version: str, patchsets: tuple[str, ...]) -> Path:  # noqa: ANN001
+def prepared(release_tree: Callable[[str], Path], version: str, patchsets: tuple[str, ...]) -> Path:
     tree = release_tree(version)
     sets = [a for p in patchsets for a in ("-p", p)]
     done = CliRunner().invoke(cli, ["apply", "--target", str(tree), *sets])
@@ -39,7 +40,7 @@ def test_every_sabotage_patchset_is_listed() -> None:
 
 
 @pytest.mark.parametrize("version", ["0.9.1", "0.5.0"])
-def test_sabotages_apply_to_the_real_release(version: str, release_tree, release_cache: Path) -> None:  # noqa: ANN001
+def test_sabotages_apply_to_the_real_release(version: str, release_tree: Callable[[str], Path], release_cache: Path) -> None:
     names = [n for n, (v, _) in WRITTEN_FOR.items() if v == version]
     base = WRITTEN_FOR[names[0]][1]
     tree = prepared(release_tree, version, base)
@@ -82,7 +83,7 @@ def test_unknown_set_up_is_refused() -> None:
     assert done.returncode == 2 and "no set-up named nope" in done.stderr
 
 
-def test_a_patch_reverted_after_migrate_is_caught_before_launch(release_tree, release_cache: Path,  # noqa: ANN001
+def test_a_patch_reverted_after_migrate_is_caught_before_launch(release_tree: Callable[[str], Path], release_cache: Path,
                                                                  tmp_path: Path) -> None:
     from patchctl import releases
 
