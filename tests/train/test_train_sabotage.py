@@ -12,10 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import tomllib
 from click.testing import CliRunner
 
 from patchctl.cli.main import cli
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "sabotage.py"
@@ -40,7 +44,8 @@ def test_every_sabotage_patchset_is_listed() -> None:
 
 
 @pytest.mark.parametrize("version", ["0.9.1", "0.5.0"])
-def test_sabotages_apply_to_the_real_release(version: str, release_tree: Callable[[str], Path], release_cache: Path) -> None:
+def test_sabotages_apply_to_the_real_release(version: str, release_tree: Callable[[str], Path],
+                                             release_cache: Path) -> None:
     names = [n for n, (v, _) in WRITTEN_FOR.items() if v == version]
     base = WRITTEN_FOR[names[0]][1]
     tree = prepared(release_tree, version, base)
@@ -83,7 +88,8 @@ def test_unknown_set_up_is_refused() -> None:
     assert done.returncode == 2 and "no set-up named nope" in done.stderr
 
 
-def test_a_patch_reverted_after_migrate_is_caught_before_launch(release_tree: Callable[[str], Path], release_cache: Path,
+def test_a_patch_reverted_after_migrate_is_caught_before_launch(release_tree: Callable[[str], Path],
+                                                                 release_cache: Path,
                                                                  tmp_path: Path) -> None:
     from patchctl import releases
 
