@@ -93,3 +93,19 @@ def test_cli_refuses_in_one_line_before_launch(release_cache: Path, tmp_path: Pa
                                   "--out", str(tmp_path / "r")])
     assert ok.exit_code == 0, ok.output
     assert "actor_rollout_ref.rollout.name=vllm" in json.loads(ok.output)["command"]
+
+
+def test_validate_preflight_row_refuses_before_ray(release_cache: Path) -> None:
+    """validate's host preflight: a failing row (so validate stops before Ray) naming the fix."""
+    row = rollouts.preflight_row(release("0.9.1"), "smoke")
+    assert row == {"check": "rollout", "status": "fail",
+                   "value": "profile smoke rolls out with hf, which this tree does not have "
+                            "(its rollouts: sglang, trtllm, vllm)",
+                   "fix": "use --profile smoke-vllm"}
+    assert rollouts.preflight_row(release("0.9.1"), "smoke-vllm")["status"] == "pass"
+    assert rollouts.preflight_row(release("0.5.0"), "smoke")["value"] == "hf (the tree has: hf, sglang, vllm)"
+
+
+def test_validate_preflight_row_on_a_tree_it_cannot_read(tmp_path: Path) -> None:
+    row = rollouts.preflight_row(tmp_path, "smoke")
+    assert row["status"] == "pass" and "cannot be told" in row["value"]

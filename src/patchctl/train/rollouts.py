@@ -105,3 +105,22 @@ def _branches(file: Path) -> set[str] | None:
                     and isinstance(right.value, str):
                 names.add(right.value)
     return names or None
+
+
+def preflight_row(root: Path, profile_name: str) -> dict[str, str]:
+    """validate's host preflight row: can the tree at ``root`` launch the profile's rollout? A
+    failing row stops validate before Ray starts, with the profiles the tree can run."""
+    from patchctl.train.profiles import load_profiles
+
+    profiles = load_profiles()
+    profile = profiles[profile_name]
+    have = available(root)
+    row = {"check": "rollout", "status": "pass", "value": "", "fix": ""}
+    if have is None:
+        return {**row, "value": f"{profile.rollout} (the tree's rollouts cannot be told from its source)"}
+    if profile.rollout in have:
+        return {**row, "value": f"{profile.rollout} (the tree has: {', '.join(have)})"}
+    instead = [n for n, p in sorted(profiles.items()) if p.rollout in have and p.needs == profile.needs]
+    return {**row, "status": "fail", "value": f"profile {profile_name} rolls out with {profile.rollout}, which this "
+            f"tree does not have (its rollouts: {', '.join(have) or 'none found'})",
+            "fix": f"use --profile {' or --profile '.join(instead)}" if instead else "pick a profile whose rollout it has"}
