@@ -69,3 +69,14 @@ def test_char_score() -> None:
     assert score("s", "b b b", "b") == 1.0
     assert score("s", "bab", "b") == pytest.approx(2 / 3)
     assert score("s", "  ", "b") == 0.0 and score("s", "say", "b") == 0.0
+
+
+def test_smoke_bytes_assets(tmp_path: Path) -> None:
+    """What ``smoke-vllm`` gets: head size 64 (vLLM's FlashAttention 3), the byte-level tokenizer."""
+    pytest.importorskip("pyarrow")
+    from patchctl.train import smoke
+
+    values = smoke.build(tmp_path, "bytes")
+    cfg = json.loads((Path(values["MODEL_PATH"]) / "config.json").read_text())
+    assert cfg["hidden_size"] // cfg["num_attention_heads"] == 64
+    assert as_qwen2(Path(values["MODEL_PATH"])).encode("say d").ids
