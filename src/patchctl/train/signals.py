@@ -20,7 +20,12 @@ all. These gates read what verl logs besides the reward:
   whatever the sync does, which is why a run without an applied update SKIPs this gate.
 
 Where verl logs none of these metrics (the HF rollout, verl < 0.6 without the setting) the gate
-says so and SKIPs: it never passes on missing data.
+says so and SKIPs: it never passes on missing data. Both families need the rollout's log-probs in
+the batch, which ``actor_rollout_ref.rollout.calculate_log_probs=True`` asks for (the default from
+0.9; false in 0.6-0.7): ``training/rollout_probs_diff_*`` then come from
+``verl.utils.debug.metrics.calculate_debug_metrics``, and ``rollout_corr/*`` from the rollout
+correction helper, which runs wherever ``algorithm.rollout_correction`` exists (0.6.1 on) outside
+its bypass mode. The committed 0.9.1 + vLLM 0.24 reports hold both on every step.
 """
 
 from __future__ import annotations
