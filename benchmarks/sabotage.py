@@ -26,6 +26,8 @@ patchctl runs in this script's interpreter, from this checkout's ``src``; ``--py
 
 ``--dry-run`` prints every command and writes nothing. The table goes to ``DIR/sabotage.md`` and
 ``DIR/sabotage.json``; the exit code is 0 when every healthy run passed and every sabotage was caught.
+"closest to its bar" is the smallest of report.json's ``margins`` (1.0 is on the bar; see
+``patchctl/train/margins.py``): a healthy run whose closest gate reads below about 2 is near its bar.
 """
 
 from __future__ import annotations
@@ -175,8 +177,10 @@ def one(r: Runner, s: SetUp) -> dict[str, object]:
         return {**row, "verdict": f"no report (exit {code})", "failing": [f"see {work / 'train.json'}"]}
     failing = [g["name"] for g in report["gates"] if g["status"] == "fail"]
     doctor = "; ".join(f.get("id", f.get("error", "")) for f in report.get("doctor") or [])
+    margins = {k: v for k, v in (report.get("margins") or {}).items() if v is not None}
+    closest = min(margins.items(), key=lambda kv: kv[1]) if margins else None
     return {**row, "verdict": report["verdict"].upper(), "failing": failing, "doctor": doctor,
-            "gates": report["gates"]}
+            "closest": f"{closest[0]} x{closest[1]:g}" if closest else "", "gates": report["gates"]}
 
 
 def revert(r: Runner, s: SetUp, tree: Path, work: Path, row: dict[str, object]) -> dict[str, object]:
@@ -203,10 +207,11 @@ def revert(r: Runner, s: SetUp, tree: Path, work: Path, row: dict[str, object]) 
 
 
 def table(rows: list[dict[str, object]]) -> str:
-    out = ["| set-up | expected gate | verdict | failing gates | caught | doctor finding |", "|---|---|---|---|---|---|"]
+    out = ["| set-up | expected gate | verdict | failing gates | caught | doctor finding | closest to its bar |",
+           "|---|---|---|---|---|---|---|"]
     for row in rows:
         out.append(f"| {row['setup']} | {row['expect']} | {row['verdict']} | {', '.join(row['failing']) or '-'} "  # type: ignore[arg-type]
-                   f"| {caught(row)} | {row['doctor'] or '-'} |")
+                   f"| {caught(row)} | {row['doctor'] or '-'} | {row.get('closest') or '-'} |")
     return "\n".join(out)
 
 

@@ -102,4 +102,5 @@ def test_a_patch_reverted_after_migrate_is_caught_before_launch(release_tree: Ca
     row = json.loads((out / "sabotage.json").read_text())[0]
     assert (row["verdict"], row["failing"]) == ("FAIL", ["verify"])
     assert row["doctor"] == "verify: triton-cuda-stubs missing (verl/workers/rollout/vllm_rollout/__init__.py)"
-    assert "| reverted | verify | FAIL | verify | yes |" in (out / "sabotage.md").read_text()
+    assert ("| reverted | verify | FAIL | verify | yes | verify: triton-cuda-stubs missing "
+            "(verl/workers/rollout/vllm_rollout/__init__.py) | - |") in (out / "sabotage.md").read_text()

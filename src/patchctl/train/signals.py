@@ -58,7 +58,8 @@ def evaluate(scan: LogScan, gates: Gates) -> list[Gate]:
             _synced(scan, gates, applied)]
 
 
-def _has_advantage(step: Step) -> bool:
+def has_advantage(step: Step) -> bool:
+    """A step whose advantages are not all 0: its update was asked to move the policy."""
     m = step.metrics
     return any(abs(m.get(k, 0.0)) > ADV_EPS for k in (ADV_MAX, ADV_MIN))
 
@@ -70,7 +71,7 @@ def _updated_steps(scan: LogScan, gates: Gates) -> set[int]:
     for s in scan.steps:
         m = s.metrics
         kl_ok = gates.update_kl_min is None or PPO_KL not in m or abs(m[PPO_KL]) >= gates.update_kl_min
-        if _has_advantage(s) and m.get(GRAD_NORM, 0.0) > 0 and m.get(LR, 1.0) > 0 and kl_ok:
+        if has_advantage(s) and m.get(GRAD_NORM, 0.0) > 0 and m.get(LR, 1.0) > 0 and kl_ok:
             out.add(s.step)
     return out
 
@@ -125,7 +126,7 @@ def _update(scan: LogScan, gates: Gates) -> Gate:
     for s in scan.steps:
         if not math.isfinite(s.metrics.get(GRAD_NORM, 0.0)):
             return Gate(name, GateStatus.FAIL, s.metrics[GRAD_NORM], bar, f"step {s.step}: {GRAD_NORM} is not finite")
-    judged = [s for s in scan.steps if _has_advantage(s)]
+    judged = [s for s in scan.steps if has_advantage(s)]
     if not judged:
         return Gate(name, GateStatus.SKIP, 0, bar, "every advantage was 0 (equal rewards in every group): no step "
                     "asked the update to move the policy, so whether it can is not shown")
