@@ -17,7 +17,6 @@ from patchctl.train import signals
 from patchctl.train.logparse import LogScan
 from patchctl.train.profiles import Gates
 
-
 #: the ratio of a run that used none of a bar's allowance (JSON has no infinity)
 CAP = 1e6
 
