@@ -175,3 +175,12 @@ def test_train_puts_the_hook_in_every_process_and_reports_it(tmp_path: Path) -> 
     gates = {g["name"]: g for g in doc["gates"]}
     assert gates["patched-code-ran"]["status"] == "pass", (gates["patched-code-ran"], done.output)
     assert [p["role"] for p in doc["patched_code"]["patches"][0]["from_tree"]] == ["driver", "python"]
+
+
+def test_a_hook_that_reached_only_the_driver_says_so() -> None:
+    """Ray workers started without the trainer's environment: no proof where the patch acts."""
+    w = Watch("uky", "triton-cuda-stubs", "verl.workers.rollout.vllm_rollout", PATCHED)
+    proof = Proof("/t", (w,), (Process(1, "driver", {"verl": "/t/verl/__init__.py",
+                                                      "verl.workers.rollout": "/t/verl/workers/rollout/__init__.py"}),))
+    gate = codehook.gate(proof)
+    assert gate.status is GateStatus.FAIL and "only the driver loaded the code hook" in gate.reason

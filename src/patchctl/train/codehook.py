@@ -122,7 +122,12 @@ def watches(root: Path) -> tuple[Watch, ...]:
 
 
 def env(run_dir: Path, found: tuple[Watch, ...]) -> dict[str, str]:
-    """The variables the hook reads; ``PYTHONPATH`` is the launcher's to order."""
+    """The variables the hook reads; ``PYTHONPATH`` is the launcher's to order.
+
+    Every process that should record needs them and ``run_dir/codehook`` on its ``PYTHONPATH``:
+    the trainer's children inherit them; the workers of a Ray cluster started elsewhere (validate's
+    nodes) get them only from the environment their raylet was started with.
+    """
     return {ENV_DIR: str(run_dir / DIR_NAME / "records"),
             ENV_WATCH: ",".join(sorted({"verl", *(w.module for w in found), *(w.package for w in found)}))}
 
@@ -187,6 +192,11 @@ def gate(proof: Proof | None) -> Gate:
     on_path = [w for w in proof.watches if proof.on_path(w)]
     for w in on_path:
         users = [p for p in proof.processes if w.module in p.imports]
+        if not users and all(p.role == "driver" for p in proof.processes):
+            return Gate(name, GateStatus.FAIL, 0, bar, f"patch {w.patch} ({w.patchset}): only the driver loaded the "
+                        "code hook, so nothing shows where the patched code ran; Ray's workers did not inherit the "
+                        f"trainer's environment (a Ray cluster started without {ENV_DIR}, {ENV_WATCH} and the hook "
+                        "folder on PYTHONPATH: see codehook.env)")
         if not users:
             return Gate(name, GateStatus.FAIL, 0, bar, f"patch {w.patch} ({w.patchset}) edits {w.module}: the run "
                         f"imported its package {w.package} but no process imported the module, so the patched code "
