@@ -25,9 +25,15 @@ import multiprocessing, os, subprocess, sys
 def child():
     import verl.workers.rollout.vllm_rollout  # noqa: F401
 
+
+def package_child():
+    import verl.workers.rollout  # noqa: F401
+
 if __name__ == "__main__":
     if os.environ.get("IMPORT_PATCHED", "1") == "package":
         import verl.workers.rollout  # noqa: F401  (the code path, without the patched module)
+        p = multiprocessing.get_context("spawn").Process(target=package_child)
+        p.start(); p.join()
     elif os.environ.get("IMPORT_PATCHED", "1") == "1":
         import verl.workers.rollout.vllm_rollout  # noqa: F401
         p = multiprocessing.get_context("spawn").Process(target=child)
