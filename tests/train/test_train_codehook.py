@@ -190,3 +190,11 @@ def test_a_hook_that_reached_only_the_driver_says_so() -> None:
                                                       "verl.workers.rollout": "/t/verl/workers/rollout/__init__.py"}),))
     gate = codehook.gate(proof)
     assert gate.status is GateStatus.FAIL and "only the driver loaded the code hook" in gate.reason
+
+
+def test_node_env_for_a_ray_node_started_apart(tmp_path: Path) -> None:
+    tree = verl_tree(tmp_path / "t")
+    got = codehook.node_env(tree, tmp_path / "run", "/opt/site")
+    assert got["PYTHONPATH"] == os.pathsep.join([str(tree), str(tmp_path / "run" / "codehook"), "/opt/site"])
+    assert got[codehook.ENV_WATCH] == "verl,verl.workers.rollout,verl.workers.rollout.vllm_rollout"
+    assert codehook.node_env(verl_tree(tmp_path / "bare", record=False), tmp_path / "run") == {}

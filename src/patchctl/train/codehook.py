@@ -132,6 +132,18 @@ def env(run_dir: Path, found: tuple[Watch, ...]) -> dict[str, str]:
             ENV_WATCH: ",".join(sorted({"verl", *(w.module for w in found), *(w.package for w in found)}))}
 
 
+def node_env(root: Path, run_dir: Path, pythonpath: str = "") -> dict[str, str]:
+    """What a Ray node started apart from the trainer (validate's) needs for its workers to record:
+    the hook's variables, and the tree then the hook folder first on ``PYTHONPATH``. Nothing where
+    the tree has no code patch. The hook itself is written by the trainer's launch, before any
+    worker of the run starts."""
+    found = watches(root)
+    if not found:
+        return {}
+    path = [str(root), str(run_dir / DIR_NAME), *(p for p in pythonpath.split(os.pathsep) if p)]
+    return {**env(run_dir, found), "PYTHONPATH": os.pathsep.join(path)}
+
+
 def install(run_dir: Path) -> Path:
     """Write the hook into ``run_dir/codehook`` (its records folder emptied); returns the folder."""
     folder = run_dir / DIR_NAME
