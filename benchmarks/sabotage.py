@@ -158,8 +158,11 @@ def one(r: Runner, s: SetUp) -> dict[str, object]:
     if pth is not None:
         line = f"import sys; sys.path.insert(0, {str(r.pristine())!r})\n"
         print(f"$ echo {shlex.quote(line.strip())} > {pth}", flush=True)
-        if not r.dry:
-            pth.write_text(line)
+        try:
+            if not r.dry:
+                pth.write_text(line)
+        except OSError as exc:
+            return {**row, "verdict": "set-up failed", "failing": [f"cannot write {pth} ({exc.strerror})"]}
     try:
         profile = "smoke" if s.path == "hf" else "smoke-vllm"
         argv = r.patchctl("train", "--target", str(tree), "--profile", profile, "--python", r.args.python,
@@ -241,6 +244,9 @@ def main() -> int:
     unknown = set(args.only) - {s.name for s in setups(args.healthy)}
     if unknown:
         ap.error(f"no set-up named {', '.join(sorted(unknown))}; choose from {', '.join(s.name for s in setups(args.healthy))}")
+    for flag, tree in (("--tree", args.tree), ("--tree-hf", args.tree_hf)):
+        if tree and not args.dry_run and not (Path(tree) / "verl" / "__init__.py").is_file():
+            ap.error(f"{flag} {tree} is not a verl tree (no verl/__init__.py); prepare it with patchctl apply")
     if any(s.special for s in chosen) and not args.pristine:
         ap.error("shadow and reverted need --pristine (the unpatched release of --tree)")
     if any(s.path == "hf" for s in chosen) and not args.tree_hf:
