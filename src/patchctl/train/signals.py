@@ -154,8 +154,8 @@ def _update(scan: LogScan, gates: Gates) -> Gate:
 def _synced(scan: LogScan, gates: Gates, applied: set[int]) -> Gate:
     after = [s for s in scan.steps if s.step - 1 in applied]
     gate = _agreement("weights-synced", after, gates, f"the {len(after)} steps after an applied update")
-    if not after and gate.status is GateStatus.SKIP and "no step" in gate.reason:
-        return Gate(gate.name, GateStatus.SKIP, None, gate.threshold,
-                    "no step followed an applied update (see update-applied): before the trainer moves, the "
-                    "rollout agrees with it whether or not weights are synced, so the sync is not shown")
-    return gate
+    if after or gate.status is not GateStatus.SKIP:
+        return gate
+    return Gate(gate.name, GateStatus.SKIP, None, gate.threshold,
+                "no step followed an applied update (see update-applied): before the trainer moves, the rollout "
+                "agrees with it whether or not weights are synced, so the sync is not shown")
