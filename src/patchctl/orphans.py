@@ -20,6 +20,8 @@ import shutil
 import signal
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 OWNER = ".owner"
@@ -59,6 +61,17 @@ def owned_dir(prefix: str) -> Path:
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=BASE))
     (path / OWNER).write_text(stamp(os.getpid()) + "\n", encoding="ascii")
     return path
+
+
+@contextmanager
+def scratch(prefix: str) -> Iterator[Path]:
+    """:func:`owned_dir` for a ``with`` block, removed at its end (the next run removes it if
+    this one is killed first)."""
+    path = owned_dir(prefix)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def sweep(prefix: str) -> list[Path]:

@@ -50,6 +50,12 @@ _PRCTL = _libc_prctl()
 _PR_SET_PDEATHSIG = 1
 
 
+def die_with_parent() -> None:
+    """For a child that is not exec'd (a process pool's worker): die with the process that
+    forked it, as :func:`spawn`'s children do."""
+    _die_with(os.getppid())
+
+
 def _die_with(parent: int) -> None:
     """In the child before exec: SIGKILL when the forking thread ends; exit at once when the
     parent is already gone (it died between the fork and this call, and would never signal)."""

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from patchctl.clusters import Cluster
-from patchctl.migrate import ssh
-from patchctl.migrate.runner import _labels
+from patchctl.remote import ssh
+from patchctl.remote.hosts import labels
 from patchctl.validate import remote
 from patchctl.validate.model import Node, RemoteCommand
 
@@ -71,7 +71,7 @@ class Plan:
 
 def nodes(cluster: Cluster) -> tuple[Node, ...]:
     out = []
-    for i, (host, label) in enumerate(zip(cluster.hosts, _labels(cluster))):
+    for i, (host, label) in enumerate(zip(cluster.hosts, labels(cluster))):
         env = dict(host.env) or dict(cluster.env)
         if host.ifname:
             env.setdefault("NCCL_SOCKET_IFNAME", host.ifname)
