@@ -111,8 +111,7 @@ def test_two_migrates_to_one_root_take_turns(site: Site, tmp_path: Path) -> None
     tree = make_repo(tmp_path / "src", {"verl/__init__.py": ""})
     (tree / "big.bin").write_bytes(os.urandom(3 << 20))
     config = site.config(SLOW, ["node1"])
-    first = _migrate(tree, config, tmp_path)
-    _arriving(site, "node1")
+    first = _migrate(tree, config, tmp_path)  # both at once, as two terminals would
     second = _migrate(tree, config, tmp_path / "b", PATCHCTL_LOCK_WAIT="60")
     out1, err1 = first.communicate(timeout=120)
     out2, err2 = second.communicate(timeout=120)
