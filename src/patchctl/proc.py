@@ -89,7 +89,7 @@ class _Spawner(threading.Thread):
         got = answer.get()
         if isinstance(got, BaseException):
             raise got
-        return got  # type: ignore[no-any-return]
+        return got
 
 
 _spawner: _Spawner | None = None

@@ -18,15 +18,23 @@ from pathlib import Path
 
 from patchctl.clusters import Cluster, Host
 from patchctl.migrate import render
-from patchctl.remote import ssh
-from patchctl.remote.lock import RootLock
-from patchctl.remote.hosts import labels as host_labels
 from patchctl.migrate.hostrun import HostRun, Tally
-from patchctl.migrate.prepare import Prepared, prepare
-from patchctl.migrate.results import HostResult, HostStatus, MigrateResult, Phase, Progress, ProgressFn
 from patchctl.migrate.options import Options
+from patchctl.migrate.prepare import Prepared, prepare
+from patchctl.migrate.results import (
+    HostResult,
+    HostStatus,
+    MigrateResult,
+    Phase,
+    Progress,
+    ProgressFn,
+)
 from patchctl.migrate.verify_remote import Agent
 from patchctl.patchsets.model import Patchset
+from patchctl.remote import ssh
+from patchctl.remote.hosts import labels as host_labels
+from patchctl.remote.lock import RootLock
+
 
 def run(cluster: Cluster, options: Options, conns: ssh.Connections, root: Path, patchsets: Sequence[Patchset],
         progress: ProgressFn | None) -> MigrateResult:

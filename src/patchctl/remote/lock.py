@@ -22,7 +22,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from patchctl import lock as tree_lock, proc
+from patchctl import lock as tree_lock
+from patchctl import proc
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import PatchctlError
 from patchctl.remote import lock_agent, ssh
