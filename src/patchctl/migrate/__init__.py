@@ -15,13 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from patchctl.migrate.options import Options
-    from patchctl.migrate.results import (
-        HostResult,
-        HostStatus,
-        MigrateResult,
-        Phase,
-        Progress,
-    )
+    from patchctl.migrate.results import HostResult, HostStatus, MigrateResult, Phase, Progress
     from patchctl.migrate.session import Session, migrate, start
 
 _WHERE = {"HostResult": "results", "HostStatus": "results", "MigrateResult": "results", "Phase": "results",

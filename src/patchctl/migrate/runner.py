@@ -21,14 +21,7 @@ from patchctl.migrate import render
 from patchctl.migrate.hostrun import HostRun, Tally
 from patchctl.migrate.options import Options
 from patchctl.migrate.prepare import Prepared, prepare
-from patchctl.migrate.results import (
-    HostResult,
-    HostStatus,
-    MigrateResult,
-    Phase,
-    Progress,
-    ProgressFn,
-)
+from patchctl.migrate.results import HostResult, HostStatus, MigrateResult, Phase, Progress, ProgressFn
 from patchctl.migrate.verify_remote import Agent
 from patchctl.patchsets.model import Patchset
 from patchctl.remote import ssh

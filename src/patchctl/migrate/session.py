@@ -34,9 +34,7 @@ class Session:
 
     def run(self, root: Path, patchsets: Sequence[Patchset], progress: ProgressFn | None = None) -> MigrateResult:
         """Send ``root`` to every host, verify and repair it there; see :mod:`patchctl.migrate.runner`."""
-        from patchctl.migrate import (
-            runner,  # here, not at the top: it loads while the hosts log in
-        )
+        from patchctl.migrate import runner  # here, not at the top: it loads while the hosts log in
 
         try:
             return runner.run(self.cluster, self.options, self.connections, root, patchsets, progress)
