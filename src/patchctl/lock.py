@@ -1,6 +1,6 @@
 """One writer at a time per tree: an advisory lock (``flock``) beside the tree's journal.
 
-Every command that writes a tree (apply, revert) holds the lock exclusively from before it
+Every command that writes a tree (apply, revert; capture its ``--out``) holds the lock exclusively from before it
 looks for an interrupted change until it has written; commands that only read (verify, migrate's
 reading of the source) hold it shared, so they never see half of a change; and the recovery of
 an interrupted change runs only under the exclusive lock. A journal whose writer still runs is
@@ -44,6 +44,14 @@ class Locked(PatchctlError):
 
 def path_for(root: Path) -> Path:
     return root / NAME
+
+
+def beside(out: Path) -> Path:
+    """The lock of capture's ``--out`` folder: beside it, where capture stages and mends it
+    (the folder itself is swapped by rename), in a parent made if missing."""
+    parent = out.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    return parent / f".{out.name}.patchctl-lock"
 
 
 def wait_seconds() -> float:

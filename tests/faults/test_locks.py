@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -106,3 +107,33 @@ def test_a_killed_writer_lock_is_no_obstacle(setup: tuple[Path, Path, dict]) -> 
     assert time.monotonic() - t0 < 20
     assert "was rolled back" in check.stderr, check.stderr
     assert snapshot(tree) == before
+
+
+def test_a_second_capture_never_mends_a_live_one(tmp_path: Path) -> None:
+    """capture's recovery removes staging folders beside --out: never the staging of a live capture."""
+    base = make_tree(tmp_path / "base", git=False)
+    fork = tmp_path / "fork"
+    shutil.copytree(base, fork)
+    (fork / "scripts").mkdir()
+    (fork / "scripts" / "probe.sh").write_text("#!/bin/sh\necho one  # Uky\n")
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "patchctl", "capture", "--from", str(fork), "--base", str(base), "--out", str(out)]
+    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, **GIT_IDENT, "PATCHCTL_TEST_FAULT": "stop@1"})  # before its swap
+    deadline = time.monotonic() + 60
+    while not _stopped(first.pid):
+        assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+        time.sleep(0.02)
+    try:
+        staging = list(tmp_path.glob(".out.capture-*"))
+        assert staging
+        second = patchctl(*argv[3:], env=QUICK)
+        assert second.returncode == 1 and f"--out {out}: in use by another patchctl (pid {first.pid}" in second.stderr
+        assert "interrupted capture" not in second.stdout + second.stderr
+        assert list(tmp_path.glob(".out.capture-*")) == staging  # left alone
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    assert (out / "patchset.toml").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base", "fork", "out"]  # no lock, no staging left
