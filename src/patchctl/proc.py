@@ -7,7 +7,8 @@ child ends, not the process, so :func:`spawn` forks from one thread that lives a
 patchctl (:class:`_Spawner`), whatever thread calls it; :func:`run` waits in the calling thread,
 which therefore outlives its child. A child in a session of its own (``new_session``: the
 trainer, a Ray head) takes others into its group that the signal does not reach; its group is
-written down (:mod:`patchctl.orphans`) and the next patchctl ends it.
+written down (:mod:`patchctl.orphans`) and the next patchctl that makes a scratch folder or
+starts such a child (train, migrate, validate, matrix) ends it.
 """
 
 from __future__ import annotations
