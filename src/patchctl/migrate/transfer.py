@@ -19,7 +19,7 @@ from pathlib import Path
 from patchctl import proc
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import ToolMissing
-from patchctl.remote import rsync, ssh
+from patchctl.remote import rsync
 
 PARTIAL_DIR = ".rsync-partial"
 _FORMAT = "%i %b %l %n"  # itemized changes, bytes sent, file length, name
@@ -66,11 +66,8 @@ def parse_line(line: str) -> Item | None:
 
 def rsync_argv(cluster: Cluster, host: Host, source: Path, files_from: Path, *, dry_run: bool,
                checksum: bool = False, control: Path | None = None) -> list[str]:
-    argv = [
-        "rsync", "-rlpt", "--omit-dir-times", "--files-from", str(files_from), "--from0",
-        "--partial-dir", PARTIAL_DIR, "--delay-updates", "--out-format", _FORMAT,
-        "--timeout", str(cluster.timeout), "-e", ssh.rsh_command(cluster, control),
-    ]
+    argv = rsync.argv(cluster, control, "-rlpt", "--omit-dir-times", "--files-from", str(files_from), "--from0",
+                      "--partial-dir", PARTIAL_DIR, "--delay-updates", "--out-format", _FORMAT)
     if cluster.bwlimit:
         argv += ["--bwlimit", str(cluster.bwlimit)]
     if checksum:

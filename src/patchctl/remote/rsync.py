@@ -4,6 +4,7 @@ host's rsync hold the root's transfer lock (see :mod:`patchctl.remote.lock_agent
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 from patchctl.clusters import Cluster, Host
 from patchctl.remote import lock, ssh
@@ -47,6 +48,12 @@ def cause(returncode: int, stderr: str, *, connected: bool = False) -> str:
     detail = next((ln for ln in reversed(lines) if "rsync error:" not in ln), lines[-1] if lines else "")
     return f"rsync exit {returncode}: {what}" + (f" ({detail.strip()})" if detail else "")
 
+
+
+def argv(cluster: Cluster, control: Path | None, *options: str) -> list[str]:
+    """``rsync OPTIONS --timeout T -e SSH``: every rsync of migrate and validate starts so, over
+    the cluster's ssh options (and the host's master connection, ``control``)."""
+    return ["rsync", *options, "--timeout", str(cluster.timeout), "-e", ssh.rsh_command(cluster, control)]
 
 
 def locked_rsync_path(cluster: Cluster, host: Host) -> str:
