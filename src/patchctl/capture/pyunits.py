@@ -187,8 +187,9 @@ def place(unit: Unit, fork_lines: list[str], base_tree: ast.Module, base_lines: 
         if len(found) == 1 and holding:
             chosen = found[0]
         elif force and len(holding) == 1:
-            chosen = holding[0]
-            unit.params["occurrence"] = found.index(chosen) + 1
+            chosen = holding[0]  # apply tries anchors as text first: count the places that way
+            exact = [c.first for c in st.candidates(base_lines, base_tree, unit.scope, up, down, exact=True)]
+            unit.params["occurrence"] = exact.index(chosen.first) + 1 if chosen.first in exact else found.index(chosen) + 1
         if chosen is not None or not found:
             break
     if chosen is None:

@@ -9,17 +9,20 @@ The ``structural`` kind and ``patchctl capture`` share this vocabulary:
 - a window's **gap** is the exact text between its anchors (statements, comments, blank lines),
   which is what a structural patch replaces.
 
-Anchors are compared by the stripped text of a statement's first line (its ``def``/``class``
-line for definitions), so a neighbour that moved, or changed below its first line, still
-anchors; one whose first line changed does not, and the patch reports a conflict rather than
-guessing. Everything here uses the standard library's ``ast`` and ``tokenize`` only.
+Anchors are stored as the stripped text of a statement's first line (its ``def``/``class``
+line for definitions), and compared by syntax (:mod:`patchctl.patchsets.kinds.syntax`): a
+neighbour that moved, changed below its first line, or was only re-spelled or re-wrapped
+still anchors; one whose header changed does not, and the patch reports a conflict rather
+than guessing. Everything here uses the standard library's ``ast`` and ``tokenize`` only.
 """
 
 from __future__ import annotations
 
 import ast
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from patchctl.patchsets.kinds import syntax as sx
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -86,6 +89,8 @@ class Window:
     first: int
     last: int
     indent: str
+    #: found by anchors compared as text only (see :func:`candidates`)
+    exact: bool = False
 
     @property
     def inner(self) -> list[ast.stmt]:
@@ -115,17 +120,24 @@ def window(lines: list[str], node: ast.AST, above: int, below: int) -> Window | 
     return Window(node, stmts, above, below, first, last, indent_of(lines, stmts))
 
 
-def ends(heads: list[str], p: int, below: list[str]) -> list[int]:
-    """Every index ``q > p`` where the statements' anchor texts read ``below``, in order.
+def ends(keys: list[sx.Stmt], p: int, below: list[str], exact: bool = False) -> list[int]:
+    """Every index ``q > p`` where the statements read the anchors ``below``, in order.
 
-    An empty ``below`` means the window ends the body, so ``len(heads)`` is the only end.
+    An empty ``below`` means the window ends the body, so ``len(keys)`` is the only end.
     """
     if not below:
-        return [len(heads)]
-    return [q for q in range(p + 1, len(heads) - len(below) + 1) if heads[q: q + len(below)] == below]
+        return [len(keys)]
+    want = [sx.anchor(b) for b in below]
+    return [q for q in range(p + 1, len(keys) - len(below) + 1) if sx.run_reads(want, keys[q: q + len(below)], exact)]
 
 
-def candidates(lines: list[str], tree: ast.Module, scope: str, above: list[str], below: list[str]) -> list[Window]:
+def keys_of(lines: list[str], stmts: list[ast.stmt]) -> list[sx.Stmt]:
+    """The statements of a body, ready to be compared with anchors (:mod:`.syntax`)."""
+    return [sx.Stmt(s, lines) for s in stmts]
+
+
+def candidates(lines: list[str], tree: ast.Module, scope: str, above: list[str], below: list[str],
+               exact: bool = False) -> list[Window]:
     """The nearest window after each place where ``scope``'s statements read ``above``, in source order.
 
     ``above`` lists first lines in file order (the nearest last); an empty list means the
@@ -133,19 +145,22 @@ def candidates(lines: list[str], tree: ast.Module, scope: str, above: list[str],
     ends the body. For each matching place above, the nearest matching place below is taken:
     one window per start, which is what ``params.occurrence`` counts. The text between may
     hold statements reading like ``below`` too; :func:`spread` gives every end of a start.
+    ``exact`` compares first lines as text only (the tier tried first: a tagged copy of a
+    neighbour reads like it once comments are set aside, and must not become an anchor).
     """
     out: list[Window] = []
     for node in find_scopes(tree, scope):
         stmts: list[ast.stmt] = node.body  # type: ignore[attr-defined]
-        heads = [head(lines, s) for s in stmts]
+        keys = keys_of(lines, stmts)
+        want = [sx.anchor(a) for a in above]
         starts = [-1] if not above else [p for p in range(len(above) - 1, len(stmts))
-                                         if heads[p - len(above) + 1: p + 1] == above]
+                                         if sx.run_reads(want, keys[p - len(above) + 1: p + 1], exact)]
         for p in starts:
-            q = next(iter(ends(heads, p, below)), None)
+            q = next(iter(ends(keys, p, below, exact)), None)
             if q is not None:
                 w = window(lines, node, p, q)
                 if w is not None:
-                    out.append(w)
+                    out.append(replace(w, exact=exact))
     return out
 
 
@@ -156,13 +171,13 @@ def spread(lines: list[str], nearest: Window, below: list[str], sizes: set[int] 
     reading like its own ``below`` anchor ends at a later one (issue 10). ``sizes`` keeps only
     windows of that many statements, the counts a patch's texts hold.
     """
-    heads = [head(lines, s) for s in nearest.stmts]
+    keys = keys_of(lines, nearest.stmts)
     out = []
-    for q in ends(heads, nearest.above, below):
+    for q in ends(keys, nearest.above, below, nearest.exact):
         if sizes is None or q - nearest.above - 1 in sizes:
             w = window(lines, nearest.node, nearest.above, q)
             if w is not None:
-                out.append(w)
+                out.append(replace(w, exact=nearest.exact))
     return out
 
 

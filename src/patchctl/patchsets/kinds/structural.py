@@ -34,9 +34,9 @@ from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds import anchors as st
-from patchctl.patchsets.kinds import places
-from patchctl.patchsets.kinds.places import Params
+from patchctl.patchsets.kinds import places, splice
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
+from patchctl.patchsets.kinds.places import Params
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
@@ -139,6 +139,10 @@ class Structural:
         if after is None:
             return Edit(EditStatus.CONFLICT, f"{self._where(p)}: the scope moved to another indentation and the "
                         "patch's text cannot follow it")
+        if site.match == "before-code":  # upstream's spelling of the lines the fork did not change stays
+            before = st.reindent(p.before, p.indent, site.indent)
+            after = (splice.fine(before, after, site.text) if before is not None and p.mode == "statements"
+                     else None) or after
         lines = split_lines(text)
         new = "".join([*lines[: site.first - 1], after, *lines[site.last:]])
         try:
