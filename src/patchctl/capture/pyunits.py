@@ -69,7 +69,7 @@ def find_unit(tree: ast.Module, lines: list[str], hunk: Hunk) -> Unit:
             h1, h2 = st.header_span(lines, s)
             if hi >= lo and _inside(lo, hi, (h1, h2)):
                 return Unit("header", ".".join([*scope, s.name]), s, hunks=[hunk])  # type: ignore[attr-defined]
-            if (lo > h2) if hi >= lo else (lo > h2 + 1):
+            if lo > h2:  # below the header: a deletion right under it empties the top of the body
                 node, scope = s, [*scope, s.name]  # type: ignore[attr-defined]
                 continue
         if over:

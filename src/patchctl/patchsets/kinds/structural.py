@@ -55,13 +55,13 @@ class Structural:
         "below": Field(list, False, "first lines of the untouched statements below, nearest first", item=str),
         "indent": Field(str, False, "the indentation the texts were captured at"),
         "before": Field(str, False, "the original text (absent or empty for an insertion)"),
-        "after": Field(str, True, "the text the change puts there"),
+        "after": Field(str, False, "the text the change puts there (absent or empty for a deletion)"),
         "occurrence": Field(int, False, "which of several fitting places, counted from 1"),
     }
 
     def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
         p = Params(raw.get("mode", "statements"), raw.get("scope", ""), tuple(raw.get("above", ())),
-                   tuple(raw.get("below", ())), raw.get("indent", ""), raw.get("before", ""), raw["after"],
+                   tuple(raw.get("below", ())), raw.get("indent", ""), raw.get("before", ""), raw.get("after", ""),
                    raw.get("occurrence"))
         if p.mode == "header" and not p.scope:
             raise ManifestError(manifest, "params.scope", "is empty, but a header belongs to a class or function",
