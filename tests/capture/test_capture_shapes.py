@@ -102,9 +102,8 @@ def test_a_directory_base_is_named_by_commit_or_content(release_tree, tmp_path: 
     doc = json.loads(out)
     assert f"commit {head[:12]}" in doc["base"] and "0.0.1" not in doc["base"], doc["base"]
     plain = tmp_path / "plain"
-    subprocess.run(["cp", "-r", str(base), str(plain)], check=True)
-    subprocess.run(["rm", "-rf", str(plain / ".git")], check=True)
-    code, out = run("capture", "--from", str(fork), "--base", str(plain), "--dry-run", "--json")
+    shutil.copytree(base, plain, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    _, out = run("capture", "--from", str(fork), "--base", str(plain), "--dry-run", "--json")
     first = json.loads(out)["base"]
     assert "content sha256:" in first and "0.0.1" not in first, first
     (plain / "README.md").write_text("changed\n")
@@ -139,7 +138,8 @@ def test_a_draft_the_loader_refuses_is_left_out_not_fatal(tmp_path: Path, monkey
 def test_an_error_never_names_the_removed_scratch_folder(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from patchctl.capture import proof
     from patchctl.errors import PatchctlError
-    from tests.capture.test_capture_refuses import run as run3, tree
+    from tests.capture.test_capture_refuses import run as run3
+    from tests.capture.test_capture_refuses import tree
 
     def fails(where: Path):  # type: ignore[no-untyped-def]
         raise PatchctlError(f"{where / 'patchset.toml'}: cannot be read")

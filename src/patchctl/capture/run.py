@@ -43,8 +43,8 @@ def capture(fork: Path, base: str, out: Path | None, *, tag: str = "Uky", all_: 
     left = classified.left_out + proven.left_out
     notes = ((recovered,) if recovered else ()) + classified.notes + ((published.note,) if published.note else ())
     if left and published.out is not None:
-        notes += (f"{len(left)} edit(s) left out, each listed with its reason; the patchset re-creates the fork's "
-                  "other captured edits, not these",)
+        notes += ((f"{len(left)} edit(s) left out, each listed with its reason; the patchset re-creates the "
+                   "fork's other captured edits, not these"),)
     return Report(header.fork, header.base, published.out, tuple(d.captured for d in proven.staged.drafts),
                   left, notes)
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from patchctl import git, trees
 from patchctl.errors import BadOptionValue
-from patchctl.target import read_version
 from patchctl.tags import SKIP_DIRS
+from patchctl.target import read_version
 
 
 @dataclass(frozen=True)
