@@ -212,10 +212,11 @@ def reindent(text: str, old: str, new: str) -> str | None:
 
 
 def same_code(a: str, b: str) -> bool:
-    """Whether two runs of statements parse to the same tree (comments and spacing aside)."""
+    """Whether two runs of statements parse to the same tree (comments, spacing and the other
+    differences :func:`~patchctl.patchsets.kinds.syntax.code_dump` sets aside)."""
     import textwrap
 
     try:
-        return ast.dump(ast.parse(textwrap.dedent(a))) == ast.dump(ast.parse(textwrap.dedent(b)))
+        return sx.code_dump(ast.parse(textwrap.dedent(a))) == sx.code_dump(ast.parse(textwrap.dedent(b)))
     except SyntaxError:
         return False

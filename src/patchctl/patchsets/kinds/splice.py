@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 
 from patchctl.patchsets.kinds.anchors import first_line
 from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.kinds.syntax import code_dump
 
 #: a statement list inside a tree: the (field, index) steps from the module down to it
 Path = tuple[tuple[str, int], ...]
@@ -63,9 +64,12 @@ def _region(stmts: list[ast.stmt], lo: int, hi: int, path: Path) -> tuple[Path, 
     else:
         over = [k for k, s in enumerate(stmts) if first_line(s) < lo <= end(s)]
     if len(over) == 1:
-        for step, inner in _lists(stmts[over[0]]):
+        outer = stmts[over[0]]
+        for step, inner in _lists(outer):
             a, b = first_line(inner[0]), end(inner[-1])
-            if (a <= lo and hi <= b) if hi >= lo else (a < lo <= b):
+            # an insertion right under a body's last statement, with a clause (`else:`) below, is in it
+            last = b + 1 if b < end(outer) else b
+            if (a <= lo and hi <= b) if hi >= lo else (a < lo <= last):
                 return _region(inner, lo, hi, (*path, ("stmt", over[0]), step))
     if over:
         k1, k2 = over[0], over[-1]
@@ -75,9 +79,19 @@ def _region(stmts: list[ast.stmt], lo: int, hi: int, path: Path) -> tuple[Path, 
     return path, k, k - 1, True, True
 
 
-def _span(tree: ast.Module, n_lines: int, region: tuple[Path, int, int, bool, bool]) -> tuple[int, int]:
-    """The 1-based lines ``region`` covers in ``tree`` (a text of ``n_lines`` lines)."""
+def _span(tree: ast.Module, lines: list[str], region: tuple[Path, int, int, bool, bool]) -> tuple[int, int]:
+    """The 1-based lines ``region`` covers in ``tree`` (whose text is ``lines``).
+
+    Below the last statement of a nested body, the gap runs over the blank and comment lines
+    that follow it (up to the next clause's header); at the top, to the end of the text.
+    """
     path, k1, k2, up, down = region
+    n_lines = len(lines)
+    if path and k2 + 1 >= len(_body(tree, path)) and (down or k1 > k2):
+        tail = _body(tree, path)[-1]
+        n_lines = tail.end_lineno or tail.lineno
+        while n_lines < len(lines) and (not lines[n_lines].strip() or lines[n_lines].lstrip().startswith("#")):
+            n_lines += 1
     stmts = _body(tree, path)
     last = stmts[k2] if k2 >= 0 else None
     first = stmts[k1] if k1 < len(stmts) else None
@@ -103,14 +117,14 @@ def fine(before: str, after: str, found: str) -> str | None:
     """``found`` (the same code as ``before``, other spelling) with ``before``'s changes to
     ``after`` made in place; None when that cannot be done exactly."""
     b_tree, a_tree, t_tree = _parse(before), _parse(after), _parse(found)
-    if b_tree is None or a_tree is None or t_tree is None or ast.dump(b_tree) != ast.dump(t_tree):
+    if b_tree is None or a_tree is None or t_tree is None or code_dump(b_tree) != code_dump(t_tree):
         return None
     b, a, t = split_lines(before), split_lines(after), split_lines(found)
     ops = difflib.SequenceMatcher(None, b, a, autojunk=False).get_opcodes()
     spans = [(i1 + 1, i2) for tag, i1, i2, _, _ in ops if tag != "equal"]
     while True:  # widen to statements; join spans that touch, until none does
         regions = [_region(b_tree.body, lo, hi, ()) for lo, hi in spans]
-        cover = sorted((*_span(b_tree, len(b), r), i) for i, r in enumerate(regions))
+        cover = sorted((*_span(b_tree, b, r), i) for i, r in enumerate(regions))
         joined: list[list[int]] = []
         for lo, hi, _ in cover:
             if joined and lo <= joined[-1][1] + 1:
@@ -122,9 +136,9 @@ def fine(before: str, after: str, found: str) -> str | None:
         spans = [(lo, hi) for lo, hi in joined]
     out = list(t)
     for lo, hi, i in reversed(cover):
-        t1, t2 = _span(t_tree, len(t), regions[i])
+        t1, t2 = _span(t_tree, t, regions[i])
         new = a[_boundary(ops, lo - 1, -1): _boundary(ops, hi, 1)]
         out[t1 - 1: t2] = new
     text = "".join(out)
     result = _parse(text)
-    return text if result is not None and ast.dump(result) == ast.dump(a_tree) else None
+    return text if result is not None and code_dump(result) == code_dump(a_tree) else None

@@ -34,10 +34,10 @@ from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds import anchors as st
-from patchctl.patchsets.kinds import places, splice
+from patchctl.patchsets.kinds import explain, places, splice
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
 from patchctl.patchsets.kinds.places import Params
-from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
 
@@ -132,7 +132,7 @@ class Structural:
             return Edit(EditStatus.AMBIGUOUS, self._ambiguous(p, found.fits))
         site = found.one
         if site is None:
-            return self._no_fit(found, p, ctx.path)
+            return self._no_fit(text, found, p, ctx.path)
         if site.match.startswith("after"):
             return Edit(EditStatus.UNCHANGED, f"{self._where(p)}: already there")
         after = st.reindent(p.after, p.indent, site.indent)
@@ -159,15 +159,19 @@ class Structural:
         undo = None if site.match == "before" else {"before": site.text}
         return Edit(EditStatus.CHANGED, f"{self._where(p)}: lines {self._lines([site])} replaced", new, undo=undo)
 
-    def _no_fit(self, found: places.Found, p: Params, path: str) -> Edit:
-        """Why no place holds the patch's original text."""
+    def _no_fit(self, text: str, found: places.Found, p: Params, path: str) -> Edit:
+        """Why no place holds the patch's original text: the anchor missing, or the first
+        statement whose code differs (by syntax: never a quote or a number's spelling)."""
         if not found.exists:
             return Edit(EditStatus.NOT_APPLICABLE, f"{path} has no {p.scope or 'module'} scope")
         if not found.near:
-            return Edit(EditStatus.CONFLICT, f"{self._where(p)}: the statements around the change "
-                        f"(above {list(p.above)}, below {list(p.below)}) are not in {p.scope or 'the module'}")
+            why = explain.anchors(split_lines(text), parse_ast(text, path), p.scope, list(p.above), list(p.below))
+            return Edit(EditStatus.CONFLICT, f"{self._where(p)}: {why}")
+        near = found.near[0]
+        before = st.reindent(p.before, p.indent, near.indent) or p.before
+        why = explain.difference(before, near.text, near.first) if p.mode == "statements" else "its header differs"
         return Edit(EditStatus.CONFLICT, f"{self._where(p)}: lines {self._lines(found.near)} hold other code than the "
-                    "patch expects", detail=self._diff(p.before, found.near[0], p, path))
+                    f"patch expects: {why}", detail=self._diff(p.before, near, p, path))
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params

@@ -30,15 +30,28 @@ _BODIES = ("body", "orelse", "finalbody", "handlers", "cases", "decorator_list")
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
 
 
+def code_dump(tree: ast.AST) -> str:
+    """A tree as text, with the differences formatters make set aside: a docstring's indentation
+    and trailing spaces (ruff re-indents them), and ``del (a, b)`` for ``del a, b``."""
+    tree = copy.deepcopy(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Delete) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
+            node.targets = node.targets[0].elts
+        elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+              and isinstance(node.value.value, str) and "\n" in node.value.value):
+            node.value.value = "\n".join(ln.strip() for ln in node.value.value.strip().splitlines())
+    return ast.dump(tree)
+
+
 def header_dump(node: ast.stmt) -> str:
     """The statement's tree without its nested statements and decorators, layout-free."""
     if not any(hasattr(node, f) for f in _BODIES):
-        return ast.dump(node)
+        return code_dump(node)
     bare = copy.copy(node)
     for f in _BODIES:
         if hasattr(bare, f):
             setattr(bare, f, [])
-    return ast.dump(bare)
+    return code_dump(bare)
 
 
 def norm_tokens(src: str) -> tuple[tuple[str, ...], bool]:
