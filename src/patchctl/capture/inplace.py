@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from patchctl.capture import narrow, pyunits
+from patchctl.capture import narrow, nested, pyunits
 from patchctl.capture.hunks import Hunk, diff, why_from
 from patchctl.capture.model import Classified, Draft, LeftOut, Request, new_id, splice
 from patchctl.patchsets import upstream
@@ -67,7 +67,7 @@ def _python(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[
             continue
         touched = {i for o in units if o is not u and o.node is u.node and o.mode == "statements"
                    for i in range(o.above + 1, o.below)}
-        problem = pyunits.place(u, flines, base_tree, blines, touched, forced)
+        problem = nested.place_narrowest(u, flines, base_tree, blines, touched, forced)
         if problem:
             left.append(LeftOut(rel, problem.line, problem.reason.replace("FILE:LINE", f"{rel}:{problem.line}")))
             continue

@@ -25,6 +25,8 @@ from dataclasses import dataclass, replace
 from patchctl.patchsets.kinds import syntax as sx
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+#: statements whose ``body`` a patch may sit inside, named by their header (``params.blocks``)
+_BLOCKS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)
 
 
 def first_line(stmt: ast.stmt) -> int:
@@ -62,6 +64,16 @@ def find_scopes(tree: ast.Module, scope: str) -> list[ast.AST]:
     nodes: list[ast.AST] = [tree]
     for name in scope.split(".") if scope else []:
         nodes = [s for n in nodes for s in getattr(n, "body", []) if isinstance(s, _DEFS) and s.name == name]
+    return nodes
+
+
+def descend(lines: list[str], nodes: list[ast.AST], blocks: list[str]) -> list[ast.AST]:
+    """The compound statements (``for``, ``if``, ``with``, ``try`` ...) that ``blocks`` names in
+    turn under ``nodes``: each a header, read by syntax, whose body holds the next."""
+    for header in blocks:
+        want = sx.anchor(header)
+        nodes = [s for n in nodes for s in getattr(n, "body", []) if isinstance(s, _BLOCKS)
+                 and sx.reads(want, sx.Stmt(s, lines))]
     return nodes
 
 
@@ -137,7 +149,7 @@ def keys_of(lines: list[str], stmts: list[ast.stmt]) -> list[sx.Stmt]:
 
 
 def candidates(lines: list[str], tree: ast.Module, scope: str, above: list[str], below: list[str],
-               exact: bool = False) -> list[Window]:
+               exact: bool = False, blocks: list[str] | None = None) -> list[Window]:
     """The nearest window after each place where ``scope``'s statements read ``above``, in source order.
 
     ``above`` lists first lines in file order (the nearest last); an empty list means the
@@ -145,11 +157,12 @@ def candidates(lines: list[str], tree: ast.Module, scope: str, above: list[str],
     ends the body. For each matching place above, the nearest matching place below is taken:
     one window per start, which is what ``params.occurrence`` counts. The text between may
     hold statements reading like ``below`` too; :func:`spread` gives every end of a start.
+    ``blocks`` names compound statements inside the scope whose body holds the window.
     ``exact`` compares first lines as text only (the tier tried first: a tagged copy of a
     neighbour reads like it once comments are set aside, and must not become an anchor).
     """
     out: list[Window] = []
-    for node in find_scopes(tree, scope):
+    for node in descend(lines, find_scopes(tree, scope), blocks or []):
         stmts: list[ast.stmt] = node.body  # type: ignore[attr-defined]
         keys = keys_of(lines, stmts)
         want = [sx.anchor(a) for a in above]

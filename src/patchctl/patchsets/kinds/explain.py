@@ -15,12 +15,18 @@ from patchctl.patchsets.kinds import anchors as st
 from patchctl.patchsets.kinds import syntax as sx
 
 
-def anchors(lines: list[str], tree: ast.Module, scope: str, above: list[str], below: list[str]) -> str:
-    """Which of the patch's anchors the scope lacks; or, when it has them all, that they are
-    no longer next to each other."""
-    keys = [k for node in st.find_scopes(tree, scope) for k in st.keys_of(lines, node.body)]  # type: ignore[attr-defined]
-    gone = [a for a in [*above, *below] if not any(sx.reads(sx.anchor(a), k) for k in keys)]
+def anchors(lines: list[str], tree: ast.Module, scope: str, above: list[str], below: list[str],
+            blocks: list[str]) -> str:
+    """Which block or anchor of the patch the scope lacks; or, when it has them all, that they
+    are no longer next to each other."""
     where = scope or "the module"
+    for n in range(len(blocks)):
+        if not st.descend(lines, st.find_scopes(tree, scope), blocks[: n + 1]):
+            return f"{where} has no block `{blocks[n]}` around the change (by syntax, not spelling)"
+    nodes = st.descend(lines, st.find_scopes(tree, scope), blocks)
+    keys = [k for node in nodes for k in st.keys_of(lines, node.body)]  # type: ignore[attr-defined]
+    gone = [a for a in [*above, *below] if not any(sx.reads(sx.anchor(a), k) for k in keys)]
+    where += "".join(f" > `{b}`" for b in blocks)
     if gone:
         names = ", ".join(f"`{a}`" for a in gone)
         return f"{where} has no statement {names} (an anchor of the patch; by syntax, not spelling)"

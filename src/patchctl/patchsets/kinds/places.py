@@ -33,6 +33,8 @@ class Params:
     after: str
     #: 1-based pick among several places that fit the anchors (set only when a user chose one)
     occurrence: int | None = None
+    #: headers of the compound statements inside ``scope`` whose body holds the change, outermost first
+    blocks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def find(text: str, p: Params, path: str) -> Found:
     exists = bool(st.find_scopes(tree, p.scope))
     found = Found([], [], exists)
     for exact in (True, False):  # anchors as text first; by syntax where text finds no fit
-        nearest = st.candidates(lines, tree, p.scope, list(p.above), list(p.below), exact)
+        nearest = st.candidates(lines, tree, p.scope, list(p.above), list(p.below), exact, list(p.blocks))
         if p.occurrence is not None:
             nearest = nearest[p.occurrence - 1: p.occurrence]
         every = [w for n in nearest for w in st.spread(lines, n, list(p.below), _sizes(p))]

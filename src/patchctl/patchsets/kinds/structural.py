@@ -57,12 +57,14 @@ class Structural:
         "before": Field(str, False, "the original text (absent or empty for an insertion)"),
         "after": Field(str, False, "the text the change puts there (absent or empty for a deletion)"),
         "occurrence": Field(int, False, "which of several fitting places, counted from 1"),
+        "blocks": Field(list, False, "headers of the statements inside scope whose body holds the change, "
+                        "outermost first", item=str),
     }
 
     def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
         p = Params(raw.get("mode", "statements"), raw.get("scope", ""), tuple(raw.get("above", ())),
                    tuple(raw.get("below", ())), raw.get("indent", ""), raw.get("before", ""), raw.get("after", ""),
-                   raw.get("occurrence"))
+                   raw.get("occurrence"), tuple(raw.get("blocks", ())))
         if p.mode == "header" and not p.scope:
             raise ManifestError(manifest, "params.scope", "is empty, but a header belongs to a class or function",
                                 'name the definition, e.g. scope = "compute_score"', patch_id)
@@ -74,7 +76,7 @@ class Structural:
 
     @staticmethod
     def _where(p: Params) -> str:
-        scope = p.scope or "the module"
+        scope = (p.scope or "the module") + "".join(f" > `{b}`" for b in p.blocks)
         if p.mode == "header":
             return f"the header of {scope}"
         near = f" after `{p.above[-1]}`" if p.above else (f" before `{p.below[0]}`" if p.below else "")
@@ -165,7 +167,8 @@ class Structural:
         if not found.exists:
             return Edit(EditStatus.NOT_APPLICABLE, f"{path} has no {p.scope or 'module'} scope")
         if not found.near:
-            why = explain.anchors(split_lines(text), parse_ast(text, path), p.scope, list(p.above), list(p.below))
+            why = explain.anchors(split_lines(text), parse_ast(text, path), p.scope, list(p.above), list(p.below),
+                                  list(p.blocks))
             return Edit(EditStatus.CONFLICT, f"{self._where(p)}: {why}")
         near = found.near[0]
         before = st.reindent(p.before, p.indent, near.indent) or p.before

@@ -10,8 +10,8 @@ when, in this order:
 2. it parses on its own (a header with ``pass`` as its body) to the same tree as the
    statement's header, bodies and decorators left out;
 3. it is a first line cut inside brackets (the statement was wrapped), and its tokens, with
-   comments, layout, string quotes and number spelling normalised, begin the statement's
-   normalised tokens.
+   comments, layout, string quotes, number spelling and round brackets normalised away, begin
+   the statement's tokens normalised alike.
 
 Rule 2 is exact; rule 3 is a prefix, so it is used only where the anchor cannot parse.
 """
@@ -142,7 +142,15 @@ def reads(a: Anchor, s: Stmt, exact: bool = False) -> bool:
         return a.dump == s.dump
     if a.complete or not a.tokens:
         return a.tokens == s.tokens
-    return s.tokens[: len(a.tokens)] == a.tokens
+    mine, theirs = _unparenthesised(a.tokens), _unparenthesised(s.tokens)
+    return theirs[: len(mine)] == mine
+
+
+def _unparenthesised(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    """Tokens without round brackets: a formatter wraps a long right-hand side in parentheses
+    (``x = (`` + newline), which a first line cut before the wrap does not have. Used only to
+    locate a cut anchor; the text the patch replaces is still compared as code."""
+    return tuple(t for t in tokens if t not in "()")
 
 
 def run_reads(anchors: list[Anchor], stmts: list[Stmt], exact: bool = False) -> bool:
