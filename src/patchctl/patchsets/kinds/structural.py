@@ -5,14 +5,19 @@ helper function, a changed default argument, an extra import, an edited line in 
 patch names:
 
 - ``scope``: the qualified name of the enclosing class or function (``""`` for the module);
+- ``blocks`` (optional): the headers of the ``for``/``while``/``if``/``with``/``try`` statements
+  inside the scope whose body holds the change, outermost first, so that an edit deep in a loop
+  is anchored in that loop rather than carrying the whole loop (issue 27);
 - ``mode = "statements"``: ``above``/``below`` are the first lines of the untouched statements
   around the change (empty: the change starts/ends the scope's body); ``before`` is the exact
   text between them in the original, ``after`` the exact text the fork has there;
 - ``mode = "header"``: the change is in the header of the definition ``scope`` names (its
   decorators through the colon); ``before``/``after`` are that header's text.
 
-A place **fits** when its anchors read ``above`` and ``below`` and the text between is
-``before`` or ``after`` (exactly, else as the same code). Every run of statements reading like
+A place **fits** when its anchors read ``above`` and ``below`` (by text, else by syntax:
+:mod:`patchctl.patchsets.kinds.syntax`) and the text between is ``before`` or ``after``
+(exactly, else as the same code). Where it holds the same code in other spelling, only the
+statements the fork changed are written (:mod:`patchctl.patchsets.kinds.splice`). Every run of statements reading like
 ``below`` counts as an end, not only the nearest: the text replaced may itself hold one.
 Where several places fit — the original at one and the change at another included — check,
 apply and revert answer ambiguous rather than pick one, and apply refuses a change after which
