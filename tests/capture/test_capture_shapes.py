@@ -52,7 +52,7 @@ def test_blank_line_edits_are_skipped_with_a_note(release_tree, tmp_path: Path) 
     doc = json.loads(out)
     assert doc["out"] == str(tmp_path / "p") and doc["left_out"] == []
     assert len([p for p in doc["patches"] if p["path"] in (GSM8K, TRACKING)]) == 4  # the hand edits
-    skipped = [n for n in doc["notes"] if "only whitespace" in n]
+    skipped = [n for n in doc["notes"] if "only blank lines or trailing spaces" in n]
     assert {n.split(":")[0] for n in skipped} == {GSM8K, TRACKING} and len(skipped) == 3, doc["notes"]
     assert ".capture-" not in out
     code, out = run("verify", "--target", str(fork), "--patchset", str(tmp_path / "p"))

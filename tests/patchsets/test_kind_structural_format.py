@@ -232,3 +232,17 @@ def test_conflict_messages_name_the_real_difference(cases, rel: str, how: str) -
             assert said and new in said.group(2) and new in split_lines(target)[int(said.group(1)) - 1], reason
             checked += 1
     assert checked >= len(made) - 3
+
+
+@pytest.mark.parametrize("how", ["comments", "numbers", "single-quotes"])
+def test_revert_of_a_reformatted_patched_file_removes_only_the_patch(cases, how: str) -> None:  # type: ignore[no-untyped-def]
+    """Patched, then reformatted upstream, then reverted with no journal: only the fork's line
+    goes; the reformatted lines around it stay as they are."""
+    _, made = cases["verl/workers/actor/dp_actor.py"]
+    for fork, patch in made:
+        target = REFORMAT[how](fork)
+        edit = KIND.revert(target, patch, Context(Path("."), "m.py"))
+        assert edit.status is EditStatus.CHANGED, edit.reason
+        ops = difflib.SequenceMatcher(None, split_lines(target), split_lines(edit.text), autojunk=False).get_opcodes()
+        gone = [split_lines(target)[i1:i2] for tag, i1, i2, _, _ in ops if tag != "equal"]
+        assert [tag for tag, *_ in ops if tag != "equal"] == ["delete"] and "uky_probe" in gone[0][0], (how, gone)

@@ -73,8 +73,8 @@ def _python(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[
             continue
         before, after = str(u.params["before"]), str(u.params["after"])
         if whitespace_only(before, after):
-            notes.append(f"{rel}:{u.line}: an edit of only whitespace or blank lines; not captured, since it "
-                         "changes no code (re-run with the edit joined to a code change to carry it)")
+            notes.append(f"{rel}:{u.line}: an edit of only blank lines or trailing spaces; not captured, since it "
+                         "changes no code")
             continue
         kind, params = _narrowest(req.tag, rel, u, before, after, base_text, base_tree,
                                   splice(blines, [(u.base_span, after)]))

@@ -195,6 +195,9 @@ class Structural:
         before = undo["before"] if "before" in undo else st.reindent(p.before, p.indent, site.indent)
         if before is None:
             return Edit(EditStatus.CONFLICT, f"{self._where(p)}: the original text cannot be re-indented")
+        after = st.reindent(p.after, p.indent, site.indent)
+        if "before" not in undo and site.match == "after-code" and after is not None and p.mode == "statements":
+            before = splice.fine(after, before, site.text) or before  # the tree's spelling elsewhere stays
         lines = split_lines(text)
         new = "".join([*lines[: site.first - 1], before, *lines[site.last:]])
         return Edit(EditStatus.CHANGED, f"{self._where(p)}: lines {self._lines([site])} restored", new)
