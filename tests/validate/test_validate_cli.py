@@ -57,7 +57,7 @@ def test_dry_run_json_names_the_run_and_starts_nothing(site: Site) -> None:
     site.config(site.hosts({"node1": "0", "node2": "1"}))
     code, out = invoke("loop", "--config", str(site.dir / "patchctl.toml"), "--dry-run", "--json")
     doc = json.loads(out)
-    assert code == 0 and doc["verdict"] == "planned" and len(doc["commands"]) == 11
+    assert code == 0 and doc["verdict"] == "planned" and len(doc["commands"]) == 12
     assert not (site.root("node1") / ".patchctl").exists()
 
 
