@@ -228,3 +228,27 @@ def test_ctrl_c_during_ray_start_up_is_interrupted(site: Site) -> None:
     assert "validate: INTERRUPTED — validate: interrupted (Ctrl-C) during ray-up" in output
     assert "teardown: node1 stopped" in output and ours() == []
 
+
+
+def test_a_sigint_that_some_code_swallows_still_ends_the_run_interrupted(site: Site,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Python drops a KeyboardInterrupt raised inside a finalizer, and a library may catch it: the
+    # SIGINT must count anyway. Planted here: the bring-up's last check swallows it.
+    from patchctl.validate import guard
+
+    judge, inside = guard.judge, threading.Event()
+
+    def swallowing(*args: object, **kw: object) -> object:
+        inside.set()
+        try:
+            time.sleep(5)
+        except KeyboardInterrupt:
+            pass
+        return judge(*args, **kw)
+
+    monkeypatch.setattr(guard, "judge", swallowing)
+    one_host(site)
+    threading.Thread(target=lambda: inside.wait(120) and os.kill(os.getpid(), signal.SIGINT), daemon=True).start()
+    code, doc, _ = run_json(site)
+    assert code == 130 and doc["verdict"] == "interrupted" and doc["stage"] == "ray-up", doc["cause"]
+    assert doc["trained"] is None and [t["status"] for t in doc["teardown"]] == ["stopped"]
