@@ -26,6 +26,8 @@ ROOT_PREFIX = "pcv-"
 RAY_SOCKET_TAIL = 66
 #: the kernel's limit on a unix socket path (sun_path), terminating NUL included
 SUN_PATH = 108
+#: the file in a node's temp dir that says when it was made
+BORN = "patchctl-born"
 
 
 class PrivateStateRefused(Exception):
@@ -45,13 +47,14 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def marked(value: str, unknown: bool = False) -> list[int]:
+def marked(value: str, unknown: float | None = None) -> list[int]:
     """Live processes whose environment carries ``MARKER=value`` (ours to stop).
 
-    ``unknown``: also every live process whose environment cannot be read although it could be
-    one of ours (our uid, or we are root). Stopping skips those, but the sweep must not take
-    "cannot read" for "gone": that is how one user's start once deleted another's live run.
-    A process of another uid is never ours: Ray's processes keep the uid that started them.
+    ``unknown`` (a time): also every live process started since then whose environment cannot be
+    read although it could be one of ours (our uid, or we are root). Stopping skips those, but
+    the sweep must not take "cannot read" for "gone": that is how one user's start once deleted
+    another's live run. A process of another uid is never ours (Ray's processes keep the uid
+    that started them), nor one started before the node's temp dir was made.
     """
     needle = f"{MARKER}={value}".encode()
     out = []
@@ -61,20 +64,33 @@ def marked(value: str, unknown: bool = False) -> list[int]:
         try:
             with open(f"/proc/{pid}/environ", "rb") as f:
                 env = f.read().split(b"\0")
-        except OSError:
-            if unknown and _alive(pid) and _could_be_ours(pid):
+        except PermissionError:
+            if unknown is not None and _alive(pid) and _could_be_ours(pid, unknown):
                 out.append(pid)
             continue
+        except OSError:
+            continue  # gone, or a kernel thread
         if needle in env and _alive(pid):
             out.append(pid)
     return out
 
 
-def _could_be_ours(pid: int) -> bool:
+def _could_be_ours(pid: int, since: float) -> bool:
     try:
-        return os.getuid() == 0 or os.stat(f"/proc/{pid}").st_uid == os.getuid()
-    except OSError:
+        if os.getuid() != 0 and os.stat(f"/proc/{pid}").st_uid != os.getuid():
+            return False
+        return _started(pid) >= since - 1.0  # clock ticks are coarse: a second of slack
+    except (OSError, ValueError, IndexError):
         return False
+
+
+def _started(pid: int) -> float:
+    """When ``pid`` started, in seconds since the epoch (/proc/PID/stat field 22 after boot)."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
+    with open("/proc/stat", "rb") as f:
+        boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def stop_marked(value: str, grace: float = 3.0) -> tuple[int, list[int]]:
@@ -164,12 +180,24 @@ def session_prefix(value: str) -> str:
 
 def make_session_dir(value: str) -> str:
     """A fresh temp dir for one node inside the private folder, short enough for Ray's sockets."""
+    born = time.time()
     path = tempfile.mkdtemp(prefix=session_prefix(value), dir=private_root())
     if len(path.encode()) + RAY_SOCKET_TAIL >= SUN_PATH:
         os.rmdir(path)
         raise PrivateStateRefused(f"{path} is too long for Ray's socket paths ({SUN_PATH} bytes); "
                                   "use a shorter /tmp")
+    with open(os.path.join(path, BORN), "w", encoding="ascii") as f:
+        f.write(f"{born}\n")  # no process of the node is older: the sweep's proof (marked)
     return path
+
+
+def _born(path: str) -> float:
+    """When the node's temp dir was made; 0 where it cannot be told (then no process is ruled out)."""
+    try:
+        with open(os.path.join(path, BORN), encoding="ascii") as f:
+            return float(f.read().strip())
+    except (OSError, ValueError):
+        return 0.0
 
 
 def session_dirs(value: str) -> list[str]:
@@ -199,7 +227,7 @@ def sweep_stale(older_than: float = 60.0) -> list[str]:
         try:
             info = os.lstat(d)
             if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid()
-                    or time.time() - info.st_mtime < older_than or marked(f"{parts[0]}.{parts[1]}", unknown=True)):
+                    or time.time() - info.st_mtime < older_than or marked(f"{parts[0]}.{parts[1]}", unknown=_born(d))):
                 continue
         except OSError:
             continue
