@@ -17,8 +17,18 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from ray_attack import (STRANGER, WILDCARD, StrangerNode, as_other_user, listeners, open_head, run_gcs,
-                        stranger_runs_code, training, wait_for)
+from ray_attack import (
+    STRANGER,
+    WILDCARD,
+    StrangerNode,
+    as_other_user,
+    listeners,
+    open_head,
+    run_gcs,
+    stranger_runs_code,
+    training,
+    wait_for,
+)
 from validate_helpers import ADDRESS, Site, host_entry, ours
 
 from patchctl.cli.main import cli
