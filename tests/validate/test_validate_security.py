@@ -262,3 +262,16 @@ def test_a_sigint_that_some_code_swallows_still_ends_the_run_interrupted(site: S
     code, doc, _ = run_json(site)
     assert code == 130 and doc["verdict"] == "interrupted" and doc["stage"] == "ray-up", doc["cause"]
     assert doc["trained"] is None and [t["status"] for t in doc["teardown"]] == ["stopped"]
+
+
+def test_ray_client_asked_where_ray_has_no_client_is_one_line_before_ray_starts(site: Site) -> None:
+    pytest.importorskip("ray")
+    from ray._private.utils import get_ray_client_dependency_error
+
+    if get_ray_client_dependency_error() is None:
+        pytest.skip("this Ray has its client: --ray-client starts it")  # the venv's Ray has none
+    one_host(site)
+    code, doc, _ = run_json(site, "--ray-client")
+    assert code == 1 and doc["stage"] == "ray-up" and doc["host"] == "node1", doc["cause"]
+    assert "--ray-client: Ray's client server needs ray[client] on this host" in doc["cause"]
+    assert not procs.session_dirs(f"{doc['run_id']}.0")

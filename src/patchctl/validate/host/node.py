@@ -50,7 +50,7 @@ def ray_argv(request: dict[str, Any], temp_dir: str) -> list[str]:
     address, so several nodes — or another user's Ray — can share a machine. The node offers its
     own resource (census.py) so the run can tell its nodes from any other."""
     address = request["address"]
-    client = request["role"] == "head" and bool(request.get("ray_client")) and _has_ray_client()
+    client = request["role"] == "head" and bool(request.get("ray_client"))
     argv = [sys.executable, "-c", _CLI if client else _NO_CLIENT, "start", "--block", "--node-ip-address", address,
             "--num-gpus", str(request["gpus"]), "--temp-dir", temp_dir, "--disable-usage-stats",
             "--dashboard-agent-listen-port", str(_free_port(address)),
@@ -121,6 +121,10 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         emit({"event": "joined", **existing})
         reason = _serve(None, emit, lease=_lease(request))
         emit({"event": "stopped", "stopped": 0, "left": [], "reason": reason})
+        return 0
+    if request["role"] == "head" and request.get("ray_client") and not _has_ray_client():
+        emit({"event": "error", "error": "--ray-client: Ray's client server needs ray[client] on this host "
+                                         "(pip install 'ray[client]' into the cluster's python)"})
         return 0
     procs.sweep_stale()
     temp_dir = procs.make_session_dir(request["marker"])
