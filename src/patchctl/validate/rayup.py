@@ -13,6 +13,7 @@ import queue
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import PurePosixPath
 from typing import Any
 
 from patchctl.validate import gpus, guard, plan as planning, remote
@@ -29,7 +30,10 @@ def _request(plan: planning.Plan, node: Node, pre: HostPreflight, gcs: str | Non
     return {"role": node.role, "address": pre.address, "gpus": pre.gpus, "port": node.host.ray_port, "gcs": gcs,
             "marker": plan.marker(node), "join": o.join, "num_cpus": o.num_cpus,
             "object_store_bytes": o.object_store_bytes, "ray_auth": plan.ray_auth, "lease": o.lease,
-            "ceiling": plan.ceiling, "dashboard": o.dashboard, "ray_client": o.ray_client}
+            "ceiling": plan.ceiling, "dashboard": o.dashboard, "ray_client": o.ray_client,
+            # each node's workers record which patched modules they import (train/codehook.py), into
+            # the run folder at this path inside that host's own tree
+            "run_rel": str(PurePosixPath(plan.remote_run_dir).relative_to(plan.nodes[0].host.root))}
 
 
 def start_node(plan: planning.Plan, started: Started, node: Node, pre: HostPreflight, gcs: str | None) -> str:

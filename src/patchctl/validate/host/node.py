@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from patchctl.validate.host import census, procs
@@ -131,6 +132,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     start_log = os.path.join(temp_dir, "ray-start.log")
     env = dict(os.environ, RAY_TMPDIR=temp_dir, **{procs.MARKER: request["marker"]}, **request.get("ray_auth", {}))
     env.pop("RAY_ADDRESS", None)  # a worker joins the address it is given, nothing else
+    env.update(_code_hook(request.get("run_rel"), env.get("PYTHONPATH", "")))
     argv = ray_argv(request, temp_dir)
     with open(start_log, "wb") as log:
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -145,6 +147,24 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         shutil.rmtree(temp_dir, ignore_errors=True)
     emit({"event": "stopped", "stopped": count, "left": left, "reason": reason, "tail": last})
     return 0
+
+
+def _code_hook(run_rel: str | None, pythonpath: str) -> dict[str, str]:
+    """The raylet's workers inherit its environment, not the trainer's: without the hook there,
+    ``patched-code-ran`` would see no Ray actor at all. The hook is installed now, before any
+    worker starts; on the head the trainer's launch installs it again into the same folder."""
+    if not run_rel:
+        return {}
+    from patchctl.train import codehook
+
+    root = Path.cwd()
+    run_dir = (root / run_rel).resolve()
+    if not run_dir.is_relative_to(root.resolve()):  # the request comes from patchctl; still, never outside
+        return {}
+    env = codehook.node_env(root, run_dir, pythonpath)
+    if env:
+        codehook.install(run_dir)
+    return env
 
 
 def _lease(request: dict[str, Any]) -> tuple[float | None, float | None]:
