@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from excerpts import CLEAN, EXCERPTS
 
 from patchctl.cli.main import cli
+from patchctl.doctor import load_signatures
 
 
 def test_log_file_table(tmp_path):
@@ -75,7 +76,7 @@ def test_bad_signature_table(tmp_path):
 def test_list():
     result = CliRunner().invoke(cli, ["doctor", "--list", "--json"])
     assert result.exit_code == 0, result.output
-    assert len(json.loads(result.output)) == len(EXCERPTS)
+    assert len(json.loads(result.output)) == len(load_signatures())
 
 
 def test_large_log_streams(tmp_path):

@@ -1,0 +1,141 @@
+"""One pass over a log: which signature hits which line, and what surrounds the hits.
+
+One combined pattern screens each line, so a line that matches nothing (nearly every line of a
+run's log) costs one regex search and a deque append. Per signature the scan keeps counts and a
+few lines, never the hits themselves, so a log of any size streams through in constant memory.
+
+Three things are decided per hit line, because a maintainer decides them by looking at it:
+- is it a warning (``UserWarning``, ``WARNING``, glog's ``W``)? A warning does not end a run;
+- is it confirmed: does a confirming line (a frame of the right library, say) lie within
+  :data:`CONFIRM_WINDOW` lines before or after? Without it, the finding is only possible;
+- does a more specific signature explain the same line (``refines``)?
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from patchctl.doctor.signatures import CONFIRM_WINDOW, Signature
+from patchctl.doctor.versions import VERSION, seen_versions
+
+#: longest excerpt kept per finding
+EXCERPT = 300
+#: markers of a line that reports a warning, not the error that ended the run
+WARNING_LINE = re.compile(r"\bWARNING\b|\bWarning\b|Warning:|\bW\d{4} |\[[^\]]* W \d+ \d+\]")
+#: the process a Ray-prefixed line comes from: "(WorkerDict pid=812, ip=...)"
+PROCESS = re.compile(r"\((\w+) pid=(\d+)")
+#: a signature's confirming lines are searched for at most this many hits (a log with a
+#: million unconfirmed hits would otherwise cost a million window searches)
+CONFIRM_TRIES = 50
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def printable(line: str) -> str:
+    """The line as a terminal may show it: colour codes dropped, other control characters as U+FFFD."""
+    return _CONTROL.sub("\ufffd", _ANSI.sub("", line)).strip()
+
+
+def _excerpt(line: str) -> str:
+    text = printable(line)
+    return text if len(text) <= EXCERPT else text[:EXCERPT] + "..."
+
+
+@dataclass
+class Hits:
+    """What the scan saw of one signature."""
+
+    first: tuple[int, str] | None = None
+    #: the first hit that is not a warning: the evidence of a fatal finding
+    fatal: tuple[int, str] | None = None
+    #: the first hit no refining signature explains
+    solo: tuple[int, str] | None = None
+    count: int = 0
+    #: hits on lines a refining signature also hit, per refining signature
+    shared: dict[str, int] = field(default_factory=dict)
+    #: hits on lines a generic signature this one refines also hit
+    over: int = 0
+    processes: set[str] = field(default_factory=set)
+    captures: dict[str, str] = field(default_factory=dict)
+    confirmed: bool = False
+    tries: int = 0
+
+
+class Scan:
+    """Feed it lines with :meth:`run`; then :attr:`hits` holds what each signature hit."""
+
+    def __init__(self, signatures: list[Signature]) -> None:
+        self.signatures = signatures
+        self.hits: dict[str, Hits] = {}
+        self.versions: dict[str, list[str]] = {}
+        self.lines = 0
+        self._window: deque[str] = deque(maxlen=CONFIRM_WINDOW)
+        self._pending: list[list[object]] = []  # [signature, lines left to look at]
+        self._refined_by = {s.id: [r for r in signatures if s.id in r.refines] for s in signatures}
+        try:
+            parts = [p.pattern for s in signatures for p in s.patterns] + [VERSION.pattern]
+            self._screen: re.Pattern[str] | None = re.compile("|".join(f"(?:{p})" for p in parts))
+        except re.error:  # a pattern with global inline flags cannot be combined; try each on every line
+            self._screen = None
+
+    def run(self, lines: Iterable[str]) -> Scan:
+        n = 0
+        for n, line in enumerate(lines, 1):
+            if self._pending:
+                self._look_ahead(line)
+            if self._screen is None or self._screen.search(line):
+                self._line(n, line)
+            self._window.append(line)
+        self.lines = n
+        return self
+
+    def _line(self, n: int, line: str) -> None:
+        seen_versions(line, self.versions)
+        hit: dict[str, re.Match[str]] = {}
+        for sig in self.signatures:
+            m = next((m for p in sig.patterns if (m := p.search(line))), None)
+            if m is not None and not any(u.search(line) for u in sig.unless):
+                hit[sig.id] = m
+        for sig in self.signatures:
+            if sig.id in hit:
+                self._record(sig, n, line, hit[sig.id], [r.id for r in self._refined_by[sig.id] if r.id in hit])
+                if any(g in hit for g in sig.refines):
+                    self.hits[sig.id].over += 1
+
+    def _record(self, sig: Signature, n: int, line: str, m: re.Match[str], refiners: list[str]) -> None:
+        h = self.hits.setdefault(sig.id, Hits())
+        h.count += 1
+        h.first = h.first or (n, _excerpt(line))
+        if sig.severity == "fatal" and h.fatal is None and not WARNING_LINE.search(line):
+            h.fatal = (n, _excerpt(line))
+        for r in refiners:
+            h.shared[r] = h.shared.get(r, 0) + 1
+        if not refiners and h.solo is None:
+            h.solo = (n, _excerpt(line))
+        if (p := PROCESS.search(line)) and len(h.processes) < 1000:
+            h.processes.add(p.group(0))
+        if not h.captures:
+            h.captures = {k: v for k, v in m.groupdict().items() if v is not None}
+        if sig.confirm and not h.confirmed and h.tries < CONFIRM_TRIES:
+            h.tries += 1
+            if any(c.search(x) for c in sig.confirm for x in (line, *self._window)):
+                h.confirmed = True
+            else:
+                self._pending.append([sig, CONFIRM_WINDOW])
+
+    def _look_ahead(self, line: str) -> None:
+        keep = []
+        for entry in self._pending:
+            sig, left = entry[0], entry[1]
+            assert isinstance(sig, Signature) and isinstance(left, int)
+            h = self.hits[sig.id]
+            if h.confirmed:
+                continue
+            if any(c.search(line) for c in sig.confirm):
+                h.confirmed = True
+            elif left > 1:
+                keep.append([sig, left - 1])
+        self._pending = keep
