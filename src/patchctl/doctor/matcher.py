@@ -63,6 +63,27 @@ class Match:
         """The versions the log shows, as one phrase ("" when none or not asked for)."""
         return "; ".join(f"{p} {', '.join(v)}" for p, v in self.versions)
 
+    @property
+    def where(self) -> str:
+        """Where and how often: "line 812", "line 812; 8 lines in 4 processes, first at line 640"."""
+        parts = [f"line {self.line}"]
+        if self.count > 1:
+            parts.append(f"{self.count} lines" + (f" in {self.processes} processes" if self.processes > 1 else ""))
+        if self.first_line != self.line:
+            parts.append(f"first at line {self.first_line}")
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, object]:
+        s = self.signature
+        resolves: dict[str, list[str]] = {}
+        for kind, text in self.resolves():
+            resolves.setdefault(kind, []).append(text)
+        return {"id": s.id, "title": s.title, "headline": self.headline, "confidence": self.confidence,
+                "fatal": self.fatal, "generic": s.generic, "line": self.line, "first_line": self.first_line,
+                "count": self.count, "processes": self.processes, "excerpt": self.excerpt, "cause": s.cause,
+                "fix": s.fix, "resolves": resolves, "captures": dict(self.captures),
+                "versions": {p: list(v) for p, v in self.versions}, "source": s.source}
+
 
 @dataclass(frozen=True)
 class Diagnosis:
@@ -78,6 +99,11 @@ class Diagnosis:
     @property
     def root(self) -> Match | None:
         return self.matches[0] if self.matches else None
+
+    def to_json(self) -> dict[str, object]:
+        return {"source": self.source, "lines": self.lines, "signatures": self.tried,
+                "root": self.root.signature.id if self.root else None,
+                "matches": [m.to_json() for m in self.matches]}
 
 
 def _match(sig: Signature, scan: Scan, sigs: dict[str, Signature]) -> Match | None:
