@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
 import corpus_score
+import pytest
 from excerpts import CLEAN, EXCERPTS
 
 from patchctl.doctor import diagnose, load_signatures

@@ -11,7 +11,15 @@ import click
 from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import json_option
-from patchctl.doctor import Diagnosis, LogReader, Match, diagnose, load_signatures, open_log, verl_pins
+from patchctl.doctor import (
+    Diagnosis,
+    LogReader,
+    Match,
+    diagnose,
+    load_signatures,
+    open_log,
+    verl_pins,
+)
 from patchctl.errors import NoLogGiven
 
 KIND_LABEL = {"patch": "patch", "env": "env", "override": "override", "package": "install", "command": "run"}

@@ -115,10 +115,13 @@ class Scan:
             h.shared[r] = h.shared.get(r, 0) + 1
         if not refiners and h.solo is None:
             h.solo = (n, _excerpt(line))
-        if (p := PROCESS.search(line)) and len(h.processes) < 1000:
-            h.processes.add(p.group(0))
-        if not h.captures:
-            h.captures = {k: v for k, v in m.groupdict().items() if v is not None}
+        if (proc := PROCESS.search(line)) and len(h.processes) < 1000:
+            h.processes.add(proc.group(0))
+        for pattern in sig.patterns:  # each named value: the first one the log shows
+            if pattern.groupindex and (c := m if pattern is m.re else pattern.search(line)):
+                for k, v in c.groupdict().items():
+                    if v is not None:
+                        h.captures.setdefault(k, v)
         if sig.confirm and not h.confirmed and h.tries < CONFIRM_TRIES:
             h.tries += 1
             if any(c.search(x) for c in sig.confirm for x in (line, *self._window)):
