@@ -98,3 +98,27 @@ def test_a_generic_oom_explained_by_a_confirmed_specific_one_is_not_listed_twice
 ])
 def test_the_noise_of_a_healthy_vllm_run_matches_nothing(line):
     assert ids([line]) == []
+
+
+def _all_findings() -> list[list[tuple[str, int, int, str]]]:
+    import corpus_score
+
+    return [[(m.signature.id, m.line, m.count, m.confidence) for m in diagnose(e.lines, SIGNATURES).matches]
+            for e in corpus_score.load()]
+
+
+def test_the_anchor_screen_finds_what_trying_every_signature_on_every_line_finds(monkeypatch):
+    from patchctl.doctor import scan
+
+    screened = _all_findings()
+    monkeypatch.setattr(scan, "anchor", lambda pattern: ("", False))  # no anchors: brute force
+    assert _all_findings() == screened
+
+
+def test_the_anchor_comparison_catches_a_wrong_anchor(monkeypatch):
+    from patchctl.doctor import scan
+
+    screened = _all_findings()
+    real = scan.anchor
+    monkeypatch.setattr(scan, "anchor", lambda pattern: (real(pattern)[0] + "~", real(pattern)[1]))
+    assert _all_findings() != screened
