@@ -30,9 +30,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "doctor"))
 
-import corpus_score  # noqa: E402
+import corpus_score
 
-from patchctl.doctor import diagnose, load_signatures, open_log  # noqa: E402
+from patchctl.doctor import diagnose, load_signatures, open_log
 
 BIG_MB = 55
 RUN_LOG = ROOT / "docs/validation/vllm/runs/a-debug-train-excerpt.log"
@@ -47,7 +47,8 @@ def previous(ref: str, tmp: Path) -> Callable[[Any], Any]:
                               text=True).stdout
 
     module = sys.modules["previous_matcher"] = types.ModuleType("previous_matcher")  # dataclasses look it up
-    exec(compile(show("src/patchctl/doctor/matcher.py"), f"{ref}:matcher.py", "exec"), module.__dict__)
+    # this repository's own matcher at another commit, not input from outside
+    exec(compile(show("src/patchctl/doctor/matcher.py"), f"{ref}:matcher.py", "exec"), module.__dict__)  # noqa: S102
     table = tmp / "previous_signatures.toml"
     table.write_text(show("src/patchctl/doctor/signatures.toml"), encoding="utf-8")
     sigs = load_signatures(table)

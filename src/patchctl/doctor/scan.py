@@ -22,6 +22,7 @@ import sys
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from patchctl.doctor.signatures import CONFIRM_WINDOW, Signature
 from patchctl.doctor.versions import seen_versions
@@ -53,25 +54,25 @@ def printable(line: str) -> str:
     return _CONTROL.sub("\ufffd", _ANSI.sub("", line)).strip()
 
 
-def _runs(items: Iterable[tuple[object, object]], folded: bool, out: list[tuple[str, bool]]) -> None:
+def _runs(items: Any, folded: bool, out: list[tuple[str, bool]]) -> None:
     """The plain-text runs of a parsed pattern that every match contains: literals in sequence,
     also inside groups (a group that must match), not inside branches, classes or repeats."""
     text: list[str] = []
     for op, arg in items:
         if op is _C.LITERAL:
-            text.append(chr(arg))  # type: ignore[arg-type]
+            text.append(chr(arg))
             continue
         if text:
             out.append(("".join(text), folded))
             text = []
         if op is _C.SUBPATTERN:
-            _group, add_flags, _del_flags, sub = arg  # type: ignore[misc]
+            _group, add_flags, _del_flags, sub = arg
             _runs(sub, folded or bool(add_flags & re.IGNORECASE), out)
     if text:
         out.append(("".join(text), folded))
 
 
-@functools.lru_cache(maxsize=None)  # parsing a pattern costs more than scanning a short log with it
+@functools.cache  # parsing a pattern costs more than scanning a short log with it
 def anchor(pattern: re.Pattern[str]) -> tuple[str, bool]:
     """The longest plain text every match of ``pattern`` contains ("" when none), and whether it
     is matched case-insensitively (then lower-cased)."""
