@@ -4,8 +4,9 @@ The previous version is the matcher and signature table of a git ref (default ``
 ``git show`` and run in this same process on the same logs, so both columns share machine and load.
 Figures:
 - coverage (correct or partial over all entries), precision (of the claimed findings, how many
-  are right), the wrong count: on the excerpts the patterns were written from and on the third
-  held back while they were written (``tests/doctor/corpus``, scored by ``tests/doctor/corpus_score.py``);
+  are right), the wrong count: on the excerpts the patterns were written from, on the third held
+  back while they were written, and on the blind ones collected after the patterns were frozen
+  (``tests/doctor/corpus``, scored by ``tests/doctor/corpus_score.py``);
 - ms/log: the median time to diagnose one corpus entry (N rounds over the corpus);
 - a 55 MB log (our vLLM run's log repeated, ending in a KV-cache error) read through ``open_log``:
   wall time (median of N) and peak Python memory (tracemalloc, a separate pass).
@@ -35,6 +36,8 @@ import corpus_score
 from patchctl.doctor import diagnose, load_signatures, open_log
 
 BIG_MB = 55
+#: written from, held back while writing, collected after the patterns were frozen
+SPLITS = ("written", "held", "blind")
 RUN_LOG = ROOT / "docs/validation/vllm/runs/a-debug-train-excerpt.log"
 TAIL = ("(EngineCore_DP0 pid=223840) ERROR 10-25 13:08:43 [core.py:708] ValueError: No available memory for the cache "
         "blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n")
@@ -71,7 +74,7 @@ def big_run(fn: Callable[[Any], Any], path: Path) -> Any:
 
 def measure(fn: Callable[[Any], Any], entries: list[corpus_score.Entry], big: Path, rounds: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for split in ("written", "held"):
+    for split in SPLITS:
         s = corpus_score.summary(corpus_score.score([e for e in entries if e.split == split], fn))
         out[split] = s
     per_log = []
@@ -108,11 +111,11 @@ def main() -> int:
         cols = {f"previous ({args.base})": measure(previous(args.base, Path(tmp)), entries, big, args.rounds),
                 "this branch": measure(lambda lines: diagnose(lines, current), entries, big, args.rounds)}
         size = big.stat().st_size / 2**20
-    held = sum(1 for e in entries if e.split == "held")
-    print(f"doctor on {len(entries)} corpus entries ({len(entries) - held} written from, {held} held back); "
-          f"a {size:.0f} MB log; median of {args.rounds}")
+    n = {split: sum(1 for e in entries if e.split == split) for split in SPLITS}
+    print(f"doctor on {len(entries)} corpus entries ({n['written']} written from, {n['held']} held back, "
+          f"{n['blind']} blind); a {size:.0f} MB log; median of {args.rounds}")
     rows = [(f"{split}: {k}", lambda c, split=split, k=k: _fmt(c[split][k]))
-            for split in ("written", "held") for k in ("coverage", "precision", "correct", "partial", "none", "wrong")]
+            for split in SPLITS for k in ("coverage", "precision", "correct", "partial", "none", "wrong")]
     rows += [("ms per log", lambda c: f"{c['ms_per_log']:.2f}"),
              (f"{size:.0f} MB log: seconds", lambda c: f"{c['big_s']:.2f}"),
              (f"{size:.0f} MB log: peak MB (tracemalloc)", lambda c: f"{c['big_peak_mb']:.1f}"),
