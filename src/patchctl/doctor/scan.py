@@ -118,7 +118,7 @@ class Scan:
         self.versions: dict[str, list[str]] = {}
         self.lines = 0
         self._window: deque[str] = deque(maxlen=CONFIRM_WINDOW)
-        self._pending: list[list[object]] = []  # [signature, lines left to look at]
+        self._pending: list[tuple[Signature, int]] = []  # (signature, lines left to look at)
         self._refined_by = {s.id: [r for r in signatures if s.id in r.refines] for s in signatures}
         self._anchors: list[tuple[str, int]] = []  # (plain text, signature index)
         self._folded: list[tuple[str, int]] = []  # the same for case-insensitive patterns, lower-cased
@@ -182,18 +182,16 @@ class Scan:
             if any(c.search(x) for c in sig.confirm for x in (line, *self._window)):
                 h.confirmed = True
             else:
-                self._pending.append([sig, CONFIRM_WINDOW])
+                self._pending.append((sig, CONFIRM_WINDOW))
 
     def _look_ahead(self, line: str) -> None:
         keep = []
-        for entry in self._pending:
-            sig, left = entry[0], entry[1]
-            assert isinstance(sig, Signature) and isinstance(left, int)
+        for sig, left in self._pending:
             h = self.hits[sig.id]
             if h.confirmed:
                 continue
             if any(c.search(line) for c in sig.confirm):
                 h.confirmed = True
             elif left > 1:
-                keep.append([sig, left - 1])
+                keep.append((sig, left - 1))
         self._pending = keep
