@@ -15,7 +15,7 @@ SIGNATURES = load_signatures()
 SETTING = re.compile(r"^\+?[A-Za-z_][\w.]*=[^\s<>]+( \(.+\))?$")
 REQUIREMENT = re.compile(r"^[A-Za-z][\w.-]*(\[[\w,]+\])?([<>=!~]=?[\w.*+]+,?)*( \(.+\))?$")
 COMMANDS = ("python3", "ray", "ulimit", "nvidia-smi", "systemctl", "ss", "ip", "free", "dmesg", "docker", "mount",
-            "rm", "unset", "echo", "ldconfig")
+            "rm", "unset", "echo", "ldconfig", "nc")
 
 
 def only(lines: list[str]) -> Match:
