@@ -10,7 +10,7 @@ import click
 
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import json_option
+from patchctl.cli.options import NonEmptyPath, json_option
 from patchctl.doctor import (
     Diagnosis,
     LogReader,
@@ -28,11 +28,11 @@ ROLE = ("root cause", "also")
 
 
 @click.command("doctor")
-@click.argument("log", required=False, type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
-@click.option("--signatures", "table", type=click.Path(path_type=Path, dir_okay=False), default=None,
+@click.argument("log", required=False, type=NonEmptyPath(path_type=Path, dir_okay=False, allow_dash=True))
+@click.option("--signatures", "table", type=NonEmptyPath(path_type=Path, dir_okay=False), default=None,
               help="Another signature table (TOML) instead of the shipped one.")
 @click.option("--list", "list_only", is_flag=True, help="List the known signatures and exit.")
-@click.option("--verl", "verl_tree", type=click.Path(path_type=Path, file_okay=False, exists=True), default=None,
+@click.option("--verl", "verl_tree", type=NonEmptyPath(path_type=Path, file_okay=False, exists=True), default=None,
               help="A verl tree whose pins a version mismatch is compared with (default: the installed verl).")
 @json_option
 @handled

@@ -11,7 +11,7 @@ import click
 
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import config_option, json_option
+from patchctl.cli.options import NonEmptyPath, config_option, json_option
 from patchctl.errors import MissingOption
 
 #: exit codes: a pass (or a plan), a failed run, an interrupted one (as the error handler's Ctrl-C)
@@ -41,7 +41,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option("--profile", "profile", default="smoke", show_default=True, type=click.Choice(_profile_names()),
               help="The training run, as for `patchctl train`.")
 @click.option("--dry-run", is_flag=True, help="Print every remote command and the trainer command; start nothing.")
-@click.option("--compare", "compare", type=click.Path(path_type=Path), multiple=True,
+@click.option("--compare", "compare", type=NonEmptyPath(path_type=Path), multiple=True,
               help="An earlier report.json (or its run directory) to put beside this run's; twice and no CLUSTER: "
                    "compare those two reports only.")
 @click.option("--join", is_flag=True,
@@ -59,7 +59,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
                    "for a cluster firewalled from everyone else; the report records it.")
 @click.option("--dashboard", is_flag=True, help="Start Ray's dashboard on the head (bound on its address).")
 @click.option("--ray-client", is_flag=True, help="Start Ray's client server on the head (bound on its address).")
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
+@click.option("--out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
               help="Local run directory (default: ./.patchctl/validate/CLUSTER-PROFILE-TIME).")
 @json_option
 @config_option
