@@ -10,7 +10,7 @@ import click
 from patchctl import lock
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import json_option
+from patchctl.cli.options import SPEC, NonEmptyPath, json_option
 from patchctl.errors import BadOptionValue, MissingOption
 
 if TYPE_CHECKING:  # `patchctl --help` loads every command module; the core loads when capture runs
@@ -28,11 +28,11 @@ def _include(values: tuple[str, ...]) -> set[tuple[str, int]]:
 
 
 @click.command("capture")
-@click.option("--from", "fork", required=True, type=click.Path(path_type=Path, file_okay=False),
+@click.option("--from", "fork", required=True, type=NonEmptyPath(path_type=Path, file_okay=False),
               help="The modified tree: a git checkout or a plain directory.")
-@click.option("--base", required=True,
+@click.option("--base", required=True, type=SPEC,
               help="What FORK was made from: a directory, verl==X.Y.Z, or a git ref of FORK's repository.")
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
+@click.option("--out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
               help="The patchset directory to write (replaced if it already holds a patchset).")
 @click.option("--tag", default="Uky", show_default=True, help="The comment tag that marks the fork's edits.")
 @click.option("--all", "all_", is_flag=True, help="Capture untagged edits and new files too (listed as untagged).")
@@ -72,7 +72,7 @@ def _show(report: Report, dry_run: bool) -> None:
     for note in report.notes:
         click.echo(f"note: {note}")
     for x in report.left_out:
-        click.echo(f"left out: {x.where}: {x.reason}", err=True)
+        click.echo(f"left out: {render.quote_path(x.path)}:{x.line}: {render.printable(x.reason)}", err=True)
     if report.out:
         click.echo(f"wrote {len(report.patches)} patch(es) to {report.out}; proven byte-identical on {report.base}")
     elif dry_run:

@@ -34,10 +34,9 @@ def run_env(target: str, target_given: bool, cluster: str | None, config: Path |
 
 
 def show(report: EnvReport, tree: Target | None, cluster: str | None) -> None:
-    rows = [[r.name, f"[{COLOURS[r.status]}]{r.status.value}[/]", f"{r.seconds:.2f}s", r.value, r.fix or ""]
-            for r in report.results]
+    rows = [[r.name, r.status.value, f"{r.seconds:.2f}s", r.value, r.fix or ""] for r in report.results]
     where = f"verl {tree.version or '?'} at {tree.root}" if tree else "no target"
     render.table(f"environment preflight ({where}{f', cluster {cluster}' if cluster else ''})",
-                 ["check", "status", "time", "measured", "fix"], rows)
+                 ["check", "status", "time", "measured", "fix"], rows, 1, {s.value: c for s, c in COLOURS.items()})
     counts = ", ".join(f"{n} {s}" for s, n in report.counts().items() if n)
     click.echo(f"verify --env: {'ok' if report.ok else 'FAILED'} ({counts}) in {report.seconds:.1f}s")

@@ -77,13 +77,13 @@ class PlainLines:
 
 
 def _report(result: MigrateResult) -> None:
-    rows = [[h.host, f"[{STATUS_STYLE[h.status.value]}]{h.status.value}[/]", str(h.files_sent), human(h.bytes_sent), f"{h.seconds:.2f}",
+    rows = [[h.host, h.status.value, str(h.files_sent), human(h.bytes_sent), f"{h.seconds:.2f}",
              "yes" if h.verified else "no", h.reason or "-"] for h in result.hosts]
     files_col = "would send" if result.dry_run else "files"
     # the source path stays out of the table's title: rich folds a title to the table's width
     click.echo(f"{result.source} at {(result.commit or 'no commit')[:12]}: {result.files} files")
     title = f"migrate {result.cluster}{' (dry run)' if result.dry_run else ''}"
-    render.table(title, ["host", "status", files_col, "bytes", "seconds", "verified", "reason"], rows)
+    render.table(title, ["host", "status", files_col, "bytes", "seconds", "verified", "reason"], rows, 1, STATUS_STYLE)
     for h in result.hosts:
         if h.mismatches:
             click.echo(f"\n{h.host}: what differs on the host")
@@ -100,7 +100,7 @@ def _report(result: MigrateResult) -> None:
         if h.deleted:
             click.echo(f"\n{h.host}: deleted {len(h.deleted)} file(s) removed at the source")
             for d in h.deleted:
-                click.echo(f"  {d}")
+                click.echo(f"  {render.quote_path(d)}")
     bad = result.failed
     if not bad:
         verb = "planned" if result.dry_run else "ok and verified"

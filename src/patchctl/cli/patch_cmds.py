@@ -27,7 +27,7 @@ def _only(patchsets: list[Patchset], only: tuple[str, ...]) -> set[str] | None:
 
 
 def _show(result: engine.RunResult, title: str) -> None:
-    rows = [[r.patch, r.status.value, r.path or "-", r.reason] for r in result.results]
+    rows = [[r.patch, r.status.value, render.quote_path(r.path) if r.path else "-", r.reason] for r in result.results]
     render.table(title, ["patch", "status", "file", "reason"], rows, status_col=1)
     for r in result.results:
         if r.detail:
@@ -111,7 +111,7 @@ def list_cmd(patchsets: tuple[str, ...], as_json: bool) -> int:
         click.echo(f"{ps.name}: {ps.description} ({len(ps.patches)} patches, {ps.manifest})")
         for p in ps.patches:
             click.echo(f"\n  {p.id}  [{p.kind}]  {p.title}")
-            click.echo(f"    target: {' | '.join(p.target)}")
+            click.echo(f"    target: {' | '.join(render.quote_path(t) for t in p.target)}")
             click.echo(textwrap.fill(" ".join(p.why.split()), 100, initial_indent="    why: ", subsequent_indent="         "))
             for k, v in p.meta.items():
                 click.echo(f"    {k}: {v}")

@@ -12,7 +12,13 @@ import click
 
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import config_option, json_option, target_option
+from patchctl.cli.options import (
+    SPEC,
+    NonEmptyPath,
+    config_option,
+    json_option,
+    target_option,
+)
 
 
 def _process_age() -> float:
@@ -51,9 +57,9 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
               help="Take MODEL_PATH, DATA_DIR, ... from this cluster's paths (else the environment, else the "
                    "tree's git_ignore.py).")
 @click.option("--dry-run", is_flag=True, help="Print the exact command and environment; run nothing.")
-@click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=None,
+@click.option("--out", "out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
               help="Run directory for the log, report and plot (default: TARGET/.patchctl/runs/PROFILE-TIME).")
-@click.option("--python", "python", default=sys.executable, show_default="this interpreter",
+@click.option("--python", "python", default=sys.executable, type=SPEC, show_default="this interpreter",
               help="The interpreter that runs verl.")
 @click.option("--timeout", "timeout", type=float, default=None, callback=_seconds,
               help="Stop the trainer after this many seconds (more than 0).")

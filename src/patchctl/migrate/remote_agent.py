@@ -250,9 +250,12 @@ def record(root, req, reply):
         old = read_json(os.path.join(root, MANIFEST), {}).get("files", [])
         placed.update(p for p in old if inside(root, p) and os.path.lexists(os.path.join(root, p)))
     ok = not (reply["problems"] or reply["tags_only_here"] or reply["tags_missing_here"])
-    write_atomic(os.path.join(root, MANIFEST), json.dumps({"format": 1, "files": sorted(placed)}).encode())
+    manifest, provenance_file = inside(root, MANIFEST), inside(root, PROVENANCE)
+    if manifest is None or provenance_file is None:  # a .patchctl symlinked elsewhere on the host
+        raise ValueError("%s/.patchctl leads out of the root; make it a folder there" % root)
+    write_atomic(manifest, json.dumps({"format": 1, "files": sorted(placed)}).encode())
     provenance = dict(req["provenance"], verified=ok, root=root)
-    write_atomic(os.path.join(root, PROVENANCE), (json.dumps(provenance, indent=2) + "\n").encode())
+    write_atomic(provenance_file, (json.dumps(provenance, indent=2) + "\n").encode())
 
 
 def run():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from patchctl import quoting
 from patchctl.clusters import Cluster
 from patchctl.migrate import verify_remote
 from patchctl.migrate.prepare import Prepared
@@ -59,6 +60,7 @@ def planned_changes(tree: Prepared, data: dict[str, Any]) -> tuple[tuple[str, ..
     bytes it would send (the files' sizes: rsync's delta is not known without sending)."""
     sizes = {e.path: e.size for e in tree.fs.entries}
     would = [path for path, _why in data["problems"] if path in sizes]
-    changes = ([f"send {p}" for p in would] + [f"delete {p}" for p in data["deletions"]]
-               + [f"render {p}" for p in data["rendered"]])
+    changes = ([f"send {quoting.quote_path(p)}" for p in would]
+               + [f"delete {quoting.quote_path(p)}" for p in data["deletions"]]
+               + [f"render {quoting.quote_path(p)}" for p in data["rendered"]])
     return tuple(changes), len(would), sum(sizes[p] for p in would)
