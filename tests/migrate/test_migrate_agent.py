@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from patchctl.migrate import remote_agent, ssh, verify_remote
+from patchctl.migrate import remote_agent, verify_remote
+from patchctl.remote import ssh
 
 
 def agent(request: dict[str, Any]) -> dict[str, Any]:

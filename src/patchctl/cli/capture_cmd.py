@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from patchctl import lock
 from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import SPEC, NonEmptyPath, json_option
@@ -54,6 +55,8 @@ def capture_cmd(fork: Path, base: str, out: Path | None, tag: str, all_: bool, i
 
     if out is None and not dry_run:
         raise MissingOption("capture", "pass --out DIR (the patchset to write), or --dry-run to only report")
+    if out is not None and not dry_run:  # one capture at a time writes (and mends) --out: see lock.beside
+        click.get_current_context().with_resource(lock.hold(lock.beside(out), what=f"--out {out}"))
     report = capture(fork, base, None if dry_run else out, tag=tag, all_=all_, include=_include(include), name=name)
     if as_json:
         render.emit_json(report.to_json())

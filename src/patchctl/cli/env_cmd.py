@@ -8,7 +8,7 @@ import click
 
 from patchctl.cli import render
 from patchctl.clusters import load_cluster
-from patchctl.cli.targets import open_target
+from patchctl.cli.targets import Use, open_target
 from patchctl.target import Target
 from patchctl import preflight
 from patchctl.preflight.context import default_target
@@ -23,7 +23,7 @@ def run_env(target: str, target_given: bool, cluster: str | None, config: Path |
     one are skipped instead of the whole preflight failing."""
     tree: Target | None = None
     if target_given or default_target(Path(target)):
-        tree = open_target(target, config)
+        tree = open_target(target, config, Use.RECOVER)
     clus = load_cluster(cluster, config) if cluster else None
     report = preflight.run(preflight.build(tree, clus, patchsets=patchsets))
     if as_json:

@@ -14,7 +14,8 @@ from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
 from patchctl.clusters import load_cluster
 from patchctl.migrate.results import MigrateResult, Phase, Progress
-from patchctl.migrate.session import Options, start
+from patchctl.migrate.options import Options
+from patchctl.migrate.session import start
 
 STATUS_STYLE = {"ok": "green", "repaired": "yellow", "planned": "cyan", "mismatch": "red", "unreachable": "red",
                 "failed": "red"}

@@ -13,7 +13,7 @@ from patchctl.errors import UnknownPatch
 from patchctl.patchsets import engine
 from patchctl.patchsets.loader import load_patchsets
 from patchctl.patchsets.model import Patchset
-from patchctl.cli.targets import open_target
+from patchctl.cli.targets import Use, open_target
 
 
 def _only(patchsets: list[Patchset], only: tuple[str, ...]) -> set[str] | None:
@@ -49,7 +49,7 @@ def apply_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], dr
               branch: str | None, force: bool, as_json: bool, config: Path | None) -> int:
     """Re-create every patch of the patchsets on TARGET (all-or-nothing)."""
     sets = load_patchsets(patchsets)
-    tree = open_target(target, config)
+    tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
     result = engine.apply(tree, sets, only=_only(sets, only), dry_run=dry_run, force=force, commit=commit, branch=branch)
     if as_json:
         render.emit_json(result.to_json())
@@ -80,7 +80,7 @@ def revert_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], d
                as_json: bool, config: Path | None) -> int:
     """Undo what patchctl applied to TARGET, byte for byte."""
     sets = load_patchsets(patchsets)
-    tree = open_target(target, config)
+    tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
     result = engine.revert(tree, sets, only=_only(sets, only), dry_run=dry_run)
     if as_json:
         render.emit_json(result.to_json())

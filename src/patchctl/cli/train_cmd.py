@@ -80,13 +80,13 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
 
     t0 = time.monotonic() - (_process_age() if entry.LAUNCHED else 0.0)
     from patchctl.clusters import load_cluster
-    from patchctl.cli.targets import open_target
+    from patchctl.cli.targets import Use, open_target
     from patchctl.train import run
     from patchctl.train.profiles import load_profile
 
     profile = load_profile(profile_name)
     cluster = load_cluster(cluster_name, config) if cluster_name else None
-    tree = open_target(target, config)
+    tree = open_target(target, config, Use.RECOVER)
     plan = run.plan(tree, profile, cluster, list(overrides), python, out)
     if dry_run:
         if as_json:

@@ -7,9 +7,10 @@ from typing import Any
 
 from patchctl import quoting
 from patchctl.clusters import Cluster
-from patchctl.migrate import transfer, verify_remote
+from patchctl.migrate import verify_remote
 from patchctl.migrate.prepare import Prepared
 from patchctl.migrate.results import HostStatus
+from patchctl.remote import rsync
 
 
 def guard(cluster: Cluster, count: int) -> str:
@@ -21,9 +22,9 @@ def guard(cluster: Cluster, count: int) -> str:
 def transfer_failed(returncode: int, stderr: str, lost: bool) -> tuple[HostStatus, str]:
     """A failed rsync as a status and a cause; ``lost``: the host's master connection ended under it."""
     if lost:
-        return HostStatus.UNREACHABLE, f"rsync exit {returncode}: {transfer.LOST}; re-run migrate to resume"
+        return HostStatus.UNREACHABLE, f"rsync exit {returncode}: {rsync.LOST}; re-run migrate to resume"
     status = HostStatus.UNREACHABLE if returncode == 255 else HostStatus.FAILED
-    return status, transfer.cause(returncode, stderr, connected=True) + "; re-run migrate to resume"
+    return status, rsync.cause(returncode, stderr, connected=True) + "; re-run migrate to resume"
 
 
 def differing(tree: Prepared, reply: verify_remote.AgentReply) -> list[str]:

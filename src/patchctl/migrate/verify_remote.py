@@ -20,7 +20,8 @@ from typing import Any
 from patchctl import proc
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import PatchctlError
-from patchctl.migrate import remote_agent, ssh
+from patchctl.migrate import remote_agent
+from patchctl.remote import ssh
 from patchctl.migrate.fileset import FileSet
 from patchctl.migrate.results import HostStatus
 from patchctl.quoting import printable, quote_path

@@ -99,7 +99,9 @@ def execute(launch: Launch, t0: float, on_line: Callable[[str, float], None],
 
     ``t0`` is the ``time.monotonic()`` of the launch, so every time is "seconds since the user
     started patchctl". The process gets its own session; on timeout or Ctrl-C that whole group
-    (the driver and the Ray processes it started) is terminated. ``while_starting`` runs once
+    (the driver and the Ray processes it started) is terminated. After a ``kill -9`` of patchctl
+    the driver gets SIGKILL from the kernel and the rest of its group is ended by the next
+    train, migrate, validate or matrix (see :mod:`patchctl.proc` and :mod:`patchctl.orphans`). ``while_starting`` runs once
     the process is launched (work the trainer needs only later, such as the smoke assets); if it
     raises, the trainer is stopped and the error propagates.
     """

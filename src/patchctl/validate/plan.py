@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from patchctl.clusters import Cluster
-from patchctl.migrate import ssh
-from patchctl.migrate.runner import _labels
+from patchctl.remote import rsync
+from patchctl.remote.hosts import labels
 from patchctl.validate import remote
 from patchctl.validate.model import Node, RemoteCommand
 
@@ -98,7 +98,7 @@ class Plan:
 
 def nodes(cluster: Cluster) -> tuple[Node, ...]:
     out = []
-    for i, (host, label) in enumerate(zip(cluster.hosts, _labels(cluster))):
+    for i, (host, label) in enumerate(zip(cluster.hosts, labels(cluster))):
         env = dict(host.env) or dict(cluster.env)
         if host.ifname:
             env.setdefault("NCCL_SOCKET_IFNAME", host.ifname)
@@ -163,8 +163,8 @@ def ship_argv(plan: Plan, node: Node, stage: Path | None = None, control: Path |
     """
     staged = f"{stage or '$STAGE'}/./{remote.PKG_DIR.split('/', 1)[1]}/patchctl"
     dest = str(PurePosixPath(node.host.root) / ".patchctl")
-    return ["rsync", "-rLtR", "--delete", "--exclude", "__pycache__", "--timeout", str(plan.cluster.timeout),
-            "-e", ssh.rsh_command(plan.cluster, control), "--", staged, f"{node.host.ssh}:{dest}/"]
+    return [*rsync.argv(plan.cluster, control, "-rLtR", "--delete", "--exclude", "__pycache__"), "--", staged,
+            f"{node.host.ssh}:{dest}/"]
 
 
 def stage_package(into: Path) -> Path:
@@ -181,8 +181,7 @@ def fetch_argv(plan: Plan, files: tuple[str, ...] = ("train.log", "report.json",
     """rsync of the head's run files into the local run directory (one connection for all)."""
     where = plan.remote_run_dir
     sources = [f"{plan.head.host.ssh}:{where}/{files[0]}", *(f":{where}/{f}" for f in files[1:])]
-    return ["rsync", "-t", "--timeout", str(plan.cluster.timeout), "-e", ssh.rsh_command(plan.cluster, control),
-            "--", *sources, f"{plan.run_dir}/"]
+    return [*rsync.argv(plan.cluster, control, "-t"), "--", *sources, f"{plan.run_dir}/"]
 
 
 def show(argv: tuple[str, ...] | list[str]) -> str:

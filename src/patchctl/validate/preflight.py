@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from patchctl import proc
-from patchctl.migrate import ssh
-from patchctl.migrate.transfer import cause
+from patchctl.remote import ssh
+from patchctl.remote.rsync import cause
 from patchctl.validate import plan as planning, remote
 from patchctl.validate.errors import HostNotReady, HostUnreachable, PreflightFailed, ValidateFailed
 from patchctl.validate.model import CheckRow, HostPreflight, Node, Note

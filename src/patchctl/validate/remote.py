@@ -6,7 +6,7 @@ exports the node's ``K=V`` words (the cluster's and the host's env, as the confi
 puts the shipped patchctl package first on ``PYTHONPATH`` (before any the env set) and execs
 ``PYTHON -m patchctl.validate.host ACTION``.
 The tree root, the variables and the interpreter arrive as separate argv words, each quoted for
-the remote shell by :func:`patchctl.migrate.ssh.ssh_argv`, exactly as migrate quotes its own.
+the remote shell by :func:`patchctl.remote.ssh.ssh_argv`, exactly as migrate quotes its own.
 
 The host side answers with JSON lines on stdout; long-running actions (a Ray node, the trainer)
 also read stdin, where a ``{"cmd": "stop"}`` line or end-of-file (patchctl exited, was killed,
@@ -29,7 +29,7 @@ from typing import Any
 from patchctl import proc
 from patchctl.clusters import Cluster
 from patchctl.errors import PatchctlError
-from patchctl.migrate import ssh
+from patchctl.remote import ssh
 from patchctl.validate.model import Node
 
 #: where validate ships its own package inside the host's tree (migrate never sends .patchctl/)

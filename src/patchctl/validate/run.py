@@ -10,15 +10,15 @@ result is returned, and the result names the host and the cause in one line.
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from patchctl import orphans
 from patchctl.clusters import Cluster
-from patchctl.migrate import ssh
+from patchctl.remote import ssh
 from patchctl.validate import compare as comparing, fetch, guard, launch, plan as planning, preflight, rayup
 from patchctl.validate.errors import HostLost, Interrupted, TrainerFailed, ValidateFailed
 from patchctl.train.logparse import Progress
@@ -66,8 +66,7 @@ def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress
     if options.insecure_ray:
         note(Note("preflight", "validate", "--insecure-ray: the cluster is NOT required to refuse callers without "
                   "its token; anyone who reaches the hosts' Ray ports may run code as you"))
-    with Interrupts() as interrupts, ssh.Connections(cluster) as conns, \
-            tempfile.TemporaryDirectory(prefix="pcv-stage-") as stage_dir:
+    with Interrupts() as interrupts, ssh.Connections(cluster) as conns, orphans.scratch("pcv-stage-") as stage_dir:
         started = Started(plan, conns)
         try:
             out["preflight"] = preflight.run(plan, conns.masters, planning.stage_package(Path(stage_dir)), note)

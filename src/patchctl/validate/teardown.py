@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Iterator
 
-from patchctl.migrate import ssh
+from patchctl.remote import ssh
 from patchctl.validate import plan as planning, remote
 from patchctl.validate.model import HostTeardown, Node, Note
 

@@ -15,13 +15,24 @@ from __future__ import annotations
 import ast
 import textwrap
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from patchctl.patchsets.kinds import anchors as st
 from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
 
-if TYPE_CHECKING:
-    from patchctl.patchsets.kinds.structural import Params
+
+@dataclass(frozen=True)
+class Params:
+    """A structural patch's parameters (the ``structural`` kind parses them; here they are searched for)."""
+
+    mode: str
+    scope: str
+    above: tuple[str, ...]
+    below: tuple[str, ...]
+    indent: str
+    before: str
+    after: str
+    #: 1-based pick among several places that fit the anchors (set only when a user chose one)
+    occurrence: int | None = None
 
 
 @dataclass(frozen=True)

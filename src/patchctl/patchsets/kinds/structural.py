@@ -29,32 +29,19 @@ from __future__ import annotations
 
 import ast
 import difflib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds import anchors as st
 from patchctl.patchsets.kinds import places
+from patchctl.patchsets.kinds.places import Params
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
 
 MODES = ("statements", "header")
-
-
-@dataclass(frozen=True)
-class Params:
-    mode: str
-    scope: str
-    above: tuple[str, ...]
-    below: tuple[str, ...]
-    indent: str
-    before: str
-    after: str
-    #: 1-based pick among several places that fit the anchors (set only when a user chose one)
-    occurrence: int | None = None
 
 
 class Structural:
