@@ -66,3 +66,54 @@ def show(found: Bisection, good: str, bad: str) -> None:
     click.echo(f"  before ({found.before.sha[:12]}): {_side(found.before)}")
     click.echo(f"  after  ({found.after.sha[:12]}): {_side(found.after)}")
     click.echo(f"{found.span} commit(s) on the first-parent line, {found.probes} probed")
+
+
+@click.command("retire")
+@click.option("--target", "-t", "target", required=True, metavar="T",
+              help="Where to look: a release (0.7.0), a ref of --repo, or a directory.")
+@click.option("--out", "out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
+              help="A new folder for the patchset without the retired patches (default: only report).")
+@click.option("--repo", "repo", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
+              help="A verl git repository: with --since, bisect each retired patch to the commit that absorbed it.")
+@click.option("--since", "since", default=None, metavar="REF",
+              help="A ref of --repo where the patches were still needed (the version you are on).")
+@patchset_option
+@json_option
+@handled
+def retire_cmd(target: str, out: Path | None, repo: Path | None, since: str | None, patchsets: tuple[str, ...],
+               as_json: bool) -> int:
+    """Write a patchset without the patches superseded upstream on T, each with a record of why.
+
+    The record (retired.json in the new patchset) names, per retired patch, the reason, and with
+    --repo/--since the upstream commit that absorbed it and the first release tag holding it.
+    The patches' applied_upstream and drop_when are checked against that; a disagreement is
+    reported and makes the exit code 1.
+
+    \b
+    patchctl retire --target v0.7.0 --repo ~/src/verl --since v0.6.1 --out ./uky-0.7
+    """
+    from patchctl.drift.retiring import retire
+
+    sets = load_patchsets(patchsets)
+    if len(sets) != 1:
+        raise click.UsageError("retire works on one patchset at a time; pass one --patchset")
+    if since is not None and repo is None:
+        raise click.UsageError("--since names a ref of --repo; pass --repo too")
+    root = open_repo(repo) if repo is not None else None
+    done = retire(target, sets[0], out, root, since)
+    if as_json:
+        render.emit_json(done.to_json())
+        return 1 if done.problems else 0
+    click.echo(f"retire {done.patchset} on {done.target} (verl {done.version or '?'}):")
+    for r in done.retired:
+        by = (f"absorbed by {r.absorbed_by.sha[:12]} {r.absorbed_by.date[:10]} "
+              f"{render.printable(r.absorbed_by.subject)} (first in {r.release or 'no release yet'})"
+              if r.absorbed_by else "absorbing commit not bisected (pass --repo and --since)")
+        click.echo(f"  retired {r.patch}: {by}; drop_when {r.drop_when or '-'}")
+    if not done.retired:
+        click.echo("  nothing is superseded upstream there; nothing to retire")
+    for line in done.problems:
+        click.echo(f"  ! {render.printable(line)}")
+    if done.out:
+        click.echo(f"wrote {render.quote_path(str(done.out))} ({len(done.kept)} patch(es) kept, record in retired.json)")
+    return 1 if done.problems else 0

@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "capture": "patchctl.cli.capture_cmd:capture_cmd",
     "drift": "patchctl.cli.drift_cmd:drift_cmd",
     "bisect": "patchctl.cli.bisect_cmd:bisect_cmd",
+    "retire": "patchctl.cli.bisect_cmd:retire_cmd",
 }
 
 
