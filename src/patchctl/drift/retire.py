@@ -24,7 +24,7 @@ from patchctl.drift.bisect import bisect
 from patchctl.drift.history import Commit
 from patchctl.drift.refs import resolve
 from patchctl.drift.sides import Side
-from patchctl.patchsets.model import Outcome, Patch, Patchset, PatchResult
+from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset
 
 
 @dataclass(frozen=True)
