@@ -102,3 +102,60 @@ def markdown(found: Drift) -> str:
                 lines += ["", "```diff", r.diff.rstrip("\n").replace("```", "` ` `"), "```"]
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
+
+
+@click.command("watch")
+@click.option("--repo", "repo", required=True, type=NonEmptyPath(path_type=Path, file_okay=False),
+              help="A verl git repository kept up to date (a checkout or a bare mirror; fetch it first).")
+@click.option("--since", "since", required=True, metavar="REF",
+              help="The upstream version the patchset is on now, e.g. v0.7.0 (a release branch's tag is fine).")
+@click.option("--branch", "branch", default="main", show_default=True, metavar="REF",
+              help="The upstream line to watch.")
+@patchset_option
+@json_option
+@markdown_option
+@handled
+def watch_cmd(repo: Path, since: str, branch: str, patchsets: tuple[str, ...], as_json: bool,
+              as_markdown: bool) -> int:
+    """Report the first commit of BRANCH since REF that changed any outcome or any code under a patch.
+
+    Quiet (exit 0, one line) when nothing changed; exit 1 with the report otherwise, so a
+    scheduled job opens an issue only then (docs/watch-upstream.md has a GitHub Actions recipe).
+
+    \b
+    patchctl watch --repo verl.git --since v0.7.0 --markdown
+    """
+    from patchctl.drift.refs import resolve
+    from patchctl.drift.watch import watch
+
+    if as_json and as_markdown:
+        raise click.UsageError("pass at most one of --json and --markdown")
+    root = open_repo(repo)
+    found = watch(root, load_patchsets(patchsets), resolve(root, "--since", since), resolve(root, "--branch", branch))
+    if as_json:
+        render.emit_json(found.to_json())
+    elif not found.changed:
+        click.echo(f"watch: nothing changed under any patch in {found.commits} commit(s) of {branch} since {since}")
+    else:
+        click.echo(watch_markdown(found, since, branch, str(repo)), nl=False)
+    return 1 if found.changed else 0
+
+
+def watch_markdown(found, since: str, branch: str, repo: str) -> str:  # type: ignore[no-untyped-def]
+    """The report a scheduled job files: Markdown reads well in a terminal too."""
+    first = found.first
+    lines = [f"## Upstream changed under the patchset: {branch} since {since} ({found.commits} commits)", ""]
+    if first is not None:
+        lines += [f"First commit: `{first.sha[:12]}` {first.date[:10]} {render.printable(first.subject)}", ""]
+    lines += ["| patch | first commit touching its code | outcome | outcome changed at |", "|---|---|---|---|"]
+    for p in found.patches:
+        if not p.changed:
+            continue
+        touched = f"`{p.touched.sha[:12]}` {render.printable(p.touched.subject)}" if p.touched else "-"
+        moved = f"`{p.outcome_changed.sha[:12]}` {render.printable(p.outcome_changed.subject)}" \
+            if p.outcome_changed else (render.printable(p.note) or "-")
+        lines.append(f"| {p.patch} | {touched.replace('|', '/')} | {p.before} -> {p.after} | {moved.replace('|', '/')} |")
+    to = first.sha[:12] if first else branch
+    lines += ["", f"Details: `patchctl drift --repo {repo} --from {since} --to {to}` "
+                  f"(or `--to {branch}`), then `patchctl bisect PATCH --good {since} --bad {branch} --repo {repo}`."]
+    return "\n".join(lines) + "\n"

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "drift": "patchctl.cli.drift_cmd:drift_cmd",
     "bisect": "patchctl.cli.bisect_cmd:bisect_cmd",
     "retire": "patchctl.cli.bisect_cmd:retire_cmd",
+    "watch": "patchctl.cli.drift_cmd:watch_cmd",
 }
 
 
