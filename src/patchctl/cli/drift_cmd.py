@@ -12,6 +12,7 @@ from patchctl.cli.options import NonEmptyPath, json_option, patchset_option
 from patchctl.drift.compare import drift
 from patchctl.drift.model import Drift, PatchDrift
 from patchctl.drift.refs import open_repo
+from patchctl.drift.watch import Watch
 from patchctl.patchsets.loader import load_patchsets
 
 markdown_option = click.option("--markdown", "as_markdown", is_flag=True,
@@ -141,7 +142,7 @@ def watch_cmd(repo: Path, since: str, branch: str, patchsets: tuple[str, ...], a
     return 1 if found.changed else 0
 
 
-def watch_markdown(found, since: str, branch: str, repo: str) -> str:  # type: ignore[no-untyped-def]
+def watch_markdown(found: Watch, since: str, branch: str, repo: str) -> str:
     """The report a scheduled job files: Markdown reads well in a terminal too."""
     first = found.first
     lines = [f"## Upstream changed under the patchset: {branch} since {since} ({found.commits} commits)", ""]
@@ -156,6 +157,6 @@ def watch_markdown(found, since: str, branch: str, repo: str) -> str:  # type: i
             if p.outcome_changed else (render.printable(p.note) or "-")
         lines.append(f"| {p.patch} | {touched.replace('|', '/')} | {p.before} -> {p.after} | {moved.replace('|', '/')} |")
     to = first.sha[:12] if first else branch
-    lines += ["", f"Details: `patchctl drift --repo {repo} --from {since} --to {to}` "
-                  f"(or `--to {branch}`), then `patchctl bisect PATCH --good {since} --bad {branch} --repo {repo}`."]
+    lines += ["", (f"Details: `patchctl drift --repo {repo} --from {since} --to {to}` "
+                   f"(or `--to {branch}`), then `patchctl bisect PATCH --good {since} --bad {branch} --repo {repo}`.")]
     return "\n".join(lines) + "\n"

@@ -104,7 +104,7 @@ def first_touching(repo: Path, base: str, head: str, paths: list[str]) -> str | 
 
 
 def watch(repo: Path, patchsets: list[Patchset], since: tuple[str, str], head: tuple[str, str]) -> Watch:
-    (since_text, since_sha), (head_text, head_sha) = since, head
+    (since_text, since_sha), (_, head_sha) = since, head
     base = since_sha if history.is_ancestor(repo, since_sha, head_sha) else \
         history.merge_base(repo, since_sha, head_sha) or since_sha
     chain = history.first_parent_chain(repo, base, head_sha)
