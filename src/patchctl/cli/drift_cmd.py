@@ -114,23 +114,19 @@ def markdown(found: Drift) -> str:
               help="The upstream line to watch.")
 @patchset_option
 @json_option
-@markdown_option
 @handled
-def watch_cmd(repo: Path, since: str, branch: str, patchsets: tuple[str, ...], as_json: bool,
-              as_markdown: bool) -> int:
+def watch_cmd(repo: Path, since: str, branch: str, patchsets: tuple[str, ...], as_json: bool) -> int:
     """Report the first commit of BRANCH since REF that changed any outcome or any code under a patch.
 
-    Quiet (exit 0, one line) when nothing changed; exit 1 with the report otherwise, so a
+    Quiet (exit 0, one line) when nothing changed; exit 1 with a Markdown report otherwise, so a
     scheduled job opens an issue only then (docs/watch-upstream.md has a GitHub Actions recipe).
 
     \b
-    patchctl watch --repo verl.git --since v0.7.0 --markdown
+    patchctl watch --repo verl.git --since v0.7.0 > report.md
     """
     from patchctl.drift.refs import resolve
     from patchctl.drift.watch import watch
 
-    if as_json and as_markdown:
-        raise click.UsageError("pass at most one of --json and --markdown")
     root = open_repo(repo)
     found = watch(root, load_patchsets(patchsets), resolve(root, "--since", since), resolve(root, "--branch", branch))
     if as_json:
