@@ -48,13 +48,16 @@ class Bisection:
     #: commits on the first-parent line searched, and how many of them were probed
     span: int
     probes: int
+    #: every commit probed, in the order probed (both ends first)
+    probed: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"patch": self.patch, "good": self.good, "bad": self.bad, "merge_base": self.base,
                 "first": self.first.to_json() if self.first else None,
                 "candidates": [c.to_json() for c in self.candidates],
                 "before": self.before.to_json(), "after": self.after.to_json(),
-                "skipped": [p.to_json() for p in self.skipped], "span": self.span, "probes": self.probes}
+                "skipped": [p.to_json() for p in self.skipped], "span": self.span, "probes": self.probes,
+                "probed": list(self.probed)}
 
 
 class _Search:
@@ -89,7 +92,7 @@ def bisect(repo: Path, patchset: Patchset, patch: Patch, good: tuple[str, str], 
         between = [history.info(repo, sha) for sha in chain[lo + 1: hi + 1]]
         return Bisection(patch.id, good_sha, bad_sha, base, before, after,
                          between[0] if len(between) == 1 else None, tuple(between) if len(between) > 1 else (),
-                         tuple(skipped), len(chain), len(search.seen))
+                         tuple(skipped), len(chain), len(search.seen), tuple(search.seen))
 
 
 def _start(repo: Path, search: _Search, patch: Patch, good_text: str, good_sha: str, bad_sha: str,

@@ -79,14 +79,15 @@ def _scope(scope: str, path_a: str, tree_a: ast.Module, text_a: str, path_b: str
         return Region("scope", name, "absent")
     old = regions.source(text_a, node_a)
     node_b = regions.definitions(tree_b).get(scope) if tree_b is not None else None
-    where_b = path_b
+    where_b = f"{path_b}:{scope}"
     if node_b is None:
         moved = find_b.definition(scope.rsplit(".", 1)[-1], scope.rsplit(".", 2)[-2] if "." in scope else None)
         if moved is None:
             return Region("scope", name, "deleted", (f"deleted: {scope} (was in {path_a})",),
                           regions.trimmed_diff(old, "", f"a/{path_a}", "/dev/null"))
-        where_b, qual_b, node_b, text_b = moved
-        flag: tuple[str, ...] = (f"moved: {scope} -> {where_b}:{qual_b}",)
+        file_b, qual_b, node_b, text_b = moved
+        where_b = f"{file_b}:{qual_b}"
+        flag: tuple[str, ...] = (f"moved: {scope} -> {where_b}",)
     else:
         flag = ()
     assert text_b is not None
