@@ -62,3 +62,11 @@ def test_a_release_branch_tag_is_watched_from_its_merge_base(tmp_path: Path) -> 
     repo.filler(2)
     out = watch(repo, ps)
     assert out.exit_code == 0 and "in 2 commit(s)" in out.output
+
+
+def test_a_skipped_patch_does_not_wake_the_job(tmp_path: Path) -> None:
+    repo, ps = setup(tmp_path)
+    repo.commit({SERVER: NEW}, "absorb")
+    assert watch(repo, ps, "--skip", "log-requests").exit_code == 0
+    out = watch(repo, ps, "--skip", "nope")
+    assert out.exit_code == 1 and "patch 'nope': no such patch" in out.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import click
@@ -11,7 +12,7 @@ from patchctl.cli.errors import handled
 from patchctl.cli.options import NonEmptyPath, json_option, patchset_option
 from patchctl.drift.compare import drift
 from patchctl.drift.model import Drift, PatchDrift
-from patchctl.drift.refs import open_repo
+from patchctl.drift.refs import find_patch, open_repo
 from patchctl.drift.watch import Watch
 from patchctl.patchsets.loader import load_patchsets
 
@@ -112,10 +113,13 @@ def markdown(found: Drift) -> str:
               help="The upstream version the patchset is on now, e.g. v0.7.0 (a release branch's tag is fine).")
 @click.option("--branch", "branch", default="main", show_default=True, metavar="REF",
               help="The upstream line to watch.")
+@click.option("--skip", "skip", multiple=True, metavar="PATCH",
+              help="Leave this patch out (repeatable), e.g. a top-level file that any README change would wake.")
 @patchset_option
 @json_option
 @handled
-def watch_cmd(repo: Path, since: str, branch: str, patchsets: tuple[str, ...], as_json: bool) -> int:
+def watch_cmd(repo: Path, since: str, branch: str, skip: tuple[str, ...], patchsets: tuple[str, ...],
+              as_json: bool) -> int:
     """Report the first commit of BRANCH since REF that changed any outcome or any code under a patch.
 
     Quiet (exit 0, one line) when nothing changed; exit 1 with a Markdown report otherwise, so a
@@ -128,7 +132,11 @@ def watch_cmd(repo: Path, since: str, branch: str, patchsets: tuple[str, ...], a
     from patchctl.drift.watch import watch
 
     root = open_repo(repo)
-    found = watch(root, load_patchsets(patchsets), resolve(root, "--since", since), resolve(root, "--branch", branch))
+    sets = load_patchsets(patchsets)
+    for pid in skip:
+        find_patch(sets, pid)  # an unknown id is an error, not a silent no-op
+    sets = [dataclasses.replace(ps, patches=tuple(p for p in ps.patches if p.id not in skip)) for ps in sets]
+    found = watch(root, sets, resolve(root, "--since", since), resolve(root, "--branch", branch))
     if as_json:
         render.emit_json(found.to_json())
     elif not found.changed:
