@@ -72,7 +72,7 @@ def test_an_existing_out_is_refused_and_a_dry_run_writes_nothing(tmp_path: Path)
     assert done.exit_code == 1 and "already exists" in done.output and list(out.iterdir()) == []
     before = sorted(p.name for p in tmp_path.iterdir())
     done = retire(repo, ps)
-    assert done.exit_code == 0 and "absorbing commit not bisected" in done.output
+    assert done.exit_code == 0 and "absorbing commit not bisected (it needs --repo, --since" in done.output
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
@@ -90,3 +90,11 @@ def test_retiring_every_patch_is_refused(tmp_path: Path) -> None:
     done = retire(repo, ps, "--out", str(out))
     assert done.exit_code == 1 and "every patch is superseded upstream" in done.output and not out.exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".new")] == []
+
+
+def test_a_directory_target_is_bisected_up_to_its_version_tag(tmp_path: Path) -> None:
+    repo, ps, fix = setup(tmp_path)
+    done = invoke("retire", "--target", str(repo.root), "--repo", str(repo.root), "--since", "v0.1.0",
+                  "--patchset", str(ps), "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output)["retired"][0]["absorbed_by"]["commit"] == fix

@@ -108,7 +108,7 @@ def retire_cmd(target: str, out: Path | None, repo: Path | None, since: str | No
     for r in done.retired:
         by = (f"absorbed by {r.absorbed_by.sha[:12]} {r.absorbed_by.date[:10]} "
               f"{render.printable(r.absorbed_by.subject)} (first in {r.release or 'no release yet'})"
-              if r.absorbed_by else "absorbing commit not bisected (pass --repo and --since)")
+              if r.absorbed_by else "absorbing commit not bisected (it needs --repo, --since, and a ref or a vX.Y.Z tag for the target)")
         click.echo(f"  retired {r.patch}: {by}; drop_when {r.drop_when or '-'}")
     if not done.retired:
         click.echo("  nothing is superseded upstream there; nothing to retire")

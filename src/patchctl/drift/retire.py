@@ -19,7 +19,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from patchctl import proc
+from patchctl import git, proc
 from patchctl.drift.bisect import bisect
 from patchctl.drift.history import Commit
 from patchctl.drift.refs import resolve
@@ -62,12 +62,22 @@ def absorbed(repo: Path | None, since: str | None, side: Side, patchset: Patchse
              result: PatchResult) -> Retired:
     """The record of one retired patch; bisected when there is history to bisect."""
     commit = rel = None
-    if repo is not None and since is not None and side.commit is not None:
-        found = bisect(repo, patchset, patch, resolve(repo, "--since", since), (side.label, side.commit))
+    bad = _commit_of(repo, side) if repo is not None else None
+    if repo is not None and since is not None and bad is not None:
+        found = bisect(repo, patchset, patch, resolve(repo, "--since", since), bad)
         commit = found.first
         rel = release_of(repo, commit.sha) if commit else None
     return Retired(patch.id, patch.title, result.reason, commit, rel, patch.meta.get("applied_upstream"),
                    patch.meta.get("drop_when"))
+
+
+def _commit_of(repo: Path, side: Side) -> tuple[str, str] | None:
+    """The target's commit: the ref's own, or for a release the tag ``vX.Y.Z`` of ``repo``."""
+    if side.commit is not None:
+        return side.label, side.commit
+    tag = f"v{side.target.version}" if side.target.version else None
+    sha = git.commit_of(repo, tag) if tag else None
+    return (tag, sha) if tag and sha else None
 
 
 def _contains(spec: str | None, version: str | None) -> bool | None:
