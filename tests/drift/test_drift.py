@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from tests.drift.helpers import NEW, OLD, SERVER, Repo, git, invoke, patchset
@@ -131,3 +132,21 @@ def test_bad_input(tmp_path: Path) -> None:
     assert out.exit_code == 1 and "--from nope: not a release" in out.output
     assert "--to nope: no such commit" in invoke("drift", "--from", "a", "--to", "nope", "--repo", str(repo.root)).output
     assert "--json and --markdown" in invoke("drift", "--from", "a", "--to", "a", "--json", "--markdown").output
+
+
+def test_a_tree_whose_folder_leads_outside_is_not_read_through(tmp_path: Path) -> None:
+    repo, ps = setup(tmp_path)
+    manifest = ps / "patchset.toml"
+    manifest.write_text(manifest.read_text().replace('target = ["examples/run_ours.sh"]',
+                                                     'target = ["examples/deep/run_ours.sh"]'))
+    secret = tmp_path / "outside"
+    (secret / "deep").mkdir(parents=True)
+    (secret / "deep" / "key.sh").write_text("SECRET=1\n")
+    one, two = tmp_path / "one", tmp_path / "two"
+    git(repo.root, "worktree", "add", "-q", str(one), "a")
+    git(repo.root, "worktree", "add", "-q", str(two), "a")
+    shutil.rmtree(two / "examples")
+    (two / "examples").symlink_to(secret)
+    out = invoke("drift", "--from", str(one), "--to", str(two), "--patchset", str(ps), "--json")
+    assert out.exit_code == 1 and "leads out of the tree through a symlink" in out.output
+    assert "SECRET" not in out.output and "key.sh" not in out.output

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl import trees
+from patchctl.confine import why_outside
 from patchctl.drift.refs import resolve
 from patchctl.errors import PatchctlError
 from patchctl.target import Target, open_tree
@@ -34,8 +35,9 @@ class Side:
     commit: str | None = None
 
     def read(self, rel: str) -> str | None:
+        """A file's text; None when absent, not UTF-8, a symlink, or reached through one leading out."""
         path = self.target.root / rel
-        if path.is_symlink() or not path.is_file():
+        if why_outside(self.target.root, rel) or path.is_symlink() or not path.is_file():
             return None
         try:
             return path.read_text(encoding="utf-8")
@@ -45,7 +47,7 @@ class Side:
     def listdir(self, rel: str) -> list[str]:
         """Regular files directly in folder ``rel`` ("" for the root), as tree paths."""
         folder = self.target.root / rel if rel else self.target.root
-        if not folder.is_dir() or folder.is_symlink():
+        if (rel and why_outside(self.target.root, rel)) or not folder.is_dir() or folder.is_symlink():
             return []
         return sorted(f"{rel}/{p.name}" if rel else p.name for p in folder.iterdir()
                       if p.is_file() and not p.is_symlink())
