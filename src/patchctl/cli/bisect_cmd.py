@@ -8,7 +8,7 @@ import click
 
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import NonEmptyPath, json_option, patchset_option
+from patchctl.cli.options import SPEC, NonEmptyPath, json_option, patchset_option
 from patchctl.drift.bisect import Bisection, bisect
 from patchctl.drift.probe import Probe
 from patchctl.drift.refs import find_patch, open_repo, resolve
@@ -69,7 +69,7 @@ def show(found: Bisection, good: str, bad: str) -> None:
 
 
 @click.command("retire")
-@click.option("--target", "-t", "target", required=True, metavar="T",
+@click.option("--target", "-t", "target", required=True, metavar="T", type=SPEC,
               help="Where to look: a release (0.7.0), a ref of --repo, or a directory.")
 @click.option("--out", "out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
               help="A new folder for the patchset without the retired patches (default: only report).")

@@ -9,7 +9,7 @@ import click
 
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import NonEmptyPath, json_option, patchset_option
+from patchctl.cli.options import SPEC, NonEmptyPath, json_option, patchset_option
 from patchctl.drift.compare import drift
 from patchctl.drift.model import Drift, PatchDrift
 from patchctl.drift.refs import find_patch, open_repo
@@ -23,8 +23,8 @@ repo_option = click.option("--repo", "repo", type=NonEmptyPath(path_type=Path, f
 
 
 @click.command("drift")
-@click.option("--from", "source", required=True, metavar="A", help="The version you are on: a release, a ref, a path.")
-@click.option("--to", "dest", required=True, metavar="B", help="The version you consider: a release, a ref, a path.")
+@click.option("--from", "source", required=True, metavar="A", type=SPEC, help="The version you are on: a release, a ref, a path.")
+@click.option("--to", "dest", required=True, metavar="B", type=SPEC, help="The version you consider: a release, a ref, a path.")
 @repo_option
 @patchset_option
 @json_option
