@@ -147,3 +147,11 @@ def test_a_patchset_naming_a_file_in_git_is_refused(tmp_path: Path) -> None:
     repo.commit({SERVER: NEW}, "fix")
     out = run(repo, ps, "good", "HEAD")
     assert out.exit_code == 1 and ".git" in out.output
+
+
+def test_good_and_bad_swapped_is_refused(tmp_path: Path) -> None:
+    repo, ps = Repo(tmp_path / "r"), patchset(tmp_path / "ps")
+    git(repo.root, "tag", "old")
+    repo.commit({SERVER: NEW}, "fix")
+    out = run(repo, ps, "HEAD", "old")
+    assert out.exit_code == 1 and "is an ancestor of --good HEAD" in out.output and "swap" in out.output

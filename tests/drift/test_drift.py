@@ -150,3 +150,50 @@ def test_a_tree_whose_folder_leads_outside_is_not_read_through(tmp_path: Path) -
     out = invoke("drift", "--from", str(one), "--to", str(two), "--patchset", str(ps), "--json")
     assert out.exit_code == 1 and "leads out of the tree through a symlink" in out.output
     assert "SECRET" not in out.output and "key.sh" not in out.output
+
+
+TRAINER = "verl/trainer.py"
+STRUCTURAL = '''
+[patchset]
+name = "s"
+tag = "T"
+
+[[patch]]
+id = "fit-log"
+title = "log each step"
+why = "ours"
+kind = "structural"
+target = ["verl/trainer.py"]
+
+[patch.params]
+scope = "Trainer.fit"
+indent = "        "
+above = ["self.step()"]
+below = ["return epochs"]
+after = "        print('step')  # T\\n"
+'''
+FIT = """\
+class Trainer:
+    def fit(self, epochs=10, lr=0.1):
+        self.step()
+        return epochs
+
+    def step(self):
+        pass
+"""
+
+
+def test_a_structural_patch_sees_its_scope_change_and_its_default_flagged(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "r")
+    ps = tmp_path / "sps"
+    ps.mkdir()
+    (ps / "patchset.toml").write_text(STRUCTURAL)
+    repo.commit({TRAINER: FIT}, "trainer", tag="a")
+    repo.commit({TRAINER: FIT.replace("epochs=10", "epochs=3").replace("pass", "return 1")}, "fewer", tag="b")
+    out = invoke("drift", "--from", "a", "--to", "b", "--repo", str(repo.root), "--patchset", str(ps), "--json")
+    doc = patch_doc(out.output, "fit-log")
+    assert doc["outcome"]["from"]["status"] == doc["outcome"]["to"]["status"] == "applied"
+    scope = next(r for r in doc["regions"] if r["what"] == "scope")
+    assert scope["name"] == "verl/trainer.py:Trainer.fit" and scope["status"] == "changed"
+    assert doc["flags"] == ["default changed: Trainer.fit(epochs=10 -> 3)"]
+    assert "Trainer.step" not in json.dumps(doc["regions"][1])  # the neighbour's change is not the scope's

@@ -20,6 +20,7 @@ from patchctl.drift import history
 from patchctl.drift.errors import (
     ChangedBeforeBranch,
     NoCommonHistory,
+    Reversed,
     SameOutcome,
     Unjudgeable,
 )
@@ -100,6 +101,8 @@ def _start(repo: Path, search: _Search, patch: Patch, good_text: str, good_sha: 
     """Where the search starts: ``good`` itself, or the merge base when ``good`` is on another branch."""
     if history.is_ancestor(repo, good_sha, bad_sha):
         return good_sha, None
+    if history.is_ancestor(repo, bad_sha, good_sha):
+        raise Reversed(good_text, bad_sha[:12])
     base = history.merge_base(repo, good_sha, bad_sha)
     if base is None:
         raise NoCommonHistory(good_text, bad_sha[:12])

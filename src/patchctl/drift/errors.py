@@ -54,3 +54,9 @@ class ChangedBeforeBranch(PatchctlError):
         super().__init__(f"patch {patch_id!r}: --good {good} is not an ancestor of --bad, and their merge base "
                          f"{base[:12]} is already {status}: the change is older than the branch point or was "
                          f"undone on {good}'s branch; pass a --good on --bad's own line, before {base[:12]}")
+
+
+class Reversed(PatchctlError):
+    def __init__(self, good: str, bad: str) -> None:
+        super().__init__(f"--bad {bad} is an ancestor of --good {good}: the history runs the other way; "
+                         "swap --good and --bad (the older outcome is --good)")
