@@ -155,3 +155,43 @@ def test_good_and_bad_swapped_is_refused(tmp_path: Path) -> None:
     repo.commit({SERVER: NEW}, "fix")
     out = run(repo, ps, "HEAD", "old")
     assert out.exit_code == 1 and "is an ancestor of --good HEAD" in out.output and "swap" in out.output
+
+
+SHIPPED = '''
+[[patch]]
+id = "script"
+title = "a script"
+why = "ours"
+kind = "add-file"
+target = ["run.sh"]
+
+[patch.params]
+source = "files/run.sh"
+existing = "keep"
+
+[[patch]]
+id = "script-env"
+title = "its environment"
+why = "ours"
+kind = "shell-env"
+target = ["run.sh"]
+
+[patch.params]
+before = "python3 -m verl"
+env = ["OMP_NUM_THREADS=1"]
+'''
+
+
+def test_a_patch_on_a_file_an_earlier_patch_ships_is_probed_with_it(tmp_path: Path) -> None:
+    repo, ps = Repo(tmp_path / "r"), patchset(tmp_path / "ps")
+    (ps / "files").mkdir()
+    (ps / "files" / "run.sh").write_text("python3 -m verl\n")
+    (ps / "patchset.toml").write_text((ps / "patchset.toml").read_text() + SHIPPED)
+    git(repo.root, "tag", "good")
+    repo.filler(3)
+    culprit = repo.commit({"run.sh": "export OMP_NUM_THREADS=1\npython3 -m verl\n"}, "upstream ships run.sh")
+    out = invoke("bisect", "script-env", "--good", "good", "--bad", "HEAD", "--repo", str(repo.root),
+                 "--patchset", str(ps), "--json")
+    doc = json.loads(out.output)
+    assert doc["before"]["status"] == "applied", doc  # alone it would be not-applicable: no run.sh
+    assert doc["first"]["commit"] == culprit

@@ -62,15 +62,25 @@ def files_of(patch: Patch, manifest: Path) -> list[str]:
     return out
 
 
-def only(patchset: Patchset, patch: Patch) -> Patchset:
-    return dataclasses.replace(patchset, patches=(patch,))
+def upto(patchset: Patchset, patch: Patch) -> Patchset:
+    """``patch`` with the earlier patches that edit one of its files, in manifest order: a
+    ``shell-env`` patch on a script an ``add-file`` patch ships sees the script, as in ``apply``."""
+    mine = set(patch.target)
+    earlier = []
+    for p in patchset.patches:
+        if p is patch:
+            break
+        if mine & set(p.target):
+            earlier.append(p)
+    return dataclasses.replace(patchset, patches=(*earlier, patch))
 
 
 def probe(repo: Path, sha: str, patchset: Patchset, patch: Patch, scratch: Path) -> Probe:
     """Plan ``patch`` alone on the files of commit ``sha``; ``scratch`` is emptied afterwards."""
     root = scratch / sha[:16]
     try:
-        for rel in files_of(patch, patchset.manifest):
+        planned = upto(patchset, patch)
+        for rel in dict.fromkeys(f for p in planned.patches for f in files_of(p, patchset.manifest)):
             data = history.read(repo, sha, rel)
             if data is not None:
                 dest = root / rel
@@ -80,7 +90,7 @@ def probe(repo: Path, sha: str, patchset: Patchset, patch: Patch, scratch: Path)
             return Probe(sha, None, None, "", "not a verl tree (no verl/__init__.py)")
         tree = dataclasses.replace(open_tree(root, sha[:12]), commit=sha)
         try:
-            result = plan_apply(tree, [only(patchset, patch)]).results[0]
+            result = plan_apply(tree, [planned]).results[-1]
         except PatchctlError as exc:  # a file that does not parse, not UTF-8: git bisect skip
             return Probe(sha, None, None, "", _relative(str(exc), root))
         return Probe(sha, Outcome(result.status.value), result.path, _relative(result.reason, root))
