@@ -70,3 +70,13 @@ def test_a_skipped_patch_does_not_wake_the_job(tmp_path: Path) -> None:
     assert watch(repo, ps, "--skip", "log-requests").exit_code == 0
     out = watch(repo, ps, "--skip", "nope")
     assert out.exit_code == 1 and "patch 'nope': no such patch" in out.output
+
+
+def test_a_manifest_path_is_no_pathspec_pattern(tmp_path: Path) -> None:
+    repo, ps = setup(tmp_path)
+    manifest = ps / "patchset.toml"
+    manifest.write_text(manifest.read_text().replace('target = ["verl/server.py"]', 'target = ["verl/serv*.py"]')
+                        .replace('call = "AsyncLLM.from_vllm_config"', 'call = "nothing.here"'))
+    repo.commit({SERVER: NEW}, "touch server.py")
+    out = watch(repo, ps)
+    assert out.exit_code == 0, out.output

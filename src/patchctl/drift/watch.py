@@ -13,6 +13,7 @@ Meant for a scheduled CI job, so it must be cheap on a mirror that gains commits
 
 from __future__ import annotations
 
+import glob
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,15 +86,18 @@ class Watch:
 
 
 def paths_of(repo: Path, base: str, patch: Patch) -> list[str]:
-    """Pathspecs for the code a patch depends on (``:(glob)dir/*``: an added file's folder, not below)."""
-    out = [*patch.target, *patch.upstream.files]
+    """Pathspecs for the code a patch depends on (``:(glob)dir/*``: an added file's folder, not below).
+
+    The folder is escaped for glob; every other path is literal, so a manifest's ``*`` or ``:!``
+    cannot widen or invert what is watched."""
+    out = [f":(literal){p}" for p in (*patch.target, *patch.upstream.files)]  # a manifest's path is no pattern
     if KINDS[patch.kind].creates_target:
         folder = patch.target[0].rsplit("/", 1)[0] if "/" in patch.target[0] else ""
-        out = [f":(glob){folder + '/' if folder else ''}*"]
+        out = [f":(glob){glob.escape(folder) + '/' if folder else ''}*"]
     for callee in callees(patch):
         name = callee.rsplit(".", 1)[-1]
         done = proc.run(["git", "-C", str(repo), "grep", "-l", "-F", f"def {name}(", base, "--", "*.py"], check=False)
-        out += [line.split(":", 1)[1] for line in done.stdout.splitlines() if ":" in line]
+        out += [":(literal)" + line.split(":", 1)[1] for line in done.stdout.splitlines() if ":" in line]
     return list(dict.fromkeys(out))
 
 
