@@ -81,7 +81,7 @@ def _scope(scope: str, path_a: str, tree_a: ast.Module, text_a: str, path_b: str
     node_b = regions.definitions(tree_b).get(scope) if tree_b is not None else None
     where_b = f"{path_b}:{scope}"
     if node_b is None:
-        moved = find_b.definition(scope.rsplit(".", 1)[-1], scope.rsplit(".", 2)[-2] if "." in scope else None)
+        moved = find_b.moved(scope, path_b)
         if moved is None:
             return Region("scope", name, "deleted", (f"deleted: {scope} (was in {path_a})",),
                           regions.trimmed_diff(old, "", f"a/{path_a}", "/dev/null"))
@@ -99,7 +99,8 @@ def _scope(scope: str, path_a: str, tree_a: ast.Module, text_a: str, path_b: str
 
 
 def _callee(callee: str, finders: tuple[Finder, Finder]) -> Region:
-    """The callee's signature; a callee defined outside the tree (vLLM's) cannot be compared here."""
+    """The callee's signature. One not defined in the tree under the name the call uses (vLLM's
+    ``AsyncLLM``, or a call through a variable) cannot be compared here: "outside-tree"."""
     last, owner = callee.rsplit(".", 1)[-1], callee.rsplit(".", 2)[-2] if "." in callee else None
     found_a, found_b = (f.definition(last, owner) for f in finders)
     if found_a is None and found_b is None:

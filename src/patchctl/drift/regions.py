@@ -89,16 +89,18 @@ def source(text: str, node: ast.AST) -> str:
 def find_callee(tree: ast.Module, callee: str) -> str | None:
     """The qualified name of ``callee``'s definition in this module, or None.
 
-    ``AsyncLLM.from_vllm_config`` is found as method ``from_vllm_config`` of class ``AsyncLLM``;
-    ``engine.start`` (a module or instance prefix) as any function called ``start``.
+    Only what the text names is resolved: ``f`` is a module-level function ``f``;
+    ``AsyncLLM.from_vllm_config`` a method ``from_vllm_config`` of a class ``AsyncLLM``. A call
+    through a variable or an attribute (``self.module.generate``, ``module_class.from_pretrained``)
+    names no definition, and guessing one by its last name found unrelated methods in verl.
     """
     parts = callee.split(".")
     defs = definitions(tree)
-    if ".".join(parts[-2:]) in defs:
-        return ".".join(parts[-2:])
-    return next((q for q in defs if q.rsplit(".", 1)[-1] == parts[-1]
-                 and isinstance(defs[q], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                 and (len(parts) == 1 or not parts[-2][:1].isupper() or q.startswith(parts[-2] + "."))), None)
+    if len(parts) == 1:
+        return callee if isinstance(defs.get(callee), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else None
+    owner = ".".join(parts[-2:])
+    return next((q for q in defs if (q == owner or q.endswith("." + owner))
+                 and isinstance(defs[q], (ast.FunctionDef, ast.AsyncFunctionDef))), None)
 
 
 def header(text: str, node: ast.AST) -> str:

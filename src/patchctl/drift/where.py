@@ -45,6 +45,19 @@ class Finder:
             self._seen[key] = self._search(name, owner)
         return self._seen[key]
 
+    def moved(self, scope: str, near: str | None) -> Found | None:
+        """Where definition ``scope`` of the other tree is in this one: under the same qualified
+        name in another file, else under the same last name in ``near`` (the file it was in: a
+        class renamed or merged, as verl 0.9.1's vLLMHttpServerBase.run_server)."""
+        name, owner = scope.rsplit(".", 1)[-1], scope.rsplit(".", 2)[-2] if "." in scope else None
+        found = self.definition(name, owner)
+        text = self.side.read(near) if near and found is None else None
+        tree = regions.parse(text)
+        if tree is None or text is None:
+            return found
+        qual = next((q for q in regions.definitions(tree) if q.rsplit(".", 1)[-1] == name), None)
+        return (near, qual, regions.definitions(tree)[qual], text) if near and qual else None
+
     def _search(self, name: str, owner: str | None) -> Found | None:
         needles = (f"def {name}(", f"class {name}(", f"class {name}:")
         callee = f"{owner}.{name}" if owner else name
