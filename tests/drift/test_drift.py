@@ -197,3 +197,11 @@ def test_a_structural_patch_sees_its_scope_change_and_its_default_flagged(tmp_pa
     assert scope["name"] == "verl/trainer.py:Trainer.fit" and scope["status"] == "changed"
     assert doc["flags"] == ["default changed: Trainer.fit(epochs=10 -> 3)"]
     assert "Trainer.step" not in json.dumps(doc["regions"][1])  # the neighbour's change is not the scope's
+
+
+def test_a_deleted_function_is_flagged(tmp_path: Path) -> None:
+    repo, ps = setup(tmp_path)
+    repo.commit({SERVER: "def stop():\n    pass\n"}, "start is gone", tag="b")
+    doc = patch_doc(drift(repo, ps, "--json").output, "log-requests")
+    assert "deleted: start (was in verl/server.py)" in doc["flags"]
+    assert "outcome: applied -> not-applicable" in doc["flags"]
