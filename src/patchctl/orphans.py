@@ -118,9 +118,11 @@ _groups_lock = threading.Lock()
 
 
 def track_group(pgid: int) -> None:
-    """Write down a child's own process group, so a run that follows a ``kill -9`` of this one ends it."""
+    """Write down a child's own process group, so a run that follows a ``kill -9`` of this one
+    ends it; and end those of killed runs now (a long-lived process made its own folder long ago)."""
     global _groups
     with _groups_lock:
+        sweep("pcg-")
         if _groups is None:
             folder = owned_dir("pcg-")
             atexit.register(shutil.rmtree, folder, True)

@@ -16,6 +16,7 @@ EMPTY_PATHS = [
     ["capture", "--from", "tree", "--base", "tree", "--out", ""], ["matrix", "--versions", "0.6.1", "--repo", ""],
     ["train", "-t", "tree", "--out", ""], ["train", "-t", "tree", "--python", ""],
     ["migrate", "gpu", "--config", ""], ["verify", "--env", "--config", ""],
+    ["validate", "gpu", "--out", ""], ["validate", "gpu", "--compare", ""], ["doctor", ""], ["doctor", "--signatures", ""],
 ]
 
 

@@ -9,6 +9,7 @@ control folder (/tmp/pcm-*) and stage folder (/tmp/pcv-stage-*).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -21,7 +22,7 @@ from test_migrate_kill import _host_sessions, _marked, _settled
 
 from patchctl import orphans
 from patchctl.clusters import load_cluster
-from patchctl.remote import ssh
+from patchctl.remote import lock_agent, ssh
 
 if TYPE_CHECKING:
     from conftest import Site
@@ -62,3 +63,20 @@ def test_sessions_outlive_their_thread_die_with_patchctl_and_leave_no_folder(sit
 
     with ssh.Connections(load_cluster("loop", config)), orphans.scratch("pcv-stage-"):  # the next run
         assert not Path(control).exists() and not Path(stage).exists()
+
+
+def test_the_lock_keeper_makes_nothing_through_a_symlinked_patchctl(tmp_path: Path) -> None:
+    """A host root whose .patchctl leads elsewhere: neither lock is made there (issue 18.1's rule
+    for the host side), and the hold is refused with the cause."""
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    os.symlink(elsewhere, root / ".patchctl")
+    request = json.dumps({"root": str(root), "wait": 1, "holder": "test"}) + "\n"
+    hold = subprocess.run([sys.executable, lock_agent.__file__, "hold"], input=request, capture_output=True,
+                          text=True, timeout=30)
+    assert json.loads(hold.stdout) == {"error": f"{root}/.patchctl leads out of the root; make it a folder there"}
+    transfer = subprocess.run([sys.executable, lock_agent.__file__, "transfer", str(root / lock_agent.TRANSFER),
+                               "true"], capture_output=True, text=True, timeout=30)
+    assert transfer.returncode == 5 and "leads out of the root" in transfer.stderr
+    assert list(elsewhere.iterdir()) == []

@@ -130,7 +130,11 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
     click.echo("time (s): " + ", ".join(f"{k} {v}" for k, v in br.items() if v is not None)
                + f"; verdict at {result.timings.verdict}")
     click.echo(f"log: {result.log}\nreport: {result.report}" + (f"\nplot: {result.plot}" if result.plot else ""))
-    if result.doctor:
-        click.echo("doctor: " + "; ".join(str(f.to_json()) for f in result.doctor))
-    click.echo("train: " + ("PASS" if result.passed else "FAIL"))
+    findings = [f.to_json() for f in result.doctor or ()]  # doctor ranks the root cause first
+    for i, doc in enumerate(findings):
+        click.echo(f"doctor: {'also' if i else 'root cause'}: {doc['title']} (log line {doc['line']}): {doc['excerpt']}"
+                   if "title" in doc else f"doctor: {doc['error']}")
+    root = next((doc for doc in findings if "title" in doc), None)
+    click.echo("train: " + ("PASS" if result.passed else "FAIL")
+               + (f" (root cause: {root['title']}, log line {root['line']})" if root and not result.passed else ""))
     return 0 if result.passed else 1

@@ -191,9 +191,11 @@ def hold_transfer_lock(root):
     import fcntl
     import time
 
-    path = os.path.join(root, TRANSFER_LOCK)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    os.makedirs(os.path.join(root, ".patchctl"), exist_ok=True)
+    path = inside(root, TRANSFER_LOCK)
+    if path is None:  # a .patchctl symlinked elsewhere on the host: nothing is made there
+        raise ValueError("%s/.patchctl leads out of the root; make it a folder there" % root)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     deadline = time.monotonic() + 60
     while True:
         try:

@@ -81,6 +81,8 @@ class RootLock:
             reply = None
         if isinstance(reply, dict) and reply.get("locked"):
             return None
+        if isinstance(reply, dict) and "error" in reply:
+            return f"could not lock {self.host.root} on the host: {reply['error']}"
         if isinstance(reply, dict) and "busy" in reply:
             return (f"{self.host.root} is being migrated by another patchctl ({reply['busy']}); "
                     f"waited {self.wait_s:.0f} s: run migrate again once it has ended")
@@ -91,6 +93,9 @@ class RootLock:
         stderr = self._err.read().decode("utf-8", "replace")
         if code == 255:
             return ssh.unreachable_reason(self.cluster, self.host, stderr)
+        if code == 127:
+            return (f"{self.cluster.python} is not installed there (migrate needs python3 >= 3.6; "
+                    f"set clusters.{self.cluster.name}.python)")
         tail = (stderr.strip().splitlines() or ["no output"])[-1]
         return f"could not lock {self.host.root} on the host (exit {code}: {tail})"
 

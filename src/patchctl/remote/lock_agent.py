@@ -27,10 +27,19 @@ SESSION = ".patchctl/migrate.lock"
 TRANSFER = ".patchctl/transfer.lock"
 
 
+class Outside(Exception):
+    """The root's ``.patchctl`` leads elsewhere (a symlink): no lock file is made through it."""
+
+
 def take(path, wait, exclusive=True):
-    """The descriptor of ``path`` locked, or None after ``wait`` seconds."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    """The descriptor of ``path`` (a lock file in a root's ``.patchctl``) locked, or None after
+    ``wait`` seconds."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    real_root = os.path.realpath(os.path.dirname(folder))
+    if os.path.realpath(folder) != os.path.join(real_root, os.path.basename(folder)):
+        raise Outside("%s leads out of the root; make it a folder there" % folder)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     deadline = time.monotonic() + wait
     while True:
         try:
@@ -63,7 +72,10 @@ def hold():
         return  # started ahead and not needed after all (migrate stopped before any write)
     req = json.loads(line)
     root, wait = req["root"], float(req["wait"])
-    session = take(os.path.join(root, SESSION), wait)
+    try:
+        session = take(os.path.join(root, SESSION), wait)
+    except (Outside, OSError) as exc:
+        return answer({"error": str(exc)})
     if session is None:
         return answer({"busy": said(os.path.join(root, SESSION)) or "another migrate"})
     note(session, req["holder"])
@@ -83,7 +95,11 @@ def answer(reply):
 
 def transfer(lock_path, argv):
     """Take the transfer lock, then become ``argv`` (rsync), which keeps the lock open."""
-    fd = take(lock_path, 30.0)
+    try:
+        fd = take(lock_path, 30.0)
+    except (Outside, OSError) as exc:
+        sys.stderr.write("patchctl: %s\n" % exc)
+        sys.exit(5)
     if fd is None:
         sys.stderr.write("patchctl: %s is held by another transfer (%s)\n" % (lock_path, said(lock_path)))
         sys.exit(5)

@@ -129,7 +129,8 @@ class Master:
         self.started = time.monotonic()
         self._err = tempfile.TemporaryFile()
         try:
-            self._proc = proc.spawn(argv, stderr=self._err)
+            # a session of its own: a Ctrl-C at the terminal must not end the login under patchctl
+            self._proc = proc.spawn(argv, stderr=self._err, new_session=True)
         except PatchctlError as exc:  # ssh itself is missing: this host's failure, like the others'
             self._outcome = (str(exc),)
 

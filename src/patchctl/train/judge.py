@@ -34,5 +34,6 @@ def diagnose(log: Path) -> tuple[Finding | DoctorFailed, ...] | None:
             found = doctor.diagnose(reader, doctor.load_signatures(None), str(log))
     except (PatchctlError, OSError) as exc:
         return (DoctorFailed(str(exc)),)
-    return tuple(Finding(m.signature.id, m.signature.title, m.first_line, m.excerpt, m.signature.cause,
+    # root cause first; the title says "possibly" where doctor could not confirm it
+    return tuple(Finding(m.signature.id, m.headline, m.line, m.excerpt, m.signature.cause,
                          m.signature.fix) for m in found.matches)

@@ -39,6 +39,21 @@ class Options:
     num_cpus: int | None = None
     #: bytes of each node's object store (None: Ray's default)
     object_store_bytes: int | None = None
+    #: --insecure-ray: run on a Ray that cannot enforce the token, or that accepts a stranger
+    #: (a cluster firewalled from everyone else); the report records it
+    insecure_ray: bool = False
+    #: seconds a host waits without a heartbeat from patchctl before it stops the run's Ray
+    lease: float = 60.0
+    #: start Ray's dashboard / client server (neither is needed by the run)
+    dashboard: bool = False
+    ray_client: bool = False
+
+
+#: the ceiling's allowance for what is not the trainer: preflight, Ray's start-up, the node probes,
+#: the trainer's own start and teardown
+CEILING_MARGIN = 900.0
+#: the trainer's share of the ceiling when no --timeout bounds it
+UNBOUNDED_TRAINING = 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -63,6 +78,18 @@ class Plan:
         """What every process of the run gets for Ray's token auth; nothing with --join, whose
         cluster has its own (the hosts' ~/.ray/auth_token, as for the user's own drivers)."""
         return {} if self.options.join else {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.auth_token}
+
+    @property
+    def ceiling(self) -> float:
+        """The hard ceiling every host enforces on its Ray node, however lively patchctl is:
+        the run's own timeouts plus :data:`CEILING_MARGIN`."""
+        training = self.options.timeout if self.options.timeout is not None else UNBOUNDED_TRAINING
+        return self.options.ray_timeout + training + CEILING_MARGIN
+
+    @property
+    def beat(self) -> float:
+        """Seconds between heartbeats: several per lease, so one late line never ends a run."""
+        return max(0.2, min(10.0, self.options.lease / 6))
 
     def marker(self, node: Node) -> str:
         """The value every process of ``node`` carries (see host/procs.py)."""
@@ -114,6 +141,7 @@ def commands(plan: Plan) -> tuple[RemoteCommand, ...]:
         out.append(RemoteCommand(n.label, f"ray-{n.role}", tuple(remote.host_argv(c, n, "node"))))
     out.append(RemoteCommand(plan.head.label, "form", tuple(remote.host_argv(c, plan.head, "form"))))
     out.append(RemoteCommand(plan.head.label, "train", tuple(remote.host_argv(c, plan.head, "train"))))
+    out.append(RemoteCommand(plan.head.label, "census", tuple(remote.host_argv(c, plan.head, "census"))))
     out.append(RemoteCommand(plan.head.label, "fetch", tuple(fetch_argv(plan))))
     for n in plan.nodes:
         out.append(RemoteCommand(n.label, "reap", tuple(remote.host_argv(c, n, "reap"))))
