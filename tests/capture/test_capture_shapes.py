@@ -100,6 +100,7 @@ def test_a_directory_base_is_named_by_commit_or_content(release_tree, tmp_path: 
                           text=True).stdout.strip()
     code, out = run("capture", "--from", str(fork), "--base", str(base), "--dry-run", "--json")
     doc = json.loads(out)
+    assert code == 0, out
     assert f"commit {head[:12]}" in doc["base"] and "0.0.1" not in doc["base"], doc["base"]
     plain = tmp_path / "plain"
     shutil.copytree(base, plain, symlinks=True, ignore=shutil.ignore_patterns(".git"))
