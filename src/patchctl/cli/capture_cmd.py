@@ -49,7 +49,8 @@ def capture_cmd(fork: Path, base: str, out: Path | None, tag: str, all_: bool, i
     Each edit becomes the narrowest kind that reproduces it exactly (keyword-rename, prelude,
     shell-env, add-file), other Python edits the structural kind. The result is proven by
     applying it to BASE before anything is written; edits that cannot be placed without
-    guessing are listed with file and line, and the exit code is then 1.
+    guessing are listed with file and line; the exit code is then 1 unless a proven patchset
+    of the other edits was written.
     """
     from patchctl.capture.run import capture
 
@@ -73,7 +74,10 @@ def _show(report: Report, dry_run: bool) -> None:
         click.echo(f"note: {note}")
     for x in report.left_out:
         click.echo(f"left out: {render.quote_path(x.path)}:{x.line}: {render.printable(x.reason)}", err=True)
-    if report.out:
+    if report.out and report.complete:
         click.echo(f"wrote {len(report.patches)} patch(es) to {report.out}; proven byte-identical on {report.base}")
+    elif report.out:
+        click.echo(f"wrote {len(report.patches)} patch(es) to {report.out}; proven on {report.base} for the edits "
+                   f"captured; {len(report.left_out)} edit(s) left out are not in it")
     elif dry_run:
         click.echo(f"{len(report.patches)} patch(es) would be written (dry run)")

@@ -33,6 +33,8 @@ class Params:
     after: str
     #: 1-based pick among several places that fit the anchors (set only when a user chose one)
     occurrence: int | None = None
+    #: headers of the compound statements inside ``scope`` whose body holds the change, outermost first
+    blocks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -120,13 +122,18 @@ def find(text: str, p: Params, path: str) -> Found:
             nodes = nodes[p.occurrence - 1: p.occurrence]
         near = [_site(lines, *_header(lines, n, p), p) for n in nodes]
         return Found(_best(near), near, bool(nodes))
-    nearest = st.candidates(lines, tree, p.scope, list(p.above), list(p.below))
-    if p.occurrence is not None:
-        nearest = nearest[p.occurrence - 1: p.occurrence]
-    every = [w for n in nearest for w in st.spread(lines, n, list(p.below), _sizes(p))]
-    near = [_site(lines, w.first, w.last, w.indent, p) for w in nearest]
-    fits = _best([_site(lines, w.first, w.last, w.indent, p) for w in every])
-    return Found(fits, near, bool(st.find_scopes(tree, p.scope)))
+    exists = bool(st.find_scopes(tree, p.scope))
+    found = Found([], [], exists)
+    for exact in (True, False):  # anchors as text first; by syntax where text finds no fit
+        nearest = st.candidates(lines, tree, p.scope, list(p.above), list(p.below), exact, list(p.blocks))
+        if p.occurrence is not None:
+            nearest = nearest[p.occurrence - 1: p.occurrence]
+        every = [w for n in nearest for w in st.spread(lines, n, list(p.below), _sizes(p))]
+        near = [_site(lines, w.first, w.last, w.indent, p) for w in nearest]
+        found = Found(_best([_site(lines, w.first, w.last, w.indent, p) for w in every]), near, exists)
+        if found.fits:
+            break
+    return found
 
 
 def _header(lines: list[str], node: ast.AST, p: Params) -> tuple[int, int, str]:
