@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Issue 21 on the GPU test machine: verl 0.9.1 + vLLM 0.24 (bundle with Ray 2.60), the start-up
+# breakdown (debug before/after), the vLLM learning smoke, the sabotage suite and validate on a
+# loopback host. Run from a copy of the gpu branch's tree (the device sends /work/main's checkout;
+# the branch's files travel in the carried .gpu/wt, see README.md). Results go to $OUT.
+#
+#   run_gpu.sh part DIR [probe]   copy DIR's bundle part to /tmp/vparts (one call per part); with
+#                                 probe, first the image facts that start-up speed depends on
+#                                 (byte-compiled or not, cold and warm import times)
+#   run_gpu.sh setup DIR          DIR holds the last part, SHA256SUMS and verl-0.9.1.tar.gz: join,
+#                                 check, unpack, byte-compile; the tree: apply uky, verify; assets
+#   run_gpu.sh speed              the runs named in $RUNS (NAME:PROFILE:VARIANT[:TIMEOUT] ...), each stamped
+#                                 by benchmarks/vllm_stages.py; then the stage table
+set -uo pipefail
+MODE=${1:?usage: run_gpu.sh part|setup|speed ...}
+OUT=${OUT:-/tmp/v21-out}
+mkdir -p "$OUT" /tmp/vparts
+S=$(date +%s.%N)
+say() { printf "[%6.1f s] %s\n" "$(awk -v a="$(date +%s.%N)" -v b="$S" 'BEGIN{print a-b}')" "$*"; }
+HERE=$PWD/docs/validation/vllm-smoke
+VHERE=$PWD/docs/validation/vllm
+export PYTHONPATH=$PWD/src:/tmp/vsite
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
+       RAY_USAGE_STATS_ENABLED=0 RAY_memory_monitor_refresh_ms=0 RAY_DEDUP_LOGS=0 VLLM_LOGGING_LEVEL=INFO
+patchctl() { python3 -c 'import sys; sys.argv[0] = "patchctl"; from patchctl.cli.main import main; main()' "$@"; }
+R=/tmp/v21res
+T=/tmp/w/verl-0.9.1
+CFG=(--cluster gpu --config /tmp/vassets/patchctl.toml)
+# what this machine and the tiny model need on the debug profile (docs/validation/vllm/README.md)
+MACHINE=(+actor_rollout_ref.model.override_config.attn_implementation=eager actor_rollout_ref.model.use_remove_padding=False
+         data.image_key=text_only_model trainer.total_epochs=3)
+
+probe() {
+    # before anything else reads the disk: what a cold machine pays for an import
+    local sp; sp=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    TIMEFORMAT='%R'
+    for m in torch torch transformers; do
+        t=$( { time python3 -c "import $m" >/dev/null 2>&1; } 2>&1 ); echo "import $m: $t s"
+    done
+    echo "site-packages: $sp"
+    [ -w "$sp" ] && echo "  writable" || echo "  read-only"
+    echo "  .py files in torch: $(find "$sp/torch" -name '*.py' | wc -l), .pyc: $(find "$sp/torch" -name '*.cpython-312.pyc' | wc -l)"
+    echo "  .py files in transformers: $(find "$sp/transformers" -name '*.py' | wc -l), .pyc: $(find "$sp/transformers" -name '*.cpython-312.pyc' | wc -l)"
+    python3 -c 'import sys; print("pycache_prefix", sys.pycache_prefix, "dont_write", sys.dont_write_bytecode)'
+    mount | grep -E ' on / | on /opt| on /tmp' | head -5
+    nproc; free -g | head -2; df -h / /tmp | tail -2
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+}
+
+setup() {
+    if [ ! -f /tmp/vsite/.complete ]; then
+        (cd /tmp/vparts && sha256sum -c "$DIR/SHA256SUMS") || { say "bundle parts missing or damaged"; exit 3; }
+        rm -rf /tmp/vsite && mkdir -p /tmp/vsite
+        cat /tmp/vparts/vsite.tar.xz.part* | xz -d -T0 | tar --no-same-owner -xf - -C /tmp/vsite || { say "unpack failed"; exit 3; }
+        rm -rf /tmp/vparts
+        say "bundle unpacked: $(du -sm /tmp/vsite | cut -f1) MiB"
+        python3 -m compileall -q -j 0 /tmp/vsite >/dev/null 2>&1
+        touch /tmp/vsite/.complete
+        say "bundle byte-compiled: $(du -sm /tmp/vsite | cut -f1) MiB"
+    fi
+    rm -rf $R && mkdir -p $R
+    python3 -c 'import ray, vllm, transformers; print("ray", ray.__version__, "| vllm", vllm.__version__, "| transformers", transformers.__version__)' 2>&1 | grep -v WARNING | tee $R/versions.txt
+    rm -rf /tmp/w && mkdir -p /tmp/w && tar --no-same-owner -xzf "$DIR/verl-0.9.1.tar.gz" -C /tmp/w
+    git -C "$T" init -q -b main && git -C "$T" add -A &&
+        git -C "$T" -c user.name=patchctl -c user.email=patchctl@localhost commit -qm "verl 0.9.1 source release"
+    patchctl apply --target "$T" > $R/apply.txt 2>&1; echo "apply rc=$?"
+    patchctl verify --target "$T" > $R/verify.txt 2>&1; echo "verify rc=$?"; tail -n 1 $R/verify.txt
+    python3 -m compileall -q -j 0 "$T/verl" >/dev/null 2>&1
+    python3 "$VHERE/make_assets.py" /tmp/vassets > $R/assets.json && echo "assets: $(cat $R/assets.json)"
+    say "setup done"
+}
+
+# one run: NAME PROFILE VARIANT. A variant is a +-joined list of changes:
+#   settings  eager vLLM, one agent-loop and one reward worker, no torch.compile in the actor
+#   uni       vLLM's uni-process executor: the GPU worker runs inside the engine core process
+#             (one process start fewer; verl passes engine_kwargs after its own "mp")
+#   head      the Ray head started beside the trainer (profiles' ray_head_cpus, as smoke has)
+#   warm      vLLM's model-info cache written by a process started beside patchctl (otherwise the
+#             vLLM server runs a subprocess that imports vLLM again to inspect the model class)
+# Every run starts without vLLM's caches (~/.cache/vllm), so only "warm" finds one.
+run_one() {
+    local name=$1 profile=$2 variant=$3 extra=() limit=${TRAIN_TIMEOUT:-420} pp=$PYTHONPATH
+    [ "$profile" = debug ] && extra+=("${MACHINE[@]}")
+    rm -rf ~/.cache/vllm /tmp/vrun/$name
+    python3 -m ray.scripts.scripts stop --force >/dev/null 2>&1
+    for v in ${variant//+/ }; do
+        case $v in
+            asis) ;;
+            settings) extra+=(actor_rollout_ref.rollout.enforce_eager=True actor_rollout_ref.rollout.agent.num_workers=1
+                              reward.num_workers=1 actor_rollout_ref.actor.use_torch_compile=False) ;;
+            uni) extra+=(+actor_rollout_ref.rollout.engine_kwargs.vllm.distributed_executor_backend=uni) ;;
+            head) rm -rf /tmp/src-head && cp -r "$PWD/src" /tmp/src-head &&
+                  python3 "$HERE/with_head.py" /tmp/src-head/patchctl/train/profiles.toml "$profile" && pp=/tmp/src-head:/tmp/vsite ;;
+            warm) ;;
+            *) echo "unknown variant $v"; return 2 ;;
+        esac
+    done
+    local t0; t0=$(date +%s.%N)
+    [[ $variant == *warm* ]] && { python3 "$HERE/warm_modelinfo.py" > $R/$name-warm.txt 2>&1 & }
+    python3 "$PWD/benchmarks/vllm_stages.py" follow /tmp/vrun/$name/train.log "$t0" --idle 60 > $R/$name.timed &
+    local follower=$!
+    say "run $name: train --profile $profile ($variant), timeout $limit s"
+    PYTHONPATH=$pp patchctl train --target "$T" --profile "$profile" "${CFG[@]}" --out /tmp/vrun/$name --timeout "$limit" \
+        --json "${extra[@]}" > "$R/$name-report.json" 2> "$R/$name-progress.txt"
+    say "run $name rc=$?"
+    sleep 1; kill $follower 2>/dev/null
+    cp /tmp/vrun/$name/train.log "$R/$name-train.log" 2>/dev/null
+    cp /tmp/vrun/$name/ray-head.log "$R/$name-ray-head.log" 2>/dev/null
+    python3 - "$R/$name-report.json" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as exc:  # noqa: BLE001
+    sys.exit(f"no report: {exc}")
+print("verdict", d["verdict"], "| timings", d.get("timings"))
+for g in d["gates"]:
+    print(f'  {g["name"]:<22} {g["status"]:<5} {g["value"]}  ({g["threshold"]})  {g["reason"]}')
+PY
+}
+
+speed() {
+    [ -f $R/assets.json ] || { say "no setup state in /tmp: run setup first"; exit 3; }
+    local specs=()
+    for r in ${RUNS:?RUNS=NAME:PROFILE:VARIANT ...}; do
+        IFS=: read -r name profile variant limit <<< "$r"
+        TRAIN_TIMEOUT=${limit:-420} run_one "$name" "$profile" "$variant"
+        specs+=("$name=$R/$name.timed")
+    done
+    python3 "$PWD/benchmarks/vllm_stages.py" table "${specs[@]}" --json "$R/stages.json" | tee "$R/stages.md"
+}
+
+case $MODE in
+    part)
+        DIR=$(cd "${2:?part DIR}" && pwd)
+        [ "${3:-}" = probe ] && probe 2>&1 | tee "$OUT/probe.txt"
+        cp "$DIR"/vsite.tar.xz.part* /tmp/vparts/ && say "parts in /tmp/vparts: $(cd /tmp/vparts && ls | tr '\n' ' ')"
+        exit 0 ;;
+    setup) DIR=$(cd "${2:?setup DIR}" && pwd); setup 2>&1 | tee "$OUT/setup.log" ;;
+    speed) speed 2>&1 | tee "$OUT/speed.log" ;;
+    *) echo "unknown mode $MODE"; exit 2 ;;
+esac
+tar -czf "$OUT/results.tar.gz" -C $R . 2>/dev/null
