@@ -49,6 +49,7 @@ probe() {
 
 setup() {
     if [ ! -f /tmp/vsite/.complete ]; then
+        cp "$DIR"/vsite.tar.xz.part* /tmp/vparts/
         (cd /tmp/vparts && sha256sum -c "$DIR/SHA256SUMS") || { say "bundle parts missing or damaged"; exit 3; }
         rm -rf /tmp/vsite && mkdir -p /tmp/vsite
         cat /tmp/vparts/vsite.tar.xz.part* | xz -d -T0 | tar --no-same-owner -xf - -C /tmp/vsite || { say "unpack failed"; exit 3; }
