@@ -42,6 +42,8 @@ MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("first step", re.compile(r"\bstep:1\b")),
 )
 LAST_STEP = re.compile(r"\bstep:(\d+)\b")
+#: Ray colours the "(Actor pid=N)" prefix of relayed lines
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 #: issue 21's calibration (cold H100, debug profile, verl 0.9.1 + vLLM 0.24, Ray 2.49.2)
 BASELINE = {"first step": 275.0}
@@ -78,6 +80,7 @@ def stages(timed: Path) -> dict[str, float]:
     last, pos = 0.0, -1
     for raw in timed.read_text(encoding="utf-8", errors="replace").splitlines():
         stamp, _, line = raw.partition("\t")
+        line = ANSI.sub("", line)
         try:
             t = float(stamp)
         except ValueError:
