@@ -71,8 +71,12 @@ def adapt_override(override: str, ray_kwargs: bool) -> str:
 
 def build(root: Path, profile: Profile, values: dict[str, str], overrides: list[str] | tuple[str, ...],
           python: str, log: Path, extra_env: dict[str, str] | None = None,
-          environ: dict[str, str] | None = None) -> Launch:
-    """The argv and environment of the run: profile overrides, then the user's, which win."""
+          environ: dict[str, str] | None = None, hook: Path | None = None) -> Launch:
+    """The argv and environment of the run: profile overrides, then the user's, which win.
+
+    ``hook`` (patchctl's code hook folder) comes right after the tree on ``PYTHONPATH``: its
+    ``sitecustomize`` is the first on ``sys.path`` unless the tree has one of its own.
+    """
     environ = dict(os.environ if environ is None else environ)
     ray_kwargs = has_ray_kwargs(root)
     # as hydra would parse them, so a typo fails here rather than after Ray and the workers are up
@@ -84,7 +88,8 @@ def build(root: Path, profile: Profile, values: dict[str, str], overrides: list[
     env = {k: expand_env(fill(v, values, f"profile {profile.name}, env {k}"), environ)
            for k, v in {**profile.env, **(extra_env or {})}.items()}
     inherited = env.get("PYTHONPATH", environ.get("PYTHONPATH", ""))
-    env["PYTHONPATH"] = os.pathsep.join([str(root), *[p for p in inherited.split(os.pathsep) if p]])
+    env["PYTHONPATH"] = os.pathsep.join([str(root), *([str(hook)] if hook else []),
+                                         *[p for p in inherited.split(os.pathsep) if p]])
     return Launch((python, *ENTRY, *args), root, env, log)
 
 

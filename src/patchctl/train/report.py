@@ -69,9 +69,11 @@ class TrainReport:
                "adapted": [asdict(a) for a in p.adapted], "settings": p.settings(),
                "plot": str(self.plot) if self.plot else NO_PLOT}
         doctor = None if self.doctor is None else [f.to_json() for f in self.doctor]
-        return document(run=run, tree=self.facts.tree, versions=self.facts.packages, gpus=list(self.facts.gpus),
-                        timings=self.timings, scan=self.ran.scan, gates=list(self.gates), passed=self.passed,
-                        doctor=doctor)
+        proof = self.judgement.proof
+        return {**document(run=run, tree=self.facts.tree, versions=self.facts.packages, gpus=list(self.facts.gpus),
+                           timings=self.timings, scan=self.ran.scan, gates=list(self.gates), passed=self.passed,
+                           doctor=doctor),
+                "patched_code": proof.to_json() if proof else None}
 
 
 def write(plan: Plan, ran: Ran, judgement: Judgement, facts: Facts, t0: float) -> TrainReport:

@@ -25,8 +25,9 @@ def paths(assets: Path) -> dict[str, str]:
     return {"MODEL_PATH": str(assets / "model"), "DATA_DIR": str(assets / "data"), "REWARD_FILE": str(reward_file())}
 
 
-def build(assets: Path) -> dict[str, str]:
+def build(assets: Path, tokenizer: str = "word") -> dict[str, str]:
+    """The model (``tokenizer`` "word" for transformers 4.x, "bytes" for >= 5), data and reward."""
     values = paths(assets)
     ds = data.synthetic_text(Path(values["DATA_DIR"]), TRAIN_ROWS, VAL_ROWS)
-    make_tiny_model(Path(values["MODEL_PATH"]), ds.words)
+    make_tiny_model(Path(values["MODEL_PATH"]), ds.words, tokenizer=tokenizer)
     return values

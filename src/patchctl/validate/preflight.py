@@ -59,6 +59,7 @@ def check_host(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path)
     ship(plan, node, master, stage)
     request = {"address": node.host.address, "gpus": node.host.gpus, "run": plan.run_id, "join": plan.options.join,
                "skip": skipped(plan)}
+    request["profile"] = plan.options.profile  # the host refuses a rollout its tree lacks (train/rollouts.py)
     try:
         reply = remote.call(plan.cluster, node, "preflight", request, timeout=plan.cluster.timeout + 120,
                             control=master.socket)

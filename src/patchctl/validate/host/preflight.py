@@ -119,6 +119,10 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     gpus, gpu_row = _gpus(request.get("gpus"))
     existing, ray_row = _existing(address, request["run"], bool(request.get("join")))
     rows = [addr_row, gpu_row, ray_row, _migrated(root), *_environment(root, dict(request.get("skip", {})))]
+    if request.get("profile"):  # before Ray starts: a profile whose rollout the tree lacks (train/rollouts.py)
+        from patchctl.train.rollouts import preflight_row
+
+        rows.insert(4, preflight_row(root, str(request["profile"])))
     emit({"event": "reply", "rows": rows, "address": address, "gpus": gpus, "existing": existing,
           "seconds": round(time.monotonic() - t0, 3)})
     return 0
