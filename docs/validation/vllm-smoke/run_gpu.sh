@@ -11,6 +11,10 @@
 #                                 check, unpack, byte-compile; the tree: apply uky, verify; assets
 #   run_gpu.sh speed              the runs named in $RUNS (NAME:PROFILE:VARIANT[:TIMEOUT] ...), each stamped
 #                                 by benchmarks/vllm_stages.py; then the stage table
+#   run_gpu.sh suite GROUP...     benchmarks/sabotage.py set-ups; a GROUP is NAME[,NAME...] run at once
+#                                 (one sabotage.py each), groups one after another; then the table
+#   run_gpu.sh validate           sshd + rsync from .gpu/debs, then benchmarks/validate_one.py:
+#                                 migrate + validate --profile smoke-vllm on one loopback host x 1 GPU
 set -uo pipefail
 MODE=${1:?usage: run_gpu.sh part|setup|speed ...}
 OUT=${OUT:-/tmp/v21-out}
@@ -67,6 +71,10 @@ setup() {
     patchctl apply --target "$T" > $R/apply.txt 2>&1; echo "apply rc=$?"
     patchctl verify --target "$T" > $R/verify.txt 2>&1; echo "verify rc=$?"; tail -n 1 $R/verify.txt
     python3 -m compileall -q -j 0 "$T/verl" >/dev/null 2>&1
+    cp "$DIR/verl-0.9.1.tar.gz" /tmp/verl-0.9.1.tar.gz
+    # the image ships torch's 2141 modules without .pyc and sets PYTHONDONTWRITEBYTECODE=1, so
+    # every process of a run compiled torch again (measured: first step 183.5 s -> 100.4 s)
+    [ -n "${NO_IMAGE_PYC:-}" ] || { python3 -m compileall -q -j 0 "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1; say "image site-packages byte-compiled"; }
     python3 "$VHERE/make_assets.py" /tmp/vassets > $R/assets.json && echo "assets: $(cat $R/assets.json)"
     say "setup done"
 }
@@ -130,6 +138,67 @@ speed() {
     python3 "$PWD/benchmarks/vllm_stages.py" table "${specs[@]}" --json "$R/stages.json" | tee "$R/stages.md"
 }
 
+# the sabotage suite: each NAME its own sabotage.py (and folder), a group's names at once. Every
+# run gets $SUITE_OVERRIDES (gpu_memory_utilization 0.2: three vLLM engines share the 80 GB)
+suite() {
+    [ -f $R/assets.json ] || { say "no setup state in /tmp: run setup first"; exit 3; }
+    local group name pids rows=()
+    for group in "$@"; do
+        pids=()
+        for name in ${group//,/ }; do
+            rm -rf /tmp/sab/$name && mkdir -p /tmp/sab/$name
+            python3 "$PWD/benchmarks/vllm_stages.py" follow /tmp/sab/$name/run/train.log "$(date +%s.%N)" --idle 120 \
+                > $R/suite-$name.timed &
+            python3 "$PWD/benchmarks/sabotage.py" --tree "$T" --python python3 --pristine /tmp/verl-0.9.1.tar.gz \
+                --out /tmp/sab/$name --only "$name" --timeout "${SUITE_TIMEOUT:-500}" \
+                -- ${SUITE_OVERRIDES:-actor_rollout_ref.rollout.gpu_memory_utilization=0.2} > $R/suite-$name.txt 2>&1 &
+            pids+=($!)
+            say "suite: $name started"
+            sleep 2
+        done
+        for pid in "${pids[@]}"; do wait "$pid"; done
+        for name in ${group//,/ }; do
+            say "suite: $name done"; tail -n 1 $R/suite-$name.txt
+            cp /tmp/sab/$name/run/report.json $R/suite-$name-report.json 2>/dev/null
+            cp /tmp/sab/$name/run/train.log $R/suite-$name-train.log 2>/dev/null
+            cp /tmp/sab/$name/sabotage.json $R/suite-$name.json 2>/dev/null
+        done
+    done
+    pkill -f "vllm_stages.py follow" 2>/dev/null
+    python3 - $R <<'PY'
+import glob, json, sys
+rows = []
+for f in sorted(glob.glob(sys.argv[1] + "/suite-*.json")):
+    if not f.endswith("-report.json"):
+        rows += json.load(open(f))
+for r in rows:
+    bars = {g["name"]: (g["status"], g["value"], g["threshold"]) for g in r.get("gates", [])}
+    print(f'{r["setup"]:<14} expect {r["expect"]:<18} {r["verdict"]:<6} failing {",".join(r["failing"]) or "-":<34} doctor {r["doctor"] or "-"}')
+    for name, (st, val, thr) in bars.items():
+        print(f'      {name:<20} {st:<5} {val}  ({thr})')
+PY
+}
+
+validate_one() {
+    say "sshd and rsync from the carried Debian packages (into /usr/local: nothing of / is replaced)"
+    mkdir -p /tmp/sys && for d in "$PWD"/../debs/*.deb; do dpkg-deb -x "$d" /tmp/sys || dpkg -x "$d" /tmp/sys; done
+    mkdir -p /usr/local/bin /usr/local/sbin /usr/local/lib /usr/local/lib/openssh
+    cp --update=none /tmp/sys/usr/bin/* /usr/local/bin/ 2>/dev/null; cp --update=none /tmp/sys/usr/sbin/sshd /usr/local/sbin/
+    cp --update=none /tmp/sys/usr/lib/openssh/* /usr/local/lib/openssh/ 2>/dev/null
+    cp --update=none /tmp/sys/usr/lib/x86_64-linux-gnu/*.so* /tmp/sys/lib/x86_64-linux-gnu/*.so* /usr/local/lib/ 2>/dev/null
+    ldconfig
+    id sshd >/dev/null 2>&1 || useradd -r -M -d /run/sshd -s /usr/sbin/nologin sshd 2>/dev/null \
+        || echo 'sshd:x:105:65534::/run/sshd:/usr/sbin/nologin' >> /etc/passwd
+    missing=$(ldd /usr/local/sbin/sshd /usr/local/bin/ssh /usr/local/bin/rsync 2>&1 | grep "not found" | sort -u)
+    [ -n "$missing" ] && { echo "missing libraries: $missing"; exit 1; }
+    export PATCHCTL_SSHD=/usr/local/sbin/sshd NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+    /usr/local/sbin/sshd -V 2>&1 | head -1; rsync --version | head -1
+    python3 -m ray.scripts.scripts stop --force >/dev/null 2>&1
+    rm -rf $R/validate && python3 "$PWD/benchmarks/validate_one.py" --tree "$T" --out $R/validate \
+        --env "PYTHONPATH=$PWD/src:/tmp/vsite" --env "RAY_memory_monitor_refresh_ms=0" --timeout "${VALIDATE_TIMEOUT:-400}" "$@"
+    say "validate done"
+}
+
 case $MODE in
     part)
         DIR=$(cd "${2:?part DIR}" && pwd)
@@ -138,6 +207,8 @@ case $MODE in
         exit 0 ;;
     setup) DIR=$(cd "${2:?setup DIR}" && pwd); setup 2>&1 | tee "$OUT/setup.log" ;;
     speed) speed 2>&1 | tee "$OUT/speed.log" ;;
+    suite) shift; suite "$@" 2>&1 | tee "$OUT/suite.log" ;;
+    validate) shift; validate_one "$@" 2>&1 | tee "$OUT/validate.log" ;;
     *) echo "unknown mode $MODE"; exit 2 ;;
 esac
 tar -czf "$OUT/results.tar.gz" -C $R . 2>/dev/null
