@@ -147,7 +147,7 @@ suite() {
         pids=()
         for name in ${group//,/ }; do
             rm -rf /tmp/sab/$name && mkdir -p /tmp/sab/$name
-            python3 "$PWD/benchmarks/vllm_stages.py" follow /tmp/sab/$name/run/train.log "$(date +%s.%N)" --idle 120 \
+            python3 "$PWD/benchmarks/vllm_stages.py" follow /tmp/sab/$name/$name/run/train.log "$(date +%s.%N)" --idle 120 \
                 > $R/suite-$name.timed &
             python3 "$PWD/benchmarks/sabotage.py" --tree "$T" --python python3 --pristine /tmp/verl-0.9.1.tar.gz \
                 --out /tmp/sab/$name --only "$name" --timeout "${SUITE_TIMEOUT:-500}" \
@@ -159,8 +159,8 @@ suite() {
         for pid in "${pids[@]}"; do wait "$pid"; done
         for name in ${group//,/ }; do
             say "suite: $name done"; tail -n 1 $R/suite-$name.txt
-            cp /tmp/sab/$name/run/report.json $R/suite-$name-report.json 2>/dev/null
-            cp /tmp/sab/$name/run/train.log $R/suite-$name-train.log 2>/dev/null
+            cp /tmp/sab/$name/$name/run/report.json $R/suite-$name-report.json 2>/dev/null
+            cp /tmp/sab/$name/$name/run/train.log $R/suite-$name-train.log 2>/dev/null
             cp /tmp/sab/$name/sabotage.json $R/suite-$name.json 2>/dev/null
         done
     done
