@@ -159,6 +159,9 @@ suite() {
         for pid in "${pids[@]}"; do wait "$pid"; done
         for name in ${group//,/ }; do
             say "suite: $name done"; tail -n 1 $R/suite-$name.txt
+            # the first error the trainer printed, so a failed run explains itself in the reply
+            sed 's/\x1b\[[0-9;]*m//g' /tmp/sab/$name/$name/run/train.log 2>/dev/null | grep -vE "qutlass|moe_C|UserWarning|warnings.warn" \
+                | grep -m 3 -E "^[A-Za-z_.]*(Error|Exception)|Error:|error:" | cut -c1-400
             cp /tmp/sab/$name/$name/run/report.json $R/suite-$name-report.json 2>/dev/null
             cp /tmp/sab/$name/$name/run/train.log $R/suite-$name-train.log 2>/dev/null
             cp /tmp/sab/$name/sabotage.json $R/suite-$name.json 2>/dev/null
