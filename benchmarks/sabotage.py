@@ -26,6 +26,8 @@ patchctl runs in this script's interpreter, from this checkout's ``src``; ``--py
 
 ``--dry-run`` prints every command and writes nothing. The table goes to ``DIR/sabotage.md`` and
 ``DIR/sabotage.json``; the exit code is 0 when every healthy run passed and every sabotage was caught.
+"closest to its bar" is the smallest of report.json's ``margins`` (1.0 is on the bar; see
+``patchctl/train/margins.py``): a healthy run whose closest gate reads below about 2 is near its bar.
 """
 
 from __future__ import annotations
@@ -158,8 +160,11 @@ def one(r: Runner, s: SetUp) -> dict[str, object]:
     if pth is not None:
         line = f"import sys; sys.path.insert(0, {str(r.pristine())!r})\n"
         print(f"$ echo {shlex.quote(line.strip())} > {pth}", flush=True)
-        if not r.dry:
-            pth.write_text(line)
+        try:
+            if not r.dry:
+                pth.write_text(line)
+        except OSError as exc:
+            return {**row, "verdict": "set-up failed", "failing": [f"cannot write {pth} ({exc.strerror})"]}
     try:
         profile = "smoke" if s.path == "hf" else "smoke-vllm"
         argv = r.patchctl("train", "--target", str(tree), "--profile", profile, "--python", r.args.python,
@@ -177,8 +182,10 @@ def one(r: Runner, s: SetUp) -> dict[str, object]:
         return {**row, "verdict": f"no report (exit {code})", "failing": [f"see {work / 'train.json'}"]}
     failing = [g["name"] for g in report["gates"] if g["status"] == "fail"]
     doctor = "; ".join(f.get("id", f.get("error", "")) for f in report.get("doctor") or [])
+    margins = {k: v for k, v in (report.get("margins") or {}).items() if v is not None}
+    closest = min(margins.items(), key=lambda kv: kv[1]) if margins else None
     return {**row, "verdict": report["verdict"].upper(), "failing": failing, "doctor": doctor,
-            "gates": report["gates"]}
+            "closest": f"{closest[0]} x{closest[1]:g}" if closest else "", "gates": report["gates"]}
 
 
 def revert(r: Runner, s: SetUp, tree: Path, work: Path, row: dict[str, object]) -> dict[str, object]:
@@ -205,10 +212,11 @@ def revert(r: Runner, s: SetUp, tree: Path, work: Path, row: dict[str, object]) 
 
 
 def table(rows: list[dict[str, object]]) -> str:
-    out = ["| set-up | expected gate | verdict | failing gates | caught | doctor finding |", "|---|---|---|---|---|---|"]
+    out = ["| set-up | expected gate | verdict | failing gates | caught | doctor finding | closest to its bar |",
+           "|---|---|---|---|---|---|---|"]
     for row in rows:
         out.append(f"| {row['setup']} | {row['expect']} | {row['verdict']} | {', '.join(row['failing']) or '-'} "  # type: ignore[arg-type]
-                   f"| {caught(row)} | {row['doctor'] or '-'} |")
+                   f"| {caught(row)} | {row['doctor'] or '-'} | {row.get('closest') or '-'} |")
     return "\n".join(out)
 
 
@@ -238,6 +246,9 @@ def main() -> int:
     unknown = set(args.only) - {s.name for s in setups(args.healthy)}
     if unknown:
         ap.error(f"no set-up named {', '.join(sorted(unknown))}; choose from {', '.join(s.name for s in setups(args.healthy))}")
+    for flag, tree in (("--tree", args.tree), ("--tree-hf", args.tree_hf)):
+        if tree and not args.dry_run and not (Path(tree) / "verl" / "__init__.py").is_file():
+            ap.error(f"{flag} {tree} is not a verl tree (no verl/__init__.py); prepare it with patchctl apply")
     if any(s.special for s in chosen) and not args.pristine:
         ap.error("shadow and reverted need --pristine (the unpatched release of --tree)")
     if any(s.path == "hf" for s in chosen) and not args.tree_hf:

@@ -25,8 +25,16 @@ import multiprocessing, os, subprocess, sys
 def child():
     import verl.workers.rollout.vllm_rollout  # noqa: F401
 
+
+def package_child():
+    import verl.workers.rollout  # noqa: F401
+
 if __name__ == "__main__":
-    if os.environ.get("IMPORT_PATCHED", "1") == "1":
+    if os.environ.get("IMPORT_PATCHED", "1") == "package":
+        import verl.workers.rollout  # noqa: F401  (the code path, without the patched module)
+        p = multiprocessing.get_context("spawn").Process(target=package_child)
+        p.start(); p.join()
+    elif os.environ.get("IMPORT_PATCHED", "1") == "1":
         import verl.workers.rollout.vllm_rollout  # noqa: F401
         p = multiprocessing.get_context("spawn").Process(target=child)
         p.start(); p.join()
@@ -98,12 +106,25 @@ def test_a_shadowing_verl_fails(tmp_path: Path) -> None:
     assert proof.to_json()["patches"][0]["from_elsewhere"][0]["file"] == str(shadow / PATCHED)
 
 
-def test_a_patched_module_never_imported_fails(tmp_path: Path) -> None:
+def test_a_patched_module_never_imported_on_its_path_fails(tmp_path: Path) -> None:
+    """The run imported the patch's package (it took that code path) but not the patched module."""
     tree = verl_tree(tmp_path / "t")
-    gate = codehook.gate(run_driver(tree, tmp_path / "run", IMPORT_PATCHED="0"))
+    gate = codehook.gate(run_driver(tree, tmp_path / "run", IMPORT_PATCHED="package"))
     assert gate.status is GateStatus.FAIL
-    assert gate.reason == ("patch triton-cuda-stubs (uky) edits verl.workers.rollout.vllm_rollout, which no process "
-                           "of the run imported: the patched code never ran")
+    assert gate.reason == ("patch triton-cuda-stubs (uky) edits verl.workers.rollout.vllm_rollout: the run imported "
+                           "its package verl.workers.rollout but no process imported the module, so the patched code "
+                           "never ran")
+
+
+def test_a_patch_off_the_runs_path_is_listed_not_failed(tmp_path: Path) -> None:
+    """verl 0.5.0's vLLM rollout patch in an HF-rollout run: its package was never imported."""
+    tree = verl_tree(tmp_path / "t")
+    proof = run_driver(tree, tmp_path / "run", IMPORT_PATCHED="0")
+    gate = codehook.gate(proof)
+    assert gate.status is GateStatus.SKIP
+    assert gate.reason == ("no code patch is on this run's path; off this run's path (their packages never "
+                           "imported): triton-cuda-stubs")
+    assert proof.to_json()["patches"][0]["on_path"] is False
 
 
 def test_a_hook_hidden_by_the_trees_own_sitecustomize_fails(tmp_path: Path) -> None:
@@ -160,3 +181,20 @@ def test_train_puts_the_hook_in_every_process_and_reports_it(tmp_path: Path) -> 
     gates = {g["name"]: g for g in doc["gates"]}
     assert gates["patched-code-ran"]["status"] == "pass", (gates["patched-code-ran"], done.output)
     assert [p["role"] for p in doc["patched_code"]["patches"][0]["from_tree"]] == ["driver", "python"]
+
+
+def test_a_hook_that_reached_only_the_driver_says_so() -> None:
+    """Ray workers started without the trainer's environment: no proof where the patch acts."""
+    w = Watch("uky", "triton-cuda-stubs", "verl.workers.rollout.vllm_rollout", PATCHED)
+    proof = Proof("/t", (w,), (Process(1, "driver", {"verl": "/t/verl/__init__.py",
+                                                      "verl.workers.rollout": "/t/verl/workers/rollout/__init__.py"}),))
+    gate = codehook.gate(proof)
+    assert gate.status is GateStatus.FAIL and "only the driver loaded the code hook" in gate.reason
+
+
+def test_node_env_for_a_ray_node_started_apart(tmp_path: Path) -> None:
+    tree = verl_tree(tmp_path / "t")
+    got = codehook.node_env(tree, tmp_path / "run", "/opt/site")
+    assert got["PYTHONPATH"] == os.pathsep.join([str(tree), str(tmp_path / "run" / "codehook"), "/opt/site"])
+    assert got[codehook.ENV_WATCH] == "verl,verl.workers.rollout,verl.workers.rollout.vllm_rollout"
+    assert codehook.node_env(verl_tree(tmp_path / "bare", record=False), tmp_path / "run") == {}

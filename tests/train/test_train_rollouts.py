@@ -109,3 +109,26 @@ def test_validate_preflight_row_refuses_before_ray(release_cache: Path) -> None:
 def test_validate_preflight_row_on_a_tree_it_cannot_read(tmp_path: Path) -> None:
     row = rollouts.preflight_row(tmp_path, "smoke")
     assert row["status"] == "pass" and "cannot be told" in row["value"]
+
+
+def test_smoke_vllm_run_builds_its_byte_level_assets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """End to end through click with the stand-in trainer (a verl 0.6.1 tree): the smoke-bytes
+    assets are built by the trainer's interpreter, with the per-character reward."""
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("pyarrow")
+    from standin import FIXTURE, stand_in
+
+    monkeypatch.setenv("FAKE_LOG", str(FIXTURE))
+    monkeypatch.setenv("FAKE_ARGV", str(tmp_path / "argv.txt"))
+    monkeypatch.setenv("FAKE_STEPS", "30")
+    tree = stand_in(tmp_path / "verl-0.6.1", "0.6.1")
+    run_dir = tmp_path / "run"
+    done = CliRunner().invoke(cli, ["train", "--target", str(tree), "--profile", "smoke-vllm", "--out", str(run_dir),
+                                    "--json"])
+    doc = json.loads(run_dir.joinpath("report.json").read_text())
+    assert doc["rollout"] == "vllm" and doc["total_steps"] == 30, done.output
+    argv = (tmp_path / "argv.txt").read_text()
+    assert "custom_reward_function.name=compute_char_score" in argv
+    tok = json.loads((run_dir / "assets/model/tokenizer_config.json").read_text())
+    assert tok["tokenizer_class"] == "Qwen2Tokenizer"
+    assert {g["name"] for g in doc["gates"]} >= {"rollout-agrees", "update-applied", "weights-synced", "learning"}

@@ -102,4 +102,22 @@ def test_a_patch_reverted_after_migrate_is_caught_before_launch(release_tree: Ca
     row = json.loads((out / "sabotage.json").read_text())[0]
     assert (row["verdict"], row["failing"]) == ("FAIL", ["verify"])
     assert row["doctor"] == "verify: triton-cuda-stubs missing (verl/workers/rollout/vllm_rollout/__init__.py)"
-    assert "| reverted | verify | FAIL | verify | yes |" in (out / "sabotage.md").read_text()
+    assert ("| reverted | verify | FAIL | verify | yes | verify: triton-cuda-stubs missing "
+            "(verl/workers/rollout/vllm_rollout/__init__.py) | - |") in (out / "sabotage.md").read_text()
+
+
+def test_a_sabotage_caught_by_another_gate_is_not_caught(tmp_path: Path) -> None:
+    """The suite's own bar: the expected gate must be among the failing ones."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import sabotage
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    row = {"setup": "sync-off", "expect": "weights-synced", "verdict": "FAIL", "failing": ["learning"]}
+    assert sabotage.caught(row) == "NO"
+    assert sabotage.caught({**row, "failing": ["learning", "weights-synced"]}) == "yes"
+    assert sabotage.caught({"setup": "healthy-1", "expect": "none (pass)", "verdict": "FAIL", "failing": []}) \
+        == "NO (a healthy run failed)"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--tree", str(tmp_path), "--only", "lr-zero"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and f"--tree {tmp_path} is not a verl tree" in done.stderr

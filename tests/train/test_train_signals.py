@@ -43,7 +43,7 @@ def learning_vllm() -> LogScan:
     scan = LogScan()
     for i, s in enumerate(hf.steps):
         extra = {k: agree[i % len(agree)].metrics[k] for k in AGREE}
-        scan.steps.append(Step(s.step, s.at, {**s.metrics, **extra, "actor/ppo_kl": 2e-3 if signals._has_advantage(s)
+        scan.steps.append(Step(s.step, s.at, {**s.metrics, **extra, "actor/ppo_kl": 2e-3 if signals.has_advantage(s)
                                               else 0.0}))
     return scan
 
@@ -123,3 +123,15 @@ def test_invalid_steps_are_not_judged() -> None:
                                                training__rollout_actor_probs_pearson_corr=float("nan")))
     got = signals.evaluate(scan, replace(GATES, agree_probs_diff_max=None, agree_kl_max=None))[0]
     assert got.status is GateStatus.SKIP
+
+
+def test_margins_of_a_healthy_and_a_broken_run() -> None:
+    from patchctl.train.margins import margins
+
+    healthy = margins(learning_vllm(), GATES, 95.0)
+    assert healthy["time-to-first-step"] == pytest.approx(300 / 95, abs=0.01)
+    assert healthy["agree-pearson"] == pytest.approx(0.02 / (1 - 0.9999581575393677), rel=0.01)
+    assert min(healthy.values()) > 1  # every gate passes with room
+    broken = margins(changed(learning_vllm(), 1, **named(training__rollout_actor_probs_pearson_corr=0.93,
+                                                         actor__ppo_kl=0.0)), GATES, 400.0)
+    assert broken["agree-pearson"] < 1 and broken["time-to-first-step"] < 1 and broken["update-kl"] < 1

@@ -79,3 +79,14 @@ def test_bytes_tokenizer_encodes_the_newline_to_one_token(tmp_path: Path) -> Non
     tok = as_qwen2(model.path)
     assert len(tok.encode("\n").ids) == 1
     assert tok.decode(tok.encode("say b\nsay c").ids) == "say b\nsay c"
+
+
+def test_smoke_bytes_assets(tmp_path: Path) -> None:
+    """What ``smoke-vllm`` gets: head size 64 (vLLM's FlashAttention 3), the byte-level tokenizer."""
+    pytest.importorskip("pyarrow")
+    from patchctl.train import smoke
+
+    values = smoke.build(tmp_path, "bytes")
+    cfg = json.loads((Path(values["MODEL_PATH"]) / "config.json").read_text())
+    assert cfg["hidden_size"] // cfg["num_attention_heads"] == 64
+    assert as_qwen2(Path(values["MODEL_PATH"])).encode("say d").ids

@@ -10,9 +10,15 @@ package), plus ``verl`` itself, whose file tells where each process took verl fr
 After the run, :func:`read` turns the records into a :class:`Proof`: per code patch, the processes
 that imported its module from the tree and those that imported it from elsewhere. The gate
 ``patched-code-ran`` fails when a process ran verl from outside the tree (a pip-installed verl
-shadowing it, a copy Ray uploaded), when a patched module was never imported, and when a patch of
-a rollout's package (``verl.workers.rollout.vllm_rollout``) never ran in that engine's worker
-processes although the run had some (the Triton block of ``uky`` acts in vLLM's GPU worker).
+shadowing it, a copy Ray uploaded), when a patched module was never imported although its package
+was (the run took that code path, not the patched code), and when a patch of a rollout's package
+(``verl.workers.rollout.vllm_rollout``) never ran in that engine's worker processes although the
+run had some (the Triton block of ``uky`` acts in vLLM's GPU worker).
+
+Where a patch acts is derived from its module, since manifests do not say: a patch whose package
+no process imported acts on a code path this run does not take (verl 0.5.0's vLLM rollout patch in
+an HF-rollout smoke run, a critic patch in a GRPO run). The report lists it as off the run's path;
+it neither passes nor fails the gate, and a run with every code patch off its path SKIPs it.
 """
 
 from __future__ import annotations
@@ -47,6 +53,11 @@ class Watch:
     module: str
     path: str
 
+    @property
+    def package(self) -> str:
+        """The package whose import means the run took this patch's code path (its parent)."""
+        return self.module.rsplit(".", 1)[0] if "." in self.module else self.module
+
 
 @dataclass(frozen=True)
 class Process:
@@ -65,6 +76,10 @@ class Proof:
     watches: tuple[Watch, ...]
     processes: tuple[Process, ...]
 
+    def on_path(self, w: Watch) -> bool:
+        """Did the run take the patch's code path (some process imported its package or module)?"""
+        return any(w.module in p.imports or w.package in p.imports for p in self.processes)
+
     def elsewhere(self) -> list[tuple[Process, str, str]]:
         """(process, module, file) for every watched import from outside the tree."""
         return [(p, m, f) for p in self.processes for m, f in sorted(p.imports.items()) if not _inside(f, self.tree)]
@@ -77,7 +92,8 @@ class Proof:
         return {"tree": self.tree, "processes": len(self.processes),
                 "verl_from": sorted({p.imports["verl"] for p in self.processes if "verl" in p.imports}),
                 "patches": [{"patchset": w.patchset, "patch": w.patch, "module": w.module, "file": w.path,
-                             "from_tree": procs(w, True), "from_elsewhere": procs(w, False)} for w in self.watches]}
+                             "on_path": self.on_path(w), "from_tree": procs(w, True),
+                             "from_elsewhere": procs(w, False)} for w in self.watches]}
 
 
 def module_of(path: str) -> str | None:
@@ -106,9 +122,26 @@ def watches(root: Path) -> tuple[Watch, ...]:
 
 
 def env(run_dir: Path, found: tuple[Watch, ...]) -> dict[str, str]:
-    """The variables the hook reads; ``PYTHONPATH`` is the launcher's to order."""
+    """The variables the hook reads; ``PYTHONPATH`` is the launcher's to order.
+
+    Every process that should record needs them and ``run_dir/codehook`` on its ``PYTHONPATH``:
+    the trainer's children inherit them; the workers of a Ray cluster started elsewhere (validate's
+    nodes) get them only from the environment their raylet was started with.
+    """
     return {ENV_DIR: str(run_dir / DIR_NAME / "records"),
-            ENV_WATCH: ",".join(sorted({"verl", *(w.module for w in found)}))}
+            ENV_WATCH: ",".join(sorted({"verl", *(w.module for w in found), *(w.package for w in found)}))}
+
+
+def node_env(root: Path, run_dir: Path, pythonpath: str = "") -> dict[str, str]:
+    """What a Ray node started apart from the trainer (validate's) needs for its workers to record:
+    the hook's variables, and the tree then the hook folder first on ``PYTHONPATH``. Nothing where
+    the tree has no code patch. The hook itself is written by the trainer's launch, before any
+    worker of the run starts."""
+    found = watches(root)
+    if not found:
+        return {}
+    path = [str(root), str(run_dir / DIR_NAME), *(p for p in pythonpath.split(os.pathsep) if p)]
+    return {**env(run_dir, found), "PYTHONPATH": os.pathsep.join(path)}
 
 
 def install(run_dir: Path) -> Path:
@@ -168,17 +201,27 @@ def gate(proof: Proof | None) -> Gate:
         return Gate(name, GateStatus.FAIL, len({q.pid for q, _, _ in away}), bar,
                     f"pid {p.pid} ({p.role}) ran {module} from {file} ({where}: {proof.tree}); a verl installed in "
                     "site-packages or put first on sys.path shadows the tree: remove it (pip uninstall verl)")
-    for w in proof.watches:
+    on_path = [w for w in proof.watches if proof.on_path(w)]
+    for w in on_path:
         users = [p for p in proof.processes if w.module in p.imports]
+        if not users and all(p.role == "driver" for p in proof.processes):
+            return Gate(name, GateStatus.FAIL, 0, bar, f"patch {w.patch} ({w.patchset}): only the driver loaded the "
+                        "code hook, so nothing shows where the patched code ran; Ray's workers did not inherit the "
+                        f"trainer's environment (a Ray cluster started without {ENV_DIR}, {ENV_WATCH} and the hook "
+                        "folder on PYTHONPATH: see codehook.env)")
         if not users:
-            return Gate(name, GateStatus.FAIL, 0, bar, f"patch {w.patch} ({w.patchset}) edits {w.module}, which no "
-                        "process of the run imported: the patched code never ran")
+            return Gate(name, GateStatus.FAIL, 0, bar, f"patch {w.patch} ({w.patchset}) edits {w.module}: the run "
+                        f"imported its package {w.package} but no process imported the module, so the patched code "
+                        "never ran")
         for package, title in ENGINE_WORKERS.items():
             engines = [p for p in proof.processes if p.role == title]
             if (w.module + ".").startswith(package + ".") and engines and not any(p in engines for p in users):
                 return Gate(name, GateStatus.FAIL, 0, bar, f"patch {w.patch} edits {w.module}, which acts in "
                             f"{title} processes; none of the run's {len(engines)} imported it")
-    counts = ", ".join(f"{w.patch}: {sum(w.module in p.imports for p in proof.processes)} processes"
-                       for w in proof.watches)
+    off = [w.patch for w in proof.watches if w not in on_path]
+    note = f"; off this run's path (their packages never imported): {', '.join(off)}" if off else ""
+    if not on_path:
+        return Gate(name, GateStatus.SKIP, len(proof.processes), bar, "no code patch is on this run's path" + note)
+    counts = ", ".join(f"{w.patch}: {sum(w.module in p.imports for p in proof.processes)} processes" for w in on_path)
     return Gate(name, GateStatus.PASS, len(proof.processes), bar,
-                f"{len(proof.processes)} processes recorded, verl from the tree in each; {counts}")
+                f"{len(proof.processes)} processes recorded, verl from the tree in each; {counts}{note}")

@@ -13,6 +13,7 @@ from patchctl import fsutil
 from patchctl.train.facts import Facts
 from patchctl.train.gates import Gate
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan
+from patchctl.train.margins import margins
 from patchctl.train.model import DoctorFailed, Finding, Judgement, Plan, Ran, Timings
 
 FORMAT = 1
@@ -73,7 +74,8 @@ class TrainReport:
         return {**document(run=run, tree=self.facts.tree, versions=self.facts.packages, gpus=list(self.facts.gpus),
                            timings=self.timings, scan=self.ran.scan, gates=list(self.gates), passed=self.passed,
                            doctor=doctor),
-                "patched_code": proof.to_json() if proof else None}
+                "patched_code": proof.to_json() if proof else None,
+                "margins": margins(self.ran.scan, p.profile.gates, self.timings.first_step)}
 
 
 def write(plan: Plan, ran: Ran, judgement: Judgement, facts: Facts, t0: float) -> TrainReport:

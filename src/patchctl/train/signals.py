@@ -20,7 +20,12 @@ all. These gates read what verl logs besides the reward:
   whatever the sync does, which is why a run without an applied update SKIPs this gate.
 
 Where verl logs none of these metrics (the HF rollout, verl < 0.6 without the setting) the gate
-says so and SKIPs: it never passes on missing data.
+says so and SKIPs: it never passes on missing data. Both families need the rollout's log-probs in
+the batch, which ``actor_rollout_ref.rollout.calculate_log_probs=True`` asks for (the default from
+0.9; false in 0.6-0.7): ``training/rollout_probs_diff_*`` then come from
+``verl.utils.debug.metrics.calculate_debug_metrics``, and ``rollout_corr/*`` from the rollout
+correction helper, which runs wherever ``algorithm.rollout_correction`` exists (0.6.1 on) outside
+its bypass mode. The committed 0.9.1 + vLLM 0.24 reports hold both on every step.
 """
 
 from __future__ import annotations
@@ -53,7 +58,8 @@ def evaluate(scan: LogScan, gates: Gates) -> list[Gate]:
             _synced(scan, gates, applied)]
 
 
-def _has_advantage(step: Step) -> bool:
+def has_advantage(step: Step) -> bool:
+    """A step whose advantages are not all 0: its update was asked to move the policy."""
     m = step.metrics
     return any(abs(m.get(k, 0.0)) > ADV_EPS for k in (ADV_MAX, ADV_MIN))
 
@@ -65,7 +71,7 @@ def _updated_steps(scan: LogScan, gates: Gates) -> set[int]:
     for s in scan.steps:
         m = s.metrics
         kl_ok = gates.update_kl_min is None or PPO_KL not in m or abs(m[PPO_KL]) >= gates.update_kl_min
-        if _has_advantage(s) and m.get(GRAD_NORM, 0.0) > 0 and m.get(LR, 1.0) > 0 and kl_ok:
+        if has_advantage(s) and m.get(GRAD_NORM, 0.0) > 0 and m.get(LR, 1.0) > 0 and kl_ok:
             out.add(s.step)
     return out
 
@@ -120,7 +126,7 @@ def _update(scan: LogScan, gates: Gates) -> Gate:
     for s in scan.steps:
         if not math.isfinite(s.metrics.get(GRAD_NORM, 0.0)):
             return Gate(name, GateStatus.FAIL, s.metrics[GRAD_NORM], bar, f"step {s.step}: {GRAD_NORM} is not finite")
-    judged = [s for s in scan.steps if _has_advantage(s)]
+    judged = [s for s in scan.steps if has_advantage(s)]
     if not judged:
         return Gate(name, GateStatus.SKIP, 0, bar, "every advantage was 0 (equal rewards in every group): no step "
                     "asked the update to move the policy, so whether it can is not shown")
@@ -148,8 +154,8 @@ def _update(scan: LogScan, gates: Gates) -> Gate:
 def _synced(scan: LogScan, gates: Gates, applied: set[int]) -> Gate:
     after = [s for s in scan.steps if s.step - 1 in applied]
     gate = _agreement("weights-synced", after, gates, f"the {len(after)} steps after an applied update")
-    if not after and gate.status is GateStatus.SKIP and "no step" in gate.reason:
-        return Gate(gate.name, GateStatus.SKIP, None, gate.threshold,
-                    "no step followed an applied update (see update-applied): before the trainer moves, the "
-                    "rollout agrees with it whether or not weights are synced, so the sync is not shown")
-    return gate
+    if after or gate.status is not GateStatus.SKIP:
+        return gate
+    return Gate(gate.name, GateStatus.SKIP, None, gate.threshold,
+                "no step followed an applied update (see update-applied): before the trainer moves, the rollout "
+                "agrees with it whether or not weights are synced, so the sync is not shown")
