@@ -11,11 +11,11 @@ from __future__ import annotations
 import time
 
 t = time.monotonic()
-from vllm.model_executor.models.registry import _LazyRegisteredModel, _ModelInfo  # noqa: E402
+from vllm.model_executor.models.registry import _LazyRegisteredModel, _ModelInfo
 
 lazy = _LazyRegisteredModel(module_name="vllm.model_executor.models.qwen2", class_name="Qwen2ForCausalLM")
 path = lazy._get_cache_dir() / lazy._get_cache_filename()
-from vllm.utils.hashing import safe_hash  # noqa: E402
+from vllm.utils.hashing import safe_hash
 
 model_file = __import__("vllm.model_executor.models.qwen2", fromlist=["x"]).__file__
 with open(model_file, "rb") as f:

@@ -19,9 +19,9 @@ def main(path: Path, profile: str, cpus: int) -> None:
     if table not in text:
         sys.exit(f"with_head: {path} has no {table.strip()}")
     head, _, rest = text.partition(table)
-    body_end = re.search(r"^(overrides|\[)", rest, re.M)
+    body_end = re.search(r"^(overrides|\[)", rest, re.MULTILINE)
     at = body_end.start() if body_end else 0
-    rest = re.sub(r"^ray_head_cpus = .*\n", "", rest[:at], flags=re.M) + f"ray_head_cpus = {cpus}\n" + rest[at:]
+    rest = re.sub(r"^ray_head_cpus = .*\n", "", rest[:at], flags=re.MULTILINE) + f"ray_head_cpus = {cpus}\n" + rest[at:]
     path.write_text(head + table + rest, encoding="utf-8")
     print(f"with_head: profile {profile} gets ray_head_cpus = {cpus}")
 
