@@ -94,6 +94,8 @@ class Runner:
         print("$ " + " ".join(shlex.quote(a) for a in argv), flush=True)
         if self.dry:
             return 0
+        if log:
+            log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w") if log else open(os.devnull, "w") as sink:
             return subprocess.run(argv, env=self.env, stdout=sink, stderr=subprocess.STDOUT, check=False).returncode
 

@@ -129,7 +129,7 @@ def test_margins_of_a_healthy_and_a_broken_run() -> None:
     from patchctl.train.margins import margins
 
     healthy = margins(learning_vllm(), GATES, 95.0)
-    assert healthy["time-to-first-step"] == pytest.approx(300 / 95, abs=0.01)
+    assert healthy["time-to-first-step"] == pytest.approx(GATES.first_step_max_s / 95, abs=0.01)
     assert healthy["agree-pearson"] == pytest.approx(0.02 / (1 - 0.9999581575393677), rel=0.01)
     assert min(healthy.values()) > 1  # every gate passes with room
     broken = margins(changed(learning_vllm(), 1, **named(training__rollout_actor_probs_pearson_corr=0.93,

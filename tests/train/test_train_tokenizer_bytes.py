@@ -71,6 +71,16 @@ def test_char_score() -> None:
     assert score("s", "  ", "b") == 0.0 and score("s", "say", "b") == 0.0
 
 
+def test_bytes_tokenizer_encodes_the_newline_to_one_token(tmp_path: Path) -> None:
+    """verl 0.9.1's agent loop (continuous_token.py) refuses a tokenizer whose "\\n" is not one
+    token; the task's words have no newline, and an alphabet of their bytes alone encoded it to
+    nothing (the smoke-vllm run on the H100 stopped at its first step)."""
+    model = make_tiny_model(tmp_path / "m", WORDS, tokenizer="bytes")
+    tok = as_qwen2(model.path)
+    assert len(tok.encode("\n").ids) == 1
+    assert tok.decode(tok.encode("say b\nsay c").ids) == "say b\nsay c"
+
+
 def test_smoke_bytes_assets(tmp_path: Path) -> None:
     """What ``smoke-vllm`` gets: head size 64 (vLLM's FlashAttention 3), the byte-level tokenizer."""
     pytest.importorskip("pyarrow")

@@ -52,6 +52,7 @@ def plan(target: Target, profile: Profile, cluster: Cluster | None, overrides: l
     if profile.ray_head_cpus and not os.environ.get("RAY_ADDRESS") and "RAY_ADDRESS" not in extra_env:
         head = rayhead.spec(python, profile.ray_head_cpus, run_dir / "ray-head.log")
         extra_env["RAY_ADDRESS"] = head.address
+        extra_env.update(rayhead.auth_env(head))
         # a driver that connects to a running cluster must not ask for CPUs of its own
         overrides = ["ray_kwargs.ray_init.num_cpus=null", *overrides]
     # every process of the run records the patched modules it imports (none to watch: no hook)

@@ -154,7 +154,10 @@ def bpe_tokenizer_json(texts: list[str] | tuple[str, ...], vocab_size: int = 96)
         pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
-    alphabet = sorted({c for t in texts for c in pre_tokenizers.ByteLevel.alphabet() if c in _bytelevel(t)})
+    # the newline too, which the task's words lack but the chat template has: verl 0.9.1's agent
+    # loop refuses a tokenizer that does not encode "\n" to exactly one token (found on the H100:
+    # "Expected Qwen newline to tokenize to one token, got []")
+    alphabet = sorted({c for t in [*texts, "\n"] for c in pre_tokenizers.ByteLevel.alphabet() if c in _bytelevel(t)})
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL), show_progress=False,
                                   initial_alphabet=alphabet, limit_alphabet=len(alphabet))
     tok.train_from_iterator(list(texts), trainer)
