@@ -12,23 +12,11 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from patchctl.cli.main import cli
-from tests.faults.helpers import make_tree, snapshot
+from tests.faults.helpers import make_tree, one_error, run, snapshot
 
 JOURNAL = ".patchctl-journal"
 
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.output
-
-
-def one_error(out: str) -> str:
-    lines = [ln for ln in out.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), out
-    return lines[0]
 
 
 @pytest.fixture()

@@ -17,24 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from patchctl.cli.main import cli
 from patchctl.oserrors import PERMISSIONS, describe
-from tests.faults.helpers import GIT_IDENT, make_tree, snapshot
+from tests.faults.helpers import GIT_IDENT, make_tree, one_error, run, snapshot
 
 BIG = 200 * 1024  # bytes of the shipped file: more than the 64 KiB the tests allow
 
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.output
-
-
-def one_error(out: str) -> str:
-    lines = [ln for ln in out.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), out
-    return lines[0]
 
 
 def big_patchset(root: Path, target: str = "big.txt") -> Path:
