@@ -40,7 +40,8 @@ from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402
 
 from patchctl import releases  # noqa: E402
 from patchctl.clusters import load_cluster  # noqa: E402
-from patchctl.migrate import fileset, provenance, render, ssh, verify_remote  # noqa: E402
+from patchctl.migrate import fileset, provenance, render, verify_remote  # noqa: E402
+from patchctl.remote import ssh  # noqa: E402
 from patchctl.patchsets.loader import load_patchsets  # noqa: E402
 
 

@@ -187,6 +187,9 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
         raise ManifestError(file, prefix + "hosts", "is empty", "list at least one ssh destination")
     for key in ("paths", "env"):
         for k, v in raw.get(key, {}).items():
+            if key == "env" and not _ENV_NAME.match(k):  # as migrate's env file needs; caught at load
+                raise ManifestError(file, f"{prefix}env.{k}", "is not a shell variable name",
+                                    "use letters, digits and _ (not starting with a digit)")
             if not isinstance(v, str):
                 raise ManifestError(file, f"{prefix}{key}.{k}", f"expected a string, got {type(v).__name__}",
                                     "quote the value")

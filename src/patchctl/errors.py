@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from patchctl.quoting import quote_path
+
 
 class PatchctlError(Exception):
     """An expected failure that the CLI turns into one line and exit code 1."""
@@ -53,14 +55,14 @@ class SourceSyntaxError(PatchctlError):
     def __init__(self, path: Path | str, line: int, message: str) -> None:
         self.path, self.line = str(path), line
         super().__init__(
-            f"{path}:{line}: not valid Python ({message}); fix the file or restore it with git checkout"
+            f"{quote_path(path)}:{line}: not valid Python ({message}); fix the file or restore it with git checkout"
         )
 
 
 class DirtyFiles(PatchctlError):
     def __init__(self, paths: list[str]) -> None:
         self.paths = paths
-        shown = ", ".join(paths[:5]) + (" ..." if len(paths) > 5 else "")
+        shown = ", ".join(quote_path(p) for p in paths[:5]) + (" ..." if len(paths) > 5 else "")
         super().__init__(
             f"uncommitted changes in files a patch would change: {shown}; "
             "commit or stash them, or pass --force"
@@ -68,11 +70,20 @@ class DirtyFiles(PatchctlError):
 
 
 class WriteFailed(PatchctlError):
-    def __init__(self, path: Path | str, reason: str) -> None:
-        self.path = str(path)
-        super().__init__(
-            f"{path}: cannot write ({reason}); nothing was changed — fix the permissions and retry"
-        )
+    """A journaled write stopped and was rolled back; ``fix`` fits the cause (see oserrors.describe)."""
+
+    def __init__(self, path: Path | str, reason: str, fix: str) -> None:
+        self.path, self.reason = str(path), reason
+        super().__init__(f"{quote_path(path)}: cannot write ({reason}); nothing was changed — {fix}")
+
+
+class FileSystemFailed(PatchctlError):
+    """An ``OSError`` the machine is to blame for (full disk, size limit, permissions), outside a
+    journaled write; worded by oserrors.describe."""
+
+    def __init__(self, path: Path | str, cause: str, fix: str) -> None:
+        self.path, self.cause = str(path), cause
+        super().__init__(f"{quote_path(path)}: {cause}; {fix}")
 
 
 class PatchFailed(PatchctlError):
@@ -95,7 +106,7 @@ class OutsideTree(PatchctlError):
 class NotUtf8(PatchctlError):
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
-        super().__init__(f"{path}: not UTF-8 text; patchctl only patches text files")
+        super().__init__(f"{quote_path(path)}: not UTF-8 text; patchctl only patches text files")
 
 
 class PatchsetNotGiven(PatchctlError):
@@ -170,6 +181,28 @@ class ChangePending(PatchctlError):
         self.root = str(root)
         super().__init__(f"{root}: an interrupted patchctl change is pending there; "
                          "run `patchctl verify --target` on it first to finish or roll it back")
+
+
+class JournalDamaged(PatchctlError):
+    """The recovery journal cannot be parsed: nothing can be decided from it."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: the journal of an interrupted patchctl change is unreadable ({problem}); "
+                         "compare the tree with git (git status) and remove that folder once it is whole")
+
+
+class JournalUnsafe(PatchctlError):
+    """The recovery journal names what patchctl never writes, or reaches out of the tree.
+
+    Acting on it could delete or move in files anywhere (it is state read back from disk, as
+    untrusted as a manifest), so nothing at all is done with it.
+    """
+
+    def __init__(self, folder: Path | str, problem: str) -> None:
+        self.folder, self.problem = str(folder), problem
+        super().__init__(f"{folder}: refusing the journal of an interrupted patchctl change: {problem}; "
+                         "nothing was touched: compare the tree with git (git status), then remove that folder")
 
 
 class BadOptionValue(PatchctlError):

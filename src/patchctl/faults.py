@@ -18,7 +18,8 @@ def step() -> None:
     """Count one file-system mutation; the test-only fault switch acts on the Nth.
 
     ``PATCHCTL_TEST_FAULT=kill@N`` SIGKILLs this process right before its Nth mutation
-    (``int@N`` / ``term@N`` send SIGINT / SIGTERM instead), in the spirit of git's
+    (``int@N`` / ``term@N`` send SIGINT / SIGTERM instead; ``stop@N`` SIGSTOPs it, so a test
+    can act while a change is half-written and SIGCONT it after), in the spirit of git's
     ``GIT_TEST_*`` variables. Unset, it costs one environment lookup.
     """
     global _steps
@@ -28,7 +29,7 @@ def step() -> None:
     _steps += 1
     how, _, at = fault.partition("@")
     if at.isdigit() and _steps == int(at):
-        sig = {"kill": signal.SIGKILL, "int": signal.SIGINT, "term": signal.SIGTERM}[how]
+        sig = {"kill": signal.SIGKILL, "int": signal.SIGINT, "term": signal.SIGTERM, "stop": signal.SIGSTOP}[how]
         os.kill(os.getpid(), sig)
 
 

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl import journal
-from patchctl.errors import OutsideTree, WriteFailed
+from patchctl.confine import resolve_inside
+from patchctl.errors import WriteFailed
+from patchctl.oserrors import PERMISSIONS, describe
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -37,40 +39,6 @@ class FileChange:
     mode: int | None = None
 
 
-def relative_inside(rel: str) -> str | None:
-    """Why ``rel`` is not a plain relative path that stays inside a tree, or None when it is.
-
-    A manifest, a record or a journal names files relative to the tree; one that is absolute or
-    climbs out with ``..`` would let a patchset or a copied record write or delete elsewhere.
-    """
-    if not rel or rel.startswith(("/", "\\")) or (len(rel) > 1 and rel[1] == ":"):
-        return "is an absolute path"
-    if "\\" in rel:
-        return "contains a backslash; write it with /"
-    if any(part == ".." for part in rel.split("/")):
-        return "climbs out of the tree with .."
-    if any(part in ("", ".") for part in rel.split("/")):
-        return "is not a normalized path (empty or . components)"
-    return None
-
-
-def resolve_inside(root: Path, rel: str, *, follow_last: bool = True) -> Path:
-    """The real location of ``root/rel``; :class:`OutsideTree` when it is not inside ``root``.
-
-    Symlinks inside the tree are followed (a patched symlink stays a symlink: its target file is
-    rewritten), but one that leads out of the tree is refused.
-    """
-    problem = relative_inside(rel)
-    if problem:
-        raise OutsideTree(root, rel, problem)
-    real_root = root.resolve()
-    path = root / rel
-    real = path.resolve() if follow_last else path.parent.resolve() / path.name
-    if real != real_root and real_root not in real.parents:
-        raise OutsideTree(root, rel, f"leads out of the tree through a symlink (to {real})")
-    return real
-
-
 def _write_temp(tmp: Path, data: bytes, mode: int) -> None:
     journal.step()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -80,8 +48,10 @@ def _write_temp(tmp: Path, data: bytes, mode: int) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
-    except BaseException:
+    except BaseException as exc:
         os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # write() names no file: the message must
+            exc.filename = str(tmp)
         raise
 
 
@@ -113,7 +83,11 @@ def write_all(root: Path, changes: Mapping[str, FileChange] | list[FileChange], 
     except BaseException as exc:
         journal.rollback(jr)
         if isinstance(exc, OSError):
-            raise WriteFailed(exc.filename or root, exc.strerror or str(exc)) from exc
+            cause, fix = describe(exc, needed=sum(len(p.content or b"") for p in plan))
+            # a temp file's name means nothing to the user: name the file it was for
+            where = next((root / op.path for op in jr.ops if op.tmp and str(root / op.tmp) == exc.filename),
+                         exc.filename or root)
+            raise WriteFailed(where, cause, fix) from exc
         raise
     with journal.signals_held():  # past the commit point: a signal now waits until the clean-up is done
         journal.finish(jr)
@@ -138,20 +112,21 @@ def _check(root: Path, items: list[FileChange]) -> list[_Planned]:
         real = resolve_inside(root, ch.path, follow_last=ch.content is not None)
         rel = real.relative_to(real_root).as_posix()
         if rel in seen:
-            raise WriteFailed(root / ch.path, f"it is the same file as {seen[rel]} (a symlink)")
+            raise WriteFailed(root / ch.path, f"it is the same file as {seen[rel]} (a symlink)",
+                              "leave one of the two patches out with --only")
         seen[rel] = ch.path
         dest = real_root / rel
         if os.path.lexists(dest) and (dest.is_dir() and not dest.is_symlink()):
-            raise WriteFailed(dest, "a directory is in the way")
+            raise WriteFailed(dest, "a directory is in the way", "move it away and retry")
         exists = os.path.lexists(dest)
         # mode bits, not just access(): root may write anything, but a file someone made
         # read-only is a statement that it must not change
         if exists and not dest.is_symlink() and (not os.access(dest, os.W_OK) or not dest.stat().st_mode & 0o222):
-            raise WriteFailed(dest, "the file is read-only")
+            raise WriteFailed(dest, "the file is read-only", PERMISSIONS)
         missing = [p for p in [dest.parent, *dest.parent.parents] if not p.exists() and real_root in p.parents]
         parent = next(p for p in [dest.parent, *dest.parent.parents] if p.exists())
         if not os.access(parent, os.W_OK):
-            raise WriteFailed(dest, "its directory is read-only")
+            raise WriteFailed(dest, "its directory is read-only", PERMISSIONS)
         if ch.content is None:
             mode = 0
         elif ch.mode is not None:

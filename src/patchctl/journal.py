@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from patchctl.errors import ChangePending, PatchctlError
+from patchctl.confine import not_a_real_folder, why_outside
+from patchctl.errors import ChangePending, JournalDamaged, JournalUnsafe
 from patchctl.faults import signals_held, step
 
 JOURNAL_DIR = ".patchctl-journal"
@@ -75,13 +77,6 @@ class Journal:
         _fsync_dir(self.folder)
 
 
-class JournalDamaged(PatchctlError):
-    def __init__(self, path: Path, problem: str) -> None:
-        self.path = path
-        super().__init__(f"{path}: the journal of an interrupted patchctl change is unreadable ({problem}); "
-                         "compare the tree with git (git status) and remove that folder once it is whole")
-
-
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -98,6 +93,7 @@ def _fsync_dir(path: Path) -> None:
 def begin(root: Path, command: str) -> Journal:
     """Create the journal folder; refuse when an unrecovered journal is there."""
     journal = Journal(root, secrets.token_hex(4), command)
+    _check_folder(journal.folder, journal.folder)
     if (journal.folder / JOURNAL_FILE).exists():
         raise ChangePending(root)
     # one mkdir at the root, so there is never a half-made journal folder (an empty one left by a
@@ -208,22 +204,60 @@ class Recovery:
 def load(root: Path) -> Journal | None:
     folder = root / JOURNAL_DIR
     path = folder / JOURNAL_FILE
+    if path.is_symlink():
+        raise JournalUnsafe(folder, f"{JOURNAL_FILE} is a symbolic link (to {os.readlink(path)})")
     if not path.is_file():
         return None
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
         journal = Journal(root, doc["id"], doc["command"], [Op(**op) for op in doc["ops"]], doc["dirs"], doc["state"])
+        _check_types(journal)
     except (ValueError, KeyError, TypeError) as exc:
         raise JournalDamaged(folder, str(exc)) from None
-    for rel in [op.path for op in journal.ops] + [op.tmp for op in journal.ops if op.tmp] + journal.dirs:
-        if rel.startswith("/") or ".." in rel.split("/"):
-            raise JournalDamaged(folder, f"it names {rel!r}, outside the tree")
+    _confine(journal)
     return journal
+
+
+def _check_types(journal: Journal) -> None:
+    texts = [journal.id, journal.command, *journal.dirs, *(x for op in journal.ops for x in (op.path, op.backup))]
+    if not all(isinstance(t, str) for t in texts) or journal.state not in ("staging", "swapping", "done") \
+            or not all(isinstance(op.tmp, (str, type(None))) and isinstance(op.existed, bool) for op in journal.ops):
+        raise TypeError("a field has the wrong type or value")
+
+
+def _check_folder(journal_folder: Path, folder: Path) -> None:
+    """``folder`` (the journal's, or its backup folder) is a real folder, so what it holds is in the tree."""
+    problem = not_a_real_folder(folder)
+    if problem:
+        raise JournalUnsafe(journal_folder, problem)
+
+
+def _confine(journal: Journal) -> None:
+    """Refuse a journal naming anything patchctl would not have written: backups and temp files
+    have fixed names (:func:`temp_name`, ``fsutil._stage``), and every path, resolved through
+    symlinks, is inside the tree. A crafted journal could otherwise make a plain ``verify``
+    delete or move in files anywhere, or unlink through a symlink in the tree."""
+    def refuse(problem: str) -> JournalUnsafe:
+        return JournalUnsafe(journal.folder, problem)
+
+    if not re.fullmatch(r"[0-9a-f]{8}", journal.id):
+        raise refuse(f"its id {journal.id!r} is not one patchctl makes")
+    _check_folder(journal.folder, journal.folder / "backup")
+    for rel in [op.path for op in journal.ops] + [op.tmp for op in journal.ops if op.tmp] + journal.dirs:
+        problem = why_outside(journal.root, rel, follow_last=False)  # a symlink itself goes, never its target
+        if problem:
+            raise refuse(f"it names {rel!r}, which {problem}")
+    for i, op in enumerate(journal.ops):
+        if op.backup != f"backup/{i}":
+            raise refuse(f"the backup name {op.backup!r} is not one patchctl writes")
+        if op.tmp is not None and op.tmp != temp_name(journal, op.path):
+            raise refuse(f"the temp name {op.tmp!r} is not the one patchctl writes for {op.path!r}")
 
 
 def recover(root: Path) -> Recovery | None:
     """Finish (past the commit point) or roll back (before it) an interrupted change at ``root``."""
     folder = root / JOURNAL_DIR
+    _check_folder(folder, folder)
     if not folder.is_dir():
         return None
     journal = load(root)

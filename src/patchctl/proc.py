@@ -1,10 +1,27 @@
-"""The one way patchctl runs another program: an argv list, never a shell string."""
+"""The one way patchctl runs another program: an argv list, never a shell string.
+
+Every child dies with patchctl. ``kill -9`` of patchctl runs no ``finally``, so closing children
+on the way out cannot be the whole answer: each child asks the kernel for SIGKILL when its
+parent goes (``PR_SET_PDEATHSIG``, Linux). The kernel sends it when the *thread* that forked the
+child ends, not the process, so :func:`spawn` forks from one thread that lives as long as
+patchctl (:class:`_Spawner`), whatever thread calls it; :func:`run` waits in the calling thread,
+which therefore outlives its child. A child in a session of its own (``new_session``: the
+trainer, a Ray head) takes others into its group that the signal does not reach; its group is
+written down (:mod:`patchctl.orphans`) and the next patchctl that makes a scratch folder or
+starts such a child (train, migrate, validate, matrix) ends it.
+"""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
+import queue
 import shutil
+import signal
 import subprocess
+import sys
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Union
@@ -17,6 +34,75 @@ Stream = Union[int, IO[Any], None]
 
 #: why a missing program is needed, when the caller does not say (``ToolMissing``'s second half)
 RUNS_IT = "patchctl runs it as a subprocess"
+
+
+def _libc_prctl() -> object | None:
+    """``prctl`` looked up once, before any fork: the child between fork and exec must not load
+    libraries (another thread may have held the loader's lock at the fork)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _libc_prctl()
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """For a child that is not exec'd (a process pool's worker): die with the process that
+    forked it, as :func:`spawn`'s children do."""
+    _die_with(os.getppid())
+
+
+def _die_with(parent: int) -> None:
+    """In the child before exec: SIGKILL when the forking thread ends; exit at once when the
+    parent is already gone (it died between the fork and this call, and would never signal)."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # type: ignore[operator]
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+class _Spawner(threading.Thread):
+    """The one thread that forks background children: it lives as long as patchctl, so their
+    parent-death signal fires when patchctl dies, not when a worker thread that started them
+    ends (a Ray node's ssh session, started on a pool thread, outlives that pool)."""
+
+    def __init__(self) -> None:
+        super().__init__(name="patchctl-spawner", daemon=True)
+        self.jobs: queue.Queue[tuple[dict[str, Any], queue.Queue[Any]]] = queue.Queue()
+        self.start()
+
+    def run(self) -> None:
+        while True:
+            kwargs, answer = self.jobs.get()
+            try:
+                answer.put(subprocess.Popen(**kwargs))
+            except BaseException as exc:  # handed to the caller's thread, which raises it
+                answer.put(exc)
+
+    def popen(self, **kwargs: Any) -> subprocess.Popen[bytes]:
+        answer: queue.Queue[Any] = queue.Queue(maxsize=1)
+        self.jobs.put((kwargs, answer))
+        got = answer.get()
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+
+_spawner: _Spawner | None = None
+_spawner_lock = threading.Lock()
+
+
+def _spawn_thread() -> _Spawner:
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None or not _spawner.is_alive():
+            _spawner = _Spawner()
+        return _spawner
 
 
 def _argv(argv: Sequence[str], why: str = RUNS_IT, env: Mapping[str, str] | None = None) -> list[str]:
@@ -46,8 +132,10 @@ def run(
     command, the exit code and the tail of stderr, so callers need no error plumbing of their own.
     """
     argv = _argv(argv)
+    parent = os.getpid()
     done = subprocess.run(
         argv,
+        preexec_fn=lambda: _die_with(parent),
         cwd=cwd,
         env=dict(env) if env is not None else None,
         input=input,
@@ -84,11 +172,19 @@ def spawn(
 
     ``env`` is the child's whole environment (None: this process's). ``new_session`` starts it in
     a session and process group of its own, so the caller can end it with everything it started
-    (``os.killpg``) and a Ctrl-C at the terminal reaches patchctl alone, which then decides.
+    (``os.killpg``) and a Ctrl-C at the terminal reaches patchctl alone, which then decides; that
+    group is recorded so that the next patchctl ends it if this one is killed (see the module).
     """
     argv = _argv(argv, why, env)
+    parent = os.getpid()
     try:
-        return subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd,
-                                env=dict(env) if env is not None else None, start_new_session=new_session)
+        child = _spawn_thread().popen(args=argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd,
+                                      env=dict(env) if env is not None else None, start_new_session=new_session,
+                                      preexec_fn=lambda: _die_with(parent))
     except FileNotFoundError:  # found by the check above, gone (or not executable by that name) at exec
         raise ToolMissing(argv[0], why) from None
+    if new_session:
+        from patchctl import orphans
+
+        orphans.track_group(child.pid)
+    return child

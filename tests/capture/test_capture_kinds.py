@@ -50,12 +50,13 @@ def test_edits_of_neighbouring_statements_become_one_patch(tmp_path: Path) -> No
     assert (apply_to_fresh_base(tmp_path, {"t.py": MODULE}) / "t.py").read_text() == fork
 
 
-def test_an_edit_inside_a_loop_takes_the_whole_loop(tmp_path: Path) -> None:
-    """Only class and function bodies are scopes: a changed line in a `for` body replaces the
-    `for` statement, anchored by its neighbours in the method."""
+def test_an_edit_inside_a_loop_is_anchored_in_the_loop(tmp_path: Path) -> None:
+    """A changed line in a `for` body is anchored inside that body, the loop named by its
+    header (issue 27: minimal anchors); it used to replace the whole `for` statement."""
     fork = MODULE.replace("            total += 1\n", "            total += 2  # Uky\n")
     code, _, _ = capture(tmp_path, {"t.py": MODULE}, {"t.py": fork})
     assert code == 0
     manifest = (tmp_path / "out" / "patchset.toml").read_text()
-    assert 'above = ["total = 0"]' in manifest and 'below = ["self.total = total"]' in manifest
+    assert 'blocks = ["for _ in range(steps):"]' in manifest and "above = []" in manifest, manifest
+    assert "before = " + "'" * 3 + "\n            total += 1\n" + "'" * 3 in manifest
     assert (apply_to_fresh_base(tmp_path, {"t.py": MODULE}) / "t.py").read_text() == fork

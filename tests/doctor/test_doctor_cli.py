@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from excerpts import CLEAN, EXCERPTS
 
 from patchctl.cli.main import cli
+from patchctl.doctor import load_signatures
 
 
 def test_log_file_table(tmp_path):
@@ -22,10 +23,45 @@ def test_log_file_table(tmp_path):
     result = CliRunner().invoke(cli, ["doctor", str(log)])
     assert result.exit_code == 0, result.output
     out = result.output
-    assert "1. vLLM attention backend named but not implemented [vllm-backend-not-registered]" in out
+    assert "1. root cause: vLLM attention backend named but not implemented [vllm-backend-not-registered]  (line 10)" in out
+    assert "2. also: Triton cannot link against libcuda [triton-cannot-find-lcuda]" in out
     assert "env:      VLLM_ATTENTION_BACKEND=FLASH_ATTN" in out
     assert "patch:    uky/triton-cuda-stubs" in out
-    assert "doctor: 2 known failure(s) in" in out
+    assert out.endswith(f"doctor: root cause: vLLM attention backend named but not implemented "
+                        f"[vllm-backend-not-registered] at line 10 of {log} (14 lines); 1 more finding(s) below it\n")
+
+
+def test_the_final_line_names_the_root_cause_not_the_noise_before_it(tmp_path):
+    """A whole-run log of our own vLLM run (390 lines of warnings and config) ending in vLLM's
+    KV-cache error, with Ray's 'worker died' printed first: the root cause is the KV cache."""
+    import corpus_score
+
+    (entry,) = [e for e in corpus_score.load() if e.name == "069-run-h100-worker-died-printed-before-kv-cache"]
+    log = tmp_path / "train.log"
+    log.write_text(entry.text)
+    result = CliRunner().invoke(cli, ["doctor", str(log)])
+    assert result.exit_code == 0, result.output
+    last = result.output.splitlines()[-1]
+    assert last.startswith("doctor: root cause: vLLM has no GPU memory left for the KV cache [vllm-kv-cache-no-memory] "
+                           "at line 63 of")
+    assert "2. also: A Ray worker died (the message only points at the real failure) [ray-worker-died]  (line 61)" \
+        in result.output
+    doc = json.loads(CliRunner().invoke(cli, ["doctor", "--json", str(log)]).output)
+    assert doc["root"] == "vllm-kv-cache-no-memory" and doc["matches"][0]["line"] == 63
+
+
+def test_a_possible_finding_is_worded_as_one(tmp_path):
+    result = CliRunner().invoke(cli, ["doctor", "-"],
+                                input="AttributeError: 'EngineArgs' object has no attribute 'disable_log_requests'\n")
+    assert "1. root cause: possibly vLLM v1 renamed disable_log_requests [vllm-disable-log-requests]" in result.output
+
+
+def test_a_version_mismatch_shows_the_versions_and_the_pins_of_a_tree(tmp_path):
+    (tmp_path / "PKG-INFO").write_text("Name: verl\nRequires-Dist: torch==2.6.0\nRequires-Dist: tensordict<=0.6.2\n")
+    result = CliRunner().invoke(cli, ["doctor", "--verl", str(tmp_path), "-"], input=(
+        "tensordict 0.6.2 requires torch>=2.5.0, but you have torch 2.4.0+cu124 which is incompatible.\n"))
+    assert "   seen:     tensordict 0.6.2; torch 2.4.0+cu124\n" in result.output
+    assert f"   pins:     torch==2.6.0, tensordict<=0.6.2 ({tmp_path / 'PKG-INFO'})\n" in result.output
 
 
 def test_stdin_json():
@@ -75,7 +111,7 @@ def test_bad_signature_table(tmp_path):
 def test_list():
     result = CliRunner().invoke(cli, ["doctor", "--list", "--json"])
     assert result.exit_code == 0, result.output
-    assert len(json.loads(result.output)) == len(EXCERPTS)
+    assert len(json.loads(result.output)) == len(load_signatures())
 
 
 def test_large_log_streams(tmp_path):

@@ -125,3 +125,20 @@ def without_record(snap: dict[str, object]) -> dict[str, object]:
 def patchctl(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "patchctl", *args], capture_output=True, text=True,
                           env={**os.environ, **GIT_IDENT, **(env or {})}, timeout=timeout)
+
+
+def run(*args: str) -> tuple[int, str]:
+    """patchctl in this process (click's runner): its exit code and everything it printed."""
+    from click.testing import CliRunner
+
+    from patchctl.cli.main import cli
+
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.output
+
+
+def one_error(out: str) -> str:
+    """The single ``error: ...`` line a refusal must print, and nothing else."""
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), out
+    return lines[0]

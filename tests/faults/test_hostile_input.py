@@ -10,21 +10,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from patchctl.cli.main import cli
-from tests.faults.helpers import GIT_IDENT, make_patchset, make_tree, snapshot
+from tests.faults.helpers import GIT_IDENT, make_patchset, make_tree, one_error, run, snapshot
 
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.output
-
-
-def one_error(out: str) -> str:
-    lines = [ln for ln in out.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), out
-    return lines[0]
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from agent_helpers import agent, entry, placed, req
 
-from patchctl.migrate import remote_agent, ssh, verify_remote
+from patchctl.migrate import remote_agent, verify_remote
+from patchctl.remote import ssh
 
 
 def test_runs_on_python_3_6_grammar() -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from patchctl.clusters import Cluster, Host
-from patchctl.migrate import ssh, transfer
+from patchctl.migrate import transfer
+from patchctl.remote import rsync, ssh
 
 HOST = Host("node1", "/srv/verl Uky")
 
@@ -35,18 +36,18 @@ def test_itemized_lines() -> None:
     (99, "exit code 99"),
 ])
 def test_exit_codes_become_causes(code: int, words: str) -> None:
-    msg = transfer.cause(code, "rsync: some detail here\nrsync error: blah (code 23) at main.c(1)\n")
+    msg = rsync.cause(code, "rsync: some detail here\nrsync error: blah (code 23) at main.c(1)\n")
     assert msg.startswith(f"rsync exit {code}: ") and words in msg and "(rsync: some detail here)" in msg
 
 
 def test_a_host_lost_mid_transfer_is_not_called_never_reached() -> None:
-    msg = transfer.cause(255, "client_loop: send disconnect: Broken pipe\n", connected=True)
+    msg = rsync.cause(255, "client_loop: send disconnect: Broken pipe\n", connected=True)
     assert msg.startswith("rsync exit 255: ssh could not reach the host any more (it went down")
     assert "could not connect" not in msg
 
 
 def test_missing_rsync_on_the_host_is_named() -> None:
-    assert "rsync is not installed on the host" in transfer.cause(12, "bash: line 1: rsync: command not found\n")
+    assert "rsync is not installed on the host" in rsync.cause(12, "bash: line 1: rsync: command not found\n")
 
 
 def test_argv_never_lets_a_partial_file_become_final(tmp_path: Path) -> None:

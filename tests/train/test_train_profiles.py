@@ -38,7 +38,7 @@ def fake_tree(root: Path, ray_kwargs: bool) -> Path:
 
 def test_every_profile_loads() -> None:
     profiles = load_profiles()
-    assert set(profiles) == {"smoke", "debug", "fast-load", "standard"}
+    assert set(profiles) == {"smoke", "smoke-vllm", "debug", "fast-load", "standard"}
     assert profiles["smoke"].rollout == "hf" and profiles["smoke"].needs == ()
     assert {profiles[n].rollout for n in SCRIPT_OF} == {"vllm"}
 
@@ -153,7 +153,7 @@ def test_bad_profiles_file(tmp_path: Path) -> None:
     bad.write_text('[profile.x]\ndescription = "d"\nrollout = "tpu"\nassets = "smoke"\noverrides = []\n')
     with pytest.raises(ManifestError, match="'tpu' is not allowed"):
         load_profiles(bad)
-    with pytest.raises(PatchctlError, match="no such profile; choose one of: debug, fast-load, smoke, standard"):
+    with pytest.raises(PatchctlError, match="no such profile; choose one of: debug, fast-load, smoke, smoke-vllm, standard"):
         load_profile("nope")
 
 

@@ -16,6 +16,7 @@ from patchctl.clusters import Cluster, Host
 from patchctl.target import open_tree
 from patchctl.train import run, treeconfig
 from patchctl.train.profiles import load_profiles
+from patchctl.train.rollouts import RolloutMissing
 from patchctl.train.treeconfig import UnknownKey, yaml_keys
 from standin import CONFIGS, stand_in
 
@@ -112,7 +113,10 @@ def test_profiles_on_the_releases(release_tree: Callable[[str], Path], tmp_path:
     for version in RELEASES:
         tree = open_tree(release_tree(version))
         for name, profile in profiles.items():
-            if (version, name) == ("0.4.1", "smoke"):
+            if name == "smoke" and version >= "0.6":
+                with pytest.raises(RolloutMissing, match="use --profile smoke-vllm"):
+                    run.plan(tree, profile, cluster, [], "python3", tmp_path / "r")
+            elif (version, name) in (("0.4.1", "smoke"), ("0.4.1", "smoke-vllm")):
                 with pytest.raises(UnknownKey) as caught:
                     run.plan(tree, profile, cluster, [], "python3", tmp_path / "r")
                 assert str(caught.value).startswith(

@@ -28,7 +28,8 @@ def test_dry_run_prints_every_remote_command_and_the_trainer_command(site: Site)
     lines = out.splitlines()
     purposes = [ln[2:] for ln in lines if ln.startswith("# node")]
     assert purposes == ["node1: ship", "node2: ship", "node1: preflight", "node2: preflight", "node1: ray-head",
-                        "node2: ray-worker", "node1: form", "node1: train", "node1: fetch", "node1: reap", "node2: reap"]
+                        "node2: ray-worker", "node1: form", "node1: train", "node1: census",
+                        "node1: fetch", "node1: reap", "node2: reap"]
     ray_head = shlex.split(lines[lines.index("# node1: ray-head") + 1])
     assert ray_head[0] == "ssh" and "node1" in ray_head
     remote = shlex.split(" ".join(ray_head[ray_head.index("node1") + 1:]))  # what the remote shell runs
@@ -56,7 +57,7 @@ def test_dry_run_json_names_the_run_and_starts_nothing(site: Site) -> None:
     site.config(site.hosts({"node1": "0", "node2": "1"}))
     code, out = invoke("loop", "--config", str(site.dir / "patchctl.toml"), "--dry-run", "--json")
     doc = json.loads(out)
-    assert code == 0 and doc["verdict"] == "planned" and len(doc["commands"]) == 11
+    assert code == 0 and doc["verdict"] == "planned" and len(doc["commands"]) == 12
     assert not (site.root("node1") / ".patchctl").exists()
 
 

@@ -15,10 +15,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from patchctl.capture import narrow, pyunits
+from patchctl.capture import narrow, nested, pyunits
 from patchctl.capture.hunks import Hunk, diff, why_from
 from patchctl.capture.model import Classified, Draft, LeftOut, Request, new_id, splice
 from patchctl.patchsets import upstream
+from patchctl.patchsets.kinds.anchors import same_code
 from patchctl.patchsets.kinds.pyparse import split_lines
 
 
@@ -66,11 +67,15 @@ def _python(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[
             continue
         touched = {i for o in units if o is not u and o.node is u.node and o.mode == "statements"
                    for i in range(o.above + 1, o.below)}
-        problem = pyunits.place(u, flines, base_tree, blines, touched, forced)
+        problem = nested.place_narrowest(u, flines, base_tree, blines, touched, forced)
         if problem:
             left.append(LeftOut(rel, problem.line, problem.reason.replace("FILE:LINE", f"{rel}:{problem.line}")))
             continue
         before, after = str(u.params["before"]), str(u.params["after"])
+        if whitespace_only(before, after):
+            notes.append(f"{rel}:{u.line}: an edit of only blank lines or trailing spaces; not captured, since it "
+                         "changes no code")
+            continue
         kind, params = _narrowest(req.tag, rel, u, before, after, base_text, base_tree,
                                   splice(blines, [(u.base_span, after)]))
         why = why_from(flines, sorted(n for h in u.hunks for n in h.tagged_lines), req.tag)
@@ -87,6 +92,19 @@ def _python(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[
             notes += [note] if note else []
         drafts.append(draft)
     return Classified(tuple(drafts), tuple(left), tuple(notes))
+
+
+def whitespace_only(before: str, after: str) -> bool:
+    """Whether two texts differ only in blank lines and trailing spaces, with the same code.
+
+    Such an edit has nothing a structural patch could find it by again (its text may even be
+    empty), and it changes no code; it is skipped with a note rather than written as a patch
+    the loader refuses (issue 27).
+    """
+    def lines(text: str) -> list[str]:
+        return [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+
+    return lines(before) == lines(after) and same_code(before, after)
 
 
 def _call_rule(draft: Draft, base_text: str, tag: str) -> tuple[dict[str, Any] | None, str | None]:

@@ -64,6 +64,13 @@ class Report:
 
     @property
     def ok(self) -> bool:
+        """Nothing left out, or a proven patchset written: what was left out is then in the notes,
+        and the patchset is the answer (issue 27)."""
+        return not self.left_out or self.out is not None
+
+    @property
+    def complete(self) -> bool:
+        """Whether the patchset re-creates every edit capture looked at."""
         return not self.left_out
 
     def to_json(self) -> dict[str, Any]:
@@ -91,7 +98,10 @@ class Request:
 
     @property
     def base_label(self) -> str:
-        """BASE as the report and the manifest name it: the release when there is one."""
+        """BASE as the report and the manifest name it: a directory by commit or content, else the
+        release when there is one."""
+        if self.base.described:
+            return self.base.described
         return f"verl {self.base.version}" if self.base.version else self.base.label
 
 

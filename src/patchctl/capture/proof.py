@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from patchctl.capture.model import LeftOut, expected
 from patchctl.capture.sources import Tree
 from patchctl.capture.stage import Staged, stage
+from patchctl.errors import ManifestError, PatchctlError
 from patchctl.patchsets.engine import Plan, plan_apply
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.loader import load_patchset
@@ -43,7 +44,15 @@ def prove(staged: Staged, base: Tree) -> Proven:
     left: list[LeftOut] = []
     while staged.where is not None:
         alone = {d.id: (d.path, d.alone()) for d in staged.drafts}
-        found = blame(load_patchset(staged.where), target, expected(staged.drafts), alone)
+        try:
+            loaded = load_patchset(staged.where)
+        except ManifestError as exc:  # a draft the loader refuses: leave it out, never abort on it
+            if exc.patch is None or exc.patch not in alone:
+                raise PatchctlError(f"capture drafted a manifest its loader refuses ({exc.key}: {exc.problem}); "
+                                    "nothing was written; report this as a capture bug") from None
+            found = [Blame(exc.patch, alone[exc.patch][0], f"the patch's {exc.key} {exc.problem}")]
+        else:
+            found = blame(loaded, target, expected(staged.drafts), alone)
         if not found:
             break
         blamed = {b.patch: b for b in found}

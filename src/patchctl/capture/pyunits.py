@@ -35,6 +35,8 @@ class Unit:
     #: 1-based line range the unit replaces in BASE (inclusive; last = first - 1 when empty)
     base_span: tuple[int, int] = (0, -1)
     fork_span: tuple[int, int] = (0, -1)
+    #: headers of the compound statements inside ``scope`` whose body ``node`` is (see capture.nested)
+    blocks: list[str] = field(default_factory=list)
 
     @property
     def line(self) -> int:
@@ -69,13 +71,24 @@ def find_unit(tree: ast.Module, lines: list[str], hunk: Hunk) -> Unit:
             h1, h2 = st.header_span(lines, s)
             if hi >= lo and _inside(lo, hi, (h1, h2)):
                 return Unit("header", ".".join([*scope, s.name]), s, hunks=[hunk])  # type: ignore[attr-defined]
-            if (lo > h2) if hi >= lo else (lo > h2 + 1):
+            if lo > h2:  # below the header: a deletion right under it empties the top of the body
                 node, scope = s, [*scope, s.name]  # type: ignore[attr-defined]
                 continue
-        if over:
-            return Unit("statements", ".".join(scope), node, over[0] - 1, over[-1] + 1, [hunk])
-        above = max((i for i, s in enumerate(stmts) if (s.end_lineno or 0) < lo), default=-1)
-        return Unit("statements", ".".join(scope), node, above, above + 1, [hunk])
+        above, below = around(stmts, lo, hi)
+        return Unit("statements", ".".join(scope), node, above, below, [hunk])
+
+
+def around(stmts: list[ast.stmt], lo: int, hi: int) -> tuple[int, int]:
+    """Indexes of the untouched statements just above and below fork lines ``lo..hi`` (1-based;
+    ``hi < lo``: a deletion between lines ``lo - 1`` and ``lo``)."""
+    if hi >= lo:
+        over = [i for i, s in enumerate(stmts) if st.first_line(s) <= hi and (s.end_lineno or 0) >= lo]
+    else:
+        over = [i for i, s in enumerate(stmts) if st.first_line(s) < lo and (s.end_lineno or 0) >= lo]
+    if over:
+        return over[0] - 1, over[-1] + 1
+    above = max((i for i, s in enumerate(stmts) if (s.end_lineno or 0) < lo), default=-1)
+    return above, above + 1
 
 
 def _span(lines: list[str], u: Unit) -> tuple[int, int]:
@@ -181,14 +194,15 @@ def place(unit: Unit, fork_lines: list[str], base_tree: ast.Module, base_lines: 
         if k > 1 and any(i in touched for i in up_i + down_i):
             break  # a neighbour another patch changes would make the anchors depend on patch order
         up, down = [heads[i] for i in up_i], [heads[i] for i in down_i]
-        found = st.candidates(base_lines, base_tree, unit.scope, up, down)
+        found = st.candidates(base_lines, base_tree, unit.scope, up, down, blocks=unit.blocks)
         seen = len(found)
         holding = [c for c in found if c.first <= lo and hi <= c.last]
         if len(found) == 1 and holding:
             chosen = found[0]
         elif force and len(holding) == 1:
-            chosen = holding[0]
-            unit.params["occurrence"] = found.index(chosen) + 1
+            chosen = holding[0]  # apply tries anchors as text first: count the places that way
+            exact = [c.first for c in st.candidates(base_lines, base_tree, unit.scope, up, down, True, unit.blocks)]
+            unit.params["occurrence"] = exact.index(chosen.first) + 1 if chosen.first in exact else found.index(chosen) + 1
         if chosen is not None or not found:
             break
     if chosen is None:
@@ -199,7 +213,8 @@ def place(unit: Unit, fork_lines: list[str], base_tree: ast.Module, base_lines: 
             return Problem(unit.line, f"the place its neighbours name in {scope} in BASE does not hold the lines it changes")
         return Problem(unit.line, f"its neighbours in {scope} fit {seen} places in BASE even with up to {MAX_ANCHORS} "
                        "statements of context; pass --include FILE:LINE to take the one at this line")
-    unit.params.update({"mode": "statements", "scope": unit.scope, "above": up, "below": down, "indent": w.indent,
+    unit.params.update({"mode": "statements", "scope": unit.scope, **({"blocks": unit.blocks} if unit.blocks else {}),
+                        "above": up, "below": down, "indent": w.indent,
                         "before": chosen.text(base_lines), "after": w.text(fork_lines)})
     unit.base_span, unit.fork_span = (chosen.first, chosen.last), (w.first, w.last)
     return None

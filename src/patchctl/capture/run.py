@@ -10,6 +10,8 @@ blames, and :func:`~patchctl.capture.publish.publish` renames what was proven in
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from patchctl.capture import publish
@@ -18,7 +20,7 @@ from patchctl.capture.model import Report, Request
 from patchctl.capture.proof import prove
 from patchctl.capture.sources import open_base, open_fork
 from patchctl.capture.stage import Header, stage
-from patchctl.errors import BadOptionValue
+from patchctl.errors import BadOptionValue, PatchctlError
 
 
 def capture(fork: Path, base: str, out: Path | None, *, tag: str = "Uky", all_: bool = False,
@@ -29,7 +31,7 @@ def capture(fork: Path, base: str, out: Path | None, *, tag: str = "Uky", all_: 
     publish.check_out(out)
     fork_tree = open_fork(fork)
     recovered = publish.recover(out) if out is not None else None
-    with publish.scratch(out) as tmp:
+    with publish.scratch(out) as tmp, _outside(Path(tmp)):
         req = Request(fork_tree, open_base(base, fork_tree.root, Path(tmp)), tag, all_, frozenset(include or ()))
         header = Header(name or (out.name if out is not None else "captured"), tag, req.fork.label, req.base_label)
 
@@ -38,6 +40,22 @@ def capture(fork: Path, base: str, out: Path | None, *, tag: str = "Uky", all_: 
         proven = prove(staged, req.base)
         published = publish.publish(proven.staged, out)
 
+    left = classified.left_out + proven.left_out
     notes = ((recovered,) if recovered else ()) + classified.notes + ((published.note,) if published.note else ())
+    if left and published.out is not None:
+        notes += ((f"{len(left)} edit(s) left out, each listed with its reason; the patchset re-creates the "
+                   "fork's other captured edits, not these"),)
     return Report(header.fork, header.base, published.out, tuple(d.captured for d in proven.staged.drafts),
-                  classified.left_out + proven.left_out, notes)
+                  left, notes)
+
+
+@contextmanager
+def _outside(tmp: Path) -> Iterator[None]:
+    """No error leaves capture naming its scratch folder, which is gone by the time it is read."""
+    try:
+        yield
+    except PatchctlError as exc:
+        text = str(exc)
+        if str(tmp) not in text:
+            raise
+        raise PatchctlError(text.replace(str(tmp), "<capture's scratch folder, removed>")) from None

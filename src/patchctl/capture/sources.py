@@ -7,6 +7,7 @@ with ``git archive``, so FORK's working tree and index are never touched).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -14,8 +15,8 @@ from pathlib import Path
 
 from patchctl import git, trees
 from patchctl.errors import BadOptionValue
-from patchctl.target import read_version
 from patchctl.tags import SKIP_DIRS
+from patchctl.target import read_version
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,26 @@ class Tree:
     version: str | None
     #: relative POSIX paths of the files that belong to the tree
     files: frozenset[str]
+    #: a directory given as BASE, named by what it holds (see :func:`identity`)
+    described: str | None = None
+
+
+def identity(root: Path, spec: str, files: frozenset[str]) -> str:
+    """A directory named by its commit, or by a hash of its content where no clean commit says it.
+
+    Its ``verl/version/version`` is no name for it: a checkout between releases, or one a user
+    edited, still reads as the last release (issue 27).
+    """
+    if git.is_worktree_root(root):
+        head = git.head(root)
+        if head and not git.status_porcelain(root):
+            return f"{spec} at commit {head[:12]}"
+    digest = hashlib.sha256()
+    for rel in sorted(files):
+        path = root / rel
+        data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+        digest.update(rel.encode() + b"\0" + hashlib.sha256(data).digest())
+    return f"{spec}, content sha256:{digest.hexdigest()[:16]}"
 
 
 def list_files(root: Path) -> frozenset[str]:
@@ -100,6 +121,7 @@ def open_base(spec: str, fork: Path, scratch: Path) -> Tree:
         raise BadOptionValue("--base", spec, "not a directory, a release or a ref")
     if found.kind is trees.Kind.PATH:
         root = trees.materialize(found)
-        return Tree(root, spec, read_version(root), list_files(root))
+        files = list_files(root)
+        return Tree(root, spec, read_version(root), files, identity(root, spec, files))
     root = trees.materialize(found, scratch / "base")
     return Tree(root, found.label, found.release or read_version(root), list_files(root))

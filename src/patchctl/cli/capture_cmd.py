@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 
 import click
 
+from patchctl import lock
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import json_option
+from patchctl.cli.options import SPEC, NonEmptyPath, json_option
 from patchctl.errors import BadOptionValue, MissingOption
 
 if TYPE_CHECKING:  # `patchctl --help` loads every command module; the core loads when capture runs
@@ -27,11 +28,11 @@ def _include(values: tuple[str, ...]) -> set[tuple[str, int]]:
 
 
 @click.command("capture")
-@click.option("--from", "fork", required=True, type=click.Path(path_type=Path, file_okay=False),
+@click.option("--from", "fork", required=True, type=NonEmptyPath(path_type=Path, file_okay=False),
               help="The modified tree: a git checkout or a plain directory.")
-@click.option("--base", required=True,
+@click.option("--base", required=True, type=SPEC,
               help="What FORK was made from: a directory, verl==X.Y.Z, or a git ref of FORK's repository.")
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
+@click.option("--out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
               help="The patchset directory to write (replaced if it already holds a patchset).")
 @click.option("--tag", default="Uky", show_default=True, help="The comment tag that marks the fork's edits.")
 @click.option("--all", "all_", is_flag=True, help="Capture untagged edits and new files too (listed as untagged).")
@@ -48,12 +49,15 @@ def capture_cmd(fork: Path, base: str, out: Path | None, tag: str, all_: bool, i
     Each edit becomes the narrowest kind that reproduces it exactly (keyword-rename, prelude,
     shell-env, add-file), other Python edits the structural kind. The result is proven by
     applying it to BASE before anything is written; edits that cannot be placed without
-    guessing are listed with file and line, and the exit code is then 1.
+    guessing are listed with file and line; the exit code is then 1 unless a proven patchset
+    of the other edits was written.
     """
     from patchctl.capture.run import capture
 
     if out is None and not dry_run:
         raise MissingOption("capture", "pass --out DIR (the patchset to write), or --dry-run to only report")
+    if out is not None and not dry_run:  # one capture at a time writes (and mends) --out: see lock.beside
+        click.get_current_context().with_resource(lock.hold(lock.beside(out), what=f"--out {out}"))
     report = capture(fork, base, None if dry_run else out, tag=tag, all_=all_, include=_include(include), name=name)
     if as_json:
         render.emit_json(report.to_json())
@@ -69,8 +73,11 @@ def _show(report: Report, dry_run: bool) -> None:
     for note in report.notes:
         click.echo(f"note: {note}")
     for x in report.left_out:
-        click.echo(f"left out: {x.where}: {x.reason}", err=True)
-    if report.out:
+        click.echo(f"left out: {render.quote_path(x.path)}:{x.line}: {render.printable(x.reason)}", err=True)
+    if report.out and report.complete:
         click.echo(f"wrote {len(report.patches)} patch(es) to {report.out}; proven byte-identical on {report.base}")
+    elif report.out:
+        click.echo(f"wrote {len(report.patches)} patch(es) to {report.out}; proven on {report.base} for the edits "
+                   f"captured; {len(report.left_out)} edit(s) left out are not in it")
     elif dry_run:
         click.echo(f"{len(report.patches)} patch(es) would be written (dry run)")

@@ -10,26 +10,40 @@ import click
 
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import json_option
-from patchctl.doctor import Diagnosis, LogReader, diagnose, load_signatures, open_log
+from patchctl.cli.options import NonEmptyPath, json_option
+from patchctl.doctor import (
+    Diagnosis,
+    LogReader,
+    Match,
+    diagnose,
+    load_signatures,
+    open_log,
+    verl_pins,
+)
 from patchctl.errors import NoLogGiven
 
 KIND_LABEL = {"patch": "patch", "env": "env", "override": "override", "package": "install", "command": "run"}
+#: the label of each finding: the first is the root cause, the others came with it
+ROLE = ("root cause", "also")
 
 
 @click.command("doctor")
-@click.argument("log", required=False, type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
-@click.option("--signatures", "table", type=click.Path(path_type=Path, dir_okay=False), default=None,
+@click.argument("log", required=False, type=NonEmptyPath(path_type=Path, dir_okay=False, allow_dash=True))
+@click.option("--signatures", "table", type=NonEmptyPath(path_type=Path, dir_okay=False), default=None,
               help="Another signature table (TOML) instead of the shipped one.")
 @click.option("--list", "list_only", is_flag=True, help="List the known signatures and exit.")
+@click.option("--verl", "verl_tree", type=NonEmptyPath(path_type=Path, file_okay=False, exists=True), default=None,
+              help="A verl tree whose pins a version mismatch is compared with (default: the installed verl).")
 @json_option
 @handled
-def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, as_json: bool) -> int:
+def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, verl_tree: Path | None, as_json: bool) -> int:
     """Match LOG (a file, or - / stdin) against known verl failure signatures.
 
-    Prints, per known failure found, its cause, the fix and the patch, environment variable or
-    override that resolves it. A gzip, bzip2 or xz log is read as it is; a binary file is refused.
-    Exit code 0 when the log was read, whether or not anything matched.
+    Prints the root cause first (the error that ended the run, not the warnings before it; a
+    specific cause before a generic one), then what came with it; per finding its evidence line,
+    cause, fix and the patch, environment variable, override or command that resolves it.
+    Findings a pattern cannot confirm are worded as possible. A gzip, bzip2 or xz log is read as
+    it is; a binary file is refused. Exit code 0 when the log was read, whether or not anything matched.
     """
     signatures = load_signatures(table)
     if list_only:
@@ -48,37 +62,42 @@ def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, as_json: b
         reader = open_log(log)
     with reader:
         result = diagnose(reader, signatures, reader.source)
+    pins = verl_pins(verl_tree) if any(m.versions or m.signature.versions for m in result.matches) else None
     if as_json:
-        render.emit_json({**to_json(result), "compression": reader.compression, "damage": reader.damage})
+        render.emit_json({**result.to_json(), "compression": reader.compression, "damage": reader.damage,
+                          "verl_pins": None if pins is None else {"from": pins[0], "requires": list(pins[1])}})
     else:
-        show(result)
+        show(result, pins)
     if reader.damage:
         click.echo(f"doctor: {reader.source}: {reader.damage}; the findings above are from the lines before it",
                    err=True)
     return 0
 
 
-def to_json(d: Diagnosis) -> dict[str, object]:
-    return {"source": d.source, "lines": d.lines, "signatures": d.tried, "matches": [
-        {"id": m.signature.id, "title": m.signature.title, "first_line": m.first_line, "count": m.count,
-         "excerpt": m.excerpt, "cause": m.signature.cause, "fix": m.signature.fix,
-         "resolves": {k: list(v) for k, v in vars(m.signature.resolves).items() if v},
-         "source": m.signature.source}
-        for m in d.matches]}
-
-
-def show(d: Diagnosis) -> None:
+def show(d: Diagnosis, pins: tuple[str, tuple[str, ...]] | None = None) -> None:
     if not d.matches:
         click.echo(f"doctor: no known failure signature in {d.lines} lines of {d.source} ({d.tried} known); "
                    "the first Traceback or 'Error' line of the earliest failing process is the place to start")
         return
     for i, m in enumerate(d.matches, 1):
-        s = m.signature
-        times = f", {m.count} lines" if m.count > 1 else ""
-        click.secho(f"{i}. {s.title} [{s.id}]  (line {m.first_line}{times})", bold=True)
-        click.echo(f"   {'log:':<10}{m.excerpt}")
-        click.echo(f"   {'cause:':<10}{s.cause}")
-        click.echo(f"   {'fix:':<10}{s.fix}")
-        for kind, text in s.resolves.items():
-            click.echo(f"   {KIND_LABEL[kind] + ':':<10}{text}")
-    click.echo(f"doctor: {len(d.matches)} known failure(s) in {d.lines} lines of {d.source}")
+        _finding(i, m, pins)
+    root = d.matches[0]
+    others = f"; {len(d.matches) - 1} more finding(s) below it" if len(d.matches) > 1 else ""
+    click.echo(f"doctor: root cause: {root.headline} [{root.signature.id}] at line {root.line} of {d.source} "
+               f"({d.lines} lines){others}")
+
+
+def _finding(i: int, m: Match, pins: tuple[str, tuple[str, ...]] | None) -> None:
+    s = m.signature
+    role = ROLE[0] if i == 1 else ROLE[1]
+    kind = "" if m.fatal else ", in warnings only"
+    click.secho(f"{i}. {role}: {m.headline} [{s.id}]  ({m.where}{kind})", bold=True)
+    click.echo(f"   {'log:':<10}{m.excerpt}")
+    click.echo(f"   {'cause:':<10}{s.cause}")
+    click.echo(f"   {'fix:':<10}{s.fix}")
+    for kind_, text in m.resolves():
+        click.echo(f"   {KIND_LABEL[kind_] + ':':<10}{text}")
+    if s.versions:
+        click.echo(f"   {'seen:':<10}{m.seen or 'no package versions in the log'}")
+        if pins is not None:
+            click.echo(f"   {'pins:':<10}{', '.join(pins[1]) or '(none readable)'} ({pins[0]})")

@@ -8,7 +8,7 @@ import click
 
 from patchctl.cli import render
 from patchctl.clusters import load_cluster
-from patchctl.cli.targets import open_target
+from patchctl.cli.targets import Use, open_target
 from patchctl.target import Target
 from patchctl import preflight
 from patchctl.preflight.context import default_target
@@ -23,7 +23,7 @@ def run_env(target: str, target_given: bool, cluster: str | None, config: Path |
     one are skipped instead of the whole preflight failing."""
     tree: Target | None = None
     if target_given or default_target(Path(target)):
-        tree = open_target(target, config)
+        tree = open_target(target, config, Use.RECOVER)
     clus = load_cluster(cluster, config) if cluster else None
     report = preflight.run(preflight.build(tree, clus, patchsets=patchsets))
     if as_json:
@@ -34,10 +34,9 @@ def run_env(target: str, target_given: bool, cluster: str | None, config: Path |
 
 
 def show(report: EnvReport, tree: Target | None, cluster: str | None) -> None:
-    rows = [[r.name, f"[{COLOURS[r.status]}]{r.status.value}[/]", f"{r.seconds:.2f}s", r.value, r.fix or ""]
-            for r in report.results]
+    rows = [[r.name, r.status.value, f"{r.seconds:.2f}s", r.value, r.fix or ""] for r in report.results]
     where = f"verl {tree.version or '?'} at {tree.root}" if tree else "no target"
     render.table(f"environment preflight ({where}{f', cluster {cluster}' if cluster else ''})",
-                 ["check", "status", "time", "measured", "fix"], rows)
+                 ["check", "status", "time", "measured", "fix"], rows, 1, {s.value: c for s, c in COLOURS.items()})
     counts = ", ".join(f"{n} {s}" for s, n in report.counts().items() if n)
     click.echo(f"verify --env: {'ok' if report.ok else 'FAILED'} ({counts}) in {report.seconds:.1f}s")

@@ -8,11 +8,13 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
-from patchctl.errors import PatchctlError
+from patchctl.errors import FileSystemFailed, PatchctlError
+from patchctl.oserrors import ENVIRONMENT, describe
+from patchctl.quoting import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -22,8 +24,8 @@ def handled(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             code = fn(*args, **kwargs)
-        except PatchctlError as exc:
-            click.echo(f"error: {exc}", err=True)
+        except PatchctlError as exc:  # printable(): one line, whatever a name in it holds
+            click.echo(f"error: {printable(str(exc))}", err=True)
             sys.exit(1)
         except BrokenPipeError:  # `patchctl list | head`: the reader left, nothing to report
             sys.stderr.close()
@@ -33,13 +35,24 @@ def handled(fn: F) -> F:
             sys.exit(130)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
-        except Exception as exc:  # a bug: keep the traceback, but in a file
-            fd, log = tempfile.mkstemp(prefix="patchctl-crash-", suffix=".log")
-            with os.fdopen(fd, "w") as f:
-                traceback.print_exc(file=f)
-            click.echo(f"error: internal error {type(exc).__name__}: {exc} (traceback in {log}); please report it",
-                       err=True)
-            sys.exit(3)
+        except OSError as exc:
+            if exc.errno not in ENVIRONMENT:
+                crash(exc)
+            failed = FileSystemFailed(exc.filename or "patchctl", *describe(exc))
+            click.echo(f"error: {printable(str(failed))}", err=True)
+            sys.exit(1)
+        except Exception as exc:  # noqa: BLE001 -- a bug: crash() keeps its traceback in a file
+            crash(exc)
         sys.exit(code or 0)
 
     return wrapper  # type: ignore[return-value]
+
+
+def crash(exc: BaseException) -> NoReturn:
+    """A bug: keep the traceback, but in a file, and say where."""
+    fd, log = tempfile.mkstemp(prefix="patchctl-crash-", suffix=".log")
+    with os.fdopen(fd, "w") as f:
+        traceback.print_exception(exc, file=f)
+    click.echo(f"error: internal error {type(exc).__name__}: {printable(str(exc))} (traceback in {log}); "
+               "please report it", err=True)
+    sys.exit(3)

@@ -8,7 +8,7 @@ import click
 
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import json_option, patchset_option
+from patchctl.cli.options import NonEmptyPath, json_option, patchset_option
 from patchctl.matrix.run import Matrix, run_matrix
 from patchctl.matrix.columns import parse_versions
 from patchctl.patchsets.loader import load_patchsets
@@ -18,7 +18,7 @@ from patchctl.patchsets.loader import load_patchsets
 @click.option("--versions", "versions", required=True, metavar="V1,V2,...",
               help="Comma-separated, oldest first: releases (0.6.1 or verl==0.6.1); with --repo, git refs "
                    "(commits, branches, tags) of that checkout, and releases written verl==X.Y.Z.")
-@click.option("--repo", "repo", type=click.Path(path_type=Path, file_okay=False), default=None,
+@click.option("--repo", "repo", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
               help="A local verl git checkout whose refs --versions names (read with git archive; not changed).")
 @patchset_option
 @click.option("--jobs", "-j", "jobs", type=click.IntRange(min=1), default=None,
@@ -88,7 +88,7 @@ def _show(matrix: Matrix) -> None:
     failed = [(row, c) for row in matrix.rows for c in matrix.columns if matrix.cell(row, c).status.is_failure]
     for row, c in failed:
         cell = matrix.cell(row, c)
-        click.echo(f"\n{matrix.name(row)} on {c.source.label}: {cell.status.value} in {cell.path}: {cell.reason}")
+        click.echo(f"\n{matrix.name(row)} on {c.source.label}: {cell.status.value} in {render.quote_path(cell.path or '-')}: {render.printable(cell.reason)}")
         if cell.detail:
             click.echo(cell.detail.rstrip("\n"))
     if failed:

@@ -14,7 +14,8 @@ from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
 from patchctl.clusters import load_cluster
 from patchctl.migrate.results import MigrateResult, Phase, Progress
-from patchctl.migrate.session import Options, start
+from patchctl.migrate.options import Options
+from patchctl.migrate.session import start
 
 STATUS_STYLE = {"ok": "green", "repaired": "yellow", "planned": "cyan", "mismatch": "red", "unreachable": "red",
                 "failed": "red"}
@@ -76,13 +77,13 @@ class PlainLines:
 
 
 def _report(result: MigrateResult) -> None:
-    rows = [[h.host, f"[{STATUS_STYLE[h.status.value]}]{h.status.value}[/]", str(h.files_sent), human(h.bytes_sent), f"{h.seconds:.2f}",
+    rows = [[h.host, h.status.value, str(h.files_sent), human(h.bytes_sent), f"{h.seconds:.2f}",
              "yes" if h.verified else "no", h.reason or "-"] for h in result.hosts]
     files_col = "would send" if result.dry_run else "files"
     # the source path stays out of the table's title: rich folds a title to the table's width
     click.echo(f"{result.source} at {(result.commit or 'no commit')[:12]}: {result.files} files")
     title = f"migrate {result.cluster}{' (dry run)' if result.dry_run else ''}"
-    render.table(title, ["host", "status", files_col, "bytes", "seconds", "verified", "reason"], rows)
+    render.table(title, ["host", "status", files_col, "bytes", "seconds", "verified", "reason"], rows, 1, STATUS_STYLE)
     for h in result.hosts:
         if h.mismatches:
             click.echo(f"\n{h.host}: what differs on the host")
@@ -99,7 +100,7 @@ def _report(result: MigrateResult) -> None:
         if h.deleted:
             click.echo(f"\n{h.host}: deleted {len(h.deleted)} file(s) removed at the source")
             for d in h.deleted:
-                click.echo(f"  {d}")
+                click.echo(f"  {render.quote_path(d)}")
     bad = result.failed
     if not bad:
         verb = "planned" if result.dry_run else "ok and verified"

@@ -3,20 +3,46 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
+
+class NonEmptyPath(click.Path):
+    """``click.Path`` that refuses ``''``: click reads it as ``.``, so ``capture --out ''`` named
+    the current folder (which capture then replaces with a patchset)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "":
+            self.fail(EMPTY, param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class NonEmptyText(click.ParamType):
+    """A path or a spec naming one (``--target``, ``--base``, ``--patchset``), which cannot be ``''``."""
+
+    name = "text"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "":
+            self.fail(EMPTY, param, ctx)
+        return value
+
+
+EMPTY = "an empty path names nothing; pass a path (. is the current folder)"
+SPEC = NonEmptyText()
+
 target_option = click.option(
-    "--target", "-t", "target", default=".", show_default=True,
+    "--target", "-t", "target", default=".", show_default=True, type=SPEC,
     help="A verl checkout, a source release such as verl==0.6.1, or a name from patchctl.toml [targets].",
 )
 patchset_option = click.option(
-    "--patchset", "-p", "patchsets", multiple=True,
+    "--patchset", "-p", "patchsets", multiple=True, type=SPEC,
     help="A built-in patchset name or a patchset directory (repeatable). Default: uky.",
 )
 only_option = click.option("--only", "only", multiple=True, help="Only this patch id (repeatable).")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of a table.")
 config_option = click.option(
-    "--config", "config", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    "--config", "config", type=NonEmptyPath(path_type=Path, dir_okay=False), default=None,
     help="Config file (default: ./patchctl.toml, then ~/.config/patchctl/config.toml).",
 )

@@ -13,7 +13,7 @@ from patchctl.errors import UnknownPatch
 from patchctl.patchsets import engine
 from patchctl.patchsets.loader import load_patchsets
 from patchctl.patchsets.model import Patchset
-from patchctl.cli.targets import open_target
+from patchctl.cli.targets import Use, open_target
 
 
 def _only(patchsets: list[Patchset], only: tuple[str, ...]) -> set[str] | None:
@@ -27,7 +27,7 @@ def _only(patchsets: list[Patchset], only: tuple[str, ...]) -> set[str] | None:
 
 
 def _show(result: engine.RunResult, title: str) -> None:
-    rows = [[r.patch, r.status.value, r.path or "-", r.reason] for r in result.results]
+    rows = [[r.patch, r.status.value, render.quote_path(r.path) if r.path else "-", r.reason] for r in result.results]
     render.table(title, ["patch", "status", "file", "reason"], rows, status_col=1)
     for r in result.results:
         if r.detail:
@@ -49,7 +49,7 @@ def apply_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], dr
               branch: str | None, force: bool, as_json: bool, config: Path | None) -> int:
     """Re-create every patch of the patchsets on TARGET (all-or-nothing)."""
     sets = load_patchsets(patchsets)
-    tree = open_target(target, config)
+    tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
     result = engine.apply(tree, sets, only=_only(sets, only), dry_run=dry_run, force=force, commit=commit, branch=branch)
     if as_json:
         render.emit_json(result.to_json())
@@ -80,7 +80,7 @@ def revert_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], d
                as_json: bool, config: Path | None) -> int:
     """Undo what patchctl applied to TARGET, byte for byte."""
     sets = load_patchsets(patchsets)
-    tree = open_target(target, config)
+    tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
     result = engine.revert(tree, sets, only=_only(sets, only), dry_run=dry_run)
     if as_json:
         render.emit_json(result.to_json())
@@ -111,7 +111,7 @@ def list_cmd(patchsets: tuple[str, ...], as_json: bool) -> int:
         click.echo(f"{ps.name}: {ps.description} ({len(ps.patches)} patches, {ps.manifest})")
         for p in ps.patches:
             click.echo(f"\n  {p.id}  [{p.kind}]  {p.title}")
-            click.echo(f"    target: {' | '.join(p.target)}")
+            click.echo(f"    target: {' | '.join(render.quote_path(t) for t in p.target)}")
             click.echo(textwrap.fill(" ".join(p.why.split()), 100, initial_indent="    why: ", subsequent_indent="         "))
             for k, v in p.meta.items():
                 click.echo(f"    {k}: {v}")

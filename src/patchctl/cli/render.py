@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import click
+
+from patchctl.quoting import printable, quote_path
+
+__all__ = ["STYLE", "console", "emit_json", "printable", "progress_line", "quote_path", "table"]
 
 STYLE = {
     "applied": "green", "already-applied": "cyan", "superseded-upstream": "blue", "not-applicable": "yellow",
@@ -23,18 +28,20 @@ def console():  # rich is imported lazily: it costs ~50 ms that --json runs do n
     return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
 
 
-def table(title: str, columns: list[str], rows: list[list[str]], status_col: int | None = None) -> None:
+def table(title: str, columns: list[str], rows: list[list[str]], status_col: int | None = None,
+          styles: Mapping[str, str] = STYLE) -> None:
+    """Cells are plain text, never rich markup, with control characters escaped: a reason or a
+    path from a tree must not style the table, break it (``[/]``), or add a line to it. The
+    ``status_col`` cell is coloured by ``styles``."""
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=title, title_justify="left", show_lines=False)
+    t = Table(title=printable(title), title_justify="left", show_lines=False)
     for c in columns:
         t.add_column(c, overflow="fold")
     for row in rows:
-        cells = list(row)
-        if status_col is not None:
-            s = cells[status_col]
-            cells[status_col] = f"[{STYLE.get(s, 'white')}]{s}[/]"
-        t.add_row(*cells)
+        t.add_row(*(Text(printable(cell), style=styles.get(cell, "white") if i == status_col else "")
+                    for i, cell in enumerate(row)))
     console().print(t)
 
 

@@ -12,7 +12,13 @@ import click
 
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import config_option, json_option, target_option
+from patchctl.cli.options import (
+    SPEC,
+    NonEmptyPath,
+    config_option,
+    json_option,
+    target_option,
+)
 
 
 def _process_age() -> float:
@@ -51,9 +57,9 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
               help="Take MODEL_PATH, DATA_DIR, ... from this cluster's paths (else the environment, else the "
                    "tree's git_ignore.py).")
 @click.option("--dry-run", is_flag=True, help="Print the exact command and environment; run nothing.")
-@click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=None,
+@click.option("--out", "out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
               help="Run directory for the log, report and plot (default: TARGET/.patchctl/runs/PROFILE-TIME).")
-@click.option("--python", "python", default=sys.executable, show_default="this interpreter",
+@click.option("--python", "python", default=sys.executable, type=SPEC, show_default="this interpreter",
               help="The interpreter that runs verl.")
 @click.option("--timeout", "timeout", type=float, default=None, callback=_seconds,
               help="Stop the trainer after this many seconds (more than 0).")
@@ -74,13 +80,13 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
 
     t0 = time.monotonic() - (_process_age() if entry.LAUNCHED else 0.0)
     from patchctl.clusters import load_cluster
-    from patchctl.cli.targets import open_target
+    from patchctl.cli.targets import Use, open_target
     from patchctl.train import run
     from patchctl.train.profiles import load_profile
 
     profile = load_profile(profile_name)
     cluster = load_cluster(cluster_name, config) if cluster_name else None
-    tree = open_target(target, config)
+    tree = open_target(target, config, Use.RECOVER)
     plan = run.plan(tree, profile, cluster, list(overrides), python, out)
     if dry_run:
         if as_json:
@@ -124,7 +130,11 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
     click.echo("time (s): " + ", ".join(f"{k} {v}" for k, v in br.items() if v is not None)
                + f"; verdict at {result.timings.verdict}")
     click.echo(f"log: {result.log}\nreport: {result.report}" + (f"\nplot: {result.plot}" if result.plot else ""))
-    if result.doctor:
-        click.echo("doctor: " + "; ".join(str(f.to_json()) for f in result.doctor))
-    click.echo("train: " + ("PASS" if result.passed else "FAIL"))
+    findings = [f.to_json() for f in result.doctor or ()]  # doctor ranks the root cause first
+    for i, doc in enumerate(findings):
+        click.echo(f"doctor: {'also' if i else 'root cause'}: {doc['title']} (log line {doc['line']}): {doc['excerpt']}"
+                   if "title" in doc else f"doctor: {doc['error']}")
+    root = next((doc for doc in findings if "title" in doc), None)
+    click.echo("train: " + ("PASS" if result.passed else "FAIL")
+               + (f" (root cause: {root['title']}, log line {root['line']})" if root and not result.passed else ""))
     return 0 if result.passed else 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import click
 
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import config_option, json_option
+from patchctl.cli.options import NonEmptyPath, config_option, json_option
 from patchctl.errors import MissingOption
 
 #: exit codes: a pass (or a plan), a failed run, an interrupted one (as the error handler's Ctrl-C)
@@ -26,29 +27,48 @@ def _profile_names() -> list[str]:
         return ["smoke", "debug", "fast-load", "standard"]
 
 
+def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A finite number above 0, as ``train --timeout``: 0 or less would end the step at once,
+    nan and inf never."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"{value} is not a number of seconds above 0; write e.g. --{param.name} 600"
+                                 .replace("_", "-"))
+    return value
+
+
 @click.command("validate", context_settings={"ignore_unknown_options": True})
 @click.argument("cluster_name", metavar="CLUSTER", required=False)
 @click.option("--profile", "profile", default="smoke", show_default=True, type=click.Choice(_profile_names()),
               help="The training run, as for `patchctl train`.")
 @click.option("--dry-run", is_flag=True, help="Print every remote command and the trainer command; start nothing.")
-@click.option("--compare", "compare", type=click.Path(path_type=Path), multiple=True,
+@click.option("--compare", "compare", type=NonEmptyPath(path_type=Path), multiple=True,
               help="An earlier report.json (or its run directory) to put beside this run's; twice and no CLUSTER: "
                    "compare those two reports only.")
 @click.option("--join", is_flag=True,
               help="Use a Ray node already running on a host instead of refusing (it is never stopped).")
-@click.option("--ray-timeout", type=float, default=60.0, show_default=True,
+@click.option("--ray-timeout", type=float, default=60.0, show_default=True, callback=_seconds,
               help="Seconds to wait for Ray to list every host with its GPUs.")
-@click.option("--timeout", type=float, default=None, help="Stop the trainer after this many seconds.")
-@click.option("--ray-cpus", type=int, default=None, help="CPUs each Ray node offers (default: Ray counts them).")
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
+@click.option("--timeout", type=float, default=None, callback=_seconds, help="Stop the trainer after this many seconds.")
+@click.option("--ray-cpus", type=click.IntRange(min=0), default=None,
+              help="CPUs each Ray node offers (default: Ray counts them).")
+@click.option("--lease", type=float, default=60.0, show_default=True, callback=_seconds,
+              help="Seconds a host waits without a heartbeat from patchctl (a frozen or suspended machine, a "
+                   "partitioned network) before it stops the run's Ray.")
+@click.option("--insecure-ray", is_flag=True,
+              help="Run even where Ray cannot prove it refuses callers without the run's token (Ray < 2.52). Only "
+                   "for a cluster firewalled from everyone else; the report records it.")
+@click.option("--dashboard", is_flag=True, help="Start Ray's dashboard on the head (bound on its address).")
+@click.option("--ray-client", is_flag=True, help="Start Ray's client server on the head (bound on its address).")
+@click.option("--out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
               help="Local run directory (default: ./.patchctl/validate/CLUSTER-PROFILE-TIME).")
 @json_option
 @config_option
 @click.argument("overrides", nargs=-1, type=click.UNPROCESSED)
 @handled
 def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare: tuple[Path, ...], join: bool,
-                 ray_timeout: float, timeout: float | None, ray_cpus: int | None, out: Path | None, as_json: bool,
-                 config: Path | None, overrides: tuple[str, ...]) -> int:
+                 ray_timeout: float, timeout: float | None, ray_cpus: int | None, lease: float, insecure_ray: bool,
+                 dashboard: bool, ray_client: bool, out: Path | None, as_json: bool, config: Path | None,
+                 overrides: tuple[str, ...]) -> int:
     """Prove the migrated tree on CLUSTER: preflight every host, bring Ray up across them, run the
     profile's training on the head, bring the log and report home, stop what was started.
 
@@ -70,7 +90,8 @@ def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare:
     if len(compare) > 1:
         raise MissingOption("--compare", "give one earlier report when validating a cluster")
     cluster = load_cluster(cluster_name, config)
-    options = Options(profile, tuple(overrides), join, ray_timeout, timeout, out, ray_cpus)
+    options = Options(profile, tuple(overrides), join, ray_timeout, timeout, out, ray_cpus, insecure_ray=insecure_ray,
+                      lease=lease, dashboard=dashboard, ray_client=ray_client)
     if dry_run:
         result = run.dry_run(cluster, options)
         render.emit_json(result.to_json()) if as_json else _show_plan(result)
@@ -147,6 +168,10 @@ def _show(result: Any) -> None:
                                                          if result.fetched else ""))
     if result.comparison:
         _show_compare(result.comparison)
+    if result.insecure_ray:
+        auth = result.ray.auth if result.ray else {}
+        click.echo("WARNING: --insecure-ray: this run did not insist that its Ray cluster refuses callers without the "
+                   "token" + (" (" + ", ".join(f"{k}: {v['outcome']}" for k, v in auth.items()) + ")" if auth else ""))
     click.echo(f"validate: {result.verdict.value.upper()}" + (f" — {result.cause}" if result.cause else ""))
 
 

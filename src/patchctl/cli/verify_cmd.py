@@ -40,17 +40,17 @@ def verify_cmd(target: str, patchsets: tuple[str, ...], strict: bool, env: bool,
     if as_json:
         render.emit_json(report.to_json(strict))
         return 0 if ok else 1
-    rows = [[c.patch, c.status.value, c.path or "-", c.reason] for c in report.checks]
+    rows = [[c.patch, c.status.value, render.quote_path(c.path) if c.path else "-", c.reason] for c in report.checks]
     render.table(f"verify {tree.root} (verl {tree.version or '?'})", ["patch", "status", "file", "reason"], rows, 1)
     for c in report.checks:
         if c.detail:
             click.echo(f"\n{c.patch}: how it differs\n{c.detail}")
     click.echo(f"tagged lines: {len(report.accounted)} accounted for by patches, {len(report.unaccounted)} not")
     for h in report.unaccounted:
-        click.echo(f"  untracked tag  {h.path}:{h.line}: {h.text.strip()}")
+        click.echo(f"  untracked tag  {render.quote_path(h.path)}:{h.line}: {render.printable(h.text.strip())}")
     if report.unaccounted:
         click.echo("  (hand edits no patch accounts for: worth capturing into a patchset)")
     for rel in report.leftovers:
-        click.echo(f"  leftover temp file  {rel}: a write was cut off here; delete it (rm {rel!r})")
+        click.echo(f"  leftover temp file  {render.quote_path(rel)}: a write was cut off here; delete it (rm {rel!r})")
     click.echo("verify: " + ("ok" if ok else "FAILED"))
     return 0 if ok else 1

@@ -18,6 +18,10 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 FORMAT = 1
+SEVERITIES = ("fatal", "warning")
+CONFIDENCES = ("likely", "possible")
+#: how many lines before and after a hit a confirming line may be (a traceback's reach)
+CONFIRM_WINDOW = 40
 TOP_SCHEMA = {
     "format": Field(int, True, "1"),
     "signature": Field(list, True, "one or more [[signature]] tables", item=dict),
@@ -30,6 +34,14 @@ SIGNATURE_SCHEMA = {
     "cause": Field(str, True, "why it happens"),
     "fix": Field(str, True, "what to do"),
     "source": Field(str, False, "where the entry comes from"),
+    "severity": Field(str, False, '"fatal" (ends a run; the default) or "warning"', choices=SEVERITIES),
+    "generic": Field(bool, False, "true when the failure only points at another one (a worker died, a timeout)"),
+    "confidence": Field(str, False, '"likely" (the default) or "possible"', choices=CONFIDENCES),
+    "confirm": Field(list, False, "regular expressions; without one of them near a hit, the finding is only possible",
+                     item=str),
+    "unless": Field(list, False, "regular expressions; a hit line matching one is not a hit", item=str),
+    "refines": Field(list, False, "ids of more generic signatures this one explains on the same line", item=str),
+    "versions": Field(bool, False, "true to list the package versions the log shows, and verl's pins"),
     "resolves": Field(dict, True, "a [signature.resolves] table with patch, env, override, package or command"),
 }
 RESOLVES_SCHEMA = {
@@ -79,6 +91,20 @@ class Signature:
     fix: str
     resolves: Resolution
     source: str = ""
+    #: "fatal" or "warning": a warning never outranks the error that ended a run
+    severity: str = "fatal"
+    #: True when it only points elsewhere ("a Ray worker died"): a specific cause outranks it
+    generic: bool = False
+    #: "likely", or "possible" when the pattern also matches other failures
+    confidence: str = "likely"
+    #: a line near a hit that makes it likely (else it is possible); empty: no condition
+    confirm: tuple[re.Pattern[str], ...] = ()
+    #: a hit line that matches one of these is not a hit
+    unless: tuple[re.Pattern[str], ...] = ()
+    #: generic signatures whose hit on the same line this one explains
+    refines: tuple[str, ...] = ()
+    #: whether the finding lists package versions seen in the log and the pins of verl
+    versions: bool = False
 
 
 def default_path() -> Path:
@@ -94,17 +120,13 @@ def _signature(raw: dict[str, Any], i: int, file: Path) -> Signature:
         raise ManifestError(file, f"{key}.patterns", "is empty and there are no functions",
                             "list at least one regular expression or function name")
     compiled: list[re.Pattern[str]] = []
+    extra = {k: _regexes(raw.get(k, []), file, f"{key}.{k}") for k in ("confirm", "unless")}
     for j, name in enumerate(raw.get("functions", [])):
         if not FUNCTION.match(name):
             raise ManifestError(file, f"{key}.functions[{j}]", f"{name!r} is not a Python name",
                                 'write the bare name, e.g. "compile_module_from_src"')
         compiled.extend(function_patterns(name))
-    for j, pattern in enumerate(raw.get("patterns", [])):
-        try:
-            compiled.append(re.compile(pattern))
-        except re.error as exc:
-            raise ManifestError(file, f"{key}.patterns[{j}]", f"not a regular expression ({exc})",
-                                "fix the pattern (backslashes are doubled in TOML basic strings)") from None
+    compiled.extend(_regexes(raw.get("patterns", []), file, f"{key}.patterns"))
     resolves = check(raw["resolves"], RESOLVES_SCHEMA, file=file, prefix=f"{key}.resolves.")
     if not any(resolves.values()):
         raise ManifestError(file, f"{key}.resolves", "names nothing",
@@ -114,7 +136,20 @@ def _signature(raw: dict[str, Any], i: int, file: Path) -> Signature:
             raise ManifestError(file, f"{key}.resolves.patch[{j}]", f"{ref!r} is not patchset/patch-id",
                                 'write e.g. "uky/triton-cuda-stubs"')
     return Signature(raw["id"], raw["title"], tuple(compiled), raw["cause"].strip(), raw["fix"].strip(),
-                     Resolution(**{k: tuple(v) for k, v in resolves.items()}), raw.get("source", ""))
+                     Resolution(**{k: tuple(v) for k, v in resolves.items()}), raw.get("source", ""),
+                     raw.get("severity", "fatal"), raw.get("generic", False), raw.get("confidence", "likely"),
+                     extra["confirm"], extra["unless"], tuple(raw.get("refines", [])), raw.get("versions", False))
+
+
+def _regexes(patterns: list[str], file: Path, key: str) -> tuple[re.Pattern[str], ...]:
+    out = []
+    for j, pattern in enumerate(patterns):
+        try:
+            out.append(re.compile(pattern))
+        except re.error as exc:
+            raise ManifestError(file, f"{key}[{j}]", f"not a regular expression ({exc})",
+                                "fix the pattern (backslashes are doubled in TOML basic strings)") from None
+    return tuple(out)
 
 
 def load_signatures(path: Path | None = None) -> list[Signature]:
@@ -135,4 +170,9 @@ def load_signatures(path: Path | None = None) -> list[Signature]:
         if s.id in seen:
             raise ManifestError(file, f"signature[{i}].id", f"{s.id!r} is used twice", "give each signature its own id")
         seen.add(s.id)
+    for i, s in enumerate(sigs):
+        for j, ref in enumerate(s.refines):
+            if ref not in seen:
+                raise ManifestError(file, f"signature[{i}].refines[{j}]", f"{ref!r} is no signature's id",
+                                    "name the id of a signature in this table")
     return sigs

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patchctl import orphans, proc
 from patchctl.errors import PatchctlError
 from patchctl.matrix.columns import Source, fetch, unpack
 from patchctl.patchsets import engine
@@ -103,13 +103,14 @@ class _Failed:
 def run_matrix(columns: list[Source], patchsets: list[Patchset], jobs: int | None = None) -> Matrix:
     """Apply ``patchsets`` to a pristine copy of each source; at most ``jobs`` at once."""
     fetch(columns)
-    with tempfile.TemporaryDirectory(prefix="patchctl-matrix-") as tmp:
+    # owned: the next matrix removes what a killed one left; its workers die with it (proc)
+    with orphans.scratch("patchctl-matrix-") as tmp:
         work = [_Job(s, Path(tmp) / str(i), tuple(patchsets)) for i, s in enumerate(columns)]
         workers = min(len(work), jobs or _cpus())
         if workers <= 1:
             done = [_apply_in_scratch(job) for job in work]
         else:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            with ProcessPoolExecutor(max_workers=workers, initializer=proc.die_with_parent) as pool:
                 done = list(pool.map(_apply_in_scratch, work))
     for out in done:
         if isinstance(out, _Failed):

@@ -14,13 +14,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from patchctl.migrate.options import Options
     from patchctl.migrate.results import HostResult, HostStatus, MigrateResult, Phase, Progress
-    from patchctl.migrate.runner import migrate
-    from patchctl.migrate.session import Options, Session, start
+    from patchctl.migrate.session import Session, migrate, start
 
 _WHERE = {"HostResult": "results", "HostStatus": "results", "MigrateResult": "results", "Phase": "results",
-          "Progress": "results", "Options": "session", "Session": "session", "start": "session",
-          "migrate": "runner"}
+          "Progress": "results", "Options": "options", "Session": "session", "start": "session",
+          "migrate": "session"}
 
 __all__ = ["HostResult", "HostStatus", "MigrateResult", "Options", "Phase", "Progress", "Session", "migrate",
            "start"]

@@ -7,12 +7,8 @@ stops the others.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from patchctl.errors import ManifestError, PatchctlError
-
-if TYPE_CHECKING:
-    from patchctl.clusters import Cluster
+from patchctl.errors import PatchctlError
 
 
 class NotAGitTree(PatchctlError):
@@ -34,13 +30,3 @@ class TrackedFileLeftOut(PatchctlError):
             f"{config}: cluster {cluster!r} would leave out {len(paths)} tracked file(s): {shown}; "
             f"add them to clusters.{cluster}.include, or stop tracking them with `git rm --cached`"
         )
-
-
-class DuplicateHost(ManifestError):
-    """A cluster lists one ssh destination with one root twice: two runs would write one tree."""
-
-    def __init__(self, cluster: Cluster, index: int) -> None:
-        host = cluster.hosts[index]
-        self.cluster, self.index, self.host = cluster.name, index, host
-        super().__init__(cluster.source, f"clusters.{cluster.name}.hosts[{index}]",
-                         f"{host.ssh}:{host.root} is listed twice", "remove the duplicate")

@@ -21,13 +21,15 @@ from patchctl import fsutil, git, journal
 from patchctl.clusters import Cluster
 from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
 from patchctl.patchsets import record as rec
+from patchctl.remote import lock_agent
 
 #: directory names whose contents are run outputs: never sent unless the cluster includes them
 OUTPUT_DIRS = ("checkpoints", "outputs", "logs", "wandb")
 #: files at least this large are hashed on worker threads (see _entries)
 BIG = 1 << 20
 #: files patchctl writes on each host itself; the source's copies (if any) never travel
-HOST_FILES = (".patchctl/env.sh", ".patchctl/provenance.json", ".patchctl/manifest.json")
+HOST_FILES = (".patchctl/env.sh", ".patchctl/provenance.json", ".patchctl/manifest.json", lock_agent.SESSION,
+              lock_agent.TRANSFER)
 #: the debris of a write cut off here (temp files, the journal that rolls it back): it belongs to
 #: this tree's next patchctl command, never to a host, whatever git or include say
 DEBRIS_SUFFIX = journal.TMP_SUFFIX

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl.clusters import Host
-from patchctl.migrate import ssh, state, transfer, verdicts, verify_remote
+from patchctl.migrate import state, transfer, verdicts, verify_remote
 from patchctl.migrate.prepare import Prepared, repair_list
 from patchctl.migrate.results import HostResult, HostStatus, Phase, Progress, ProgressFn
 from patchctl.migrate.verify_remote import Agent, AgentReply
+from patchctl.remote import ssh
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from patchctl.clusters import Cluster
 from patchctl.migrate import fileset, provenance, verify_remote
-from patchctl.migrate.session import Options
+from patchctl.migrate.options import Options
 from patchctl.patchsets.model import Patchset
 
 

@@ -24,6 +24,7 @@ import tempfile
 
 MANIFEST = ".patchctl/manifest.json"
 PROVENANCE = ".patchctl/provenance.json"
+TRANSFER_LOCK = ".patchctl/transfer.lock"  # remote/lock_agent.py's TRANSFER: rsync holds it too
 SKIP_DIRS = {".git", ".hg", ".patchctl", "__pycache__", ".venv", "node_modules", ".mypy_cache", ".pytest_cache",
              ".rsync-partial", ".~tmp~", "checkpoints", "outputs", "logs", "wandb"}
 MAX_SCAN = 4 << 20  # tagged lines live in source files; larger files are data
@@ -183,12 +184,36 @@ def differs(root, rendered):
     return out
 
 
+def hold_transfer_lock(root):
+    """Hold the root's transfer lock until this process exits (see remote/lock_agent.py): a
+    ``finish`` writes and records, and one still running for a killed migrate must end before a
+    newer migrate looks at the root."""
+    import fcntl
+    import time
+
+    os.makedirs(os.path.join(root, ".patchctl"), exist_ok=True)
+    path = inside(root, TRANSFER_LOCK)
+    if path is None:  # a .patchctl symlinked elsewhere on the host: nothing is made there
+        raise ValueError("%s/.patchctl leads out of the root; make it a folder there" % root)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError("%s stayed held by another transfer for 60 s" % path)
+            time.sleep(0.05)
+
+
 def main(req):
     root, rendered, manifest = req["root"], req.get("rendered", {}), req["manifest"]
     reply = {"python": sys.version.split()[0], "root_exists": os.path.isdir(root), "deletions": [],
              "delete_refused": False, "problems": [], "rendered": [], "tags_only_here": [], "tags_missing_here": []}
     if req["action"] == "finish":
         os.makedirs(root, exist_ok=True)
+        hold_transfer_lock(root)
     if not os.path.isdir(root):  # plan for a host that has no tree yet
         reply["problems"] = [[e[0], "missing"] for e in manifest]
         reply["rendered"] = sorted(rendered)
@@ -227,9 +252,12 @@ def record(root, req, reply):
         old = read_json(os.path.join(root, MANIFEST), {}).get("files", [])
         placed.update(p for p in old if inside(root, p) and os.path.lexists(os.path.join(root, p)))
     ok = not (reply["problems"] or reply["tags_only_here"] or reply["tags_missing_here"])
-    write_atomic(os.path.join(root, MANIFEST), json.dumps({"format": 1, "files": sorted(placed)}).encode())
+    manifest, provenance_file = inside(root, MANIFEST), inside(root, PROVENANCE)
+    if manifest is None or provenance_file is None:  # a .patchctl symlinked elsewhere on the host
+        raise ValueError("%s/.patchctl leads out of the root; make it a folder there" % root)
+    write_atomic(manifest, json.dumps({"format": 1, "files": sorted(placed)}).encode())
     provenance = dict(req["provenance"], verified=ok, root=root)
-    write_atomic(os.path.join(root, PROVENANCE), (json.dumps(provenance, indent=2) + "\n").encode())
+    write_atomic(provenance_file, (json.dumps(provenance, indent=2) + "\n").encode())
 
 
 def run():

@@ -17,44 +17,26 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from patchctl.clusters import Cluster, Host
-from patchctl.migrate import render, ssh
-from patchctl.migrate.errors import DuplicateHost
-from patchctl.migrate.hostrun import HostRun
+from patchctl.migrate import render
+from patchctl.migrate.hostrun import HostRun, Tally
+from patchctl.migrate.options import Options
 from patchctl.migrate.prepare import Prepared, prepare
 from patchctl.migrate.results import HostResult, HostStatus, MigrateResult, Phase, Progress, ProgressFn
-from patchctl.migrate.session import Options, Session, start
 from patchctl.migrate.verify_remote import Agent
 from patchctl.patchsets.model import Patchset
-
-__all__ = ["Options", "ProgressFn", "migrate", "run"]
-
-
-def migrate(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], options: Options = Options(),
-            progress: ProgressFn | None = None) -> MigrateResult:
-    """Log in to the hosts and migrate ``root`` to them. A caller with more to load first (the
-    CLI) calls ``session.start`` itself, so that the logins overlap its loading."""
-    return start(cluster, options).run(root, patchsets, progress)
+from patchctl.remote import ssh
+from patchctl.remote.hosts import labels as host_labels
+from patchctl.remote.lock import RootLock
 
 
-def _labels(cluster: Cluster) -> list[str]:
-    """How results name the hosts: the ssh destination, with the root where one repeats.
-    (``validate`` names its nodes the same way.)"""
-    seen: dict[tuple[str, str], int] = {}
-    for i, h in enumerate(cluster.hosts):
-        if (h.ssh, h.root) in seen:
-            raise DuplicateHost(cluster, i)
-        seen[(h.ssh, h.root)] = i
-    ssh_names = [h.ssh for h in cluster.hosts]
-    return [h.ssh if ssh_names.count(h.ssh) == 1 else f"{h.ssh}:{h.root}" for h in cluster.hosts]
-
-
-def run(session: Session, root: Path, patchsets: Sequence[Patchset], progress: ProgressFn | None) -> MigrateResult:
-    """Every host of the session on its own worker thread (as far as --jobs allows), each a
-    ``HostRun`` once the tree is prepared here, which happens while they log in."""
-    cluster, options = session.cluster, session.options
+def run(cluster: Cluster, options: Options, conns: ssh.Connections, root: Path, patchsets: Sequence[Patchset],
+        progress: ProgressFn | None) -> MigrateResult:
+    """Every host of the cluster on its own worker thread (as far as --jobs allows), over the
+    session's ``conns``, each a ``HostRun`` once the tree is prepared here, which happens while
+    they log in."""
     example = render.find_example(root, patchsets)
     generated = (render.GIT_IGNORE,) if example else ()
-    labels = _labels(cluster)
+    labels = host_labels(cluster)
     rendered = [render.rendered_files(cluster, h, example) for h in cluster.hosts]
     jobs = max(1, options.jobs or len(cluster.hosts))
     lock = threading.Lock()
@@ -64,11 +46,10 @@ def run(session: Session, root: Path, patchsets: Sequence[Patchset], progress: P
             with lock:
                 progress(event)
 
-    conns = session.connections
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         # the hosts log in (and start their agents) while the tree is listed and hashed here
         ready: Future[Prepared] = Future()
-        futures = [pool.submit(_connected, ready, h, label, files, emit, master)
+        futures = [pool.submit(_connected, ready, h, label, files, emit, master, options.dry_run)
                    for h, label, files, master in zip(cluster.hosts, labels, rendered, conns.masters)]
         try:
             tree = prepare(cluster, root, patchsets, generated, options, conns.dir)
@@ -83,9 +64,11 @@ def run(session: Session, root: Path, patchsets: Sequence[Patchset], progress: P
 
 
 def _connected(ready: Future[Prepared], host: Host, label: str, rendered: dict[str, str], emit: ProgressFn,
-               master: ssh.Master) -> HostResult:
-    """One host's run over its own master connection, closed after; its first agent is started
-    as soon as the host is logged in, before the tree is ready (see verify_remote.Agent)."""
+               master: ssh.Master, dry_run: bool) -> HostResult:
+    """One host's run over its own master connection, closed after. As soon as the host is logged
+    in, before the tree is ready, the host's root is requested (remote.lock: one migrate per root
+    at a time; not for a dry run, which writes nothing) and its first agent started (see
+    verify_remote.Agent)."""
     emit(Progress(label, Phase.CONNECTING))
     try:
         failed = master.open()
@@ -94,8 +77,13 @@ def _connected(ready: Future[Prepared], host: Host, label: str, rendered: dict[s
                                 False, failed)
             emit(Progress(label, Phase.DONE, status=result.status))
             return result
-        with ExitStack() as agents:
+        with ExitStack() as agents:  # closed in reverse: the agents end, then the root is let go
+            held = None if dry_run else agents.enter_context(RootLock(master.cluster, host, master.socket))
             first = agents.enter_context(Agent(master.cluster, host, master.socket))
-            return HostRun(ready.result(), host, label, rendered, master, emit, agents).run(first)
+            hostrun = HostRun(ready.result(), host, label, rendered, master, emit, agents)
+            refused = held.wait() if held is not None else None
+            if refused:
+                return hostrun.end(Tally(), HostStatus.FAILED, refused)
+            return hostrun.run(first)
     finally:
         master.close()

@@ -10,30 +10,16 @@ that reason; the rest of migrate loads inside ``run``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchctl.migrate import ssh
+from patchctl.migrate.options import Options
+from patchctl.remote import ssh
 
 if TYPE_CHECKING:
     from patchctl.clusters import Cluster
     from patchctl.migrate.results import MigrateResult, ProgressFn
     from patchctl.patchsets.model import Patchset
-
-
-@dataclass(frozen=True)
-class Options:
-    """How the hosts' runs go (the CLI's flags); known before anything loads, so ``start`` takes them."""
-
-    #: list what would change on each host, change nothing
-    dry_run: bool = False
-    #: remove files deleted at the source (within the root, at most the cluster's max_delete)
-    delete: bool = False
-    #: compare by content instead of size and time (resends files altered on a host)
-    checksum: bool = False
-    #: hosts at a time; None: all of them
-    jobs: int | None = None
 
 
 class Session:
@@ -51,7 +37,7 @@ class Session:
         from patchctl.migrate import runner  # here, not at the top: it loads while the hosts log in
 
         try:
-            return runner.run(self, root, patchsets, progress)
+            return runner.run(self.cluster, self.options, self.connections, root, patchsets, progress)
         finally:
             self.close()
 
@@ -68,3 +54,10 @@ class Session:
 def start(cluster: Cluster, options: Options = Options()) -> Session:
     """Begin a migrate of ``cluster``: its hosts log in now, while the caller loads the rest."""
     return Session(cluster, options)
+
+
+def migrate(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], options: Options = Options(),
+            progress: ProgressFn | None = None) -> MigrateResult:
+    """Log in to the hosts and migrate ``root`` to them. A caller with more to load first (the
+    CLI) calls :func:`start` itself, so that the logins overlap its loading."""
+    return start(cluster, options).run(root, patchsets, progress)

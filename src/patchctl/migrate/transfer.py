@@ -19,33 +19,10 @@ from pathlib import Path
 from patchctl import proc
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import ToolMissing
-from patchctl.migrate import ssh
+from patchctl.remote import rsync
 
 PARTIAL_DIR = ".rsync-partial"
 _FORMAT = "%i %b %l %n"  # itemized changes, bytes sent, file length, name
-
-#: rsync exit codes (rsync(1) EXIT VALUES) as causes a user can act on
-CAUSES = {
-    1: "rsync rejected its arguments (syntax or usage error)",
-    2: "the local and remote rsync cannot talk to each other (protocol incompatibility)",
-    3: "a file or directory could not be selected (is the root writable?)",
-    5: "the rsync session could not start on the host",
-    10: "socket I/O error",
-    11: "a file could not be written on the host (disk full, or no permission?)",
-    12: "the connection dropped mid-transfer (rsync protocol stream broke)",
-    14: "rsync's inter-process communication failed",
-    20: "rsync was interrupted by a signal",
-    22: "rsync could not allocate memory",
-    23: "partial transfer: some files could not be transferred",
-    24: "partial transfer: some source files vanished while being sent",
-    30: "timeout: no data moved within the cluster's timeout",
-    35: "timeout waiting for the connection",
-    127: "rsync is not installed (locally or on the host)",
-    255: "ssh could not connect",
-}
-#: the cause of an rsync whose ssh lost a host it had logged in to (exit 12 or 255)
-LOST = "ssh could not reach the host any more (it went down, or the network dropped)"
-
 
 @dataclass(frozen=True)
 class Item:
@@ -87,34 +64,18 @@ def parse_line(line: str) -> Item | None:
     return Item(parts[0], int(parts[1]), int(parts[2]), parts[3])
 
 
-def cause(returncode: int, stderr: str, *, connected: bool = False) -> str:
-    """The rsync exit code as a plain cause, with rsync's own last line as evidence.
-
-    ``connected``: the host was logged in before rsync started, so an ssh failure (255) means
-    the host was lost on the way, not that it could never be reached."""
-    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
-    what = CAUSES.get(returncode, f"rsync failed with exit code {returncode}")
-    if returncode == 255 and connected:
-        what = LOST
-    if "command not found" in stderr and "rsync" in stderr:
-        what = "rsync is not installed on the host"
-    detail = next((ln for ln in reversed(lines) if "rsync error:" not in ln), lines[-1] if lines else "")
-    return f"rsync exit {returncode}: {what}" + (f" ({detail.strip()})" if detail else "")
-
-
 def rsync_argv(cluster: Cluster, host: Host, source: Path, files_from: Path, *, dry_run: bool,
                checksum: bool = False, control: Path | None = None) -> list[str]:
-    argv = [
-        "rsync", "-rlpt", "--omit-dir-times", "--files-from", str(files_from), "--from0",
-        "--partial-dir", PARTIAL_DIR, "--delay-updates", "--out-format", _FORMAT,
-        "--timeout", str(cluster.timeout), "-e", ssh.rsh_command(cluster, control),
-    ]
+    argv = rsync.argv(cluster, control, "-rlpt", "--omit-dir-times", "--files-from", str(files_from), "--from0",
+                      "--partial-dir", PARTIAL_DIR, "--delay-updates", "--out-format", _FORMAT)
     if cluster.bwlimit:
         argv += ["--bwlimit", str(cluster.bwlimit)]
     if checksum:
         argv.append("--checksum")
     if dry_run:
         argv.append("--dry-run")
+    else:  # the host's rsync holds the root's transfer lock for as long as it runs
+        argv += ["--rsync-path", rsync.locked_rsync_path(cluster, host)]
     # rsync >= 3.2.4 protects the remote path's spaces and metacharacters from the remote shell
     return [*argv, "--", f"{source}/", f"{host.ssh}:{host.root.rstrip('/')}/"]
 

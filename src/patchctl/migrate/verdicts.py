@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from patchctl import quoting
 from patchctl.clusters import Cluster
-from patchctl.migrate import transfer, verify_remote
+from patchctl.migrate import verify_remote
 from patchctl.migrate.prepare import Prepared
 from patchctl.migrate.results import HostStatus
+from patchctl.remote import rsync
 
 
 def guard(cluster: Cluster, count: int) -> str:
@@ -20,9 +22,9 @@ def guard(cluster: Cluster, count: int) -> str:
 def transfer_failed(returncode: int, stderr: str, lost: bool) -> tuple[HostStatus, str]:
     """A failed rsync as a status and a cause; ``lost``: the host's master connection ended under it."""
     if lost:
-        return HostStatus.UNREACHABLE, f"rsync exit {returncode}: {transfer.LOST}; re-run migrate to resume"
+        return HostStatus.UNREACHABLE, f"rsync exit {returncode}: {rsync.LOST}; re-run migrate to resume"
     status = HostStatus.UNREACHABLE if returncode == 255 else HostStatus.FAILED
-    return status, transfer.cause(returncode, stderr, connected=True) + "; re-run migrate to resume"
+    return status, rsync.cause(returncode, stderr, connected=True) + "; re-run migrate to resume"
 
 
 def differing(tree: Prepared, reply: verify_remote.AgentReply) -> list[str]:
@@ -58,6 +60,7 @@ def planned_changes(tree: Prepared, data: dict[str, Any]) -> tuple[tuple[str, ..
     bytes it would send (the files' sizes: rsync's delta is not known without sending)."""
     sizes = {e.path: e.size for e in tree.fs.entries}
     would = [path for path, _why in data["problems"] if path in sizes]
-    changes = ([f"send {p}" for p in would] + [f"delete {p}" for p in data["deletions"]]
-               + [f"render {p}" for p in data["rendered"]])
+    changes = ([f"send {quoting.quote_path(p)}" for p in would]
+               + [f"delete {quoting.quote_path(p)}" for p in data["deletions"]]
+               + [f"render {quoting.quote_path(p)}" for p in data["rendered"]])
     return tuple(changes), len(would), sum(sizes[p] for p in would)

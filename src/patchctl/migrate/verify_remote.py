@@ -20,9 +20,11 @@ from typing import Any
 from patchctl import proc
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import PatchctlError
-from patchctl.migrate import remote_agent, ssh
+from patchctl.migrate import remote_agent
+from patchctl.remote import ssh
 from patchctl.migrate.fileset import FileSet
 from patchctl.migrate.results import HostStatus
+from patchctl.quoting import printable, quote_path
 from patchctl.tags import tag_regex
 
 #: mismatch items listed per host; the count of the rest is given
@@ -140,10 +142,12 @@ def tags_request(fs: FileSet, tags: Iterable[str], generated: Iterable[str]) -> 
 def mismatches(reply: AgentReply) -> tuple[str, ...]:
     """What differs on the host, one item per file or tagged line, for the user to act on."""
     d = reply.data
-    items = [f"{path}: {why}" for path, why in d.get("problems", [])]
-    items += [f"{p}:{n}: tagged line on the host that the source lacks: {t.strip()}"
+    # names and lines come from the host: quoted, so none can forge a line of the report
+    items = [f"{quote_path(path)}: {printable(why)}" for path, why in d.get("problems", [])]
+    items += [f"{quote_path(p)}:{n}: tagged line on the host that the source lacks: {printable(t.strip())}"
               for p, n, t in d.get("tags_only_here", [])]
-    items += [f"{p}:{n}: tagged line missing on the host: {t.strip()}" for p, n, t in d.get("tags_missing_here", [])]
+    items += [f"{quote_path(p)}:{n}: tagged line missing on the host: {printable(t.strip())}"
+              for p, n, t in d.get("tags_missing_here", [])]
     if len(items) > SHOWN:
         items = items[:SHOWN] + [f"... and {len(items) - SHOWN} more"]
     return tuple(items)

@@ -11,8 +11,8 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from patchctl.confine import in_metadata, relative_inside
 from patchctl.errors import ManifestError, NoPatchset, PatchsetGivenTwice
-from patchctl.fsutil import relative_inside
 from patchctl.patchsets import upstream
 from patchctl.patchsets.kinds import KINDS, kind_names
 from patchctl.patchsets.model import Patch, Patchset
@@ -113,12 +113,17 @@ def _patch(raw: dict[str, Any], index: int, root: Path, file: Path, default_tag:
 
 
 def _inside(paths: list[str], file: Path, key: str, patch_id: str) -> None:
-    """Paths a patch names are relative to the tree and stay in it: a patchset never writes elsewhere."""
+    """Paths a patch names are relative to the tree and stay in it: a patchset never writes elsewhere,
+    nor into version control's or patchctl's folders (a file in ``.git/hooks`` runs on the next commit)."""
     for i, rel in enumerate(paths):
         problem = relative_inside(rel)
         if problem:
             raise ManifestError(file, f"{key}[{i}]", f"{rel!r} {problem}",
                                 "write a path relative to the tree's root, inside it", patch_id)
+        folder = in_metadata(rel)
+        if folder:
+            raise ManifestError(file, f"{key}[{i}]", f"{rel!r} is inside {folder}, which belongs to version control "
+                                "or patchctl", "write a path to a file of the tree itself", patch_id)
 
 
 def load_patchset(directory: Path, *, builtin: bool = False) -> Patchset:

@@ -18,8 +18,9 @@ from patchctl import fsutil
 from patchctl.patchsets import record as rec
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
-from patchctl.patchsets.model import Outcome, Patch, Patchset, PatchResult, Presence
+from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset, Presence
 from patchctl.patchsets.reader import TreeReader, assess
+from patchctl.quoting import quote_path
 from patchctl.target import Target
 
 
@@ -64,7 +65,8 @@ class Plan:
     def unified(path: str, a: str | None, b: str | None) -> str:
         out = difflib.unified_diff(
             (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True),
-            f"a/{path}" if a is not None else "/dev/null", f"b/{path}" if b is not None else "/dev/null")
+            quote_path(f"a/{path}") if a is not None else "/dev/null",
+            quote_path(f"b/{path}") if b is not None else "/dev/null")
         return "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in out)
 
 

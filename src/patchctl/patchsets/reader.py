@@ -12,7 +12,7 @@ from pathlib import Path
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from patchctl import fsutil
+from patchctl.confine import resolve_target
 from patchctl.errors import NotUtf8, OutsideTree
 from patchctl.patchsets import upstream
 from patchctl.patchsets.kinds import KINDS
@@ -68,9 +68,9 @@ def version_mismatch(patch: Patch, version: str | None) -> str | None:
 
 
 def locate(patch: Patch, tree: TreeReader) -> str | None:
-    for rel in patch.target:
+    for rel in (*patch.target, *patch.upstream.files):  # upstream files are read: confined the same way
         try:
-            fsutil.resolve_inside(tree.target.root, rel)
+            resolve_target(tree.target.root, rel)
         except OutsideTree as exc:
             raise OutsideTree(exc.root, exc.rel, exc.problem, patch.id) from None
     existing = [p for p in patch.target if tree.read(p) is not None]

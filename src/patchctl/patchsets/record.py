@@ -8,12 +8,13 @@ it travels with the tree when the tree is migrated, so every copy knows its prov
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchctl.confine import not_a_real_folder, why_outside
 from patchctl.errors import PatchctlError
-from patchctl.fsutil import relative_inside
 
 RECORD_PATH = ".patchctl/applied.json"
 FORMAT = 1
@@ -50,7 +51,17 @@ class Record:
 
 
 def load(root: Path) -> Record | None:
+    """The record at ``root``, or None; :class:`RecordDamaged` when it cannot be trusted.
+
+    It is read back from disk, as untrusted as a manifest: the record and its folder must be
+    real (not symlinks to elsewhere) and every path in it, resolved through symlinks, inside
+    the tree, or revert and verify would read and hash files elsewhere.
+    """
     path = root / RECORD_PATH
+    for why in (not_a_real_folder(path.parent),
+                f"{path.name} is a symbolic link (to {os.readlink(path)})" if path.is_symlink() else None):
+        if why:
+            raise RecordDamaged(path, why)
     if not path.is_file():
         return None
     try:
@@ -60,7 +71,7 @@ def load(root: Path) -> Record | None:
     except (ValueError, KeyError, TypeError) as exc:
         raise RecordDamaged(path, str(exc)) from None
     for e in record.entries:
-        problem = relative_inside(e.path) if isinstance(e.path, str) and e.path else "is not a path"
+        problem = why_outside(root, e.path) if isinstance(e.path, str) and e.path else "is not a path"
         if problem:
             raise RecordDamaged(path, f"patch {e.patch!r} names {e.path!r}, which {problem}")
     return record

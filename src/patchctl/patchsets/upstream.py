@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from patchctl.patchsets.kinds.bom import strip_bom
 from patchctl.patchsets.kinds.calls import calls
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import UpstreamRule
@@ -124,7 +125,7 @@ def find(rule: UpstreamRule, path: str, read: Callable[[str], str | None], tag: 
     if finder is None:
         return None
     for rel in (path, *rule.files):
-        text = read(rel)
+        text = strip_bom(read(rel))  # ast.parse refuses the BOM Python itself accepts
         if text is None:
             continue
         lines = split_lines(text)

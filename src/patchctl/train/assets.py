@@ -27,7 +27,10 @@ BOOT = (
     "sys.exit(main(sys.argv[2:]))\n"
 )
 #: what each kind of asset needs in the interpreter that builds it
-NEEDS = {"smoke": "numpy, pyarrow and tokenizers", "tiny-dataset": "pyarrow"}
+NEEDS = {"smoke": "numpy, pyarrow and tokenizers", "smoke-bytes": "numpy, pyarrow and tokenizers",
+         "tiny-dataset": "pyarrow"}
+#: the profiles' ``assets`` values whose model and data patchctl builds itself (-> the kind built)
+OWN = {"smoke": "smoke", "smoke-bytes": "smoke-bytes"}
 
 
 class AssetsFailed(PatchctlError):
@@ -39,7 +42,7 @@ class AssetsFailed(PatchctlError):
 
 
 def build(kind: str, dest: Path, python: str, env: Mapping[str, str] | None = None, timeout: float = 300) -> None:
-    """Build ``kind`` ("smoke" or "tiny-dataset") into ``dest`` with the interpreter ``python``."""
+    """Build ``kind`` ("smoke", "smoke-bytes" or "tiny-dataset") into ``dest`` with the interpreter ``python``."""
     package = Path(__file__).resolve().parents[1]
     try:
         proc.run([python, "-c", BOOT, str(package), kind, str(dest)], env=env, timeout=timeout)
@@ -51,12 +54,12 @@ def build(kind: str, dest: Path, python: str, env: Mapping[str, str] | None = No
 
 
 def main(argv: list[str]) -> int:
-    """The trainer-side entry: ``smoke DIR`` or ``tiny-dataset DIR``."""
+    """The trainer-side entry: ``smoke DIR``, ``smoke-bytes DIR`` or ``tiny-dataset DIR``."""
     kind, dest = argv[0], Path(argv[1])
-    if kind == "smoke":
+    if kind in ("smoke", "smoke-bytes"):
         from patchctl.train import smoke
 
-        smoke.build(dest)
+        smoke.build(dest, "bytes" if kind == "smoke-bytes" else "word")
     elif kind == "tiny-dataset":
         from patchctl.train.data import tiny_dataset
 

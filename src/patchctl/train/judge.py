@@ -7,16 +7,20 @@ import importlib
 from pathlib import Path
 
 from patchctl.errors import PatchctlError
-from patchctl.train import gates as gates_mod
+from patchctl.train import codehook, gates as gates_mod, signals
+from patchctl.train.codehook import Proof
 from patchctl.train.model import DoctorFailed, Finding, Judgement, Ran
 from patchctl.train.profiles import Gates
 
 
-def judge(ran: Ran, gates: Gates, log: Path) -> Judgement:
-    """Every gate of the profile, the verdict, and on a failure doctor's reading of ``log``."""
+def judge(ran: Ran, gates: Gates, log: Path, proof: Proof | None = None) -> Judgement:
+    """Every gate of the profile, the reward-independent ones, the code hook's, the verdict, and on
+    a failure doctor's reading of ``log``."""
     results = gates_mod.evaluate(ran.finished.returncode, ran.scan, gates, ran.timings.first_step)
+    results += signals.evaluate(ran.scan, gates)
+    results.append(codehook.gate(proof))
     passed = gates_mod.verdict(results)
-    return Judgement(tuple(results), passed, None if passed else diagnose(log))
+    return Judgement(tuple(results), passed, None if passed else diagnose(log), proof)
 
 
 def diagnose(log: Path) -> tuple[Finding | DoctorFailed, ...] | None:
@@ -30,5 +34,6 @@ def diagnose(log: Path) -> tuple[Finding | DoctorFailed, ...] | None:
             found = doctor.diagnose(reader, doctor.load_signatures(None), str(log))
     except (PatchctlError, OSError) as exc:
         return (DoctorFailed(str(exc)),)
-    return tuple(Finding(m.signature.id, m.signature.title, m.first_line, m.excerpt, m.signature.cause,
+    # root cause first; the title says "possibly" where doctor could not confirm it
+    return tuple(Finding(m.signature.id, m.headline, m.line, m.excerpt, m.signature.cause,
                          m.signature.fix) for m in found.matches)

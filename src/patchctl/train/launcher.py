@@ -71,8 +71,12 @@ def adapt_override(override: str, ray_kwargs: bool) -> str:
 
 def build(root: Path, profile: Profile, values: dict[str, str], overrides: list[str] | tuple[str, ...],
           python: str, log: Path, extra_env: dict[str, str] | None = None,
-          environ: dict[str, str] | None = None) -> Launch:
-    """The argv and environment of the run: profile overrides, then the user's, which win."""
+          environ: dict[str, str] | None = None, hook: Path | None = None) -> Launch:
+    """The argv and environment of the run: profile overrides, then the user's, which win.
+
+    ``hook`` (patchctl's code hook folder) comes right after the tree on ``PYTHONPATH``: its
+    ``sitecustomize`` is the first on ``sys.path`` unless the tree has one of its own.
+    """
     environ = dict(os.environ if environ is None else environ)
     ray_kwargs = has_ray_kwargs(root)
     # as hydra would parse them, so a typo fails here rather than after Ray and the workers are up
@@ -84,7 +88,8 @@ def build(root: Path, profile: Profile, values: dict[str, str], overrides: list[
     env = {k: expand_env(fill(v, values, f"profile {profile.name}, env {k}"), environ)
            for k, v in {**profile.env, **(extra_env or {})}.items()}
     inherited = env.get("PYTHONPATH", environ.get("PYTHONPATH", ""))
-    env["PYTHONPATH"] = os.pathsep.join([str(root), *[p for p in inherited.split(os.pathsep) if p]])
+    env["PYTHONPATH"] = os.pathsep.join([str(root), *([str(hook)] if hook else []),
+                                         *[p for p in inherited.split(os.pathsep) if p]])
     return Launch((python, *ENTRY, *args), root, env, log)
 
 
@@ -94,7 +99,9 @@ def execute(launch: Launch, t0: float, on_line: Callable[[str, float], None],
 
     ``t0`` is the ``time.monotonic()`` of the launch, so every time is "seconds since the user
     started patchctl". The process gets its own session; on timeout or Ctrl-C that whole group
-    (the driver and the Ray processes it started) is terminated. ``while_starting`` runs once
+    (the driver and the Ray processes it started) is terminated. After a ``kill -9`` of patchctl
+    the driver gets SIGKILL from the kernel and the rest of its group is ended by the next
+    train, migrate, validate or matrix (see :mod:`patchctl.proc` and :mod:`patchctl.orphans`). ``while_starting`` runs once
     the process is launched (work the trainer needs only later, such as the smoke assets); if it
     raises, the trainer is stopped and the error propagates.
     """

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchctl.train.codehook import Proof, Watch
 from patchctl.train.gates import Gate
 from patchctl.train.launcher import Finished, Launch
 from patchctl.train.logparse import LogScan
@@ -34,6 +35,8 @@ class Plan:
     adapted: tuple[Adapt, ...] = ()
     #: where each path setting came from (cluster, environment, git_ignore.py, patchctl)
     sources: dict[str, str] = field(default_factory=dict)
+    #: the code patches whose modules the code hook watches in every process (none: no hook)
+    watched: tuple[Watch, ...] = ()
 
     def settings(self) -> dict[str, dict[str, str]]:
         """Each path setting the run used, with where it came from (for the dry run and the report)."""
@@ -123,3 +126,5 @@ class Judgement:
     passed: bool
     #: None on a pass (or where doctor is absent); else its findings, possibly none
     doctor: tuple[Finding | DoctorFailed, ...] | None = None
+    #: what the code hook recorded (None where the tree has no code patch to watch)
+    proof: Proof | None = None

@@ -27,13 +27,13 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 ROLLOUTS = ("hf", "vllm", "sglang")
-ASSETS = ("smoke", "cluster")
+ASSETS = ("smoke", "smoke-bytes", "cluster")
 PREPARE = ("tiny-dataset",)
 
 PROFILE_SCHEMA = {
     "description": Field(str, True, "one line"),
     "rollout": Field(str, True, '"hf", "vllm" or "sglang"', choices=ROLLOUTS),
-    "assets": Field(str, True, '"smoke" (patchctl builds model and data) or "cluster"', choices=ASSETS),
+    "assets": Field(str, True, '"smoke" or "smoke-bytes" (patchctl builds model and data; word-level or byte-level tokenizer) or "cluster"', choices=ASSETS),
     "overrides": Field(list, True, 'hydra overrides such as "data.train_batch_size=4"', item=str),
     "needs": Field(list, False, 'cluster path keys such as ["MODEL_PATH", "DATA_DIR"]', item=str),
     "prepare": Field(list, False, '["tiny-dataset"]', item=str),
@@ -59,7 +59,13 @@ GATES_SCHEMA = {
     "learning_metric": Field(str, False, 'a metric such as "critic/score/mean"'),
     "learning_window": Field(int, False, "steps averaged at each end"),
     "learning_min_gain": Field(float, False, "how much the last window must exceed the first"),
+    "agree_pearson_min": Field(float, False, "the lowest training/rollout_actor_probs_pearson_corr of a step"),
+    "agree_probs_diff_max": Field(float, False, "the highest training/rollout_probs_diff_mean of a step"),
+    "agree_kl_max": Field(float, False, "the highest |rollout_corr/kl| of a step"),
+    "update_kl_min": Field(float, False, "the lowest |actor/ppo_kl| of a step with a non-zero advantage"),
 }
+#: the gates' keys that hold numbers (a TOML integer such as 1 is taken as 1.0)
+FLOAT_GATES = tuple(k for k, f in GATES_SCHEMA.items() if f.type is float)
 _PLACEHOLDER = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")
 _ENVREF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
@@ -71,6 +77,11 @@ class Gates:
     learning_metric: str | None = None
     learning_window: int = 5
     learning_min_gain: float = 0.3
+    #: bars of the reward-independent gates (None: the profile does not judge it); see gates.py
+    agree_pearson_min: float | None = None
+    agree_probs_diff_max: float | None = None
+    agree_kl_max: float | None = None
+    update_kl_min: float | None = None
 
 
 @dataclass(frozen=True)
@@ -121,12 +132,13 @@ def _profile(name: str, raw: Any, file: Path) -> Profile:
         if "=" not in ov:
             raise ManifestError(file, f"{prefix}overrides[{i}]", f"{ov!r} is not KEY=VALUE", "write key=value")
     gates = dict(raw.get("gates", {}))
-    gain = gates.get("learning_min_gain", 0.0)
-    if isinstance(gain, bool) or not isinstance(gain, (int, float)):
-        raise ManifestError(file, prefix + "gates.learning_min_gain", f"expected a number, got {type(gain).__name__}",
-                            "write a number such as 0.3")
-    if "learning_min_gain" in gates:
-        gates["learning_min_gain"] = float(gain)
+    for key in FLOAT_GATES:
+        if key not in gates:
+            continue
+        if isinstance(gates[key], bool) or not isinstance(gates[key], (int, float)):
+            raise ManifestError(file, f"{prefix}gates.{key}", f"expected a number, got {type(gates[key]).__name__}",
+                                "write a number such as 0.3")
+        gates[key] = float(gates[key])
     check(gates, GATES_SCHEMA, file=file, prefix=prefix + "gates.")
     adapts = []
     for i, a in enumerate(raw.get("adapt", [])):

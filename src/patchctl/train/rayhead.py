@@ -13,11 +13,20 @@ killed head does not. Left behind, it points at a dead head: verl's own ``ray.in
 then fails ("When connecting to an existing cluster, num_cpus and num_gpus must not be
 provided"), as does ``patchctl verify --env``'s Ray check. So :meth:`Head.stop` puts that file
 back as it found it.
+
+Ray >= 2.52 turns token authentication on for a cluster ``ray start`` makes, with a token it
+writes to ``~/.ray/auth_token``; a driver that looked for that file before the head wrote it (verl
+imports Ray while the head starts) connects without one and is refused ("InvalidAuthToken").
+So the head and the trainer share a token of this run's own: a 0600 file in the run folder,
+named by ``RAY_AUTH_TOKEN_PATH`` beside ``RAY_AUTH_MODE=token`` (older Rays ignore both). The
+ports ``ray start`` would otherwise fix (the dashboard agent's 52365, the client server's 10001)
+are free ones, so two runs, or another user's Ray, can share a machine.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -29,7 +38,10 @@ from pathlib import Path
 from patchctl import proc
 from patchctl.errors import ToolMissing
 
-_CLI = "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"
+#: ``ray start --head`` starts Ray's client server on the fixed port 10001 whenever ray[client] is
+#: installed, with no option to leave it out: this tells it the client is missing (validate's node.py)
+_CLI = ("import sys; import ray.scripts.scripts as s; s.get_ray_client_dependency_error = "
+        "lambda: 'not asked for'; sys.argv[0] = 'ray'; s.main()")
 
 
 def free_port() -> int:
@@ -63,13 +75,21 @@ class HeadSpec:
     #: what the trainer's environment gets so that ray.init connects instead of starting
     address: str
     log: Path
+    #: the run's token file (written by :class:`Head`, 0600); its path, never the token, is in the env
+    token: Path
+
+
+def auth_env(head: HeadSpec) -> dict[str, str]:
+    """What the head and the trainer both need to agree on this run's token (Ray >= 2.52)."""
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(head.token)}
 
 
 def spec(python: str, num_cpus: int, log: Path, port: int | None = None) -> HeadSpec:
     port = port or free_port()
     argv = (python, "-c", _CLI, "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1",
-            f"--num-cpus={num_cpus}", "--include-dashboard=false", "--disable-usage-stats", "--block")
-    return HeadSpec(argv, f"127.0.0.1:{port}", log)
+            f"--num-cpus={num_cpus}", "--include-dashboard=false", "--disable-usage-stats",
+            f"--dashboard-agent-listen-port={free_port()}", "--block")
+    return HeadSpec(argv, f"127.0.0.1:{port}", log, log.parent / "ray-auth-token")
 
 
 class Head:
@@ -79,6 +99,10 @@ class Head:
         """Start it with the trainer's environment: Ray's workers inherit the raylet's, not the driver's."""
         self.spec = head
         head.log.parent.mkdir(parents=True, exist_ok=True)
+        head.token.unlink(missing_ok=True)
+        fd = os.open(head.token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(secrets.token_hex(32))
         self._log = open(head.log, "w", encoding="utf-8")
         env = {k: v for k, v in {**os.environ, **env}.items() if k != "RAY_ADDRESS"}
         self._address_file = address_file(env)

@@ -13,6 +13,7 @@ from patchctl import fsutil
 from patchctl.train.facts import Facts
 from patchctl.train.gates import Gate
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan
+from patchctl.train.margins import margins
 from patchctl.train.model import DoctorFailed, Finding, Judgement, Plan, Ran, Timings
 
 FORMAT = 1
@@ -69,9 +70,12 @@ class TrainReport:
                "adapted": [asdict(a) for a in p.adapted], "settings": p.settings(),
                "plot": str(self.plot) if self.plot else NO_PLOT}
         doctor = None if self.doctor is None else [f.to_json() for f in self.doctor]
-        return document(run=run, tree=self.facts.tree, versions=self.facts.packages, gpus=list(self.facts.gpus),
-                        timings=self.timings, scan=self.ran.scan, gates=list(self.gates), passed=self.passed,
-                        doctor=doctor)
+        proof = self.judgement.proof
+        return {**document(run=run, tree=self.facts.tree, versions=self.facts.packages, gpus=list(self.facts.gpus),
+                           timings=self.timings, scan=self.ran.scan, gates=list(self.gates), passed=self.passed,
+                           doctor=doctor),
+                "patched_code": proof.to_json() if proof else None,
+                "margins": margins(self.ran.scan, p.profile.gates, self.timings.first_step)}
 
 
 def write(plan: Plan, ran: Ran, judgement: Judgement, facts: Facts, t0: float) -> TrainReport:

@@ -20,12 +20,12 @@ from pathlib import Path
 from patchctl.clusters import Cluster
 from patchctl.errors import RequiredPathMissing
 from patchctl.target import Target
-from patchctl.train import assets, facts, launcher, rayhead, report, settings, smoke, treeconfig
+from patchctl.train import assets, codehook, facts, launcher, rayhead, report, rollouts, settings, smoke, treeconfig
 from patchctl.train.data import TINY_NAME
 from patchctl.train.judge import judge
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Progress, Step, pick
 from patchctl.train.model import Plan, Ran, Timings
-from patchctl.train.profiles import Profile, adapt, fill, resolve_values
+from patchctl.train.profiles import Profile, adapt, fill, load_profiles, resolve_values
 from patchctl.train.report import TrainReport
 
 __all__ = ["Plan", "Progress", "TrainReport", "default_run_dir", "launch", "plan", "prepare", "train"]
@@ -42,7 +42,7 @@ def plan(target: Target, profile: Profile, cluster: Cluster | None, overrides: l
     profile, adapted = adapt(profile, target.version)
     run_dir = (run_dir or default_run_dir(target, profile.name)).resolve()
     # the smoke profile's model and data are patchctl's own, whatever the cluster or git_ignore.py say
-    own = smoke.paths(run_dir / "assets") if profile.assets == "smoke" else {}
+    own = smoke.paths(run_dir / "assets") if profile.assets in assets.OWN else {}
     found = settings.resolve([n for n in settings.wanted(profile, cluster) if n not in own], target.root, cluster)
     given = {"RUN_DIR": str(run_dir), **{k: s.value for k, s in found.items()}, **own}
     sources = {**{k: s.source for k, s in found.items()}, **{k: "patchctl's smoke assets" for k in own}}
@@ -52,15 +52,37 @@ def plan(target: Target, profile: Profile, cluster: Cluster | None, overrides: l
     if profile.ray_head_cpus and not os.environ.get("RAY_ADDRESS") and "RAY_ADDRESS" not in extra_env:
         head = rayhead.spec(python, profile.ray_head_cpus, run_dir / "ray-head.log")
         extra_env["RAY_ADDRESS"] = head.address
+        extra_env.update(rayhead.auth_env(head))
         # a driver that connects to a running cluster must not ask for CPUs of its own
         overrides = ["ray_kwargs.ray_init.num_cpus=null", *overrides]
-    trainer = launcher.build(target.root, profile, values, overrides, python, run_dir / "train.log", extra_env)
+    # every process of the run records the patched modules it imports (none to watch: no hook)
+    watched = codehook.watches(target.root)
+    if watched:
+        extra_env.update(codehook.env(run_dir, watched))
+    hook = run_dir / codehook.DIR_NAME if watched else None
+    trainer = launcher.build(target.root, profile, values, overrides, python, run_dir / "train.log", extra_env,
+                             hook=hook)
+    check_rollout(target, profile, trainer.argv)
     treeconfig.check(target.root, target.version, trainer.argv[1 + len(launcher.ENTRY):])
-    return Plan(profile, run_dir, trainer, values, head, adapted, sources)
+    return Plan(profile, run_dir, trainer, values, head, adapted, sources, watched)
+
+
+def check_rollout(target: Target, profile: Profile, argv: tuple[str, ...] | list[str]) -> None:
+    """Refuse a rollout the tree lacks (smoke's HF rollout on verl >= 0.6), naming the profiles it can run."""
+    rollout = rollouts.chosen(argv, profile.rollout)
+    have = rollouts.available(target.root)
+    if have is None or rollout in have:
+        return
+    instead = tuple(n for n, p in sorted(load_profiles().items())
+                    if p.rollout in have and p.needs == profile.needs and n != profile.name)
+    verl = f"verl {target.version} at {target.root}" if target.version else f"the verl tree at {target.root}"
+    raise rollouts.RolloutMissing(profile.name, rollout, verl, have, instead)
 
 
 def prepare(p: Plan) -> None:
     """What must exist before the launch (the smoke assets are built while the trainer starts)."""
+    if p.watched:
+        codehook.install(p.run_dir)
     for step in p.profile.prepare:
         if step == "tiny-dataset":
             data_dir = Path(p.values["DATA_DIR"])
@@ -94,7 +116,8 @@ def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
         stopper = threading.Thread(target=head.stop, name="ray-head-stop") if head else None
         if stopper:
             stopper.start()
-    judgement = judge(ran, p.profile.gates, p.launch.log)
+    proof = codehook.read(p.run_dir, target.root, p.watched) if p.watched else None
+    judgement = judge(ran, p.profile.gates, p.launch.log, proof)
     done = report.write(p, ran, judgement, gathering.result(target), t0)
     if stopper:
         stopper.join()
@@ -113,8 +136,8 @@ def launch(p: Plan, t0: float, *, timeout: float | None = None,
     ready: list[float] = []
 
     def build_assets() -> None:
-        if p.profile.assets == "smoke":
-            assets.build("smoke", p.run_dir / "assets", p.launch.argv[0], _trainer_env(p))
+        if p.profile.assets in assets.OWN:
+            assets.build(assets.OWN[p.profile.assets], p.run_dir / "assets", p.launch.argv[0], _trainer_env(p))
         ready.append(time.monotonic() - t0)
 
     def seen(line: str, at: float) -> None:

@@ -1,4 +1,4 @@
-"""A tiny randomly initialised Qwen2 model and a word-level tokenizer, made offline.
+"""A tiny randomly initialised Qwen2 model and its tokenizer (word-level or byte-level), made offline.
 
 The smoke profile needs a model that verl loads like any HuggingFace checkpoint but that costs
 nothing to download or build. The weights are written with numpy straight into a safetensors
@@ -7,6 +7,14 @@ time to first step), the tokenizer with the ``tokenizers`` library as a WordLeve
 vocabulary is exactly the words the smoke data uses, plus a chat template so verl's
 ``apply_chat_template`` works as with a real instruct model. numpy and tokenizers are imported
 inside the functions: the trainer's interpreter runs them (``assets.py``), patchctl's never does.
+
+Two tokenizers. The word-level one suits transformers 4.x (verl <= 0.5). transformers 5 loads the
+tokenizer of every ``qwen2`` model as ``Qwen2Tokenizer`` whatever ``tokenizer_config.json`` names,
+and that class rebuilds a byte-level BPE from the file's vocabulary and merges: a word-level
+vocabulary then loses its words (``tok("say b")`` gives the ids of "a" and "b"). ``tokenizer="bytes"``
+trains a byte-level BPE on the task's words instead (what docs/validation/vllm/make_assets.py
+proved on verl 0.9.1), with only the bytes the task uses as its alphabet, so the model's
+vocabulary stays a few dozen tokens and a random policy still hits the task's letters by chance.
 """
 
 from __future__ import annotations
@@ -127,6 +135,43 @@ def _config(spec: TinyModelSpec, vocab: tuple[str, ...]) -> dict[str, object]:
     }
 
 
+#: Qwen2's pre-tokenizer split (the one Qwen2Tokenizer uses), then byte-level
+QWEN2_SPLIT = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+               r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
+TOKENIZERS = ("word", "bytes")
+
+
+def bpe_tokenizer_json(texts: list[str] | tuple[str, ...], vocab_size: int = 96) -> str:
+    """A byte-level BPE (JSON) trained on ``texts``: the special tokens first (ids 0-3, as the
+    word-level vocabulary has them), then only the bytes ``texts`` use, then merges."""
+    try:
+        from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    except ImportError:
+        raise TokenizersMissing() from None
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    # the newline too, which the task's words lack but the chat template has: verl 0.9.1's agent
+    # loop refuses a tokenizer that does not encode "\n" to exactly one token (found on the H100:
+    # "Expected Qwen newline to tokenize to one token, got []")
+    alphabet = sorted({c for t in [*texts, "\n"] for c in pre_tokenizers.ByteLevel.alphabet() if c in _bytelevel(t)})
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL), show_progress=False,
+                                  initial_alphabet=alphabet, limit_alphabet=len(alphabet))
+    tok.train_from_iterator(list(texts), trainer)
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL])
+    return tok.to_str()
+
+
+def _bytelevel(text: str) -> str:
+    """``text`` in the byte-level alphabet (a space is "Ġ"), as the BPE sees it."""
+    from tokenizers import pre_tokenizers
+
+    return "".join(piece for piece, _ in pre_tokenizers.ByteLevel(add_prefix_space=False).pre_tokenize_str(text))
+
+
 def _tokenizer_json(vocab: tuple[str, ...]) -> str:
     try:
         from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
@@ -141,11 +186,25 @@ def _tokenizer_json(vocab: tuple[str, ...]) -> str:
     return tok.to_str()
 
 
-def make_tiny_model(dest: Path, words: list[str] | tuple[str, ...], spec: TinyModelSpec = TinyModelSpec()) -> TinyModel:
-    """Write a loadable Qwen2 checkpoint with tokenizer into ``dest`` (created)."""
+def make_tiny_model(dest: Path, words: list[str] | tuple[str, ...], spec: TinyModelSpec = TinyModelSpec(),
+                    tokenizer: str = "word") -> TinyModel:
+    """Write a loadable Qwen2 checkpoint with tokenizer into ``dest`` (created).
+
+    ``tokenizer`` is "word" (transformers 4.x) or "bytes" (a byte-level BPE over ``words``, the
+    chat template's text and the roles: what transformers >= 5 needs).
+    """
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"tokenizer {tokenizer!r} is not one of {', '.join(TOKENIZERS)}")
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    vocab = vocabulary(words)
+    if tokenizer == "bytes":
+        texts = (" ".join(ROLES), " ".join(words), *(f"{r} {w} {w} {w}" for r in ROLES for w in words))
+        tok_json = bpe_tokenizer_json(texts)
+        ids: dict[str, int] = json.loads(tok_json)["model"]["vocab"]
+        vocab = tuple(sorted(ids, key=ids.__getitem__))
+    else:
+        vocab = vocabulary(words)
+        tok_json = _tokenizer_json(vocab)
     tensors = _tensors(spec, len(vocab))
     write_safetensors(dest / "model.safetensors", tensors)
     cfg = _config(spec, vocab)
@@ -153,9 +212,9 @@ def make_tiny_model(dest: Path, words: list[str] | tuple[str, ...], spec: TinyMo
     (dest / "generation_config.json").write_text(json.dumps({
         "bos_token_id": cfg["bos_token_id"], "eos_token_id": cfg["eos_token_id"], "pad_token_id": cfg["pad_token_id"],
         "do_sample": True}, indent=2) + "\n")
-    (dest / "tokenizer.json").write_text(_tokenizer_json(vocab))
+    (dest / "tokenizer.json").write_text(tok_json)
     (dest / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": spec.max_positions,
+        "tokenizer_class": "Qwen2Tokenizer" if tokenizer == "bytes" else "PreTrainedTokenizerFast", "model_max_length": spec.max_positions,
         "bos_token": BOS, "eos_token": EOS, "pad_token": PAD, "unk_token": UNK,
         "padding_side": "left", "clean_up_tokenization_spaces": False, "chat_template": CHAT_TEMPLATE,
     }, indent=2) + "\n")

@@ -93,6 +93,29 @@ class UnevenGpus(ValidateFailed):
                          "every node: set gpus (or hosts[i].gpus) so they agree")
 
 
+class AuthNotEnforced(ValidateFailed):
+    """A caller without the run's token got in: the cluster is open to anyone who reaches it."""
+
+    stage = "ray-up"
+
+    def __init__(self, host: str, findings: dict[str, dict[str, str]]) -> None:
+        self.host, self.findings = host, findings
+        what = "; ".join(f"{k}: {v['outcome']} ({v['detail']})" for k, v in findings.items() if v["outcome"] != "refused")
+        super().__init__(f"{host}: the run's Ray cluster did not prove that it refuses callers without the token "
+                         f"({what}); it was stopped. Install Ray >= 2.52 on the hosts, or pass --insecure-ray on a "
+                         "cluster firewalled from everyone else")
+
+
+class ForeignNode(ValidateFailed):
+    """A node the run did not start is in its cluster."""
+
+    def __init__(self, host: str, stage: str, nodes: list[dict[str, str]]) -> None:
+        self.host, self.stage, self.nodes = host, stage, nodes
+        who = ", ".join(f"{n['address']} (node {n['node_id'][:12]}, host {n['host'] or '?'})" for n in nodes)
+        super().__init__(f"{host}: {len(nodes)} node(s) not started by this run joined its Ray cluster: {who}; the "
+                         "run was stopped. Find who started them; keep the hosts' Ray ports firewalled")
+
+
 class TrainerFailed(ValidateFailed):
     stage = "watch"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from patchctl import proc
-from patchctl.migrate import ssh
-from patchctl.migrate.transfer import cause
+from patchctl.remote import ssh
+from patchctl.remote.rsync import cause
 from patchctl.validate import plan as planning
 from patchctl.validate.errors import HostNotReady
 from patchctl.validate.model import Trained

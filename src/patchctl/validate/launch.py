@@ -29,7 +29,8 @@ def launch(plan: planning.Plan, started: Started, ray: RayCluster) -> remote.Ses
     overrides = planning.trainer_overrides(plan.options, ray.nnodes, ray.gpus_per_node)
     request = {"profile": plan.options.profile, "overrides": overrides, "run_dir": plan.remote_run_dir,
                "paths": dict(plan.cluster.paths), "timeout": plan.options.timeout,
-               "env": {"RAY_ADDRESS": ray.address, MARKER: plan.marker(plan.head)}, "ray_auth": plan.ray_auth}
+               "env": {"RAY_ADDRESS": ray.address, MARKER: plan.marker(plan.head)}, "ray_auth": plan.ray_auth,
+               "lease": plan.options.lease}
     session = remote.Session(plan.cluster, plan.head, "train", request, started.conns.masters[0].socket)
     started.trainer = session
     return session

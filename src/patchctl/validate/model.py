@@ -100,6 +100,9 @@ class RayCluster:
     nodes: tuple[RayNode, ...]
     #: seconds from the first ssh of the bring-up until every node was listed with its GPUs
     seconds: float
+    #: what two callers without the token got from the cluster after bring-up:
+    #: {"driver"|"gcs": {"outcome": refused/accepted/unknown, "detail"}}
+    auth: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def nnodes(self) -> int:
@@ -164,6 +167,8 @@ class ValidateResult:
     timings: dict[str, float | None] = field(default_factory=dict)
     #: --compare's summary, when asked
     comparison: dict[str, Any] | None = None
+    #: --insecure-ray was given: the run did not insist that its cluster refuses strangers
+    insecure_ray: bool = False
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)

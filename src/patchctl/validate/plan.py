@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from patchctl.clusters import Cluster
-from patchctl.migrate import ssh
-from patchctl.migrate.runner import _labels
+from patchctl.remote import rsync
+from patchctl.remote.hosts import labels
 from patchctl.validate import remote
 from patchctl.validate.model import Node, RemoteCommand
 
@@ -39,6 +39,21 @@ class Options:
     num_cpus: int | None = None
     #: bytes of each node's object store (None: Ray's default)
     object_store_bytes: int | None = None
+    #: --insecure-ray: run on a Ray that cannot enforce the token, or that accepts a stranger
+    #: (a cluster firewalled from everyone else); the report records it
+    insecure_ray: bool = False
+    #: seconds a host waits without a heartbeat from patchctl before it stops the run's Ray
+    lease: float = 60.0
+    #: start Ray's dashboard / client server (neither is needed by the run)
+    dashboard: bool = False
+    ray_client: bool = False
+
+
+#: the ceiling's allowance for what is not the trainer: preflight, Ray's start-up, the node probes,
+#: the trainer's own start and teardown
+CEILING_MARGIN = 900.0
+#: the trainer's share of the ceiling when no --timeout bounds it
+UNBOUNDED_TRAINING = 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,18 @@ class Plan:
         cluster has its own (the hosts' ~/.ray/auth_token, as for the user's own drivers)."""
         return {} if self.options.join else {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.auth_token}
 
+    @property
+    def ceiling(self) -> float:
+        """The hard ceiling every host enforces on its Ray node, however lively patchctl is:
+        the run's own timeouts plus :data:`CEILING_MARGIN`."""
+        training = self.options.timeout if self.options.timeout is not None else UNBOUNDED_TRAINING
+        return self.options.ray_timeout + training + CEILING_MARGIN
+
+    @property
+    def beat(self) -> float:
+        """Seconds between heartbeats: several per lease, so one late line never ends a run."""
+        return max(0.2, min(10.0, self.options.lease / 6))
+
     def marker(self, node: Node) -> str:
         """The value every process of ``node`` carries (see host/procs.py)."""
         return f"{self.run_id}.{node.index}"
@@ -71,7 +98,7 @@ class Plan:
 
 def nodes(cluster: Cluster) -> tuple[Node, ...]:
     out = []
-    for i, (host, label) in enumerate(zip(cluster.hosts, _labels(cluster))):
+    for i, (host, label) in enumerate(zip(cluster.hosts, labels(cluster))):
         env = dict(host.env) or dict(cluster.env)
         if host.ifname:
             env.setdefault("NCCL_SOCKET_IFNAME", host.ifname)
@@ -114,6 +141,7 @@ def commands(plan: Plan) -> tuple[RemoteCommand, ...]:
         out.append(RemoteCommand(n.label, f"ray-{n.role}", tuple(remote.host_argv(c, n, "node"))))
     out.append(RemoteCommand(plan.head.label, "form", tuple(remote.host_argv(c, plan.head, "form"))))
     out.append(RemoteCommand(plan.head.label, "train", tuple(remote.host_argv(c, plan.head, "train"))))
+    out.append(RemoteCommand(plan.head.label, "census", tuple(remote.host_argv(c, plan.head, "census"))))
     out.append(RemoteCommand(plan.head.label, "fetch", tuple(fetch_argv(plan))))
     for n in plan.nodes:
         out.append(RemoteCommand(n.label, "reap", tuple(remote.host_argv(c, n, "reap"))))
@@ -135,8 +163,8 @@ def ship_argv(plan: Plan, node: Node, stage: Path | None = None, control: Path |
     """
     staged = f"{stage or '$STAGE'}/./{remote.PKG_DIR.split('/', 1)[1]}/patchctl"
     dest = str(PurePosixPath(node.host.root) / ".patchctl")
-    return ["rsync", "-rLtR", "--delete", "--exclude", "__pycache__", "--timeout", str(plan.cluster.timeout),
-            "-e", ssh.rsh_command(plan.cluster, control), "--", staged, f"{node.host.ssh}:{dest}/"]
+    return [*rsync.argv(plan.cluster, control, "-rLtR", "--delete", "--exclude", "__pycache__"), "--", staged,
+            f"{node.host.ssh}:{dest}/"]
 
 
 def stage_package(into: Path) -> Path:
@@ -153,8 +181,7 @@ def fetch_argv(plan: Plan, files: tuple[str, ...] = ("train.log", "report.json",
     """rsync of the head's run files into the local run directory (one connection for all)."""
     where = plan.remote_run_dir
     sources = [f"{plan.head.host.ssh}:{where}/{files[0]}", *(f":{where}/{f}" for f in files[1:])]
-    return ["rsync", "-t", "--timeout", str(plan.cluster.timeout), "-e", ssh.rsh_command(plan.cluster, control),
-            "--", *sources, f"{plan.run_dir}/"]
+    return [*rsync.argv(plan.cluster, control, "-t"), "--", *sources, f"{plan.run_dir}/"]
 
 
 def show(argv: tuple[str, ...] | list[str]) -> str:

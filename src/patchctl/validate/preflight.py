@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from patchctl import proc
-from patchctl.migrate import ssh
-from patchctl.migrate.transfer import cause
+from patchctl.remote import ssh
+from patchctl.remote.rsync import cause
 from patchctl.validate import plan as planning, remote
 from patchctl.validate.errors import HostNotReady, HostUnreachable, PreflightFailed, ValidateFailed
 from patchctl.validate.model import CheckRow, HostPreflight, Node, Note
@@ -58,7 +58,9 @@ def check_host(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path)
     t0 = time.monotonic()
     ship(plan, node, master, stage)
     request = {"address": node.host.address, "gpus": node.host.gpus, "run": plan.run_id, "join": plan.options.join,
-               "skip": skipped(plan)}
+               "skip": skipped(plan), "insecure_ray": plan.options.insecure_ray, "ray_port": node.host.ray_port,
+               "head": node.index == 0,
+               "profile": plan.options.profile}  # the host refuses a rollout its tree lacks (train/rollouts.py)
     try:
         reply = remote.call(plan.cluster, node, "preflight", request, timeout=plan.cluster.timeout + 120,
                             control=master.socket)

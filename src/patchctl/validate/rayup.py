@@ -13,9 +13,10 @@ import queue
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import PurePosixPath
 from typing import Any
 
-from patchctl.validate import gpus, plan as planning, remote
+from patchctl.validate import gpus, guard, plan as planning, remote
 from patchctl.validate.errors import (HostLost, HostUnreachable, RayAlreadyRunning, RayStartFailed,
                                       WorkerNeverJoined)
 from patchctl.validate.model import HostPreflight, Node, Note, RayCluster, RayNode
@@ -25,9 +26,14 @@ NoteFn = Callable[[Note], None]
 
 
 def _request(plan: planning.Plan, node: Node, pre: HostPreflight, gcs: str | None) -> dict[str, object]:
+    o = plan.options
     return {"role": node.role, "address": pre.address, "gpus": pre.gpus, "port": node.host.ray_port, "gcs": gcs,
-            "marker": plan.marker(node), "join": plan.options.join, "num_cpus": plan.options.num_cpus,
-            "object_store_bytes": plan.options.object_store_bytes, "ray_auth": plan.ray_auth}
+            "marker": plan.marker(node), "join": o.join, "num_cpus": o.num_cpus,
+            "object_store_bytes": o.object_store_bytes, "ray_auth": plan.ray_auth, "lease": o.lease,
+            "ceiling": plan.ceiling, "dashboard": o.dashboard, "ray_client": o.ray_client,
+            # each node's workers record which patched modules they import (train/codehook.py), into
+            # the run folder at this path inside that host's own tree
+            "run_rel": str(PurePosixPath(plan.remote_run_dir).relative_to(plan.nodes[0].host.root))}
 
 
 def start_node(plan: planning.Plan, started: Started, node: Node, pre: HostPreflight, gcs: str | None) -> str:
@@ -71,7 +77,8 @@ def run(plan: planning.Plan, started: Started, pre: tuple[HostPreflight, ...], n
             for f in futures:
                 f.result()
     expected: list[dict[str, Any]] = [
-        {"label": n.label, "address": by_label[n.label].address, "gpus": by_label[n.label].gpus} for n in plan.nodes]
+        {"label": n.label, "address": by_label[n.label].address, "gpus": by_label[n.label].gpus,
+         "resource": guard.resource(plan, started, n)} for n in plan.nodes]
     request = {"gcs": gcs, "expected": expected, "timeout": plan.options.ray_timeout, "ray_auth": plan.ray_auth}
     form = remote.Session(plan.cluster, head, "form", request, started.conns.masters[0].socket)
     label_of: dict[str, str] = {e["address"]: e["label"] for e in expected}
@@ -108,8 +115,9 @@ def run(plan: planning.Plan, started: Started, pre: tuple[HostPreflight, ...], n
                           round(joined.get(d["address"], 0.0), 3), d.get("cuda_visible_devices"), tuple(d["uuids"]),
                           tuple(d["names"]), dict(d["env"]), configured[label_of[d["address"]]].index in started.joined)
                   for d in sorted(event["nodes"], key=lambda d: [e["address"] for e in expected].index(d["address"])))
+    auth = guard.judge(plan, event.get("auth") or {}, event.get("foreign") or [])
     gpus.check(nodes, configured)
-    cluster = RayCluster(gcs, nodes, round(time.monotonic() - t0, 3))
+    cluster = RayCluster(gcs, nodes, round(time.monotonic() - t0, 3), auth)
     note(Note("ray-up", head.label, f"{cluster.nnodes} node(s), {cluster.gpus_per_node} GPU(s) each, "
               f"in {cluster.seconds:.1f} s"))
     return cluster

@@ -6,11 +6,13 @@ exports the node's ``K=V`` words (the cluster's and the host's env, as the confi
 puts the shipped patchctl package first on ``PYTHONPATH`` (before any the env set) and execs
 ``PYTHON -m patchctl.validate.host ACTION``.
 The tree root, the variables and the interpreter arrive as separate argv words, each quoted for
-the remote shell by :func:`patchctl.migrate.ssh.ssh_argv`, exactly as migrate quotes its own.
+the remote shell by :func:`patchctl.remote.ssh.ssh_argv`, exactly as migrate quotes its own.
 
 The host side answers with JSON lines on stdout; long-running actions (a Ray node, the trainer)
 also read stdin, where a ``{"cmd": "stop"}`` line or end-of-file (patchctl exited, was killed,
-or its ssh connection dropped) makes them stop what they started.
+or its ssh connection dropped) makes them stop what they started, and ``{"cmd": "beat"}`` lines
+renew their lease (teardown.py). Each ssh runs in a session of its own, so a Ctrl-C at the
+terminal reaches patchctl alone, which then decides what to stop.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 from patchctl import proc
 from patchctl.clusters import Cluster
 from patchctl.errors import PatchctlError
-from patchctl.migrate import ssh
+from patchctl.remote import ssh
 from patchctl.validate.model import Node
 
 #: where validate ships its own package inside the host's tree (migrate never sends .patchctl/)
@@ -81,7 +83,9 @@ class Session:
         self.argv = host_argv(cluster, node, action, control, extra_env)
         self._err = tempfile.TemporaryFile()
         self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self._proc = proc.spawn(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err)
+        self._send_lock = threading.Lock()  # the heartbeat thread writes too: one whole line at a time
+        self._proc = proc.spawn(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
+                                new_session=True)
         self._reader = threading.Thread(target=self._read, name=f"validate-{action}-{node.label}", daemon=True)
         self._reader.start()
         self.send(request)
@@ -101,8 +105,9 @@ class Session:
         """Write one line to the host side; False when it is gone."""
         try:
             assert self._proc.stdin is not None
-            self._proc.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
-            self._proc.stdin.flush()
+            with self._send_lock:
+                self._proc.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
+                self._proc.stdin.flush()
             return True
         except (BrokenPipeError, OSError, ValueError):
             return False
@@ -142,7 +147,8 @@ class Session:
         """End-of-file for the host side (it stops what it started), then wait for ssh to exit."""
         try:
             if self._proc.stdin is not None:
-                self._proc.stdin.close()
+                with self._send_lock:
+                    self._proc.stdin.close()
         except OSError:
             pass
         try:

@@ -1,28 +1,29 @@
 """``validate``: the steps in order, each a function of the one before it, and the verdict.
 
-plan -> connect -> preflight (ship + checks) -> ray_up -> launch -> watch -> teardown -> fetch.
-Whatever ends the run — a failed check, a host lost, the trainer dying, Ctrl-C — the run's own
-Ray processes are stopped on every host before the result is returned, and the result names
-the host and the cause in one line.
+plan -> connect -> preflight (ship + checks) -> ray_up (with the proofs that strangers are kept
+out) -> launch -> watch -> census -> teardown -> fetch.
+Whatever ends the run — a failed check, a host lost, the trainer dying, a stranger in the
+cluster, Ctrl-C at any step — the run's own Ray processes are stopped on every host before the
+result is returned, and the result names the host and the cause in one line.
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from patchctl import orphans
 from patchctl.clusters import Cluster
-from patchctl.migrate import ssh
-from patchctl.validate import compare as comparing, fetch, launch, plan as planning, preflight, rayup
+from patchctl.remote import ssh
+from patchctl.validate import compare as comparing, fetch, guard, launch, plan as planning, preflight, rayup
 from patchctl.validate.errors import HostLost, Interrupted, TrainerFailed, ValidateFailed
 from patchctl.train.logparse import Progress
 from patchctl.validate.model import Note, ValidateResult, Verdict
-from patchctl.validate.teardown import Started, no_interrupts
+from patchctl.validate.teardown import Interrupts, Started, no_interrupts
 
 NoteFn = Callable[[Note], None]
 ProgressFn = Callable[[Progress], None]
@@ -48,7 +49,8 @@ def trainer_command(plan: planning.Plan) -> tuple[str, ...]:
 def dry_run(cluster: Cluster, options: planning.Options) -> ValidateResult:
     plan = planning.make(cluster, options)
     return ValidateResult(cluster.name, options.profile, Verdict.PLANNED, run_id=plan.run_id, run_dir=str(plan.run_dir),
-                          commands=planning.commands(plan), trainer_command=trainer_command(plan))
+                          commands=planning.commands(plan), trainer_command=trainer_command(plan),
+                          insecure_ray=options.insecure_ray)
 
 
 def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress: ProgressFn,
@@ -61,14 +63,19 @@ def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress
     stage = "preflight"
     out: dict[str, Any] = {}
     failure: ValidateFailed | None = None
-    with ssh.Connections(cluster) as conns, tempfile.TemporaryDirectory(prefix="pcv-stage-") as stage_dir:
+    if options.insecure_ray:
+        note(Note("preflight", "validate", "--insecure-ray: the cluster is NOT required to refuse callers without "
+                  "its token; anyone who reaches the hosts' Ray ports may run code as you"))
+    with Interrupts() as interrupts, ssh.Connections(cluster) as conns, orphans.scratch("pcv-stage-") as stage_dir:
         started = Started(plan, conns)
         try:
             out["preflight"] = preflight.run(plan, conns.masters, planning.stage_package(Path(stage_dir)), note)
             marks["preflight"] = time.monotonic()
+            interrupts.check()
             stage = "ray-up"
             out["ray"] = rayup.run(plan, started, out["preflight"], note)
             marks["ray_up"] = time.monotonic()
+            interrupts.check()
             stage = "training"
             session = launch.launch(plan, started, out["ray"])
             first: list[float] = []
@@ -83,11 +90,16 @@ def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress
             marks["trainer_done"] = time.monotonic()
             if first:
                 marks["first_step"] = first[0]
+            interrupts.check()
+            guard.census(plan, started, out["ray"])
         except ValidateFailed as exc:
             failure = exc
             out.setdefault("preflight", getattr(exc, "preflight", ()))
         except KeyboardInterrupt:
             failure = Interrupted(stage)
+        interrupts.quiet()  # from here a Ctrl-C is only recorded: teardown must run
+        if interrupts.seen and not isinstance(failure, Interrupted):
+            failure = Interrupted(stage)  # what failed after a Ctrl-C failed because of it
         with no_interrupts():
             marks["teardown_start"] = time.monotonic()
             out["teardown"] = started.teardown(note)
@@ -113,7 +125,7 @@ def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress
         (failure.stage or stage) if failure else "done", plan.run_id, str(plan.run_dir), planning.commands(plan),
         tuple(out["trained"].command) if out.get("trained") else (), tuple(out.get("preflight", ())),
         out.get("ray"), out.get("trained"), tuple(out.get("fetched", ())), tuple(out.get("teardown", ())),
-        _timings(t0, marks))
+        _timings(t0, marks), insecure_ray=options.insecure_ray)
     _write(plan.run_dir, result)
     if compare_with is not None and (plan.run_dir / "report.json").is_file():
         result = replace(result, comparison=_compare(plan.run_dir, compare_with))  # reads the validate.json

@@ -7,6 +7,10 @@ session is gone — Ctrl-C reached ssh, the host dropped — the supervisor has 
 end-of-file and stopped by itself; a fresh ssh then runs ``reap`` there to confirm nothing of the
 node's marker is left. A host that cannot be reached at all is reported, never guessed.
 A node validate only joined (--join) is left running.
+
+While the run goes, :class:`Started` also keeps its lease with every host: a heartbeat line to
+each session every ``plan.beat`` seconds. A host that hears nothing for ``--lease`` seconds (a
+frozen or suspended patchctl, a partitioned network) stops its Ray node by itself.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Iterator
 
-from patchctl.migrate import ssh
+from patchctl.remote import ssh
 from patchctl.validate import plan as planning, remote
 from patchctl.validate.model import HostTeardown, Node, Note
 
@@ -33,8 +37,24 @@ class Started:
         #: indices of nodes validate joined instead of starting (left alone)
         self.joined: set[int] = set()
         self.trainer: remote.Session | None = None
+        self._beating = threading.Event()
+        self._heart = threading.Thread(target=self._beat, name="validate-heartbeat", daemon=True)
+        self._heart.start()
+
+    def _beat(self) -> None:
+        """Renew the lease of every live session until teardown is over."""
+        while not self._beating.wait(self.plan.beat):
+            for session in [*list(self.nodes.values()), self.trainer]:
+                if session is not None and session.alive():
+                    session.send({"cmd": "beat"})
 
     def teardown(self, note: Callable[[Note], None]) -> tuple[HostTeardown, ...]:
+        try:
+            return self._teardown(note)
+        finally:
+            self._beating.set()
+
+    def _teardown(self, note: Callable[[Note], None]) -> tuple[HostTeardown, ...]:
         if self.trainer is not None:
             self.trainer.send({"cmd": "stop"})
             self.trainer.close(wait=30)
@@ -85,6 +105,39 @@ class Started:
         status = "left-behind" if left else "stopped"
         return HostTeardown(node.label, status, int(reply.get("stopped", 0)), left,
                             f"pids {list(left)} would not stop" if left else "")
+
+
+class Interrupts:
+    """Ctrl-C (SIGINT) at any stage ends the run as INTERRUPTED: the handler records it before it
+    raises, so a KeyboardInterrupt that some library swallows still counts (:meth:`check` raises
+    it again at the next step, and the verdict reads :attr:`seen`)."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._raising = True
+        self._previous: object = None
+
+    def __enter__(self) -> Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)  # type: ignore[arg-type]
+
+    def _handler(self, signum: int, frame: object) -> None:
+        self.seen = True
+        if self._raising:
+            raise KeyboardInterrupt
+
+    def quiet(self) -> None:
+        """From now on only record a Ctrl-C (what follows is teardown, which must finish)."""
+        self._raising = False
+
+    def check(self) -> None:
+        if self.seen:
+            raise KeyboardInterrupt
 
 
 @contextmanager

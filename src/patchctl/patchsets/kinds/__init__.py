@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping
+from typing import cast
 
 from patchctl.patchsets.kinds.base import PatchKind
+from patchctl.patchsets.kinds.bom import KeepBom
 
 #: kind name -> "module:Class" under patchctl.patchsets.kinds
 _REGISTRY = {
@@ -30,7 +32,9 @@ class _Kinds(Mapping[str, PatchKind]):
     def __getitem__(self, name: str) -> PatchKind:
         if name not in self._loaded:
             module, cls = _REGISTRY[name].split(":")
-            self._loaded[name] = getattr(importlib.import_module(f"{__name__}.{module}"), cls)()
+            kind = getattr(importlib.import_module(f"{__name__}.{module}"), cls)()
+            # a kind that edits a file in place keeps its BOM (see bom.py); add-file ships bytes as they are
+            self._loaded[name] = kind if kind.creates_target else cast(PatchKind, KeepBom(kind))
         return self._loaded[name]
 
     def __iter__(self) -> Iterator[str]:

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from patchctl.confine import relative_inside
 from patchctl.errors import ManifestError
-from patchctl.fsutil import relative_inside
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
 from patchctl.patchsets.model import Patch, Presence
+from patchctl.quoting import quote_path
 from patchctl.schema import Field, Schema
 
 
@@ -43,6 +44,14 @@ class AddFile:
             raise ManifestError(manifest, "params.source", f"{raw['source']!r} {problem}",
                                 "ship the file inside the patchset directory and name it relative to it", patch_id)
         src = patchset_root / raw["source"]
+        real_root = patchset_root.resolve()
+        if real_root not in src.resolve().parents:  # a symlink to /etc/passwd would be shipped into the tree
+            raise ManifestError(manifest, "params.source", f"{raw['source']!r} leads out of the patchset folder "
+                                f"through a symlink (to {src.resolve()})",
+                                "ship the file inside the patchset directory and name it relative to it", patch_id)
+        if src.is_dir():
+            raise ManifestError(manifest, "params.source", f"{src} is a folder, not a file",
+                                "name the file to ship, e.g. files/QUICK_FIX.md", patch_id)
         if not src.is_file():
             raise ManifestError(manifest, "params.source", f"{src} does not exist",
                                 "ship the file in the patchset directory or fix the path", patch_id)
@@ -62,7 +71,8 @@ class AddFile:
         owned = frozenset(range(1, text.count("\n") + 2))
         if text == p.content:
             return Check(Presence.PRESENT, f"{ctx.path} matches the shipped file", owned)
-        diff = "\n".join(difflib.unified_diff(p.content.splitlines(), text.splitlines(), p.source, ctx.path, lineterm=""))
+        diff = "\n".join(difflib.unified_diff(p.content.splitlines(), text.splitlines(), p.source, quote_path(ctx.path),
+                                         lineterm=""))
         return Check(Presence.MODIFIED, f"{ctx.path} differs from the shipped {p.source}", owned, diff)
 
     def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
@@ -71,7 +81,8 @@ class AddFile:
             return Edit(EditStatus.CHANGED, f"{ctx.path} added (mode {stat.filemode(p.mode | stat.S_IFREG)})", p.content, p.mode)
         if p.existing == "keep":
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} already exists with other content; kept as it is")
-        diff = "\n".join(difflib.unified_diff(p.content.splitlines(), text.splitlines(), p.source, ctx.path, lineterm=""))
+        diff = "\n".join(difflib.unified_diff(p.content.splitlines(), text.splitlines(), p.source, quote_path(ctx.path),
+                                         lineterm=""))
         return Edit(EditStatus.CONFLICT, f"{ctx.path} already exists with other content; move it away "
                     "or run with --only for the other patches", detail=diff)
 

@@ -9,19 +9,24 @@ The ``structural`` kind and ``patchctl capture`` share this vocabulary:
 - a window's **gap** is the exact text between its anchors (statements, comments, blank lines),
   which is what a structural patch replaces.
 
-Anchors are compared by the stripped text of a statement's first line (its ``def``/``class``
-line for definitions), so a neighbour that moved, or changed below its first line, still
-anchors; one whose first line changed does not, and the patch reports a conflict rather than
-guessing. Everything here uses the standard library's ``ast`` and ``tokenize`` only.
+Anchors are stored as the stripped text of a statement's first line (its ``def``/``class``
+line for definitions), and compared by syntax (:mod:`patchctl.patchsets.kinds.syntax`): a
+neighbour that moved, changed below its first line, or was only re-spelled or re-wrapped
+still anchors; one whose header changed does not, and the patch reports a conflict rather
+than guessing. Everything here uses the standard library's ``ast`` and ``tokenize`` only.
 """
 
 from __future__ import annotations
 
 import ast
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from patchctl.patchsets.kinds import syntax as sx
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+#: statements whose ``body`` a patch may sit inside, named by their header (``params.blocks``)
+_BLOCKS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)
 
 
 def first_line(stmt: ast.stmt) -> int:
@@ -62,6 +67,16 @@ def find_scopes(tree: ast.Module, scope: str) -> list[ast.AST]:
     return nodes
 
 
+def descend(lines: list[str], nodes: list[ast.AST], blocks: list[str]) -> list[ast.AST]:
+    """The compound statements (``for``, ``if``, ``with``, ``try`` ...) that ``blocks`` names in
+    turn under ``nodes``: each a header, read by syntax, whose body holds the next."""
+    for header in blocks:
+        want = sx.anchor(header)
+        nodes = [s for n in nodes for s in getattr(n, "body", []) if isinstance(s, _BLOCKS)
+                 and sx.reads(want, sx.Stmt(s, lines))]
+    return nodes
+
+
 def body_start(lines: list[str], node: ast.AST) -> int:
     """The first line a gap at the top of ``node``'s body may take."""
     return 1 if isinstance(node, ast.Module) else header_end(lines, node) + 1  # type: ignore[arg-type]
@@ -86,6 +101,8 @@ class Window:
     first: int
     last: int
     indent: str
+    #: found by anchors compared as text only (see :func:`candidates`)
+    exact: bool = False
 
     @property
     def inner(self) -> list[ast.stmt]:
@@ -115,17 +132,24 @@ def window(lines: list[str], node: ast.AST, above: int, below: int) -> Window | 
     return Window(node, stmts, above, below, first, last, indent_of(lines, stmts))
 
 
-def ends(heads: list[str], p: int, below: list[str]) -> list[int]:
-    """Every index ``q > p`` where the statements' anchor texts read ``below``, in order.
+def ends(keys: list[sx.Stmt], p: int, below: list[str], exact: bool = False) -> list[int]:
+    """Every index ``q > p`` where the statements read the anchors ``below``, in order.
 
-    An empty ``below`` means the window ends the body, so ``len(heads)`` is the only end.
+    An empty ``below`` means the window ends the body, so ``len(keys)`` is the only end.
     """
     if not below:
-        return [len(heads)]
-    return [q for q in range(p + 1, len(heads) - len(below) + 1) if heads[q: q + len(below)] == below]
+        return [len(keys)]
+    want = [sx.anchor(b) for b in below]
+    return [q for q in range(p + 1, len(keys) - len(below) + 1) if sx.run_reads(want, keys[q: q + len(below)], exact)]
 
 
-def candidates(lines: list[str], tree: ast.Module, scope: str, above: list[str], below: list[str]) -> list[Window]:
+def keys_of(lines: list[str], stmts: list[ast.stmt]) -> list[sx.Stmt]:
+    """The statements of a body, ready to be compared with anchors (:mod:`.syntax`)."""
+    return [sx.Stmt(s, lines) for s in stmts]
+
+
+def candidates(lines: list[str], tree: ast.Module, scope: str, above: list[str], below: list[str],
+               exact: bool = False, blocks: list[str] | None = None) -> list[Window]:
     """The nearest window after each place where ``scope``'s statements read ``above``, in source order.
 
     ``above`` lists first lines in file order (the nearest last); an empty list means the
@@ -133,19 +157,23 @@ def candidates(lines: list[str], tree: ast.Module, scope: str, above: list[str],
     ends the body. For each matching place above, the nearest matching place below is taken:
     one window per start, which is what ``params.occurrence`` counts. The text between may
     hold statements reading like ``below`` too; :func:`spread` gives every end of a start.
+    ``blocks`` names compound statements inside the scope whose body holds the window.
+    ``exact`` compares first lines as text only (the tier tried first: a tagged copy of a
+    neighbour reads like it once comments are set aside, and must not become an anchor).
     """
     out: list[Window] = []
-    for node in find_scopes(tree, scope):
+    for node in descend(lines, find_scopes(tree, scope), blocks or []):
         stmts: list[ast.stmt] = node.body  # type: ignore[attr-defined]
-        heads = [head(lines, s) for s in stmts]
+        keys = keys_of(lines, stmts)
+        want = [sx.anchor(a) for a in above]
         starts = [-1] if not above else [p for p in range(len(above) - 1, len(stmts))
-                                         if heads[p - len(above) + 1: p + 1] == above]
+                                         if sx.run_reads(want, keys[p - len(above) + 1: p + 1], exact)]
         for p in starts:
-            q = next(iter(ends(heads, p, below)), None)
+            q = next(iter(ends(keys, p, below, exact)), None)
             if q is not None:
                 w = window(lines, node, p, q)
                 if w is not None:
-                    out.append(w)
+                    out.append(replace(w, exact=exact))
     return out
 
 
@@ -156,13 +184,13 @@ def spread(lines: list[str], nearest: Window, below: list[str], sizes: set[int] 
     reading like its own ``below`` anchor ends at a later one (issue 10). ``sizes`` keeps only
     windows of that many statements, the counts a patch's texts hold.
     """
-    heads = [head(lines, s) for s in nearest.stmts]
+    keys = keys_of(lines, nearest.stmts)
     out = []
-    for q in ends(heads, nearest.above, below):
+    for q in ends(keys, nearest.above, below, nearest.exact):
         if sizes is None or q - nearest.above - 1 in sizes:
             w = window(lines, nearest.node, nearest.above, q)
             if w is not None:
-                out.append(w)
+                out.append(replace(w, exact=nearest.exact))
     return out
 
 
@@ -197,10 +225,11 @@ def reindent(text: str, old: str, new: str) -> str | None:
 
 
 def same_code(a: str, b: str) -> bool:
-    """Whether two runs of statements parse to the same tree (comments and spacing aside)."""
+    """Whether two runs of statements parse to the same tree (comments, spacing and the other
+    differences :func:`~patchctl.patchsets.kinds.syntax.code_dump` sets aside)."""
     import textwrap
 
     try:
-        return ast.dump(ast.parse(textwrap.dedent(a))) == ast.dump(ast.parse(textwrap.dedent(b)))
+        return sx.code_dump(ast.parse(textwrap.dedent(a))) == sx.code_dump(ast.parse(textwrap.dedent(b)))
     except SyntaxError:
         return False

@@ -15,13 +15,26 @@ from __future__ import annotations
 import ast
 import textwrap
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from patchctl.patchsets.kinds import anchors as st
 from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
 
-if TYPE_CHECKING:
-    from patchctl.patchsets.kinds.structural import Params
+
+@dataclass(frozen=True)
+class Params:
+    """A structural patch's parameters (the ``structural`` kind parses them; here they are searched for)."""
+
+    mode: str
+    scope: str
+    above: tuple[str, ...]
+    below: tuple[str, ...]
+    indent: str
+    before: str
+    after: str
+    #: 1-based pick among several places that fit the anchors (set only when a user chose one)
+    occurrence: int | None = None
+    #: headers of the compound statements inside ``scope`` whose body holds the change, outermost first
+    blocks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,13 +122,18 @@ def find(text: str, p: Params, path: str) -> Found:
             nodes = nodes[p.occurrence - 1: p.occurrence]
         near = [_site(lines, *_header(lines, n, p), p) for n in nodes]
         return Found(_best(near), near, bool(nodes))
-    nearest = st.candidates(lines, tree, p.scope, list(p.above), list(p.below))
-    if p.occurrence is not None:
-        nearest = nearest[p.occurrence - 1: p.occurrence]
-    every = [w for n in nearest for w in st.spread(lines, n, list(p.below), _sizes(p))]
-    near = [_site(lines, w.first, w.last, w.indent, p) for w in nearest]
-    fits = _best([_site(lines, w.first, w.last, w.indent, p) for w in every])
-    return Found(fits, near, bool(st.find_scopes(tree, p.scope)))
+    exists = bool(st.find_scopes(tree, p.scope))
+    found = Found([], [], exists)
+    for exact in (True, False):  # anchors as text first; by syntax where text finds no fit
+        nearest = st.candidates(lines, tree, p.scope, list(p.above), list(p.below), exact, list(p.blocks))
+        if p.occurrence is not None:
+            nearest = nearest[p.occurrence - 1: p.occurrence]
+        every = [w for n in nearest for w in st.spread(lines, n, list(p.below), _sizes(p))]
+        near = [_site(lines, w.first, w.last, w.indent, p) for w in nearest]
+        found = Found(_best([_site(lines, w.first, w.last, w.indent, p) for w in every]), near, exists)
+        if found.fits:
+            break
+    return found
 
 
 def _header(lines: list[str], node: ast.AST, p: Params) -> tuple[int, int, str]:

@@ -23,6 +23,7 @@ from patchctl.patchsets.kinds.pyparse import (
     split_lines,
 )
 from patchctl.patchsets.model import Patch, Presence
+from patchctl.quoting import quote_path
 from patchctl.schema import Field, Schema
 
 if TYPE_CHECKING:
@@ -131,7 +132,8 @@ class Prelude:
         if hits:
             start = hits[0]
             have = lines[start - 1: start - 1 + len(p.block.splitlines())]
-            diff = "\n".join(difflib.unified_diff(p.block.splitlines(), have, "expected", ctx.path, lineterm=""))
+            diff = "\n".join(difflib.unified_diff(p.block.splitlines(), have, "expected", quote_path(ctx.path),
+                                                     lineterm=""))
             return Check(Presence.MODIFIED, f"the tagged block at line {start} differs from the patch", frozenset(hits), diff)
         return Check(Presence.MISSING, "block not present")
 

@@ -5,14 +5,19 @@ helper function, a changed default argument, an extra import, an edited line in 
 patch names:
 
 - ``scope``: the qualified name of the enclosing class or function (``""`` for the module);
+- ``blocks`` (optional): the headers of the ``for``/``while``/``if``/``with``/``try`` statements
+  inside the scope whose body holds the change, outermost first, so that an edit deep in a loop
+  is anchored in that loop rather than carrying the whole loop (issue 27);
 - ``mode = "statements"``: ``above``/``below`` are the first lines of the untouched statements
   around the change (empty: the change starts/ends the scope's body); ``before`` is the exact
   text between them in the original, ``after`` the exact text the fork has there;
 - ``mode = "header"``: the change is in the header of the definition ``scope`` names (its
   decorators through the colon); ``before``/``after`` are that header's text.
 
-A place **fits** when its anchors read ``above`` and ``below`` and the text between is
-``before`` or ``after`` (exactly, else as the same code). Every run of statements reading like
+A place **fits** when its anchors read ``above`` and ``below`` (by text, else by syntax:
+:mod:`patchctl.patchsets.kinds.syntax`) and the text between is ``before`` or ``after``
+(exactly, else as the same code). Where it holds the same code in other spelling, only the
+statements the fork changed are written (:mod:`patchctl.patchsets.kinds.splice`). Every run of statements reading like
 ``below`` counts as an end, not only the nearest: the text replaced may itself hold one.
 Where several places fit — the original at one and the change at another included — check,
 apply and revert answer ambiguous rather than pick one, and apply refuses a change after which
@@ -29,32 +34,19 @@ from __future__ import annotations
 
 import ast
 import difflib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds import anchors as st
-from patchctl.patchsets.kinds import places
+from patchctl.patchsets.kinds import explain, places, splice
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
-from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.kinds.places import Params
+from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
 
 MODES = ("statements", "header")
-
-
-@dataclass(frozen=True)
-class Params:
-    mode: str
-    scope: str
-    above: tuple[str, ...]
-    below: tuple[str, ...]
-    indent: str
-    before: str
-    after: str
-    #: 1-based pick among several places that fit the anchors (set only when a user chose one)
-    occurrence: int | None = None
 
 
 class Structural:
@@ -68,14 +60,16 @@ class Structural:
         "below": Field(list, False, "first lines of the untouched statements below, nearest first", item=str),
         "indent": Field(str, False, "the indentation the texts were captured at"),
         "before": Field(str, False, "the original text (absent or empty for an insertion)"),
-        "after": Field(str, True, "the text the change puts there"),
+        "after": Field(str, False, "the text the change puts there (absent or empty for a deletion)"),
         "occurrence": Field(int, False, "which of several fitting places, counted from 1"),
+        "blocks": Field(list, False, "headers of the statements inside scope whose body holds the change, "
+                        "outermost first", item=str),
     }
 
     def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
         p = Params(raw.get("mode", "statements"), raw.get("scope", ""), tuple(raw.get("above", ())),
-                   tuple(raw.get("below", ())), raw.get("indent", ""), raw.get("before", ""), raw["after"],
-                   raw.get("occurrence"))
+                   tuple(raw.get("below", ())), raw.get("indent", ""), raw.get("before", ""), raw.get("after", ""),
+                   raw.get("occurrence"), tuple(raw.get("blocks", ())))
         if p.mode == "header" and not p.scope:
             raise ManifestError(manifest, "params.scope", "is empty, but a header belongs to a class or function",
                                 'name the definition, e.g. scope = "compute_score"', patch_id)
@@ -87,7 +81,7 @@ class Structural:
 
     @staticmethod
     def _where(p: Params) -> str:
-        scope = p.scope or "the module"
+        scope = (p.scope or "the module") + "".join(f" > `{b}`" for b in p.blocks)
         if p.mode == "header":
             return f"the header of {scope}"
         near = f" after `{p.above[-1]}`" if p.above else (f" before `{p.below[0]}`" if p.below else "")
@@ -145,13 +139,17 @@ class Structural:
             return Edit(EditStatus.AMBIGUOUS, self._ambiguous(p, found.fits))
         site = found.one
         if site is None:
-            return self._no_fit(found, p, ctx.path)
+            return self._no_fit(text, found, p, ctx.path)
         if site.match.startswith("after"):
             return Edit(EditStatus.UNCHANGED, f"{self._where(p)}: already there")
         after = st.reindent(p.after, p.indent, site.indent)
         if after is None:
             return Edit(EditStatus.CONFLICT, f"{self._where(p)}: the scope moved to another indentation and the "
                         "patch's text cannot follow it")
+        if site.match == "before-code":  # upstream's spelling of the lines the fork did not change stays
+            before = st.reindent(p.before, p.indent, site.indent)
+            after = (splice.fine(before, after, site.text) if before is not None and p.mode == "statements"
+                     else None) or after
         lines = split_lines(text)
         new = "".join([*lines[: site.first - 1], after, *lines[site.last:]])
         try:
@@ -168,15 +166,20 @@ class Structural:
         undo = None if site.match == "before" else {"before": site.text}
         return Edit(EditStatus.CHANGED, f"{self._where(p)}: lines {self._lines([site])} replaced", new, undo=undo)
 
-    def _no_fit(self, found: places.Found, p: Params, path: str) -> Edit:
-        """Why no place holds the patch's original text."""
+    def _no_fit(self, text: str, found: places.Found, p: Params, path: str) -> Edit:
+        """Why no place holds the patch's original text: the anchor missing, or the first
+        statement whose code differs (by syntax: never a quote or a number's spelling)."""
         if not found.exists:
             return Edit(EditStatus.NOT_APPLICABLE, f"{path} has no {p.scope or 'module'} scope")
         if not found.near:
-            return Edit(EditStatus.CONFLICT, f"{self._where(p)}: the statements around the change "
-                        f"(above {list(p.above)}, below {list(p.below)}) are not in {p.scope or 'the module'}")
+            why = explain.anchors(split_lines(text), parse_ast(text, path), p.scope, list(p.above), list(p.below),
+                                  list(p.blocks))
+            return Edit(EditStatus.CONFLICT, f"{self._where(p)}: {why}")
+        near = found.near[0]
+        before = st.reindent(p.before, p.indent, near.indent) or p.before
+        why = explain.difference(before, near.text, near.first) if p.mode == "statements" else "its header differs"
         return Edit(EditStatus.CONFLICT, f"{self._where(p)}: lines {self._lines(found.near)} hold other code than the "
-                    "patch expects", detail=self._diff(p.before, found.near[0], p, path))
+                    f"patch expects: {why}", detail=self._diff(p.before, near, p, path))
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
@@ -192,6 +195,9 @@ class Structural:
         before = undo["before"] if "before" in undo else st.reindent(p.before, p.indent, site.indent)
         if before is None:
             return Edit(EditStatus.CONFLICT, f"{self._where(p)}: the original text cannot be re-indented")
+        after = st.reindent(p.after, p.indent, site.indent)
+        if "before" not in undo and site.match == "after-code" and after is not None and p.mode == "statements":
+            before = splice.fine(after, before, site.text) or before  # the tree's spelling elsewhere stays
         lines = split_lines(text)
         new = "".join([*lines[: site.first - 1], before, *lines[site.last:]])
         return Edit(EditStatus.CHANGED, f"{self._where(p)}: lines {self._lines([site])} restored", new)

@@ -9,7 +9,8 @@ from typing import Any
 
 #: action -> module under patchctl.validate.host holding ``run(request, emit)``; imported on use,
 #: so a preflight never pays for Ray's import and a Ray node never for the trainer's
-ACTIONS = {"preflight": "preflight", "node": "node", "form": "form", "train": "train", "reap": "procs"}
+ACTIONS = {"preflight": "preflight", "node": "node", "form": "form", "census": "census", "train": "train",
+           "reap": "procs"}
 
 
 def emit(event: dict[str, Any]) -> None:

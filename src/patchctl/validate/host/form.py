@@ -3,9 +3,12 @@ each node's GPUs from inside Ray.
 
 It connects to the run's cluster as a Ray driver once and polls the GCS's node table
 (``ray.nodes()``) every 0.1 s — Ray's own state, never a fixed sleep — reporting each node as
-it appears, until all are there or the timeout passes. Then one task per node, pinned to it
-and holding all its GPUs, reports what a rank there sees: ``CUDA_VISIBLE_DEVICES``, the
-physical GPUs behind it (nvidia-smi's UUIDs) and the variables the run must carry there.
+it appears (a node validate started is known by its own resource, see census.py), until all are
+there or the timeout passes. Then one task per node, pinned to it and holding all its GPUs,
+reports what a rank there sees: ``CUDA_VISIBLE_DEVICES``, the physical GPUs behind it
+(nvidia-smi's UUIDs) and the variables the run must carry there. Meanwhile two strangers without
+the token try the GCS (authprobe.py), and the node table is read once more for nodes that are
+not the run's own; the reply carries both findings, and patchctl judges them.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import subprocess
 import time
 from collections.abc import Callable
 from typing import Any
+
+from patchctl.validate.host import authprobe, census
 
 #: variables a rank on every node must see as the cluster config set them
 WATCHED_ENV = ("CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
@@ -67,9 +72,11 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     seen: dict[str, dict[str, Any]] = {}
     deadline = t0 + float(request["timeout"])
     while True:
-        for n in ray.nodes():
-            ip = n.get("NodeManagerAddress")
-            if n.get("Alive") and ip in expected and ip not in seen and n["Resources"].get("GPU", 0) >= expected[ip]:
+        nodes = ray.nodes()
+        for e in request["expected"]:
+            n = next((n for n in nodes if n.get("Alive") and _is(n, e)), None)
+            ip = e["address"]
+            if n is not None and ip not in seen and n["Resources"].get("GPU", 0) >= expected[ip]:
                 seen[ip] = n
                 emit({"event": "joined", "address": ip, "gpus": int(n["Resources"].get("GPU", 0)),
                       "at": round(time.monotonic() - t0, 3)})
@@ -81,11 +88,28 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
             ray.shutdown()
             return 0
         time.sleep(0.1)
+    strangers = authprobe.start(request["gcs"])
     task = ray.remote(probe_node)
     refs = [task.options(num_cpus=0, num_gpus=expected[ip],
                          scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(WATCHED_ENV)
             for ip, n in seen.items()]
-    nodes = ray.get(refs, timeout=float(request.get("probe_timeout", 120)))
-    ray.shutdown()
-    emit({"event": "reply", "nodes": nodes, "seconds": round(time.monotonic() - t0, 3)})
+    try:
+        probed = ray.get(refs, timeout=float(request.get("probe_timeout", 120)))
+        auth = authprobe.verdicts(strangers)
+        extra = census.foreign(ray.nodes(), [e["resource"] for e in request["expected"] if e.get("resource")],
+                               [e["address"] for e in request["expected"] if not e.get("resource")])
+    finally:
+        for p in strangers.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        ray.shutdown()
+    emit({"event": "reply", "nodes": probed, "auth": auth, "foreign": extra, "seconds": round(time.monotonic() - t0, 3)})
     return 0
+
+
+def _is(node: dict[str, Any], expected: dict[str, Any]) -> bool:
+    """The node validate started (its own resource), or the one it joined (its address)."""
+    if expected.get("resource"):
+        return expected["resource"] in node.get("Resources", {})
+    return bool(node.get("NodeManagerAddress") == expected["address"])

@@ -2,11 +2,16 @@
 
 Started over ssh and kept open by patchctl until the run ends. It refuses when a Ray node
 already runs at this host's address (unless asked to join it), starts ``ray start --block`` in
-its own session with the run's marker and a private ``--temp-dir``/``RAY_TMPDIR`` (so neither
-Ray's files nor its ``ray_current_cluster`` pointer touch another cluster's), reports "up"
-once Ray says so, and then waits. A ``{"cmd": "stop"}`` line, or end-of-file on stdin — patchctl
-exited, was interrupted or lost its connection — stops exactly what it started: ``ray start
+its own session with the run's marker and a private ``--temp-dir``/``RAY_TMPDIR`` inside the
+user's 0700 folder (procs.py: so neither Ray's files nor its ``ray_current_cluster`` pointer
+touch another cluster's, and no other user can enter them), reports "up" once Ray says so, and
+then waits. A ``{"cmd": "stop"}`` line, end-of-file on stdin — patchctl exited, was interrupted
+or lost its connection — or silence past the lease (patchctl sends a heartbeat line; a frozen
+laptop sends none), or the run's hard ceiling, stops exactly what it started: ``ray start
 --block`` ends its daemons on SIGTERM, and every process still carrying the marker is ended.
+
+Every port chosen here is bound on the node's address; the dashboard and Ray's client server
+start only when asked.
 """
 
 from __future__ import annotations
@@ -19,14 +24,18 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from patchctl.validate.host import procs
+from patchctl.validate.host import census, procs
 
 _CLI = "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"
+#: ``ray start`` starts Ray's client server on port 10001 whenever ray[client] is installed, with
+#: no option to leave it out: this tells it the client is missing, unless the run asked for it
+_NO_CLIENT = ("import sys; import ray.scripts.scripts as s; s.get_ray_client_dependency_error = "
+              "lambda: 'not asked for'; sys.argv[0] = 'ray'; s.main()")
 _UP = "Ray runtime started"
 
 
@@ -38,20 +47,25 @@ def _free_port(address: str) -> int:
 
 def ray_argv(request: dict[str, Any], temp_dir: str) -> list[str]:
     """``ray start --block`` for the head or a worker; the ports Ray would otherwise fix (the
-    dashboard's 8265, its agent's 52365, the client server's 10001) are free ones, so several
-    nodes — or another user's Ray — can share a machine."""
-    argv = [sys.executable, "-c", _CLI, "start", "--block", "--node-ip-address", request["address"],
+    dashboard's 8265, its agent's 52365, the client server's 10001) are free ones on the node's
+    address, so several nodes — or another user's Ray — can share a machine. The node offers its
+    own resource (census.py) so the run can tell its nodes from any other."""
+    address = request["address"]
+    client = request["role"] == "head" and bool(request.get("ray_client"))
+    argv = [sys.executable, "-c", _CLI if client else _NO_CLIENT, "start", "--block", "--node-ip-address", address,
             "--num-gpus", str(request["gpus"]), "--temp-dir", temp_dir, "--disable-usage-stats",
-            "--dashboard-agent-listen-port", str(_free_port(""))]
+            "--dashboard-agent-listen-port", str(_free_port(address)),
+            "--resources", json.dumps({census.own_resource(request["marker"]): 1})]
     if request.get("num_cpus") is not None:
         argv += ["--num-cpus", str(request["num_cpus"])]
     if request.get("object_store_bytes"):
         argv += ["--object-store-memory", str(request["object_store_bytes"])]
     if request["role"] == "head":
-        argv += ["--head", "--port", str(request["port"]), "--include-dashboard=false",
-                 "--dashboard-port", str(_free_port("127.0.0.1"))]
-        if _has_ray_client():
-            argv += ["--ray-client-server-port", str(_free_port(""))]
+        argv += ["--head", "--port", str(request["port"]), "--dashboard-host", address,
+                 "--dashboard-port", str(_free_port(address)),
+                 "--include-dashboard=" + ("true" if request.get("dashboard") else "false")]
+        if client:
+            argv += ["--ray-client-server-port", str(_free_port(address))]
     else:
         argv += ["--address", request["gcs"]]
     return argv
@@ -106,14 +120,19 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
             emit({"event": "refused", **existing, "other_cluster": True})
             return 0
         emit({"event": "joined", **existing})
-        _serve(None, emit)
-        emit({"event": "stopped", "stopped": 0, "left": []})
+        reason = _serve(None, emit, lease=_lease(request))
+        emit({"event": "stopped", "stopped": 0, "left": [], "reason": reason})
+        return 0
+    if request["role"] == "head" and request.get("ray_client") and not _has_ray_client():
+        emit({"event": "error", "error": "--ray-client: Ray's client server needs ray[client] on this host "
+                                         "(pip install 'ray[client]' into the cluster's python)"})
         return 0
     procs.sweep_stale()
-    temp_dir = tempfile.mkdtemp(prefix=procs.session_prefix(request["marker"]))
+    temp_dir = procs.make_session_dir(request["marker"])
     start_log = os.path.join(temp_dir, "ray-start.log")
     env = dict(os.environ, RAY_TMPDIR=temp_dir, **{procs.MARKER: request["marker"]}, **request.get("ray_auth", {}))
     env.pop("RAY_ADDRESS", None)  # a worker joins the address it is given, nothing else
+    env.update(_code_hook(request.get("run_rel"), env.get("PYTHONPATH", "")))
     argv = ray_argv(request, temp_dir)
     with open(start_log, "wb") as log:
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -121,7 +140,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     emit({"event": "starting", "pid": child.pid, "temp_dir": temp_dir})
     reason, last = "", []
     try:
-        reason = _serve(child, emit, temp_dir, start_log, float(request.get("start_timeout", 120)))
+        reason = _serve(child, emit, temp_dir, start_log, float(request.get("start_timeout", 120)), _lease(request))
     finally:
         last = log_tail(temp_dir, start_log)
         count, left = _stop(child, request["marker"])
@@ -130,19 +149,51 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     return 0
 
 
+def _code_hook(run_rel: str | None, pythonpath: str) -> dict[str, str]:
+    """The raylet's workers inherit its environment, not the trainer's: without the hook there,
+    ``patched-code-ran`` would see no Ray actor at all. The hook is installed now, before any
+    worker starts; on the head the trainer's launch installs it again into the same folder."""
+    if not run_rel:
+        return {}
+    from patchctl.train import codehook
+
+    root = Path.cwd()
+    run_dir = (root / run_rel).resolve()
+    if not run_dir.is_relative_to(root.resolve()):  # the request comes from patchctl; still, never outside
+        return {}
+    env = codehook.node_env(root, run_dir, pythonpath)
+    if env:
+        codehook.install(run_dir)
+    return env
+
+
+def _lease(request: dict[str, Any]) -> tuple[float | None, float | None]:
+    """(seconds of silence allowed, hard ceiling in seconds); None: no bound."""
+    return request.get("lease"), request.get("ceiling")
+
+
 def _serve(child: subprocess.Popen[bytes] | None, emit: Callable[[dict[str, Any]], None], temp_dir: str = "",
-           start_log: str = "", start_timeout: float = 120.0) -> str:
-    """Until "stop" or end-of-file: say "up" once Ray has started (or "failed" when ray start
-    ends or outlasts ``start_timeout`` first), answer "tail", report a Ray that ends by itself."""
+           start_log: str = "", start_timeout: float = 120.0,
+           lease: tuple[float | None, float | None] = (None, None)) -> str:
+    """Until "stop", end-of-file, silence past the lease or the hard ceiling: say "up" once Ray
+    has started (or "failed" when ray start ends or outlasts ``start_timeout`` first), answer
+    "tail", report a Ray that ends by itself. Any line (a heartbeat) renews the lease."""
     up = reported = False
     buffered = b""
-    started = time.monotonic()
+    started = heard = time.monotonic()
+    silence, ceiling = lease
     while True:
         ready, _, _ = select.select([sys.stdin], [], [], 0.05 if child is not None and not up else 0.5)
+        now = time.monotonic()
+        if silence is not None and now - heard > silence:
+            return f"lease expired: no word from patchctl for {silence:g} s"
+        if ceiling is not None and now - started > ceiling:
+            return f"the run's hard ceiling of {ceiling:g} s was reached"
         if ready:
             chunk = os.read(sys.stdin.fileno(), 4096)
             if not chunk:
                 return "end of input"
+            heard = now
             buffered += chunk
             while b"\n" in buffered:
                 line, buffered = buffered.split(b"\n", 1)

@@ -8,7 +8,9 @@ cluster's interpreter and the env ``migrate`` rendered (the wrapper sourced it).
 - ``gpus``: the GPUs Ray will offer (configured, else counted by nvidia-smi within
   ``CUDA_VISIBLE_DEVICES``), and no more than there are;
 - ``ray_running``: no Ray node already at that address (unless the user asked to join it);
-- ``migrated``: the tree was verified on arrival by ``migrate`` (its provenance record).
+- ``migrated``: the tree was verified on arrival by ``migrate`` (its provenance record);
+- ``ray_auth`` / ``ray_listen``: the Ray here can enforce the run's token, and what it binds on
+  every interface (raycheck.py).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from patchctl.validate.host import form, procs
+from patchctl.validate.host import form, procs, raycheck
 
 #: verify --env checks validate never runs: its Ray check starts a throw-away local Ray, which
 #: the real bring-up right after replaces
@@ -118,7 +120,12 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     address, addr_row = _address(request.get("address"))
     gpus, gpu_row = _gpus(request.get("gpus"))
     existing, ray_row = _existing(address, request["run"], bool(request.get("join")))
-    rows = [addr_row, gpu_row, ray_row, _migrated(root), *_environment(root, dict(request.get("skip", {})))]
+    rows = [addr_row, gpu_row, ray_row, *raycheck.rows(request), _migrated(root)]
+    if request.get("profile"):  # before Ray starts: a profile whose rollout the tree lacks (train/rollouts.py)
+        from patchctl.train.rollouts import preflight_row
+
+        rows.append(preflight_row(root, str(request["profile"])))
+    rows += _environment(root, dict(request.get("skip", {})))
     emit({"event": "reply", "rows": rows, "address": address, "gpus": gpus, "existing": existing,
           "seconds": round(time.monotonic() - t0, 3)})
     return 0

@@ -12,14 +12,26 @@ import glob
 import os
 import shutil
 import signal
+import stat
 import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
 
 MARKER = "PATCHCTL_VALIDATE_RUN"
-#: per-node temp dirs (Ray's --temp-dir): short, since Ray's socket paths must stay < 108 bytes
-SESSION_PREFIX = "pcv-"
+#: the user's private folder holding every node temp dir (Ray's --temp-dir) of every run
+ROOT_PREFIX = "pcv-"
+#: what Ray appends to its temp dir for its longest socket path
+#: (``/session_YYYY-MM-DD_HH-MM-SS_ffffff_PID/sockets/plasma_store``, a 7-digit pid)
+RAY_SOCKET_TAIL = 66
+#: the kernel's limit on a unix socket path (sun_path), terminating NUL included
+SUN_PATH = 108
+#: the file in a node's temp dir that says when it was made
+BORN = "patchctl-born"
+
+
+class PrivateStateRefused(Exception):
+    """The private folder is not ours to use (a link, another owner's, not a folder)."""
 
 
 def _pids() -> list[int]:
@@ -35,8 +47,15 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def marked(value: str) -> list[int]:
-    """Live processes whose environment carries ``MARKER=value`` (ours to stop)."""
+def marked(value: str, unknown: float | None = None) -> list[int]:
+    """Live processes whose environment carries ``MARKER=value`` (ours to stop).
+
+    ``unknown`` (a time): also every live process started since then whose environment cannot be
+    read although it could be one of ours (our uid, or we are root). Stopping skips those, but
+    the sweep must not take "cannot read" for "gone": that is how one user's start once deleted
+    another's live run. A process of another uid is never ours (Ray's processes keep the uid
+    that started them), nor one started before the node's temp dir was made.
+    """
     needle = f"{MARKER}={value}".encode()
     out = []
     for pid in _pids():
@@ -45,11 +64,33 @@ def marked(value: str) -> list[int]:
         try:
             with open(f"/proc/{pid}/environ", "rb") as f:
                 env = f.read().split(b"\0")
+        except PermissionError:
+            if unknown is not None and _alive(pid) and _could_be_ours(pid, unknown):
+                out.append(pid)
+            continue
         except OSError:
-            continue  # another user's process, or gone: not ours either way
+            continue  # gone, or a kernel thread
         if needle in env and _alive(pid):
             out.append(pid)
     return out
+
+
+def _could_be_ours(pid: int, since: float) -> bool:
+    try:
+        if os.getuid() != 0 and os.stat(f"/proc/{pid}").st_uid != os.getuid():
+            return False
+        return _started(pid) >= since - 1.0  # clock ticks are coarse: a second of slack
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def _started(pid: int) -> float:
+    """When ``pid`` started, in seconds since the epoch (/proc/PID/stat field 22 after boot)."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
+    with open("/proc/stat", "rb") as f:
+        boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def stop_marked(value: str, grace: float = 3.0) -> tuple[int, list[int]]:
@@ -99,26 +140,94 @@ def _marker_of(pid: int, prefix: str) -> bool:
         return False
 
 
+def state_root() -> str:
+    """``/tmp/pcv-UID``: short (Ray's socket paths live below it) and one per user."""
+    base = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()
+    return os.path.join(base, f"{ROOT_PREFIX}{os.getuid()}")
+
+
+def private_root() -> str:
+    """The user's private folder, created 0700 or checked: a real folder (not a link) owned by us.
+
+    Ray makes the temp dirs it fills 0777 without the sticky bit (``sockets/``, ``logs/``,
+    ``runtime_resources/``), so privacy must come from a parent others cannot enter.
+    """
+    path = state_root()
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise PrivateStateRefused(f"{path} is not a folder of ours ({exc.strerror}); remove it and run again") from None
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.getuid():
+            raise PrivateStateRefused(f"{path} belongs to uid {st.st_uid}, not to this user (uid {os.getuid()}); "
+                                      "remove it and run again")
+        if stat.S_IMODE(st.st_mode) != 0o700:
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+    return path
+
+
 def session_prefix(value: str) -> str:
     """The temp-dir name prefix of one node of one run (``value`` is its marker, ``run.node``)."""
-    return SESSION_PREFIX + value.replace(".", "-") + "-"
+    return value.replace(".", "-") + "-"
+
+
+def make_session_dir(value: str) -> str:
+    """A fresh temp dir for one node inside the private folder, short enough for Ray's sockets."""
+    born = time.time()
+    path = tempfile.mkdtemp(prefix=session_prefix(value), dir=private_root())
+    if len(path.encode()) + RAY_SOCKET_TAIL >= SUN_PATH:
+        os.rmdir(path)
+        raise PrivateStateRefused(f"{path} is too long for Ray's socket paths ({SUN_PATH} bytes); "
+                                  "use a shorter /tmp")
+    with open(os.path.join(path, BORN), "w", encoding="ascii") as f:
+        f.write(f"{born}\n")  # no process of the node is older: the sweep's proof (marked)
+    return path
+
+
+def _born(path: str) -> float:
+    """When the node's temp dir was made; 0 where it cannot be told (then no process is ruled out)."""
+    try:
+        with open(os.path.join(path, BORN), encoding="ascii") as f:
+            return float(f.read().strip())
+    except (OSError, ValueError):
+        return 0.0
 
 
 def session_dirs(value: str) -> list[str]:
-    return glob.glob(os.path.join(tempfile.gettempdir(), session_prefix(value) + "*"))
+    return glob.glob(os.path.join(state_root(), session_prefix(value) + "*"))
 
 
 def sweep_stale(older_than: float = 60.0) -> list[str]:
-    """Remove the temp dirs of earlier runs' nodes that no live process carries the marker of any
-    more: a node whose host went down mid-run, or whose supervisor was killed, could not remove
-    its own. Returns what was removed."""
+    """Remove the temp dirs of earlier runs' nodes whose processes are provably gone: a node whose
+    host went down mid-run, or whose supervisor was killed, could not remove its own.
+
+    Only inside this user's private folder, only folders this user owns (never through a link),
+    and only when no live process carries the marker and none that could be ours hides its
+    environment. Returns what was removed.
+    """
+    root = state_root()
+    try:
+        st = os.lstat(root)
+    except OSError:
+        return []
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        return []
     removed = []
-    for d in glob.glob(os.path.join(tempfile.gettempdir(), SESSION_PREFIX + "*-*-*")):
-        parts = os.path.basename(d)[len(SESSION_PREFIX):].split("-")
+    for d in glob.glob(os.path.join(root, "*-*-*")):
+        parts = os.path.basename(d).split("-")
         if len(parts) < 3 or not parts[1].isdigit():
             continue
         try:
-            if time.time() - os.stat(d).st_mtime < older_than or marked(f"{parts[0]}.{parts[1]}"):
+            info = os.lstat(d)
+            if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid()
+                    or time.time() - info.st_mtime < older_than or marked(f"{parts[0]}.{parts[1]}", unknown=_born(d))):
                 continue
         except OSError:
             continue

@@ -4,7 +4,8 @@ The plan, the launch, the gates, ``doctor`` on failure and ``report.json``/``rep
 :mod:`patchctl.train.run`'s, with ``RAY_ADDRESS`` pointing at the cluster validate formed (so no
 head of its own is started) and the trainer's overrides validate sends. Each log line goes to
 patchctl as it arrives; end-of-file or a "stop" line on stdin stops the trainer (its process
-group), so a lost patchctl never leaves a trainer running.
+group), so a lost patchctl never leaves a trainer running; so does silence past the lease (patchctl
+sends a heartbeat line; a frozen one sends none).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import _thread
 import json
 import os
+import select
 import sys
 import threading
 import time
@@ -20,18 +22,32 @@ from pathlib import Path
 from typing import Any
 
 
-def _watch_stdin(stopped: threading.Event) -> None:
-    """Interrupt the main thread (the launcher then ends the trainer's group) on stop or EOF."""
-    for raw in sys.stdin:
-        try:
-            if json.loads(raw or "{}").get("cmd") != "stop":
-                continue
-        except ValueError:
+def _watch_stdin(stopped: threading.Event, lease: float | None) -> None:
+    """Interrupt the main thread (the launcher then ends the trainer's group) on stop, EOF or
+    no line at all (a heartbeat renews it) for ``lease`` seconds."""
+    fd, buffered, heard = sys.stdin.fileno(), b"", time.monotonic()
+    while not stopped.is_set():
+        if not select.select([fd], [], [], 0.5)[0]:
+            if lease is not None and time.monotonic() - heard > lease:
+                break
             continue
-        break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        heard, buffered = time.monotonic(), buffered + chunk
+        lines, buffered = buffered.split(b"\n"), buffered.rsplit(b"\n", 1)[-1]
+        if any(_is_stop(line) for line in lines[:-1]):
+            break
     if not stopped.is_set():
         stopped.set()
         _thread.interrupt_main()
+
+
+def _is_stop(line: bytes) -> bool:
+    try:
+        return bool(json.loads(line or b"{}").get("cmd") == "stop")
+    except (ValueError, AttributeError):
+        return False
 
 
 def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
@@ -51,7 +67,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     plan = train_run.plan(tree, profile, view, list(request["overrides"]), sys.executable, Path(request["run_dir"]))
     emit({"event": "plan", "argv": list(plan.launch.argv), "run_dir": str(plan.run_dir), "version": tree.version})
     finished = threading.Event()
-    threading.Thread(target=_watch_stdin, args=(finished,), name="validate-stdin", daemon=True).start()
+    threading.Thread(target=_watch_stdin, args=(finished, request.get("lease")), name="validate-stdin", daemon=True).start()
     try:
         result = train_run.train(plan, tree, t0, timeout=request.get("timeout"),
                                  on_line=lambda line, at: emit({"event": "line", "text": line, "at": round(at, 3)}))

@@ -31,6 +31,8 @@ def main(argv):
 
     @ray.remote(num_cpus=0)
     def where():
+        import verl.utils.standin_mark  # noqa: F401  (a module a code patch may edit; see test_validate_codehook)
+
         keys = ("CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
         return ray.util.get_node_ip_address(), {k: os.environ.get(k) for k in keys}
 

@@ -9,6 +9,7 @@ through its control socket, so a host costs one key exchange and login, not one 
 from __future__ import annotations
 
 import shlex
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -17,13 +18,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from patchctl import proc
+from patchctl import orphans, proc
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import PatchctlError
 
 # Run on the host as `python3 -c BOOTSTRAP`: one line of plain characters, so every login shell
 # (sh, bash, zsh, csh, fish) passes it through unchanged; the agent's code arrives base64-encoded
 # inside it, the request on stdin.
+#: the control folders' prefix (see :mod:`patchctl.orphans`)
+PREFIX = "pcm-"
 _BOOTSTRAP = 'import base64;exec(compile(base64.b64decode("{code}"),"patchctl-agent","exec"))'
 
 
@@ -53,13 +56,20 @@ def ssh_argv(cluster: Cluster, host: Host, remote: Sequence[str], control: Path 
     return ["ssh", *ssh_options(cluster, control), "--", host.ssh, *(shlex.quote(w) for w in remote)]
 
 
-def python_argv(cluster: Cluster, host: Host, code_b64: str, control: Path | None = None) -> list[str]:
-    """Run a base64-encoded Python program with the host's ``python3`` (the cluster's ``python``)."""
+def python_words(cluster: Cluster, code_b64: str, args: Sequence[str] = ()) -> list[str]:
+    """The host's argv that runs a base64-encoded Python program with the cluster's ``python``
+    (``args``: its ``sys.argv[1:]``)."""
     if not code_b64.replace("+", "").replace("/", "").replace("=", "").isalnum():
         raise ValueError("code_b64 must be base64")  # a bug, not user input: the agent is ours
     # -I: no PYTHON* variables, user site or cwd on the path (the host's environment cannot change
     # what the agent imports); -S: no site module (stdlib only, and python starts faster)
-    return ssh_argv(cluster, host, [cluster.python, "-I", "-S", "-c", _BOOTSTRAP.format(code=code_b64)], control)
+    return [cluster.python, "-I", "-S", "-c", _BOOTSTRAP.format(code=code_b64), *args]
+
+
+def python_argv(cluster: Cluster, host: Host, code_b64: str, control: Path | None = None,
+                args: Sequence[str] = ()) -> list[str]:
+    """ssh to ``host`` running :func:`python_words` there."""
+    return ssh_argv(cluster, host, python_words(cluster, code_b64, args), control)
 
 
 def rsh_command(cluster: Cluster, control: Path | None = None) -> str:
@@ -83,8 +93,9 @@ def unreachable_reason(cluster: Cluster, host: Host, stderr: str) -> str:
 
 
 class Master:
-    """One ``ssh -M -N`` per host, started and stopped by patchctl (no ControlPersist daemon
-    is left behind). ``start`` begins the login and returns at once; ``open`` waits for it and
+    """One ``ssh -M -N`` per host, started and stopped by patchctl: no ControlPersist daemon, a
+    child of patchctl that the kernel kills when patchctl dies (:mod:`patchctl.proc`), taking
+    every ssh and rsync session multiplexed over it along. ``start`` begins the login and returns at once; ``open`` waits for it and
     returns None once logged in, else ssh's reason. Both may be called from several threads;
     the host is logged in to once."""
 
@@ -118,7 +129,8 @@ class Master:
         self.started = time.monotonic()
         self._err = tempfile.TemporaryFile()
         try:
-            self._proc = proc.spawn(argv, stderr=self._err)
+            # a session of its own: a Ctrl-C at the terminal must not end the login under patchctl
+            self._proc = proc.spawn(argv, stderr=self._err, new_session=True)
         except PatchctlError as exc:  # ssh itself is missing: this host's failure, like the others'
             self._outcome = (str(exc),)
 
@@ -184,9 +196,9 @@ class Connections:
     hosts start at once; the others start when a worker takes them up."""
 
     def __init__(self, cluster: Cluster, jobs: int | None = None) -> None:
-        # /tmp, not $TMPDIR: the control sockets live here and a unix socket path is short
-        self._dir = tempfile.TemporaryDirectory(prefix="pcm-", dir="/tmp" if Path("/tmp").is_dir() else None)
-        self.dir = Path(self._dir.name)
+        # in /tmp, not $TMPDIR: the control sockets live here and a unix socket path is short;
+        # owned, so that the next run removes it after a kill -9 of this one
+        self.dir = orphans.owned_dir(PREFIX)
         self.masters = [Master(cluster, h, self.dir, i) for i, h in enumerate(cluster.hosts)]
         for master in self.masters[:jobs or len(self.masters)]:
             master.start()
@@ -194,7 +206,7 @@ class Connections:
     def close(self) -> None:
         for master in self.masters:
             master.close()
-        self._dir.cleanup()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> Connections:
         return self

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# Issue 21 on the GPU test machine: verl 0.9.1 + vLLM 0.24 (bundle with Ray 2.60), the start-up
+# breakdown (debug before/after), the vLLM learning smoke, the sabotage suite and validate on a
+# loopback host. Run from a copy of the gpu branch's tree (the device sends /work/main's checkout;
+# the branch's files travel in the carried .gpu/wt, see README.md). Results go to $OUT.
+#
+#   run_gpu.sh part DIR [probe]   copy DIR's bundle part to /tmp/vparts (one call per part); with
+#                                 probe, first the image facts that start-up speed depends on
+#                                 (byte-compiled or not, cold and warm import times)
+#   run_gpu.sh setup DIR          DIR holds the last part, SHA256SUMS and verl-0.9.1.tar.gz: join,
+#                                 check, unpack, byte-compile; the tree: apply uky, verify; assets
+#   run_gpu.sh speed              the runs named in $RUNS (NAME:PROFILE:VARIANT[:TIMEOUT] ...), each stamped
+#                                 by benchmarks/vllm_stages.py; then the stage table
+#   run_gpu.sh suite GROUP...     benchmarks/sabotage.py set-ups; a GROUP is NAME[,NAME...] run at once
+#                                 (one sabotage.py each), groups one after another; then the table
+#   run_gpu.sh validate           sshd + rsync from .gpu/debs, then benchmarks/validate_one.py:
+#                                 migrate + validate --profile smoke-vllm on one loopback host x 1 GPU
+set -uo pipefail
+MODE=${1:?usage: run_gpu.sh part|setup|speed ...}
+OUT=${OUT:-/tmp/v21-out}
+mkdir -p "$OUT" /tmp/vparts
+S=$(date +%s.%N)
+say() { printf "[%6.1f s] %s\n" "$(awk -v a="$(date +%s.%N)" -v b="$S" 'BEGIN{print a-b}')" "$*"; }
+HERE=$PWD/docs/validation/vllm-smoke
+VHERE=$PWD/docs/validation/vllm
+export PYTHONPATH=$PWD/src:/tmp/vsite
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
+       RAY_USAGE_STATS_ENABLED=0 RAY_memory_monitor_refresh_ms=0 RAY_DEDUP_LOGS=0 VLLM_LOGGING_LEVEL=INFO
+patchctl() { python3 -c 'import sys; sys.argv[0] = "patchctl"; from patchctl.cli.main import main; main()' "$@"; }
+R=/tmp/v21res
+T=/tmp/w/verl-0.9.1
+CFG=(--cluster gpu --config /tmp/vassets/patchctl.toml)
+# what this machine and the tiny model need on the debug profile (docs/validation/vllm/README.md)
+MACHINE=(+actor_rollout_ref.model.override_config.attn_implementation=eager actor_rollout_ref.model.use_remove_padding=False
+         data.image_key=text_only_model trainer.total_epochs=3)
+
+probe() {
+    # before anything else reads the disk: what a cold machine pays for an import
+    local sp; sp=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    TIMEFORMAT='%R'
+    for m in torch torch transformers; do
+        t=$( { time python3 -c "import $m" >/dev/null 2>&1; } 2>&1 ); echo "import $m: $t s"
+    done
+    echo "site-packages: $sp"
+    [ -w "$sp" ] && echo "  writable" || echo "  read-only"
+    echo "  .py files in torch: $(find "$sp/torch" -name '*.py' | wc -l), .pyc: $(find "$sp/torch" -name '*.cpython-312.pyc' | wc -l)"
+    echo "  .py files in transformers: $(find "$sp/transformers" -name '*.py' | wc -l), .pyc: $(find "$sp/transformers" -name '*.cpython-312.pyc' | wc -l)"
+    python3 -c 'import sys; print("pycache_prefix", sys.pycache_prefix, "dont_write", sys.dont_write_bytecode)'
+    mount | grep -E ' on / | on /opt| on /tmp' | head -5
+    nproc; free -g | head -2; df -h / /tmp | tail -2
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+}
+
+setup() {
+    if [ ! -f /tmp/vsite/.complete ]; then
+        cp "$DIR"/vsite.tar.xz.part* /tmp/vparts/
+        (cd /tmp/vparts && sha256sum -c "$DIR/SHA256SUMS") || { say "bundle parts missing or damaged"; exit 3; }
+        rm -rf /tmp/vsite && mkdir -p /tmp/vsite
+        cat /tmp/vparts/vsite.tar.xz.part* | xz -d -T0 | tar --no-same-owner -xf - -C /tmp/vsite || { say "unpack failed"; exit 3; }
+        rm -rf /tmp/vparts
+        say "bundle unpacked: $(du -sm /tmp/vsite | cut -f1) MiB"
+        python3 -m compileall -q -j 0 /tmp/vsite >/dev/null 2>&1
+        touch /tmp/vsite/.complete
+        say "bundle byte-compiled: $(du -sm /tmp/vsite | cut -f1) MiB"
+    fi
+    rm -rf $R && mkdir -p $R
+    python3 -c 'import ray, vllm, transformers; print("ray", ray.__version__, "| vllm", vllm.__version__, "| transformers", transformers.__version__)' 2>&1 | grep -v WARNING | tee $R/versions.txt
+    rm -rf /tmp/w && mkdir -p /tmp/w && tar --no-same-owner -xzf "$DIR/verl-0.9.1.tar.gz" -C /tmp/w
+    git -C "$T" init -q -b main && git -C "$T" add -A &&
+        git -C "$T" -c user.name=patchctl -c user.email=patchctl@localhost commit -qm "verl 0.9.1 source release"
+    patchctl apply --target "$T" > $R/apply.txt 2>&1; echo "apply rc=$?"
+    patchctl verify --target "$T" > $R/verify.txt 2>&1; echo "verify rc=$?"; tail -n 1 $R/verify.txt
+    python3 -m compileall -q -j 0 "$T/verl" >/dev/null 2>&1
+    cp "$DIR/verl-0.9.1.tar.gz" /tmp/verl-0.9.1.tar.gz
+    # the image ships torch's 2141 modules without .pyc and sets PYTHONDONTWRITEBYTECODE=1, so
+    # every process of a run compiled torch again (measured: first step 183.5 s -> 100.4 s)
+    [ -n "${NO_IMAGE_PYC:-}" ] || { python3 -m compileall -q -j 0 "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1; say "image site-packages byte-compiled"; }
+    python3 "$VHERE/make_assets.py" /tmp/vassets > $R/assets.json && echo "assets: $(cat $R/assets.json)"
+    say "setup done"
+}
+
+# one run: NAME PROFILE VARIANT. A variant is a +-joined list of changes:
+#   settings  eager vLLM, one agent-loop and one reward worker, no torch.compile in the actor
+#   uni       vLLM's uni-process executor: the GPU worker runs inside the engine core process
+#             (one process start fewer; verl passes engine_kwargs after its own "mp")
+#   head      the Ray head started beside the trainer (profiles' ray_head_cpus, as smoke has)
+#   warm      vLLM's model-info cache written by a process started beside patchctl (otherwise the
+#             vLLM server runs a subprocess that imports vLLM again to inspect the model class)
+# Every run starts without vLLM's caches (~/.cache/vllm), so only "warm" finds one.
+run_one() {
+    local name=$1 profile=$2 variant=$3 extra=() limit=${TRAIN_TIMEOUT:-420} pp=$PYTHONPATH
+    [ "$profile" = debug ] && extra+=("${MACHINE[@]}")
+    rm -rf ~/.cache/vllm /tmp/vrun/$name
+    python3 -m ray.scripts.scripts stop --force >/dev/null 2>&1
+    for v in ${variant//+/ }; do
+        case $v in
+            asis) ;;
+            settings) extra+=(actor_rollout_ref.rollout.enforce_eager=True actor_rollout_ref.rollout.agent.num_workers=1
+                              reward.num_workers=1 actor_rollout_ref.actor.use_torch_compile=False) ;;
+            uni) extra+=(+actor_rollout_ref.rollout.engine_kwargs.vllm.distributed_executor_backend=uni) ;;
+            head) rm -rf /tmp/src-head && cp -r "$PWD/src" /tmp/src-head &&
+                  python3 "$HERE/with_head.py" /tmp/src-head/patchctl/train/profiles.toml "$profile" && pp=/tmp/src-head:/tmp/vsite ;;
+            warm) ;;
+            *) echo "unknown variant $v"; return 2 ;;
+        esac
+    done
+    local t0; t0=$(date +%s.%N)
+    [[ $variant == *warm* ]] && { python3 "$HERE/warm_modelinfo.py" > $R/$name-warm.txt 2>&1 & }
+    python3 "$PWD/benchmarks/vllm_stages.py" follow /tmp/vrun/$name/train.log "$t0" --idle 60 > $R/$name.timed &
+    local follower=$!
+    say "run $name: train --profile $profile ($variant), timeout $limit s"
+    PYTHONPATH=$pp patchctl train --target "$T" --profile "$profile" "${CFG[@]}" --out /tmp/vrun/$name --timeout "$limit" \
+        --json "${extra[@]}" > "$R/$name-report.json" 2> "$R/$name-progress.txt"
+    say "run $name rc=$?"
+    sleep 1; kill $follower 2>/dev/null
+    cp /tmp/vrun/$name/train.log "$R/$name-train.log" 2>/dev/null
+    cp /tmp/vrun/$name/ray-head.log "$R/$name-ray-head.log" 2>/dev/null
+    python3 - "$R/$name-report.json" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as exc:  # noqa: BLE001
+    sys.exit(f"no report: {exc}")
+print("verdict", d["verdict"], "| timings", d.get("timings"))
+for g in d["gates"]:
+    print(f'  {g["name"]:<22} {g["status"]:<5} {g["value"]}  ({g["threshold"]})  {g["reason"]}')
+PY
+}
+
+speed() {
+    [ -f $R/assets.json ] || { say "no setup state in /tmp: run setup first"; exit 3; }
+    local specs=()
+    for r in ${RUNS:?RUNS=NAME:PROFILE:VARIANT ...}; do
+        IFS=: read -r name profile variant limit <<< "$r"
+        TRAIN_TIMEOUT=${limit:-420} run_one "$name" "$profile" "$variant"
+        specs+=("$name=$R/$name.timed")
+    done
+    python3 "$PWD/benchmarks/vllm_stages.py" table "${specs[@]}" --json "$R/stages.json" | tee "$R/stages.md"
+}
+
+# the sabotage suite: each NAME its own sabotage.py (and folder), a group's names at once. Every
+# run gets $SUITE_OVERRIDES (gpu_memory_utilization 0.2: three vLLM engines share the 80 GB)
+suite() {
+    [ -f $R/assets.json ] || { say "no setup state in /tmp: run setup first"; exit 3; }
+    local group name pids rows=()
+    for group in "$@"; do
+        pids=()
+        for name in ${group//,/ }; do
+            rm -rf /tmp/sab/$name && mkdir -p /tmp/sab/$name
+            python3 "$PWD/benchmarks/vllm_stages.py" follow /tmp/sab/$name/$name/run/train.log "$(date +%s.%N)" --idle 120 \
+                > $R/suite-$name.timed &
+            python3 "$PWD/benchmarks/sabotage.py" --tree "$T" --python python3 --pristine /tmp/verl-0.9.1.tar.gz \
+                --out /tmp/sab/$name --only "$name" --timeout "${SUITE_TIMEOUT:-500}" \
+                -- ${SUITE_OVERRIDES:-actor_rollout_ref.rollout.gpu_memory_utilization=0.2} > $R/suite-$name.txt 2>&1 &
+            pids+=($!)
+            say "suite: $name started"
+            sleep 2
+        done
+        for pid in "${pids[@]}"; do wait "$pid"; done
+        for name in ${group//,/ }; do
+            say "suite: $name done"; tail -n 1 $R/suite-$name.txt
+            # the first error the trainer printed, so a failed run explains itself in the reply
+            sed 's/\x1b\[[0-9;]*m//g' /tmp/sab/$name/$name/run/train.log 2>/dev/null | grep -vE "qutlass|moe_C|UserWarning|warnings.warn" \
+                | grep -m 3 -E "^[A-Za-z_.]*(Error|Exception)|Error:|error:" | cut -c1-400
+            cp /tmp/sab/$name/$name/run/report.json $R/suite-$name-report.json 2>/dev/null
+            cp /tmp/sab/$name/$name/run/train.log $R/suite-$name-train.log 2>/dev/null
+            cp /tmp/sab/$name/sabotage.json $R/suite-$name.json 2>/dev/null
+        done
+    done
+    pkill -f "vllm_stages.py follow" 2>/dev/null
+    python3 - $R <<'PY'
+import glob, json, sys
+rows = []
+for f in sorted(glob.glob(sys.argv[1] + "/suite-*.json")):
+    if not f.endswith("-report.json"):
+        rows += json.load(open(f))
+for r in rows:
+    bars = {g["name"]: (g["status"], g["value"], g["threshold"]) for g in r.get("gates", [])}
+    print(f'{r["setup"]:<14} expect {r["expect"]:<18} {r["verdict"]:<6} failing {",".join(r["failing"]) or "-":<34} doctor {r["doctor"] or "-"}')
+    for name, (st, val, thr) in bars.items():
+        print(f'      {name:<20} {st:<5} {val}  ({thr})')
+PY
+}
+
+validate_one() {
+    say "sshd and rsync from the carried Debian packages (into /usr/local: nothing of / is replaced)"
+    mkdir -p /tmp/sys && for d in "$PWD"/../debs/*.deb; do dpkg-deb -x "$d" /tmp/sys || dpkg -x "$d" /tmp/sys; done
+    mkdir -p /usr/local/bin /usr/local/sbin /usr/local/lib /usr/local/lib/openssh
+    cp --update=none /tmp/sys/usr/bin/* /usr/local/bin/ 2>/dev/null; cp --update=none /tmp/sys/usr/sbin/sshd /usr/local/sbin/
+    cp --update=none /tmp/sys/usr/lib/openssh/* /usr/local/lib/openssh/ 2>/dev/null
+    cp --update=none /tmp/sys/usr/lib/x86_64-linux-gnu/*.so* /tmp/sys/lib/x86_64-linux-gnu/*.so* /usr/local/lib/ 2>/dev/null
+    ldconfig
+    id sshd >/dev/null 2>&1 || useradd -r -M -d /run/sshd -s /usr/sbin/nologin sshd 2>/dev/null \
+        || echo 'sshd:x:105:65534::/run/sshd:/usr/sbin/nologin' >> /etc/passwd
+    missing=$(ldd /usr/local/sbin/sshd /usr/local/bin/ssh /usr/local/bin/rsync 2>&1 | grep "not found" | sort -u)
+    [ -n "$missing" ] && { echo "missing libraries: $missing"; exit 1; }
+    export PATCHCTL_SSHD=/usr/local/sbin/sshd NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+    /usr/local/sbin/sshd -V 2>&1 | head -1; rsync --version | head -1
+    python3 -m ray.scripts.scripts stop --force >/dev/null 2>&1
+    rm -rf $R/validate && python3 "$PWD/benchmarks/validate_one.py" --tree "$T" --out $R/validate \
+        --env "PYTHONPATH=$PWD/src:/tmp/vsite" --env "RAY_memory_monitor_refresh_ms=0" --timeout "${VALIDATE_TIMEOUT:-400}" "$@"
+    say "validate done"
+}
+
+case $MODE in
+    part)
+        DIR=$(cd "${2:?part DIR}" && pwd)
+        [ "${3:-}" = probe ] && probe 2>&1 | tee "$OUT/probe.txt"
+        cp "$DIR"/vsite.tar.xz.part* /tmp/vparts/ && say "parts in /tmp/vparts: $(cd /tmp/vparts && ls | tr '\n' ' ')"
+        exit 0 ;;
+    setup) DIR=$(cd "${2:?setup DIR}" && pwd); setup 2>&1 | tee "$OUT/setup.log" ;;
+    speed) speed 2>&1 | tee "$OUT/speed.log" ;;
+    suite) shift; suite "$@" 2>&1 | tee "$OUT/suite.log" ;;
+    validate) shift; validate_one "$@" 2>&1 | tee "$OUT/validate.log" ;;
+    *) echo "unknown mode $MODE"; exit 2 ;;
+esac
+tar -czf "$OUT/results.tar.gz" -C $R . 2>/dev/null

@@ -1,0 +1,58 @@
+"""Minimal anchors: an edit inside a loop or branch is anchored in that block, not by the whole
+block (issue 27, requirement 2).
+
+:func:`patchctl.capture.pyunits.find_unit` stops at the innermost class or function, so a
+one-line insertion in a 115-line ``for`` loop of ``fit`` used to carry the whole loop as its
+text: any upstream change anywhere in the loop made it conflict. Here the unit is narrowed,
+block by block, into the body of the compound statement (``for``, ``while``, ``if``, ``with``,
+``try``) that holds all of its hunks; each step is named by that statement's header
+(``params.blocks``), compared by syntax like every anchor. The innermost narrowing that BASE
+places without guessing wins; where none does, the unit stays as wide as it was.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from patchctl.capture.pyunits import Problem, Unit, around, place
+from patchctl.patchsets.kinds import anchors as st
+
+_BLOCKS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)
+
+
+def _holds(body: list[ast.stmt], lo: int, hi: int) -> bool:
+    """Whether fork lines ``lo..hi`` (``hi < lo``: a deletion before ``lo``) are inside ``body``."""
+    first, last = st.first_line(body[0]), body[-1].end_lineno or body[-1].lineno
+    return first <= lo and hi <= last if hi >= lo else first < lo <= last
+
+
+def narrower(unit: Unit, fork_lines: list[str]) -> list[Unit]:
+    """The units nested ever deeper inside ``unit``, outermost first ([] when it is one already)."""
+    out: list[Unit] = []
+    cur = unit
+    while cur.mode == "statements" and cur.below - cur.above == 2:
+        stmt = cur.node.body[cur.above + 1]  # type: ignore[attr-defined]
+        spans = [(h.fork[0] + 1, h.fork[1]) for h in cur.hunks]
+        if not isinstance(stmt, _BLOCKS) or not all(_holds(stmt.body, lo, hi) for lo, hi in spans):
+            break
+        edges = [around(stmt.body, lo, hi) for lo, hi in spans]
+        cur = Unit("statements", cur.scope, stmt, min(a for a, _ in edges), max(b for _, b in edges), list(cur.hunks),
+                   blocks=[*cur.blocks, st.head(fork_lines, stmt)])
+        out.append(cur)
+    return out
+
+
+def place_narrowest(unit: Unit, fork_lines: list[str], base_tree: ast.Module, base_lines: list[str],
+                    touched: set[int], force: bool) -> Problem | None:
+    """Place the narrowest unit inside ``unit`` that BASE holds at one place; else ``unit`` itself.
+
+    ``unit`` is filled in as :func:`~patchctl.capture.pyunits.place` would, from whichever won.
+    """
+    for inner in reversed(narrower(unit, fork_lines)):
+        trial = replace(inner, params={}, hunks=list(inner.hunks))
+        if place(trial, fork_lines, base_tree, base_lines, set(), force) is None:
+            unit.params, unit.base_span, unit.fork_span = trial.params, trial.base_span, trial.fork_span
+            unit.node, unit.above, unit.below, unit.blocks = trial.node, trial.above, trial.below, trial.blocks
+            return None
+    return place(unit, fork_lines, base_tree, base_lines, touched, force)

@@ -1,0 +1,158 @@
+"""Whether an anchor names a statement, decided by syntax rather than text (issue 27).
+
+An anchor is the stripped first line of a statement as capture saw it in BASE. Upstream may
+since have changed the quotes, spelled a number another way (``0.`` -> ``0.0``), added or
+dropped parentheses or a trailing comma, re-wrapped the line, or edited a comment: none of that
+changes the statement, so none of it may make a patch conflict. An anchor **reads** a statement
+when, in this order:
+
+1. its text is the statement's first line, stripped (what anchors always were);
+2. it parses on its own (a header with ``pass`` as its body) to the same tree as the
+   statement's header, bodies and decorators left out;
+3. it is a first line cut inside brackets (the statement was wrapped), and its tokens, with
+   comments, layout, string quotes, number spelling and round brackets normalised away, begin
+   the statement's tokens normalised alike.
+
+Rule 2 is exact; rule 3 is a prefix, so it is used only where the anchor cannot parse.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import io
+import tokenize
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+
+#: the fields that hold nested statements: a header's tree is the node without them
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases", "decorator_list")
+_SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
+
+
+def code_dump(tree: ast.AST) -> str:
+    """A tree as text, with the differences formatters make set aside: a docstring's indentation
+    and trailing spaces (ruff re-indents them), and ``del (a, b)`` for ``del a, b``."""
+    tree = copy.deepcopy(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Delete) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
+            node.targets = node.targets[0].elts
+        elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+              and isinstance(node.value.value, str) and "\n" in node.value.value):
+            node.value.value = "\n".join(ln.strip() for ln in node.value.value.strip().splitlines())
+    return ast.dump(tree)
+
+
+def header_dump(node: ast.stmt) -> str:
+    """The statement's tree without its nested statements and decorators, layout-free."""
+    if not any(hasattr(node, f) for f in _BODIES):
+        return code_dump(node)
+    bare = copy.copy(node)
+    for f in _BODIES:
+        if hasattr(bare, f):
+            setattr(bare, f, [])
+    return code_dump(bare)
+
+
+def norm_tokens(src: str) -> tuple[tuple[str, ...], bool]:
+    """``src``'s tokens with layout and comments dropped, strings and numbers by value, and
+    trailing commas before a closing bracket dropped; and whether ``src`` ends complete
+    (all brackets closed, every string ended)."""
+    out: list[str] = []
+    depth, complete = 0, True
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+            if tok.type in _SKIP:
+                continue
+            text = tok.string
+            if tok.type in (tokenize.STRING, tokenize.NUMBER):
+                try:
+                    text = repr(ast.literal_eval(text))
+                except (ValueError, SyntaxError):
+                    pass  # an f-string or bytes with escapes: its own text
+            elif tok.type == tokenize.OP and text in "([{":
+                depth += 1
+            elif tok.type == tokenize.OP and text in ")]}":
+                depth -= 1
+                if out and out[-1] == ",":
+                    out.pop()
+            out.append(text)
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        complete = False
+    return tuple(out), complete and depth == 0
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """An anchor as a patch stores it, with what rules 2 and 3 compare."""
+
+    text: str
+    dump: str | None
+    tokens: tuple[str, ...]
+    complete: bool
+
+
+@lru_cache(maxsize=4096)
+def anchor(text: str) -> Anchor:
+    """``text`` (a stored anchor) made ready for :func:`reads`."""
+    dump = None
+    for src in (text, text.rstrip() + "\n    pass\n"):
+        try:
+            body = ast.parse(src).body
+        except SyntaxError:
+            continue
+        if len(body) == 1:
+            dump = header_dump(body[0])
+        break
+    tokens, complete = norm_tokens(text)
+    return Anchor(text, dump, tokens, complete)
+
+
+@dataclass
+class Stmt:
+    """A statement of the tree, with its first line and (lazily) its header's tree and tokens."""
+
+    node: ast.stmt
+    lines: list[str] = field(repr=False)
+
+    @cached_property
+    def text(self) -> str:
+        return self.lines[self.node.lineno - 1].strip()
+
+    @cached_property
+    def dump(self) -> str:
+        return header_dump(self.node)
+
+    @cached_property
+    def tokens(self) -> tuple[str, ...]:
+        end = self.node.end_lineno or self.node.lineno
+        body = getattr(self.node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            end = max(self.node.lineno, body[0].lineno - 1)
+        src = "".join(self.lines[self.node.lineno - 1: end]).lstrip()
+        return norm_tokens(src)[0]
+
+
+def reads(a: Anchor, s: Stmt, exact: bool = False) -> bool:
+    """Whether anchor ``a`` names statement ``s`` (rules 1 to 3 of the module docstring;
+    rule 1 alone when ``exact``)."""
+    if a.text == s.text or exact:
+        return a.text == s.text
+    if a.dump is not None:
+        return a.dump == s.dump
+    if a.complete or not a.tokens:
+        return a.tokens == s.tokens
+    mine, theirs = _unparenthesised(a.tokens), _unparenthesised(s.tokens)
+    return theirs[: len(mine)] == mine
+
+
+def _unparenthesised(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    """Tokens without round brackets: a formatter wraps a long right-hand side in parentheses
+    (``x = (`` + newline), which a first line cut before the wrap does not have. Used only to
+    locate a cut anchor; the text the patch replaces is still compared as code."""
+    return tuple(t for t in tokens if t not in "()")
+
+
+def run_reads(anchors: list[Anchor], stmts: list[Stmt], exact: bool = False) -> bool:
+    """Whether each anchor reads the statement at the same position (equal lengths)."""
+    return len(anchors) == len(stmts) and all(reads(a, s, exact) for a, s in zip(anchors, stmts))

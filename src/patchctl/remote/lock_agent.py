@@ -1,0 +1,119 @@
+"""patchctl's lock keeper on a cluster host: sent as source (``python3 -c``), stdlib only,
+python3 >= 3.6, never imports patchctl (like ``migrate/remote_agent.py``).
+
+Two locks per host root, both ``flock`` on files under ``ROOT/.patchctl/``:
+
+- ``migrate.lock``, a migrate's for its whole run: ``hold`` takes it, says so on stdout, and
+  keeps it until its stdin ends, which happens when migrate closes it, exits or is killed (the
+  ssh session goes with it), so a dead migrate never holds a root.
+- ``transfer.lock``, whoever writes files into the root right now: the host's rsync, started
+  through ``transfer`` (it takes the lock and execs rsync, which keeps it, and so do rsync's
+  own forks, until the last of them ends) and the agent's ``finish``. ``hold`` waits until no
+  one holds it before it answers: a transfer of a killed migrate may still be running on the
+  host, and must end before a new migrate looks at the root, or it would rename stale files
+  in after the new one verified them.
+
+``hold`` reads one JSON line ``{"root", "wait", "holder"}`` and answers one JSON line:
+``{"locked": true}`` or ``{"busy": "who holds it"}``.
+"""
+
+import fcntl
+import json
+import os
+import sys
+import time
+
+SESSION = ".patchctl/migrate.lock"
+TRANSFER = ".patchctl/transfer.lock"
+
+
+class Outside(Exception):
+    """The root's ``.patchctl`` leads elsewhere (a symlink): no lock file is made through it."""
+
+
+def take(path, wait, exclusive=True):
+    """The descriptor of ``path`` (a lock file in a root's ``.patchctl``) locked, or None after
+    ``wait`` seconds."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    real_root = os.path.realpath(os.path.dirname(folder))
+    if os.path.realpath(folder) != os.path.join(real_root, os.path.basename(folder)):
+        raise Outside("%s leads out of the root; make it a folder there" % folder)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+            return fd
+        except OSError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.05)
+
+
+def note(fd, text):
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, text.encode("utf-8", "replace"))
+
+
+def said(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def hold():
+    line = sys.stdin.readline()
+    if not line.strip():
+        return  # started ahead and not needed after all (migrate stopped before any write)
+    req = json.loads(line)
+    root, wait = req["root"], float(req["wait"])
+    try:
+        session = take(os.path.join(root, SESSION), wait)
+    except (Outside, OSError) as exc:
+        return answer({"error": str(exc)})
+    if session is None:
+        return answer({"busy": said(os.path.join(root, SESSION)) or "another migrate"})
+    note(session, req["holder"])
+    transfer = take(os.path.join(root, TRANSFER), wait)
+    if transfer is None:
+        who = said(os.path.join(root, TRANSFER))
+        return answer({"busy": "a transfer of an earlier migrate still running there" + (" (%s)" % who if who else "")})
+    os.close(transfer)  # free: this run's own rsync and agents take it in turn
+    answer({"locked": True})
+    sys.stdin.read()  # until migrate lets go, exits, or dies (end-of-file in every case)
+
+
+def answer(reply):
+    sys.stdout.write(json.dumps(reply) + "\n")
+    sys.stdout.flush()
+
+
+def transfer(lock_path, argv):
+    """Take the transfer lock, then become ``argv`` (rsync), which keeps the lock open."""
+    try:
+        fd = take(lock_path, 30.0)
+    except (Outside, OSError) as exc:
+        sys.stderr.write("patchctl: %s\n" % exc)
+        sys.exit(5)
+    if fd is None:
+        sys.stderr.write("patchctl: %s is held by another transfer (%s)\n" % (lock_path, said(lock_path)))
+        sys.exit(5)
+    note(fd, "rsync pid %d" % os.getpid())
+    os.set_inheritable(fd, True)
+    os.execvp(argv[0], argv)
+
+
+def main():
+    if sys.argv[1] == "hold":
+        hold()
+    else:
+        transfer(sys.argv[2], sys.argv[3:])
+
+
+if __name__ == "__main__":
+    main()

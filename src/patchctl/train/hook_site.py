@@ -1,0 +1,121 @@
+"""patchctl's code hook: copied as ``sitecustomize.py`` into a run's ``codehook/`` folder, which
+the trainer's ``PYTHONPATH`` starts with, so every Python process of the run loads it at start-up
+(the driver, Ray's workers, vLLM's engine core and GPU workers: they all inherit the environment).
+
+It records, in ``$PATCHCTL_CODEHOOK_DIR/<pid>.jsonl``, each module of ``$PATCHCTL_CODEHOOK_WATCH``
+(comma-separated: the patched modules, and ``verl`` itself) that the process executed, with the
+file it came from and the process's command line (which shows the title vLLM and Ray set); twice
+later it samples the command line again, since titles are set after the imports. patchctl judges
+the records after the run (``codehook.py``): this file decides nothing, and a failure in it never
+breaks the process. Standard library only; nothing is imported unless a watched module is.
+A ``sitecustomize`` the environment had before (found further down ``sys.path``) still runs.
+"""
+
+import os
+import sys
+
+_DIR = os.environ.get("PATCHCTL_CODEHOOK_DIR")
+_WATCH = frozenset(filter(None, os.environ.get("PATCHCTL_CODEHOOK_WATCH", "").split(",")))
+_SAMPLES = (8.0, 40.0)
+_state = {"sampling": False}
+
+
+def _cmdline():
+    try:
+        with open("/proc/self/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:300]
+    except OSError:
+        return " ".join(sys.argv)[:300]
+
+
+def _record(event, **fields):
+    try:
+        import json
+        import time
+
+        line = json.dumps({"event": event, "pid": os.getpid(), "ppid": os.getppid(), "t": round(time.time(), 3),
+                           "cmd": _cmdline(), **fields})
+        with open(os.path.join(_DIR, f"{os.getpid()}.jsonl"), "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+    except Exception:  # noqa: BLE001, S110 - the hook never breaks the run
+        pass
+
+
+def _sample_titles():
+    if _state["sampling"]:
+        return
+    _state["sampling"] = True
+    try:
+        import threading
+
+        for delay in _SAMPLES:
+            timer = threading.Timer(delay, _record, ("title",))
+            timer.daemon = True
+            timer.start()
+    except Exception:  # noqa: BLE001, S110 - no title samples: the import record stands
+        pass
+
+
+def _main_module():
+    """The module run with ``-m`` (runpy executes it without a loader's exec_module)."""
+    argv = getattr(sys, "orig_argv", [])
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "-m":
+            return argv[i + 1]
+    return None
+
+
+class _Finder:
+    """First on ``sys.meta_path``: for a watched name, the spec the other finders give, with an
+    ``exec_module`` that records the module once it has run; every other name costs one set lookup."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in _WATCH:
+            return None
+        spec = None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        if spec is None or spec.loader is None or isinstance(spec.loader, type):
+            return spec
+        if name == _main_module():
+            _record("import", module=name, file=spec.origin, main=True)
+            _sample_titles()
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _record("import", module=name, file=getattr(module, "__file__", None) or spec.origin)
+            _sample_titles()
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _chain():
+    """Run the ``sitecustomize`` this one hides (the next one on sys.path), as Python would have.
+
+    Searched by hand rather than with importlib.util, whose import alone costs milliseconds in
+    every process of the run.
+    """
+    try:
+        here = os.path.dirname(os.path.realpath(__file__))
+        for entry in sys.path:
+            for name in ("sitecustomize.py", os.path.join("sitecustomize", "__init__.py")):
+                file = os.path.join(entry or ".", name)
+                if os.path.isfile(file) and os.path.dirname(os.path.realpath(file)) != here:
+                    with open(file, "rb") as f:
+                        code = compile(f.read(), file, "exec")
+                    exec(code, {"__name__": "sitecustomize", "__file__": file, "__builtins__": __builtins__})  # noqa: S102
+                    return
+    except Exception:  # noqa: BLE001, S110 - as site.py: a failing sitecustomize does not stop Python
+        pass
+
+
+if _DIR and _WATCH:
+    sys.meta_path.insert(0, _Finder())
+_chain()

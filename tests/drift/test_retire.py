@@ -1,0 +1,100 @@
+"""retire: a patchset without the absorbed patches, the absorbing commit, metadata checked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.drift.helpers import NEW, SERVER, Repo, git, invoke, patchset
+
+KEEP = '''
+[[patch]]
+id = "script"
+title = "a script"
+why = "ours"
+kind = "add-file"
+target = ["run_ours.sh"]
+drop_when = "{drop}"
+
+[patch.params]
+source = "files/run_ours.sh"
+'''
+
+
+def setup(tmp_path: Path, applied: str = "0.2.0", drop: str = ">=0.2.0", keep_drop: str = "<0") -> tuple[Repo, Path, str]:
+    repo, ps = Repo(tmp_path / "r"), patchset(tmp_path / "ps", applied, drop)
+    (ps / "files").mkdir()
+    (ps / "files" / "run_ours.sh").write_text("echo ours  # T\n")
+    (ps / "patchset.toml").write_text((ps / "patchset.toml").read_text() + KEEP.format(drop=keep_drop))
+    git(repo.root, "tag", "v0.1.0")
+    repo.filler(6)
+    fix = repo.commit({SERVER: NEW}, "absorb the fix")
+    repo.filler(6, "more")
+    repo.commit({"verl/version/version": "0.2.0\n"}, "release 0.2.0", tag="v0.2.0")
+    return repo, ps, fix
+
+
+def retire(repo: Repo, ps: Path, *extra: str):  # type: ignore[no-untyped-def]
+    return invoke("retire", "--target", "v0.2.0", "--repo", str(repo.root), "--patchset", str(ps), *extra)
+
+
+def test_retired_patch_is_cut_and_recorded_with_its_absorbing_commit(tmp_path: Path) -> None:
+    repo, ps, fix = setup(tmp_path)
+    out = tmp_path / "new"
+    done = retire(repo, ps, "--since", "v0.1.0", "--out", str(out))
+    assert done.exit_code == 0, done.output
+    assert f"retired log-requests: absorbed by {fix[:12]}" in done.output and "(first in v0.2.0)" in done.output
+    manifest = (out / "patchset.toml").read_text()
+    assert 'id = "log-requests"' not in manifest and 'id = "script"' in manifest
+    assert (out / "files" / "run_ours.sh").is_file()
+    doc = json.loads((out / "retired.json").read_text())
+    assert doc["retired"][0]["absorbed_by"]["commit"] == fix and doc["retired"][0]["drop_when"] == ">=0.2.0"
+    assert doc["disagreements"] == []
+    listed = invoke("list", "--patchset", str(out))
+    assert listed.exit_code == 0 and "log-requests" not in listed.output
+
+
+def test_metadata_that_disagrees_with_bisect_is_reported(tmp_path: Path) -> None:
+    repo, ps, _ = setup(tmp_path, applied="0.3.0", drop=">=0.3.0", keep_drop=">=0.2.0")
+    done = retire(repo, ps, "--since", "v0.1.0", "--json")
+    assert done.exit_code == 1
+    problems = json.loads(done.output)["disagreements"]
+    assert any("applied_upstream = '0.3.0', but bisect found it absorbed by" in p and "v0.2.0" in p for p in problems)
+    assert any("drop_when = '>=0.3.0' excludes 0.2.0" in p for p in problems)
+    assert any(p.startswith("script: drop_when = '>=0.2.0' says drop it on verl 0.2.0") for p in problems)
+
+
+def test_an_existing_out_is_refused_and_a_dry_run_writes_nothing(tmp_path: Path) -> None:
+    repo, ps, _ = setup(tmp_path)
+    out = tmp_path / "exists"
+    out.mkdir()
+    done = retire(repo, ps, "--out", str(out))
+    assert done.exit_code == 1 and "already exists" in done.output and list(out.iterdir()) == []
+    before = sorted(p.name for p in tmp_path.iterdir())
+    done = retire(repo, ps)
+    assert done.exit_code == 0 and "absorbing commit not bisected (it needs --repo, --since" in done.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_nothing_superseded_writes_nothing(tmp_path: Path) -> None:
+    repo, ps, _ = setup(tmp_path)
+    out = tmp_path / "new"
+    done = invoke("retire", "--target", "v0.1.0", "--repo", str(repo.root), "--patchset", str(ps), "--out", str(out))
+    assert done.exit_code == 0 and "nothing to retire" in done.output and not out.exists()
+
+
+def test_retiring_every_patch_is_refused(tmp_path: Path) -> None:
+    repo, ps = Repo(tmp_path / "r"), patchset(tmp_path / "ps")
+    repo.commit({SERVER: NEW}, "fix", tag="v0.2.0")
+    out = tmp_path / "new"
+    done = retire(repo, ps, "--out", str(out))
+    assert done.exit_code == 1 and "every patch is superseded upstream" in done.output and not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".new")] == []
+
+
+def test_a_directory_target_is_bisected_up_to_its_version_tag(tmp_path: Path) -> None:
+    repo, ps, fix = setup(tmp_path)
+    done = invoke("retire", "--target", str(repo.root), "--repo", str(repo.root), "--since", "v0.1.0",
+                  "--patchset", str(ps), "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output)["retired"][0]["absorbed_by"]["commit"] == fix

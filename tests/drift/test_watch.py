@@ -1,0 +1,82 @@
+"""watch: quiet until a commit touches the code under a patch, then the first such commit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.drift.helpers import NEW, SERVER, Repo, git, invoke, patchset
+
+ENGINE = "verl/engine.py"
+CALLEE = "class AsyncLLM:\n    def from_vllm_config(self, config, disable_log_requests=False):\n        pass\n"
+
+
+def watch(repo: Repo, ps: Path, *extra: str):  # type: ignore[no-untyped-def]
+    return invoke("watch", "--repo", str(repo.root), "--since", "v0.1.0", "--patchset", str(ps), *extra)
+
+
+def setup(tmp_path: Path) -> tuple[Repo, Path]:
+    repo, ps = Repo(tmp_path / "r"), patchset(tmp_path / "ps")
+    repo.commit({ENGINE: CALLEE}, "engine", tag="v0.1.0")
+    return repo, ps
+
+
+def test_quiet_when_only_other_code_changed(tmp_path: Path) -> None:
+    repo, ps = setup(tmp_path)
+    repo.filler(5)
+    repo.commit({"verl/other.py": "X = 2\n"}, "other")
+    out = watch(repo, ps)
+    assert out.exit_code == 0, out.output
+    assert out.output == "watch: nothing changed under any patch in 6 commit(s) of main since v0.1.0\n"
+
+
+def test_the_first_commit_touching_the_callee_is_reported(tmp_path: Path) -> None:
+    repo, ps = setup(tmp_path)
+    repo.filler(3)
+    culprit = repo.commit({ENGINE: CALLEE.replace("=False", "=True")}, "flip the default")
+    repo.filler(3, "later")
+    out = watch(repo, ps)
+    assert out.exit_code == 1
+    assert f"First commit: `{culprit[:12]}`" in out.output and "flip the default" in out.output
+    assert "| log-requests |" in out.output and "applied -> applied" in out.output
+
+
+def test_an_outcome_change_is_bisected(tmp_path: Path) -> None:
+    repo, ps = setup(tmp_path)
+    repo.filler(4)
+    culprit = repo.commit({SERVER: NEW}, "absorb")
+    repo.filler(4, "later")
+    doc = json.loads(watch(repo, ps, "--json").output)
+    p = doc["patches"][0]
+    assert p["outcome"] == {"from": "applied", "to": "superseded-upstream",
+                            "first": {"commit": culprit, "date": p["outcome"]["first"]["date"], "subject": "absorb"}}
+    assert doc["first"]["commit"] == culprit and doc["commits"] == 9
+
+
+def test_a_release_branch_tag_is_watched_from_its_merge_base(tmp_path: Path) -> None:
+    repo, ps = setup(tmp_path)
+    git(repo.root, "tag", "-d", "v0.1.0")
+    git(repo.root, "checkout", "-q", "-b", "release")
+    repo.commit({"verl/version/version": "0.1.1\n"}, "0.1.1", tag="v0.1.0")
+    git(repo.root, "checkout", "-q", "main")
+    repo.filler(2)
+    out = watch(repo, ps)
+    assert out.exit_code == 0 and "in 2 commit(s)" in out.output
+
+
+def test_a_skipped_patch_does_not_wake_the_job(tmp_path: Path) -> None:
+    repo, ps = setup(tmp_path)
+    repo.commit({SERVER: NEW}, "absorb")
+    assert watch(repo, ps, "--skip", "log-requests").exit_code == 0
+    out = watch(repo, ps, "--skip", "nope")
+    assert out.exit_code == 1 and "patch 'nope': no such patch" in out.output
+
+
+def test_a_manifest_path_is_no_pathspec_pattern(tmp_path: Path) -> None:
+    repo, ps = setup(tmp_path)
+    manifest = ps / "patchset.toml"
+    manifest.write_text(manifest.read_text().replace('target = ["verl/server.py"]', 'target = ["verl/serv*.py"]')
+                        .replace('call = "AsyncLLM.from_vllm_config"', 'call = "nothing.here"'))
+    repo.commit({SERVER: NEW}, "touch server.py")
+    out = watch(repo, ps)
+    assert out.exit_code == 0, out.output

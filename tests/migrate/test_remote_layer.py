@@ -1,0 +1,82 @@
+"""The remote layer's processes die with patchctl and not before (issue 24.5, 18.4).
+
+validate starts each Ray node's ssh session on a pool thread that ends long before the session
+should; with the parent-death signal tied to the forking thread, that would kill the session.
+A real process opens the cluster's masters and such a session as validate does, prints, and is
+SIGKILLed: nothing of it may keep running, here or on the host, and the next run sweeps its
+control folder (/tmp/pcm-*) and stage folder (/tmp/pcv-stage-*).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from test_migrate_kill import _host_sessions, _marked, _settled
+
+from patchctl import orphans
+from patchctl.clusters import load_cluster
+from patchctl.remote import lock_agent, ssh
+
+if TYPE_CHECKING:
+    from conftest import Site
+
+CODE = """
+import pathlib, sys, time
+from concurrent.futures import ThreadPoolExecutor
+from patchctl import orphans, proc
+from patchctl.clusters import load_cluster
+from patchctl.remote import ssh
+cluster = load_cluster("loop", pathlib.Path(sys.argv[1]))
+conns = ssh.Connections(cluster)
+stage = orphans.owned_dir("pcv-stage-")
+assert conns.masters[0].open() is None
+with ThreadPoolExecutor(1) as pool:  # as rayup starts each node's session
+    argv = ssh.ssh_argv(cluster, cluster.hosts[0], ["sleep", "60"], conns.masters[0].socket)
+    session = pool.submit(proc.spawn, argv).result()
+time.sleep(1.0)
+print(conns.dir, stage, session.poll(), flush=True)
+time.sleep(60)
+"""
+
+
+def test_sessions_outlive_their_thread_die_with_patchctl_and_leave_no_folder(site: Site, tmp_path: Path) -> None:
+    config = site.config("", ["node1"])
+    mark = uuid.uuid4().hex
+    child = subprocess.Popen([sys.executable, "-c", CODE, str(config)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PATCHCTL_TEST_MARK": mark})
+    assert child.stdout is not None
+    control, stage, poll = child.stdout.readline().split()
+    assert poll == "None"  # the session still runs after the pool thread that started it ended
+    assert len(_marked(mark)) >= 3 and _host_sessions(site)  # patchctl, its master, its session
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert _settled(lambda: _marked(mark)) == []
+    assert _settled(lambda: _host_sessions(site)) == []
+    assert Path(control).is_dir() and Path(stage).is_dir()
+
+    with ssh.Connections(load_cluster("loop", config)), orphans.scratch("pcv-stage-"):  # the next run
+        assert not Path(control).exists() and not Path(stage).exists()
+
+
+def test_the_lock_keeper_makes_nothing_through_a_symlinked_patchctl(tmp_path: Path) -> None:
+    """A host root whose .patchctl leads elsewhere: neither lock is made there (issue 18.1's rule
+    for the host side), and the hold is refused with the cause."""
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    os.symlink(elsewhere, root / ".patchctl")
+    request = json.dumps({"root": str(root), "wait": 1, "holder": "test"}) + "\n"
+    hold = subprocess.run([sys.executable, lock_agent.__file__, "hold"], input=request, capture_output=True,
+                          text=True, timeout=30)
+    assert json.loads(hold.stdout) == {"error": f"{root}/.patchctl leads out of the root; make it a folder there"}
+    transfer = subprocess.run([sys.executable, lock_agent.__file__, "transfer", str(root / lock_agent.TRANSFER),
+                               "true"], capture_output=True, text=True, timeout=30)
+    assert transfer.returncode == 5 and "leads out of the root" in transfer.stderr
+    assert list(elsewhere.iterdir()) == []
