@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from patchctl import fsutil
+from patchctl import confine, fsutil
 from patchctl.errors import OutsideTree, WriteFailed
 from patchctl.fsutil import FileChange, write_all
 from tests.faults.helpers import snapshot
@@ -32,20 +32,20 @@ def tree(tmp_path: Path) -> Path:
     ("a//b", "is not a normalized path (empty or . components)"), ("./a", "is not a normalized path (empty or . components)"),
     ("a/", "is not a normalized path (empty or . components)")])
 def test_paths_that_do_not_stay_plainly_inside(rel: str, problem: str) -> None:
-    assert fsutil.relative_inside(rel) == problem
+    assert confine.relative_inside(rel) == problem
 
 
 @pytest.mark.parametrize("rel", ["a", "a/b.py", "ab:c", ".hidden/f", "a..b"])
 def test_plain_relative_paths_are_fine(rel: str) -> None:
-    assert fsutil.relative_inside(rel) is None
+    assert confine.relative_inside(rel) is None
 
 
 def test_a_symlink_out_of_the_tree_is_refused_for_writing_not_for_removing(tree: Path, tmp_path: Path) -> None:
     (tmp_path / "outside.txt").write_text("theirs\n")
     os.symlink(tmp_path / "outside.txt", tree / "out.txt")
     with pytest.raises(OutsideTree, match="leads out of the tree through a symlink"):
-        fsutil.resolve_inside(tree, "out.txt")
-    assert fsutil.resolve_inside(tree, "out.txt", follow_last=False) == tree.resolve() / "out.txt"
+        confine.resolve_inside(tree, "out.txt")
+    assert confine.resolve_inside(tree, "out.txt", follow_last=False) == tree.resolve() / "out.txt"
     with pytest.raises(OutsideTree):
         write_all(tree, [FileChange("out.txt", b"mine\n")])
     write_all(tree, [FileChange("out.txt", None)])
@@ -54,7 +54,7 @@ def test_a_symlink_out_of_the_tree_is_refused_for_writing_not_for_removing(tree:
 
 def test_the_root_itself_resolves_inside(tree: Path) -> None:
     os.symlink(".", tree / "self")
-    assert fsutil.resolve_inside(tree, "self") == tree.resolve()
+    assert confine.resolve_inside(tree, "self") == tree.resolve()
 
 
 @pytest.mark.parametrize(("setup", "change", "why"), [

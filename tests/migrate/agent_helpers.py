@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from patchctl.migrate import ssh, verify_remote
+from patchctl.migrate import verify_remote
+from patchctl.remote import ssh
 
 
 def agent(request: dict[str, Any]) -> dict[str, Any]:

@@ -85,12 +85,13 @@ def test_raylets_of_this_run_are_excluded_by_its_prefix_only(spawn) -> None:
 
 
 def test_temp_dirs_are_a_nodes_own_and_only_dead_nodes_are_swept(spawn, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(procs.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(procs, "state_root", lambda: str(tmp_path))
     run = secrets.token_hex(4)
-    one, ten = tmp_path / f"pcv-{run}-1-a", tmp_path / f"pcv-{run}-10-b"
-    fresh, odd = tmp_path / f"pcv-{run}-3-c", tmp_path / f"pcv-{run}-x-d"
+    one, ten = tmp_path / f"{run}-1-a", tmp_path / f"{run}-10-b"
+    fresh, odd = tmp_path / f"{run}-3-c", tmp_path / f"{run}-x-d"
     for d in (one, ten, fresh, odd):
         d.mkdir()
+        (d / procs.BORN).write_text(f"{time.time()}\n")  # no process older than this dir can be its node's
     assert procs.session_dirs(f"{run}.1") == [str(one)]
     for d in (one, ten, odd):
         os.utime(d, (time.time() - 120, time.time() - 120))
@@ -122,10 +123,10 @@ def test_stop_kills_a_process_that_ignores_sigterm(spawn) -> None:
 
 
 def test_reap_stops_the_node_removes_its_temp_dirs_and_replies(spawn, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(procs.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(procs, "state_root", lambda: str(tmp_path))
     run = secrets.token_hex(4)
     node, other = spawn(f"{run}.1"), spawn(f"{run}.10")
-    mine, theirs = tmp_path / f"pcv-{run}-1-a", tmp_path / f"pcv-{run}-10-a"
+    mine, theirs = tmp_path / f"{run}-1-a", tmp_path / f"{run}-10-a"
     for d in (mine, theirs):
         (d / "sockets").mkdir(parents=True)
     replies: list[dict] = []
