@@ -194,3 +194,12 @@ def test_apply_says_why_no_place_fits() -> None:
     assert other.status is EditStatus.CONFLICT
     assert other.reason.startswith("the module after `import os`: lines 2 hold other code than the patch expects")
     assert "-x = 1\n+x = 9\n" in other.detail
+
+
+def test_a_deletion_needs_no_after(tmp_path: Path) -> None:
+    from patchctl.patchsets.loader import load_patchset
+
+    (tmp_path / "patchset.toml").write_text('[patchset]\nname = "s"\ntag = "Uky"\n\n[[patch]]\nid = "p"\n'
+                                            'title = "t"\nwhy = "w"\nkind = "structural"\ntarget = ["m.py"]\n'
+                                            '[patch.params]\nabove = ["import os"]\nbefore = "x = 1\\n"\n')
+    assert load_patchset(tmp_path).get("p").params.after == ""
