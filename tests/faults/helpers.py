@@ -67,6 +67,37 @@ def make_patchset(root: Path, n_files: int = 2, *, prelude: bool = True) -> Path
     return root
 
 
+KEYWORD = '''
+[[patch]]
+id = "load-mode"
+title = "read-only loads"
+why = "a second patch in the prelude's file"
+kind = "keyword-value"
+target = ["verl/__init__.py"]
+[patch.params]
+keyword = "mode"
+calls = ["load"]
+old_value = '"a"'
+value = '"r"'
+'''
+
+
+def make_shared_file_tree(root: Path) -> Path:
+    """A git tree whose verl/__init__.py both patches of :func:`make_shared_file_patchset` change."""
+    make_tree(root)
+    (root / "verl" / "__init__.py").write_text('"""verl."""\n\nimport sys\n\ncfg = load(path, mode="a")\n')
+    env = {**os.environ, **GIT_IDENT}
+    subprocess.run(["git", "-C", str(root), "commit", "-qam", "a call the second patch changes"], check=True, env=env)
+    return root
+
+
+def make_shared_file_patchset(root: Path) -> Path:
+    """A prelude and a keyword-value patch on one file: a partial revert leaves one in it."""
+    root.mkdir(parents=True)
+    (root / "patchset.toml").write_text('[patchset]\nname = "fault"\ntag = "T"\n' + PRELUDE + KEYWORD)
+    return root
+
+
 def snapshot(root: Path) -> dict[str, object]:
     """Every entry under ``root`` but .git: files by bytes and mode, links by target, folders too,
     so an empty folder or a temp file left behind shows."""

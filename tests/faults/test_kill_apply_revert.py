@@ -9,6 +9,7 @@ the change created left empty.
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -21,18 +22,30 @@ import pytest
 from tests.faults.helpers import make_patchset, make_tree, patchctl, snapshot, without_record
 
 
-def _expected_recovery(tree: Path) -> str:
-    """What the next command must say, read from what the killed one left on disk."""
+def _expected_recovery(tree: Path) -> tuple[str, str | None]:
+    """What the next command must say, and the side the tree must end on ("before", "after",
+    or None where only the journal's empty folder was left, which happens on both sides), read
+    from what the killed one left on disk. A roll-back's sentence carries its count: every
+    file whose backup the journal holds goes back, and every file the change created (once
+    staging was over) goes."""
     folder = tree / ".patchctl-journal"
     if not folder.exists():
-        return ""
+        return "", None
     if not (folder / "journal.json").exists():
-        return "removed the empty journal"
-    state = json.loads((folder / "journal.json").read_text())["state"]
-    return "finished its clean-up" if state == "done" else "was rolled back"
+        return "removed the empty journal", None
+    doc = json.loads((folder / "journal.json").read_text())
+    if doc["state"] == "done":
+        return "finished its clean-up", "after"
+    ops = doc["ops"]
+    restored = sum(1 for op in ops if op["existed"] and os.path.lexists(folder / op["backup"]))
+    if doc["state"] != "staging":
+        restored += sum(1 for op in ops if not op["existed"] and os.path.lexists(tree / op["path"]))
+    return f"was rolled back; {restored} file(s) restored", "before"
 
 
 def _sweep(tmp_path: Path, command: str, *, git: bool) -> list[str]:
+    """Kill ``command`` before each of its steps in turn; return the side each cut left the tree
+    on. The sides must be a run of "before" then a run of "after": the commit point is one step."""
     tree = make_tree(tmp_path / "tree", git=git)
     ps = make_patchset(tmp_path / "ps", n_files=4)
     before = snapshot(tree)
@@ -44,23 +57,22 @@ def _sweep(tmp_path: Path, command: str, *, git: bool) -> list[str]:
     else:
         start, end = after, before
     assert snapshot(tree) == start
-    outcomes = []
+    outcomes: list[str] = []
     for n in range(1, 200):
         done = patchctl(command, "-t", str(tree), "-p", str(ps), env={"PATCHCTL_TEST_FAULT": f"kill@{n}"})
         if done.returncode == 0:
             break  # the command had fewer steps than n: every step has been cut once
         assert done.returncode == -signal.SIGKILL, done.stderr
-        said = _expected_recovery(tree)
+        said, side = _expected_recovery(tree)
         check = patchctl("verify", "-t", str(tree), "-p", str(ps))
         assert said in check.stderr if said else check.stderr == "", (n, said, check.stderr)
         state = without_record(snapshot(tree))
         if state == without_record(start):
             outcomes.append("before")
-            assert said != "finished its clean-up", n
         else:
             assert state == without_record(end), f"kill at step {n} left the tree in between"
             outcomes.append("after")
-            assert said != "was rolled back", n
+        assert side in (None, outcomes[-1]), f"kill at step {n}: the recovery said {said!r}, the tree is {outcomes[-1]}"
         assert ".patchctl-tmp" not in check.stdout
         # back to the start for the next cut
         undo = "revert" if command == "apply" else "apply"
@@ -69,6 +81,8 @@ def _sweep(tmp_path: Path, command: str, *, git: bool) -> list[str]:
         assert without_record(snapshot(tree)) == without_record(start)
     else:
         pytest.fail("the command never finished without a fault")
+    flips = outcomes.index("after") if "after" in outcomes else len(outcomes)
+    assert outcomes == ["before"] * flips + ["after"] * (len(outcomes) - flips), outcomes
     return outcomes
 
 
@@ -100,7 +114,7 @@ def test_a_signal_mid_swap_rolls_back_in_process(tmp_path: Path, sig: str) -> No
         if done.returncode == 0:
             break
         seen_exit.add(done.returncode)
-        assert not (tree / ".patchctl" / "journal").exists(), "the process left its journal for someone else"
+        assert not (tree / ".patchctl-journal").exists(), "the process left its journal for someone else"
         state = snapshot(tree)
         if state == before:
             sides.append("before")

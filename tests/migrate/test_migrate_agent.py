@@ -3,37 +3,17 @@
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
+from agent_helpers import agent, entry, placed, req
 
 from patchctl.migrate import remote_agent, verify_remote
 from patchctl.remote import ssh
-
-
-def agent(request: dict[str, Any]) -> dict[str, Any]:
-    python = shutil.which("python3") or "python3"
-    argv = [python, "-c", ssh._BOOTSTRAP.format(code=verify_remote._agent_b64())]
-    done = subprocess.run(argv, input=json.dumps(request), capture_output=True, text=True)
-    assert done.returncode in (0, 3), done.stderr
-    return json.loads(done.stdout)
-
-
-def entry(root: Path, rel: str) -> list[object]:
-    return [rel, "f", hashlib.sha256((root / rel).read_bytes()).hexdigest(), False]
-
-
-def req(root: Path, action: str, manifest: list[list[object]], **kw: Any) -> dict[str, Any]:
-    base = {"root": str(root), "action": action, "manifest": manifest, "rendered": {}, "delete": False,
-            "max_delete": 100, "tags": {"pattern": r"#\s*(Uky)\b", "needles": ["Uky"], "expected": []},
-            "provenance": {"commit": "abc"}}
-    return {**base, **kw}
 
 
 def test_runs_on_python_3_6_grammar() -> None:
@@ -83,9 +63,23 @@ def test_tag_inventory_is_compared(tmp_path: Path) -> None:
     assert reply["tags_missing_here"] == [["b.py", 3, "y = 2  # Uky"]]
 
 
-def placed(root: Path, files: list[str]) -> None:
-    (root / ".patchctl").mkdir(parents=True, exist_ok=True)
-    (root / ".patchctl" / "manifest.json").write_text(json.dumps({"format": 1, "files": files}))
+@pytest.mark.parametrize(("stale", "expected", "verified"), [
+    (False, [["a.py", 1, "x = 1  # Uky"]], True),
+    (True, [["a.py", 1, "x = 1  # Uky"]], False),  # a tagged line only the host has
+    (False, [["a.py", 1, "x = 1  # Uky"], ["b.py", 3, "y = 2  # Uky"]], False),  # one the host lacks
+], ids=["same", "only-here", "missing-here"])
+def test_provenance_is_verified_only_when_the_tags_agree_too(tmp_path: Path, stale: bool, expected: list,
+                                                              verified: bool) -> None:
+    """Every file matching is not enough: a tag mismatch alone leaves the host unverified (#18 audit)."""
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1  # Uky\n")
+    if stale:
+        (root / "stale.py").write_text("y = 2  # Uky\n")
+    reply = agent(req(root, "finish", [entry(root, "a.py")],
+                      tags={"pattern": r"#\s*(Uky)\b", "needles": ["Uky"], "expected": expected}))
+    assert reply["problems"] == []
+    assert json.loads((root / ".patchctl" / "provenance.json").read_text())["verified"] is verified
 
 
 def test_delete_removes_only_what_an_earlier_migrate_placed_inside_the_root(tmp_path: Path) -> None:

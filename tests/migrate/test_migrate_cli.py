@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import Site
+from migrate_fixtures import Site
 from migrate_helpers import make_repo
 
 from patchctl.cli.main import cli

@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import Site
+from migrate_fixtures import Site
 from migrate_helpers import EXPECTED, git, make_repo
 
 from patchctl import git as gitcli

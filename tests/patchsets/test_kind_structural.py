@@ -105,3 +105,101 @@ def test_a_change_that_leaves_a_body_empty_is_a_conflict() -> None:
     """No fork holds such a body (it would not parse), so the property test never makes one."""
     edit = KIND.apply("def fit(self):\n    self.sync()\n", patch(before="    self.sync()\n", after="    # Uky\n"), CTX)
     assert edit.status is EditStatus.CONFLICT and "would not be valid Python" in edit.reason
+
+
+# the audit of #18: revert wrote the manifest's text back instead of what the tree really had
+def test_revert_restores_the_trees_own_spacing_and_comments_not_the_manifests() -> None:
+    before = "def fit(self):\n    self.init()\n    self.sync( )  # wait for the workers\n    return self.state\n"
+    after = "def fit(self):\n    self.init()\n    self.sync(blocking=True)  # Uky\n    return self.state\n"
+    p = patch(above=["self.init()"], below=["return self.state"], before="    self.sync()\n",
+              after="    self.sync(blocking=True)  # Uky\n")
+    edit = KIND.apply(before, p, CTX)
+    assert edit.status is EditStatus.CHANGED and edit.text == after
+    assert edit.undo == {"before": "    self.sync( )  # wait for the workers\n"}
+    round_trip(before, after, p)
+    # without the record's text (no record), the manifest's is all there is
+    assert KIND.revert(after, p, CTX).text == before.replace("self.sync( )  # wait for the workers", "self.sync()")
+
+
+def test_only_after_is_required_and_it_never_creates_its_target(tmp_path: Path) -> None:
+    """A patch of a module's first statements names nothing but its text (mutation survivors:
+    every optional param made required, creates_target flipped)."""
+    from patchctl.patchsets.loader import load_patchset
+
+    (tmp_path / "patchset.toml").write_text('[patchset]\nname = "s"\ntag = "Uky"\n\n[[patch]]\nid = "p"\n'
+                                            'title = "t"\nwhy = "w"\nkind = "structural"\ntarget = ["m.py"]\n'
+                                            '[patch.params]\nafter = "import os  # Uky\\n"\n')
+    p = load_patchset(tmp_path).get("p")
+    assert (p.params.mode, p.params.scope, p.params.above, p.params.below, p.params.indent, p.params.before,
+            p.params.occurrence) == ("statements", "", (), (), "", "", None)
+    assert KIND.creates_target is False
+
+
+def test_reasons_name_the_place_and_owned_lines_cover_the_whole_site() -> None:
+    """Mutation survivors: the place named in every reason, the owned lines of a two-line change."""
+    import pytest
+
+    from patchctl.errors import ManifestError
+
+    p = patch(scope="", indent="", above=["import os"], below=["y = 2"], before="x = 1\n",
+              after="x = 3  # Uky\nz = 4  # Uky\n")
+    before, after = "import os\nx = 1\ny = 2\n", "import os\nx = 3  # Uky\nz = 4  # Uky\ny = 2\n"
+    assert KIND.check(before, p, CTX).reason == "the module after `import os`: not present"
+    found = KIND.check(after, p, CTX)
+    assert found.reason == "the module after `import os`: present at lines 2-3" and found.owned_lines == {2, 3}
+    spaced = KIND.check(after.replace("x = 3", "x  =  3"), p, CTX)
+    assert spaced.reason.endswith("present at lines 2-3 (same code; spacing or comments differ)")
+    assert KIND.check(None, p, CTX).reason == "m.py does not exist"
+    header = patch(mode="header", scope="fit", before="def fit(self):\n", after="def fit(self, n=1):  # Uky\n")
+    assert KIND.check("def fit(self):\n    pass\n", header, CTX).reason.startswith("the header of fit")
+    below_only = patch(scope="", indent="", below=["y = 2"], before="x = 1\n", after="x = 3  # Uky\n")
+    assert KIND.check("x = 1\ny = 2\n", below_only, CTX).reason == "the module before `y = 2`: not present"
+    with pytest.raises(ManifestError, match="params.occurrence"):
+        KIND.parse_params({"after": "x\n", "occurrence": 0}, Path("."), Path("x"), "p")
+
+
+def test_params_checks_and_their_boundaries() -> None:
+    import pytest
+
+    from patchctl.errors import ManifestError
+
+    assert KIND.parse_params({"after": "x\n", "occurrence": 1}, Path("."), Path("x"), "p").occurrence == 1
+    with pytest.raises(ManifestError, match="params.after"):
+        KIND.parse_params({"before": "x\n", "after": "x\n"}, Path("."), Path("x"), "p")
+    with pytest.raises(ManifestError, match="params.scope"):
+        KIND.parse_params({"mode": "header", "after": "def f():\n"}, Path("."), Path("x"), "p")
+
+
+def test_check_names_a_modified_change_an_absent_scope_and_two_fits() -> None:
+    p = patch(scope="", indent="", above=["import os"], below=["y = 2"], before="x = 1\n",
+              after="x = 3  # Uky\nz = 4  # Uky\n")
+    edited = KIND.check("import os\nx = 5  # Uky\nz = 4  # Uky\ny = 2\n", p, CTX)
+    assert edited.presence is Presence.MODIFIED and edited.owned_lines == {2, 3}
+    assert edited.reason == "the module after `import os`: the tagged text at lines 2-3 differs from the patch"
+    assert edited.detail == ("--- patch\n+++ m.py:2\n@@ -1,2 +1,2 @@\n-x = 3  # Uky\n+x = 5  # Uky\n z = 4  # Uky\n")
+    assert KIND.apply(None, p, CTX).reason == "m.py does not exist"
+    assert KIND.revert(None, p, CTX).reason == "m.py does not exist"
+    assert KIND.check("def g():\n    pass\n", patch(above=["a()"], before="b()\n", after="c()  # Uky\n"),
+                      CTX).reason == "no fit scope in m.py"
+    twice = KIND.check("import os\nx = 1\ny = 2\nimport os\nx = 1\ny = 2\n", p, CTX)
+    assert twice.presence is Presence.MISSING and "fits 2 places, lines 2 (unpatched), 5 (unpatched)" in twice.reason
+
+
+def test_apply_says_why_no_place_fits() -> None:
+    p = patch(scope="", indent="", above=["import os"], below=["y = 2"], before="x = 1\n", after="x = 3  # Uky\n")
+    gone = KIND.apply("import sys\nx = 1\n", p, CTX)
+    assert gone.status is EditStatus.CONFLICT
+    assert gone.reason.startswith("the module after `import os`: the module has no statement `import os`, `y = 2`")
+    other = KIND.apply("import os\nx = 9\ny = 2\n", p, CTX)
+    assert other.status is EditStatus.CONFLICT
+    assert other.reason.startswith("the module after `import os`: lines 2 hold other code than the patch expects")
+    assert "-x = 1\n+x = 9\n" in other.detail
+
+
+def test_a_deletion_needs_no_after(tmp_path: Path) -> None:
+    from patchctl.patchsets.loader import load_patchset
+
+    (tmp_path / "patchset.toml").write_text('[patchset]\nname = "s"\ntag = "Uky"\n\n[[patch]]\nid = "p"\n'
+                                            'title = "t"\nwhy = "w"\nkind = "structural"\ntarget = ["m.py"]\n'
+                                            '[patch.params]\nabove = ["import os"]\nbefore = "x = 1\\n"\n')
+    assert load_patchset(tmp_path).get("p").params.after == ""

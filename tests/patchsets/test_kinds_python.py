@@ -46,6 +46,24 @@ def test_keyword_rename_before_after() -> None:
     assert KeywordRename().revert(after, RENAME, CTX).text == before
 
 
+def test_keyword_rename_owns_only_a_tagged_commented_out_old_keyword() -> None:
+    """An untagged comment is the user's: reverting would turn it back into code (#18 audit)."""
+    text = (
+        "client = AsyncLLM.from_vllm_config(\n"
+        "    vllm_config=cfg,\n"
+        "    # disable_log_requests=engine_args.disable_log_requests,\n"
+        "    enable_log_requests=engine_args.enable_log_requests, # Uky\n"
+        ")\n"
+    )
+    found = KeywordRename().check(text, RENAME, CTX)
+    assert found.presence is Presence.MODIFIED
+    assert "the commented-out `disable_log_requests=...` line above it is missing" in found.reason
+    edit = KeywordRename().revert(text, RENAME, CTX)
+    assert edit.status is EditStatus.NOT_APPLICABLE and edit.text is None
+    tagged = text.replace("engine_args.disable_log_requests,\n", "engine_args.disable_log_requests, # Uky\n")
+    assert KeywordRename().check(tagged, RENAME, CTX).presence is Presence.PRESENT
+
+
 def test_keyword_rename_last_argument_without_comma() -> None:
     before = "x = AsyncLLM.from_vllm_config(\n    c,\n    disable_log_requests=engine_args.disable_log_requests\n)\n"
     edit = KeywordRename().apply(before, RENAME, CTX)

@@ -131,3 +131,20 @@ def test_unknown_kind_lists_call_keyword(tmp_path: Path) -> None:
     (tmp_path / "patchset.toml").write_text(MANIFEST + 'kind = "call"\n')
     with pytest.raises(ManifestError, match="call-keyword, none, python-name, regex"):
         load_patchset(tmp_path)
+
+
+REGEX = upstream.make_rule({"kind": "regex", "pattern": r"enable_log_requests\s*="})
+NAME = upstream.make_rule({"kind": "python-name", "names": ["enable_log_requests"]})
+
+
+@pytest.mark.parametrize("end", ["\n", ""], ids=["newline", "no-newline"])
+@pytest.mark.parametrize("rule", [REGEX, NAME, RULE], ids=["regex", "python-name", "call-keyword"])
+def test_a_tagged_first_or_last_line_is_the_forks(rule: upstream.UpstreamRule, end: str) -> None:
+    """The tag is looked up on every line, the file's first and last included (#18 audit: an
+    off-by-one there made the fork's own tagged line count as upstream's)."""
+    line = "e = AsyncLLM.from_vllm_config(c, enable_log_requests=True)  # Uky"
+    assert find(rule, f"import os\nx = 1\n{line}{end}") is None
+    assert find(rule, f"{line}\nimport os\n") is None
+    untagged = line.removesuffix("  # Uky")
+    said = find(rule, f"import os\nx = 1\n{untagged}{end}")
+    assert said is not None and "m.py:3" in said, said

@@ -26,6 +26,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "migrate"))
 
 from migrate_helpers import git  # noqa: E402
+from realparts import unavailable  # noqa: E402
 from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402
 
 from patchctl.clusters import Cluster, load_cluster  # noqa: E402
@@ -47,11 +48,11 @@ _BASE: list[Path] = []
 def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackCluster]:
     why = missing_tools()
     if why:
-        pytest.skip(f"validate tests need a real sshd and rsync: {why}")
+        unavailable(f"validate tests need a real sshd and rsync: {why}")
     try:
         import ray  # noqa: F401
     except ImportError:
-        pytest.skip("validate tests need Ray (pip install -e '.[test]')")
+        unavailable("validate tests need Ray (pip install -e '.[test]')")
     cluster = LoopbackCluster(tmp_path_factory.mktemp("vsshd"), 3)
     _BASE.append(cluster.base)
     yield cluster

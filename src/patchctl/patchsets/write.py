@@ -46,8 +46,6 @@ def execute(plan: Plan, *, force: bool = False, commit_branch: str | None = None
         check_can_commit(root, plan.target.is_git, commit_branch)
     changes = {p: fsutil.FileChange(p, None if plan.after[p] is None else plan.after[p].encode(), plan.modes.get(p))
                for p in plan.changed_paths}
-    if not changes:
-        return Written([])
     record = plan.record
     if plan.record_changed and record is not None:
         for e in record.entries:
@@ -55,8 +53,13 @@ def execute(plan: Plan, *, force: bool = False, commit_branch: str | None = None
             if e.sha256_after is None or e.path in changes:
                 e.sha256_after = fsutil.sha256_bytes(text.encode()) if text is not None else None
         content = record.to_bytes() if record.entries else None
-        if content is not None or (root / rec.RECORD_PATH).exists():
+        # even with no file to change: a revert that finds every file already back by hand
+        # must still drop their entries, or verify keeps saying they were applied
+        current = (root / rec.RECORD_PATH).read_bytes() if (root / rec.RECORD_PATH).is_file() else None
+        if content != current:
             changes[rec.RECORD_PATH] = fsutil.FileChange(rec.RECORD_PATH, content)
+    if not changes:
+        return Written([])
     if plan.target.is_git and not force:
         _refuse_dirty(plan, [p for p in changes if p != rec.RECORD_PATH])
     shas: list[str] = []
