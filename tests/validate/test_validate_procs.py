@@ -59,13 +59,18 @@ def test_marked_is_the_exact_marker_not_a_prefix(spawn) -> None:
     assert ten.poll() is None and other.poll() is None, "another node's or run's process was stopped"
 
 
+def _state(pid: int) -> bytes:
+    return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+
+
 def test_a_dead_raylet_not_yet_reaped_is_not_a_node(spawn) -> None:
     """A zombie keeps its name (a container's init may never reap it) but is no Ray node."""
     p = spawn(f"{secrets.token_hex(4)}.1", "raylet", ("--node_ip_address=127.9.9.3",))
     assert p.pid in {r["pid"] for r in procs.raylets()}
     p.kill()
     deadline = time.monotonic() + 5
-    while Path(f"/proc/{p.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+    # wait for the zombie state itself: the command line empties while the process still exits
+    while _state(p.pid) != b"Z" and time.monotonic() < deadline:
         time.sleep(0.02)
     assert Path(f"/proc/{p.pid}/comm").read_text().strip() == "raylet"  # still there, as a zombie
     assert p.pid not in {r["pid"] for r in procs.raylets()}
