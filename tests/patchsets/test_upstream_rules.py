@@ -148,3 +148,22 @@ def test_a_tagged_first_or_last_line_is_the_forks(rule: upstream.UpstreamRule, e
     untagged = line.removesuffix("  # Uky")
     said = find(rule, f"import os\nx = 1\n{untagged}{end}")
     assert said is not None and "m.py:3" in said, said
+
+
+@pytest.mark.parametrize("text, line", [
+    ("import os\nflag = enable_log_requests\n", 2),
+    ("import os\nflag = cfg.enable_log_requests\n", 2),
+    ("import os\nf(enable_log_requests=True)\n", 2),
+    ("import os\nflag = cfg['enable_log_requests']\n", 2),
+    ("x = enable_log_requests  # Uky\ny = 1\nz = enable_log_requests\n", 3),
+])
+def test_python_name_finds_each_way_of_naming(text: str, line: int) -> None:
+    """A name, an attribute, a keyword and a string key each say upstream has the change, at the
+    first untagged line (what `apply` shows as the patch's reason)."""
+    assert find(NAME, text) == f"upstream already uses enable_log_requests (m.py:{line}); the patch is not needed"
+
+
+def test_python_name_reports_the_first_line_of_any_name() -> None:
+    """With several names the earliest line is the one shown, whichever name it holds."""
+    names = upstream.make_rule({"kind": "python-name", "names": ["zeta", "alpha"]})
+    assert find(names, "a = 1\nb = zeta\nc = alpha\n") == "upstream already uses zeta (m.py:2); the patch is not needed"
