@@ -153,3 +153,12 @@ def test_a_file_of_exactly_the_scan_limit_is_scanned(tmp_path: Path) -> None:
     (root / "edge.py").write_bytes(head + b"#" * (remote_agent.MAX_SCAN - len(head)))
     reply = agent(req(root, "finish", [], tags=TAGS))
     assert reply["tags_only_here"] == [["edge.py", 1, "# Uky"]]
+
+
+def test_a_root_written_with_a_trailing_slash_names_files_the_same(tmp_path: Path) -> None:
+    """`host:/path/` and `host:/path` are one tree: the tag scan names `sub/a.py`, not `ub/a.py`."""
+    root = tmp_path / "r"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "a.py").write_text("x = 1  # Uky\n")
+    reply = agent({**req(root, "finish", [], tags=TAGS), "root": str(root) + os.sep})
+    assert reply["tags_only_here"] == [["sub/a.py", 1, "x = 1  # Uky"]]

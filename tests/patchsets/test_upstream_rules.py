@@ -167,3 +167,15 @@ def test_python_name_reports_the_first_line_of_any_name() -> None:
     """With several names the earliest line is the one shown, whichever name it holds."""
     names = upstream.make_rule({"kind": "python-name", "names": ["zeta", "alpha"]})
     assert find(names, "a = 1\nb = zeta\nc = alpha\n") == "upstream already uses zeta (m.py:2); the patch is not needed"
+
+
+def test_kind_none_never_says_superseded() -> None:
+    """`kind = "none"` (upstream never has it) answers None even for a file using the new name."""
+    none = upstream.make_rule({"kind": "none"})
+    assert find(none, "e = AsyncLLM.from_vllm_config(c, enable_log_requests=True)\n") is None
+
+
+def test_a_one_line_function_builds_its_calls_kwargs() -> None:
+    """A call on its function's `def` line still belongs to that function's **kwargs."""
+    said = find(RULE, "def run(): kw = {'enable_log_requests': True}; AsyncLLM.from_vllm_config(c, **kw)\n")
+    assert said is not None and "through **kw (built at line 1)" in said
