@@ -176,3 +176,14 @@ def test_the_journal_file_says_its_format(tree: Path) -> None:
     doc = json.loads((jr.folder / journal.JOURNAL_FILE).read_text())
     assert (doc["format"], doc["command"], doc["state"], doc["pid"]) == (1, "apply", "staging", os.getpid())
     journal.recover(tree)
+
+
+def test_saving_the_journal_keeps_no_file_open(tree: Path) -> None:
+    """Each save fsyncs the journal's folder through a descriptor of its own; one left open per
+    save runs a long write (one save per file) out of descriptors."""
+    j = journal.begin(tree, "apply")
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        j.save()
+    assert len(os.listdir("/proc/self/fd")) == before
+    journal.finish(j)

@@ -162,3 +162,24 @@ def test_a_root_written_with_a_trailing_slash_names_files_the_same(tmp_path: Pat
     (root / "sub" / "a.py").write_text("x = 1  # Uky\n")
     reply = agent({**req(root, "finish", [], tags=TAGS), "root": str(root) + os.sep})
     assert reply["tags_only_here"] == [["sub/a.py", 1, "x = 1  # Uky"]]
+
+
+def test_a_generated_file_lands_in_a_new_folder_readable_by_all(tmp_path: Path) -> None:
+    """finish writes a rendered file whose folder does not exist yet, with the mode of any other file
+    (0644: the training job of another user reads it), not mkstemp's private 0600."""
+    root = tmp_path / "r"
+    root.mkdir()
+    reply = agent(req(root, "finish", [], rendered={"gen/deep/run.yaml": "a: 1\n"}))
+    assert reply["problems"] == [] and reply["rendered"] == ["gen/deep/run.yaml"]
+    written = root / "gen" / "deep" / "run.yaml"
+    assert written.read_text() == "a: 1\n" and written.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_failed_write_leaves_no_temp_file_and_names_the_error(tmp_path: Path) -> None:
+    """A rendered file whose place is a folder: the rename fails, the host answers an error, and the
+    temp file written beside it is gone (a half-written `.patchctl-*` would sit in the tree)."""
+    root = tmp_path / "r"
+    (root / "run.yaml" / "inside").mkdir(parents=True)
+    reply = agent(req(root, "finish", [], rendered={"run.yaml": "a: 1\n"}))
+    assert "error" in reply and "run.yaml" in reply["error"]
+    assert [p.name for p in root.rglob(".patchctl-*")] == []
