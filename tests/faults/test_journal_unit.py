@@ -187,3 +187,15 @@ def test_saving_the_journal_keeps_no_file_open(tree: Path) -> None:
         j.save()
     assert len(os.listdir("/proc/self/fd")) == before
     journal.finish(j)
+
+
+def test_begin_refuses_a_journal_folder_that_leads_elsewhere(tree: Path, tmp_path: Path) -> None:
+    """A `.patchctl-journal` symlinked out of the tree: begin refuses before writing anything there."""
+    from patchctl.errors import JournalUnsafe
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    os.symlink(victim, tree / journal.JOURNAL_DIR)
+    with pytest.raises(JournalUnsafe):
+        journal.begin(tree, "apply").save()
+    assert list(victim.iterdir()) == []

@@ -179,3 +179,9 @@ def test_a_one_line_function_builds_its_calls_kwargs() -> None:
     """A call on its function's `def` line still belongs to that function's **kwargs."""
     said = find(RULE, "def run(): kw = {'enable_log_requests': True}; AsyncLLM.from_vllm_config(c, **kw)\n")
     assert said is not None and "through **kw (built at line 1)" in said
+
+
+@pytest.mark.parametrize("merged", ["{'x': 1} | {'enable_log_requests': True}", "{'enable_log_requests': True} | {'x': 1}"])
+def test_a_merged_dict_passes_a_key_either_side_holds(merged: str) -> None:
+    said = find(RULE, f"e = AsyncLLM.from_vllm_config(c, **({merged}))\n")
+    assert said is not None and "passes enable_log_requests= through ** (line 1)" in said
