@@ -199,3 +199,12 @@ def test_begin_refuses_a_journal_folder_that_leads_elsewhere(tree: Path, tmp_pat
     with pytest.raises(JournalUnsafe):
         journal.begin(tree, "apply").save()
     assert list(victim.iterdir()) == []
+
+
+def test_begin_reuses_an_empty_journal_folder(tree: Path) -> None:
+    """A kill right after begin's mkdir leaves an empty journal folder: the next change reuses it."""
+    (tree / journal.JOURNAL_DIR).mkdir()
+    j = journal.begin(tree, "apply")
+    j.save()
+    assert (tree / journal.JOURNAL_DIR / journal.JOURNAL_FILE).is_file()
+    journal.finish(j)

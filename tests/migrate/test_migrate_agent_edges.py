@@ -183,3 +183,28 @@ def test_a_failed_write_leaves_no_temp_file_and_names_the_error(tmp_path: Path) 
     reply = agent(req(root, "finish", [], rendered={"run.yaml": "a: 1\n"}))
     assert "error" in reply and "run.yaml" in reply["error"]
     assert [p.name for p in root.rglob(".patchctl-*")] == []
+
+
+def test_finish_waits_for_a_transfer_still_holding_the_lock(tmp_path: Path) -> None:
+    """A finish of a killed migrate still holds the root's lock: the next one waits for it to end,
+    then writes, rather than failing at once or writing beside it."""
+    import fcntl
+    import threading
+
+    root = tmp_path / "r"
+    (root / ".patchctl").mkdir(parents=True)
+    fd = os.open(root / ".patchctl" / "transfer.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    threading.Timer(1.0, os.close, [fd]).start()
+    reply = agent(req(root, "finish", [], rendered={"run.yaml": "a: 1\n"}))
+    assert "error" not in reply and (root / "run.yaml").read_text() == "a: 1\n"
+
+
+def test_a_patchctl_folder_leading_out_of_the_root_is_refused(tmp_path: Path) -> None:
+    root, victim = tmp_path / "r", tmp_path / "victim"
+    root.mkdir()
+    victim.mkdir()
+    os.symlink(victim, root / ".patchctl")
+    reply = agent(req(root, "finish", [], rendered={"run.yaml": "a: 1\n"}))
+    assert reply["error"] == f"ValueError: {root}/.patchctl leads out of the root; make it a folder there"
+    assert list(victim.iterdir()) == [] and not (root / "run.yaml").exists()
