@@ -195,9 +195,14 @@ def test_finish_waits_for_a_transfer_still_holding_the_lock(tmp_path: Path) -> N
     (root / ".patchctl").mkdir(parents=True)
     fd = os.open(root / ".patchctl" / "transfer.lock", os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
-    threading.Timer(1.0, os.close, [fd]).start()
-    reply = agent(req(root, "finish", [], rendered={"run.yaml": "a: 1\n"}))
-    assert "error" not in reply and (root / "run.yaml").read_text() == "a: 1\n"
+    replies: list[dict[str, object]] = []
+    finish = threading.Thread(target=lambda: replies.append(agent(req(root, "finish", [], rendered={"run.yaml": "a: 1\n"}))))
+    finish.start()
+    finish.join(3.0)
+    assert finish.is_alive() and not (root / "run.yaml").exists(), "finish wrote while another transfer held the lock"
+    os.close(fd)
+    finish.join()
+    assert "error" not in replies[0] and (root / "run.yaml").read_text() == "a: 1\n"
 
 
 def test_a_patchctl_folder_leading_out_of_the_root_is_refused(tmp_path: Path) -> None:
