@@ -213,3 +213,12 @@ def test_a_patchctl_folder_leading_out_of_the_root_is_refused(tmp_path: Path) ->
     reply = agent(req(root, "finish", [], rendered={"run.yaml": "a: 1\n"}))
     assert reply["error"] == f"ValueError: {root}/.patchctl leads out of the root; make it a folder there"
     assert list(victim.iterdir()) == [] and not (root / "run.yaml").exists()
+
+
+def test_the_reply_names_the_hosts_python_and_no_refusal_without_delete(tmp_path: Path) -> None:
+    """migrate shows the host's Python version; a finish without --delete refuses nothing."""
+    import re
+
+    (tmp_path / "r").mkdir()
+    reply = agent(req(tmp_path / "r", "finish", []))
+    assert re.fullmatch(r"3\.\d+\.\d+\S*", reply["python"]) and reply["delete_refused"] is False
