@@ -208,3 +208,13 @@ def test_begin_reuses_an_empty_journal_folder(tree: Path) -> None:
     j.save()
     assert (tree / journal.JOURNAL_DIR / journal.JOURNAL_FILE).is_file()
     journal.finish(j)
+
+
+def test_emptied_folders_are_pruned_in_a_tree_reached_through_a_symlink(tree: Path, tmp_path: Path) -> None:
+    """The tree given as a symlink (a cluster's /data/verl -> /mnt/...): folders a deletion emptied
+    still go, up to the root and not past it."""
+    (tree / "a" / "b").mkdir(parents=True)
+    link = tmp_path / "link"
+    os.symlink(tree, link)
+    journal.prune_empty_parents(link, [link / "a" / "b" / "gone.py"])
+    assert not (tree / "a").exists() and tree.is_dir() and (tree / "pkg").is_dir()
