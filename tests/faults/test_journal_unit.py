@@ -218,3 +218,10 @@ def test_emptied_folders_are_pruned_in_a_tree_reached_through_a_symlink(tree: Pa
     os.symlink(tree, link)
     journal.prune_empty_parents(link, [link / "a" / "b" / "gone.py"])
     assert not (tree / "a").exists() and tree.is_dir() and (tree / "pkg").is_dir()
+
+
+def test_pruning_never_removes_a_folder_outside_the_tree(tree: Path, tmp_path: Path) -> None:
+    """A path outside the root (a journal confinement would refuse, were it missed) prunes nothing."""
+    (tmp_path / "outside" / "empty").mkdir(parents=True)
+    journal.prune_empty_parents(tree, [tmp_path / "outside" / "empty" / "gone.py"])
+    assert (tmp_path / "outside" / "empty").is_dir()
