@@ -225,3 +225,24 @@ def test_pruning_never_removes_a_folder_outside_the_tree(tree: Path, tmp_path: P
     (tmp_path / "outside" / "empty").mkdir(parents=True)
     journal.prune_empty_parents(tree, [tmp_path / "outside" / "empty" / "gone.py"])
     assert (tmp_path / "outside" / "empty").is_dir()
+
+
+@pytest.mark.parametrize("doc", [{"format": 1}, {"id": 5, "command": "apply", "ops": [], "dirs": [], "state": "done"}])
+def test_a_damaged_journal_is_refused_by_name(tree: Path, doc: dict[str, object]) -> None:
+    """A journal missing a field, or with one of the wrong type, is damaged: never acted on."""
+    from patchctl.errors import JournalDamaged
+
+    (tree / journal.JOURNAL_DIR).mkdir()
+    (tree / journal.JOURNAL_DIR / journal.JOURNAL_FILE).write_text(json.dumps(doc))
+    with pytest.raises(JournalDamaged):
+        journal.load(tree)
+
+
+def test_a_journal_file_that_is_a_symlink_is_refused(tree: Path, tmp_path: Path) -> None:
+    from patchctl.errors import JournalUnsafe
+
+    (tree / journal.JOURNAL_DIR).mkdir()
+    (tmp_path / "j.json").write_text("{}")
+    os.symlink(tmp_path / "j.json", tree / journal.JOURNAL_DIR / journal.JOURNAL_FILE)
+    with pytest.raises(JournalUnsafe, match="is a symbolic link"):
+        journal.load(tree)
