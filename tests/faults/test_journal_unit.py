@@ -246,3 +246,15 @@ def test_a_journal_file_that_is_a_symlink_is_refused(tree: Path, tmp_path: Path)
     os.symlink(tmp_path / "j.json", tree / journal.JOURNAL_DIR / journal.JOURNAL_FILE)
     with pytest.raises(JournalUnsafe, match="is a symbolic link"):
         journal.load(tree)
+
+
+def test_a_journal_naming_a_path_outside_the_tree_is_refused(tree: Path) -> None:
+    """A crafted journal whose op leaves the tree: load refuses it, so a plain verify moves nothing there."""
+    from patchctl.errors import JournalUnsafe
+
+    doc = {"format": 1, "id": "abcdef12", "command": "apply", "dirs": [], "state": "done",
+           "ops": [{"path": "../victim.py", "tmp": None, "backup": "backup/0", "existed": True}]}
+    (tree / journal.JOURNAL_DIR).mkdir()
+    (tree / journal.JOURNAL_DIR / journal.JOURNAL_FILE).write_text(json.dumps(doc))
+    with pytest.raises(JournalUnsafe, match="victim.py"):
+        journal.load(tree)
