@@ -176,3 +176,85 @@ def test_the_journal_file_says_its_format(tree: Path) -> None:
     doc = json.loads((jr.folder / journal.JOURNAL_FILE).read_text())
     assert (doc["format"], doc["command"], doc["state"], doc["pid"]) == (1, "apply", "staging", os.getpid())
     journal.recover(tree)
+
+
+def test_saving_the_journal_keeps_no_file_open(tree: Path) -> None:
+    """Each save fsyncs the journal's folder through a descriptor of its own; one left open per
+    save runs a long write (one save per file) out of descriptors."""
+    j = journal.begin(tree, "apply")
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        j.save()
+    assert len(os.listdir("/proc/self/fd")) == before
+    journal.finish(j)
+
+
+def test_begin_refuses_a_journal_folder_that_leads_elsewhere(tree: Path, tmp_path: Path) -> None:
+    """A `.patchctl-journal` symlinked out of the tree: begin refuses before writing anything there."""
+    from patchctl.errors import JournalUnsafe
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    os.symlink(victim, tree / journal.JOURNAL_DIR)
+    with pytest.raises(JournalUnsafe):
+        journal.begin(tree, "apply").save()
+    assert list(victim.iterdir()) == []
+
+
+def test_begin_reuses_an_empty_journal_folder(tree: Path) -> None:
+    """A kill right after begin's mkdir leaves an empty journal folder: the next change reuses it."""
+    (tree / journal.JOURNAL_DIR).mkdir()
+    j = journal.begin(tree, "apply")
+    j.save()
+    assert (tree / journal.JOURNAL_DIR / journal.JOURNAL_FILE).is_file()
+    journal.finish(j)
+
+
+def test_emptied_folders_are_pruned_in_a_tree_reached_through_a_symlink(tree: Path, tmp_path: Path) -> None:
+    """The tree given as a symlink (a cluster's /data/verl -> /mnt/...): folders a deletion emptied
+    still go, up to the root and not past it."""
+    (tree / "a" / "b").mkdir(parents=True)
+    link = tmp_path / "link"
+    os.symlink(tree, link)
+    journal.prune_empty_parents(link, [link / "a" / "b" / "gone.py"])
+    assert not (tree / "a").exists() and tree.is_dir() and (tree / "pkg").is_dir()
+
+
+def test_pruning_never_removes_a_folder_outside_the_tree(tree: Path, tmp_path: Path) -> None:
+    """A path outside the root (a journal confinement would refuse, were it missed) prunes nothing."""
+    (tmp_path / "outside" / "empty").mkdir(parents=True)
+    journal.prune_empty_parents(tree, [tmp_path / "outside" / "empty" / "gone.py"])
+    assert (tmp_path / "outside" / "empty").is_dir()
+
+
+@pytest.mark.parametrize("doc", [{"format": 1}, {"id": 5, "command": "apply", "ops": [], "dirs": [], "state": "done"}])
+def test_a_damaged_journal_is_refused_by_name(tree: Path, doc: dict[str, object]) -> None:
+    """A journal missing a field, or with one of the wrong type, is damaged: never acted on."""
+    from patchctl.errors import JournalDamaged
+
+    (tree / journal.JOURNAL_DIR).mkdir()
+    (tree / journal.JOURNAL_DIR / journal.JOURNAL_FILE).write_text(json.dumps(doc))
+    with pytest.raises(JournalDamaged):
+        journal.load(tree)
+
+
+def test_a_journal_file_that_is_a_symlink_is_refused(tree: Path, tmp_path: Path) -> None:
+    from patchctl.errors import JournalUnsafe
+
+    (tree / journal.JOURNAL_DIR).mkdir()
+    (tmp_path / "j.json").write_text("{}")
+    os.symlink(tmp_path / "j.json", tree / journal.JOURNAL_DIR / journal.JOURNAL_FILE)
+    with pytest.raises(JournalUnsafe, match="is a symbolic link"):
+        journal.load(tree)
+
+
+def test_a_journal_naming_a_path_outside_the_tree_is_refused(tree: Path) -> None:
+    """A crafted journal whose op leaves the tree: load refuses it, so a plain verify moves nothing there."""
+    from patchctl.errors import JournalUnsafe
+
+    doc = {"format": 1, "id": "abcdef12", "command": "apply", "dirs": [], "state": "done",
+           "ops": [{"path": "../victim.py", "tmp": None, "backup": "backup/0", "existed": True}]}
+    (tree / journal.JOURNAL_DIR).mkdir()
+    (tree / journal.JOURNAL_DIR / journal.JOURNAL_FILE).write_text(json.dumps(doc))
+    with pytest.raises(JournalUnsafe, match="victim.py"):
+        journal.load(tree)

@@ -153,3 +153,72 @@ def test_a_file_of_exactly_the_scan_limit_is_scanned(tmp_path: Path) -> None:
     (root / "edge.py").write_bytes(head + b"#" * (remote_agent.MAX_SCAN - len(head)))
     reply = agent(req(root, "finish", [], tags=TAGS))
     assert reply["tags_only_here"] == [["edge.py", 1, "# Uky"]]
+
+
+def test_a_root_written_with_a_trailing_slash_names_files_the_same(tmp_path: Path) -> None:
+    """`host:/path/` and `host:/path` are one tree: the tag scan names `sub/a.py`, not `ub/a.py`."""
+    root = tmp_path / "r"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "a.py").write_text("x = 1  # Uky\n")
+    reply = agent({**req(root, "finish", [], tags=TAGS), "root": str(root) + os.sep})
+    assert reply["tags_only_here"] == [["sub/a.py", 1, "x = 1  # Uky"]]
+
+
+def test_a_generated_file_lands_in_a_new_folder_readable_by_all(tmp_path: Path) -> None:
+    """finish writes a rendered file whose folder does not exist yet, with the mode of any other file
+    (0644: the training job of another user reads it), not mkstemp's private 0600."""
+    root = tmp_path / "r"
+    root.mkdir()
+    reply = agent(req(root, "finish", [], rendered={"gen/deep/run.yaml": "a: 1\n"}))
+    assert reply["problems"] == [] and reply["rendered"] == ["gen/deep/run.yaml"]
+    written = root / "gen" / "deep" / "run.yaml"
+    assert written.read_text() == "a: 1\n" and written.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_failed_write_leaves_no_temp_file_and_names_the_error(tmp_path: Path) -> None:
+    """A rendered file whose place is a folder: the rename fails, the host answers an error, and the
+    temp file written beside it is gone (a half-written `.patchctl-*` would sit in the tree)."""
+    root = tmp_path / "r"
+    (root / "run.yaml" / "inside").mkdir(parents=True)
+    reply = agent(req(root, "finish", [], rendered={"run.yaml": "a: 1\n"}))
+    assert "error" in reply and "run.yaml" in reply["error"]
+    assert [p.name for p in root.rglob(".patchctl-*")] == []
+
+
+def test_finish_waits_for_a_transfer_still_holding_the_lock(tmp_path: Path) -> None:
+    """A finish of a killed migrate still holds the root's lock: the next one waits for it to end,
+    then writes, rather than failing at once or writing beside it."""
+    import fcntl
+    import threading
+
+    root = tmp_path / "r"
+    (root / ".patchctl").mkdir(parents=True)
+    fd = os.open(root / ".patchctl" / "transfer.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    replies: list[dict[str, object]] = []
+    finish = threading.Thread(target=lambda: replies.append(agent(req(root, "finish", [], rendered={"run.yaml": "a: 1\n"}))))
+    finish.start()
+    finish.join(3.0)
+    assert finish.is_alive() and not (root / "run.yaml").exists(), "finish wrote while another transfer held the lock"
+    os.close(fd)
+    finish.join()
+    assert "error" not in replies[0] and (root / "run.yaml").read_text() == "a: 1\n"
+
+
+def test_a_patchctl_folder_leading_out_of_the_root_is_refused(tmp_path: Path) -> None:
+    root, victim = tmp_path / "r", tmp_path / "victim"
+    root.mkdir()
+    victim.mkdir()
+    os.symlink(victim, root / ".patchctl")
+    reply = agent(req(root, "finish", [], rendered={"run.yaml": "a: 1\n"}))
+    assert reply["error"] == f"ValueError: {root}/.patchctl leads out of the root; make it a folder there"
+    assert list(victim.iterdir()) == [] and not (root / "run.yaml").exists()
+
+
+def test_the_reply_names_the_hosts_python_and_no_refusal_without_delete(tmp_path: Path) -> None:
+    """migrate shows the host's Python version; a finish without --delete refuses nothing."""
+    import re
+
+    (tmp_path / "r").mkdir()
+    reply = agent(req(tmp_path / "r", "finish", []))
+    assert re.fullmatch(r"3\.\d+\.\d+\S*", reply["python"]) and reply["delete_refused"] is False

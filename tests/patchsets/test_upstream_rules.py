@@ -148,3 +148,40 @@ def test_a_tagged_first_or_last_line_is_the_forks(rule: upstream.UpstreamRule, e
     untagged = line.removesuffix("  # Uky")
     said = find(rule, f"import os\nx = 1\n{untagged}{end}")
     assert said is not None and "m.py:3" in said, said
+
+
+@pytest.mark.parametrize("text, line", [
+    ("import os\nflag = enable_log_requests\n", 2),
+    ("import os\nflag = cfg.enable_log_requests\n", 2),
+    ("import os\nf(enable_log_requests=True)\n", 2),
+    ("import os\nflag = cfg['enable_log_requests']\n", 2),
+    ("x = enable_log_requests  # Uky\ny = 1\nz = enable_log_requests\n", 3),
+])
+def test_python_name_finds_each_way_of_naming(text: str, line: int) -> None:
+    """A name, an attribute, a keyword and a string key each say upstream has the change, at the
+    first untagged line (what `apply` shows as the patch's reason)."""
+    assert find(NAME, text) == f"upstream already uses enable_log_requests (m.py:{line}); the patch is not needed"
+
+
+def test_python_name_reports_the_first_line_of_any_name() -> None:
+    """With several names the earliest line is the one shown, whichever name it holds."""
+    names = upstream.make_rule({"kind": "python-name", "names": ["zeta", "alpha"]})
+    assert find(names, "a = 1\nb = zeta\nc = alpha\n") == "upstream already uses zeta (m.py:2); the patch is not needed"
+
+
+def test_kind_none_never_says_superseded() -> None:
+    """`kind = "none"` (upstream never has it) answers None even for a file using the new name."""
+    none = upstream.make_rule({"kind": "none"})
+    assert find(none, "e = AsyncLLM.from_vllm_config(c, enable_log_requests=True)\n") is None
+
+
+def test_a_one_line_function_builds_its_calls_kwargs() -> None:
+    """A call on its function's `def` line still belongs to that function's **kwargs."""
+    said = find(RULE, "def run(): kw = {'enable_log_requests': True}; AsyncLLM.from_vllm_config(c, **kw)\n")
+    assert said is not None and "through **kw (built at line 1)" in said
+
+
+@pytest.mark.parametrize("merged", ["{'x': 1} | {'enable_log_requests': True}", "{'enable_log_requests': True} | {'x': 1}"])
+def test_a_merged_dict_passes_a_key_either_side_holds(merged: str) -> None:
+    said = find(RULE, f"e = AsyncLLM.from_vllm_config(c, **({merged}))\n")
+    assert said is not None and "passes enable_log_requests= through ** (line 1)" in said

@@ -36,9 +36,6 @@ class CallKeywordRule(UpstreamRule):
     #: the keyword upstream passes once it has the change
     new_keyword: str = ""
 
-    def describe(self) -> str:
-        return f"{self.call}(...) passes {self.new_keyword}= instead of {self.old_keyword}="
-
 
 def make_rule(raw: dict[str, Any]) -> UpstreamRule:
     """The rule a manifest's (already validated) ``upstream`` table describes."""
