@@ -7,19 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from patchctl.cli.main import cli
 from patchctl.fsutil import sha256_file
 from tests.conftest import git
-from tests.faults.helpers import GIT_IDENT, make_shared_file_patchset, make_shared_file_tree, snapshot
+from tests.faults.helpers import GIT_IDENT, make_shared_file_patchset, make_shared_file_tree, run, snapshot
 
 INIT = "verl/__init__.py"
 
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.output
 
 
 @pytest.fixture(autouse=True)

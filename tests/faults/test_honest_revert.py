@@ -7,18 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from patchctl.cli.main import cli
 from tests.conftest import git
-from tests.faults.helpers import GIT_IDENT, snapshot
+from tests.faults.helpers import GIT_IDENT, run, snapshot
 
 SERVER = "verl/workers/rollout/vllm_rollout/vllm_async_server.py"
 
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.output
 
 
 @pytest.fixture(autouse=True)

@@ -8,10 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from patchctl.cli.main import cli
-from tests.faults.helpers import GIT_IDENT, make_patchset, make_tree, snapshot
+from tests.faults.helpers import GIT_IDENT, make_patchset, make_tree, run, snapshot
 
 RECORD = ".patchctl/applied.json"
 ON_ADDED = '''
@@ -49,10 +47,6 @@ new_keyword = "b"
 new_value = "2"
 '''
 
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.output
 
 
 @pytest.fixture(autouse=True)
