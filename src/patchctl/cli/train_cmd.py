@@ -26,7 +26,9 @@ def _process_age() -> float:
     try:
         import os
 
-        start = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        from patchctl.orphans import start_time
+
+        start = int(start_time(os.getpid()) or "")
         uptime = float(Path("/proc/uptime").read_text().split()[0])
         return max(0.0, uptime - start / os.sysconf("SC_CLK_TCK"))
     except (OSError, ValueError, IndexError):
