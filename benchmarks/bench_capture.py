@@ -26,8 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from patchctl import releases
 from tests.capture.forkmaker import make_fork
+
+from patchctl import releases
 
 GOAL_S = 3.0
 

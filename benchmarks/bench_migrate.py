@@ -36,13 +36,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "migrate"))
 
-from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402
+from sshd_harness import LoopbackCluster, missing_tools
 
-from patchctl import releases  # noqa: E402
-from patchctl.clusters import load_cluster  # noqa: E402
-from patchctl.migrate import fileset, provenance, render, verify_remote  # noqa: E402
-from patchctl.remote import ssh  # noqa: E402
-from patchctl.patchsets.loader import load_patchsets  # noqa: E402
+from patchctl import releases
+from patchctl.clusters import load_cluster
+from patchctl.migrate import fileset, provenance, render, verify_remote
+from patchctl.patchsets.loader import load_patchsets
+from patchctl.remote import ssh
 
 
 @dataclass

@@ -146,7 +146,7 @@ class _Finder(ast.NodeVisitor):
     def _negate(self, test: ast.expr) -> None:
         """``not (test)``, unless another mutation already is its negation (a dropped ``not``,
         a flipped ``==``/``is``/``in``)."""
-        negating = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) or (
+        negating = (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)) or (
             isinstance(test, ast.Compare) and len(test.ops) == 1
             and isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.In, ast.NotIn)))
         if not negating:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
 from realparts import require
 
 #: who the tests' commits are by: a fresh machine with an empty HOME has no git identity (#10)

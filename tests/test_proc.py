@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+
 import pytest
 
 from patchctl import proc

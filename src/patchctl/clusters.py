@@ -37,7 +37,6 @@ from patchctl import config as config_file
 from patchctl.errors import ManifestError, UnknownCluster
 from patchctl.schema import Field, check
 
-
 PROFILES = ("standard", "fast-load")
 
 CLUSTER_SCHEMA = {
@@ -139,10 +138,10 @@ def _node(raw: dict[str, Any], host: dict[str, Any], file: Path, prefix: str, wh
         if key not in src:
             continue
         value = src[key]
-        if isinstance(value, str) and not _NODE_WORD.match(value) or isinstance(value, str) and value.startswith("-"):
+        if (isinstance(value, str) and not _NODE_WORD.match(value)) or (isinstance(value, str) and value.startswith("-")):
             raise ManifestError(file, at + key, f"{value!r} is not an address or interface name",
                                 'write e.g. "10.0.0.2" or "eth0"')
-        if key == "gpus" and value < 0 or key == "ray_port" and not 1 <= value <= 65535:
+        if (key == "gpus" and value < 0) or (key == "ray_port" and not 1 <= value <= 65535):
             raise ManifestError(file, at + key, f"{value} is out of range",
                                 "write 0 or more" if key == "gpus" else "write a port between 1 and 65535")
         out[key] = value

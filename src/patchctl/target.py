@@ -10,7 +10,6 @@ from patchctl.config import load as load_config
 from patchctl.errors import NotAVerlTree, UnknownTarget
 
 
-
 @dataclass(frozen=True)
 class Target:
     #: the tree's root directory

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests.capture.forkmaker import GSM8K, PROBE, TRACKING, make_fork
+from tests.conftest import git, snapshot
 
 from patchctl import releases
 from patchctl.cli.main import cli
-from tests.capture.forkmaker import GSM8K, PROBE, TRACKING, make_fork
-from tests.conftest import git, snapshot
 
 #: what the captured patchset does on the neighbouring releases (the add-files apply everywhere)
 NEIGHBOURS = {

@@ -11,6 +11,7 @@ import ast
 from pathlib import Path
 
 import tomllib
+from tests.capture.test_capture_refuses import capture
 
 from patchctl import releases
 from patchctl.capture import nested, pyunits
@@ -20,7 +21,6 @@ from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch
 from patchctl.tags import tag_regex
-from tests.capture.test_capture_refuses import capture
 
 TRAINER = "verl/trainer/ppo/ray_trainer.py"
 #: a line deep in fit's `for batch_dict` loop, and one far from it in the same loop

@@ -14,9 +14,9 @@ import subprocess
 from pathlib import Path
 
 from click.testing import CliRunner
+from tests.capture.forkmaker import GSM8K, TRACKING, make_fork
 
 from patchctl.cli.main import cli
-from tests.capture.forkmaker import GSM8K, TRACKING, make_fork
 
 #: the one-blank-line gap between two `if` statements of extract_solution
 GAP = "        solution_str = solution_str[-_SOLUTION_CLIP_CHARS:]\n\n    if method"
@@ -116,8 +116,9 @@ def test_a_draft_the_loader_refuses_is_left_out_not_fatal(tmp_path: Path, monkey
     """A planted capture bug (a patch drafted with ``occurrence = 0``): that edit is left out
     with the loader's words, the other file's edit is written, and no message names the
     scratch folder."""
-    from patchctl.capture import model
     from tests.capture.test_capture_refuses import capture
+
+    from patchctl.capture import model
 
     table = model.Draft.table
 
@@ -137,10 +138,11 @@ def test_a_draft_the_loader_refuses_is_left_out_not_fatal(tmp_path: Path, monkey
 
 
 def test_an_error_never_names_the_removed_scratch_folder(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from patchctl.capture import proof
-    from patchctl.errors import PatchctlError
     from tests.capture.test_capture_refuses import run as run3
     from tests.capture.test_capture_refuses import tree
+
+    from patchctl.capture import proof
+    from patchctl.errors import PatchctlError
 
     def fails(where: Path):  # type: ignore[no-untyped-def]
         raise PatchctlError(f"{where / 'patchset.toml'}: cannot be read")

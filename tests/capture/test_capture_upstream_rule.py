@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests.conftest import git, snapshot
 
 from patchctl import releases
 from patchctl.capture import inplace
 from patchctl.cli.main import cli
-from tests.conftest import git, snapshot
 
 ENGINE = "verl/workers/engine/fsdp/transformer_impl.py"
 VLLM = "verl/workers/rollout/vllm_rollout/vllm_async_server.py"

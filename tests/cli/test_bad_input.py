@@ -6,10 +6,10 @@ import shutil
 from pathlib import Path
 
 from click.testing import CliRunner
+from tests.conftest import snapshot
 
 from patchctl.cli.main import cli
 from patchctl.patchsets.loader import builtin_dir
-from tests.conftest import snapshot
 
 
 def run(*args: str) -> tuple[int, str]:

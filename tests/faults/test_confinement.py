@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from tests.faults.helpers import make_tree, one_error, run, snapshot
 
 JOURNAL = ".patchctl-journal"

@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.faults.helpers import snapshot
 
 from patchctl import confine, fsutil
 from patchctl.errors import OutsideTree, WriteFailed
 from patchctl.fsutil import FileChange, write_all
-from tests.faults.helpers import snapshot
 
 
 @pytest.fixture

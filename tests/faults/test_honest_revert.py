@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import git
 from tests.faults.helpers import GIT_IDENT, run, snapshot
 

@@ -10,9 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from tests.faults.helpers import GIT_IDENT, make_patchset, make_tree, one_error, run, snapshot
-
 
 
 @pytest.fixture(autouse=True)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests.faults.helpers import make_tree, snapshot
 
 from patchctl.cli.main import cli
-from tests.faults.helpers import make_tree, snapshot
 
 EMPTY_PATHS = [
     ["apply", "--target", ""], ["verify", "-t", ""], ["revert", "-t", ""], ["apply", "-p", ""], ["list", "-p", ""],

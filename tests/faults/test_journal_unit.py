@@ -12,10 +12,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tests.faults.helpers import snapshot
 
 from patchctl import journal
 from patchctl.fsutil import FileChange, write_all
-from tests.faults.helpers import snapshot
 
 
 @pytest.fixture

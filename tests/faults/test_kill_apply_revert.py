@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from tests.faults.helpers import make_patchset, make_tree, patchctl, snapshot, without_record
 
 

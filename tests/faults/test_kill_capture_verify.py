@@ -7,7 +7,6 @@ import signal
 from pathlib import Path
 
 import pytest
-
 from tests.faults.helpers import make_tree, patchctl, snapshot
 
 

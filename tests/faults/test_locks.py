@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from tests.faults.helpers import GIT_IDENT, make_patchset, make_tree, patchctl, snapshot, without_record
 
 #: the step a paused apply stops at: after its journal says "swapping" and a file was swapped

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.faults.helpers import GIT_IDENT, make_tree, one_error, run, snapshot
 
 from patchctl.oserrors import PERMISSIONS, describe
-from tests.faults.helpers import GIT_IDENT, make_tree, one_error, run, snapshot
 
 BIG = 200 * 1024  # bytes of the shipped file: more than the 64 KiB the tests allow
 

@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from tests.faults.helpers import GIT_IDENT, make_tree, one_error, run, snapshot
 
 HOOK = "#!/bin/sh\necho pwned > \"$(git rev-parse --show-toplevel)/../PWNED\"\n"

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from tests.faults.helpers import GIT_IDENT, make_patchset, make_tree, run, snapshot
 
 RECORD = ".patchctl/applied.json"

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-
-from patchctl.fsutil import sha256_file
 from tests.conftest import git
 from tests.faults.helpers import GIT_IDENT, make_shared_file_patchset, make_shared_file_tree, run, snapshot
+
+from patchctl.fsutil import sha256_file
 
 RECORD = ".patchctl/applied.json"
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.matrix.matrix_helpers import invoke
 
-from patchctl.matrix.run import Column, Matrix
 from patchctl.matrix.columns import Source
+from patchctl.matrix.run import Column, Matrix
 from patchctl.patchsets.engine import PatchResult
 from patchctl.patchsets.model import Outcome
-from tests.matrix.matrix_helpers import invoke
 
 
 @pytest.mark.parametrize(("versions", "message"), [

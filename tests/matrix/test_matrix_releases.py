@@ -8,12 +8,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
-from patchctl import releases
-from patchctl.patchsets.loader import load_patchsets
 from tests.conftest import RELEASES, git, snapshot
 from tests.matrix.matrix_helpers import invoke, listing
 from tests.patchsets.test_releases_table import EXPECTED
+
+from patchctl import releases
+from patchctl.patchsets.loader import load_patchsets
 
 
 @pytest.fixture

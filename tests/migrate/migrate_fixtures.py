@@ -15,13 +15,13 @@ from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from migrate_helpers import make_gitignore_repo  # noqa: E402
-from realparts import unavailable  # noqa: E402
-from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402
+from migrate_helpers import make_gitignore_repo
+from sshd_harness import LoopbackCluster, missing_tools
 
-from patchctl.cli.main import cli  # noqa: E402
-from patchctl.clusters import Cluster, load_cluster  # noqa: E402
-from patchctl.migrate import state  # noqa: E402
+from patchctl.cli.main import cli
+from patchctl.clusters import Cluster, load_cluster
+from patchctl.migrate import state
+from realparts import unavailable
 
 VERL_VERSION = "0.6.1"
 

@@ -11,8 +11,8 @@ import pytest
 from migrate_helpers import EXPECTED, make_repo
 
 from patchctl.clusters import Cluster, Host
-from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
 from patchctl.migrate import fileset
+from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
 from patchctl.migrate.fileset import collect
 from patchctl.patchsets import record as rec
 

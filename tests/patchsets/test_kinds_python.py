@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.kinds.keyword_rename import KeywordRename
 from patchctl.patchsets.kinds.keyword_rename import Params as KwParams
-from patchctl.patchsets.kinds.prelude import Prelude
 from patchctl.patchsets.kinds.prelude import Params as PreludeParams
+from patchctl.patchsets.kinds.prelude import Prelude
 from patchctl.patchsets.loader import builtin_dir, load_patchset
 from patchctl.patchsets.model import Patch, Presence
 

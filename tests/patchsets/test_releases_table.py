@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests.conftest import RELEASES, git, snapshot
 
 from patchctl.cli.main import cli
-from tests.conftest import RELEASES, git, snapshot
 
 EXPECTED = {
     "vllm-enable-log-requests": {

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.conftest import RELEASES
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets import upstream
 from patchctl.patchsets.loader import load_patchset, load_patchsets
-from tests.conftest import RELEASES
 
 VLLM = "verl/workers/rollout/vllm_rollout/vllm_async_server.py"
 ENGINE = "verl/workers/engine/fsdp/transformer_impl.py"

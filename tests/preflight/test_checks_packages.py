@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from patchctl.target import Target
 from patchctl.preflight import Status
+from patchctl.target import Target
 
 FAKE_TORCH = """
 __version__ = "{version}"

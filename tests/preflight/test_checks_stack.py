@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from patchctl.cli.main import cli
-from patchctl.target import Target, open_tree
 from patchctl.preflight import Status, build
+from patchctl.target import Target, open_tree
 
 
 def verl_tree(root, version="9.9.9"):

@@ -8,8 +8,8 @@ import json
 from collections.abc import Mapping
 
 import pyarrow as pa
-import pytest
 import pyarrow.parquet as pq
+import pytest
 from click.testing import CliRunner
 
 from patchctl.cli.main import cli

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from patchctl.preflight.context import build
-from patchctl.target import open_tree
 from patchctl.preflight.declared import read_requirements, read_settings
+from patchctl.target import open_tree
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "src/patchctl/patchsets/builtin/uky/files/git_ignore.py.example"
 

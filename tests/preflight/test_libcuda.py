@@ -39,7 +39,7 @@ def machine(tmp_path, make_ctx):
                 _touch(stubs_dir / "libcuda.so.1")
         fake = tmp_path / "ldconfig"
         lines = [f"\tlibcuda.so.1 (libc6,x86-64) => {drv}/libcuda.so.1"] if listed else []
-        fake.write_text("#!/bin/sh\necho '{} libs found in cache'\n".format(len(lines))
+        fake.write_text(f"#!/bin/sh\necho '{len(lines)} libs found in cache'\n"
                         + "".join(f"echo '{ln}'\n" for ln in lines))
         fake.chmod(0o755)
         ctl = _touch(tmp_path / "nvidiactl") if driver else tmp_path / "no-nvidiactl"

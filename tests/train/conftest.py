@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from standin import FIXTURE, stand_in
 
 from patchctl.migrate.render import SETTINGS
-from standin import FIXTURE, stand_in
 
 
 @pytest.fixture(autouse=True)

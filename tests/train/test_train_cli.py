@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from patchctl.cli.main import cli
 
 
-def invoke(*args: str) -> "CliRunner":
+def invoke(*args: str) -> CliRunner:
     return CliRunner().invoke(cli, ["train", *args], catch_exceptions=False)
 
 

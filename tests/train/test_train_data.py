@@ -26,8 +26,8 @@ def png_size(blob: bytes) -> tuple[int, int]:
     return struct.unpack(">II", blob[16:24])
 
 
-def check_rows(frame: "pd.DataFrame", images: bool) -> None:
-    assert VERL_COLUMNS <= set(frame.columns)
+def check_rows(frame: pd.DataFrame, images: bool) -> None:
+    assert set(frame.columns) >= VERL_COLUMNS
     assert ("images" in frame.columns) == images
     for row in frame.to_dict("records"):
         messages = list(row["prompt"])

@@ -8,7 +8,8 @@ dependency) on a list of tricky forms and on generated strings.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from patchctl.train.overrides import BadOverride, parse
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from standin import stand_in
 
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import ManifestError, PatchctlError
@@ -17,7 +18,6 @@ from patchctl.target import open_tree
 from patchctl.train import run
 from patchctl.train.launcher import adapt_override, override_key
 from patchctl.train.profiles import expand_env, load_profile, load_profiles
-from standin import stand_in
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "src/patchctl/patchsets/builtin/uky/files/examples/grpo_trainer"

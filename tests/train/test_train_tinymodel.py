@@ -13,9 +13,9 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from realparts import unavailable
 
 from patchctl.train.tinymodel import BOS, EOS, PAD, make_tiny_model, write_safetensors
+from realparts import unavailable
 
 WORDS = ["say", "a", "b", "c", "d"]
 

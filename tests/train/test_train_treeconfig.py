@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from standin import CONFIGS, stand_in
 
 from patchctl.cli.main import cli
 from patchctl.clusters import Cluster, Host
@@ -18,7 +19,6 @@ from patchctl.train import run, treeconfig
 from patchctl.train.profiles import load_profiles
 from patchctl.train.rollouts import RolloutMissing
 from patchctl.train.treeconfig import UnknownKey, yaml_keys
-from standin import CONFIGS, stand_in
 
 RELEASES = ("0.4.1", "0.5.0", "0.6.0", "0.6.1", "0.7.0")
 

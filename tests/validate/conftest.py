@@ -7,4 +7,4 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from validate_helpers import loopback, site  # noqa: E402,F401
+from validate_helpers import loopback, site  # noqa: F401

@@ -4,7 +4,6 @@ the raylets a node supervisor starts hand the code hook to their workers (train/
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from click.testing import CliRunner
 from validate_helpers import Site, host_entry

@@ -26,12 +26,13 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "migrate"))
 
 from migrate_helpers import git  # noqa: E402
-from realparts import unavailable  # noqa: E402
 from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402
 
 from patchctl.clusters import Cluster, load_cluster  # noqa: E402
-from patchctl.migrate import Options as MigrateOptions, migrate, state  # noqa: E402
+from patchctl.migrate import Options as MigrateOptions  # noqa: E402
+from patchctl.migrate import migrate, state
 from patchctl.validate.host.procs import MARKER  # noqa: E402
+from realparts import unavailable  # noqa: E402
 
 #: verify --env checks a CPU test host cannot pass (no torch, no vLLM, no apply record)
 SKIP = '["torch", "vllm", "patches"]'

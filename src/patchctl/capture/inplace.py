@@ -38,7 +38,7 @@ def changed(req: Request, rel: str, base_data: bytes, fork_data: bytes, taken: S
         return said
     if rel.endswith(".py"):
         return Classified.join([said, _python(req, rel, base_text, fork_text, chosen, taken)])
-    if rel.endswith(".sh") or fork_text.startswith("#!") and "sh" in fork_text.split("\n", 1)[0]:
+    if rel.endswith(".sh") or (fork_text.startswith("#!") and "sh" in fork_text.split("\n", 1)[0]):
         return Classified.join([said, _shell(req, rel, base_text, fork_text, chosen, taken)])
     return Classified.join([said, Classified(left_out=tuple(
         LeftOut(rel, h.fork[0] + 1, f"no patch kind edits {Path(rel).suffix or 'such'} files in place; "

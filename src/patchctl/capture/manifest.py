@@ -19,7 +19,7 @@ def key(name: str) -> str:
 
 def string(value: str) -> str:
     """A TOML string that reads back as exactly ``value``."""
-    printable = all(c in "\n\t" or (" " <= c and c != "\x7f") for c in value)
+    printable = all(c in "\n\t" or (c >= " " and c != "\x7f") for c in value)
     if "\n" in value and printable and "'''" not in value and not value.endswith("'"):
         # a newline right after the opening quotes is dropped by TOML, so one is always written
         return "'''\n" + value + "'''"

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
-from patchctl.cli import render
-from patchctl.clusters import load_cluster
-from patchctl.cli.targets import Use, open_target
-from patchctl.target import Target
 from patchctl import preflight
+from patchctl.cli import render
+from patchctl.cli.targets import Use, open_target
+from patchctl.clusters import load_cluster
 from patchctl.preflight.context import default_target
 from patchctl.preflight.model import EnvReport, Status
+from patchctl.target import Target
 
 COLOURS = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "red", Status.SKIP: "bright_black"}
 

@@ -41,7 +41,7 @@ def handled(fn: F) -> F:
             failed = FileSystemFailed(exc.filename or "patchctl", *describe(exc))
             click.echo(f"error: {printable(str(failed))}", err=True)
             sys.exit(1)
-        except Exception as exc:  # noqa: BLE001 -- a bug: crash() keeps its traceback in a file
+        except Exception as exc:  # a bug: crash() keeps its traceback in a file
             crash(exc)
         sys.exit(code or 0)
 

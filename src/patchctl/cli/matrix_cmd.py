@@ -9,8 +9,8 @@ import click
 from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import NonEmptyPath, json_option, patchset_option
-from patchctl.matrix.run import Matrix, run_matrix
 from patchctl.matrix.columns import parse_versions
+from patchctl.matrix.run import Matrix, run_matrix
 from patchctl.patchsets.loader import load_patchsets
 
 

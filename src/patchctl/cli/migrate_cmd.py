@@ -13,8 +13,8 @@ from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
 from patchctl.clusters import load_cluster
-from patchctl.migrate.results import MigrateResult, Phase, Progress
 from patchctl.migrate.options import Options
+from patchctl.migrate.results import MigrateResult, Phase, Progress
 from patchctl.migrate.session import start
 
 STATUS_STYLE = {"ok": "green", "repaired": "yellow", "planned": "cyan", "mismatch": "red", "unreachable": "red",
@@ -161,8 +161,8 @@ def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: 
     options = Options(dry_run=dry_run, delete=delete, checksum=checksum, jobs=jobs)
     with start(spec, options) as session:  # the hosts log in while the rest loads
         # imported here, not at the top, so that loading them overlaps the logins
-        from patchctl.patchsets.loader import load_patchsets
         from patchctl.cli.targets import open_target
+        from patchctl.patchsets.loader import load_patchsets
 
         sets = load_patchsets(patchsets)
         tree = open_target(target, config)

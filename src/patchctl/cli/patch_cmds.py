@@ -9,11 +9,11 @@ import click
 from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, only_option, patchset_option, target_option
+from patchctl.cli.targets import Use, open_target
 from patchctl.errors import UnknownPatch
 from patchctl.patchsets import engine
 from patchctl.patchsets.loader import load_patchsets
 from patchctl.patchsets.model import Patchset
-from patchctl.cli.targets import Use, open_target
 
 
 def _only(patchsets: list[Patchset], only: tuple[str, ...]) -> set[str] | None:

@@ -20,9 +20,9 @@ STYLE = {
 
 
 def console():  # rich is imported lazily: it costs ~50 ms that --json runs do not need
-    from rich.console import Console
-
     import sys
+
+    from rich.console import Console
 
     # a pipe or a CI log has no width; rich would assume 80 and fold every path
     return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)

@@ -81,8 +81,8 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
     from patchctl.cli import main as entry
 
     t0 = time.monotonic() - (_process_age() if entry.LAUNCHED else 0.0)
-    from patchctl.clusters import load_cluster
     from patchctl.cli.targets import Use, open_target
+    from patchctl.clusters import load_cluster
     from patchctl.train import run
     from patchctl.train.profiles import load_profile
 

@@ -9,8 +9,8 @@ import click
 from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
-from patchctl.patchsets.loader import load_patchsets
 from patchctl.cli.targets import open_target
+from patchctl.patchsets.loader import load_patchsets
 from patchctl.verify.patches import verify
 
 

@@ -102,7 +102,7 @@ def _included_files(root: Path, cluster: Cluster) -> set[str]:
     return out
 
 
-def _entry(root: Path, path: str, big: int | None = None) -> Entry | None | str:
+def _entry(root: Path, path: str, big: int | None = None) -> Entry | str | None:
     """The entry for ``path``; None when it is gone from disk; a reason string when not sendable.
     A regular file of ``big`` bytes or more gets an empty digest, for the caller to fill in."""
     full = root / path
@@ -118,7 +118,7 @@ def _entry(root: Path, path: str, big: int | None = None) -> Entry | None | str:
     return "a submodule or special file, which migrate does not send" if stat.S_ISDIR(st.st_mode) else "not a file"
 
 
-def _entries(root: Path, paths: list[str]) -> list[Entry | None | str]:
+def _entries(root: Path, paths: list[str]) -> list[Entry | str | None]:
     """Every path's entry. Source files are hashed inline: for a verl tree (~400 files of ~10 kB)
     handing each to a thread cost twice the CPU and wall time of hashing it. Large files (included
     outputs, data) go to worker threads, where hashlib releases the GIL and disks work in parallel."""

@@ -21,10 +21,10 @@ from patchctl import proc
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import PatchctlError
 from patchctl.migrate import remote_agent
-from patchctl.remote import ssh
 from patchctl.migrate.fileset import FileSet
 from patchctl.migrate.results import HostStatus
 from patchctl.quoting import printable, quote_path
+from patchctl.remote import ssh
 from patchctl.tags import tag_regex
 
 #: mismatch items listed per host; the count of the rest is given

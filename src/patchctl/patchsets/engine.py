@@ -12,15 +12,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from patchctl.patchsets.model import Outcome, Patchset, PatchResult
+from patchctl.patchsets.model import Outcome, PatchResult, Patchset
 from patchctl.patchsets.plan import Plan, plan_apply
 from patchctl.patchsets.reader import Assessment, TreeReader, assess, locate
 from patchctl.patchsets.revert import plan_revert
 from patchctl.patchsets.write import Written, check_can_commit, execute
 from patchctl.target import Target
 
-__all__ = ["Assessment", "Plan", "PatchResult", "RunResult", "TreeReader", "Written", "apply", "assess",
-           "check_can_commit", "execute", "locate", "plan_apply", "plan_revert", "revert"]
+__all__ = [
+    "Assessment",
+    "PatchResult",
+    "Plan",
+    "RunResult",
+    "TreeReader",
+    "Written",
+    "apply",
+    "assess",
+    "check_can_commit",
+    "execute",
+    "locate",
+    "plan_apply",
+    "plan_revert",
+    "revert",
+]
 
 
 @dataclass(frozen=True)

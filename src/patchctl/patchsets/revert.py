@@ -13,7 +13,7 @@ from patchctl.errors import PatchsetNotGiven
 from patchctl.patchsets import record as rec
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
-from patchctl.patchsets.model import Outcome, Patch, Patchset, PatchResult, Presence
+from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset, Presence
 from patchctl.patchsets.plan import Plan
 from patchctl.patchsets.reader import TreeReader, locate
 from patchctl.target import Target

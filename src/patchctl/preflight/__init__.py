@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from patchctl.preflight.context import build
-from patchctl.preflight.model import CheckResult, Context, EnvReport, Status, Verdict
 from patchctl.preflight.engine import run
+from patchctl.preflight.model import CheckResult, Context, EnvReport, Status, Verdict
 
-__all__ = ["build", "run", "CheckResult", "Context", "EnvReport", "Status", "Verdict"]
+__all__ = ["CheckResult", "Context", "EnvReport", "Status", "Verdict", "build", "run"]

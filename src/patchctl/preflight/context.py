@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from patchctl.clusters import Cluster
-from patchctl.target import Target
 from patchctl.preflight.declared import read_requirements, read_settings
 from patchctl.preflight.model import Context
+from patchctl.target import Target
 
 PATH_KEYS = ("DATA_DIR", "MODEL_PATH")
 

@@ -37,7 +37,7 @@ def _record(event, **fields):
                            "cmd": _cmdline(), **fields})
         with open(os.path.join(_DIR, f"{os.getpid()}.jsonl"), "a", encoding="utf-8") as f:
             f.write(line + "\n")
-    except Exception:  # noqa: BLE001, S110 - the hook never breaks the run
+    except Exception:  # noqa: S110 - the hook never breaks the run
         pass
 
 
@@ -52,7 +52,7 @@ def _sample_titles():
             timer = threading.Timer(delay, _record, ("title",))
             timer.daemon = True
             timer.start()
-    except Exception:  # noqa: BLE001, S110 - no title samples: the import record stands
+    except Exception:  # noqa: S110 - no title samples: the import record stands
         pass
 
 
@@ -112,7 +112,7 @@ def _chain():
                         code = compile(f.read(), file, "exec")
                     exec(code, {"__name__": "sitecustomize", "__file__": file, "__builtins__": __builtins__})  # noqa: S102
                     return
-    except Exception:  # noqa: BLE001, S110 - as site.py: a failing sitecustomize does not stop Python
+    except Exception:  # noqa: S110 - as site.py: a failing sitecustomize does not stop Python
         pass
 
 

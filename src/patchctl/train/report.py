@@ -132,7 +132,7 @@ def warm() -> None:
         import matplotlib
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot  # noqa: F401
+        import matplotlib.pyplot
     except ImportError:
         pass
 

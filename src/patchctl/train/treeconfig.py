@@ -138,7 +138,7 @@ def load(root: Path) -> TreeConfig | None:
         if name == "ppo_trainer.yaml" and re.search(r"^defaults\s*:", text, re.M):
             return None
         keys = frozenset(yaml_keys(text))
-        if not MAIN_SECTIONS <= keys:
+        if not keys >= MAIN_SECTIONS:
             return None
         groups = frozenset(p.name for p in config_dir.iterdir() if p.is_dir() and not p.name.startswith("_"))
         return TreeConfig(file, keys, groups)

@@ -13,11 +13,11 @@ import queue
 import time
 from collections.abc import Callable
 
-from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, pick
-from patchctl.validate import plan as planning, remote
+from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Progress, pick
+from patchctl.validate import plan as planning
+from patchctl.validate import remote
 from patchctl.validate.errors import HostLost, HostNotReady, TimedOut
 from patchctl.validate.host.procs import MARKER
-from patchctl.train.logparse import Progress
 from patchctl.validate.model import Note, RayCluster, Trained
 from patchctl.validate.teardown import Started
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from patchctl import proc
 from patchctl.remote import ssh
 from patchctl.remote.rsync import cause
-from patchctl.validate import plan as planning, remote
+from patchctl.validate import plan as planning
+from patchctl.validate import remote
 from patchctl.validate.errors import HostNotReady, HostUnreachable, PreflightFailed, ValidateFailed
 from patchctl.validate.model import CheckRow, HostPreflight, Node, Note
 

@@ -16,9 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import PurePosixPath
 from typing import Any
 
-from patchctl.validate import gpus, guard, plan as planning, remote
-from patchctl.validate.errors import (HostLost, HostUnreachable, RayAlreadyRunning, RayStartFailed,
-                                      WorkerNeverJoined)
+from patchctl.validate import gpus, guard, remote
+from patchctl.validate import plan as planning
+from patchctl.validate.errors import HostLost, HostUnreachable, RayAlreadyRunning, RayStartFailed, WorkerNeverJoined
 from patchctl.validate.model import HostPreflight, Node, Note, RayCluster, RayNode
 from patchctl.validate.teardown import Started
 

@@ -36,10 +36,10 @@ from patchctl.validate.model import Node
 PKG_DIR = ".patchctl/validate/pkg"
 #: exit codes of the wrapper script, told apart from the host side's own failures
 NO_ROOT, NO_ENV = 97, 98
-_SCRIPT = ('R="$1"; shift; cd "$R" || exit 97; [ -r .patchctl/env.sh ] || {{ echo "no .patchctl/env.sh in $R" >&2; '
-           'exit 98; }}; . ./.patchctl/env.sh || exit 98; while [ $# -gt 0 ]; do case "$1" in *=*) export "$1"; '
-           'shift;; *) break;; esac; done; PYTHONPATH="$R/{pkg}${{PYTHONPATH:+:$PYTHONPATH}}"; export PYTHONPATH; '
-           'exec "$@"').format(pkg=PKG_DIR)
+_SCRIPT = ('R="$1"; shift; cd "$R" || exit 97; [ -r .patchctl/env.sh ] || { echo "no .patchctl/env.sh in $R" >&2; '
+           'exit 98; }; . ./.patchctl/env.sh || exit 98; while [ $# -gt 0 ]; do case "$1" in *=*) export "$1"; '
+           f'shift;; *) break;; esac; done; PYTHONPATH="$R/{PKG_DIR}${{PYTHONPATH:+:$PYTHONPATH}}"; export PYTHONPATH; '
+           'exec "$@"')
 
 
 def host_words(cluster: Cluster, node: Node, action: str, extra_env: dict[str, str] | None = None) -> list[str]:

@@ -19,9 +19,11 @@ from typing import Any
 from patchctl import orphans
 from patchctl.clusters import Cluster
 from patchctl.remote import ssh
-from patchctl.validate import compare as comparing, fetch, guard, launch, plan as planning, preflight, rayup
-from patchctl.validate.errors import HostLost, Interrupted, TrainerFailed, ValidateFailed
 from patchctl.train.logparse import Progress
+from patchctl.validate import compare as comparing
+from patchctl.validate import fetch, guard, launch, preflight, rayup
+from patchctl.validate import plan as planning
+from patchctl.validate.errors import HostLost, Interrupted, TrainerFailed, ValidateFailed
 from patchctl.validate.model import Note, ValidateResult, Verdict
 from patchctl.validate.teardown import Interrupts, Started, no_interrupts
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 import queue
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Iterator
 
 from patchctl.remote import ssh
-from patchctl.validate import plan as planning, remote
+from patchctl.validate import plan as planning
+from patchctl.validate import remote
 from patchctl.validate.model import HostTeardown, Node, Note
 
 

@@ -16,7 +16,7 @@ from patchctl.journal import TMP_SUFFIX
 from patchctl.patchsets import record as rec
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
-from patchctl.patchsets.model import Patch, Patchset, PatchResult, Presence
+from patchctl.patchsets.model import Patch, PatchResult, Patchset, Presence
 from patchctl.patchsets.reader import TreeReader, assess
 from patchctl.tags import TagHit, scan
 from patchctl.target import Target

@@ -51,7 +51,7 @@ def check_expressions(raw: dict[str, object], keys: tuple[str, ...], manifest: P
 def first_import(tree: ast.Module) -> ast.stmt | None:
     """The module's first top-level import, ``from __future__`` ones aside (they must stay first)."""
     return next((st for st in tree.body if isinstance(st, ast.Import)
-                 or isinstance(st, ast.ImportFrom) and st.module != "__future__"), None)
+                 or (isinstance(st, ast.ImportFrom) and st.module != "__future__")), None)
 
 
 def dotted_ast(node: ast.expr) -> str | None:

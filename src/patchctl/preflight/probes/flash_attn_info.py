@@ -9,7 +9,7 @@ def main():
         return {"installed": False}
     try:
         import flash_attn
-        import flash_attn.flash_attn_interface  # noqa: F401 - loads flash_attn_2_cuda, where ABI breaks show
+        import flash_attn.flash_attn_interface  # loads flash_attn_2_cuda, where ABI breaks show
     except Exception as exc:  # any import failure is the finding
         return {"installed": True, "error": f"{type(exc).__name__}: {exc}", "missing": getattr(exc, "name", None)}
     return {"installed": True, "version": getattr(flash_attn, "__version__", "?")}

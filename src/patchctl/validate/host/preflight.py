@@ -98,9 +98,9 @@ def _migrated(root: Path) -> dict[str, str]:
 def _environment(root: Path, skip: dict[str, str]) -> list[dict[str, str]]:
     import sys
 
-    from patchctl.target import open_tree
     from patchctl import preflight
     from patchctl.preflight.registry import CHECKS
+    from patchctl.target import open_tree
 
     unknown = [s for s in skip if s not in CHECKS]
     if unknown:
