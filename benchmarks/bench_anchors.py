@@ -52,7 +52,9 @@ def points(tree: ast.Module, every: int) -> list[int]:
 
 
 def insert_after(lines: list[str], tree: ast.Module, line: int) -> str:
-    stmt = next(s for s in ast.walk(tree) if isinstance(s, ast.stmt) and s.end_lineno == line and not hasattr(s, "body"))
+    stmt = next(
+        s for s in ast.walk(tree) if isinstance(s, ast.stmt) and s.end_lineno == line and not hasattr(s, "body")
+    )
     first = lines[stmt.lineno - 1]
     return "".join([*lines[:line], first[: len(first) - len(first.lstrip())] + "uky_probe = 1  # Uky\n", *lines[line:]])
 

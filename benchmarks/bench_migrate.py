@@ -130,7 +130,9 @@ def main() -> int:
         print(f"skipped: {why}")
         return 0
     script = Path(sys.executable).with_name("patchctl")
-    patchctl = [str(script)] if script.exists() else [sys.executable, "-c", "from patchctl.cli.main import main; main()"]
+    patchctl = (
+        [str(script)] if script.exists() else [sys.executable, "-c", "from patchctl.cli.main import main; main()"]
+    )
     with tempfile.TemporaryDirectory(prefix="pcbench-") as tmp_s:
         tmp = Path(tmp_s)
         env = patchctl_env(tmp, args.no_pyc)
@@ -182,11 +184,14 @@ def report(rows: dict[str, Row], sent_again: list[int], files: int, args: argpar
         r = rows[key]
         return statistics.median(a + b for a, b in zip(r.local_cpu, r.host_cpu))
 
-    goals = {"rsync -a, 1 host": "baseline (the record's way)",
-             "rsync -a, 3 hosts at once": f"reference only: {med['rsync -a, 3 hosts at once'] / base:.2f}x the baseline",
-             "migrate, 3 hosts, first": f"ratio {first / base:.2f}x (goal <= 1.5x)",
-             "migrate, 3 hosts, no change": f"{max(sent_again)} files sent (goal 0, <= 1 s)",
-             "verify per host, fresh": "goal <= 0.5 s", "verify per host, as migrate": "goal <= 0.5 s"}
+    goals = {
+        "rsync -a, 1 host": "baseline (the record's way)",
+        "rsync -a, 3 hosts at once": f"reference only: {med['rsync -a, 3 hosts at once'] / base:.2f}x the baseline",
+        "migrate, 3 hosts, first": f"ratio {first / base:.2f}x (goal <= 1.5x)",
+        "migrate, 3 hosts, no change": f"{max(sent_again)} files sent (goal 0, <= 1 s)",
+        "verify per host, fresh": "goal <= 0.5 s",
+        "verify per host, as migrate": "goal <= 0.5 s",
+    }
     print(f"verl {args.version} + uky ({files} files), 3 sshd hosts on loopback, {cores} CPUs, "
           f"python on hosts: {args.python or 'python3 on PATH'}, patchctl bytecode: "
           f"{'as the environment says' if args.no_pyc else 'cached'}; median of {args.runs} runs")

@@ -269,7 +269,9 @@ def run_module(mod: Module, scratch: Path, keys: set[str] | None = None) -> tupl
     those mutants (the survivors of an earlier run, say)."""
     target = scratch / mod.path.relative_to(ROOT)
     pristine = mod.path.read_bytes()
-    if any(_pytest(scratch, tests, mod.timeout * 4, show=True) != "survived" for tests in (mod.fast, mod.slow) if tests):
+    if any(
+        _pytest(scratch, tests, mod.timeout * 4, show=True) != "survived" for tests in (mod.fast, mod.slow) if tests
+    ):
         raise SystemExit(f"{mod.name}: its tests fail on the unmutated code; fix them first")
     found = [m for m in mutants(mod.path) if keys is None or m.key in keys]
     killed, survivors = 0, []

@@ -15,7 +15,7 @@ by hand):
 | adv-sign | patchset: GRPO's advantage negated | learning |
 | opt-skip | patchset: the optimizer step skipped | update-applied |
 | lr-zero | setting: actor lr 0 | update-applied |
-| shadow | an unpatched verl first on every process's path (a .pth in site-packages, as easy_install's were) | patched-code-ran |
+| shadow | an unpatched verl first on every process's path (a .pth in site-packages) | patched-code-ran |
 | reverted | one code patch's file restored to upstream after "migrate" | verify (before any GPU time) |
 | adv-sign-v05, opt-skip-v05 | the same patchsets on verl 0.5.0's HF path (``--tree-hf``) | learning, update-applied |
 
@@ -245,7 +245,10 @@ def main() -> int:
     chosen = [s for s in setups(args.healthy) if not args.only or s.name in args.only]
     unknown = set(args.only) - {s.name for s in setups(args.healthy)}
     if unknown:
-        ap.error(f"no set-up named {', '.join(sorted(unknown))}; choose from {', '.join(s.name for s in setups(args.healthy))}")
+        ap.error(
+            f"no set-up named {', '.join(sorted(unknown))}; "
+            f"choose from {', '.join(s.name for s in setups(args.healthy))}"
+        )
     for flag, tree in (("--tree", args.tree), ("--tree-hf", args.tree_hf)):
         if tree and not args.dry_run and not (Path(tree) / "verl" / "__init__.py").is_file():
             ap.error(f"{flag} {tree} is not a verl tree (no verl/__init__.py); prepare it with patchctl apply")

@@ -116,7 +116,9 @@ def table(runs: dict[str, dict[str, float]]) -> str:
         rows.append(f"| {stage} | " + " | ".join(cells) + f" | {BASELINE.get(stage, '-')} |")
     for label, key in (("**first step at**", "first step"), ("last step at", "last step"), ("log ends at", "log ends")):
         cells = [f"{runs[r][key]:.1f}" if key in runs[r] else "-" for r in names]
-        rows.append(f"| {label} | " + " | ".join(cells) + f" | {BASELINE['first step'] if key == 'first step' else '-'} |")
+        rows.append(
+            f"| {label} | " + " | ".join(cells) + f" | {BASELINE['first step'] if key == 'first step' else '-'} |"
+        )
     return "\n".join(rows) + "\n\n" + BASELINE_NOTE
 
 

@@ -29,7 +29,9 @@ def graph(src: Path = SRC) -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                    base = ".".join(
+                        package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                    )
                 names = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
             edges[mod].update(n for n in names if n in mods and n != mod and not mod.startswith(n + "."))
     return edges

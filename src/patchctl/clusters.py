@@ -138,7 +138,9 @@ def _node(raw: dict[str, Any], host: dict[str, Any], file: Path, prefix: str, wh
         if key not in src:
             continue
         value = src[key]
-        if (isinstance(value, str) and not _NODE_WORD.match(value)) or (isinstance(value, str) and value.startswith("-")):
+        if (isinstance(value, str) and not _NODE_WORD.match(value)) or (
+            isinstance(value, str) and value.startswith("-")
+        ):
             raise ManifestError(file, at + key, f"{value!r} is not an address or interface name",
                                 'write e.g. "10.0.0.2" or "eth0"')
         if (key == "gpus" and value < 0) or (key == "ray_port" and not 1 <= value <= 65535):
@@ -151,7 +153,9 @@ def _node(raw: dict[str, Any], host: dict[str, Any], file: Path, prefix: str, wh
             raise ManifestError(file, f"{where}env.{k}", "is not a shell variable name",
                                 "use letters, digits and _ (not starting with a digit)")
         if not isinstance(v, str):
-            raise ManifestError(file, f"{where}env.{k}", f"expected a string, got {type(v).__name__}", "quote the value")
+            raise ManifestError(
+                file, f"{where}env.{k}", f"expected a string, got {type(v).__name__}", "quote the value"
+            )
         env[k] = v
     visible = env.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and "gpus" in out and out["gpus"] != len([d for d in visible.split(",") if d.strip()]):

@@ -121,7 +121,9 @@ class PatchsetNotGiven(PatchctlError):
 class LogUnreadable(PatchctlError):
     """``doctor`` was pointed at something that is not a readable log file."""
 
-    def __init__(self, path: Path | str, problem: str, fix: str = "pass the run's log file, or - to read stdin") -> None:
+    def __init__(
+        self, path: Path | str, problem: str, fix: str = "pass the run's log file, or - to read stdin"
+    ) -> None:
         self.path, self.problem = str(path), problem
         super().__init__(f"{path}: {problem}; {fix}")
 

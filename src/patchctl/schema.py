@@ -53,7 +53,9 @@ def check(
                 f"write {spec.hint or _TYPE_NAMES[spec.type]}", patch,
             )
         if spec.choices and value not in spec.choices:
-            raise ManifestError(file, path, f"{value!r} is not allowed", f"use one of: {', '.join(spec.choices)}", patch)
+            raise ManifestError(
+                file, path, f"{value!r} is not allowed", f"use one of: {', '.join(spec.choices)}", patch
+            )
         if spec.item is not None and isinstance(value, list):
             for i, it in enumerate(value):
                 if not isinstance(it, spec.item):

@@ -30,8 +30,9 @@ FAR = '                            raise ValueError("A reward_fn is required for
 
 def draft(base: str, fork: str, narrowest: bool) -> dict:  # type: ignore[type-arg]
     blines, flines = split_lines(base), split_lines(fork)
-    units = pyunits.merge([pyunits.find_unit(ast.parse(fork), flines, h) for h in diff(blines, flines, tag_regex({"Uky"}))],
-                          flines)
+    units = pyunits.merge(
+        [pyunits.find_unit(ast.parse(fork), flines, h) for h in diff(blines, flines, tag_regex({"Uky"}))], flines
+    )
     how = nested.place_narrowest if narrowest else pyunits.place
     assert len(units) == 1 and how(units[0], flines, ast.parse(base), blines, set(), False) is None
     return units[0].params
@@ -50,7 +51,9 @@ def test_an_insertion_deep_in_fit_survives_upstream_edits_elsewhere_in_the_loop(
     kind = KINDS["structural"]
     for params, status in ((wide, EditStatus.CONFLICT), (narrow, EditStatus.CHANGED)):
         p = kind.parse_params(params, Path("."), Path("patchset.toml"), "p")
-        edit = kind.apply(upstream, Patch("p", "t", "w", "Uky", "structural", (TRAINER,), p), Context(Path("."), TRAINER))
+        edit = kind.apply(
+            upstream, Patch("p", "t", "w", "Uky", "structural", (TRAINER,), p), Context(Path("."), TRAINER)
+        )
         assert edit.status is status, edit.reason
     assert edit.text == fork.replace(FAR, FAR.replace("A reward_fn is required", "REMAX needs a reward_fn"))
 
@@ -59,7 +62,10 @@ def test_a_repeated_loop_falls_back_to_the_wider_anchor(tmp_path: Path) -> None:
     """Two loops read alike: the loop header names no single place, so the edit is anchored by
     the loop's neighbours in the method, as before, rather than guessed."""
     loop = "        for _ in range(steps):\n            total += 1\n"
-    base = f"class T:\n    def fit(self, steps):\n        total = 0\n{loop}        self.mid = total\n{loop}        return total\n"
+    base = (
+        f"class T:\n    def fit(self, steps):\n        total = 0\n{loop}        self.mid = total\n"
+        f"{loop}        return total\n"
+    )
     fork = base.replace("        self.mid = total\n" + loop, "        self.mid = total\n" + loop.replace(
         "total += 1\n", "total += 1\n            total *= 2  # Uky\n"))
     code, doc, human = capture(tmp_path, {"t.py": base}, {"t.py": fork})

@@ -40,7 +40,10 @@ def test_an_anchor_that_fits_several_places_is_left_out(tmp_path: Path) -> None:
     assert code == 0  # a proven patchset was written; the note and the left-out line say what it lacks
     assert "1 edit(s) left out" in doc["notes"][-1]
     assert doc["left_out"] == [{"path": "m.py", "line": 5, "reason": doc["left_out"][0]["reason"]}]
-    assert "fit 2 places in BASE even with up to 3 statements" in doc["left_out"][0]["reason"] and "--include m.py:5" in human
+    assert (
+        "fit 2 places in BASE even with up to 3 statements" in doc["left_out"][0]["reason"]
+        and "--include m.py:5" in human
+    )
     assert [p["path"] for p in doc["patches"]] == ["keep.py"]  # the rest is still captured and written
     assert (tmp_path / "out" / "patchset.toml").is_file()
 

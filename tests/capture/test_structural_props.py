@@ -105,7 +105,9 @@ def case(draw: st.DrawFn) -> Case:
     below = draw(st.integers(above + 1, n))
     whole = above == -1 and below == n  # a body left with no statement would not parse: the fork always does
     tagged = st.sampled_from([True, True, True, False])  # `capture --all` takes untagged statements too
-    new = [s.tagged() if t else s for s, t in draw(st.lists(st.tuples(statement, tagged), min_size=int(whole), max_size=3))]
+    new = [
+        s.tagged() if t else s for s, t in draw(st.lists(st.tuples(statement, tagged), min_size=int(whole), max_size=3))
+    ]
     last = draw(deco) if below < n else None  # what the fork has just above the anchor below
     patched = [*body[: above + 1], *new, *([Stmt(body[below].lines, last)] if below < n else []), *body[below + 1:]]
     after = "".join(s.text() for s in new) + lead(last)
@@ -152,7 +154,11 @@ def fits(body: list[Stmt], raw: dict[str, Any]) -> list[tuple[int, int, str]]:
 
 def _code(text: str) -> list[str]:
     """The statements of a gap without comments, blank lines and tags (single-level bodies)."""
-    return [line.replace(TAG, "").rstrip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+    return [
+        line.replace(TAG, "").rstrip()
+        for line in text.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
 
 
 def occurrences(body: list[Stmt], run: list[str]) -> int:
@@ -165,7 +171,9 @@ def _patch(raw: dict[str, Any]) -> Patch:
     return Patch("p", "t", "w", "Uky", "structural", ("m.py",), KIND.parse_params(raw, Path("."), Path("x"), "p"))
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 @given(case())
 def test_structural_applies_and_round_trips_or_is_ambiguous(c: Case) -> None:
     patch = _patch(c.raw)

@@ -55,8 +55,15 @@ def test_every_fix_is_a_command_or_a_named_setting_with_a_value(sig):
 
 
 def test_a_fix_takes_the_values_the_log_shows():
-    m = only([("(raylet) A worker died or was killed while executing a task by an unexpected system error. Worker ID: "
-               "cd7df84926662bde505bd4864a9431db7b743478d4d69e9935bce20d Node ID: 6b5f36c96b Worker IP address: 10.29.214.5")])
+    m = only(
+        [
+            (
+                "(raylet) A worker died or was killed while executing a task by an unexpected system error. Worker ID: "
+                "cd7df84926662bde505bd4864a9431db7b743478d4d69e9935bce20d Node ID: 6b5f36c96b "
+                "Worker IP address: 10.29.214.5"
+            )
+        ]
+    )
     assert ("command", "ray logs worker-cd7df849*out -ip 10.29.214.5") in m.resolves()
     port = only([("RuntimeError: The server socket has failed to listen on any local network address. port: 20014, "
                   "useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use")])
@@ -84,10 +91,16 @@ def test_the_pins_of_a_verl_checkout(tmp_path):
         VLLM_REQUIRES = ["vllm>=0.8.5,<=0.11.0"]
         setup(name="verl", install_requires=install_requires)
         """))
-    assert verl_pins(tmp_path)[1] == ("ray[default]>=2.41.0", "tensordict>=0.8.0,<=0.10.0,!=0.9.0", "vllm>=0.8.5,<=0.11.0")
+    assert verl_pins(tmp_path)[1] == (
+        "ray[default]>=2.41.0",
+        "tensordict>=0.8.0,<=0.10.0,!=0.9.0",
+        "vllm>=0.8.5,<=0.11.0",
+    )
 
 
-@pytest.mark.parametrize("files,why", [({}, "has neither PKG-INFO nor setup.py"), ({"setup.py": "def ("}, "cannot be parsed")])
+@pytest.mark.parametrize(
+    "files,why", [({}, "has neither PKG-INFO nor setup.py"), ({"setup.py": "def ("}, "cannot be parsed")]
+)
 def test_unreadable_pins_say_why(tmp_path, files, why):
     for name, text in files.items():
         (tmp_path / name).write_text(text)

@@ -39,9 +39,13 @@ def test_the_split_is_fixed_a_third_held_back():
     """Every third of the first entries, in the order they were collected, was held back while the
     patterns were written; later entries were written from (blind round 1) or are blind."""
     assert {e.split for e in ENTRIES} == {"written", "held", "blind"}
-    assert [e.name for e in ENTRIES if e.split == "held"] == [e.name for i, e in enumerate(ENTRIES[:FIRST]) if i % 3 == 2]
+    assert [e.name for e in ENTRIES if e.split == "held"] == [
+        e.name for i, e in enumerate(ENTRIES[:FIRST]) if i % 3 == 2
+    ]
     blind = [e for e in ENTRIES if e.split == "blind"]
-    assert blind == ENTRIES[len(ENTRIES) - len(blind):], "blind entries come last: collected after the patterns were frozen"
+    assert blind == ENTRIES[len(ENTRIES) - len(blind) :], (
+        "blind entries come last: collected after the patterns were frozen"
+    )
 
 
 def test_on_the_blind_entries_doctor_is_never_confidently_wrong():
@@ -74,8 +78,11 @@ def test_the_root_cause_check_catches_a_matcher_that_ranks_the_earliest_match_fi
     """The previous matcher's ranking, planted back: an early warning or a generic message that
     Ray or NCCL printed before the real error becomes the top finding."""
     monkeypatch.setattr(matcher, "rank_key", lambda m: m.first_line)
-    assert _roots_missed() == ["066-run-h100-vllm-c-warning-then-reward", "068-run-vllm024-nccl-timeout-printed-before-oom",
-                               "069-run-h100-worker-died-printed-before-kv-cache"]
+    assert _roots_missed() == [
+        "066-run-h100-vllm-c-warning-then-reward",
+        "068-run-vllm024-nccl-timeout-printed-before-oom",
+        "069-run-h100-worker-died-printed-before-kv-cache",
+    ]
 
 
 def test_the_score_catches_a_signature_without_its_confirming_condition(tmp_path):

@@ -23,7 +23,10 @@ def test_log_file_table(tmp_path):
     result = CliRunner().invoke(cli, ["doctor", str(log)])
     assert result.exit_code == 0, result.output
     out = result.output
-    assert "1. root cause: vLLM attention backend named but not implemented [vllm-backend-not-registered]  (line 10)" in out
+    assert (
+        "1. root cause: vLLM attention backend named but not implemented [vllm-backend-not-registered]  (line 10)"
+        in out
+    )
     assert "2. also: Triton cannot link against libcuda [triton-cannot-find-lcuda]" in out
     assert "env:      VLLM_ATTENTION_BACKEND=FLASH_ATTN" in out
     assert "patch:    uky/triton-cuda-stubs" in out

@@ -90,12 +90,16 @@ def test_a_generic_oom_explained_by_a_confirmed_specific_one_is_not_listed_twice
     assert ids(log) == ["training-oom"]
 
 
-@pytest.mark.parametrize("line", [
-    "WARNING 11-22 23:54:11 [cuda.py:45] Failed to import from vllm._qutlass_C: ModuleNotFoundError(\"No module named 'vllm._qutlass_C'\")",
-    "UserWarning: torchtitan engine is not available: ModuleNotFoundError(\"No module named 'torchtitan'\")",
-    "(WorkerDict pid=2758)   warnings.warn(f\"veomni engine is not available: {e!r}\", stacklevel=1)",
-    "INFO 12-21 14:02:11 [default_loader.py:267] Loading weights took 4.52 seconds",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "WARNING 11-22 23:54:11 [cuda.py:45] Failed to import from vllm._qutlass_C: "
+        "ModuleNotFoundError(\"No module named 'vllm._qutlass_C'\")",
+        "UserWarning: torchtitan engine is not available: ModuleNotFoundError(\"No module named 'torchtitan'\")",
+        '(WorkerDict pid=2758)   warnings.warn(f"veomni engine is not available: {e!r}", stacklevel=1)',
+        "INFO 12-21 14:02:11 [default_loader.py:267] Loading weights took 4.52 seconds",
+    ],
+)
 def test_the_noise_of_a_healthy_vllm_run_matches_nothing(line):
     assert ids([line]) == []
 

@@ -80,18 +80,28 @@ env = ["A=1"]
 """
 
 
-@pytest.mark.parametrize("edit,key,problem", [
-    (lambda b: b.replace('["boom"]', '["(unclosed"]'), "signature[0].patterns[0]", "not a regular expression"),
-    (lambda b: b.replace('env = ["A=1"]', ""), "signature[0].resolves", "names nothing"),
-    (lambda b: b.replace('cause = "c"\n', ""), "signature[0].cause", "missing"),
-    (lambda b: b.replace('fix = "f"', 'fix = "f"\npriority = 3'), "signature[0].priority", "unknown key"),
-    (lambda b: b.replace('env = ["A=1"]', 'patch = ["no-slash"]'), "signature[0].resolves.patch[0]", "patchset/patch-id"),
-    (lambda b: b.replace('id = "x"', 'id = "Not Kebab"'), "signature[0].id", "kebab-case"),
-    (lambda b: b.replace('patterns = ["boom"]', 'patterns = []'), "signature[0].patterns", "is empty"),
-    (lambda b: b + b, "signature[1].id", "used twice"),
-    (lambda b: b.replace('patterns = ["boom"]', 'functions = ["a.b"]'), "signature[0].functions[0]",
-     "is not a Python name"),
-])
+@pytest.mark.parametrize(
+    "edit,key,problem",
+    [
+        (lambda b: b.replace('["boom"]', '["(unclosed"]'), "signature[0].patterns[0]", "not a regular expression"),
+        (lambda b: b.replace('env = ["A=1"]', ""), "signature[0].resolves", "names nothing"),
+        (lambda b: b.replace('cause = "c"\n', ""), "signature[0].cause", "missing"),
+        (lambda b: b.replace('fix = "f"', 'fix = "f"\npriority = 3'), "signature[0].priority", "unknown key"),
+        (
+            lambda b: b.replace('env = ["A=1"]', 'patch = ["no-slash"]'),
+            "signature[0].resolves.patch[0]",
+            "patchset/patch-id",
+        ),
+        (lambda b: b.replace('id = "x"', 'id = "Not Kebab"'), "signature[0].id", "kebab-case"),
+        (lambda b: b.replace('patterns = ["boom"]', "patterns = []"), "signature[0].patterns", "is empty"),
+        (lambda b: b + b, "signature[1].id", "used twice"),
+        (
+            lambda b: b.replace('patterns = ["boom"]', 'functions = ["a.b"]'),
+            "signature[0].functions[0]",
+            "is not a Python name",
+        ),
+    ],
+)
 def test_validation_names_the_key(tmp_path, edit, key, problem):
     with pytest.raises(ManifestError) as err:
         load_signatures(table(tmp_path, edit(GOOD)))

@@ -75,7 +75,10 @@ def test_parameters_added_removed_and_renamed(tmp_path: Path) -> None:
     assert "parameter added: AsyncLLM.from_vllm_config(trace=None)" in flags
     repo.commit({ENGINE: CALLEE.replace(", disable_log_stats=False", "")}, "drop", tag="c")
     out = invoke("drift", "--from", "a", "--to", "c", "--repo", str(repo.root), "--patchset", str(ps), "--json")
-    assert "parameter removed: AsyncLLM.from_vllm_config(disable_log_stats)" in patch_doc(out.output, "log-requests")["flags"]
+    assert (
+        "parameter removed: AsyncLLM.from_vllm_config(disable_log_stats)"
+        in patch_doc(out.output, "log-requests")["flags"]
+    )
 
 
 def test_the_enclosing_function_changed_and_the_outcome_changed(tmp_path: Path) -> None:
@@ -130,7 +133,9 @@ def test_bad_input(tmp_path: Path) -> None:
     repo, ps = setup(tmp_path)
     out = invoke("drift", "--from", "nope", "--to", "HEAD", "--patchset", str(ps))
     assert out.exit_code == 1 and "--from nope: not a release" in out.output
-    assert "--to nope: no such commit" in invoke("drift", "--from", "a", "--to", "nope", "--repo", str(repo.root)).output
+    assert (
+        "--to nope: no such commit" in invoke("drift", "--from", "a", "--to", "nope", "--repo", str(repo.root)).output
+    )
     assert "--json and --markdown" in invoke("drift", "--from", "a", "--to", "a", "--json", "--markdown").output
 
 

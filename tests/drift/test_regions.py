@@ -37,7 +37,9 @@ def test_signature_flags() -> None:
     old = sig("def f(a, b=1, *, c=None): pass")
     assert regions.signature_flags("f", old, old) == []
     assert regions.signature_flags("f", old, sig("def f(a, b=2, *, c=None): pass")) == ["default changed: f(b=1 -> 2)"]
-    assert regions.signature_flags("f", old, sig("def f(a, bb=1, *, c=None): pass")) == ["parameter renamed: f(b -> bb)"]
+    assert regions.signature_flags("f", old, sig("def f(a, bb=1, *, c=None): pass")) == [
+        "parameter renamed: f(b -> bb)"
+    ]
     assert regions.signature_flags("f", old, sig("def f(a, b=1): pass")) == ["parameter removed: f(c)"]
     assert regions.signature_flags("f", old, sig("def f(a, b=1, *, c=None, d=3): pass")) == ["parameter added: f(d=3)"]
     assert regions.signature(ast.parse("class K:\n    def __init__(self, x=1): pass").body[0]) == \

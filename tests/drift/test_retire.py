@@ -21,7 +21,9 @@ source = "files/run_ours.sh"
 '''
 
 
-def setup(tmp_path: Path, applied: str = "0.2.0", drop: str = ">=0.2.0", keep_drop: str = "<0") -> tuple[Repo, Path, str]:
+def setup(
+    tmp_path: Path, applied: str = "0.2.0", drop: str = ">=0.2.0", keep_drop: str = "<0"
+) -> tuple[Repo, Path, str]:
     repo, ps = Repo(tmp_path / "r"), patchset(tmp_path / "ps", applied, drop)
     (ps / "files").mkdir()
     (ps / "files" / "run_ours.sh").write_text("echo ours  # T\n")

@@ -25,12 +25,21 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize(("rel", "problem"), [
-    ("", "is an absolute path"), ("/etc/passwd", "is an absolute path"), ("\\x", "is an absolute path"),
-    ("C:x", "is an absolute path"), ("a\\b", "contains a backslash; write it with /"),
-    ("a/../../b", "climbs out of the tree with .."), ("..", "climbs out of the tree with .."),
-    ("a//b", "is not a normalized path (empty or . components)"), ("./a", "is not a normalized path (empty or . components)"),
-    ("a/", "is not a normalized path (empty or . components)")])
+@pytest.mark.parametrize(
+    ("rel", "problem"),
+    [
+        ("", "is an absolute path"),
+        ("/etc/passwd", "is an absolute path"),
+        ("\\x", "is an absolute path"),
+        ("C:x", "is an absolute path"),
+        ("a\\b", "contains a backslash; write it with /"),
+        ("a/../../b", "climbs out of the tree with .."),
+        ("..", "climbs out of the tree with .."),
+        ("a//b", "is not a normalized path (empty or . components)"),
+        ("./a", "is not a normalized path (empty or . components)"),
+        ("a/", "is not a normalized path (empty or . components)"),
+    ],
+)
 def test_paths_that_do_not_stay_plainly_inside(rel: str, problem: str) -> None:
     assert confine.relative_inside(rel) == problem
 

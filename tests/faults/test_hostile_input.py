@@ -106,9 +106,13 @@ def test_a_record_entry_outside_the_tree_is_never_used(tmp_path: Path) -> None:
 def test_a_bad_upstream_regex_is_a_manifest_error_everywhere(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "tree")
     ps = make_patchset(tmp_path / "ps", n_files=0)
-    (ps / "patchset.toml").write_text((ps / "patchset.toml").read_text() + '[patch.upstream]\nkind = "regex"\npattern = "(["\n')
-    expected = (f"error: {ps / 'patchset.toml'}: patch 'init-prelude', key 'patch[0].upstream.pattern': "
-                "not a regular expression (unterminated character set at position 1); fix the pattern (Python re syntax)")
+    (ps / "patchset.toml").write_text(
+        (ps / "patchset.toml").read_text() + '[patch.upstream]\nkind = "regex"\npattern = "(["\n'
+    )
+    expected = (
+        f"error: {ps / 'patchset.toml'}: patch 'init-prelude', key 'patch[0].upstream.pattern': "
+        "not a regular expression (unterminated character set at position 1); fix the pattern (Python re syntax)"
+    )
     for cmd in (["list"], ["apply", "-t", str(tree)]):
         code, out = run(*cmd, "-p", str(ps))
         assert (code, one_error(out)) == (1, expected)
@@ -128,7 +132,9 @@ def test_commit_refuses_before_writing(tmp_path: Path, monkeypatch: pytest.Monke
     before = snapshot(tree)
     code, out = run("apply", "-t", str(tree), "--commit")
     assert (code, snapshot(tree)) == (1, before)
-    assert "branch 'patchctl/uky' already exists; delete it or pass --branch NAME (nothing was written)" in one_error(out)
+    assert "branch 'patchctl/uky' already exists; delete it or pass --branch NAME (nothing was written)" in one_error(
+        out
+    )
 
     for k in GIT_IDENT:
         monkeypatch.delenv(k)

@@ -11,12 +11,23 @@ from tests.faults.helpers import make_tree, snapshot
 from patchctl.cli.main import cli
 
 EMPTY_PATHS = [
-    ["apply", "--target", ""], ["verify", "-t", ""], ["revert", "-t", ""], ["apply", "-p", ""], ["list", "-p", ""],
-    ["capture", "--from", "", "--base", "tree"], ["capture", "--from", "tree", "--base", ""],
-    ["capture", "--from", "tree", "--base", "tree", "--out", ""], ["matrix", "--versions", "0.6.1", "--repo", ""],
-    ["train", "-t", "tree", "--out", ""], ["train", "-t", "tree", "--python", ""],
-    ["migrate", "gpu", "--config", ""], ["verify", "--env", "--config", ""],
-    ["validate", "gpu", "--out", ""], ["validate", "gpu", "--compare", ""], ["doctor", ""], ["doctor", "--signatures", ""],
+    ["apply", "--target", ""],
+    ["verify", "-t", ""],
+    ["revert", "-t", ""],
+    ["apply", "-p", ""],
+    ["list", "-p", ""],
+    ["capture", "--from", "", "--base", "tree"],
+    ["capture", "--from", "tree", "--base", ""],
+    ["capture", "--from", "tree", "--base", "tree", "--out", ""],
+    ["matrix", "--versions", "0.6.1", "--repo", ""],
+    ["train", "-t", "tree", "--out", ""],
+    ["train", "-t", "tree", "--python", ""],
+    ["migrate", "gpu", "--config", ""],
+    ["verify", "--env", "--config", ""],
+    ["validate", "gpu", "--out", ""],
+    ["validate", "gpu", "--compare", ""],
+    ["doctor", ""],
+    ["doctor", "--signatures", ""],
 ]
 
 
@@ -37,16 +48,31 @@ def test_an_empty_path_option_is_refused(tmp_path: Path, monkeypatch: pytest.Mon
 BOM = "\ufeff"
 #: per Python kind: params, a module before, and the same module after the patch
 PY_KINDS: dict[str, tuple[dict[str, object], str, str]] = {
-    "prelude": ({"block": "import os  # T"}, '"""Doc."""\nimport sys\n', '"""Doc."""\n\nimport os  # T\n\nimport sys\n'),
-    "guard-import": ({"module": "flash_attn"}, "import sys\nfrom flash_attn import f\n",
-                     ("import sys\ntry:  # T\n    from flash_attn import f  # T\nexcept ImportError:  # T\n"
-                      "    pass  # T\n")),
-    "keyword-rename": ({"call": "make", "old_keyword": "a", "new_keyword": "b", "new_value": "1"}, "x = make(\n    a=1,\n)\n",
-                       "x = make(\n    # a=1, # T\n    b=1, # T\n)\n"),
-    "keyword-value": ({"keyword": "k", "calls": ["make"], "old_value": "1", "value": "2"}, "x = make(\n    k=1,\n)\n",
-                      "x = make(\n    # k=1,  # T\n    k=2,  # T\n)\n"),
-    "structural": ({"scope": "f", "indent": "    ", "above": ["a()"], "before": "    b()\n", "after": "    c()  # T\n"},
-                   "def f():\n    a()\n    b()\n", "def f():\n    a()\n    c()  # T\n"),
+    "prelude": (
+        {"block": "import os  # T"},
+        '"""Doc."""\nimport sys\n',
+        '"""Doc."""\n\nimport os  # T\n\nimport sys\n',
+    ),
+    "guard-import": (
+        {"module": "flash_attn"},
+        "import sys\nfrom flash_attn import f\n",
+        ("import sys\ntry:  # T\n    from flash_attn import f  # T\nexcept ImportError:  # T\n    pass  # T\n"),
+    ),
+    "keyword-rename": (
+        {"call": "make", "old_keyword": "a", "new_keyword": "b", "new_value": "1"},
+        "x = make(\n    a=1,\n)\n",
+        "x = make(\n    # a=1, # T\n    b=1, # T\n)\n",
+    ),
+    "keyword-value": (
+        {"keyword": "k", "calls": ["make"], "old_value": "1", "value": "2"},
+        "x = make(\n    k=1,\n)\n",
+        "x = make(\n    # k=1,  # T\n    k=2,  # T\n)\n",
+    ),
+    "structural": (
+        {"scope": "f", "indent": "    ", "above": ["a()"], "before": "    b()\n", "after": "    c()  # T\n"},
+        "def f():\n    a()\n    b()\n",
+        "def f():\n    a()\n    c()  # T\n",
+    ),
 }
 
 

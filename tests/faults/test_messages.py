@@ -89,8 +89,14 @@ def test_efbig_names_the_file_size_limit(tmp_path: Path) -> None:
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
 
-    done = subprocess.run([sys.executable, "-m", "patchctl", "apply", "-t", str(tree), "-p", str(ps)],
-                          check=False, capture_output=True, text=True, preexec_fn=limit, env={**os.environ, **GIT_IDENT})
+    done = subprocess.run(
+        [sys.executable, "-m", "patchctl", "apply", "-t", str(tree), "-p", str(ps)],
+        check=False,
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        env={**os.environ, **GIT_IDENT},
+    )
     assert done.returncode == 1, done.stderr
     assert one_error(done.stdout + done.stderr) == (
         f"error: {tree / 'big.txt'}: cannot write (the file would exceed this process's file-size limit of 64.0 KiB "

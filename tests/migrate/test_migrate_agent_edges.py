@@ -67,7 +67,10 @@ def test_without_delete_the_manifest_keeps_earlier_files_still_there(tmp_path: P
         (root / n).write_text(n)
     placed(root, ["old.py", "gone.py", "../outside.py"])
     agent(req(root, "finish", [entry(root, "new.py")]))
-    assert json.loads((root / ".patchctl" / "manifest.json").read_text()) == {"format": 1, "files": ["new.py", "old.py"]}
+    assert json.loads((root / ".patchctl" / "manifest.json").read_text()) == {
+        "format": 1,
+        "files": ["new.py", "old.py"],
+    }
     agent(req(root, "finish", [entry(root, "new.py")], delete=True, max_delete=5))
     assert json.loads((root / ".patchctl" / "manifest.json").read_text())["files"] == ["new.py"]
     assert not (root / "old.py").exists()
@@ -196,7 +199,9 @@ def test_finish_waits_for_a_transfer_still_holding_the_lock(tmp_path: Path) -> N
     fd = os.open(root / ".patchctl" / "transfer.lock", os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
     replies: list[dict[str, object]] = []
-    finish = threading.Thread(target=lambda: replies.append(agent(req(root, "finish", [], rendered={"run.yaml": "a: 1\n"}))))
+    finish = threading.Thread(
+        target=lambda: replies.append(agent(req(root, "finish", [], rendered={"run.yaml": "a: 1\n"})))
+    )
     finish.start()
     finish.join(3.0)
     assert finish.is_alive() and not (root / "run.yaml").exists(), "finish wrote while another transfer held the lock"

@@ -30,8 +30,10 @@ PARAMS = {"call": "f", "old_keyword": "a", "new_keyword": "b", "new_value": "1"}
 @pytest.mark.parametrize("missing", ["call", "old_keyword", "new_keyword", "new_value"])
 def test_each_required_param_is_a_manifest_error(tmp_path: Path, missing: str) -> None:
     params = "".join(f'{k} = "{v}"\n' for k, v in PARAMS.items() if k != missing)
-    (tmp_path / "patchset.toml").write_text('[patchset]\nname = "s"\ntag = "Uky"\n\n[[patch]]\nid = "p"\ntitle = "t"\nwhy = "w"\n'
-                                            f'kind = "keyword-rename"\ntarget = ["m.py"]\n[patch.params]\n{params}')
+    (tmp_path / "patchset.toml").write_text(
+        '[patchset]\nname = "s"\ntag = "Uky"\n\n[[patch]]\nid = "p"\ntitle = "t"\nwhy = "w"\n'
+        f'kind = "keyword-rename"\ntarget = ["m.py"]\n[patch.params]\n{params}'
+    )
     with pytest.raises(ManifestError, match=f"params.{missing}"):
         load_patchset(tmp_path)
 
@@ -53,7 +55,10 @@ def test_a_missing_file_is_missing_everywhere() -> None:
 
 def test_no_call_at_all_is_named() -> None:
     edit = KIND.apply("x = 1\n", RENAME, CTX)
-    assert (edit.status, edit.reason) == (EditStatus.NOT_APPLICABLE, "no call to AsyncLLM.from_vllm_config(...) in mod.py")
+    assert (edit.status, edit.reason) == (
+        EditStatus.NOT_APPLICABLE,
+        "no call to AsyncLLM.from_vllm_config(...) in mod.py",
+    )
 
 
 def test_upstreams_own_untagged_new_keyword_is_not_the_patch() -> None:

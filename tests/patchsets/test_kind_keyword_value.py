@@ -29,10 +29,10 @@ cfg = AutoConfig.from_pretrained(
     attn_implementation="flash_attention_2",
     trust_remote_code=True,
 )
-other = AutoConfig.from_pretrained(path, trust_remote_code=tc, attn_implementation="flash_attention_2")
+o = AutoConfig.from_pretrained(path, trust_remote_code=t, attn_implementation="flash_attention_2")
 keep = AutoConfig.from_pretrained(path, attn_implementation="eager")
 '''
-AFTER = '''import os
+AFTER = """import os
 
 cfg = AutoConfig.from_pretrained(
     path,
@@ -40,10 +40,10 @@ cfg = AutoConfig.from_pretrained(
     attn_implementation=os.environ.get("ATTN", "sdpa"),  # compat
     trust_remote_code=True,
 )
-# other = AutoConfig.from_pretrained(path, trust_remote_code=tc, attn_implementation="flash_attention_2")  # compat
-other = AutoConfig.from_pretrained(path, trust_remote_code=tc, attn_implementation=os.environ.get("ATTN", "sdpa"))  # compat
+# o = AutoConfig.from_pretrained(path, trust_remote_code=t, attn_implementation="flash_attention_2")  # compat
+o = AutoConfig.from_pretrained(path, trust_remote_code=t, attn_implementation=os.environ.get("ATTN", "sdpa"))  # compat
 keep = AutoConfig.from_pretrained(path, attn_implementation="eager")
-'''
+"""
 
 
 def test_set_on_own_line_and_shared_line() -> None:
@@ -68,7 +68,10 @@ def test_round_trip_and_check() -> None:
 def test_remove_keeps_a_tagged_comment() -> None:
     p = patch(keyword="position_ids", calls=["self.module.generate"], action="remove", old_value=None, value=None)
     before = "out = self.module.generate(\n    input_ids=idx,\n    position_ids=position_ids,\n    do_sample=True,\n)\n"
-    after = "out = self.module.generate(\n    input_ids=idx,\n    # position_ids=position_ids,  # compat\n    do_sample=True,\n)\n"
+    after = (
+        "out = self.module.generate(\n    input_ids=idx,\n    # position_ids=position_ids,  # compat\n"
+        "    do_sample=True,\n)\n"
+    )
     edit = KIND.apply(before, p, CTX)
     assert edit.text == after
     assert KIND.check(after, p, CTX).presence is Presence.PRESENT
@@ -88,8 +91,10 @@ def test_dict_display_entry() -> None:
               '        "num_return_sequences": self.config.n,\n    }\n')
     edit = KIND.apply(before, p, CTX)
     assert edit.status is EditStatus.CHANGED
-    assert '        # "num_return_sequences": self.config.n,  # compat\n        "num_return_sequences": 1,  # compat\n' \
+    assert (
+        '        # "num_return_sequences": self.config.n,  # compat\n        "num_return_sequences": 1,  # compat\n'
         in str(edit.text)
+    )
     assert '    kwargs = {"num_return_sequences": 1}\n' in str(edit.text)  # old_value filters: untouched
     assert KIND.revert(str(edit.text), p, CTX).text == before
 
@@ -104,7 +109,9 @@ def test_parenthesised_dict_value() -> None:
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
 def test_line_endings_and_last_line_without_newline(newline: str) -> None:
     p = patch()
-    before = newline.join(["import os", "c = AutoConfig.from_pretrained(", '    attn_implementation="flash_attention_2")'])
+    before = newline.join(
+        ["import os", "c = AutoConfig.from_pretrained(", '    attn_implementation="flash_attention_2")']
+    )
     edit = KIND.apply(before, p, CTX)
     assert edit.status is EditStatus.CHANGED
     assert not str(edit.text).endswith(newline)
@@ -129,7 +136,7 @@ def test_not_applicable_and_modified() -> None:
     # a site left unpatched next to a patched one is not "present"
     lines = after.splitlines(keepends=True)
     half = "".join(lines[:8] + [BEFORE.splitlines(keepends=True)[7]] + lines[10:])
-    assert "other = AutoConfig.from_pretrained(path, trust_remote_code=tc, attn_implementation=\"flash" in half
+    assert "o = AutoConfig.from_pretrained(path, trust_remote_code=t, attn_implementation=\"flash" in half
     assert KIND.check(half, p, CTX).presence is Presence.MODIFIED
 
 

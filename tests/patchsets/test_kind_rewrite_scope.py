@@ -21,7 +21,9 @@ CASES = {
     "module level": "x = make(\n    a=1,\n    quiet=args.quiet,\n)\n",
     "in a method, after other calls": (
         "class A:\n    def f(self):\n        make(a=0)\n        try:\n            y = make(\n"
-        "                a=1,\n                quiet=args.quiet,  \n            )\n        except E:\n            pass\n"),
+        "                a=1,\n                quiet=args.quiet,  \n            )\n"
+        "        except E:\n            pass\n"
+    ),
     "decorated, CRLF": "@deco\ndef g():\r\n    return make(\r\n        quiet=args.quiet,\r\n    )\r\n",
     "shares a line": "import os; z = make(\n    quiet=args.quiet,\n)\n",
     "no final newline": "def h():\n    return make(\n        quiet=args.quiet,\n    )",
@@ -50,6 +52,8 @@ def test_prelude_on_the_head_equals_the_whole_module() -> None:
                   kind.parse_params({"block": "# Uky: first\nimport os  # Uky"}, Path("."), Path("x"), "p"))
     text = '"""Doc."""\n# header\n\nfrom __future__ import annotations\n\nimport sys\n\n\ndef f():\n    return 1\n'
     edit = kind.apply(text, patch, CTX)
-    assert edit.text == ('"""Doc."""\n# header\n\nfrom __future__ import annotations\n\n# Uky: first\nimport os  # Uky\n'
-                         '\nimport sys\n\n\ndef f():\n    return 1\n')
+    assert edit.text == (
+        '"""Doc."""\n# header\n\nfrom __future__ import annotations\n\n# Uky: first\nimport os  # Uky\n'
+        "\nimport sys\n\n\ndef f():\n    return 1\n"
+    )
     assert kind.revert(edit.text, patch, CTX).text == text

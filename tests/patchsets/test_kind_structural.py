@@ -39,7 +39,9 @@ def round_trip(before: str, after: str, p: Patch) -> None:
 # was: conflict ("lines 4 hold other code"): only the nearest `self.sync()` below was tried as the end
 def test_a_replaced_statement_that_reads_like_the_anchor_below_is_found() -> None:
     before = "def fit(self):\n    self.init()\n    self.sync()\n    self.sync()\n    return self.state\n"
-    after = "def fit(self):\n    self.init()\n    self.sync(blocking=True)  # Uky\n    self.sync()\n    return self.state\n"
+    after = (
+        "def fit(self):\n    self.init()\n    self.sync(blocking=True)  # Uky\n    self.sync()\n    return self.state\n"
+    )
     round_trip(before, after, patch(above=["self.init()"], below=["self.sync()"], before="    self.sync()\n",
                                     after="    self.sync(blocking=True)  # Uky\n"))
 

@@ -59,7 +59,9 @@ def test_apply_says_when_a_patch_is_past_drop_when(tmp_path: Path) -> None:
     ps = patchset(tmp_path / "ps")
     for version, past in (("0.7.0", False), ("0.8.1", True)):
         tree = verl_tree(tmp_path / version, version)
-        doc = json.loads(CliRunner().invoke(cli, ["apply", "--target", str(tree), "--patchset", str(ps), "--json"]).stdout)
+        doc = json.loads(
+            CliRunner().invoke(cli, ["apply", "--target", str(tree), "--patchset", str(ps), "--json"]).stdout
+        )
         (result,) = doc["results"]
         assert result["status"] == "applied"
         assert ("past drop_when >=0.8: consider removing this patch" in result["reason"]) is past

@@ -116,7 +116,10 @@ def test_refuses_dirty_files_unless_forced(release_tree) -> None:
     before = snapshot(tree)
     code, out = run("apply", "--target", str(tree), *CODE_PATCHES)
     assert code == 1
-    assert "uncommitted changes in files a patch would change: verl/workers/rollout/vllm_rollout/vllm_async_server.py" in out
+    assert (
+        "uncommitted changes in files a patch would change: verl/workers/rollout/vllm_rollout/vllm_async_server.py"
+        in out
+    )
     assert snapshot(tree) == before
     code, out = run("apply", "--target", str(tree), "--force", *CODE_PATCHES)
     assert code == 0, out

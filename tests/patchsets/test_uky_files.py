@@ -185,7 +185,9 @@ def stub_tree(tmp_path_factory) -> dict:
     return {"base": base, "tree": tree, "values": values}
 
 
-def _run_script(stub: dict, script: Path, *extra: str, env_extra: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+def _run_script(
+    stub: dict, script: Path, *extra: str, env_extra: dict | None = None
+) -> tuple[subprocess.CompletedProcess, dict]:
     out = stub["base"] / f"{script.stem}.json"
     env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PYTHONPATH")}
     env.update({"STUB_OUT": str(out)})
@@ -428,7 +430,9 @@ def test_git_ignore_shell_round_trip(tmp_path) -> None:
     exports = shell.stdout.strip().splitlines()
     assert [line.split("=", 1)[0] for line in exports] == [f"export {n}" for n in GIT_IGNORE_NAMES]
 
-    script = 'eval "$(python3 "$1" --shell)"; for n in ' + " ".join(GIT_IGNORE_NAMES) + ' ; do printf "%s\\0" "${!n}"; done'
+    script = (
+        'eval "$(python3 "$1" --shell)"; for n in ' + " ".join(GIT_IGNORE_NAMES) + ' ; do printf "%s\\0" "${!n}"; done'
+    )
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
     result = subprocess.run([_bash(), "-c", script, "bash", str(target)], capture_output=True, env=env, check=True)
     got = result.stdout.decode().split("\0")[:-1]

@@ -23,40 +23,65 @@ def find(rule: upstream.UpstreamRule, text: str) -> str | None:
     return upstream.find(rule, "m.py", lambda rel: text if rel == "m.py" else None, "Uky")
 
 
-@pytest.mark.parametrize("text", [
-    "e = AsyncLLM.from_vllm_config(c, enable_log_requests=True)\n",
-    "e = AsyncLLM.from_vllm_config(c, **{'enable_log_requests': True})\n",
-    "e = AsyncLLM.from_vllm_config(c, **dict(enable_log_requests=True))\n",
-    "def run():\n    kw = {'enable_log_requests': True}\n    e = AsyncLLM.from_vllm_config(c, **kw)\n",
-    "def run():\n    kw = {}\n    if ok:\n        kw['enable_log_requests'] = True\n    AsyncLLM.from_vllm_config(c, **kw)\n",
-    "def run():\n    kw = {}\n    kw.update(enable_log_requests=True)\n    AsyncLLM.from_vllm_config(c, **kw)\n",
-    "def run():\n    kw = {}\n    kw |= {'enable_log_requests': True}\n    AsyncLLM.from_vllm_config(c, **kw)\n",
-    "def run():\n    kw = {}\n    kw.setdefault('enable_log_requests', True)\n    AsyncLLM.from_vllm_config(c, **kw)\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "e = AsyncLLM.from_vllm_config(c, enable_log_requests=True)\n",
+        "e = AsyncLLM.from_vllm_config(c, **{'enable_log_requests': True})\n",
+        "e = AsyncLLM.from_vllm_config(c, **dict(enable_log_requests=True))\n",
+        "def run():\n    kw = {'enable_log_requests': True}\n    e = AsyncLLM.from_vllm_config(c, **kw)\n",
+        "def run():\n    kw = {}\n    if ok:\n        kw['enable_log_requests'] = True\n"
+        "    AsyncLLM.from_vllm_config(c, **kw)\n",
+        "def run():\n    kw = {}\n    kw.update(enable_log_requests=True)\n    AsyncLLM.from_vllm_config(c, **kw)\n",
+        "def run():\n    kw = {}\n    kw |= {'enable_log_requests': True}\n    AsyncLLM.from_vllm_config(c, **kw)\n",
+        "def run():\n    kw = {}\n    kw.setdefault('enable_log_requests', True)\n"
+        "    AsyncLLM.from_vllm_config(c, **kw)\n",
+    ],
+)
 def test_the_call_passing_the_new_keyword_is_superseded(text: str) -> None:
     said = find(RULE, text)
     assert said is not None and said.startswith("upstream's AsyncLLM.from_vllm_config(...) at m.py:")
     assert "no disable_log_requests=" in said
 
 
-@pytest.mark.parametrize("text, why", [
-    ("e = AsyncLLM.from_vllm_config(c)\nenable_log_requests = True\nf(enable_log_requests=1)\n",
-     "the name elsewhere in the file is not the call"),
-    ("e = AsyncLLM.from_vllm_config(c, disable_log_requests=d, enable_log_requests=e)\n",
-     "the call still passes the old keyword"),
-    ("AsyncLLM.from_vllm_config(c, enable_log_requests=e)\nAsyncLLM.from_vllm_config(c, disable_log_requests=d)\n",
-     "another call of the callee still passes the old keyword: the patch has work to do there"),
-    ("e = AsyncLLM.from_vllm_config(\n    c,\n    enable_log_requests=e, # Uky\n)\n",
-     "a tagged keyword is the fork's, not upstream's"),
-    ("def a():\n    kw = {'enable_log_requests': True}\n\ndef b(**kw):\n    AsyncLLM.from_vllm_config(c, **kw)\n",
-     "a dict built in another function is not this call's"),
-    ("def a():\n    kw = {'enable_log_requests': True}\n\nkw = {}\nAsyncLLM.from_vllm_config(c, **kw)\n",
-     "nor is one a function builds for a call at module level"),
-    ("def run():\n    kw = {'disable_log_requests': True}\n    AsyncLLM.from_vllm_config(c, enable_log_requests=e, **kw)\n",
-     "the old keyword through **kwargs still counts as passed"),
-    ("x = 1\n", "no call at all"),
-    ("def broken(:\n", "a file that does not parse says nothing"),
-])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        (
+            "e = AsyncLLM.from_vllm_config(c)\nenable_log_requests = True\nf(enable_log_requests=1)\n",
+            "the name elsewhere in the file is not the call",
+        ),
+        (
+            "e = AsyncLLM.from_vllm_config(c, disable_log_requests=d, enable_log_requests=e)\n",
+            "the call still passes the old keyword",
+        ),
+        (
+            "AsyncLLM.from_vllm_config(c, enable_log_requests=e)\n"
+            "AsyncLLM.from_vllm_config(c, disable_log_requests=d)\n",
+            "another call of the callee still passes the old keyword: the patch has work to do there",
+        ),
+        (
+            "e = AsyncLLM.from_vllm_config(\n    c,\n    enable_log_requests=e, # Uky\n)\n",
+            "a tagged keyword is the fork's, not upstream's",
+        ),
+        (
+            "def a():\n    kw = {'enable_log_requests': True}\n\ndef b(**kw):\n"
+            "    AsyncLLM.from_vllm_config(c, **kw)\n",
+            "a dict built in another function is not this call's",
+        ),
+        (
+            "def a():\n    kw = {'enable_log_requests': True}\n\nkw = {}\nAsyncLLM.from_vllm_config(c, **kw)\n",
+            "nor is one a function builds for a call at module level",
+        ),
+        (
+            "def run():\n    kw = {'disable_log_requests': True}\n"
+            "    AsyncLLM.from_vllm_config(c, enable_log_requests=e, **kw)\n",
+            "the old keyword through **kwargs still counts as passed",
+        ),
+        ("x = 1\n", "no call at all"),
+        ("def broken(:\n", "a file that does not parse says nothing"),
+    ],
+)
 def test_not_superseded(text: str, why: str) -> None:
     assert find(RULE, text) is None, why
 
@@ -181,7 +206,9 @@ def test_a_one_line_function_builds_its_calls_kwargs() -> None:
     assert said is not None and "through **kw (built at line 1)" in said
 
 
-@pytest.mark.parametrize("merged", ["{'x': 1} | {'enable_log_requests': True}", "{'enable_log_requests': True} | {'x': 1}"])
+@pytest.mark.parametrize(
+    "merged", ["{'x': 1} | {'enable_log_requests': True}", "{'enable_log_requests': True} | {'x': 1}"]
+)
 def test_a_merged_dict_passes_a_key_either_side_holds(merged: str) -> None:
     said = find(RULE, f"e = AsyncLLM.from_vllm_config(c, **({merged}))\n")
     assert said is not None and "passes enable_log_requests= through ** (line 1)" in said

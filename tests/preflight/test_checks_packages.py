@@ -144,7 +144,9 @@ def test_vllm_inside_and_outside_the_declared_range(one, make_ctx, fake_site, tm
 
 
 def test_vllm_built_for_another_torch(one, make_ctx, fake_site):
-    site = fake_site({"vllm/__init__.py": "raise ImportError('/x/vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi')"})
+    site = fake_site(
+        {"vllm/__init__.py": "raise ImportError('/x/vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi')"}
+    )
     r = one(make_ctx({"PYTHONPATH": site}), "vllm")
     assert r.status is Status.FAIL and "does not import" in r.value and "another torch" in r.fix
 
@@ -165,13 +167,19 @@ def test_vllm_missing_on_this_machine(one, make_ctx, tmp_path):
 def test_flash_attn_states(one, make_ctx, fake_site):
     ok = fake_site({"flash_attn/__init__.py": "__version__ = '2.8.3'\n", "flash_attn/flash_attn_interface.py": ""})
     assert one(make_ctx({"PYTHONPATH": ok}), "flash_attn").value == "flash-attn 2.8.3"
-    abi = fake_site({"flash_attn/__init__.py": "raise ImportError('/x/flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so:"
-                                               " undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationESs')"})
+    abi = fake_site(
+        {
+            "flash_attn/__init__.py": "raise ImportError('/x/flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so:"
+            " undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationESs')"
+        }
+    )
     r = one(make_ctx({"PYTHONPATH": abi}), "flash_attn")
     assert r.status is Status.FAIL and "undefined symbol" in r.value and "--force-reinstall" in r.fix
     if importlib.util.find_spec("flash_attn") is None:
         r = one(make_ctx(), "flash_attn")
-        assert r.status is Status.WARN and "flash-attn is not installed" in r.value and "attn_implementation=sdpa" in r.fix
+        assert (
+            r.status is Status.WARN and "flash-attn is not installed" in r.value and "attn_implementation=sdpa" in r.fix
+        )
 
 
 FAKE_RAY = """
@@ -209,11 +217,17 @@ def test_ray_stages(one, make_ctx, fake_site, fail, status, text):
 def test_ray_with_a_stale_cluster_address(one, make_ctx, fake_site, tmp_path):
     """Seen on the GPU machine after a killed `ray start --head`: Ray's address file outlives the head,
     and ray.init(num_cpus=...) then refuses to start a local instance."""
-    site = fake_site({"ray/__init__.py": FAKE_RAY.replace(
-        "def init(**kw):",
-        "def init(**kw):\n"
-        "    if os.path.exists(os.path.join(os.environ['RAY_TMPDIR'], 'ray', 'ray_current_cluster')):\n"
-        "        raise ValueError('When connecting to an existing cluster, num_cpus and num_gpus must not be provided.')")})
+    site = fake_site(
+        {
+            "ray/__init__.py": FAKE_RAY.replace(
+                "def init(**kw):",
+                "def init(**kw):\n"
+                "    if os.path.exists(os.path.join(os.environ['RAY_TMPDIR'], 'ray', 'ray_current_cluster')):\n"
+                "        raise ValueError('When connecting to an existing cluster, '\n"
+                "                         'num_cpus and num_gpus must not be provided.')",
+            )
+        }
+    )
     (tmp_path / "raytmp" / "ray").mkdir(parents=True)
     env = {"PYTHONPATH": site, "RAY_TMPDIR": str(tmp_path / "raytmp")}
     assert one(make_ctx(env), "ray").status is Status.PASS

@@ -27,7 +27,9 @@ def tree_of(root: Path, version: str | None) -> Path:
 
 
 def cluster() -> Cluster:
-    return Cluster("c", (Host("node1", "/r"),), "/r", Path("patchctl.toml"), paths={"DATA_DIR": "/d", "MODEL_PATH": "/m"})
+    return Cluster(
+        "c", (Host("node1", "/r"),), "/r", Path("patchctl.toml"), paths={"DATA_DIR": "/d", "MODEL_PATH": "/m"}
+    )
 
 
 @pytest.mark.parametrize("name", ["debug", "fast-load", "standard"])
@@ -57,7 +59,9 @@ def test_smoke_has_no_adaptation() -> None:
 def test_plan_applies_and_records_the_adaptation(tmp_path: Path) -> None:
     for version, expect in (("0.9.1", True), ("0.6.1", False)):
         tree = open_tree(tree_of(tmp_path / version, version))
-        plan = run.plan(tree, load_profile("fast-load"), cluster(), ["trainer.total_epochs=1"], "python3", tmp_path / "r")
+        plan = run.plan(
+            tree, load_profile("fast-load"), cluster(), ["trainer.total_epochs=1"], "python3", tmp_path / "r"
+        )
         argv = list(plan.launch.argv)
         assert (BACKEND in argv) is expect
         assert ("VLLM_ATTENTION_BACKEND" in plan.launch.env) is not expect

@@ -21,8 +21,11 @@ from patchctl.train.profiles import expand_env, load_profile, load_profiles
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "src/patchctl/patchsets/builtin/uky/files/examples/grpo_trainer"
-SCRIPT_OF = {"debug": "run_qwen2_5_vl-3b_fake_dataset_DEBUG.sh", "fast-load": "run_qwen2_5_vl-3b_fake_dataset_FAST_LOAD.sh",
-             "standard": "run_qwen2_5_vl-3b_fake_dataset.sh"}
+SCRIPT_OF = {
+    "debug": "run_qwen2_5_vl-3b_fake_dataset_DEBUG.sh",
+    "fast-load": "run_qwen2_5_vl-3b_fake_dataset_FAST_LOAD.sh",
+    "standard": "run_qwen2_5_vl-3b_fake_dataset.sh",
+}
 PATHS = {"DATA_DIR": "/data/fake", "MODEL_PATH": "/models/Qwen2.5-VL-3B-Instruct", "CHECKPOINT_DIR": "/ckpt"}
 
 
@@ -53,7 +56,9 @@ def script_run(script: Path, tmp: Path) -> tuple[list[str], dict[str, str]]:
     bindir.mkdir()
     dump = tmp / "argv.json"
     fake = bindir / "python3"
-    shell = "".join(f"echo {k}={v}; " for k, v in {**PATHS, "VERL_ROOT": str(root), "LOG_DIR": str(tmp / "logs")}.items())
+    shell = "".join(
+        f"echo {k}={v}; " for k, v in {**PATHS, "VERL_ROOT": str(root), "LOG_DIR": str(tmp / "logs")}.items()
+    )
     fake.write_text(f"""#!{sys.executable}
 import json, os, sys
 if sys.argv[1].endswith("git_ignore.py"):
@@ -153,7 +158,9 @@ def test_bad_profiles_file(tmp_path: Path) -> None:
     bad.write_text('[profile.x]\ndescription = "d"\nrollout = "tpu"\nassets = "smoke"\noverrides = []\n')
     with pytest.raises(ManifestError, match="'tpu' is not allowed"):
         load_profiles(bad)
-    with pytest.raises(PatchctlError, match="no such profile; choose one of: debug, fast-load, smoke, smoke-vllm, standard"):
+    with pytest.raises(
+        PatchctlError, match="no such profile; choose one of: debug, fast-load, smoke, smoke-vllm, standard"
+    ):
         load_profile("nope")
 
 

@@ -33,7 +33,9 @@ AGREE = ("training/rollout_actor_probs_pearson_corr", "training/rollout_probs_di
 def report_scan(path: Path) -> LogScan:
     scan = LogScan()
     for s in json.loads(path.read_text())["steps"]:
-        scan.steps.append(Step(s["step"], s["at"], {k: float("nan") if v is None else v for k, v in s["metrics"].items()}))
+        scan.steps.append(
+            Step(s["step"], s["at"], {k: float("nan") if v is None else v for k, v in s["metrics"].items()})
+        )
     return scan
 
 
@@ -67,7 +69,9 @@ def test_recorded_vllm_run_without_reward_agrees_and_skips_the_rest() -> None:
     gates = {g.name: g for g in signals.evaluate(report_scan(VLLM_RUN), GATES)}
     assert gates["rollout-agrees"].status is GateStatus.PASS
     assert "pearson 0.999958 (step 3)" in str(gates["rollout-agrees"].value)
-    assert gates["update-applied"].status is GateStatus.SKIP and "every advantage was 0" in gates["update-applied"].reason
+    assert (
+        gates["update-applied"].status is GateStatus.SKIP and "every advantage was 0" in gates["update-applied"].reason
+    )
     assert gates["weights-synced"].status is GateStatus.SKIP
 
 

@@ -141,7 +141,9 @@ def test_model_loads_generates_and_saves(model_dir: Path) -> None:
     cfg = json.loads((model_dir / "config.json").read_text())
     weights = safetensors.numpy.load_file(str(model_dir / "model.safetensors"))
     assert {name: a.shape for name, a in weights.items()} == _qwen2_shapes(cfg)
-    assert sum(a.size for a in weights.values()) == 297_600 and {a.dtype for a in weights.values()} == {np.dtype(np.float32)}
+    assert sum(a.size for a in weights.values()) == 297_600 and {a.dtype for a in weights.values()} == {
+        np.dtype(np.float32)
+    }
     ids = [2, 5, 7, 9, 3, 2, 6]
     logits = _qwen2_logits(weights, cfg, ids)
     assert logits.shape == (7, 12) and np.isfinite(logits).all() and logits.std() > 0

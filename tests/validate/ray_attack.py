@@ -116,10 +116,29 @@ def stranger_runs_code(gcs: str, token: str | None = None) -> bool:
 def open_head(address: str) -> tuple[subprocess.Popen[bytes], str, Path]:
     """A Ray head with token auth off, as Ray below 2.52 always is: (process, GCS, temp dir)."""
     temp = Path(tempfile.mkdtemp(prefix="pco-", dir="/tmp"))
-    head = subprocess.Popen([*RAY, "start", "--block", "--head", "--port", str(free_port(address)), "--node-ip-address", address,
-                             "--num-cpus", "1", "--include-dashboard=false", "--disable-usage-stats",
-                             "--temp-dir", str(temp)], env=stranger_env(), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    head = subprocess.Popen(
+        [
+            *RAY,
+            "start",
+            "--block",
+            "--head",
+            "--port",
+            str(free_port(address)),
+            "--node-ip-address",
+            address,
+            "--num-cpus",
+            "1",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+            "--temp-dir",
+            str(temp),
+        ],
+        env=stranger_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     return head, run_gcs(address), temp
 
 

@@ -50,7 +50,10 @@ def test_worker_that_never_joins_times_out_naming_it_with_its_ray_log(site: Site
     code, doc = run_json(site, "--ray-timeout", "8")
     assert code == 1 and doc["host"] == "node2" and doc["stage"] == "ray-up"
     assert doc["cause"].startswith(f"node2: its Ray node ({ADDRESS['node2']}) did not join the head within 8 s")
-    assert "its Ray log ends: " in doc["cause"] and f"Failed to connect to GCS at address {ADDRESS['node1']}" in doc["cause"]
+    assert (
+        "its Ray log ends: " in doc["cause"]
+        and f"Failed to connect to GCS at address {ADDRESS['node1']}" in doc["cause"]
+    )
     assert {t["label"]: t["status"] for t in doc["teardown"]} == {"node1": "stopped", "node2": "stopped"}
 
 
@@ -120,11 +123,30 @@ def test_ctrl_c_stops_ray_on_every_host(site: Site) -> None:
     two_hosts(site)
     out = site.dir / "run"
     # a terminal's Ctrl-C reaches the whole foreground group: patchctl and its ssh clients
-    p = subprocess.Popen([sys.executable, "-m", "patchctl", "validate", "loop", "--config", str(site.dir / "patchctl.toml"),
-                          "--out", str(out), "--ray-cpus", "1", "+standin.step_seconds=0.5"],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "patchctl",
+            "validate",
+            "loop",
+            "--config",
+            str(site.dir / "patchctl.toml"),
+            "--out",
+            str(out),
+            "--ray-cpus",
+            "1",
+            "+standin.step_seconds=0.5",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not ((out / "train.log").exists() and "step:2 " in (out / "train.log").read_text()):
+    while time.monotonic() < deadline and not (
+        (out / "train.log").exists() and "step:2 " in (out / "train.log").read_text()
+    ):
         time.sleep(0.1)
     os.killpg(p.pid, signal.SIGINT)
     output, _ = p.communicate(timeout=120)

@@ -225,7 +225,9 @@ def test_a_node_the_run_did_not_start_is_named_and_fails_the_run(site: Site, mon
         for s in strangers:
             s.stop()
     assert code == 1 and doc["stage"] == "census" and doc["host"] == "node1", doc["cause"]
-    assert doc["cause"].startswith(f"node1: 1 node(s) not started by this run joined its Ray cluster: {STRANGER} (node ")
+    assert doc["cause"].startswith(
+        f"node1: 1 node(s) not started by this run joined its Ray cluster: {STRANGER} (node "
+    )
 
 
 def test_ctrl_c_during_ray_start_up_is_interrupted(site: Site) -> None:

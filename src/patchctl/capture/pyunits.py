@@ -170,7 +170,9 @@ def place(unit: Unit, fork_lines: list[str], base_tree: ast.Module, base_lines: 
         nodes = [n for n in st.find_scopes(base_tree, unit.scope) if not isinstance(n, ast.Module)]
         if len(nodes) != 1:
             what = "no" if not nodes else f"{len(nodes)}"
-            return Problem(unit.line, f"BASE has {what} definition(s) named {unit.scope}; the header edit cannot be placed")
+            return Problem(
+                unit.line, f"BASE has {what} definition(s) named {unit.scope}; the header edit cannot be placed"
+            )
         b1, b2 = st.header_span(base_lines, nodes[0])  # type: ignore[arg-type]
         f1, f2 = st.header_span(fork_lines, unit.node)  # type: ignore[arg-type]
         if base_lines[b1 - 1: nodes[0].lineno - 1] == fork_lines[f1 - 1: unit.node.lineno - 1]:  # type: ignore[attr-defined]
@@ -202,15 +204,21 @@ def place(unit: Unit, fork_lines: list[str], base_tree: ast.Module, base_lines: 
         elif force and len(holding) == 1:
             chosen = holding[0]  # apply tries anchors as text first: count the places that way
             exact = [c.first for c in st.candidates(base_lines, base_tree, unit.scope, up, down, True, unit.blocks)]
-            unit.params["occurrence"] = exact.index(chosen.first) + 1 if chosen.first in exact else found.index(chosen) + 1
+            unit.params["occurrence"] = (
+                exact.index(chosen.first) + 1 if chosen.first in exact else found.index(chosen) + 1
+            )
         if chosen is not None or not found:
             break
     if chosen is None:
         scope = unit.scope or "the module"
         if seen == 0:
-            return Problem(unit.line, f"the statements around the edit are not in {scope} in BASE; it cannot be anchored")
+            return Problem(
+                unit.line, f"the statements around the edit are not in {scope} in BASE; it cannot be anchored"
+            )
         if seen == 1:
-            return Problem(unit.line, f"the place its neighbours name in {scope} in BASE does not hold the lines it changes")
+            return Problem(
+                unit.line, f"the place its neighbours name in {scope} in BASE does not hold the lines it changes"
+            )
         return Problem(unit.line, f"its neighbours in {scope} fit {seen} places in BASE even with up to {MAX_ANCHORS} "
                        "statements of context; pass --include FILE:LINE to take the one at this line")
     unit.params.update({"mode": "statements", "scope": unit.scope, **({"blocks": unit.blocks} if unit.blocks else {}),

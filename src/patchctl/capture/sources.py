@@ -116,7 +116,9 @@ def open_fork(path: Path) -> Tree:
 
 def open_base(spec: str, fork: Path, scratch: Path) -> Tree:
     """Resolve ``--base`` into a directory; a release or git ref is exported under ``scratch``."""
-    found = trees.parse(spec, repo=fork, option="--base", ref_fix="check `git -C FORK tag` or pass a directory or verl==X.Y.Z")
+    found = trees.parse(
+        spec, repo=fork, option="--base", ref_fix="check `git -C FORK tag` or pass a directory or verl==X.Y.Z"
+    )
     if found is None:  # pragma: no cover - parse raises for a spec that is no ref either
         raise BadOptionValue("--base", spec, "not a directory, a release or a ref")
     if found.kind is trees.Kind.PATH:

@@ -106,14 +106,19 @@ def retire_cmd(target: str, out: Path | None, repo: Path | None, since: str | No
         return 1 if done.problems else 0
     click.echo(f"retire {done.patchset} on {done.target} (verl {done.version or '?'}):")
     for r in done.retired:
-        by = (f"absorbed by {r.absorbed_by.sha[:12]} {r.absorbed_by.date[:10]} "
-              f"{render.printable(r.absorbed_by.subject)} (first in {r.release or 'no release yet'})"
-              if r.absorbed_by else "absorbing commit not bisected (it needs --repo, --since, and a ref or a vX.Y.Z tag for the target)")
+        by = (
+            f"absorbed by {r.absorbed_by.sha[:12]} {r.absorbed_by.date[:10]} "
+            f"{render.printable(r.absorbed_by.subject)} (first in {r.release or 'no release yet'})"
+            if r.absorbed_by
+            else "absorbing commit not bisected (it needs --repo, --since, and a ref or a vX.Y.Z tag for the target)"
+        )
         click.echo(f"  retired {r.patch}: {by}; drop_when {r.drop_when or '-'}")
     if not done.retired:
         click.echo("  nothing is superseded upstream there; nothing to retire")
     for line in done.problems:
         click.echo(f"  ! {render.printable(line)}")
     if done.out:
-        click.echo(f"wrote {render.quote_path(str(done.out))} ({len(done.kept)} patch(es) kept, record in retired.json)")
+        click.echo(
+            f"wrote {render.quote_path(str(done.out))} ({len(done.kept)} patch(es) kept, record in retired.json)"
+        )
     return 1 if done.problems else 0

@@ -22,7 +22,9 @@ def _include(values: tuple[str, ...]) -> set[tuple[str, int]]:
     for v in values:
         path, sep, line = v.rpartition(":")
         if not sep or not path or not line.isdigit():
-            raise BadOptionValue("--include", v, "write FILE:LINE with FILE relative to the fork, e.g. verl/utils/x.py:42")
+            raise BadOptionValue(
+                "--include", v, "write FILE:LINE with FILE relative to the fork, e.g. verl/utils/x.py:42"
+            )
         out.add((path, int(line)))
     return out
 

@@ -23,8 +23,12 @@ repo_option = click.option("--repo", "repo", type=NonEmptyPath(path_type=Path, f
 
 
 @click.command("drift")
-@click.option("--from", "source", required=True, metavar="A", type=SPEC, help="The version you are on: a release, a ref, a path.")
-@click.option("--to", "dest", required=True, metavar="B", type=SPEC, help="The version you consider: a release, a ref, a path.")
+@click.option(
+    "--from", "source", required=True, metavar="A", type=SPEC, help="The version you are on: a release, a ref, a path."
+)
+@click.option(
+    "--to", "dest", required=True, metavar="B", type=SPEC, help="The version you consider: a release, a ref, a path."
+)
 @repo_option
 @patchset_option
 @json_option
@@ -71,7 +75,9 @@ def show(found: Drift) -> None:
             continue
         click.echo(f"\n{p.patch}:")
         if p.outcome_changed:
-            click.echo(f"  outcome {p.before.status.value} -> {p.after.status.value}: {render.printable(p.after.reason)}")
+            click.echo(
+                f"  outcome {p.before.status.value} -> {p.after.status.value}: {render.printable(p.after.reason)}"
+            )
         for r in p.regions:
             if r.changed:
                 click.echo(f"  {r.what} {render.printable(r.name)}: {r.status}")
@@ -89,8 +95,12 @@ def markdown(found: Drift) -> str:
     def cell(text: str) -> str:
         return render.printable(text).replace("|", "\\|")
 
-    lines = [f"### drift {cell(found.source)} -> {cell(found.dest)}", "",
-             f"| patch | {cell(found.source)} | {cell(found.dest)} | changed under it | flags |", "|---|---|---|---|---|"]
+    lines = [
+        f"### drift {cell(found.source)} -> {cell(found.dest)}",
+        "",
+        f"| patch | {cell(found.source)} | {cell(found.dest)} | changed under it | flags |",
+        "|---|---|---|---|---|",
+    ]
     lines += [f"| {p.patch} | {p.before.status.value} | {p.after.status.value} | {cell(_under(p))} | "
               f"{cell('; '.join(p.flags)) or '-'} |" for p in found.patches]
     for p in found.patches:
@@ -159,7 +169,9 @@ def watch_markdown(found: Watch, since: str, branch: str, repo: str) -> str:
         touched = f"`{p.touched.sha[:12]}` {render.printable(p.touched.subject)}" if p.touched else "-"
         moved = f"`{p.outcome_changed.sha[:12]}` {render.printable(p.outcome_changed.subject)}" \
             if p.outcome_changed else (render.printable(p.note) or "-")
-        lines.append(f"| {p.patch} | {touched.replace('|', '/')} | {p.before} -> {p.after} | {moved.replace('|', '/')} |")
+        lines.append(
+            f"| {p.patch} | {touched.replace('|', '/')} | {p.before} -> {p.after} | {moved.replace('|', '/')} |"
+        )
     to = first.sha[:12] if first else branch
     lines += ["", (f"Details: `patchctl drift --repo {repo} --from {since} --to {to}` "
                    f"(or `--to {branch}`), then `patchctl bisect PATCH --good {since} --bad {branch} --repo {repo}`.")]

@@ -88,7 +88,10 @@ def _show(matrix: Matrix) -> None:
     failed = [(row, c) for row in matrix.rows for c in matrix.columns if matrix.cell(row, c).status.is_failure]
     for row, c in failed:
         cell = matrix.cell(row, c)
-        click.echo(f"\n{matrix.name(row)} on {c.source.label}: {cell.status.value} in {render.quote_path(cell.path or '-')}: {render.printable(cell.reason)}")
+        click.echo(
+            f"\n{matrix.name(row)} on {c.source.label}: {cell.status.value} in "
+            f"{render.quote_path(cell.path or '-')}: {render.printable(cell.reason)}"
+        )
         if cell.detail:
             click.echo(cell.detail.rstrip("\n"))
     if failed:

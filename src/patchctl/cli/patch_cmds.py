@@ -50,7 +50,9 @@ def apply_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], dr
     """Re-create every patch of the patchsets on TARGET (all-or-nothing)."""
     sets = load_patchsets(patchsets)
     tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
-    result = engine.apply(tree, sets, only=_only(sets, only), dry_run=dry_run, force=force, commit=commit, branch=branch)
+    result = engine.apply(
+        tree, sets, only=_only(sets, only), dry_run=dry_run, force=force, commit=commit, branch=branch
+    )
     if as_json:
         render.emit_json(result.to_json())
     else:
@@ -112,7 +114,9 @@ def list_cmd(patchsets: tuple[str, ...], as_json: bool) -> int:
         for p in ps.patches:
             click.echo(f"\n  {p.id}  [{p.kind}]  {p.title}")
             click.echo(f"    target: {' | '.join(render.quote_path(t) for t in p.target)}")
-            click.echo(textwrap.fill(" ".join(p.why.split()), 100, initial_indent="    why: ", subsequent_indent="         "))
+            click.echo(
+                textwrap.fill(" ".join(p.why.split()), 100, initial_indent="    why: ", subsequent_indent="         ")
+            )
             for k, v in p.meta.items():
                 click.echo(f"    {k}: {v}")
     return 0

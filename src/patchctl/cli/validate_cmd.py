@@ -48,7 +48,9 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
               help="Use a Ray node already running on a host instead of refusing (it is never stopped).")
 @click.option("--ray-timeout", type=float, default=60.0, show_default=True, callback=_seconds,
               help="Seconds to wait for Ray to list every host with its GPUs.")
-@click.option("--timeout", type=float, default=None, callback=_seconds, help="Stop the trainer after this many seconds.")
+@click.option(
+    "--timeout", type=float, default=None, callback=_seconds, help="Stop the trainer after this many seconds."
+)
 @click.option("--ray-cpus", type=click.IntRange(min=0), default=None,
               help="CPUs each Ray node offers (default: Ray counts them).")
 @click.option("--lease", type=float, default=60.0, show_default=True, callback=_seconds,

@@ -56,7 +56,9 @@ class Match:
     def resolves(self) -> list[tuple[str, str]]:
         """(kind, text) of what resolves it, with the values the log showed filled in."""
         got = dict(self.captures)
-        return [(k, _SLOT.sub(lambda m: got.get(m.group(1)) or m.group(2), v)) for k, v in self.signature.resolves.items()]
+        return [
+            (k, _SLOT.sub(lambda m: got.get(m.group(1)) or m.group(2), v)) for k, v in self.signature.resolves.items()
+        ]
 
     @property
     def seen(self) -> str:

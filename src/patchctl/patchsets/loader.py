@@ -67,7 +67,9 @@ def _spec(value: str, file: Path, key: str, patch_id: str) -> str:
     try:
         SpecifierSet(value)
     except InvalidSpecifier:
-        raise ManifestError(file, key, f"{value!r} is not a version specifier", 'write e.g. ">=0.6,<0.7"', patch_id) from None
+        raise ManifestError(
+            file, key, f"{value!r} is not a version specifier", 'write e.g. ">=0.6,<0.7"', patch_id
+        ) from None
     return value
 
 

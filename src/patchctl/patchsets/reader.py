@@ -104,5 +104,7 @@ def assess(patch: Patch, tree: TreeReader, patchset_root: Path) -> Assessment:
     if skip is not None or path is None:
         return Assessment(path, skip)
     found = KINDS[patch.kind].check(tree.read(path), patch, Context(patchset_root, path))
-    superseded = upstream.find(patch.upstream, path, tree.read, patch.tag) if found.presence is Presence.MISSING else None
+    superseded = (
+        upstream.find(patch.upstream, path, tree.read, patch.tag) if found.presence is Presence.MISSING else None
+    )
     return Assessment(path, None, found, superseded)

@@ -26,8 +26,11 @@ def check_can_commit(root: Path, is_git: bool, branch: str) -> None:
     if git.branch_exists(root, branch):
         raise CommitRefused(root, f"branch {branch!r} already exists", "delete it or pass --branch NAME")
     if not git.has_committer(root):
-        raise CommitRefused(root, "git has no identity to commit with",
-                            'run git config --global user.name "Your Name" and git config --global user.email you@example.com')
+        raise CommitRefused(
+            root,
+            "git has no identity to commit with",
+            'run git config --global user.name "Your Name" and git config --global user.email you@example.com',
+        )
 
 
 def execute(plan: Plan, *, force: bool = False, commit_branch: str | None = None, message: str = "",

@@ -95,7 +95,9 @@ def judge_model(path_str: str | None, source: str) -> Verdict:
     path = Path(path_str)
     origin = f"MODEL_PATH={path} ({source})"
     if not path.is_dir():
-        return Verdict(Status.FAIL, f"{origin}: no such directory", f"download the model there or fix MODEL_PATH in {source}")
+        return Verdict(
+            Status.FAIL, f"{origin}: no such directory", f"download the model there or fix MODEL_PATH in {source}"
+        )
     config = path / "config.json"
     if not config.is_file():
         snaps = sorted((path / "snapshots").glob("*/config.json")) if (path / "snapshots").is_dir() else []

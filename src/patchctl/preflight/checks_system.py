@@ -174,8 +174,10 @@ def judge_open_files(soft: int, hard: int) -> Verdict:
     if hard == resource.RLIM_INFINITY or hard >= OPEN_FILES_WANTED:
         fix = f"run `ulimit -n {OPEN_FILES_WANTED}` in the launch script (the hard limit allows it)"
     else:
-        fix = (f"raise the hard limit (nofile {OPEN_FILES_WANTED} in /etc/security/limits.conf, or "
-               f"docker run --ulimit nofile={OPEN_FILES_WANTED}:{OPEN_FILES_WANTED}), then ulimit -n {OPEN_FILES_WANTED}")
+        fix = (
+            f"raise the hard limit (nofile {OPEN_FILES_WANTED} in /etc/security/limits.conf, or "
+            f"docker run --ulimit nofile={OPEN_FILES_WANTED}:{OPEN_FILES_WANTED}), then ulimit -n {OPEN_FILES_WANTED}"
+        )
     status = Status.FAIL if soft < 1024 else Status.WARN
     return Verdict(status, value + f"; Ray with many workers wants {OPEN_FILES_WANTED}",
                    "too few descriptors end in 'Too many open files' from Ray and NCCL; " + fix)

@@ -95,9 +95,9 @@ def unreachable_reason(cluster: Cluster, host: Host, stderr: str) -> str:
 class Master:
     """One ``ssh -M -N`` per host, started and stopped by patchctl: no ControlPersist daemon, a
     child of patchctl that the kernel kills when patchctl dies (:mod:`patchctl.proc`), taking
-    every ssh and rsync session multiplexed over it along. ``start`` begins the login and returns at once; ``open`` waits for it and
-    returns None once logged in, else ssh's reason. Both may be called from several threads;
-    the host is logged in to once."""
+    every ssh and rsync session multiplexed over it along. ``start`` begins the login and returns
+    at once; ``open`` waits for it and returns None once logged in, else ssh's reason. Both may
+    be called from several threads; the host is logged in to once."""
 
     def __init__(self, cluster: Cluster, host: Host, control_dir: Path, index: int) -> None:
         self.cluster, self.host = cluster, host

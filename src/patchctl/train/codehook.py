@@ -86,8 +86,11 @@ class Proof:
 
     def to_json(self) -> dict[str, Any]:
         def procs(w: Watch, inside: bool) -> list[dict[str, Any]]:
-            return [{"pid": p.pid, "role": p.role, **({} if inside else {"file": p.imports[w.module]})}
-                    for p in self.processes if w.module in p.imports and _inside(p.imports[w.module], self.tree) == inside]
+            return [
+                {"pid": p.pid, "role": p.role, **({} if inside else {"file": p.imports[w.module]})}
+                for p in self.processes
+                if w.module in p.imports and _inside(p.imports[w.module], self.tree) == inside
+            ]
 
         return {"tree": self.tree, "processes": len(self.processes),
                 "verl_from": sorted({p.imports["verl"] for p in self.processes if "verl" in p.imports}),

@@ -101,9 +101,9 @@ def execute(launch: Launch, t0: float, on_line: Callable[[str, float], None],
     started patchctl". The process gets its own session; on timeout or Ctrl-C that whole group
     (the driver and the Ray processes it started) is terminated. After a ``kill -9`` of patchctl
     the driver gets SIGKILL from the kernel and the rest of its group is ended by the next
-    train, migrate, validate or matrix (see :mod:`patchctl.proc` and :mod:`patchctl.orphans`). ``while_starting`` runs once
-    the process is launched (work the trainer needs only later, such as the smoke assets); if it
-    raises, the trainer is stopped and the error propagates.
+    train, migrate, validate or matrix (see :mod:`patchctl.proc` and :mod:`patchctl.orphans`).
+    ``while_starting`` runs once the process is launched (work the trainer needs only later, such
+    as the smoke assets); if it raises, the trainer is stopped and the error propagates.
     """
     launch.log.parent.mkdir(parents=True, exist_ok=True)
     child = proc.spawn(launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env}, stdout=subprocess.PIPE,

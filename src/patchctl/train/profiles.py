@@ -33,7 +33,12 @@ PREPARE = ("tiny-dataset",)
 PROFILE_SCHEMA = {
     "description": Field(str, True, "one line"),
     "rollout": Field(str, True, '"hf", "vllm" or "sglang"', choices=ROLLOUTS),
-    "assets": Field(str, True, '"smoke" or "smoke-bytes" (patchctl builds model and data; word-level or byte-level tokenizer) or "cluster"', choices=ASSETS),
+    "assets": Field(
+        str,
+        True,
+        '"smoke" or "smoke-bytes" (patchctl builds model and data; word-level or byte-level tokenizer) or "cluster"',
+        choices=ASSETS,
+    ),
     "overrides": Field(list, True, 'hydra overrides such as "data.train_batch_size=4"', item=str),
     "needs": Field(list, False, 'cluster path keys such as ["MODEL_PATH", "DATA_DIR"]', item=str),
     "prepare": Field(list, False, '["tiny-dataset"]', item=str),
@@ -124,10 +129,14 @@ def _profile(name: str, raw: Any, file: Path) -> Profile:
     for key in ("env", "defaults"):
         for k, v in raw.get(key, {}).items():
             if not isinstance(v, str):
-                raise ManifestError(file, f"{prefix}{key}.{k}", f"expected a string, got {type(v).__name__}", "quote it")
+                raise ManifestError(
+                    file, f"{prefix}{key}.{k}", f"expected a string, got {type(v).__name__}", "quote it"
+                )
     for i, item in enumerate(raw.get("prepare", [])):
         if item not in PREPARE:
-            raise ManifestError(file, f"{prefix}prepare[{i}]", f"{item!r} is not a known step", f"use: {', '.join(PREPARE)}")
+            raise ManifestError(
+                file, f"{prefix}prepare[{i}]", f"{item!r} is not a known step", f"use: {', '.join(PREPARE)}"
+            )
     for i, ov in enumerate(raw["overrides"]):
         if "=" not in ov:
             raise ManifestError(file, f"{prefix}overrides[{i}]", f"{ov!r} is not KEY=VALUE", "write key=value")
@@ -149,7 +158,9 @@ def _profile(name: str, raw: Any, file: Path) -> Profile:
         try:
             SpecifierSet(a["verl"])
         except InvalidSpecifier:
-            raise ManifestError(file, where + "verl", f"{a['verl']!r} is not a version range", 'write e.g. ">=0.9"') from None
+            raise ManifestError(
+                file, where + "verl", f"{a['verl']!r} is not a version range", 'write e.g. ">=0.9"'
+            ) from None
         for k, v in a.get("env", {}).items():
             if not isinstance(v, str):
                 raise ManifestError(file, f"{where}env.{k}", f"expected a string, got {type(v).__name__}", "quote it")

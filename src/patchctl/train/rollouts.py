@@ -121,6 +121,10 @@ def preflight_row(root: Path, profile_name: str) -> dict[str, str]:
     if profile.rollout in have:
         return {**row, "value": f"{profile.rollout} (the tree has: {', '.join(have)})"}
     instead = [n for n, p in sorted(profiles.items()) if p.rollout in have and p.needs == profile.needs]
-    return {**row, "status": "fail", "value": f"profile {profile_name} rolls out with {profile.rollout}, which this "
-            f"tree does not have (its rollouts: {', '.join(have) or 'none found'})",
-            "fix": f"use --profile {' or --profile '.join(instead)}" if instead else "pick a profile whose rollout it has"}
+    return {
+        **row,
+        "status": "fail",
+        "value": f"profile {profile_name} rolls out with {profile.rollout}, which this "
+        f"tree does not have (its rollouts: {', '.join(have) or 'none found'})",
+        "fix": f"use --profile {' or --profile '.join(instead)}" if instead else "pick a profile whose rollout it has",
+    }

@@ -6,8 +6,8 @@ loss and gradient at 0: exit code, step count and finite metrics pass for any tr
 all. These gates read what verl logs besides the reward:
 
 - ``rollout-agrees``: on the steps no applied update preceded (the first one, at least), the
-  probabilities the rollout engine sampled with against the trainer's for the same tokens (verl's ``training/rollout_probs_diff_mean`` and
-  ``training/rollout_actor_probs_pearson_corr``, logged where
+  probabilities the rollout engine sampled with against the trainer's for the same tokens (verl's
+  ``training/rollout_probs_diff_mean`` and ``training/rollout_actor_probs_pearson_corr``, logged where
   ``actor_rollout_ref.rollout.calculate_log_probs`` is on, and ``rollout_corr/kl``). Wrong
   kernels, a dtype mismatch or corrupted logits in the rollout show here from the first step.
 - ``update-applied``: on steps with a non-zero advantage, the gradient norm is finite and above 0,

@@ -213,11 +213,23 @@ def make_tiny_model(dest: Path, words: list[str] | tuple[str, ...], spec: TinyMo
         "bos_token_id": cfg["bos_token_id"], "eos_token_id": cfg["eos_token_id"], "pad_token_id": cfg["pad_token_id"],
         "do_sample": True}, indent=2) + "\n")
     (dest / "tokenizer.json").write_text(tok_json)
-    (dest / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "Qwen2Tokenizer" if tokenizer == "bytes" else "PreTrainedTokenizerFast", "model_max_length": spec.max_positions,
-        "bos_token": BOS, "eos_token": EOS, "pad_token": PAD, "unk_token": UNK,
-        "padding_side": "left", "clean_up_tokenization_spaces": False, "chat_template": CHAT_TEMPLATE,
-    }, indent=2) + "\n")
+    (dest / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "Qwen2Tokenizer" if tokenizer == "bytes" else "PreTrainedTokenizerFast",
+                "model_max_length": spec.max_positions,
+                "bos_token": BOS,
+                "eos_token": EOS,
+                "pad_token": PAD,
+                "unk_token": UNK,
+                "padding_side": "left",
+                "clean_up_tokenization_spaces": False,
+                "chat_template": CHAT_TEMPLATE,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     (dest / "special_tokens_map.json").write_text(json.dumps(
         {"bos_token": BOS, "eos_token": EOS, "pad_token": PAD, "unk_token": UNK}, indent=2) + "\n")
     return TinyModel(dest, vocab, sum(int(a.size) for a in tensors.values()))

@@ -79,7 +79,11 @@ def compare(new: Report, old: Report) -> dict[str, Any]:
         ("verdict", fmt(new.doc.get("verdict")), fmt(old.doc.get("verdict"))),
         ("GPUs", _gpus(new), _gpus(old)),
         ("steps", str(len(new.doc["steps"])), str(len(old.doc["steps"]))),
-        ("time to first step (s)", fmt(new.doc["timings"].get("first_step")), fmt(old.doc["timings"].get("first_step"))),
+        (
+            "time to first step (s)",
+            fmt(new.doc["timings"].get("first_step")),
+            fmt(old.doc["timings"].get("first_step")),
+        ),
         ("seconds per step", fmt(_per_step(new)), fmt(_per_step(old))),
         ("final reward", fmt(round(rn[-1][1], 4) if rn else None), fmt(round(ro[-1][1], 4) if ro else None)),
         ("verdict at (s)", fmt(new.doc["timings"].get("verdict")), fmt(old.doc["timings"].get("verdict"))),

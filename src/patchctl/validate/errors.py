@@ -100,7 +100,9 @@ class AuthNotEnforced(ValidateFailed):
 
     def __init__(self, host: str, findings: dict[str, dict[str, str]]) -> None:
         self.host, self.findings = host, findings
-        what = "; ".join(f"{k}: {v['outcome']} ({v['detail']})" for k, v in findings.items() if v["outcome"] != "refused")
+        what = "; ".join(
+            f"{k}: {v['outcome']} ({v['detail']})" for k, v in findings.items() if v["outcome"] != "refused"
+        )
         super().__init__(f"{host}: the run's Ray cluster did not prove that it refuses callers without the token "
                          f"({what}); it was stopped. Install Ray >= 2.52 on the hosts, or pass --insecure-ray on a "
                          "cluster firewalled from everyone else")

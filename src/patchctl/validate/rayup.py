@@ -111,10 +111,20 @@ def run(plan: planning.Plan, started: Started, pre: tuple[HostPreflight, ...], n
     finally:
         form.close(wait=10)
     configured = {n.label: n for n in plan.nodes}
-    nodes = tuple(RayNode(label_of[d["address"]], d["address"], len(d["uuids"]) or by_label[label_of[d["address"]]].gpus,
-                          round(joined.get(d["address"], 0.0), 3), d.get("cuda_visible_devices"), tuple(d["uuids"]),
-                          tuple(d["names"]), dict(d["env"]), configured[label_of[d["address"]]].index in started.joined)
-                  for d in sorted(event["nodes"], key=lambda d: [e["address"] for e in expected].index(d["address"])))
+    nodes = tuple(
+        RayNode(
+            label_of[d["address"]],
+            d["address"],
+            len(d["uuids"]) or by_label[label_of[d["address"]]].gpus,
+            round(joined.get(d["address"], 0.0), 3),
+            d.get("cuda_visible_devices"),
+            tuple(d["uuids"]),
+            tuple(d["names"]),
+            dict(d["env"]),
+            configured[label_of[d["address"]]].index in started.joined,
+        )
+        for d in sorted(event["nodes"], key=lambda d: [e["address"] for e in expected].index(d["address"]))
+    )
     auth = guard.judge(plan, event.get("auth") or {}, event.get("foreign") or [])
     gpus.check(nodes, configured)
     cluster = RayCluster(gcs, nodes, round(time.monotonic() - t0, 3), auth)
@@ -141,8 +151,11 @@ def _workers_alive(plan: planning.Plan, started: Started) -> None:
                     raise HostLost(node.label, "ray-up", "worker", problem)
                 raise RayStartFailed(node.label, f"{problem}; {fix}", "")
             if event.get("event") in ("failed", "error"):
-                raise RayStartFailed(node.label, event.get("error") or f"ray start exited with {event.get('returncode')}",
-                                     " | ".join(event.get("tail", [])[-3:]))
+                raise RayStartFailed(
+                    node.label,
+                    event.get("error") or f"ray start exited with {event.get('returncode')}",
+                    " | ".join(event.get("tail", [])[-3:]),
+                )
 
 
 def _tail(started: Started, nodes: tuple[Node, ...], label: str) -> str:

@@ -73,7 +73,9 @@ class Started:
             if session is not None:
                 session.send({"cmd": "stop"})
                 session.close(wait=10)
-            return HostTeardown(node.label, "joined-left-alone", reason="it was running before; validate only joined it")
+            return HostTeardown(
+                node.label, "joined-left-alone", reason="it was running before; validate only joined it"
+            )
         if session is not None and session.send({"cmd": "stop"}):
             try:
                 event = session.until(["stopped"], timeout=60)

@@ -78,7 +78,9 @@ class AddFile:
     def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
         if text is None:
-            return Edit(EditStatus.CHANGED, f"{ctx.path} added (mode {stat.filemode(p.mode | stat.S_IFREG)})", p.content, p.mode)
+            return Edit(
+                EditStatus.CHANGED, f"{ctx.path} added (mode {stat.filemode(p.mode | stat.S_IFREG)})", p.content, p.mode
+            )
         if p.existing == "keep":
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} already exists with other content; kept as it is")
         diff = "\n".join(difflib.unified_diff(p.content.splitlines(), text.splitlines(), p.source, quote_path(ctx.path),

@@ -110,7 +110,11 @@ def enclosing_statement(tree: ast.Module, call: ast.Call) -> ast.stmt | None:
     """The innermost statement that holds the whole call."""
     best = None
     for node in ast.walk(tree):
-        holds = isinstance(node, ast.stmt) and node.lineno <= call.lineno and (call.end_lineno or 0) <= (node.end_lineno or 0)
+        holds = (
+            isinstance(node, ast.stmt)
+            and node.lineno <= call.lineno
+            and (call.end_lineno or 0) <= (node.end_lineno or 0)
+        )
         if holds and (best is None or (node.lineno, -(node.end_lineno or 0)) >= (best.lineno, -(best.end_lineno or 0))):
             best = node
     return best

@@ -70,7 +70,10 @@ def difference(expected: str, found: str, first: int) -> str:
     if f is None:
         return f"the patch expects `{w_lines[w.lineno - 1].strip()}` after line {first + len(f_lines) - 1}"  # type: ignore[union-attr]
     if w is None:
-        return f"line {first + f.lineno - 1} reads `{f_lines[f.lineno - 1].strip()}`, which the patch does not expect there"
+        return (
+            f"line {first + f.lineno - 1} reads `{f_lines[f.lineno - 1].strip()}`, "
+            "which the patch does not expect there"
+        )
     a, b = _leaf(f, w, f, w)
     return (f"line {first + a.lineno - 1} reads `{f_lines[a.lineno - 1].strip()}` where the patch expects "  # type: ignore[attr-defined]
             f"`{w_lines[b.lineno - 1].strip()}`")  # type: ignore[attr-defined]

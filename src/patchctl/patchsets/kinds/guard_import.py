@@ -141,7 +141,9 @@ class GuardImport(LineRewrite):
                 # are): it is taken whole, so check's round trip says modified, not missing
                 span = size if window[2:] == expected else _tagged_run(window, tag)
                 if ours and span >= 2:
-                    out.append(f"{indent}{moved[len(indent + unit): -len(tag)]}{lines[i + span - 1][len(window[span - 1]):]}")
+                    out.append(
+                        f"{indent}{moved[len(indent + unit) : -len(tag)]}{lines[i + span - 1][len(window[span - 1]) :]}"
+                    )
                     owned += list(range(i + 1, i + span + 1))
                     i += span
                     continue
@@ -162,7 +164,9 @@ class GuardImport(LineRewrite):
                 "or an import is still unguarded)")
 
     def _say_edited(self, p: Params, path: str) -> str:
-        return f"the tagged guard of {p.module} in {path} was edited after apply; restore it or revert the file with git"
+        return (
+            f"the tagged guard of {p.module} in {path} was edited after apply; restore it or revert the file with git"
+        )
 
     def _say_nothing(self, p: Params, path: str) -> str:
         return f"{path} has no unguarded module-level import of {p.module}"

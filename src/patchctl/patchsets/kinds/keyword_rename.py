@@ -135,10 +135,14 @@ class KeywordRename:
         arg = call.args[index]
         before, trail = calls.before(call, index), calls.trail(arg)
         if not isinstance(before, cst.ParenthesizedWhitespace) or not isinstance(trail, cst.ParenthesizedWhitespace):
-            problem.append(f"{p.old_keyword}= shares a line with other arguments; put it on a line of its own and apply again")
+            problem.append(
+                f"{p.old_keyword}= shares a line with other arguments; put it on a line of its own and apply again"
+            )
             return call
         if trail.first_line.comment is not None:
-            problem.append(f"{p.old_keyword}= carries a comment ({trail.first_line.comment.value}); remove it and apply again")
+            problem.append(
+                f"{p.old_keyword}= carries a comment ({trail.first_line.comment.value}); remove it and apply again"
+            )
             return call
         bare = arg.with_changes(comma=cst.Comma() if isinstance(arg.comma, cst.Comma) else cst.MaybeSentinel.DEFAULT,
                                 whitespace_after_arg=cst.SimpleWhitespace(""))
@@ -147,11 +151,14 @@ class KeywordRename:
         first = trail.first_line
         new_trail = trail.with_changes(first_line=first.with_changes(
             whitespace=cst.SimpleWhitespace(first.whitespace.value + " "), comment=cst.Comment(tag_comment(patch.tag))))
-        new_arg = calls.with_trail(arg.with_changes(keyword=cst.Name(p.new_keyword), value=cst.parse_expression(p.new_value)),
-                                   new_trail)
+        new_arg = calls.with_trail(
+            arg.with_changes(keyword=cst.Name(p.new_keyword), value=cst.parse_expression(p.new_value)), new_trail
+        )
         args = list(call.args)
         args[index] = new_arg
-        return calls.set_before(call.with_changes(args=args), index, before.with_changes(empty_lines=[*before.empty_lines, comment]))
+        return calls.set_before(
+            call.with_changes(args=args), index, before.with_changes(empty_lines=[*before.empty_lines, comment])
+        )
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
@@ -163,10 +170,14 @@ class KeywordRename:
         if not exact:
             return Edit(EditStatus.NOT_APPLICABLE, f"no tagged {p.new_keyword}= in {p.call}(...) to revert")
         if len(exact) > 1:
-            return Edit(EditStatus.AMBIGUOUS, "the tagged change appears at lines " + ", ".join(str(s.line) for s in exact))
+            return Edit(
+                EditStatus.AMBIGUOUS, "the tagged change appears at lines " + ", ".join(str(s.line) for s in exact)
+            )
         site = exact[0]
         problem: list[str] = []
-        out = calls.rewrite_site(text, ctx.path, p.call, site, lambda module: lambda call: self._backward(call, patch, problem))
+        out = calls.rewrite_site(
+            text, ctx.path, p.call, site, lambda module: lambda call: self._backward(call, patch, problem)
+        )
         if problem:
             return Edit(EditStatus.CONFLICT, f"line {site.line}: {problem[0]}")
         return Edit(EditStatus.CHANGED, f"restored {p.old_keyword}= in {p.call}(...) at line {site.line}", out)
@@ -186,7 +197,11 @@ class KeywordRename:
         first = trail.first_line
         restored = trail.with_changes(first_line=first.with_changes(
             whitespace=cst.SimpleWhitespace(first.whitespace.value[:-1]), comment=None))
-        new_arg = calls.with_trail(arg.with_changes(keyword=old_arg.keyword, equal=old_arg.equal, value=old_arg.value), restored)
+        new_arg = calls.with_trail(
+            arg.with_changes(keyword=old_arg.keyword, equal=old_arg.equal, value=old_arg.value), restored
+        )
         args = list(call.args)
         args[index] = new_arg
-        return calls.set_before(call.with_changes(args=args), index, before.with_changes(empty_lines=before.empty_lines[:-1]))
+        return calls.set_before(
+            call.with_changes(args=args), index, before.with_changes(empty_lines=before.empty_lines[:-1])
+        )

@@ -86,7 +86,9 @@ def _elements(tree: ast.Module, p: Params) -> list[tuple[ast.AST, ast.AST, bool]
 
 class KeywordValue(LineRewrite):
     name: ClassVar[str] = "keyword-value"
-    description: ClassVar[str] = "Set or remove a keyword in matching calls or dict displays; the old line stays as a tagged comment."
+    description: ClassVar[str] = (
+        "Set or remove a keyword in matching calls or dict displays; the old line stays as a tagged comment."
+    )
     params_schema: ClassVar[Schema] = {
         "keyword": Field(str, True, 'the keyword, e.g. "attn_implementation"'),
         "calls": Field(list, False, 'callees as written, e.g. ["AutoConfig.from_pretrained"]', item=str),
@@ -218,7 +220,9 @@ class KeywordValue(LineRewrite):
                 "or a site is still unpatched)")
 
     def _say_edited(self, p: Params, path: str) -> str:
-        return f"the tagged {p.keyword} lines in {path} were edited after apply; restore them or revert the file with git"
+        return (
+            f"the tagged {p.keyword} lines in {path} were edited after apply; restore them or revert the file with git"
+        )
 
     def _say_nothing(self, p: Params, path: str) -> str:
         where = ", ".join([*p.calls, *p.dicts])

@@ -90,7 +90,9 @@ class Prelude:
         class PinIndent(cst.CSTTransformer):
             """Write the block's nested bodies with its own indentation, not the target's."""
 
-            def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+            def leave_IndentedBlock(
+                self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+            ) -> cst.IndentedBlock:
                 return updated_node.with_changes(indent=updated_node.indent or module.default_indent)
 
         # a lone module puts leading comments in its header; they belong to the first statement
@@ -134,7 +136,9 @@ class Prelude:
             have = lines[start - 1: start - 1 + len(p.block.splitlines())]
             diff = "\n".join(difflib.unified_diff(p.block.splitlines(), have, "expected", quote_path(ctx.path),
                                                      lineterm=""))
-            return Check(Presence.MODIFIED, f"the tagged block at line {start} differs from the patch", frozenset(hits), diff)
+            return Check(
+                Presence.MODIFIED, f"the tagged block at line {start} differs from the patch", frozenset(hits), diff
+            )
         return Check(Presence.MISSING, "block not present")
 
     def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:

@@ -53,7 +53,9 @@ class ShellEnv:
         try:
             re.compile(before)
         except re.error as exc:
-            raise ManifestError(manifest, "params.before", f"is not a regex ({exc})", "fix the pattern", patch_id) from None
+            raise ManifestError(
+                manifest, "params.before", f"is not a regex ({exc})", "fix the pattern", patch_id
+            ) from None
         return Params(tuple(pairs), before)
 
     @staticmethod
@@ -85,7 +87,9 @@ class ShellEnv:
             return Check(Presence.PRESENT, f"all {len(good)} exports present", frozenset(good))
         if other:
             name, found, line = other[0]
-            return Check(Presence.MODIFIED, f"line {line}: {name}={found}, the patch sets another value", frozenset(good))
+            return Check(
+                Presence.MODIFIED, f"line {line}: {name}={found}, the patch sets another value", frozenset(good)
+            )
         return Check(Presence.MISSING, "missing: " + ", ".join(n for n, _ in absent), frozenset(good))
 
     def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:

@@ -74,9 +74,13 @@ class Structural:
             raise ManifestError(manifest, "params.scope", "is empty, but a header belongs to a class or function",
                                 'name the definition, e.g. scope = "compute_score"', patch_id)
         if p.before == p.after:
-            raise ManifestError(manifest, "params.after", "equals params.before", "the patch must change something", patch_id)
+            raise ManifestError(
+                manifest, "params.after", "equals params.before", "the patch must change something", patch_id
+            )
         if p.occurrence is not None and p.occurrence < 1:
-            raise ManifestError(manifest, "params.occurrence", "must be 1 or more", "count fitting places from 1", patch_id)
+            raise ManifestError(
+                manifest, "params.occurrence", "must be 1 or more", "count fitting places from 1", patch_id
+            )
         return p
 
     @staticmethod

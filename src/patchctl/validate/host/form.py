@@ -90,9 +90,14 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         time.sleep(0.1)
     strangers = authprobe.start(request["gcs"])
     task = ray.remote(probe_node)
-    refs = [task.options(num_cpus=0, num_gpus=expected[ip],
-                         scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(WATCHED_ENV)
-            for ip, n in seen.items()]
+    refs = [
+        task.options(
+            num_cpus=0,
+            num_gpus=expected[ip],
+            scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
+        ).remote(WATCHED_ENV)
+        for ip, n in seen.items()
+    ]
     try:
         probed = ray.get(refs, timeout=float(request.get("probe_timeout", 120)))
         auth = authprobe.verdicts(strangers)
@@ -104,7 +109,9 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
                 p.kill()
                 p.wait()
         ray.shutdown()
-    emit({"event": "reply", "nodes": probed, "auth": auth, "foreign": extra, "seconds": round(time.monotonic() - t0, 3)})
+    emit(
+        {"event": "reply", "nodes": probed, "auth": auth, "foreign": extra, "seconds": round(time.monotonic() - t0, 3)}
+    )
     return 0
 
 

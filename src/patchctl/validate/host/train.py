@@ -67,7 +67,9 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     plan = train_run.plan(tree, profile, view, list(request["overrides"]), sys.executable, Path(request["run_dir"]))
     emit({"event": "plan", "argv": list(plan.launch.argv), "run_dir": str(plan.run_dir), "version": tree.version})
     finished = threading.Event()
-    threading.Thread(target=_watch_stdin, args=(finished, request.get("lease")), name="validate-stdin", daemon=True).start()
+    threading.Thread(
+        target=_watch_stdin, args=(finished, request.get("lease")), name="validate-stdin", daemon=True
+    ).start()
     try:
         result = train_run.train(plan, tree, t0, timeout=request.get("timeout"),
                                  on_line=lambda line, at: emit({"event": "line", "text": line, "at": round(at, 3)}))

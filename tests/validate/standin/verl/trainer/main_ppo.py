@@ -39,7 +39,9 @@ def main(argv):
     refs = [where.options(num_gpus=gpus, scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
             .remote() for n in nodes]
     for ip, env in sorted(ray.get(refs, timeout=120)):
-        print(f"(WorkerDict pid={os.getpid()}) rank on {ip}: " + " ".join(f"{k}={v}" for k, v in env.items()), flush=True)
+        print(
+            f"(WorkerDict pid={os.getpid()}) rank on {ip}: " + " ".join(f"{k}={v}" for k, v in env.items()), flush=True
+        )
     total = int(cfg.get("trainer.total_training_steps", "40"))
     fail_at = int(cfg.get("standin.fail_at", "0"))
     pause = float(cfg.get("standin.step_seconds", "0.02"))
