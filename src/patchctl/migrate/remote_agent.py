@@ -22,6 +22,12 @@ import re
 import sys
 import tempfile
 
+# typing is imported for mypy alone (which takes any TYPE_CHECKING as true): the host never pays for it
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Any
+
 MANIFEST = ".patchctl/manifest.json"
 PROVENANCE = ".patchctl/provenance.json"
 TRANSFER_LOCK = ".patchctl/transfer.lock"  # remote/lock_agent.py's TRANSFER: rsync holds it too
@@ -33,14 +39,14 @@ MAX_SCAN = 4 << 20  # tagged lines live in source files; larger files are data
 _REAL = {}  # type: dict[str, str]
 
 
-def _realpath(path):
+def _realpath(path: str) -> str:
     """realpath, remembered: every file of a directory shares its answer."""
     if path not in _REAL:
         _REAL[path] = os.path.realpath(path)
     return _REAL[path]
 
 
-def inside(root, rel):
+def inside(root: str, rel: str) -> "str | None":
     """The absolute path of ``rel`` under ``root``, or None if it could leave the root."""
     parts = rel.split("/")
     if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
@@ -53,7 +59,7 @@ def inside(root, rel):
     return full
 
 
-def sha256(path):
+def sha256(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -61,7 +67,7 @@ def sha256(path):
     return h.hexdigest()
 
 
-def problem(root, entry):
+def problem(root: str, entry: "list[Any]") -> "str | None":
     """Why the host's copy of a manifest entry differs, or None when it matches."""
     path, kind, digest, executable = entry
     full = inside(root, path)
@@ -82,15 +88,15 @@ def problem(root, entry):
     return None
 
 
-def skipped(rel):
+def skipped(rel: str) -> bool:
     return any(part in SKIP_DIRS for part in rel.split("/")[:-1])
 
 
-def tag_lines(root, paths, pattern, needles):
+def tag_lines(root: str, paths: "Iterable[str]", pattern: str, needles: "list[str]") -> "list[list[Any]]":
     """``[path, line, text]`` for each line whose comment carries a tag (as ``patchctl verify``)."""
     rx = re.compile(pattern)
-    needles = [n.encode() for n in needles]
-    out = []
+    raw = [n.encode() for n in needles]
+    out = []  # type: list[list[Any]]
     for rel in paths:
         full = os.path.join(root, rel)
         try:
@@ -100,7 +106,7 @@ def tag_lines(root, paths, pattern, needles):
                 data = f.read()
         except OSError:
             continue
-        if not any(n in data for n in needles) or b"\0" in data[:1024]:
+        if not any(n in data for n in raw) or b"\0" in data[:1024]:
             continue
         for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
             if rx.search(line):
@@ -108,7 +114,7 @@ def tag_lines(root, paths, pattern, needles):
     return out
 
 
-def walk(root, leave_out):
+def walk(root: str, leave_out: "set[str]") -> "Iterator[str]":
     root = root.rstrip(os.sep)
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
@@ -119,7 +125,7 @@ def walk(root, leave_out):
                 yield rel
 
 
-def read_json(path, default):
+def read_json(path: str, default: "Any") -> "Any":
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -127,7 +133,7 @@ def read_json(path, default):
         return default
 
 
-def write_atomic(path, data):
+def write_atomic(path: str, data: bytes) -> None:
     """Temp file beside the destination, then rename: a reader never sees half a file."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".patchctl-")
@@ -142,7 +148,7 @@ def write_atomic(path, data):
         raise
 
 
-def stale(root, req):
+def stale(root: str, req: "dict[str, Any]") -> "list[str]":
     """Files an earlier migrate placed that the source no longer has, still present here."""
     placed = read_json(os.path.join(root, MANIFEST), {}).get("files", [])
     keep = set(e[0] for e in req["manifest"])
@@ -154,7 +160,7 @@ def stale(root, req):
     return sorted(out)
 
 
-def delete(root, paths):
+def delete(root: str, paths: "list[str]") -> None:
     real_root = os.path.realpath(root)
     for rel in paths:
         full = inside(root, rel)
@@ -170,10 +176,12 @@ def delete(root, paths):
             parent = os.path.dirname(parent)
 
 
-def differs(root, rendered):
+def differs(root: str, rendered: "dict[str, str]") -> "list[str]":
     out = []
     for rel, text in sorted(rendered.items()):
         full = inside(root, rel)
+        if full is None:
+            raise ValueError(f"{rel} leads out of the root")
         try:
             with open(full, "rb") as f:
                 same = f.read() == text.encode("utf-8")
@@ -184,7 +192,7 @@ def differs(root, rendered):
     return out
 
 
-def hold_transfer_lock(root):
+def hold_transfer_lock(root: str) -> int:
     """Hold the root's transfer lock until this process exits (see remote/lock_agent.py): a
     ``finish`` writes and records, and one still running for a killed migrate must end before a
     newer migrate looks at the root."""
@@ -194,7 +202,7 @@ def hold_transfer_lock(root):
     os.makedirs(os.path.join(root, ".patchctl"), exist_ok=True)
     path = inside(root, TRANSFER_LOCK)
     if path is None:  # a .patchctl symlinked elsewhere on the host: nothing is made there
-        raise ValueError("%s/.patchctl leads out of the root; make it a folder there" % root)
+        raise ValueError(f"{root}/.patchctl leads out of the root; make it a folder there")
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     deadline = time.monotonic() + 60
     while True:
@@ -203,14 +211,15 @@ def hold_transfer_lock(root):
             return fd
         except OSError:
             if time.monotonic() > deadline:
-                raise RuntimeError("%s stayed held by another transfer for 60 s" % path)
+                raise RuntimeError(f"{path} stayed held by another transfer for 60 s") from None
             time.sleep(0.05)
 
 
-def main(req):
+def main(req: "dict[str, Any]") -> "dict[str, Any]":
     root, rendered, manifest = req["root"], req.get("rendered", {}), req["manifest"]
     reply = {"python": sys.version.split()[0], "root_exists": os.path.isdir(root), "deletions": [],
-             "delete_refused": False, "problems": [], "rendered": [], "tags_only_here": [], "tags_missing_here": []}
+             "delete_refused": False, "problems": [], "rendered": [], "tags_only_here": [],
+             "tags_missing_here": []}  # type: dict[str, Any]
     if req["action"] == "finish":
         os.makedirs(root, exist_ok=True)
         hold_transfer_lock(root)
@@ -226,7 +235,10 @@ def main(req):
     reply["rendered"] = differs(root, rendered)
     if req["action"] == "finish":
         for rel in reply["rendered"]:
-            write_atomic(inside(root, rel), rendered[rel].encode("utf-8"))
+            full = inside(root, rel)
+            if full is None:
+                raise ValueError(f"{rel} leads out of the root")
+            write_atomic(full, rendered[rel].encode("utf-8"))
         delete(root, reply["deletions"])
     for entry in manifest:
         why = problem(root, entry)
@@ -245,7 +257,7 @@ def main(req):
     return reply
 
 
-def record(root, req, reply):
+def record(root: str, req: "dict[str, Any]", reply: "dict[str, Any]") -> None:
     """What this host now holds: the files migrate placed (for later deletions) and provenance."""
     placed = set(e[0] for e in req["manifest"])
     if not req.get("delete"):
@@ -254,13 +266,13 @@ def record(root, req, reply):
     ok = not (reply["problems"] or reply["tags_only_here"] or reply["tags_missing_here"])
     manifest, provenance_file = inside(root, MANIFEST), inside(root, PROVENANCE)
     if manifest is None or provenance_file is None:  # a .patchctl symlinked elsewhere on the host
-        raise ValueError("%s/.patchctl leads out of the root; make it a folder there" % root)
+        raise ValueError(f"{root}/.patchctl leads out of the root; make it a folder there")
     write_atomic(manifest, json.dumps({"format": 1, "files": sorted(placed)}).encode())
     provenance = dict(req["provenance"], verified=ok, root=root)
     write_atomic(provenance_file, (json.dumps(provenance, indent=2) + "\n").encode())
 
 
-def run():
+def run() -> None:
     raw = sys.stdin.buffer.read()
     if not raw.strip():
         return  # started ahead of time (see verify_remote.Agent) and not needed after all
@@ -268,7 +280,7 @@ def run():
         request = json.loads(raw.decode("utf-8"))
         reply = main(request)
     except Exception as exc:  # reported to patchctl as this host's failure, not a traceback
-        sys.stdout.write(json.dumps({"error": "%s: %s" % (type(exc).__name__, exc)}))
+        sys.stdout.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
         sys.exit(3)
     sys.stdout.write(json.dumps(reply))
 

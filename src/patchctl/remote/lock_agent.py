@@ -23,6 +23,11 @@ import os
 import sys
 import time
 
+# typing is imported for mypy alone (which takes any TYPE_CHECKING as true): the host never pays for it
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 SESSION = ".patchctl/migrate.lock"
 TRANSFER = ".patchctl/transfer.lock"
 
@@ -31,14 +36,14 @@ class Outside(Exception):
     """The root's ``.patchctl`` leads elsewhere (a symlink): no lock file is made through it."""
 
 
-def take(path, wait, exclusive=True):
+def take(path: str, wait: float, exclusive: bool = True) -> "int | None":
     """The descriptor of ``path`` (a lock file in a root's ``.patchctl``) locked, or None after
     ``wait`` seconds."""
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     real_root = os.path.realpath(os.path.dirname(folder))
     if os.path.realpath(folder) != os.path.join(real_root, os.path.basename(folder)):
-        raise Outside("%s leads out of the root; make it a folder there" % folder)
+        raise Outside(f"{folder} leads out of the root; make it a folder there")
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     deadline = time.monotonic() + wait
     while True:
@@ -52,13 +57,13 @@ def take(path, wait, exclusive=True):
             time.sleep(0.05)
 
 
-def note(fd, text):
+def note(fd: int, text: str) -> None:
     os.ftruncate(fd, 0)
     os.lseek(fd, 0, os.SEEK_SET)
     os.write(fd, text.encode("utf-8", "replace"))
 
 
-def said(path):
+def said(path: str) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read().strip()
@@ -66,7 +71,7 @@ def said(path):
         return ""
 
 
-def hold():
+def hold() -> None:
     line = sys.stdin.readline()
     if not line.strip():
         return  # started ahead and not needed after all (migrate stopped before any write)
@@ -82,33 +87,33 @@ def hold():
     transfer = take(os.path.join(root, TRANSFER), wait)
     if transfer is None:
         who = said(os.path.join(root, TRANSFER))
-        return answer({"busy": "a transfer of an earlier migrate still running there" + (" (%s)" % who if who else "")})
+        return answer({"busy": "a transfer of an earlier migrate still running there" + (f" ({who})" if who else "")})
     os.close(transfer)  # free: this run's own rsync and agents take it in turn
     answer({"locked": True})
     sys.stdin.read()  # until migrate lets go, exits, or dies (end-of-file in every case)
 
 
-def answer(reply):
+def answer(reply: "dict[str, Any]") -> None:
     sys.stdout.write(json.dumps(reply) + "\n")
     sys.stdout.flush()
 
 
-def transfer(lock_path, argv):
+def transfer(lock_path: str, argv: "list[str]") -> None:
     """Take the transfer lock, then become ``argv`` (rsync), which keeps the lock open."""
     try:
         fd = take(lock_path, 30.0)
     except (Outside, OSError) as exc:
-        sys.stderr.write("patchctl: %s\n" % exc)
+        sys.stderr.write(f"patchctl: {exc}\n")
         sys.exit(5)
     if fd is None:
-        sys.stderr.write("patchctl: %s is held by another transfer (%s)\n" % (lock_path, said(lock_path)))
+        sys.stderr.write(f"patchctl: {lock_path} is held by another transfer ({said(lock_path)})\n")
         sys.exit(5)
-    note(fd, "rsync pid %d" % os.getpid())
+    note(fd, f"rsync pid {os.getpid()}")
     os.set_inheritable(fd, True)
-    os.execvp(argv[0], argv)
+    os.execvp(argv[0], argv)  # noqa: S606 - becomes rsync, an argv list patchctl built; no shell
 
 
-def main():
+def main() -> None:
     if sys.argv[1] == "hold":
         hold()
     else:

@@ -14,13 +14,20 @@ A ``sitecustomize`` the environment had before (found further down ``sys.path``)
 import os
 import sys
 
+# imported for mypy alone (which takes any TYPE_CHECKING as true): no process of the run pays for them
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+
 _DIR = os.environ.get("PATCHCTL_CODEHOOK_DIR")
 _WATCH = frozenset(filter(None, os.environ.get("PATCHCTL_CODEHOOK_WATCH", "").split(",")))
 _SAMPLES = (8.0, 40.0)
 _state = {"sampling": False}
 
 
-def _cmdline():
+def _cmdline() -> str:
     try:
         with open("/proc/self/cmdline", "rb") as f:
             return f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:300]
@@ -28,7 +35,9 @@ def _cmdline():
         return " ".join(sys.argv)[:300]
 
 
-def _record(event, **fields):
+def _record(event: str, **fields: object) -> None:
+    if _DIR is None:
+        return
     try:
         import json
         import time
@@ -41,7 +50,7 @@ def _record(event, **fields):
         pass
 
 
-def _sample_titles():
+def _sample_titles() -> None:
     if _state["sampling"]:
         return
     _state["sampling"] = True
@@ -56,9 +65,9 @@ def _sample_titles():
         pass
 
 
-def _main_module():
+def _main_module() -> "str | None":
     """The module run with ``-m`` (runpy executes it without a loader's exec_module)."""
-    argv = getattr(sys, "orig_argv", [])
+    argv: list[str] = getattr(sys, "orig_argv", [])
     for i, arg in enumerate(argv[:-1]):
         if arg == "-m":
             return argv[i + 1]
@@ -69,7 +78,9 @@ class _Finder:
     """First on ``sys.meta_path``: for a watched name, the spec the other finders give, with an
     ``exec_module`` that records the module once it has run; every other name costs one set lookup."""
 
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(
+        self, name: str, path: "Sequence[str] | None" = None, target: "ModuleType | None" = None
+    ) -> "ModuleSpec | None":
         if name not in _WATCH:
             return None
         spec = None
@@ -87,16 +98,16 @@ class _Finder:
             return spec
         run = spec.loader.exec_module
 
-        def exec_module(module):
+        def exec_module(module: "ModuleType") -> None:
             run(module)
             _record("import", module=name, file=getattr(module, "__file__", None) or spec.origin)
             _sample_titles()
 
-        spec.loader.exec_module = exec_module
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign] # the wrap is the point: it records the run
         return spec
 
 
-def _chain():
+def _chain() -> None:
     """Run the ``sitecustomize`` this one hides (the next one on sys.path), as Python would have.
 
     Searched by hand rather than with importlib.util, whose import alone costs milliseconds in
@@ -110,7 +121,7 @@ def _chain():
                 if os.path.isfile(file) and os.path.dirname(os.path.realpath(file)) != here:
                     with open(file, "rb") as f:
                         code = compile(f.read(), file, "exec")
-                    exec(code, {"__name__": "sitecustomize", "__file__": file, "__builtins__": __builtins__})  # noqa: S102
+                    exec(code, {"__name__": "sitecustomize", "__file__": file, "__builtins__": __builtins__})  # noqa: S102 - runs the hidden sitecustomize, as site.py would
                     return
     except Exception:  # noqa: S110 - as site.py: a failing sitecustomize does not stop Python
         pass

@@ -6,8 +6,13 @@ import os
 import struct
 import sys
 
+# typing is imported for mypy alone (which takes any TYPE_CHECKING as true): the probe never pays for it
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-def by_footer(path):
+
+def by_footer(path: str) -> "dict[str, Any]":
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         head = f.read(4)
@@ -21,24 +26,25 @@ def by_footer(path):
     return {"bytes": size}
 
 
-def main(args):
-    pq = None
+def main(args: "dict[str, Any]") -> "dict[str, Any]":
+    pq: Any = None
     try:
         if args["files"]:
             import pyarrow.parquet as pq
     except Exception:
         pq = None
-    out = {"reader": "pyarrow" if pq else "footer", "files": {}}
+    files: dict[str, Any] = {}
+    out = {"reader": "pyarrow" if pq else "footer", "files": files}
     for path in args["files"]:
         try:
             if pq is None:
-                out["files"][path] = by_footer(path)
+                files[path] = by_footer(path)
                 continue
             pf = pq.ParquetFile(path)
-            out["files"][path] = {"bytes": os.path.getsize(path), "rows": pf.metadata.num_rows,
+            files[path] = {"bytes": os.path.getsize(path), "rows": pf.metadata.num_rows,
                                   "columns": list(pf.schema_arrow.names)}
         except Exception as exc:
-            out["files"][path] = {"error": f"{type(exc).__name__}: {exc}".strip()[:300]}
+            files[path] = {"error": f"{type(exc).__name__}: {exc}".strip()[:300]}
     return out
 
 

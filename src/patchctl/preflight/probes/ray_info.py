@@ -12,8 +12,13 @@ import signal
 import sys
 import time
 
+# typing is imported for mypy alone (which takes any TYPE_CHECKING as true): the probe never pays for it
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-def address_file():
+
+def address_file() -> str:
     """The file where `ray start` records the cluster that a bare ray.init() joins
     (ray._common.utils.get_ray_address_file in Ray 2.x)."""
     if "RAY_TMPDIR" in os.environ:
@@ -21,11 +26,11 @@ def address_file():
     elif sys.platform.startswith("linux") and "TMPDIR" in os.environ:
         base = os.environ["TMPDIR"]
     else:
-        base = "/tmp"
+        base = "/tmp"  # noqa: S108 - Ray's own default, only read here
     return os.path.join(base, "ray", "ray_current_cluster")
 
 
-def main(args):
+def main(args: "dict[str, Any]") -> "dict[str, Any]":
     if importlib.util.find_spec("ray") is None:
         return {"installed": False}
     t0 = time.monotonic()
@@ -33,9 +38,13 @@ def main(args):
         import ray
     except Exception as exc:
         return {"installed": True, "error": f"{type(exc).__name__}: {exc}", "missing": getattr(exc, "name", None)}
-    out = {"installed": True, "version": ray.__version__, "import_seconds": round(time.monotonic() - t0, 2)}
+    out: dict[str, Any] = {
+        "installed": True,
+        "version": ray.__version__,
+        "import_seconds": round(time.monotonic() - t0, 2),
+    }
     address = os.environ.get("RAY_ADDRESS")
-    kwargs = {} if address else {"num_cpus": args["num_cpus"], "include_dashboard": False}
+    kwargs: dict[str, Any] = {} if address else {"num_cpus": args["num_cpus"], "include_dashboard": False}
     out["mode"] = f"connect to {address}" if address else f"local, num_cpus={args['num_cpus']}"
     if not address:
         try:
@@ -52,7 +61,7 @@ def main(args):
         out["gpus"] = ray.cluster_resources().get("GPU", 0)
 
         @ray.remote(num_cpus=0)
-        def ping():
+        def ping() -> int:
             return os.getpid()
 
         t2 = time.monotonic()
@@ -64,7 +73,7 @@ def main(args):
     return out
 
 
-def stop_fast():
+def stop_fast() -> bool:
     """SIGKILL the other members of our process group (Ray's daemons and agents), then exit."""
     me, parent, group = os.getpid(), os.getppid(), os.getpgid(0)
     if group != parent:  # not under timeout's own group: other processes may share it

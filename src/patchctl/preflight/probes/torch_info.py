@@ -5,8 +5,13 @@ import json
 import re
 import sys
 
+# typing is imported for mypy alone (which takes any TYPE_CHECKING as true): the probe never pays for it
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-def kernel_module(first_line):
+
+def kernel_module(first_line: str) -> str:
     """The driver version in /proc/driver/nvidia/version's first line, e.g.
     "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Tue Oct 10 ..." or
     "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build ..."."""
@@ -14,8 +19,8 @@ def kernel_module(first_line):
     return found.group(1) if found else first_line.strip()
 
 
-def driver():
-    out = {}
+def driver() -> "dict[str, str]":
+    out: dict[str, str] = {}
     try:
         with open("/proc/driver/nvidia/version", encoding="utf-8") as f:
             first = f.readline()
@@ -32,8 +37,8 @@ def driver():
     return out
 
 
-def main():
-    out = {"driver": driver()}
+def main() -> "dict[str, Any]":
+    out: dict[str, Any] = {"driver": driver()}
     try:
         import torch
     except ImportError as exc:

@@ -8,17 +8,26 @@ import json
 import os
 import sys
 
+# typing is imported for mypy alone (which takes any TYPE_CHECKING as true): the probe never pays for it
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from typing import Any
 
-def origin_dir(spec):
+
+def origin_dir(spec: "ModuleSpec | None") -> "str | None":
     if spec is None or not spec.origin:
         return None
     return os.path.realpath(os.path.dirname(spec.origin))
 
 
-def main():
+def main() -> "dict[str, Any]":
     here = os.getcwd()
     elsewhere_path = [p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(here)]
-    out = {"cwd": here, "elsewhere": origin_dir(importlib.machinery.PathFinder.find_spec("verl", elsewhere_path))}
+    out: dict[str, Any] = {
+        "cwd": here,
+        "elsewhere": origin_dir(importlib.machinery.PathFinder.find_spec("verl", elsewhere_path)),
+    }
     location = origin_dir(importlib.util.find_spec("verl"))
     out["installed"] = location is not None
     if location is None:
