@@ -27,7 +27,10 @@ from pathlib import Path
 
 from patchctl.confine import not_a_real_folder, why_outside
 from patchctl.errors import ChangePending, JournalDamaged, JournalUnsafe
-from patchctl.faults import signals_held, step
+# re-exported: fsutil and capture.publish call journal.step() and journal.signals_held(), and the
+# tests replace journal.step to cut every writer at each step
+from patchctl.faults import signals_held as signals_held
+from patchctl.faults import step as step
 
 JOURNAL_DIR = ".patchctl-journal"
 JOURNAL_FILE = "journal.json"

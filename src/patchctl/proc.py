@@ -85,7 +85,7 @@ class _Spawner(threading.Thread):
                 answer.put(exc)
 
     def popen(self, **kwargs: Any) -> subprocess.Popen[bytes]:
-        answer: queue.Queue[Any] = queue.Queue(maxsize=1)
+        answer: queue.Queue[subprocess.Popen[bytes] | BaseException] = queue.Queue(maxsize=1)
         self.jobs.put((kwargs, answer))
         got = answer.get()
         if isinstance(got, BaseException):

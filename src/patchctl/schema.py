@@ -6,6 +6,7 @@ Each key is declared once with its type and a hint; a mismatch becomes a
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ _TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: 
 @dataclass(frozen=True)
 class Field:
     #: python type of the TOML value (str, int, bool, list, dict)
-    type: type
+    type: builtins.type  # builtins': the field's own name shadows it in the class body
     #: whether the key must be present
     required: bool = False
     #: what to write, shown in the error's fix
@@ -26,7 +27,7 @@ class Field:
     #: allowed values, when the set is closed
     choices: tuple[str, ...] = ()
     #: for lists: the type of each item
-    item: type | None = None
+    item: builtins.type | None = None
 
 
 Schema = dict[str, Field]
@@ -63,6 +64,6 @@ def check(
                         file, f"{path}[{i}]", f"expected {_TYPE_NAMES[spec.item]}, got {type(it).__name__}",
                         f"write {spec.hint or 'a list of ' + _TYPE_NAMES[spec.item]}", patch,
                     )
-        if spec.type is str and spec.required and not value.strip():
+        if spec.type is str and spec.required and isinstance(value, str) and not value.strip():
             raise ManifestError(file, path, "is empty", f"write {spec.hint or 'a non-empty string'}", patch)
     return doc

@@ -18,7 +18,7 @@ class NonEmptyPath(click.Path):
         return super().convert(value, param, ctx)
 
 
-class NonEmptyText(click.ParamType):
+class NonEmptyText(click.ParamType):  # type: ignore[type-arg] # generic in click 8.5, not in the 8.1 we support
     """A path or a spec naming one (``--target``, ``--base``, ``--patchset``), which cannot be ``''``."""
 
     name = "text"

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from patchctl.quoting import printable, quote_path
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["STYLE", "console", "emit_json", "printable", "progress_line", "quote_path", "table"]
 
@@ -19,7 +22,7 @@ STYLE = {
 }
 
 
-def console():  # rich is imported lazily: it costs ~50 ms that --json runs do not need
+def console() -> Console:  # rich is imported lazily: it costs ~50 ms that --json runs do not need
     import sys
 
     from rich.console import Console

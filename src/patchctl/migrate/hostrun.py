@@ -60,7 +60,8 @@ class Checked:
     @property
     def problems(self) -> list[list[str]]:
         """``[path, what differs]`` for each file of the manifest that differs on the host."""
-        return self.reply.data["problems"]
+        problems: list[list[str]] = self.reply.data["problems"]
+        return problems
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ def digest(manifest_sha256: str, rendered: dict[str, str]) -> str:
 
 def last_verified(cluster: Cluster, host: Host) -> str | None:
     try:
-        return json.loads(_file(cluster, host).read_text())["digest"]
+        digest = json.loads(_file(cluster, host).read_text())["digest"]
+        return digest if isinstance(digest, str) else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -74,7 +74,8 @@ def _spec(value: str, file: Path, key: str, patch_id: str) -> str:
 
 
 def _patch(raw: dict[str, Any], index: int, root: Path, file: Path, default_tag: str | None) -> Patch:
-    pid = raw.get("id") if isinstance(raw.get("id"), str) else f"#{index + 1}"
+    rid = raw.get("id")
+    pid = rid if isinstance(rid, str) else f"#{index + 1}"
     check(raw, PATCH_SCHEMA, file=file, prefix=f"patch[{index}].", patch=pid)
     tag = raw.get("tag", default_tag)
     if not tag:

@@ -43,7 +43,7 @@ class Plan:
 
     @property
     def ok(self) -> bool:
-        return not any(r.status.is_failure for r in self.results)
+        return not any(isinstance(r.status, Outcome) and r.status.is_failure for r in self.results)
 
     def hold_back(self) -> None:
         """When the change is refused as a whole, no row may claim it was applied or reverted."""
@@ -52,7 +52,7 @@ class Plan:
         verb = {Outcome.APPLIED: "applied", Outcome.REVERTED: "reverted"}
         self.results = [PatchResult(r.patchset, r.patch, Outcome.HELD_BACK, r.path,
                                     f"would be {verb[r.status]}, but nothing was written: see the conflicts")
-                        if r.status in verb else r for r in self.results]
+                        if isinstance(r.status, Outcome) and r.status in verb else r for r in self.results]
 
     @property
     def changed_paths(self) -> list[str]:

@@ -58,7 +58,7 @@ def plan_revert(target: Target, patchsets: list[Patchset], only: set[str] | None
         if result is None:
             continue
         plan.results.append(result)
-        if result.status.is_failure:
+        if isinstance(result.status, Outcome) and result.status.is_failure:
             kept.insert(0, entry)
     plan.results.reverse()
     if old is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from patchctl import fsutil, git
 from patchctl.errors import CommitRefused, DirtyFiles, PatchFailed
 from patchctl.patchsets import record as rec
+from patchctl.patchsets.model import Outcome
 from patchctl.patchsets.plan import Plan
 
 
@@ -41,13 +42,13 @@ def execute(plan: Plan, *, force: bool = False, commit_branch: str | None = None
     the files are put back too, so a retry starts from the same tree.
     """
     if not plan.ok:
-        bad = [r for r in plan.results if r.status.is_failure]
+        bad = [r for r in plan.results if isinstance(r.status, Outcome) and r.status.is_failure]
         raise PatchFailed(f"{bad[0].patch}: {bad[0].status.value} in {bad[0].path}: {bad[0].reason}; "
                           f"nothing was written ({len(bad)} patch(es) failed)")
     root = plan.target.root
     if commit_branch:
         check_can_commit(root, plan.target.is_git, commit_branch)
-    changes = {p: fsutil.FileChange(p, None if plan.after[p] is None else plan.after[p].encode(), plan.modes.get(p))
+    changes = {p: fsutil.FileChange(p, None if (text := plan.after[p]) is None else text.encode(), plan.modes.get(p))
                for p in plan.changed_paths}
     record = plan.record
     if plan.record_changed and record is not None:

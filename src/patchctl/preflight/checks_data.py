@@ -7,6 +7,7 @@ import json
 import struct
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from patchctl.preflight.base import Check
 from patchctl.preflight.model import Context, Status, Verdict
@@ -42,7 +43,7 @@ class DataCheck(Check):
             return Verdict(Status.FAIL, f"{origin}: no such directory",
                            f"copy the data there or fix DATA_DIR in {ctx.paths_source}")
         found = data["data"].data
-        files: dict[str, dict] = found.get("files", {})
+        files: dict[str, dict[str, Any]] = found.get("files", {})
         if not files:
             return Verdict(Status.FAIL, f"{origin}: no .parquet files", "create the dataset (train.parquet, "
                            "test.parquet; python3 create_tiny_dataset.py for train_tiny.parquet)")

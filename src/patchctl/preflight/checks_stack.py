@@ -55,7 +55,7 @@ class RayCheck(Check):
                  f"a task ran in {r['task_seconds']}s")
         spec = ctx.requirements.get("ray")
         try:
-            outside = bool(spec) and not SpecifierSet(spec).contains(r["version"], prereleases=True)
+            outside = not SpecifierSet(spec).contains(r["version"], prereleases=True) if spec else False
         except InvalidSpecifier:
             outside = False
         if outside:
@@ -118,7 +118,7 @@ class PatchesCheck(Check):
         sets = ", ".join(sorted({c.patchset for c in report.checks}))
         value = f"{sets}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
         value += f" (applied {record.entries[0].applied_at})" if record and record.entries else " (no apply record)"
-        bad = [c for c in report.checks if not c.status.passes]
+        bad = [c for c in report.checks if not (isinstance(c.status, Presence) and c.status.passes)]
         if bad:
             listed = ", ".join(f"{c.patch} {c.status.value}" for c in bad)
             how = "patchctl verify shows how they differ" if any(c.status is Presence.MODIFIED for c in bad) \

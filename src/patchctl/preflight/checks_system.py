@@ -167,7 +167,9 @@ class OpenFilesCheck(Check):
 
 
 def judge_open_files(soft: int, hard: int) -> Verdict:
-    fmt = lambda n: "unlimited" if n == resource.RLIM_INFINITY else str(n)  # noqa: E731
+    def fmt(n: int) -> str:
+        return "unlimited" if n == resource.RLIM_INFINITY else str(n)
+
     value = f"soft {fmt(soft)}, hard {fmt(hard)}"
     if soft == resource.RLIM_INFINITY or soft >= OPEN_FILES_WANTED:
         return Verdict(Status.PASS, value)

@@ -58,7 +58,8 @@ def verify(target: Target, patchsets: list[Patchset]) -> Report:
         for patch in ps.patches:
             entry = record.find(ps.name, patch.id) if record else None
             checks.append(_check(ps, patch, entry, tree, owned))
-    accounted, unaccounted = [], []
+    accounted: list[TagHit] = []
+    unaccounted: list[TagHit] = []
     tags = {p.tag for ps in patchsets for p in ps.patches}
     for hit in scan(target.root, tags):
         (accounted if hit.line in owned.get(hit.path, ()) else unaccounted).append(hit)

@@ -31,7 +31,7 @@ _BLOCKS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, as
 
 def first_line(stmt: ast.stmt) -> int:
     """The first line a statement occupies, its decorators included."""
-    decorators = getattr(stmt, "decorator_list", None) or []
+    decorators: list[ast.expr] = getattr(stmt, "decorator_list", None) or []
     return min([stmt.lineno, *(d.lineno for d in decorators)])
 
 

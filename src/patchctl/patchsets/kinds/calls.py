@@ -108,13 +108,11 @@ def rewrite_call(module: cst.Module, callee: str, rank: int, change) -> cst.Modu
 
 def enclosing_statement(tree: ast.Module, call: ast.Call) -> ast.stmt | None:
     """The innermost statement that holds the whole call."""
-    best = None
+    best: ast.stmt | None = None
     for node in ast.walk(tree):
-        holds = (
-            isinstance(node, ast.stmt)
-            and node.lineno <= call.lineno
-            and (call.end_lineno or 0) <= (node.end_lineno or 0)
-        )
+        if not isinstance(node, ast.stmt):
+            continue
+        holds = node.lineno <= call.lineno and (call.end_lineno or 0) <= (node.end_lineno or 0)
         if holds and (best is None or (node.lineno, -(node.end_lineno or 0)) >= (best.lineno, -(best.end_lineno or 0))):
             best = node
     return best
@@ -152,6 +150,6 @@ def rewrite_site(text: str, path: str, callee: str, site: Site, make_change) -> 
             code = rewrite_call(module, callee, rank, make_change(module)).code
             code = code[len(wrapper):] if wrapper else code
             code = code[: len(code) - len(eol)] if eol else code
-            return "".join([*lines[: first - 1], code, *lines[stmt.end_lineno:]])  # type: ignore[misc]
+            return "".join([*lines[: first - 1], code, *lines[stmt.end_lineno:]])
     module = parse_module(text, path)
     return rewrite_call(module, callee, site.rank, make_change(module)).code

@@ -84,7 +84,7 @@ class Prelude:
     # -- helpers ---------------------------------------------------------------------------
 
     @staticmethod
-    def _block(block: str) -> list[cst.BaseStatement]:
+    def _block(block: str) -> list[cst.SimpleStatementLine | cst.BaseCompoundStatement]:
         import libcst as cst
 
         class PinIndent(cst.CSTTransformer):

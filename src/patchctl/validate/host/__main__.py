@@ -24,13 +24,10 @@ def emit(event: dict[str, Any]) -> None:
 
 def _tomllib_fallback() -> None:
     """Python 3.10 without tomli: pip's vendored copy serves the few TOML files patchctl reads."""
-    try:
-        import tomllib  # noqa: F401
+    if sys.version_info >= (3, 11):  # tomllib is in the standard library
         return
-    except ImportError:
-        pass
     try:
-        import tomli  # noqa: F401
+        import tomli  # noqa: F401 - whether it imports is the question
     except ImportError:
         try:
             from pip._vendor import tomli as vendored
