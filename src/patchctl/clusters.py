@@ -169,7 +169,7 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
     if not isinstance(raw, dict):
         raise ManifestError(file, prefix[:-1], "expected a table", f"write [clusters.{name}] with hosts and root")
     check(raw, CLUSTER_SCHEMA, file=file, prefix=prefix)
-    root = raw["root"]
+    root: str = raw["root"]
     _check_root(root, file, prefix + "root", "/root/verl_Uky")
     hosts = []
     for i, h in enumerate(raw["hosts"]):
@@ -177,7 +177,7 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
             hosts.append(Host(h, root, **_node(raw, {}, file, prefix, f"{prefix}hosts[{i}].")))
         elif isinstance(h, dict):
             check(h, HOST_SCHEMA, file=file, prefix=f"{prefix}hosts[{i}].")
-            hosts.append(Host(h["ssh"], h["root"] if "root" in h else root,
+            hosts.append(Host(h["ssh"], h.get("root", root),
                               **_node(raw, h, file, prefix, f"{prefix}hosts[{i}].")))
             _check_root(hosts[-1].root, file, f"{prefix}hosts[{i}].root", "/scratch/verl_Uky")
         else:

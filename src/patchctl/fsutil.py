@@ -152,7 +152,7 @@ def _stage(jr: journal.Journal, plan: list[_Planned]) -> None:
     if any(op.existed for op in jr.ops):
         journal.step()
         (jr.folder / "backup").mkdir(exist_ok=True)
-    for p, op in zip(plan, jr.ops):
+    for p, op in zip(plan, jr.ops, strict=True):
         if op.tmp is not None and p.content is not None:
             _write_temp(jr.root / op.tmp, p.content, p.mode)
 

@@ -166,8 +166,10 @@ def ignore_rules(root: Path, names: list[str]) -> dict[str, str]:
     done = proc.run(["git", "-C", str(root), "check-ignore", "--no-index", "-v", "-z", "--stdin"],
                     input="\0".join(names) + "\0", check=False)
     fields = done.stdout.split("\0")
-    return {name: f"{source}:{line}: {pattern}"
-            for source, line, pattern, name in zip(fields[0::4], fields[1::4], fields[2::4], fields[3::4])}
+    return {
+        name: f"{source}:{line}: {pattern}"
+        for source, line, pattern, name in zip(fields[0::4], fields[1::4], fields[2::4], fields[3::4], strict=False)
+    }
 
 
 def status_porcelain(root: Path, *paths: str) -> str:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from patchctl.confine import not_a_real_folder, why_outside
 from patchctl.errors import ChangePending, JournalDamaged, JournalUnsafe
+
 # re-exported: fsutil and capture.publish call journal.step() and journal.signals_held(), and the
 # tests replace journal.step to cut every writer at each step
 from patchctl.faults import signals_held as signals_held

@@ -21,13 +21,13 @@ import signal
 import tempfile
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 OWNER = ".owner"
 GROUPS = "groups"
 #: scratch folders live here: unix socket paths must stay short (about 100 bytes)
-BASE = Path("/tmp") if Path("/tmp").is_dir() else Path(tempfile.gettempdir())
+BASE = Path("/tmp") if Path("/tmp").is_dir() else Path(tempfile.gettempdir())  # noqa: S108 - mkdtemp makes each folder
 
 
 def start_time(pid: int) -> str | None:
@@ -107,10 +107,8 @@ def _end_groups(listing: Path) -> None:
         leader = start_time(int(pgid))
         if leader is not None and leader != start:
             continue  # the pid now belongs to an unrelated process that leads no group of ours
-        try:
+        with suppress(ProcessLookupError, PermissionError):
             os.killpg(int(pgid), signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 _groups: Path | None = None

@@ -24,12 +24,12 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, Union
+from typing import IO, Any
 
 from patchctl.errors import CommandFailed, ToolMissing
 
 #: what ``spawn`` accepts for a standard stream: subprocess.DEVNULL/PIPE, a file descriptor or a file
-Stream = Union[int, IO[Any], None]
+Stream = int | IO[Any] | None
 
 
 #: why a missing program is needed, when the caller does not say (``ToolMissing``'s second half)
@@ -61,7 +61,7 @@ def _die_with(parent: int) -> None:
     """In the child before exec: SIGKILL when the forking thread ends; exit at once when the
     parent is already gone (it died between the fork and this call, and would never signal)."""
     if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # type: ignore[operator]
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # type: ignore[operator] # _PRCTL is libc's prctl found through ctypes, untyped
         if os.getppid() != parent:
             os._exit(1)
 

@@ -144,7 +144,7 @@ def _shell(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[H
         want = splice(blines, [((h.base[0] + 1, h.base[0]), "".join(added))]) if h.base[0] == h.base[1] else None
         nxt = blines[h.base[0]] if h.base[0] < len(blines) else None
         for raw in narrow.shell_env(added, nxt, req.tag) if want is not None else []:
-            if narrow.reproduces("shell-env", raw, base_text, want, rel, req.tag):  # type: ignore[arg-type]
+            if narrow.reproduces("shell-env", raw, base_text, want, rel, req.tag):  # type: ignore[arg-type] # want is set: the loop runs only then
                 pid = new_id(f"{Path(rel).stem}-env", taken)
                 taken = taken | {pid}
                 drafts.append(Draft(pid, "shell-env", rel, line, h.tagged, f"{rel}: tagged exports", "", raw,

@@ -61,7 +61,7 @@ def keyword_rename(before: str, after: str) -> dict[str, Any] | None:
         return None
     found = None
     old_src, new_src = textwrap.dedent(before), textwrap.dedent(after)
-    for old, new in zip(old_calls, new_calls):
+    for old, new in zip(old_calls, new_calls, strict=True):
         if dotted_ast(old.func) != dotted_ast(new.func):
             return None
         a, b = {k.arg for k in old.keywords}, {k.arg for k in new.keywords}

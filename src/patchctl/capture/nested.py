@@ -32,7 +32,7 @@ def narrower(unit: Unit, fork_lines: list[str]) -> list[Unit]:
     out: list[Unit] = []
     cur = unit
     while cur.mode == "statements" and cur.below - cur.above == 2:
-        stmt = cur.node.body[cur.above + 1]  # type: ignore[attr-defined]
+        stmt = cur.node.body[cur.above + 1]  # type: ignore[attr-defined] # a cursor's node is a def, class or block, which has a body
         spans = [(h.fork[0] + 1, h.fork[1]) for h in cur.hunks]
         if not isinstance(stmt, _BLOCKS) or not all(_holds(stmt.body, lo, hi) for lo, hi in spans):
             break

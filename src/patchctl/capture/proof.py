@@ -119,7 +119,7 @@ def difference(got: str | None, want: str) -> str:
     if got is None:
         return "no file where the fork has one"
     a, b = split_lines(got), split_lines(want)
-    n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    n = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
     mine = a[n].rstrip("\r\n") if n < len(a) else "(end of file)"
     fork = b[n].rstrip("\r\n") if n < len(b) else "(end of file)"
     return f"line {n + 1} as {mine.strip()!r} where the fork has {fork.strip()!r}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
 from dataclasses import dataclass, field
 
@@ -61,7 +62,7 @@ def find_unit(tree: ast.Module, lines: list[str], hunk: Hunk) -> Unit:
     node: ast.AST = tree
     scope: list[str] = []
     while True:
-        stmts: list[ast.stmt] = node.body  # type: ignore[attr-defined]
+        stmts: list[ast.stmt] = node.body  # type: ignore[attr-defined] # a def or class node here, which has a body
         if hi >= lo:
             over = [i for i, s in enumerate(stmts) if st.first_line(s) <= hi and (s.end_lineno or 0) >= lo]
         else:  # a deletion between lines lo - 1 and lo
@@ -70,9 +71,9 @@ def find_unit(tree: ast.Module, lines: list[str], hunk: Hunk) -> Unit:
             s = stmts[over[0]]
             h1, h2 = st.header_span(lines, s)
             if hi >= lo and _inside(lo, hi, (h1, h2)):
-                return Unit("header", ".".join([*scope, s.name]), s, hunks=[hunk])  # type: ignore[attr-defined]
+                return Unit("header", ".".join([*scope, s.name]), s, hunks=[hunk])  # type: ignore[attr-defined] # s is a def or class here (_DEFS), which has a name
             if lo > h2:  # below the header: a deletion right under it empties the top of the body
-                node, scope = s, [*scope, s.name]  # type: ignore[attr-defined]
+                node, scope = s, [*scope, s.name]  # type: ignore[attr-defined] # as above: s is a def or class
                 continue
         above, below = around(stmts, lo, hi)
         return Unit("statements", ".".join(scope), node, above, below, [hunk])
@@ -93,7 +94,7 @@ def around(stmts: list[ast.stmt], lo: int, hi: int) -> tuple[int, int]:
 
 def _span(lines: list[str], u: Unit) -> tuple[int, int]:
     if u.mode == "header":
-        return st.header_span(lines, u.node)  # type: ignore[arg-type]
+        return st.header_span(lines, u.node)  # type: ignore[arg-type] # a header unit's node is a def or class
     w = st.window(lines, u.node, u.above, u.below)
     return (w.first, w.last) if w else (0, -1)
 
@@ -140,7 +141,7 @@ def comment_free_lines(text: str) -> set[int]:
     return out
 
 
-def untagged_code(unit: Unit, lines: list[str], free: set[int], tag_rx) -> list[int]:  # type: ignore[no-untyped-def]
+def untagged_code(unit: Unit, lines: list[str], free: set[int], tag_rx: re.Pattern[str]) -> list[int]:
     """Changed fork lines of a tagged unit that hold code but not the tag, where one could go.
 
     A tagged comment line of its own (``# Uky: why ...``) tags the block of lines under it,
@@ -173,11 +174,11 @@ def place(unit: Unit, fork_lines: list[str], base_tree: ast.Module, base_lines: 
             return Problem(
                 unit.line, f"BASE has {what} definition(s) named {unit.scope}; the header edit cannot be placed"
             )
-        b1, b2 = st.header_span(base_lines, nodes[0])  # type: ignore[arg-type]
-        f1, f2 = st.header_span(fork_lines, unit.node)  # type: ignore[arg-type]
-        if base_lines[b1 - 1: nodes[0].lineno - 1] == fork_lines[f1 - 1: unit.node.lineno - 1]:  # type: ignore[attr-defined]
+        b1, b2 = st.header_span(base_lines, nodes[0])  # type: ignore[arg-type] # nodes are defs or classes
+        f1, f2 = st.header_span(fork_lines, unit.node)  # type: ignore[arg-type] # a header unit's node is a def or class
+        if base_lines[b1 - 1: nodes[0].lineno - 1] == fork_lines[f1 - 1: unit.node.lineno - 1]:  # type: ignore[attr-defined] # statements have line numbers; ast.AST does not say so
             b1, f1 = nodes[0].lineno, unit.node.lineno  # type: ignore[attr-defined]  # decorators untouched: leave them out
-        line = fork_lines[unit.node.lineno - 1]  # type: ignore[attr-defined]
+        line = fork_lines[unit.node.lineno - 1]  # type: ignore[attr-defined] # as above
         indent = line[: len(line) - len(line.lstrip())]
         unit.params = {"mode": "header", "scope": unit.scope, "indent": indent,
                        "before": "".join(base_lines[b1 - 1: b2]), "after": "".join(fork_lines[f1 - 1: f2])}

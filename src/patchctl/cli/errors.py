@@ -45,7 +45,7 @@ def handled(fn: F) -> F:
             crash(exc)
         sys.exit(code or 0)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value] # wrapper keeps fn's signature, which ParamSpec cannot say through click
 
 
 def crash(exc: BaseException) -> NoReturn:

@@ -86,7 +86,8 @@ def _show(matrix: Matrix) -> None:
     if not console.is_terminal:  # a log or a pipe: keep each row on one line, however many versions
         console.width = 10_000  # tables are as wide as their content, not the console
     console.print(table)
-    failed = [(row, c) for row in matrix.rows for c in matrix.columns if isinstance(s := matrix.cell(row, c).status, Outcome) and s.is_failure]
+    failed = [(row, c) for row in matrix.rows for c in matrix.columns
+              if isinstance(s := matrix.cell(row, c).status, Outcome) and s.is_failure]
     for row, c in failed:
         cell = matrix.cell(row, c)
         click.echo(

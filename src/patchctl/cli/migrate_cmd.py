@@ -25,7 +25,7 @@ def human(n: int) -> str:
     for unit in ("B", "kB", "MB", "GB"):
         if n < 1000 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000  # type: ignore[assignment]
+        n /= 1000  # type: ignore[assignment] # n becomes a float as it is scaled down, only to be printed
     return str(n)
 
 
@@ -59,7 +59,7 @@ class LiveTable:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.live.__exit__(*exc)  # type: ignore[arg-type]
+        self.live.__exit__(*exc)  # type: ignore[arg-type] # rich's Live.__exit__ takes the exc_info triple we pass through
 
 
 class PlainLines:

@@ -25,8 +25,8 @@ SNIFF = 8192
 #: compressed formats read transparently: magic -> (name, opener of a binary stream)
 COMPRESSED: dict[bytes, tuple[str, Callable[[IO[bytes]], IO[bytes]]]] = {
     b"\x1f\x8b": ("gzip", lambda f: cast(IO[bytes], gzip.GzipFile(fileobj=f, mode="rb"))),
-    b"BZh": ("bzip2", lambda f: bz2.open(f, "rb")),
-    b"\xfd7zXZ\x00": ("xz", lambda f: lzma.open(f, "rb")),
+    b"BZh": ("bzip2", lambda f: bz2.open(f, "rb")),  # noqa: SIM115 - the caller's with-block closes it
+    b"\xfd7zXZ\x00": ("xz", lambda f: lzma.open(f, "rb")),  # noqa: SIM115 - as above
 }
 #: binary formats a log is mistaken for: magic -> what it is
 BINARY = {
@@ -73,7 +73,7 @@ class _Prefixed(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buf: bytearray | memoryview) -> int:  # type: ignore[override]
+    def readinto(self, buf: bytearray | memoryview) -> int:  # type: ignore[override] # io.RawIOBase types the buffer more loosely than we read into it
         view = memoryview(buf).cast("B")
         if self._head:
             n = min(len(view), len(self._head))

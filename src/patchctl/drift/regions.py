@@ -51,7 +51,7 @@ def enclosing(tree: ast.Module, line: int) -> str:
     """The qualified name of the innermost definition holding ``line``; "" for module level."""
     best = ""
     for name, node in definitions(tree).items():
-        if node.lineno <= line <= (node.end_lineno or 0) and len(name) > len(best):  # type: ignore[attr-defined]
+        if node.lineno <= line <= (node.end_lineno or 0) and len(name) > len(best):  # type: ignore[attr-defined] # the nodes walked here are defs and classes, which have line numbers
             best = name
     return best
 
@@ -82,8 +82,8 @@ def callees(patch: Patch) -> list[str]:
 def source(text: str, node: ast.AST) -> str:
     """A definition's lines, its decorators included."""
     decorators = getattr(node, "decorator_list", None) or []
-    first = min([node.lineno, *(d.lineno for d in decorators)])  # type: ignore[attr-defined]
-    return "".join(text.splitlines(keepends=True)[first - 1: node.end_lineno])  # type: ignore[attr-defined]
+    first = min([node.lineno, *(d.lineno for d in decorators)])  # type: ignore[attr-defined] # node is a def or class: it has line numbers
+    return "".join(text.splitlines(keepends=True)[first - 1: node.end_lineno])  # type: ignore[attr-defined] # as above
 
 
 def find_callee(tree: ast.Module, callee: str) -> str | None:
@@ -107,8 +107,8 @@ def header(text: str, node: ast.AST) -> str:
     """A definition's decorators and ``def``/``class`` line(s), up to its body: its signature as written."""
     body = getattr(node, "body", None) or []
     decorators = getattr(node, "decorator_list", None) or []
-    first = min([node.lineno, *(d.lineno for d in decorators)])  # type: ignore[attr-defined]
-    last = body[0].lineno - 1 if body and body[0].lineno > node.lineno else node.lineno  # type: ignore[attr-defined]
+    first = min([node.lineno, *(d.lineno for d in decorators)])  # type: ignore[attr-defined] # node is a def or class: it has line numbers
+    last = body[0].lineno - 1 if body and body[0].lineno > node.lineno else node.lineno  # type: ignore[attr-defined] # as above
     return "".join(text.splitlines(keepends=True)[first - 1: last])
 
 
@@ -129,10 +129,13 @@ def signature(node: ast.AST) -> list[Param] | None:
     a = node.args
     positional = [*a.posonlyargs, *a.args]
     defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-    out = [Param(p.arg, ast.unparse(d) if d is not None else None) for p, d in zip(positional, defaults)]
+    out = [Param(p.arg, ast.unparse(d) if d is not None else None) for p, d in zip(positional, defaults, strict=True)]
     if a.vararg:
         out.append(Param("*" + a.vararg.arg, None))
-    out += [Param(p.arg, ast.unparse(d) if d is not None else None) for p, d in zip(a.kwonlyargs, a.kw_defaults)]
+    out += [
+        Param(p.arg, ast.unparse(d) if d is not None else None)
+        for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
+    ]
     if a.kwarg:
         out.append(Param("**" + a.kwarg.arg, None))
     return out

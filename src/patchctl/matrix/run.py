@@ -65,7 +65,8 @@ class Matrix:
 
     def problems(self, row: tuple[str, str]) -> list[str]:
         """The columns where the patch ends in conflict or ambiguous."""
-        return [c.source.label for c in self.columns if isinstance(s := self.cell(row, c).status, Outcome) and s.is_failure]
+        return [c.source.label for c in self.columns
+                if isinstance(s := self.cell(row, c).status, Outcome) and s.is_failure]
 
     @property
     def ok(self) -> bool:

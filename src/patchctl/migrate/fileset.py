@@ -127,7 +127,7 @@ def _entries(root: Path, paths: list[str]) -> list[Entry | str | None]:
     if late:
         with ThreadPoolExecutor(max_workers=min(8, len(late))) as pool:
             digests = pool.map(lambda e: fsutil.sha256_file(root / e.path), late.values())
-            for (i, e), digest in zip(late.items(), digests):
+            for (i, e), digest in zip(late.items(), digests, strict=True):
                 found[i] = dataclasses.replace(e, digest=digest)
     return found
 
@@ -162,7 +162,7 @@ def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = ()) -> Fi
             left_out.append((path, why))
     found = _entries(root, wanted)
     entries = []
-    for path, entry in zip(wanted, found):
+    for path, entry in zip(wanted, found, strict=True):
         if isinstance(entry, str):
             if listed[path]:
                 left_out.append((path, entry))

@@ -32,7 +32,7 @@ ALWAYS_ENV: tuple[tuple[str, str], ...] = (
     ("OMP_NUM_THREADS", "1"),
     ("OPENBLAS_NUM_THREADS", "1"),
     ("MKL_NUM_THREADS", "1"),
-    ("TRITON_CACHE_DIR", "/tmp/triton_cache"),
+    ("TRITON_CACHE_DIR", "/tmp/triton_cache"),  # noqa: S108 - a cache path for the host's trainer, as verl's scripts set
     ("VLLM_USE_TRITON_FLASH_ATTN", "0"),
     ("VLLM_ATTENTION_BACKEND", "FLASH_ATTN"),
     ("VLLM_WORKER_USE_RAY", "1"),

@@ -50,7 +50,7 @@ def run(cluster: Cluster, options: Options, conns: ssh.Connections, root: Path, 
         # the hosts log in (and start their agents) while the tree is listed and hashed here
         ready: Future[Prepared] = Future()
         futures = [pool.submit(_connected, ready, h, label, files, emit, master, options.dry_run)
-                   for h, label, files, master in zip(cluster.hosts, labels, rendered, conns.masters)]
+                   for h, label, files, master in zip(cluster.hosts, labels, rendered, conns.masters, strict=True)]
         try:
             tree = prepare(cluster, root, patchsets, generated, options, conns.dir)
         except BaseException as exc:

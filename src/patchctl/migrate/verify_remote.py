@@ -57,7 +57,7 @@ class Agent:
 
     def __init__(self, cluster: Cluster, host: Host, control: Path | None = None) -> None:
         self.cluster, self.host = cluster, host
-        self._err = tempfile.TemporaryFile()
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115 - outlives __init__: close() closes it
         self._missing = ""
         self._proc: subprocess.Popen[bytes] | None = None
         try:
@@ -149,5 +149,5 @@ def mismatches(reply: AgentReply) -> tuple[str, ...]:
     items += [f"{quote_path(p)}:{n}: tagged line missing on the host: {printable(t.strip())}"
               for p, n, t in d.get("tags_missing_here", [])]
     if len(items) > SHOWN:
-        items = items[:SHOWN] + [f"... and {len(items) - SHOWN} more"]
+        items = [*items[:SHOWN], f"... and {len(items) - SHOWN} more"]
     return tuple(items)

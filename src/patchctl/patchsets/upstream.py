@@ -46,6 +46,11 @@ def make_rule(raw: dict[str, Any]) -> UpstreamRule:
     return UpstreamRule(raw["kind"], tuple(raw.get("names", ())), raw.get("pattern", ""), files)
 
 
+def _untagged(lines: list[str], tag: str) -> Callable[[int], bool]:
+    """Whether line ``n`` (1-based) of ``lines`` is upstream's to judge: absent, or without the tag."""
+    return lambda n: not (0 < n <= len(lines) and _tagged(lines[n - 1], tag))
+
+
 def _tagged(line: str, tag: str) -> bool:
     return re.search(rf"#\s*{re.escape(tag)}\b", line) is not None
 
@@ -125,8 +130,7 @@ def find(rule: UpstreamRule, path: str, read: Callable[[str], str | None], tag: 
         text = strip_bom(read(rel))  # ast.parse refuses the BOM Python itself accepts
         if text is None:
             continue
-        lines = split_lines(text)
-        said = finder(rule, rel, text, lambda n: not (0 < n <= len(lines) and _tagged(lines[n - 1], tag)))
+        said = finder(rule, rel, text, _untagged(split_lines(text), tag))
         if said:
             return said
     return None

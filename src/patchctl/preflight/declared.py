@@ -26,7 +26,7 @@ def _string_lists(tree: ast.AST) -> list[list[str]]:
         if isinstance(node, (ast.List, ast.Tuple)) and node.elts and all(
             isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
         ):
-            found.append([e.value for e in node.elts])  # type: ignore[attr-defined]
+            found.append([e.value for e in node.elts])  # type: ignore[attr-defined] # every element was checked to be a str Constant just above
     return found
 
 

@@ -18,7 +18,7 @@ from patchctl.target import Target
 
 
 class Status(enum.Enum):
-    PASS = "pass"
+    PASS = "pass"  # noqa: S105 - a check's status, not a password
     WARN = "warn"
     FAIL = "fail"
     SKIP = "skip"
@@ -109,7 +109,7 @@ class Context:
     #: the NVIDIA control device; its absence means no driver (libcuda checks are then skipped)
     nvidia_ctl: Path = Path("/dev/nvidiactl")
     #: the shared-memory mount Ray's object store uses
-    shm: Path = Path("/dev/shm")
+    shm: Path = Path("/dev/shm")  # noqa: S108 - the mount the shm check measures, not a scratch file
     #: where /proc/meminfo is (the object store's default size is a share of MemTotal)
     meminfo: Path = Path("/proc/meminfo")
     #: CPUs a local ray.init may take: bounded so the check works inside Slurm/cgroup limits

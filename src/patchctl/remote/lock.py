@@ -50,7 +50,7 @@ class RootLock:
     def __init__(self, cluster: Cluster, host: Host, control: Path | None) -> None:
         self.cluster, self.host = cluster, host
         self.wait_s = tree_lock.wait_seconds()
-        self._err = tempfile.TemporaryFile()
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115 - outlives __init__: close() closes it
         self._proc: subprocess.Popen[bytes] | None = None
         self._missing = ""
         try:

@@ -8,6 +8,7 @@ through its control socket, so a host costs one key exchange and login, not one 
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import shutil
 import subprocess
@@ -127,7 +128,7 @@ class Master:
         argv = ["ssh", *ssh_options(self.cluster), "-M", "-N", "-o", f"ControlPath={self.socket}",
                 "-o", "ControlPersist=no", "--", self.host.ssh]
         self.started = time.monotonic()
-        self._err = tempfile.TemporaryFile()
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115 - outlives start(): close() closes it
         try:
             # a session of its own: a Ctrl-C at the terminal must not end the login under patchctl
             self._proc = proc.spawn(argv, stderr=self._err, new_session=True)
@@ -175,11 +176,9 @@ class Master:
         if self._proc is None or self._proc.poll() is not None:
             return
         if self.socket.exists():
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.run(["ssh", *ssh_options(self.cluster), "-o", f"ControlPath={self.socket}", "-O", "exit",
                           "--", self.host.ssh], check=False, timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
         else:  # still logging in (migrate stopped early, e.g. on a bad --target): nothing to close cleanly
             self._proc.terminate()
         try:

@@ -123,7 +123,7 @@ def tiny_dataset(out_dir: Path, samples: int = 2) -> DataSet:
 
 def synthetic_vl(out_dir: Path, train: int = 64, val: int = 8, seed: int = 0, size: int = 56) -> DataSet:
     """A generated vision-language set (count the squares), ``train.parquet`` and ``test.parquet``."""
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 - reproducible synthetic data, not a secret
     out = Path(out_dir)
     tr = write_rows(out / "train.parquet", _vl_rows(train, "train", TINY_SOURCE, size, rng), True)
     te = write_rows(out / "test.parquet", _vl_rows(val, "test", TINY_SOURCE, size, rng), True)
@@ -141,7 +141,7 @@ def synthetic_text(out_dir: Path, train: int = 256, val: int = 32, seed: int = 0
     A randomly initialised model starts near 1/vocabulary and learns within ~40 GRPO steps to
     repeat the letter it was asked for, which is what the smoke profile's learning gate checks.
     """
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 - reproducible synthetic data, not a secret
     out = Path(out_dir)
 
     def rows(n: int, split: str) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from patchctl.train.profiles import Gates
 
 
 class GateStatus(str, enum.Enum):
-    PASS = "pass"
+    PASS = "pass"  # noqa: S105 - a gate's status, not a password
     FAIL = "fail"
     #: not applicable to this run (no learning check configured, no steps to time)
     SKIP = "skip"

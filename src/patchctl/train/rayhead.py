@@ -58,7 +58,7 @@ def address_file(env: Mapping[str, str]) -> Path:
     elif sys.platform.startswith("linux") and "TMPDIR" in env:
         base = env["TMPDIR"]
     else:
-        base = "/tmp"
+        base = "/tmp"  # noqa: S108 - Ray's own default, only read here
     return Path(base) / "ray" / "ray_current_cluster"
 
 
@@ -103,7 +103,7 @@ class Head:
         fd = os.open(head.token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(secrets.token_hex(32))
-        self._log = open(head.log, "w", encoding="utf-8")
+        self._log = open(head.log, "w", encoding="utf-8")  # noqa: SIM115 - the head's log, closed by stop()
         env = {k: v for k, v in {**os.environ, **env}.items() if k != "RAY_ADDRESS"}
         self._address_file = address_file(env)
         self._previous = _read(self._address_file)

@@ -78,7 +78,7 @@ def _registry(file: Path) -> list[tuple[str, str]] | None:
             continue
         if isinstance(target, ast.Name) and target.id == "_ROLLOUT_REGISTRY" and isinstance(value, ast.Dict):
             out = []
-            for key, module in zip(value.keys, value.values):
+            for key, module in zip(value.keys, value.values, strict=True):
                 if (isinstance(key, ast.Tuple) and key.elts and isinstance(key.elts[0], ast.Constant)
                         and isinstance(module, ast.Constant) and isinstance(module.value, str)):
                     out.append((str(key.elts[0].value), module.value.rsplit(".", 1)[0]))

@@ -66,7 +66,7 @@ def watch(plan: planning.Plan, session: remote.Session, note: NoteFn, progress: 
                 text = event["text"]
                 log.write(text + "\n")
                 log.flush()  # the local log grows as the run goes (tail -f works)
-                tail = (tail + [text])[-20:]
+                tail = [*tail, text][-20:]
                 step = scan.feed(text, event.get("at"))
                 if step is not None:
                     progress(_progress(scan, step.step, event.get("at") or 0.0))

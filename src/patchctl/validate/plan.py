@@ -98,7 +98,7 @@ class Plan:
 
 def nodes(cluster: Cluster) -> tuple[Node, ...]:
     out = []
-    for i, (host, label) in enumerate(zip(cluster.hosts, labels(cluster))):
+    for i, (host, label) in enumerate(zip(cluster.hosts, labels(cluster), strict=True)):
         env = dict(host.env) or dict(cluster.env)
         if host.ifname:
             env.setdefault("NCCL_SOCKET_IFNAME", host.ifname)

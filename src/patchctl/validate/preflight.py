@@ -83,10 +83,10 @@ def run(plan: planning.Plan, masters: list[ssh.Master], stage: Path,
     """Every host's preflight; once all ended, raises the first host's failure (in host order)
     with the hosts that answered attached as ``.preflight``, so the table still shows them."""
     with ThreadPoolExecutor(max_workers=len(plan.nodes)) as pool:
-        futures = [pool.submit(check_host, plan, n, m, stage) for n, m in zip(plan.nodes, masters)]
+        futures = [pool.submit(check_host, plan, n, m, stage) for n, m in zip(plan.nodes, masters, strict=True)]
         results: list[HostPreflight] = []
         errors: list[ValidateFailed] = []
-        for n, f in zip(plan.nodes, futures):
+        for n, f in zip(plan.nodes, futures, strict=True):
             try:
                 results.append(f.result())
                 bad = results[-1].failed

@@ -81,7 +81,7 @@ class Session:
                  control: Path | None = None, extra_env: dict[str, str] | None = None) -> None:
         self.cluster, self.node, self.action = cluster, node, action
         self.argv = host_argv(cluster, node, action, control, extra_env)
-        self._err = tempfile.TemporaryFile()
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115 - outlives __init__: close() closes it
         self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._send_lock = threading.Lock()  # the heartbeat thread writes too: one whole line at a time
         self._proc = proc.spawn(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,

@@ -126,7 +126,7 @@ class Interrupts:
 
     def __exit__(self, *exc: object) -> None:
         if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)  # type: ignore[arg-type]
+            signal.signal(signal.SIGINT, self._previous)  # type: ignore[arg-type] # _previous is what signal.getsignal returned, which signal.signal takes back
 
     def _handler(self, signum: int, frame: object) -> None:
         self.seen = True

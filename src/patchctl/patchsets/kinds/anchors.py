@@ -79,7 +79,7 @@ def descend(lines: list[str], nodes: list[ast.AST], blocks: list[str]) -> list[a
 
 def body_start(lines: list[str], node: ast.AST) -> int:
     """The first line a gap at the top of ``node``'s body may take."""
-    return 1 if isinstance(node, ast.Module) else header_end(lines, node) + 1  # type: ignore[arg-type]
+    return 1 if isinstance(node, ast.Module) else header_end(lines, node) + 1  # type: ignore[arg-type] # anything but a Module here is a def, class or block
 
 
 def indent_of(lines: list[str], stmts: list[ast.stmt]) -> str:
@@ -118,14 +118,16 @@ def window(lines: list[str], node: ast.AST, above: int, below: int) -> Window | 
     Statements joined by ``;`` on one line cannot be told apart line by line, so a window
     whose edge falls between them has no gap.
     """
-    stmts: list[ast.stmt] = node.body  # type: ignore[attr-defined]
+    stmts: list[ast.stmt] = node.body  # type: ignore[attr-defined] # node is a Module, def, class or block: it has a body
     inner = stmts[above + 1: below]
-    first = stmts[above].end_lineno + 1 if above >= 0 else body_start(lines, node)  # type: ignore[operator]
+    first = stmts[above].end_lineno + 1 if above >= 0 else body_start(lines, node)  # type: ignore[operator] # end_lineno is set on every statement ast.parse makes
     if below < len(stmts):
         last = first_line(stmts[below]) - 1
+    elif inner:
+        last = inner[-1].end_lineno  # type: ignore[assignment] # set on every statement ast.parse makes
     else:
-        last = inner[-1].end_lineno if inner else first - 1  # type: ignore[assignment]
-    if above >= 0 and below < len(stmts) and first_line(stmts[below]) <= stmts[above].end_lineno:  # type: ignore[operator]
+        last = first - 1
+    if above >= 0 and below < len(stmts) and first_line(stmts[below]) <= stmts[above].end_lineno:  # type: ignore[operator] # as above
         return None
     if inner and (first_line(inner[0]) < first or (inner[-1].end_lineno or 0) > last):
         return None
@@ -163,7 +165,7 @@ def candidates(lines: list[str], tree: ast.Module, scope: str, above: list[str],
     """
     out: list[Window] = []
     for node in descend(lines, find_scopes(tree, scope), blocks or []):
-        stmts: list[ast.stmt] = node.body  # type: ignore[attr-defined]
+        stmts: list[ast.stmt] = node.body  # type: ignore[attr-defined] # node is a Module, def, class or block: it has a body
         keys = keys_of(lines, stmts)
         want = [sx.anchor(a) for a in above]
         starts = [-1] if not above else [p for p in range(len(above) - 1, len(stmts))

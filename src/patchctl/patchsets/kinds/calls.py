@@ -16,6 +16,7 @@ libcst is imported only inside the rewriting helpers, when a file must really ch
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -58,7 +59,7 @@ def sites(tree: ast.Module, callee: str, keyword: str) -> list[Site]:
 
 def before(call: cst.Call, index: int) -> cst.BaseParenthesizableWhitespace:
     """The whitespace before argument ``index``: the lines and comments above it."""
-    return call.whitespace_before_args if index == 0 else call.args[index - 1].comma.whitespace_after  # type: ignore[union-attr]
+    return call.whitespace_before_args if index == 0 else call.args[index - 1].comma.whitespace_after  # type: ignore[union-attr] # every argument before the last has a comma
 
 
 def trail(arg: cst.Arg) -> cst.BaseParenthesizableWhitespace:
@@ -83,11 +84,13 @@ def set_before(call: cst.Call, index: int, ws: cst.ParenthesizedWhitespace) -> c
         return call.with_changes(whitespace_before_args=ws)
     args = list(call.args)
     prev = args[index - 1]
-    args[index - 1] = prev.with_changes(comma=prev.comma.with_changes(whitespace_after=ws))  # type: ignore[union-attr]
+    args[index - 1] = prev.with_changes(comma=prev.comma.with_changes(whitespace_after=ws))  # type: ignore[union-attr] # as above: an argument followed by another has a comma
     return call.with_changes(args=args)
 
 
-def rewrite_call(module: cst.Module, callee: str, rank: int, change) -> cst.Module:  # type: ignore[no-untyped-def]
+def rewrite_call(
+    module: cst.Module, callee: str, rank: int, change: Callable[[cst.Call], cst.BaseExpression]
+) -> cst.Module:
     """Replace the ``rank``-th call of ``callee`` (source order) by ``change(call)``."""
     import libcst as cst
 
@@ -118,7 +121,10 @@ def enclosing_statement(tree: ast.Module, call: ast.Call) -> ast.stmt | None:
     return best
 
 
-def rewrite_site(text: str, path: str, callee: str, site: Site, make_change) -> str:  # type: ignore[no-untyped-def]
+def rewrite_site(
+    text: str, path: str, callee: str, site: Site,
+    make_change: Callable[[cst.Module], Callable[[cst.Call], cst.BaseExpression]],
+) -> str:
     """``text`` with the call at ``site`` replaced by ``make_change(module)(call)``.
 
     libcst parses only the statement that holds the call (wrapped in ``if True:`` when it is
@@ -142,7 +148,7 @@ def rewrite_site(text: str, path: str, callee: str, site: Site, make_change) -> 
             calls = calls_to(ast.parse(snippet), callee)
             offset = first - 1 - (1 if wrapper else 0)
             rank = next(i for i, c in enumerate(calls)
-                        if (c.lineno + offset, c.col_offset) == (site.call.lineno, site.call.col_offset))  # type: ignore[union-attr]
+                        if (c.lineno + offset, c.col_offset) == (site.call.lineno, site.call.col_offset))  # type: ignore[union-attr] # site.call is set for sites found in a parsed file
             module = cst.parse_module(snippet)
         except (SyntaxError, StopIteration, cst.ParserSyntaxError):
             stmt = None

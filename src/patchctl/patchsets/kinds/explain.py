@@ -24,7 +24,7 @@ def anchors(lines: list[str], tree: ast.Module, scope: str, above: list[str], be
         if not st.descend(lines, st.find_scopes(tree, scope), blocks[: n + 1]):
             return f"{where} has no block `{blocks[n]}` around the change (by syntax, not spelling)"
     nodes = st.descend(lines, st.find_scopes(tree, scope), blocks)
-    keys = [k for node in nodes for k in st.keys_of(lines, node.body)]  # type: ignore[attr-defined]
+    keys = [k for node in nodes for k in st.keys_of(lines, node.body)]  # type: ignore[attr-defined] # these nodes are defs, classes or blocks, which have bodies
     gone = [a for a in [*above, *below] if not any(sx.reads(sx.anchor(a), k) for k in keys)]
     where += "".join(f" > `{b}`" for b in blocks)
     if gone:
@@ -43,7 +43,7 @@ def _stmts(text: str) -> list[ast.stmt] | None:
 
 def _first(found: list[ast.stmt], want: list[ast.stmt]) -> tuple[ast.stmt | None, ast.stmt | None]:
     """The innermost first pair of statements that differ (None: that side has run out)."""
-    for f, w in zip(found, want):
+    for f, w in zip(found, want, strict=False):
         if sx.code_dump(f) == sx.code_dump(w):
             continue
         if type(f) is type(w) and sx.header_dump(f) == sx.header_dump(w):
@@ -68,15 +68,15 @@ def difference(expected: str, found: str, first: int) -> str:
     if f is None and w is None:
         return "only comments or blank lines differ"
     if f is None:
-        return f"the patch expects `{w_lines[w.lineno - 1].strip()}` after line {first + len(f_lines) - 1}"  # type: ignore[union-attr]
+        return f"the patch expects `{w_lines[w.lineno - 1].strip()}` after line {first + len(f_lines) - 1}"  # type: ignore[union-attr] # w is not None when f is (both None returned above)
     if w is None:
         return (
             f"line {first + f.lineno - 1} reads `{f_lines[f.lineno - 1].strip()}`, "
             "which the patch does not expect there"
         )
     a, b = _leaf(f, w, f, w)
-    return (f"line {first + a.lineno - 1} reads `{f_lines[a.lineno - 1].strip()}` where the patch expects "  # type: ignore[attr-defined]
-            f"`{w_lines[b.lineno - 1].strip()}`")  # type: ignore[attr-defined]
+    return (f"line {first + a.lineno - 1} reads `{f_lines[a.lineno - 1].strip()}` where the patch expects "  # type: ignore[attr-defined] # _leaf returns statements or expressions, which have lines
+            f"`{w_lines[b.lineno - 1].strip()}`")  # type: ignore[attr-defined] # as above
 
 
 def _leaf(a: ast.AST, b: ast.AST, at_a: ast.AST, at_b: ast.AST) -> tuple[ast.AST, ast.AST]:
@@ -89,7 +89,7 @@ def _leaf(a: ast.AST, b: ast.AST, at_a: ast.AST, at_b: ast.AST) -> tuple[ast.AST
     for name, x in ast.iter_fields(a):
         y = getattr(b, name, None)
         if isinstance(x, list) and isinstance(y, list):
-            for u, v in zip(x, y):
+            for u, v in zip(x, y, strict=False):
                 if isinstance(u, ast.AST) and isinstance(v, ast.AST):
                     if sx.code_dump(u) != sx.code_dump(v):
                         return _leaf(u, v, at_a, at_b)

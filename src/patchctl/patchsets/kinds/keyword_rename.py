@@ -90,11 +90,11 @@ class KeywordRename:
         tagged = [s for s in calls.sites(parse_ast(text, ctx.path), p.call, p.new_keyword) if s.keyword]
         for site in tagged:
             if self._shape(lines, site, patch) is None:
-                n = site.keyword.lineno  # type: ignore[union-attr]
+                n = site.keyword.lineno  # type: ignore[union-attr] # tagged holds only sites with a keyword
                 return Check(Presence.PRESENT, f"{p.call}(...) at line {site.line} passes {p.new_keyword}= tagged",
                              frozenset({n - 1, n}))
         for site in tagged:
-            n = site.keyword.lineno  # type: ignore[union-attr]
+            n = site.keyword.lineno  # type: ignore[union-attr] # as above
             if tag_comment(patch.tag) in lines[n - 1]:
                 return Check(Presence.MODIFIED, f"{p.call}(...) at line {site.line}: {self._shape(lines, site, patch)}",
                              frozenset({n}))
@@ -115,7 +115,7 @@ class KeywordRename:
             return Edit(EditStatus.AMBIGUOUS, f"{p.call}(...) passes {p.old_keyword}= at lines "
                         f"{', '.join(str(s.line) for s in hits)}; narrow the patch's call or target")
         site = hits[0]
-        found = ast.get_source_segment(text, site.keyword.value) or ""  # type: ignore[union-attr]
+        found = ast.get_source_segment(text, site.keyword.value) or ""  # type: ignore[union-attr] # hits are sites passing the keyword
         if p.old_value is not None and not same_expr(found, p.old_value):
             return Edit(EditStatus.CONFLICT, f"line {site.line}: {p.old_keyword}={found}, "
                         f"the patch expects {p.old_keyword}={p.old_value}")
@@ -189,8 +189,8 @@ class KeywordRename:
         index = next(i for i, a in enumerate(call.args) if a.keyword and a.keyword.value == p.new_keyword)
         arg, before, trail = call.args[index], calls.before(call, index), calls.trail(call.args[index])
         assert isinstance(before, cst.ParenthesizedWhitespace) and isinstance(trail, cst.ParenthesizedWhitespace)
-        commented = before.empty_lines[-1].comment.value  # type: ignore[union-attr]
-        old_arg = cst.parse_expression(f"f({commented[2: -len(' ' + tag_comment(patch.tag))]})").args[0]  # type: ignore[attr-defined]
+        commented = before.empty_lines[-1].comment.value  # type: ignore[union-attr] # the line above a renamed argument is its tagged comment
+        old_arg = cst.parse_expression(f"f({commented[2: -len(' ' + tag_comment(patch.tag))]})").args[0]  # type: ignore[attr-defined] # parse_expression of a call gives a Call
         if isinstance(arg.comma, cst.Comma) != isinstance(old_arg.comma, cst.Comma):
             problem.append("the commented line and the argument disagree on a trailing comma")
             return call

@@ -78,10 +78,10 @@ def _elements(tree: ast.Module, p: Params) -> list[tuple[ast.AST, ast.AST, bool]
             targets = [node.target]
         value = getattr(node, "value", None) if targets else None
         if isinstance(value, ast.Dict) and any(isinstance(t, ast.Name) and t.id in p.dicts for t in targets):
-            for k, v in zip(value.keys, value.values):
+            for k, v in zip(value.keys, value.values, strict=True):
                 if isinstance(k, ast.Constant) and k.value == p.keyword:
                     out.append((k, v, False))
-    return sorted(out, key=lambda e: (e[0].lineno, e[0].col_offset))  # type: ignore[attr-defined]
+    return sorted(out, key=lambda e: (e[0].lineno, e[0].col_offset))  # type: ignore[attr-defined] # keywords and dict keys here both have positions
 
 
 class KeywordValue(LineRewrite):
@@ -115,19 +115,19 @@ class KeywordValue(LineRewrite):
         lines = [ln.rstrip("\r\n") for ln in split_lines(text)]
         sites, problems = [], []
         for first, last, is_kw in _elements(parse(text, path), p):
-            line, end_line = first.lineno, last.end_lineno  # type: ignore[attr-defined]
+            line, end_line = first.lineno, last.end_lineno  # type: ignore[attr-defined] # as above: the nodes have positions
             if line != end_line:
                 problems.append(f"line {line}: {p.keyword} spans several lines; put it on one line")
                 continue
             body = lines[line - 1]
-            start, end = _col(body, first.col_offset), _col(body, last.end_col_offset)  # type: ignore[attr-defined]
-            key_end = start + len(p.keyword) if is_kw else _col(body, first.end_col_offset)  # type: ignore[attr-defined]
+            start, end = _col(body, first.col_offset), _col(body, last.end_col_offset)  # type: ignore[attr-defined] # as above
+            key_end = start + len(p.keyword) if is_kw else _col(body, first.end_col_offset)  # type: ignore[attr-defined] # as above
             at = body.index("=" if is_kw else ":", key_end) + 1
             while at < len(body) and body[at] in " \t":
                 at += 1
             if not is_kw:
                 # ast's span of a parenthesised dict value stops inside its parentheses
-                opened = body[at:_col(body, last.col_offset)].count("(")  # type: ignore[attr-defined]
+                opened = body[at:_col(body, last.col_offset)].count("(")  # type: ignore[attr-defined] # as above
                 while opened and end < len(body) and body[end] in " \t)":
                     opened -= body[end] == ")"
                     end += 1

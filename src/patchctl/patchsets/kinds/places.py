@@ -140,9 +140,9 @@ def _header(lines: list[str], node: ast.AST, p: Params) -> tuple[int, int, str]:
     """(first, last, indent) of a definition's header; decorators belong to it only when the
     patch changes them."""
     decorated = any(t.lstrip().startswith("@") for t in (p.before, p.after))
-    first = st.header_span(lines, node)[0] if decorated else node.lineno  # type: ignore[arg-type, attr-defined]
-    line = lines[node.lineno - 1]  # type: ignore[attr-defined]
-    return first, st.header_end(lines, node), line[: len(line) - len(line.lstrip())]  # type: ignore[arg-type]
+    first = st.header_span(lines, node)[0] if decorated else node.lineno  # type: ignore[arg-type, attr-defined] # node is a def or class: it has a header and line numbers
+    line = lines[node.lineno - 1]  # type: ignore[attr-defined] # as above
+    return first, st.header_end(lines, node), line[: len(line) - len(line.lstrip())]  # type: ignore[arg-type] # as above
 
 
 def _site(lines: list[str], first: int, last: int, indent: str, p: Params) -> Site:

@@ -46,7 +46,7 @@ def _lists(node: ast.AST) -> Iterator[tuple[tuple[str, int], list[ast.stmt]]]:
 
 def _body(tree: ast.Module, path: Path) -> list[ast.stmt]:
     stmts: list[ast.stmt] = tree.body
-    for (name, i), k in zip(path[1::2], path[0::2]):  # pairs of (statement index, list step)
+    for (name, i), k in zip(path[1::2], path[0::2], strict=False):  # pairs of (statement index, list step)
         node = stmts[k[1]]
         stmts = getattr(node, name) if i < 0 else getattr(node, name)[i].body
     return stmts
@@ -131,7 +131,7 @@ def fine(before: str, after: str, found: str) -> str | None:
                 joined[-1][1] = max(joined[-1][1], hi)
             else:
                 joined.append([lo, hi])
-        if len(joined) == len(spans) and all(tuple(j) == s[:2] for j, s in zip(joined, cover)):
+        if len(joined) == len(spans) and all(tuple(j) == s[:2] for j, s in zip(joined, cover, strict=False)):
             break
         spans = [(lo, hi) for lo, hi in joined]
     out = list(t)

@@ -19,6 +19,7 @@ Rule 2 is exact; rule 3 is a prefix, so it is used only where the anchor cannot 
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import io
 import tokenize
@@ -66,10 +67,8 @@ def norm_tokens(src: str) -> tuple[tuple[str, ...], bool]:
                 continue
             text = tok.string
             if tok.type in (tokenize.STRING, tokenize.NUMBER):
-                try:
+                with contextlib.suppress(ValueError, SyntaxError):  # an f-string, bytes with escapes: as written
                     text = repr(ast.literal_eval(text))
-                except (ValueError, SyntaxError):
-                    pass  # an f-string or bytes with escapes: its own text
             elif tok.type == tokenize.OP and text in "([{":
                 depth += 1
             elif tok.type == tokenize.OP and text in ")]}":
@@ -155,4 +154,4 @@ def _unparenthesised(tokens: tuple[str, ...]) -> tuple[str, ...]:
 
 def run_reads(anchors: list[Anchor], stmts: list[Stmt], exact: bool = False) -> bool:
     """Whether each anchor reads the statement at the same position (equal lengths)."""
-    return len(anchors) == len(stmts) and all(reads(a, s, exact) for a, s in zip(anchors, stmts))
+    return len(anchors) == len(stmts) and all(reads(a, s, exact) for a, s in zip(anchors, stmts, strict=True))

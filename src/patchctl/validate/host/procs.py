@@ -8,6 +8,7 @@ whose environment holds that exact marker — never ``ray stop``, which ends eve
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -98,10 +99,8 @@ def stop_marked(value: str, grace: float = 3.0) -> tuple[int, list[int]]:
     found = marked(value)
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
         for pid in marked(value):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline and marked(value):
             time.sleep(0.05)
@@ -142,7 +141,7 @@ def _marker_of(pid: int, prefix: str) -> bool:
 
 def state_root() -> str:
     """``/tmp/pcv-UID``: short (Ray's socket paths live below it) and one per user."""
-    base = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()
+    base = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()  # noqa: S108 - per user, made 0700 below
     return os.path.join(base, f"{ROOT_PREFIX}{os.getuid()}")
 
 
@@ -153,10 +152,8 @@ def private_root() -> str:
     ``runtime_resources/``), so privacy must come from a parent others cannot enter.
     """
     path = state_root()
-    try:
+    with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as exc:

@@ -19,7 +19,7 @@ ALL_INTERFACES = ("GCS (the head's ray_port)", "raylet node manager and object m
 
 
 def _version(text: str) -> tuple[int, int]:
-    parts = (text.split(".") + ["0"])[:2]
+    parts = [*text.split("."), "0"][:2]
     try:
         return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0)
     except ValueError:
