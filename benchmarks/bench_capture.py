@@ -63,7 +63,7 @@ def main() -> int:
                 ["diff", "-ruN", str(base), str(fork)], ok=(1,)) + timed(["grep", "-rn", "# Uky", str(fork)]),
         }
         times: dict[str, list[float]] = {name: [] for name in rows}
-        for name, fn in rows.items():
+        for fn in rows.values():
             fn(-1)  # warm-up: page cache, bytecode
         for i in range(args.runs):
             for name, fn in rows.items():

@@ -61,7 +61,7 @@ def main() -> int:
     for name, base, goal in (("patchctl apply", "git apply", 0.5), ("git apply", None, None),
                              ("patchctl verify", "grep -rn", 0.5), ("grep -rn", None, None)):
         ratio = f"{med[name] / med[base]:.1f}x" if base else "-"
-        print(f"{name:<18}{med[name]:>10.3f}{min(rows[name]):>9.3f}{ratio:>13}{('<= %.1f' % goal) if goal else '':>8}")
+        print(f"{name:<18}{med[name]:>10.3f}{min(rows[name]):>9.3f}{ratio:>13}{f'<= {goal:.1f}' if goal else '':>8}")
     return 0
 
 

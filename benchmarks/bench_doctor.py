@@ -31,9 +31,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "doctor"))
 
-import corpus_score
+import corpus_score  # noqa: E402 - found through the sys.path entry above
 
-from patchctl.doctor import diagnose, load_signatures, open_log
+from patchctl.doctor import diagnose, load_signatures, open_log  # noqa: E402 - as above
 
 BIG_MB = 55
 #: written from, held back while writing, collected after the patterns were frozen
@@ -51,7 +51,7 @@ def previous(ref: str, tmp: Path) -> Callable[[Any], Any]:
 
     module = sys.modules["previous_matcher"] = types.ModuleType("previous_matcher")  # dataclasses look it up
     # this repository's own matcher at another commit, not input from outside
-    exec(compile(show("src/patchctl/doctor/matcher.py"), f"{ref}:matcher.py", "exec"), module.__dict__)  # noqa: S102
+    exec(compile(show("src/patchctl/doctor/matcher.py"), f"{ref}:matcher.py", "exec"), module.__dict__)  # noqa: S102 - see the line above
     table = tmp / "previous_signatures.toml"
     table.write_text(show("src/patchctl/doctor/signatures.toml"), encoding="utf-8")
     sigs = load_signatures(table)

@@ -15,6 +15,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from patchctl.fsutil import FileChange, write_all
@@ -58,7 +59,7 @@ def main() -> None:
             items = changes(n)
             times: dict[str, list[float]] = {"plain": [], "journal": []}
             for _ in range(args.runs):
-                for name, fn in (("plain", lambda: plain(root, items)), ("journal", lambda: write_all(root, items))):
+                for name, fn in (("plain", partial(plain, root, items)), ("journal", partial(write_all, root, items))):
                     reset(root, n)
                     start = time.perf_counter()
                     fn()

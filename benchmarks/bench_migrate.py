@@ -66,7 +66,7 @@ def timed(argvs: list[list[str]], loop: LoopbackCluster, row: Row | None, env: d
              for argv in argvs]
     outs = [p.communicate() for p in procs]
     elapsed = time.perf_counter() - start
-    for argv, p, (_, err) in zip(argvs, procs, outs):
+    for argv, p, (_, err) in zip(argvs, procs, outs, strict=True):
         if p.returncode != 0:
             raise SystemExit(f"{' '.join(argv[:3])} failed ({p.returncode}): {err[-2000:]}")
     if row is not None:
@@ -182,7 +182,7 @@ def report(rows: dict[str, Row], sent_again: list[int], files: int, args: argpar
 
     def cpu(key: str) -> float:
         r = rows[key]
-        return statistics.median(a + b for a, b in zip(r.local_cpu, r.host_cpu))
+        return statistics.median(a + b for a, b in zip(r.local_cpu, r.host_cpu, strict=True))
 
     goals = {
         "rsync -a, 1 host": "baseline (the record's way)",

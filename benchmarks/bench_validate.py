@@ -41,7 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "migrate"))
 
-from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402
+from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402 - importable once sys.path has the folder above
 
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 CPU_SKIP = ["torch", "vllm", "patches"]

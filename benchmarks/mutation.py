@@ -79,12 +79,12 @@ class _Finder(ast.NodeVisitor):
         self.depth = 0
 
     def _span(self, node: ast.AST) -> tuple[int, int]:
-        return (self.starts[node.lineno - 1] + node.col_offset,  # type: ignore[attr-defined]
-                self.starts[node.end_lineno - 1] + node.end_col_offset)  # type: ignore[attr-defined]
+        return (self.starts[node.lineno - 1] + node.col_offset,
+                self.starts[node.end_lineno - 1] + node.end_col_offset)
 
     def _add(self, node: ast.AST, kind: str, text: str) -> None:
         start, end = self._span(node)
-        self.out.append(Mutant(node.lineno, node.col_offset, kind, start, end, text))  # type: ignore[attr-defined]
+        self.out.append(Mutant(node.lineno, node.col_offset, kind, start, end, text))
 
     def _segment(self, node: ast.AST) -> str:
         start, end = self._span(node)
@@ -141,7 +141,7 @@ class _Finder(ast.NodeVisitor):
         self._body(node.body)
         self.depth -= 1
 
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def _negate(self, test: ast.expr) -> None:
         """``not (test)``, unless another mutation already is its negation (a dropped ``not``,
@@ -166,12 +166,12 @@ class _Finder(ast.NodeVisitor):
     def visit_For(self, node: ast.For) -> None:
         self._visit_with_body(node)
 
-    visit_With = visit_Try = visit_AsyncFor = visit_AsyncWith = visit_For  # type: ignore[assignment]
+    visit_With = visit_Try = visit_AsyncFor = visit_AsyncWith = visit_For
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         return
 
-    visit_Import = visit_ImportFrom  # type: ignore[assignment]
+    visit_Import = visit_ImportFrom
 
     # -- the mutations -----------------------------------------------------------------------
 

@@ -215,7 +215,7 @@ def table(rows: list[dict[str, object]]) -> str:
     out = ["| set-up | expected gate | verdict | failing gates | caught | doctor finding | closest to its bar |",
            "|---|---|---|---|---|---|---|"]
     for row in rows:
-        out.append(f"| {row['setup']} | {row['expect']} | {row['verdict']} | {', '.join(row['failing']) or '-'} "  # type: ignore[arg-type]
+        out.append(f"| {row['setup']} | {row['expect']} | {row['verdict']} | {', '.join(row['failing']) or '-'} "
                    f"| {caught(row)} | {row['doctor'] or '-'} | {row.get('closest') or '-'} |")
     return "\n".join(out)
 
@@ -225,7 +225,7 @@ def caught(row: dict[str, object]) -> str:
         return "-"
     if str(row["setup"]).startswith("healthy"):
         return "ok" if row["verdict"] == "PASS" else "NO (a healthy run failed)"
-    return "yes" if row["verdict"] == "FAIL" and row["expect"] in row["failing"] else "NO"  # type: ignore[operator]
+    return "yes" if row["verdict"] == "FAIL" and row["expect"] in row["failing"] else "NO"
 
 
 def main() -> int:

@@ -20,7 +20,7 @@ def test_run_failure_names_the_command_code_and_stderr() -> None:
 @pytest.mark.parametrize("call", [proc.run, proc.spawn])
 def test_a_missing_program_is_one_clear_error(call: object) -> None:
     with pytest.raises(ToolMissing, match="no-such-tool-xyz: not found on PATH; install it"):
-        call(["no-such-tool-xyz", "--version"])  # type: ignore[operator]
+        call(["no-such-tool-xyz", "--version"])
 
 
 def test_spawn_streams_output_and_takes_input_later() -> None:

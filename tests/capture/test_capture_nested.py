@@ -28,7 +28,7 @@ INSERT_AFTER = '                        gen_batch_output.meta_info.pop("timing",
 FAR = '                            raise ValueError("A reward_fn is required for REMAX advantage estimation.")\n'
 
 
-def draft(base: str, fork: str, narrowest: bool) -> dict:  # type: ignore[type-arg]
+def draft(base: str, fork: str, narrowest: bool) -> dict:
     blines, flines = split_lines(base), split_lines(fork)
     units = pyunits.merge(
         [pyunits.find_unit(ast.parse(fork), flines, h) for h in diff(blines, flines, tag_regex({"Uky"}))], flines

@@ -64,7 +64,7 @@ def test_a_patch_that_writes_other_text_is_blamed_with_the_first_different_line(
 
 
 def test_a_proven_patchset_blames_nothing(tmp_path: Path) -> None:
-    target, patchset = setup(tmp_path)
+    target, _patchset = setup(tmp_path)
     head = "A = 1  # Uky\n\n" + BASE  # prelude leaves a blank line before the imports
     (tmp_path / "ps" / "patchset.toml").write_text(MANIFEST.split("[[patch]]\nid = \"rename\"")[0])
     assert proof.blame(load_patchset(tmp_path / "ps"), target, {"m.py": head}, {"head": ("m.py", head)}) == []

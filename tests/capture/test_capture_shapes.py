@@ -34,7 +34,7 @@ def edit(tree: Path, rel: str, old: str, new: str) -> None:
     path.write_text(text.replace(old, new), encoding="utf-8")
 
 
-def fork_of(release_tree) -> Path:  # type: ignore[no-untyped-def]
+def fork_of(release_tree) -> Path:
     tree = release_tree("0.6.1")
     make_fork(tree)
     return tree
@@ -112,7 +112,7 @@ def test_a_directory_base_is_named_by_commit_or_content(release_tree, tmp_path: 
     assert json.loads(out)["base"] != first
 
 
-def test_a_draft_the_loader_refuses_is_left_out_not_fatal(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_draft_the_loader_refuses_is_left_out_not_fatal(tmp_path: Path, monkeypatch) -> None:
     """A planted capture bug (a patch drafted with ``occurrence = 0``): that edit is left out
     with the loader's words, the other file's edit is written, and no message names the
     scratch folder."""
@@ -122,7 +122,7 @@ def test_a_draft_the_loader_refuses_is_left_out_not_fatal(tmp_path: Path, monkey
 
     table = model.Draft.table
 
-    def broken(self, fork: str, base: str):  # type: ignore[no-untyped-def]
+    def broken(self, fork: str, base: str):
         doc = table(self, fork, base)
         if self.path == "bad.py":
             doc["params"] = {**doc["params"], "occurrence": 0}
@@ -137,14 +137,14 @@ def test_a_draft_the_loader_refuses_is_left_out_not_fatal(tmp_path: Path, monkey
     assert ".capture-" not in json.dumps(doc) + human
 
 
-def test_an_error_never_names_the_removed_scratch_folder(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_error_never_names_the_removed_scratch_folder(tmp_path: Path, monkeypatch) -> None:
     from tests.capture.test_capture_refuses import run as run3
     from tests.capture.test_capture_refuses import tree
 
     from patchctl.capture import proof
     from patchctl.errors import PatchctlError
 
-    def fails(where: Path):  # type: ignore[no-untyped-def]
+    def fails(where: Path):
         raise PatchctlError(f"{where / 'patchset.toml'}: cannot be read")
 
     monkeypatch.setattr(proof, "load_patchset", fails)

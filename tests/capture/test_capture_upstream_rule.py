@@ -111,7 +111,7 @@ def test_superseded_where_the_call_itself_changed(fork: Path, release_tree, tmp_
 def test_a_failed_proof_blames_the_patch_and_keeps_the_rest_of_the_file(fork: Path, tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """With the old rule forced on (the name anywhere in the file), the proof fails for that patch alone."""
-    def old_rule(draft, base_text: str, tag: str) -> tuple[dict, None]:  # type: ignore[no-untyped-def]
+    def old_rule(draft, base_text: str, tag: str) -> tuple[dict, None]:
         return {"kind": "python-name", "names": [draft.params["new_keyword"]]}, None
 
     monkeypatch.setattr(inplace, "_call_rule", old_rule)

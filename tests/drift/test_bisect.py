@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.drift.helpers import NEW, OLD, SERVER, Repo, git, invoke, patchset
 
 
-def run(repo: Repo, ps: Path, good: str, bad: str, *extra: str):  # type: ignore[no-untyped-def]
+def run(repo: Repo, ps: Path, good: str, bad: str, *extra: str):
     return invoke("bisect", "log-requests", "--good", good, "--bad", bad, "--repo", str(repo.root),
                   "--patchset", str(ps), *extra)
 

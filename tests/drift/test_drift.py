@@ -37,11 +37,11 @@ def setup(tmp_path: Path) -> tuple[Repo, Path]:
     return repo, ps
 
 
-def drift(repo: Repo, ps: Path, *extra: str):  # type: ignore[no-untyped-def]
+def drift(repo: Repo, ps: Path, *extra: str):
     return invoke("drift", "--from", "a", "--to", "b", "--repo", str(repo.root), "--patchset", str(ps), *extra)
 
 
-def patch_doc(out: str, pid: str) -> dict:  # type: ignore[type-arg]
+def patch_doc(out: str, pid: str) -> dict:
     return next(p for p in json.loads(out)["patches"] if p["patch"] == pid)
 
 

@@ -36,7 +36,7 @@ def setup(
     return repo, ps, fix
 
 
-def retire(repo: Repo, ps: Path, *extra: str):  # type: ignore[no-untyped-def]
+def retire(repo: Repo, ps: Path, *extra: str):
     return invoke("retire", "--target", "v0.2.0", "--repo", str(repo.root), "--patchset", str(ps), *extra)
 
 

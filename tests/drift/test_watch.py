@@ -11,7 +11,7 @@ ENGINE = "verl/engine.py"
 CALLEE = "class AsyncLLM:\n    def from_vllm_config(self, config, disable_log_requests=False):\n        pass\n"
 
 
-def watch(repo: Repo, ps: Path, *extra: str):  # type: ignore[no-untyped-def]
+def watch(repo: Repo, ps: Path, *extra: str):
     return invoke("watch", "--repo", str(repo.root), "--since", "v0.1.0", "--patchset", str(ps), *extra)
 
 

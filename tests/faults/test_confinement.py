@@ -268,6 +268,6 @@ def test_the_remote_agent_never_writes_its_records_through_a_symlinked_patchctl(
     request = {"root": str(root), "action": "finish", "manifest": [], "rendered": {}, "delete": False,
                "max_delete": 100, "tags": {"pattern": r"#\s*(T)\b", "needles": ["T"], "expected": []},
                "provenance": {}}
-    with pytest.raises(ValueError, match="/.patchctl leads out of the root"):
+    with pytest.raises(ValueError, match=r"/.patchctl leads out of the root"):
         remote_agent.main(request)
     assert list(elsewhere.iterdir()) == []

@@ -69,7 +69,7 @@ def test_verify_during_a_live_apply_waits_refuses_and_leaves_it_alone(setup: tup
         assert snapshot(tree) == half
     finally:
         os.kill(apply.pid, signal.SIGCONT)
-    out, err = apply.communicate(timeout=60)
+    _out, err = apply.communicate(timeout=60)
     assert apply.returncode == 0, err
     after = snapshot(tree)
     assert after != before and not (tree / ".patchctl-journal").exists()
@@ -88,7 +88,7 @@ def test_a_command_that_waits_gets_the_tree_once_the_writer_ends(setup: tuple[Pa
     assert check.poll() is None  # waiting, not acting
     os.kill(apply.pid, signal.SIGCONT)
     assert apply.wait(timeout=60) == 0
-    out, err = check.communicate(timeout=60)
+    _out, err = check.communicate(timeout=60)
     assert check.returncode == 0, err
     assert "rolled back" not in err
     assert without_record(snapshot(tree)) == without_record(before)  # the revert undid the whole apply

@@ -8,6 +8,7 @@ root directory (see ``write_config``), so the hosts' trees are as separate as on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -71,10 +72,9 @@ class SshHost:
     proc: subprocess.Popen | None = field(default=None, repr=False)
 
     def start(self) -> None:
-        log = open(self.home / "sshd.log", "ab")
-        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.config)], stdin=subprocess.DEVNULL,
-                                     stdout=log, stderr=log)
-        log.close()
+        with open(self.home / "sshd.log", "ab") as log:
+            self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.config)], stdin=subprocess.DEVNULL,
+                                         stdout=log, stderr=log)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -91,10 +91,8 @@ class SshHost:
         if self.proc is None:
             return
         for pid in [*_descendants(self.proc.pid), self.proc.pid]:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.proc.wait()
         self.proc = None
 

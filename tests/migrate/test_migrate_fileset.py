@@ -18,7 +18,7 @@ from patchctl.patchsets import record as rec
 
 
 def cluster(**kw: object) -> Cluster:
-    return Cluster("c", (Host("h", "/r"),), "/r", Path("/cfg/patchctl.toml"), **kw)  # type: ignore[arg-type]
+    return Cluster("c", (Host("h", "/r"),), "/r", Path("/cfg/patchctl.toml"), **kw)
 
 
 def test_git_decides_membership(gitignore_repo: Path) -> None:

@@ -59,7 +59,7 @@ def _host_sessions(site: Site) -> list[int]:
 def _settled(check: object, limit: float = 15.0) -> object:
     deadline = time.monotonic() + limit
     while True:
-        left = check()  # type: ignore[operator]
+        left = check()
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
@@ -127,7 +127,7 @@ def test_a_second_migrate_that_cannot_wait_names_the_first(site: Site, tmp_path:
     first = _migrate(tree, config, tmp_path)
     _arriving(site, "node1")
     second = _migrate(tree, config, tmp_path / "b", "--json", PATCHCTL_LOCK_WAIT="1")
-    out2, err2 = second.communicate(timeout=120)
+    out2, _err2 = second.communicate(timeout=120)
     out1, err1 = first.communicate(timeout=120)
     assert first.returncode == 0, out1 + err1
     assert second.returncode == 1

@@ -23,7 +23,7 @@ HOST = Host("node1", "/scratch/verl Uky")
 
 
 def cluster(**kw: object) -> Cluster:
-    return Cluster("gpu", (HOST,), "/root/verl_Uky", Path("/cfg/patchctl.toml"), **kw)  # type: ignore[arg-type]
+    return Cluster("gpu", (HOST,), "/root/verl_Uky", Path("/cfg/patchctl.toml"), **kw)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_git_ignore_gets_the_cluster_paths_and_the_host_root(example: Path, tmp_
     assert settings["LOG_DIR"] == "/logs/ü"
     # unset paths keep the example's values; every other line is untouched
     original = example.read_text().splitlines()
-    changed = [(a, b) for a, b in zip(original, text.splitlines()) if a != b]
+    changed = [(a, b) for a, b in zip(original, text.splitlines(), strict=True) if a != b]
     assert [a.split(" =")[0] for a, _ in changed] == ["VERL_ROOT", "DATA_DIR", "MODEL_PATH", "LOG_DIR"]
     assert 'CHECKPOINT_DIR = "/root/checkpoints/verl_Uky"' in text
 

@@ -16,14 +16,14 @@ HOST = Host("node1", "/srv/verl Uky")
 
 
 def cluster(tmp_path: Path, **kw: object) -> Cluster:
-    return Cluster("c", (HOST,), HOST.root, tmp_path / "patchctl.toml", **kw)  # type: ignore[arg-type]
+    return Cluster("c", (HOST,), HOST.root, tmp_path / "patchctl.toml", **kw)
 
 
 def test_itemized_lines() -> None:
     item = transfer.parse_line("<f+++++++++ 1234 4096 verl/a b.py")
     assert item == transfer.Item("<f+++++++++", 1234, 4096, "verl/a b.py") and item.is_file_sent
-    assert not transfer.parse_line("cd+++++++++ 0 4096 verl/").is_file_sent  # type: ignore[union-attr]
-    assert not transfer.parse_line(".f..t...... 0 10 same.py").is_file_sent  # type: ignore[union-attr]
+    assert not transfer.parse_line("cd+++++++++ 0 4096 verl/").is_file_sent
+    assert not transfer.parse_line(".f..t...... 0 10 same.py").is_file_sent
     assert transfer.parse_line("created directory /srv/x") is None
 
 

@@ -98,7 +98,7 @@ def test_tabs_are_kept() -> None:
 
 
 def test_bad_fallback() -> None:
-    with pytest.raises(ManifestError, match="params.fallback"):
+    with pytest.raises(ManifestError, match=r"params.fallback"):
         KIND.parse_params({"module": "m", "fallback": "    pass"}, Path("."), Path("patchset.toml"), "p")
     with pytest.raises(ManifestError, match="not valid Python"):
         KIND.parse_params({"module": "m", "fallback": "x ="}, Path("."), Path("patchset.toml"), "p")

@@ -135,20 +135,20 @@ def test_not_applicable_and_modified() -> None:
     assert KIND.revert(edited, p, CTX).status is EditStatus.CONFLICT
     # a site left unpatched next to a patched one is not "present"
     lines = after.splitlines(keepends=True)
-    half = "".join(lines[:8] + [BEFORE.splitlines(keepends=True)[7]] + lines[10:])
+    half = "".join([*lines[:8], BEFORE.splitlines(keepends=True)[7], *lines[10:]])
     assert "o = AutoConfig.from_pretrained(path, trust_remote_code=t, attn_implementation=\"flash" in half
     assert KIND.check(half, p, CTX).presence is Presence.MODIFIED
 
 
 def test_syntax_error_names_the_file() -> None:
-    with pytest.raises(SourceSyntaxError, match="mod.py:1"):
+    with pytest.raises(SourceSyntaxError, match=r"mod.py:1"):
         KIND.apply("def (:\n", patch(), CTX)
 
 
 def test_manifest_errors() -> None:
-    with pytest.raises(ManifestError, match="params.calls"):
+    with pytest.raises(ManifestError, match=r"params.calls"):
         KIND.parse_params({"keyword": "k", "value": "1"}, Path("."), Path("patchset.toml"), "p")
-    with pytest.raises(ManifestError, match="params.value"):
+    with pytest.raises(ManifestError, match=r"params.value"):
         KIND.parse_params({"keyword": "k", "calls": ["f"]}, Path("."), Path("patchset.toml"), "p")
     with pytest.raises(ManifestError, match="not a Python expression"):
         KIND.parse_params({"keyword": "k", "calls": ["f"], "value": "1 +"}, Path("."), Path("patchset.toml"), "p")

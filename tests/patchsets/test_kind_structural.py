@@ -156,7 +156,7 @@ def test_reasons_name_the_place_and_owned_lines_cover_the_whole_site() -> None:
     assert KIND.check("def fit(self):\n    pass\n", header, CTX).reason.startswith("the header of fit")
     below_only = patch(scope="", indent="", below=["y = 2"], before="x = 1\n", after="x = 3  # Uky\n")
     assert KIND.check("x = 1\ny = 2\n", below_only, CTX).reason == "the module before `y = 2`: not present"
-    with pytest.raises(ManifestError, match="params.occurrence"):
+    with pytest.raises(ManifestError, match=r"params.occurrence"):
         KIND.parse_params({"after": "x\n", "occurrence": 0}, Path("."), Path("x"), "p")
 
 
@@ -166,9 +166,9 @@ def test_params_checks_and_their_boundaries() -> None:
     from patchctl.errors import ManifestError
 
     assert KIND.parse_params({"after": "x\n", "occurrence": 1}, Path("."), Path("x"), "p").occurrence == 1
-    with pytest.raises(ManifestError, match="params.after"):
+    with pytest.raises(ManifestError, match=r"params.after"):
         KIND.parse_params({"before": "x\n", "after": "x\n"}, Path("."), Path("x"), "p")
-    with pytest.raises(ManifestError, match="params.scope"):
+    with pytest.raises(ManifestError, match=r"params.scope"):
         KIND.parse_params({"mode": "header", "after": "def f():\n"}, Path("."), Path("x"), "p")
 
 

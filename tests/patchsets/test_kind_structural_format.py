@@ -168,7 +168,7 @@ def cases(release_cache: Path) -> dict[str, tuple[str, list[tuple[str, Patch]]]]
 
 @pytest.mark.parametrize("how", sorted(REFORMAT))
 @pytest.mark.parametrize("rel", FILES)
-def test_every_patch_still_applies_after_reformatting(cases, rel: str, how: str) -> None:  # type: ignore[no-untyped-def]
+def test_every_patch_still_applies_after_reformatting(cases, rel: str, how: str) -> None:
     text, made = cases[rel]
     target = REFORMAT[how](text)
     assert norm(target) == norm(text)
@@ -205,7 +205,7 @@ def rename(text: str, stmt: ast.stmt, first_line: bool = False) -> tuple[str, st
 
 @pytest.mark.parametrize("how", sorted(REFORMAT))
 @pytest.mark.parametrize("rel", FILES)
-def test_conflict_messages_name_the_real_difference(cases, rel: str, how: str) -> None:  # type: ignore[no-untyped-def]
+def test_conflict_messages_name_the_real_difference(cases, rel: str, how: str) -> None:
     """A real change to the anchor above, or to a statement of the patch's original, under a
     reformatting: the conflict names that anchor, or the changed line, and nothing else."""
     text, made = cases[rel]
@@ -235,7 +235,7 @@ def test_conflict_messages_name_the_real_difference(cases, rel: str, how: str) -
 
 
 @pytest.mark.parametrize("how", ["comments", "numbers", "single-quotes"])
-def test_revert_of_a_reformatted_patched_file_removes_only_the_patch(cases, how: str) -> None:  # type: ignore[no-untyped-def]
+def test_revert_of_a_reformatted_patched_file_removes_only_the_patch(cases, how: str) -> None:
     """Patched, then reformatted upstream, then reverted with no journal: only the fork's line
     goes; the reformatted lines around it stay as they are."""
     _, made = cases["verl/workers/actor/dp_actor.py"]

@@ -22,7 +22,7 @@ def make_ctx(tmp_path: Path) -> Callable[..., Context]:
     def make(env: dict[str, str] | None = None, **fields: object) -> Context:
         base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path / "home")}
         fields.setdefault("timeout", 60.0)
-        return Context(env={**base, **(env or {})}, **fields)  # type: ignore[arg-type]
+        return Context(env={**base, **(env or {})}, **fields)
 
     return make
 

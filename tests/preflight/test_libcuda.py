@@ -117,7 +117,7 @@ def test_no_driver_at_all_is_a_skip(machine):
 
 
 def test_stale_ldconfig_cache(machine):
-    ctx, drv, _ = machine(so1=False, listed=True)
+    ctx, _drv, _ = machine(so1=False, listed=True)
     v = judge(ctx)
     assert v.status is Status.FAIL and "the file is gone" in v.value and "run ldconfig" in v.fix
 

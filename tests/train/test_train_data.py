@@ -12,8 +12,8 @@ import pytest
 pd = pytest.importorskip("pandas")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from patchctl.train import data, smoke  # noqa: E402
-from patchctl.train.smoke_reward import compute_score  # noqa: E402
+from patchctl.train import data, smoke  # noqa: E402 - after importorskip: no pandas, no test
+from patchctl.train.smoke_reward import compute_score  # noqa: E402 - after importorskip: no pandas, no test
 
 REPO = Path(__file__).resolve().parents[2]
 RECORD_MAKER = REPO / "src/patchctl/patchsets/builtin/uky/files/create_tiny_dataset.py"

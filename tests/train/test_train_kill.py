@@ -42,9 +42,9 @@ def _with_marker(mark: str) -> list[int]:
 
 def _settle(check: object, want: bool, limit: float = 15.0) -> bool:
     deadline = time.monotonic() + limit
-    while bool(check()) != want and time.monotonic() < deadline:  # type: ignore[operator]
+    while bool(check()) != want and time.monotonic() < deadline:
         time.sleep(0.1)
-    return bool(check()) == want  # type: ignore[operator]
+    return bool(check()) == want
 
 
 def test_a_killed_train_leaves_its_trainer_group_to_the_next_run(tree: Path, tmp_path: Path) -> None:

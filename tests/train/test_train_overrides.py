@@ -102,8 +102,20 @@ def test_agrees_with_hydra(text: str) -> None:
     assert ours == _hydra_accepts(text)
 
 
-_PIECES = st.sampled_from(list("ab_x.=+~[](){},:'\"\\ $-1e0@/#\t") + ["null", "true", "${a}", "int(", "choice(",
-                                                                       "1.5", "[1,2]", "{a:1}", "'q r'"])
+_PIECES = st.sampled_from(
+    [
+        *list("ab_x.=+~[](){},:'\"\\ $-1e0@/#\t"),
+        "null",
+        "true",
+        "${a}",
+        "int(",
+        "choice(",
+        "1.5",
+        "[1,2]",
+        "{a:1}",
+        "'q r'",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)

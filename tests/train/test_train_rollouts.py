@@ -74,7 +74,7 @@ def test_plan_refuses_smoke_on_0_9_1_and_plans_smoke_vllm(release_cache: Path, t
     # a key verl 0.9.1 lacks is refused by the tree's config before launch
     from patchctl.train.treeconfig import UnknownKey
 
-    with pytest.raises(UnknownKey, match="verl 0.9.1 has no key actor_rollout_ref.rollout.agent.num_worker"):
+    with pytest.raises(UnknownKey, match=r"verl 0.9.1 has no key actor_rollout_ref.rollout.agent.num_worker"):
         run.plan(tree, profiles["smoke-vllm"], None, ["actor_rollout_ref.rollout.agent.num_worker=1"], "python3",
                  tmp_path / "r")
 

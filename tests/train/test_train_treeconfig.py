@@ -43,7 +43,7 @@ def test_yaml_keys_equal_pyyaml_on_every_config_file(version: str, release_cache
         members = [m for m in tar.getmembers() if "/verl/trainer/config/" in m.name and m.name.endswith(".yaml")]
         assert members
         for m in members:
-            text = tar.extractfile(m).read().decode()  # type: ignore[union-attr]
+            text = tar.extractfile(m).read().decode()
             assert yaml_keys(text) == _flatten(yaml.safe_load(text) or {}), m.name
 
 
@@ -64,9 +64,9 @@ def test_unknown_key_names_the_key_and_the_version(tmp_path: Path) -> None:
     assert str(caught.value) == ("override 'trainer.n_gpu=2': verl 0.6.1 has no key trainer.n_gpu "
                                  "(verl/trainer/config/_generated_ppo_trainer.yaml); check the spelling, or add "
                                  "a new key with +trainer.n_gpu=2")
-    with pytest.raises(UnknownKey, match="did you mean trainer.total_epochs?"):
+    with pytest.raises(UnknownKey, match=r"did you mean trainer\.total_epochs\?"):
         treeconfig.check(root, "0.6.1", ["trainer.total_epoch=1"])
-    with pytest.raises(UnknownKey, match="verl 0.6.1 has no key trainer.nope to delete"):
+    with pytest.raises(UnknownKey, match=r"verl 0.6.1 has no key trainer.nope to delete"):
         treeconfig.check(root, "0.6.1", ["~trainer.nope"])
     with pytest.raises(UnknownKey, match=r"verl 0.6.1 already has trainer.nnodes, and \+ only adds a new key \(.*\); "
                                          r"drop the \+ to change it \(trainer.nnodes=2\), or write \+\+"):
@@ -100,7 +100,7 @@ def test_plan_checks_profile_and_user_overrides_before_launch(tmp_path: Path) ->
     cluster = Cluster("c", (Host("n", "/r"),), "/r", Path("x.toml"), paths={"DATA_DIR": "/d", "MODEL_PATH": "/m"})
     for profile in profiles.values():
         run.plan(tree, profile, cluster, ["trainer.total_epochs=1"], "python3", tmp_path / "r")
-    with pytest.raises(UnknownKey, match="override 'trainer.totl_epochs=1': verl 0.5.0 has no key"):
+    with pytest.raises(UnknownKey, match=r"override 'trainer.totl_epochs=1': verl 0.5.0 has no key"):
         run.plan(tree, profiles["smoke"], None, ["trainer.totl_epochs=1"], "python3", tmp_path / "r")
 
 

@@ -47,7 +47,7 @@ def test_dry_run_prints_every_remote_command_and_the_trainer_command(site: Site)
 
 def test_ifname_reaches_nccl_and_gloo_on_that_host(site: Site) -> None:
     site.config([host_entry("node1", site.root("node1"), "0")[:-2] + ', ifname = "lo" }'])
-    code, out = invoke("loop", "--config", str(site.dir / "patchctl.toml"), "--dry-run", "--json")
+    _code, out = invoke("loop", "--config", str(site.dir / "patchctl.toml"), "--dry-run", "--json")
     argv = json.loads(out)["commands"][2]["argv"]
     remote = shlex.split(" ".join(argv[argv.index("node1") + 1:]))
     assert "NCCL_SOCKET_IFNAME=lo" in remote and "GLOO_SOCKET_IFNAME=lo" in remote
@@ -101,7 +101,7 @@ def test_migrate_renders_each_hosts_env_into_its_env_file(site: Site) -> None:
 
 
 def test_a_failing_preflight_stops_before_ray_with_the_fix(site: Site) -> None:
-    hosts = site.hosts({"node1": "0"}) + [host_entry("node2", site.root("node2"), "1,2,5", gpus=3)]
+    hosts = [*site.hosts({"node1": "0"}), host_entry("node2", site.root("node2"), "1,2,5", gpus=3)]
     cluster = site.cluster(hosts)
     site.migrate(cluster)
     code, out = invoke("loop", "--config", str(site.dir / "patchctl.toml"))

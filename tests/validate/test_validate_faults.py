@@ -37,7 +37,7 @@ def two_hosts(site: Site, **env: str) -> None:
 def test_unreachable_host_stops_before_anything_starts(site: Site) -> None:
     hosts = [host_entry("node1", site.root("node1"), "0")]
     site.migrate(site.cluster(hosts))
-    site.config(hosts + ['{ ssh = "node-down", root = "/tmp/nowhere", address = "127.0.0.9" }'])
+    site.config([*hosts, '{ ssh = "node-down", root = "/tmp/nowhere", address = "127.0.0.9" }'])
     code, doc = run_json(site)
     assert code == 1 and doc["verdict"] == "fail" and doc["host"] == "node-down" and doc["stage"] == "preflight"
     assert doc["cause"].startswith("node-down: unreachable (ssh could not connect")

@@ -4,6 +4,7 @@ alone, reading a real pipe as it reads ssh's stdin."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -21,10 +22,8 @@ def stdin(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     with os.fdopen(read, "rb", buffering=0) as r:
         monkeypatch.setattr(sys, "stdin", r)
         yield write
-    try:
+    with contextlib.suppress(OSError):
         os.close(write)
-    except OSError:
-        pass
 
 
 def test_silence_past_the_lease_ends_the_node(stdin: int) -> None:

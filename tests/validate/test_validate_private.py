@@ -91,7 +91,7 @@ def test_an_environment_that_cannot_be_read_is_not_taken_for_dead(monkeypatch: p
     def unreadable(path: object, *args: object, **kw: object) -> object:
         if str(path) == f"/proc/{holder.pid}/environ":
             raise PermissionError(13, "Permission denied")
-        return real_open(path, *args, **kw)  # type: ignore[call-overload]
+        return real_open(path, *args, **kw)
 
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

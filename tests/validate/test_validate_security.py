@@ -5,6 +5,7 @@ run; the ``site`` fixture then asserts that no process of the run is left."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -252,10 +253,8 @@ def test_a_sigint_that_some_code_swallows_still_ends_the_run_interrupted(site: S
 
     def swallowing(*args: object, **kw: object) -> object:
         inside.set()
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             time.sleep(5)
-        except KeyboardInterrupt:
-            pass
         return judge(*args, **kw)
 
     monkeypatch.setattr(guard, "judge", swallowing)

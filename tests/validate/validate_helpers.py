@@ -25,14 +25,14 @@ import pytest
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "migrate"))
 
-from migrate_helpers import git  # noqa: E402
-from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402
+from migrate_helpers import git  # noqa: E402 - importable once sys.path has the folder above
+from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402 - importable once sys.path has the folder above
 
-from patchctl.clusters import Cluster, load_cluster  # noqa: E402
-from patchctl.migrate import Options as MigrateOptions  # noqa: E402
-from patchctl.migrate import migrate, state
-from patchctl.validate.host.procs import MARKER  # noqa: E402
-from realparts import unavailable  # noqa: E402
+from patchctl.clusters import Cluster, load_cluster  # noqa: E402 - importable once sys.path has the folder above
+from patchctl.migrate import Options as MigrateOptions  # noqa: E402 - importable once sys.path has the folder above
+from patchctl.migrate import migrate, state  # noqa: E402 - as above
+from patchctl.validate.host.procs import MARKER  # noqa: E402 - importable once sys.path has the folder above
+from realparts import unavailable  # noqa: E402 - importable once sys.path has the folder above
 
 #: verify --env checks a CPU test host cannot pass (no torch, no vLLM, no apply record)
 SKIP = '["torch", "vllm", "patches"]'
@@ -51,7 +51,7 @@ def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackClust
     if why:
         unavailable(f"validate tests need a real sshd and rsync: {why}")
     try:
-        import ray  # noqa: F401
+        import ray  # noqa: F401 - only whether it imports
     except ImportError:
         unavailable("validate tests need Ray (pip install -e '.[test]')")
     cluster = LoopbackCluster(tmp_path_factory.mktemp("vsshd"), 3)
@@ -95,7 +95,7 @@ class Site:
         return load_cluster(kw.get("name", "loop"), self.config(hosts, **kw))
 
     def hosts(self, cvds: dict[str, str | None], **kw: object) -> list[str]:
-        return [host_entry(a, self.root(a), cvd, **kw) for a, cvd in cvds.items()]  # type: ignore[arg-type]
+        return [host_entry(a, self.root(a), cvd, **kw) for a, cvd in cvds.items()]
 
     def migrate(self, cluster: Cluster) -> None:
         result = migrate(cluster, self.tree, (), MigrateOptions())
