@@ -118,9 +118,10 @@ def test_a_failed_proof_blames_the_patch_and_keeps_the_rest_of_the_file(fork: Pa
     code, doc = capture(fork, tmp_path / "mine")
     assert code == 0  # the proven rest is written; the left-out edit is listed
     assert doc["left_out"] == [{"path": ENGINE, "line": 208, "reason": (
-        "patch transformer-impl-build-module (keyword-rename) does not reproduce its edit from BASE: applied to BASE "
-        f"it ends superseded-upstream: upstream already uses dtype ({ENGINE}:809); the patch is not needed; this "
-        "edit is left out, the file's other captured edits are kept")}]
+        "patch transformer-impl-build-module (keyword-rename) does not reproduce its edit from BASE: "
+        "applied to BASE it ends superseded-upstream: upstream already uses dtype "
+        f"({ENGINE}:809); the patch is not needed; this edit is left out, the file's other captured "
+        "edits are kept")}]
     assert {p["id"] for p in doc["patches"] if p["path"] == ENGINE} == {"transformer-impl-init"}
     pristine = tmp_path / "pristine"
     shutil.copytree(releases.materialize("0.6.1"), pristine, symlinks=True)

@@ -147,8 +147,8 @@ def rewrite_site(
         try:
             calls = calls_to(ast.parse(snippet), callee)
             offset = first - 1 - (1 if wrapper else 0)
-            rank = next(i for i, c in enumerate(calls)
-                        if (c.lineno + offset, c.col_offset) == (site.call.lineno, site.call.col_offset))  # type: ignore[union-attr] # site.call is set for sites found in a parsed file
+            at = (site.call.lineno, site.call.col_offset)  # type: ignore[union-attr] # set for sites of a parsed file
+            rank = next(i for i, c in enumerate(calls) if (c.lineno + offset, c.col_offset) == at)
             module = cst.parse_module(snippet)
         except (SyntaxError, StopIteration, cst.ParserSyntaxError):
             stmt = None

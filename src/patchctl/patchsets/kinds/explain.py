@@ -75,8 +75,9 @@ def difference(expected: str, found: str, first: int) -> str:
             "which the patch does not expect there"
         )
     a, b = _leaf(f, w, f, w)
-    return (f"line {first + a.lineno - 1} reads `{f_lines[a.lineno - 1].strip()}` where the patch expects "  # type: ignore[attr-defined] # _leaf returns statements or expressions, which have lines
-            f"`{w_lines[b.lineno - 1].strip()}`")  # type: ignore[attr-defined] # as above
+    at_a, at_b = a.lineno, b.lineno  # type: ignore[attr-defined] # _leaf gives statements or expressions: lines
+    return (f"line {first + at_a - 1} reads `{f_lines[at_a - 1].strip()}` where the patch expects "
+            f"`{w_lines[at_b - 1].strip()}`")
 
 
 def _leaf(a: ast.AST, b: ast.AST, at_a: ast.AST, at_b: ast.AST) -> tuple[ast.AST, ast.AST]:
