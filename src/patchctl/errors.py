@@ -176,6 +176,16 @@ class BadArchive(PatchctlError):
         super().__init__(f"{archive}: unexpected layout (expected one top directory); delete it and retry")
 
 
+class UnsafeArchive(PatchctlError):
+    """A release archive member would land outside the folder it is unpacked into (Python
+    < 3.10.12 has no tar ``data`` filter, so patchctl checks the members itself there)."""
+
+    def __init__(self, archive: Path | str, member: str) -> None:
+        self.archive, self.member = str(archive), member
+        super().__init__(f"{archive}: member {member!r} would be written outside the folder, or is a device; "
+                         "delete the archive and retry")
+
+
 class ChangePending(PatchctlError):
     """A journal of an interrupted change is there: it must be recovered before a new change."""
 

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from patchctl import git, proc
-from patchctl.errors import BadArchive, UnknownRelease
+from patchctl.errors import BadArchive, UnknownRelease, UnsafeArchive
 
 RELEASE_SPEC = re.compile(r"^verl==(?P<version>\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?)$")
 
@@ -67,11 +67,11 @@ def unpack(archive: Path, into: Path) -> Path:
         with tarfile.open(archive) as tar:
             if hasattr(tarfile, "data_filter"):
                 tar.extractall(into, filter="data")
-            else:  # pragma: no cover - Python < 3.10.12 has no filter: the members are checked by hand
+            else:  # Python < 3.10.12 has no filter: the members are checked by hand
                 for m in tar.getmembers():
                     names = [m.name, m.linkname] if m.issym() or m.islnk() else [m.name]
                     if m.isdev() or any(n.startswith("/") or ".." in Path(n).parts for n in names):
-                        raise BadArchive(archive)
+                        raise UnsafeArchive(archive, m.name)
                 tar.extractall(into)  # noqa: S202 - every member was checked just above
     tops = list(into.iterdir())
     if len(tops) != 1 or not tops[0].is_dir():
