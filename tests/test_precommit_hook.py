@@ -4,13 +4,14 @@ pre-commit installs patchctl from this checkout into an environment of its own, 
 fork naming this repository, and runs ``patchctl verify --strict`` in the fork's repository: a
 tagged line no patch accounts for fails the commit, and the clean tree passes.
 
-pre-commit itself is installed once into ``$PATCHCTL_TEST_CACHE/pre-commit-venv``; its hook
-environments are kept in ``$PATCHCTL_TEST_CACHE/pre-commit-home``, so a later run reinstalls
-only patchctl, from pip's cache.
+pre-commit is this environment's (the dev extra), else one installed once into
+``$PATCHCTL_TEST_CACHE/pre-commit-venv``; its hook environments are kept in
+``$PATCHCTL_TEST_CACHE/pre-commit-home``, so a later run reinstalls only patchctl, from pip's cache.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -31,8 +32,11 @@ REPO = Path(__file__).resolve().parents[1]
 STRAY = "verl/trainer/main_ppo.py"
 
 
-def pre_commit() -> Path:
-    """The pre-commit executable of the cached venv, installed from the package index if missing."""
+def pre_commit() -> list[str]:
+    """pre-commit's command: this environment's (the dev extra brings it), else the cached venv's,
+    installed from the package index when missing."""
+    if importlib.util.find_spec("pre_commit") is not None:
+        return [sys.executable, "-m", "pre_commit"]
     venv = CACHE / "pre-commit-venv"
     exe = venv / "bin" / "pre-commit"
     if not exe.exists():
@@ -41,14 +45,14 @@ def pre_commit() -> Path:
         done = subprocess.run(pip, capture_output=True, text=True)
         if done.returncode != 0:
             unavailable(f"pre-commit could not be installed: {done.stderr.strip()[-300:]}")
-    return exe
+    return [str(exe)]
 
 
 def try_hook(fork: Path) -> subprocess.CompletedProcess[str]:
     """``pre-commit try-repo THIS-CHECKOUT patchctl-verify --all-files`` in ``fork``."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the hook's own patchctl, not src/
     env["PRE_COMMIT_HOME"] = str(CACHE / "pre-commit-home")
-    argv = [str(pre_commit()), "try-repo", str(REPO), "patchctl-verify", "--all-files"]
+    argv = [*pre_commit(), "try-repo", str(REPO), "patchctl-verify", "--all-files"]
     return subprocess.run(argv, cwd=fork, env=env, capture_output=True, text=True, timeout=900)
 
 
