@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from patchctl import config as config_file
-from patchctl.errors import ManifestError, UnknownCluster
+from patchctl.errors import ManifestError, NoClusterConfig, UnknownCluster
 from patchctl.schema import Field, check
 
 
@@ -216,7 +216,9 @@ def load_clusters(config: Path | None = None) -> dict[str, Cluster]:
 def load_cluster(name: str, config: Path | None = None) -> Cluster:
     clusters = load_clusters(config)
     if name not in clusters:
-        where = find_config(config) or "./patchctl.toml"
+        where = find_config(config)
+        if where is None:
+            raise NoClusterConfig(name, config_file.search_paths())
         raise UnknownCluster(where, name, sorted(clusters))
     cluster = clusters[name]
     # checked here, for the chosen cluster only: a config shared between machines may name files

@@ -115,7 +115,7 @@ def test_refuses_dirty_files_unless_forced(release_tree) -> None:
     target.write_text(target.read_text() + "\n# local experiment\n")
     before = snapshot(tree)
     code, out = run("apply", "--target", str(tree), *CODE_PATCHES)
-    assert code == 1
+    assert code == 2
     assert "uncommitted changes in files a patch would change: verl/workers/rollout/vllm_rollout/vllm_async_server.py" in out
     assert snapshot(tree) == before
     code, out = run("apply", "--target", str(tree), "--force", *CODE_PATCHES)

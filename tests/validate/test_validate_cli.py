@@ -149,7 +149,7 @@ def _report(d: Path, nodes: int, rewards: list[float], ray: str) -> Path:
 def test_unreadable_compare_report_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text("{}")
     code, out = invoke("--compare", str(tmp_path / "x.json"), "--compare", str(tmp_path / "x.json"))
-    assert code == 1 and "not a patchctl run report" in out and "Traceback" not in out
+    assert code == 2 and "not a patchctl run report" in out and "Traceback" not in out
 
 
 def test_standin_is_the_tree_the_tests_migrate() -> None:

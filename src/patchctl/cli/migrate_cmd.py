@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from patchctl.cli import render
+from patchctl.cli import completion
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
 from patchctl.clusters import load_cluster
@@ -114,7 +115,7 @@ def _report(result: MigrateResult) -> None:
 
 
 @click.command("migrate")
-@click.argument("cluster")
+@click.argument("cluster", shell_complete=completion.clusters)
 @target_option
 @patchset_option
 @click.option("--dry-run", is_flag=True, help="List what would be sent, deleted and rendered on each host; change "

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from patchctl.cli import render
+from patchctl.cli import completion
 from patchctl.cli.errors import handled
 from patchctl.cli.options import (
     SPEC,
@@ -55,7 +56,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @target_option
 @click.option("--profile", "profile_name", default="smoke", show_default=True, type=click.Choice(_profile_names()),
               help="Which run: smoke needs no model or data; debug/fast-load/standard are the record's scripts.")
-@click.option("--cluster", "cluster_name", default=None,
+@click.option("--cluster", "cluster_name", default=None, shell_complete=completion.clusters,
               help="Take MODEL_PATH, DATA_DIR, ... from this cluster's paths (else the environment, else the "
                    "tree's git_ignore.py).")
 @click.option("--dry-run", is_flag=True, help="Print the exact command and environment; run nothing.")

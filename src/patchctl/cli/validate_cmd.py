@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from patchctl.cli import render
+from patchctl.cli import completion
 from patchctl.cli.errors import handled
 from patchctl.cli.options import NonEmptyPath, config_option, json_option
 from patchctl.errors import MissingOption
@@ -37,7 +38,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 
 
 @click.command("validate", context_settings={"ignore_unknown_options": True})
-@click.argument("cluster_name", metavar="CLUSTER", required=False)
+@click.argument("cluster_name", metavar="CLUSTER", required=False, shell_complete=completion.clusters)
 @click.option("--profile", "profile", default="smoke", show_default=True, type=click.Choice(_profile_names()),
               help="The training run, as for `patchctl train`.")
 @click.option("--dry-run", is_flag=True, help="Print every remote command and the trainer command; start nothing.")

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from patchctl.cli import render
+from patchctl.cli import completion
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
 from patchctl.patchsets.loader import load_patchsets
@@ -19,7 +20,7 @@ from patchctl.verify.patches import verify
 @patchset_option
 @click.option("--strict", is_flag=True, help="Also fail when tagged lines exist that no patch accounts for.")
 @click.option("--env", "env", is_flag=True, help="Check the environment instead: torch/CUDA, vLLM, Ray, data, ...")
-@click.option("--cluster", "cluster", default=None, help="With --env: check this cluster's data and model paths.")
+@click.option("--cluster", "cluster", default=None, shell_complete=completion.clusters, help="With --env: check this cluster's data and model paths.")
 @json_option
 @config_option
 @handled
