@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from patchctl.cli import render
-from patchctl.cli import completion
+from patchctl.cli import cluster_keys, completion
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
 from patchctl.clusters import load_cluster
@@ -114,7 +114,7 @@ def _report(result: MigrateResult) -> None:
             click.echo(f"  {h.host}: {h.status.value}: {h.reason}", err=True)
 
 
-@click.command("migrate")
+@click.command("migrate", epilog=cluster_keys.EPILOG)
 @click.argument("cluster", shell_complete=completion.clusters)
 @target_option
 @patchset_option
@@ -132,8 +132,7 @@ def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: 
                 jobs: int | None, as_json: bool, config: Path | None) -> int:
     """Send TARGET to every host of CLUSTER (rsync over ssh, in parallel) and verify it on each.
 
-    CLUSTER names a table of the config file; optional keys: ssh_config (ssh -F), profile
-    (standard | fast-load), include, exclude, max_delete, bwlimit, timeout, python, env.
+    CLUSTER names a table of the config file; every key it may hold is listed at the end.
 
     \b
       [clusters.gpu]

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from patchctl.cli import render
-from patchctl.cli import completion
+from patchctl.cli import cluster_keys, completion
 from patchctl.cli.errors import handled
 from patchctl.cli.options import NonEmptyPath, config_option, json_option
 from patchctl.errors import MissingOption
@@ -37,7 +37,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
     return value
 
 
-@click.command("validate", context_settings={"ignore_unknown_options": True})
+@click.command("validate", context_settings={"ignore_unknown_options": True}, epilog=cluster_keys.EPILOG)
 @click.argument("cluster_name", metavar="CLUSTER", required=False, shell_complete=completion.clusters)
 @click.option("--profile", "profile", default="smoke", show_default=True, type=click.Choice(_profile_names()),
               help="The training run, as for `patchctl train`.")

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from patchctl.cli import render
-from patchctl.cli import completion
+from patchctl.cli import cluster_keys, completion
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
 from patchctl.patchsets.loader import load_patchsets
@@ -15,7 +15,7 @@ from patchctl.cli.targets import open_target
 from patchctl.verify.patches import verify
 
 
-@click.command("verify")
+@click.command("verify", epilog=cluster_keys.EPILOG)
 @target_option
 @patchset_option
 @click.option("--strict", is_flag=True, help="Also fail when tagged lines exist that no patch accounts for.")
