@@ -91,12 +91,13 @@ class NoSuchPath(PatchctlError):
 
 
 class UnknownTarget(PatchctlError):
-    def __init__(self, name: str, known: list[str], config: str) -> None:
-        #: ``config``: the file read, or where it was looked for when there is none
+    def __init__(self, name: str, known: list[str], config: Path | None, searched: Iterable[Path] = ()) -> None:
+        #: ``config``: the file read; None when there is none, then ``searched`` says where it was sought
         self.name, self.known = name, known
+        where = f"in [targets] of {config}" if config else f"in [targets] ({looked_in(searched)})"
         super().__init__(
             f"{name}: not a directory, not a release spec (verl==X.Y.Z) and not a target name "
-            f"in [targets] of {config}{did_you_mean(name, known)}; pass one of those"
+            f"{where}{did_you_mean(name, known)}; pass one of those"
         )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from patchctl import git, trees
 from patchctl.config import load as load_config
 from patchctl.config import search_paths
-from patchctl.errors import NoSuchPath, NotAVerlTree, UnknownTarget, looked_in
+from patchctl.errors import NoSuchPath, NotAVerlTree, UnknownTarget
 
 
 @dataclass(frozen=True)
@@ -72,5 +72,4 @@ def resolve(spec: str, config: Path | None = None) -> Target:
         raise NotAVerlTree(path)
     if "/" in spec or spec.startswith((".", "~")):
         raise NoSuchPath("--target", path)
-    where = str(loaded.file) if loaded.file else looked_in(search_paths())
-    raise UnknownTarget(spec, sorted(loaded.targets), where)
+    raise UnknownTarget(spec, sorted(loaded.targets), loaded.file, search_paths())

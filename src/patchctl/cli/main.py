@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from patchctl import __version__
+from patchctl.cli.completion import COMPLETE_VAR
 from patchctl.cli.errors import EXIT_CODES, INTERRUPTED, usage_error
 
 #: command name -> "module:attribute" of its click command, in the order ``--help`` lists them.
@@ -127,4 +128,5 @@ def main() -> None:
     global LAUNCHED
     LAUNCHED = True
     signal.signal(signal.SIGTERM, _terminate)
-    cli()
+    # named, not derived from the program name: `python -m patchctl` completes as `patchctl` does
+    cli(complete_var=COMPLETE_VAR)

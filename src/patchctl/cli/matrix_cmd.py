@@ -8,7 +8,8 @@ import click
 
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import NonEmptyPath, json_option, patchset_option
+from patchctl.cli.options import NonEmptyPath, config_option, json_option, patchset_option
+from patchctl.config import load as load_config
 from patchctl.matrix.run import Matrix, run_matrix
 from patchctl.matrix.columns import parse_versions
 from patchctl.patchsets.loader import load_patchsets
@@ -16,8 +17,9 @@ from patchctl.patchsets.loader import load_patchsets
 
 @click.command("matrix")
 @click.option("--versions", "versions", required=True, metavar="V1,V2,...",
-              help="Comma-separated, oldest first: releases (0.6.1 or verl==0.6.1); with --repo, git refs "
-                   "(commits, branches, tags) of that checkout, and releases written verl==X.Y.Z.")
+              help="Comma-separated, oldest first: releases (0.6.1 or verl==0.6.1), names from patchctl.toml "
+                   "[targets] (a checkout is read at its HEAD commit); with --repo, git refs (commits, branches, "
+                   "tags) of that checkout, and releases written verl==X.Y.Z.")
 @click.option("--repo", "repo", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
               help="A local verl git checkout whose refs --versions names (read with git archive; not changed).")
 @patchset_option
@@ -25,9 +27,10 @@ from patchctl.patchsets.loader import load_patchsets
               help="Scratch copies worked on at once (default: the CPUs available).")
 @json_option
 @click.option("--markdown", "as_markdown", is_flag=True, help="Print a GitHub Markdown table instead of a table.")
+@config_option
 @handled
 def matrix_cmd(versions: str, repo: Path | None, patchsets: tuple[str, ...], jobs: int | None, as_json: bool,
-               as_markdown: bool) -> int:
+               as_markdown: bool, config: Path | None) -> int:
     """Apply the patchsets to each version in a scratch copy; show the outcome per patch and version.
 
     Each version is unpacked pristine (a release from its cached sdist, a ref with git archive)
@@ -43,7 +46,7 @@ def matrix_cmd(versions: str, repo: Path | None, patchsets: tuple[str, ...], job
     if as_json and as_markdown:
         raise click.UsageError("pass at most one of --json and --markdown")
     sets = load_patchsets(patchsets)
-    matrix = run_matrix(parse_versions(versions, repo), sets, jobs)
+    matrix = run_matrix(parse_versions(versions, repo, load_config(config).targets), sets, jobs)
     if as_json:
         render.emit_json(matrix.to_json())
     elif as_markdown:

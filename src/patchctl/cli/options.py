@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from patchctl.cli import completion
+from patchctl.errors import did_you_mean
 
 
 class NonEmptyPath(click.Path):
@@ -29,6 +30,19 @@ class NonEmptyText(click.ParamType):
         if value == "":
             self.fail(EMPTY, param, ctx)
         return value
+
+
+class Choice(click.Choice):  # type: ignore[type-arg]
+    """``click.Choice`` that names the closest choice to a mistyped value ("did you mean ...")."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            hint = did_you_mean(str(value), [str(c) for c in self.choices])
+            if not hint:
+                raise
+            raise click.BadParameter(exc.message.rstrip(".") + hint + ".", ctx=ctx, param=param) from None
 
 
 EMPTY = "an empty path names nothing; pass a path (. is the current folder)"

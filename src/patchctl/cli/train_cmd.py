@@ -15,6 +15,7 @@ from patchctl.cli import completion
 from patchctl.cli.errors import handled
 from patchctl.cli.options import (
     SPEC,
+    Choice,
     NonEmptyPath,
     config_option,
     json_option,
@@ -54,7 +55,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 
 @click.command("train", context_settings={"ignore_unknown_options": True})
 @target_option
-@click.option("--profile", "profile_name", default="smoke", show_default=True, type=click.Choice(_profile_names()),
+@click.option("--profile", "profile_name", default="smoke", show_default=True, type=Choice(_profile_names()),
               help="Which run: smoke needs no model or data; debug/fast-load/standard are the record's scripts.")
 @click.option("--cluster", "cluster_name", default=None, shell_complete=completion.clusters,
               help="Take MODEL_PATH, DATA_DIR, ... from this cluster's paths (else the environment, else the "

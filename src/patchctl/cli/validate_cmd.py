@@ -12,7 +12,7 @@ import click
 from patchctl.cli import render
 from patchctl.cli import cluster_keys, completion
 from patchctl.cli.errors import handled
-from patchctl.cli.options import NonEmptyPath, config_option, json_option
+from patchctl.cli.options import Choice, NonEmptyPath, config_option, json_option
 from patchctl.errors import MissingOption
 
 #: exit codes: a pass (or a plan), a failed run, an interrupted one (as the error handler's Ctrl-C)
@@ -39,7 +39,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 
 @click.command("validate", context_settings={"ignore_unknown_options": True}, epilog=cluster_keys.EPILOG)
 @click.argument("cluster_name", metavar="CLUSTER", required=False, shell_complete=completion.clusters)
-@click.option("--profile", "profile", default="smoke", show_default=True, type=click.Choice(_profile_names()),
+@click.option("--profile", "profile", default="smoke", show_default=True, type=Choice(_profile_names()),
               help="The training run, as for `patchctl train`.")
 @click.option("--dry-run", is_flag=True, help="Print every remote command and the trainer command; start nothing.")
 @click.option("--compare", "compare", type=NonEmptyPath(path_type=Path), multiple=True,
