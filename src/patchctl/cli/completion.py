@@ -92,8 +92,7 @@ def completion_cmd(shell: str) -> None:
     zsh:   echo 'eval "$(patchctl completion zsh)"' >> ~/.zshrc
     fish:  patchctl completion fish > ~/.config/fish/completions/patchctl.fish
     """
-    from patchctl.cli.main import cli
-
+    root = click.get_current_context().find_root().command  # the patchctl group, whose commands complete
     cls = get_completion_class(shell)
     assert cls is not None, shell  # every name of SHELLS has a class in click
-    click.echo(cls(cli, {}, "patchctl", COMPLETE_VAR).source())
+    click.echo(cls(root, {}, "patchctl", COMPLETE_VAR).source())

@@ -143,9 +143,9 @@ def _source(item: str, repo: Path | None) -> Source:
 
 
 def fetch(sources: list[Source]) -> None:
-    """Download the releases not cached yet, side by side (pip spends its time on the network).
+    """Download the releases not cached yet, side by side (a download spends its time on the network).
 
-    Done before any scratch work so that an unknown release stops the matrix with pip's own
+    Done before any scratch work so that an unknown release stops the matrix with the index's own
     reason, and the parallel workers only ever read the cache.
     """
     wanted = sorted({s.release for s in sources if s.release})
