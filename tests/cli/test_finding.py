@@ -114,3 +114,12 @@ def test_matrix_takes_target_names(in_empty_folder: Path, release_tree: Callable
     (in_empty_folder / "patchctl.toml").write_text(f'[targets]\nloose = "{in_empty_folder}"\n')
     loose = run("matrix", "--versions", "loose")
     assert loose.exit_code == 2 and "--versions loose: names " in loose.output and "not a git checkout" in loose.output
+
+
+def test_drift_takes_target_names(in_empty_folder: Path, release_tree: Callable[[str], Path]) -> None:
+    tree = release_tree("0.6.1")
+    (in_empty_folder / "patchctl.toml").write_text(f'[targets]\nmine = "{tree}"\nold = "verl==0.6.1"\n')
+    done = run("drift", "--from", "old", "--to", "mine", "--json")
+    assert done.exit_code == 0, done.output  # the same tree on both sides: nothing changed
+    doc = json.loads(done.stdout)
+    assert doc["from"]["label"] == "verl==0.6.1" and doc["to"]["label"] == str(tree)
