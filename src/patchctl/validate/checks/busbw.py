@@ -69,6 +69,9 @@ def judge(
             status, note = "fail", f"below {s.busbw_fail_percent}% of the expected {fig.gbps:g} GB/s"
         elif fig is not None and g["busbw"] < fig.gbps * s.busbw_warn_percent / 100:
             status, note = "warn", f"below {s.busbw_warn_percent}% of the expected {fig.gbps:g} GB/s"
+        if int(g["n"]) == 1:
+            algbw = g["sizes"][-1]["algbw"] if g["sizes"] else 0.0
+            note = f"1 rank: busbw is 0 by nccl-tests' definition; algbw {algbw:.3g} GB/s; {note}".rstrip("; ")
         if g.get("stopped_early"):
             note = (note + "; " if note else "") + "sweep stopped early (interconnect_seconds)"
         groups.append(

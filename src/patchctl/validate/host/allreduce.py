@@ -10,7 +10,9 @@ OS picks, announced to patchctl, which passes it to the other hosts).
 The groups run in rounds, every rank in every round so all agree on the group order torch
 needs: each node's own GPUs at once; then each pair of nodes, the pairs of a round disjoint (the
 circle method: n-1 rounds for n nodes); then the whole cluster when it has more than two nodes
-(with two, the one pair is the whole cluster). A group's first rank reports its result.
+(with two, the one pair is the whole cluster). A single node of one GPU still runs its one rank:
+busbw is 0 by definition there, but NCCL's set-up and a correct all-reduce are proven, and algbw
+is reported. A group's first rank reports its result.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ WATCHED = (
 def rounds(node_ranks: list[list[int]]) -> list[list[tuple[str, str, list[int]]]]:
     """Every group, as rounds of disjoint ``(kind, label, ranks)``; the same on every rank."""
     n = len(node_ranks)
-    out = [[("node", str(i), r) for i, r in enumerate(node_ranks) if len(r) > 1]]
+    out = [[("node", str(i), r) for i, r in enumerate(node_ranks) if len(r) > 1 or n == 1]]
     order: list[int | None] = list(range(n)) + ([None] if n % 2 else [])
     for _ in range(len(order) - 1 if n > 1 else 0):
         pairs = [(order[i], order[-1 - i]) for i in range(len(order) // 2)]
