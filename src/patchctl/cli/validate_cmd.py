@@ -141,8 +141,9 @@ def _show_plan(result: Any) -> None:
     for c in result.commands:
         click.echo(f"# {c.label}: {c.purpose}")
         click.echo(show(c.argv))
-    click.echo("# the trainer, on the head (trainer.nnodes / n_gpus_per_node: what Ray reports at run time)")
-    click.echo(show(result.trainer_command))
+    if result.trainer_command:  # --profile health trains nothing
+        click.echo("# the trainer, on the head (trainer.nnodes / n_gpus_per_node: what Ray reports at run time)")
+        click.echo(show(result.trainer_command))
     click.echo(f"# local run directory: {result.run_dir}")
 
 

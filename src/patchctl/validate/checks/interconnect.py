@@ -18,6 +18,7 @@ from patchctl.validate import plan as planning
 from patchctl.validate import remote
 from patchctl.validate.checks.settings import Settings
 from patchctl.validate.errors import HealthCheckFailed
+from patchctl.validate.host import allreduce
 from patchctl.validate.host.allreduce import SLOW_ENV
 from patchctl.validate.model import HostPreflight
 
@@ -72,15 +73,17 @@ def measure(
     backend = "nccl" if all(gpus) else "gloo"
     counts = gpus if backend == "nccl" else [1] * len(gpus)
     starts = [sum(counts[:i]) for i in range(len(counts))]
+    node_ranks = [list(range(a, a + c)) for a, c in zip(starts, counts, strict=True)]
     request: dict[str, Any] = {
-        "node_ranks": [list(range(a, a + c)) for a, c in zip(starts, counts, strict=True)],
+        "node_ranks": node_ranks,
         "master": preflight[0].address,
         "backend": backend,
         "sizes": sizes(s),
         "warmup": s.allreduce_warmup,
         "iters": s.allreduce_iters,
         "world": sum(counts),
-        "budget": s.interconnect_seconds / (len(counts) + 1),
+        # each round's share of the bound; the rest is for starting the ranks (torch, NCCL set-up)
+        "budget": s.interconnect_seconds * 0.6 / max(1, len(allreduce.rounds(node_ranks))),
         "timeout": s.interconnect_seconds + 60,
     }
     wait = s.interconnect_seconds + 90.0
