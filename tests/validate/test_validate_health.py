@@ -23,8 +23,8 @@ SMALL = (
 )  # loopback timings jitter 10x on a busy machine; the slow host (0.1 s per iteration) is 100x off
 
 
-@pytest.fixture(autouse=True)
-def _torch() -> None:
+@pytest.fixture
+def torch_here() -> None:
     try:
         import torch.distributed  # noqa: F401
     except ImportError:  # not in the test extra: see docs/validation/health/README.md
@@ -57,7 +57,7 @@ def health(site: Site, slow: str | None, extra: str = "", *args: str) -> tuple[i
     return done.exit_code, done.output, json.loads((out / "validate.json").read_text())
 
 
-def test_health_measures_every_group_and_storage_once_per_shared_dir(site: Site) -> None:
+def test_health_measures_every_group_and_storage_once_per_shared_dir(site: Site, torch_here: None) -> None:
     (site.dir / "data").mkdir()
     code, output, doc = health(site, None)
     assert code == 0, output
@@ -88,9 +88,64 @@ def test_health_measures_every_group_and_storage_once_per_shared_dir(site: Site)
     assert stack["hosts"] == ["node1", "node2", "node3"] and stack["mismatches"] == []
     assert len(set(stack["rows"]["ray"])) == 1 and stack["rows"]["ray"][0] != "-"
     assert "all-reduce busbw, gloo" in output and "stack (found, not imported)" in output
+    # --compare with that run: the stack side by side (stack alone: nothing is measured again)
+    again = CliRunner().invoke(
+        cli,
+        [
+            "validate",
+            "loop",
+            "--config",
+            str(site.dir / "patchctl.toml"),
+            "--profile",
+            "health",
+            "--checks",
+            "stack",
+            "--out",
+            str(site.dir / "r2"),
+            "--compare",
+            str(site.dir / "run"),
+        ],
+    )
+    assert again.exit_code == 0, again.output
+    assert "stack vs the earlier run" in again.output and "all-reduce busbw" not in again.output
+    compared = json.loads((site.dir / "r2" / "validate.json").read_text())["health"]["stack"]["compared"]
+    assert compared["ray"][0] == compared["ray"][1] == stack["rows"]["ray"][0]
 
 
-def test_a_slow_host_is_named_with_its_likely_cause(site: Site) -> None:
+def test_a_ray_that_differs_on_one_host_stops_the_run_naming_it(site: Site) -> None:
+    fake = site.dir / "fake-site"  # a Ray 2.61.0 found first on node3's path: its metadata, as pip leaves it
+    (fake / "ray-2.61.0.dist-info").mkdir(parents=True)
+    (fake / "ray-2.61.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: ray\nVersion: 2.61.0\n")
+    hosts = [
+        host_entry(a, site.root(a), None, gpus=0, env={"PYTHONPATH": str(fake)} if a == "node3" else {})
+        for a in ("node1", "node2", "node3")
+    ]
+    site.migrate(site.cluster(hosts))
+    done = CliRunner().invoke(
+        cli,
+        [
+            "validate",
+            "loop",
+            "--config",
+            str(site.dir / "patchctl.toml"),
+            "--profile",
+            "health",
+            "--checks",
+            "stack",
+            "--out",
+            str(site.dir / "run"),
+        ],
+    )
+    assert done.exit_code == 1, done.output
+    assert done.output.strip().splitlines()[-1] == (
+        "validate: FAIL — Ray differs: 2.60.0 on node1, node2; 2.61.0 on node3: Ray or NCCL cannot run across "
+        "these hosts; install the same versions everywhere (the stack table lists each host's)"
+    )
+    assert "MISMATCH: Ray differs" in done.output
+    assert json.loads((site.dir / "run" / "validate.json").read_text())["host"] == "node3"
+
+
+def test_a_slow_host_is_named_with_its_likely_cause(site: Site, torch_here: None) -> None:
     (site.dir / "data").mkdir()
     code, output, doc = health(site, "0.1")
     assert code == 1, output
@@ -135,3 +190,35 @@ def test_storage_below_its_fail_bar_stops_the_run_naming_host_and_dir(site: Site
     assert last.startswith("validate: FAIL — node1: storage check failed: tree directory "), last
     assert "below 999999999 MB/s" in last
     assert json.loads(Path(site.dir / "r2" / "validate.json").read_text())["health"]["interconnect"] is None
+
+
+def test_hosts_without_torch_fail_the_interconnect_in_one_line(site: Site) -> None:
+    shadow = site.dir / "no-torch"  # first on the hosts' path: `import torch` fails there as if absent
+    (shadow / "torch").mkdir(parents=True)
+    (shadow / "torch" / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n"
+    )
+    hosts = [host_entry(a, site.root(a), None, gpus=0, env={"PYTHONPATH": str(shadow)}) for a in ("node1", "node2")]
+    site.migrate(site.cluster(hosts, extra=SMALL))
+    done = CliRunner().invoke(
+        cli,
+        [
+            "validate",
+            "loop",
+            "--config",
+            str(site.dir / "patchctl.toml"),
+            "--profile",
+            "health",
+            "--checks",
+            "interconnect",
+            "--out",
+            str(site.dir / "run"),
+        ],
+    )
+    assert done.exit_code == 1, done.output
+    last = done.output.strip().splitlines()[-1]
+    assert last.startswith(
+        "validate: FAIL — node1: interconnect check failed: ModuleNotFoundError: No module named "
+        "'torch'; install torch in "
+    ), last
+    assert ours() == []

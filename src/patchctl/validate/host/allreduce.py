@@ -10,7 +10,8 @@ OS picks, announced to patchctl, which passes it to the other hosts).
 The groups run in rounds, every rank in every round so all agree on the group order torch
 needs: each node's own GPUs at once; then each pair of nodes, the pairs of a round disjoint (the
 circle method: n-1 rounds for n nodes); then the whole cluster when it has more than two nodes
-(with two, the one pair is the whole cluster). A single node of one GPU still runs its one rank:
+(with two, the one pair is the whole cluster). The ranks are killed at the time bound, or as
+soon as patchctl closes this action's stdin (it gave up on the run). A single node of one GPU still runs its one rank:
 busbw is 0 by definition there, but NCCL's set-up and a correct all-reduce are proven, and algbw
 is reported. A group's first rank reports its result.
 """
@@ -22,6 +23,8 @@ import multiprocessing
 import os
 import queue
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -193,7 +196,9 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         p.start()
     deadline = time.monotonic() + args["timeout"]
     groups: list[dict[str, Any]] = []
-    while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
+    gone = threading.Event()  # end-of-file on stdin: patchctl gave up on the run (another host failed)
+    threading.Thread(target=lambda: (sys.stdin.read(), gone.set()), daemon=True).start()
+    while any(p.is_alive() for p in procs) and time.monotonic() < deadline and not gone.is_set():
         try:
             groups.append(results.get(timeout=0.2))
         except queue.Empty:
