@@ -128,6 +128,10 @@ def test_a_pair_below_the_infiniband_figure_names_the_interface_and_the_port_dow
     assert g.expected == 47.0 and g.status == "fail" and g.hosts == ("a", "b")
     assert "between a and b" in r.findings[0] and "a: interface eth0" in r.findings[0]
     assert "InfiniBand port(s) not active: mlx5_1/1" in r.findings[0]
+    hdr = {**ib, "nics": [*ib["nics"], {"name": "mlx5_2/1", "rate": "200 Gb/sec (4X HDR)", "state": "4: ACTIVE"}]}
+    r = busbw.judge("nccl", raw, {"a": ib, "b": hdr}, (host("a"), host("b")), Settings(), 3.0)
+    assert "b: InfiniBand ports at 200 Gb/sec (4X HDR), 400 Gb/sec (4X NDR)" in r.findings[0]
+    assert "a: InfiniBand ports at" not in r.findings[0]
 
 
 def test_the_node_all_slow_pairs_share_is_named() -> None:

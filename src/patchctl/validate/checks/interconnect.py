@@ -152,6 +152,10 @@ def _causes(kind: str, hosts: tuple[str, ...], info: dict[str, dict[str, Any]]) 
             down = [n["name"] for n in info.get(h, {}).get("nics", []) if "ACTIVE" not in n.get("state", "")]
             if down:
                 out.append(f"{h}: InfiniBand port(s) not active: {', '.join(down)}")
+            nics = info.get(h, {}).get("nics", [])
+            rates = sorted({n.get("rate", "") for n in nics if "ACTIVE" in n.get("state", "")})
+            if len(rates) > 1 or (rates and "NDR" not in rates[0]):
+                out.append(f"{h}: InfiniBand ports at {', '.join(rates)}")  # a slower or mixed-speed NIC
             if env.get("NCCL_IB_DISABLE") == "1":
                 out.append(f"{h}: InfiniBand disabled (NCCL_IB_DISABLE=1)")
     return "; ".join(out) or "none reported by the hosts"
