@@ -225,3 +225,34 @@ def test_checks_option_and_the_health_plan(tmp_path: Path) -> None:
     assert "# the trainer" not in done.output
     done = CliRunner().invoke(cli, ["validate", "c", "--config", str(cfg), "--dry-run", "--checks", "interconnect"])
     assert "# a: interconnect" in done.output and "# a: ray-head" in done.output and "# a: storage" not in done.output
+
+
+def test_torch_is_judged_from_what_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from patchctl.preflight import build
+    from patchctl.validate.host import found
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(
+        "#!/bin/sh\necho '0, GPU-aaaa, NVIDIA H100 80GB HBM3, 81559, 9.0'\n"
+        "echo '1, GPU-bbbb, NVIDIA H100 80GB HBM3, 81559, 9.0'\n"
+    )
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    facts = {"torch": "2.8.0", "torch_cuda": "12.8", "driver": "570.86.15", "cuda_api": "12.8", "verl_location": None}
+
+    def torch_row(env: dict[str, str], **diff: Any) -> dict[str, str]:
+        ctx = build(None, None, env=env)
+        return found.rows(ctx, tmp_path, {**facts, **diff}, ["torch"])["torch"]
+
+    row = torch_row({})
+    assert row["status"] == "pass", row
+    assert row["value"] == (
+        "torch 2.8.0, built for CUDA 12.8; 2 GPUs: 2 x NVIDIA H100 80GB HBM3 (79.6 GiB, sm 9.0); "
+        "driver 570.86.15, CUDA 12.8 driver API (found, not imported)"
+    )
+    assert "1 GPU: NVIDIA H100" in torch_row({"CUDA_VISIBLE_DEVICES": "GPU-bbbb"})["value"]
+    assert torch_row({}, torch_cuda=None)["status"] == "fail"  # a CPU-only build cannot train
+    assert torch_row({}, cuda_api="12.2")["status"] == "pass"  # CUDA's minor-version compatibility
+    assert torch_row({}, cuda_api="11.8")["value"].startswith(
+        "torch 2.8.0, built for CUDA 12.8; no GPU usable: the driver supports CUDA up to 11.8"
+    )

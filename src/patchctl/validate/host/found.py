@@ -19,48 +19,42 @@ from typing import Any
 
 from patchctl.preflight.model import Context, Status
 from patchctl.preflight.probe import ProbeResult, ProbeState
+from patchctl.validate.host import form
 
 #: checks whose probe imports the package; judged here from found facts instead
 FOUND = ("torch", "vllm", "flash_attn", "verl")
 
 
-def _devices() -> list[dict[str, Any]]:
-    """GPU name, memory and compute capability as nvidia-smi reports them (what torch's
-    ``get_device_properties`` would say, without initialising CUDA)."""
+def _devices(env: dict[str, str]) -> list[dict[str, Any]]:
+    """The GPUs behind ``CUDA_VISIBLE_DEVICES`` (indices or UUIDs), with name, memory and compute
+    capability as nvidia-smi reports them: what torch's ``get_device_properties`` would say,
+    without initialising CUDA."""
+    query = "--query-gpu=index,uuid,name,memory.total,compute_cap"
     try:
         done = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,memory.total,compute_cap", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=20,
+            ["nvidia-smi", query, "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20
         )
     except (OSError, subprocess.TimeoutExpired):
         return []
+    rows = [[c.strip() for c in line.split(",")] for line in done.stdout.splitlines()] if done.returncode == 0 else []
     out = []
-    for line in done.stdout.splitlines() if done.returncode == 0 else []:
-        parts = [p.strip() for p in line.rsplit(",", 2)]
-        if len(parts) == 3:
+    for r in form.visible([r for r in rows if len(r) == 5], env.get("CUDA_VISIBLE_DEVICES")):
+        if len(r) == 5:  # not one of visible()'s placeholders for a device nvidia-smi does not list
             try:
-                memory = round(float(parts[1]) / 1024, 1)
+                memory = round(float(r[3]) / 1024, 1)
             except ValueError:
                 memory = 0.0
-            out.append({"name": parts[0], "memory_gib": memory, "capability": parts[2]})
+            out.append({"name": r[2], "memory_gib": memory, "capability": r[4]})
     return out
-
-
-def _visible(devices: list[dict[str, Any]], env: dict[str, str]) -> list[dict[str, Any]]:
-    cvd = env.get("CUDA_VISIBLE_DEVICES")
-    if cvd is None:
-        return devices
-    picked = [int(t) for t in cvd.split(",") if t.strip().isdigit() and int(t) < len(devices)]
-    return [devices[i] for i in picked]
 
 
 def _torch(facts: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {"driver": {"kernel_module": facts.get("driver"), "cuda_api": facts.get("cuda_api")}}
     if not facts.get("torch"):
         return {**out, "installed": False}
-    gpus = _visible(_devices(), env) if facts.get("driver") or facts.get("cuda_api") else []
+    gpus = _devices(env) if facts.get("driver") or facts.get("cuda_api") else []
+    if _major(facts.get("cuda_api")) < _major(facts.get("torch_cuda")):  # CUDA's minor-version compatibility
+        gpus = []  # stops at the major version: this torch would find no usable GPU
     return {
         **out,
         "installed": True,
@@ -70,6 +64,11 @@ def _torch(facts: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
         "device_count": len(gpus),
         "devices": gpus,
     }
+
+
+def _major(version: str | None) -> int:
+    head = (version or "0").split(".")[0]
+    return int(head) if head.isdigit() else 0
 
 
 def _verl(root: Path, facts: dict[str, Any]) -> dict[str, Any]:
