@@ -161,6 +161,11 @@ def nics() -> list[dict[str, str]]:
     return out
 
 
+def _until_eof(gone: threading.Event) -> None:
+    sys.stdin.read()
+    gone.set()
+
+
 def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     import torch.distributed as dist  # type: ignore[import-not-found, unused-ignore]
 
@@ -197,7 +202,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     deadline = time.monotonic() + args["timeout"]
     groups: list[dict[str, Any]] = []
     gone = threading.Event()  # end-of-file on stdin: patchctl gave up on the run (another host failed)
-    threading.Thread(target=lambda: (sys.stdin.read(), gone.set()), daemon=True).start()
+    threading.Thread(target=_until_eof, args=(gone,), daemon=True).start()
     while any(p.is_alive() for p in procs) and time.monotonic() < deadline and not gone.is_set():
         try:
             groups.append(results.get(timeout=0.2))
