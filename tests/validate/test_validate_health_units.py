@@ -178,6 +178,8 @@ def test_storage_refuses_a_marker_folder_that_is_a_link(tmp_path: Path) -> None:
     (tmp_path / "d" / host_storage.SUBDIR).symlink_to(tmp_path / "elsewhere")
     assert "is a link" in host_storage.mark({"data": str(tmp_path / "d")}, "run.0")["data"]
     assert list((tmp_path / "elsewhere").iterdir()) == []
+    marked = host_storage.mark({"data": str(tmp_path / "none"), "checkpoint": str(tmp_path / "ckpt")}, "run.0")
+    assert marked == {"data": f"{tmp_path / 'none'} does not exist", "checkpoint": ""}  # only the run's own is made
 
 
 def test_torch_cuda_build_is_read_without_importing(tmp_path: Path) -> None:

@@ -41,7 +41,10 @@ def mark(dirs: dict[str, str], tag: str) -> dict[str, str]:
     out = {}
     for name, path in dirs.items():
         try:
-            os.makedirs(path, exist_ok=True)
+            if name == "checkpoint":  # the run would create it; a missing tree or data dir is the finding
+                os.makedirs(path, exist_ok=True)
+            elif not os.path.isdir(path):
+                raise OSError(f"{path} does not exist")
             fd = os.open(os.path.join(_folder(path), tag), os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
             os.close(fd)
             out[name] = ""
