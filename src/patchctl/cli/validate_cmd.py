@@ -57,9 +57,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option("--insecure-ray", is_flag=True,
               help="Run even where Ray cannot prove it refuses callers without the run's token (Ray < 2.52). Only "
                    "for a cluster firewalled from everyone else; the report records it.")
-@click.option("--checks", "checks", default=None, metavar="NAMES", callback=lambda c, p, v: _checks(v),
-              help="Health checks to run before Ray, comma-separated: stack, storage, interconnect (stack always "
-                   "runs; --profile health runs all three and no training).")
+@validate_health.checks_option
 @click.option("--dashboard", is_flag=True, help="Start Ray's dashboard on the head (bound on its address).")
 @click.option("--ray-client", is_flag=True, help="Start Ray's client server on the head (bound on its address).")
 @click.option("--out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
@@ -80,7 +78,6 @@ def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare:
     """
     from patchctl.clusters import load_cluster
     from patchctl.validate import run
-    from patchctl.validate.checks.runner import NAMES
     from patchctl.validate.plan import Options
 
     if cluster_name is None or (cluster_name.endswith(".json") and len(compare) == 1):
@@ -96,7 +93,7 @@ def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare:
     cluster = load_cluster(cluster_name, config)
     options = Options(profile, tuple(overrides), join, ray_timeout, timeout, out, ray_cpus, insecure_ray=insecure_ray,
                       lease=lease, dashboard=dashboard, ray_client=ray_client,
-                      checks=checks or (NAMES if profile == "health" else ("stack",)))
+                      checks=validate_health.checks_for(profile, checks))
     if dry_run:
         result = run.dry_run(cluster, options)
         render.emit_json(result.to_json()) if as_json else _show_plan(result)
@@ -110,15 +107,6 @@ def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare:
     else:
         _show(result)
     return EXIT[result.verdict.value]
-
-
-def _checks(value: str | None) -> tuple[str, ...] | None:
-    from patchctl.validate.checks.runner import parse
-
-    try:
-        return None if value is None else parse(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="'--checks'") from None
 
 
 def _note(n: Any) -> None:

@@ -1,4 +1,5 @@
-"""The tables of validate's health checks: the stack host by host, storage, all-reduce busbw."""
+"""validate's health checks on the command line: ``--checks``, and their tables (the stack host
+by host, storage, all-reduce busbw); kept apart from validate_cmd.py so it stays the run's."""
 
 from __future__ import annotations
 
@@ -7,6 +8,34 @@ from typing import Any
 import click
 
 from patchctl.cli import render
+
+
+def _parse(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
+    from patchctl.validate.checks.runner import parse
+
+    try:
+        return None if value is None else parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+checks_option = click.option(
+    "--checks",
+    "checks",
+    default=None,
+    metavar="NAMES",
+    callback=_parse,
+    help="Health checks to run before Ray, comma-separated: stack, storage, interconnect (stack always runs; "
+    "--profile health runs all three and no training).",
+)
+
+
+def checks_for(profile: str, asked: tuple[str, ...] | None) -> tuple[str, ...]:
+    """What runs: the ones asked for, else all of them for ``health``, else the stack table alone."""
+    from patchctl.validate.checks.runner import NAMES, PROFILE
+
+    return asked or (NAMES if profile == PROFILE else ("stack",))
+
 
 HEALTH_STYLE = {**render.STYLE, "pass": "green", "warn": "yellow", "fail": "red", "shared": "cyan"}
 
