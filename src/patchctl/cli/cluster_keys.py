@@ -29,6 +29,7 @@ CLUSTER_KEYS = {
     "ray_port": "the Ray head's GCS port (default 6379); a host's own ray_port wins.",
     "ifname": "the network interface for NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME; a host's own wins.",
     "preflight_skip": 'verify --env checks validate leaves out on this cluster, e.g. ["vllm"].',
+    "health": "table of validate's health-check bars (storage_bytes, busbw_fail_percent, ...; README).",
 }
 #: keys of a host written as a table, ``hosts = [{ ssh = "gpu1", ... }]``
 HOST_KEYS = {
