@@ -5,28 +5,28 @@ from __future__ import annotations
 import sys
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
+from patchctl.cli import migrate_summary as summary
+from patchctl.cli.migrate_summary import human
 from patchctl.clusters import load_cluster
 from patchctl.migrate.results import MigrateResult, Phase, Progress
-from patchctl.migrate.options import Options
+from patchctl.migrate.errors import SourceFailsVerify
+from patchctl.migrate.options import Options, limit_hosts
 from patchctl.migrate.session import start
+
+if TYPE_CHECKING:
+    from patchctl.migrate.source import SourceCheck
+    from patchctl.patchsets.model import Patchset
+    from patchctl.target import Target
 
 STATUS_STYLE = {"ok": "green", "repaired": "yellow", "planned": "cyan", "mismatch": "red", "unreachable": "red",
                 "failed": "red"}
-
-
-def human(n: int) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000  # type: ignore[assignment]
-    return str(n)
 
 
 class LiveTable:
@@ -76,7 +76,7 @@ class PlainLines:
         click.echo(f"{event.host}: {event.phase.value}{sent}")
 
 
-def _report(result: MigrateResult) -> None:
+def _report(result: MigrateResult, source: SourceCheck, full: bool) -> None:
     rows = [[h.host, h.status.value, str(h.files_sent), human(h.bytes_sent), f"{h.seconds:.2f}",
              "yes" if h.verified else "no", h.reason or "-"] for h in result.hosts]
     files_col = "would send" if result.dry_run else "files"
@@ -90,9 +90,7 @@ def _report(result: MigrateResult) -> None:
             for m in h.mismatches:
                 click.echo(f"  {m}")
         if h.changes:
-            click.echo(f"\n{h.host}: would change ({len(h.changes)})")
-            for c in h.changes:
-                click.echo(f"  {c}")
+            summary.show(h.host, h.changes, Path(result.source), full)
         if h.repaired:
             click.echo(f"\n{h.host}: repaired {len(h.repaired)} file(s) that differed there (re-sent by content)")
             for r in h.repaired:
@@ -106,11 +104,37 @@ def _report(result: MigrateResult) -> None:
         verb = "planned" if result.dry_run else "ok and verified"
         repaired = sum(1 for h in result.hosts if h.repaired)
         note = f" ({repaired} repaired)" if repaired else ""
-        click.echo(f"migrate {result.cluster}: {len(result.hosts)}/{len(result.hosts)} hosts {verb}{note}")
+        click.echo(f"migrate {result.cluster}: {len(result.hosts)}/{len(result.hosts)} hosts {verb}{note}; "
+                   f"{_source_words(source, result.dry_run)}")
     else:
         click.echo(f"migrate {result.cluster}: {len(bad)} of {len(result.hosts)} host(s) failed", err=True)
         for h in bad:
             click.echo(f"  {h.host}: {h.status.value}: {h.reason}", err=True)
+
+
+def _source_words(source: SourceCheck, dry_run: bool) -> str:
+    """What the last line says of the source: "verified" above is the transfer, not the patches."""
+    sent = "would be sent" if dry_run else "sent"
+    if source.ok:
+        return f"the source passes patchctl verify ({' + '.join(source.patchsets)})"
+    if not source.patched:
+        return f"the source carries none of the patches ({' + '.join(source.patchsets)}), {sent} as it is"
+    return f"the source FAILS patchctl verify ({source.describe()}), {sent} as it is"
+
+
+def _check_source(tree: Target, sets: list[Patchset], allow: bool, dry_run: bool) -> SourceCheck:
+    """Refuse a patched tree that fails verify (unless ``allow``, or a dry run); warn otherwise."""
+    from patchctl.migrate.source import check
+
+    source = check(tree, sets)
+    if source.ok:
+        return source
+    if source.patched and not (allow or dry_run):
+        raise SourceFailsVerify(tree.root, source.describe())
+    why = f"fails patchctl verify ({source.describe()})" if source.patched else \
+        f"carries none of the patches ({' + '.join(source.patchsets)}: patchctl verify fails)"
+    click.echo(f"warning: {tree.root} {why}; it is sent as it is", err=True)
+    return source
 
 
 @click.command("migrate")
@@ -124,11 +148,18 @@ def _report(result: MigrateResult) -> None:
 @click.option("--checksum", is_flag=True, help="Compare by content, not size and time (resends files altered there).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
               help="Hosts at a time (default: all).")
+@click.option("--host", "hosts", multiple=True, metavar="NAME",
+              help="Only this host of the cluster, as its hosts list spells it (repeatable): re-run a subset.")
+@click.option("--allow-unverified", is_flag=True,
+              help="Send a patched tree although patchctl verify fails on it (say, a hand-edited patch).")
+@click.option("--list", "full_list", is_flag=True,
+              help="With --dry-run: list every file to send, not the summary per top-level folder.")
 @json_option
 @config_option
 @handled
 def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: bool, delete: bool, checksum: bool,
-                jobs: int | None, as_json: bool, config: Path | None) -> int:
+                jobs: int | None, hosts: tuple[str, ...], allow_unverified: bool, full_list: bool, as_json: bool,
+                config: Path | None) -> int:
     """Send TARGET to every host of CLUSTER (rsync over ssh, in parallel) and verify it on each.
 
     CLUSTER names a table of the config file; optional keys: ssh_config (ssh -F), profile
@@ -151,13 +182,19 @@ def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: 
     every host is ok or repaired. Temp files and the journal of an interrupted patchctl write
     are never sent.
 
+    The tree is checked with patchctl verify first: a patched tree that fails it (a hand-edited
+    patch) is refused unless --allow-unverified; a tree with none of the patches is sent with a
+    warning; the last line says which. --dry-run shows per host a summary (counts, bytes, the
+    biggest top-level folders); --list shows every file.
+
     \b
     Examples:
       patchctl migrate gpu --target ~/verl_Uky
       patchctl migrate gpu --dry-run --delete
+      patchctl migrate gpu --host node2 --host node3
       patchctl migrate gpu --json | jq '.hosts[] | {host, status, files_sent}'
     """
-    spec = load_cluster(cluster, config)
+    spec = limit_hosts(load_cluster(cluster, config), hosts)
     options = Options(dry_run=dry_run, delete=delete, checksum=checksum, jobs=jobs)
     with start(spec, options) as session:  # the hosts log in while the rest loads
         # imported here, not at the top, so that loading them overlaps the logins
@@ -166,6 +203,7 @@ def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: 
 
         sets = load_patchsets(patchsets)
         tree = open_target(target, config)
+        source = _check_source(tree, sets, allow_unverified, dry_run)
         if as_json:
             display: Any = None
         elif sys.stdout.isatty():
@@ -175,7 +213,7 @@ def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: 
         with display if isinstance(display, LiveTable) else nullcontext():
             result = session.run(tree.root, sets, progress=display.update if display else None)
     if as_json:
-        render.emit_json(result.to_json())
+        render.emit_json({**result.to_json(), "source_verify": source.to_json()})
     else:
-        _report(result)
+        _report(result, source, full_list)
     return 0 if result.ok else 1
