@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -113,3 +114,26 @@ def test_a_first_dry_run_is_a_summary_and_list_shows_every_file(site: Site, tmp_
     code, out, _ = invoke("loop", "--target", str(tree), "--config", str(config), "--dry-run", "--list")
     assert code == 0 and out.count("  send verl/m7.py\n") == 2 and "--list shows" not in out
     assert not site.root("node1").exists()
+
+
+def test_a_first_transfer_shows_progress_on_a_terminal_only(site: Site, tmp_path: Path) -> None:
+    from tests.cli.ptyrun import run_on_pty
+
+    tree = make_repo(tmp_path / "src", {"verl/__init__.py": "", **{f"verl/m{i}.py": "x" * 15_000 for i in range(10)}})
+    config = site.config("bwlimit = 150\n", ["node1"])  # KiB/s: about a second of transfer
+    argv = [
+        sys.executable,
+        "-c",
+        "from patchctl.cli.main import main; main()",
+        "migrate",
+        "loop",
+        "--target",
+        str(tree),
+        "--config",
+        str(config),
+        "--json",
+    ]
+    code, out, screen = run_on_pty(argv, {"PATCHCTL_CACHE": str(tmp_path / "cache")})
+    assert code == 0 and json.loads(out)["ok"] is True  # stdout stays the JSON document alone
+    assert re.search(r"migrate loop: 1 host\(s\) at work, [1-9]\d* files, [\d.]+ kB sent", screen), screen[-2000:]
+    assert "warning: " in screen  # the one real stderr line (the tree carries no patches)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from patchctl import progress
 from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
@@ -63,12 +63,21 @@ class LiveTable:
 
 
 class PlainLines:
-    """Not a TTY (CI logs, pipes): one line whenever a host changes phase."""
+    """Not a TTY (CI logs, pipes): one line whenever a host changes phase (none with ``--json``);
+    and where stderr is a terminal, the running totals on its progress line."""
 
-    def __init__(self) -> None:
+    def __init__(self, cluster: str, shown: progress.Step, echo: bool) -> None:
+        self.cluster, self.shown, self.echo = cluster, shown, echo
         self.phase: dict[str, Phase] = {}
+        self.latest: dict[str, Progress] = {}
 
     def update(self, event: Progress) -> None:
+        self.latest[event.host] = event
+        busy = sum(1 for p in self.latest.values() if p.phase is not Phase.DONE)
+        files, size = sum(p.files for p in self.latest.values()), sum(p.bytes for p in self.latest.values())
+        self.shown.say(f"migrate {self.cluster}: {busy} host(s) at work, {files} files, {human(size)} sent")
+        if not self.echo:
+            return
         if self.phase.get(event.host) is event.phase or event.phase in (Phase.QUEUED, Phase.DONE):
             return
         self.phase[event.host] = event.phase
@@ -204,14 +213,12 @@ def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: 
         sets = load_patchsets(patchsets)
         tree = open_target(target, config)
         source = _check_source(tree, sets, allow_unverified, dry_run)
-        if as_json:
-            display: Any = None
-        elif sys.stdout.isatty():
-            display = LiveTable(spec.name)
+        if sys.stdout.isatty() and not as_json:
+            with LiveTable(spec.name) as live:
+                result = session.run(tree.root, sets, progress=live.update)
         else:
-            display = PlainLines()
-        with display if isinstance(display, LiveTable) else nullcontext():
-            result = session.run(tree.root, sets, progress=display.update if display else None)
+            with progress.step(f"migrate {spec.name}: hashing the tree, logging in") as shown:
+                result = session.run(tree.root, sets, progress=PlainLines(spec.name, shown, not as_json).update)
     if as_json:
         render.emit_json({**result.to_json(), "source_verify": source.to_json()})
     else:
