@@ -209,3 +209,20 @@ def test_piped_output_honours_columns_and_the_terminal(tmp_path: Path) -> None:
         os.close(terminal)
         os.close(leader)
     assert problems(out, 72, title) == [] and 60 < _box(out) <= 72
+
+
+def test_migrate_report_leaves_the_reason_below_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    from patchctl.cli import migrate_cmd
+    from patchctl.migrate.results import HostResult, HostStatus, MigrateResult
+    from patchctl.migrate.source import SourceCheck
+
+    reason = "ssh could not connect: Connection refused (port 22); check that `ssh user@10.0.0.2` works"
+    hosts = (
+        HostResult("node1", "/root/verl_Uky", HostStatus.OK, 1234, 45_600_000, 12.3, True),
+        HostResult("user@10.0.0.2", "/root/verl_Uky", HostStatus.UNREACHABLE, 0, 0, 5.0, False, reason),
+    )
+    result = MigrateResult("gpu", "/home/user/src/verl_Uky", "0123456789abcdef", 1234, hosts)
+    migrate_cmd._report(result, SourceCheck(("uky",), True, True, ()), False)
+    captured = capsys.readouterr()
+    snapshot("migrate-report", captured.out)
+    assert f"  user@10.0.0.2: unreachable: {reason}\n" in captured.err  # whole, where a table would fold it

@@ -71,20 +71,27 @@ def fits(renderable: RenderableType) -> bool:
 
 
 def table(title: str, columns: list[str], rows: list[list[str]], status_col: int | None = None,
-          styles: Mapping[str, str] = STYLE) -> None:
+          styles: Mapping[str, str] = STYLE, drop_to_fit: int | None = None) -> None:
     """Cells are plain text, never rich markup, with control characters escaped: a reason or a
     path from a tree must not style the table, break it (``[/]``), or add a line to it. The
     ``status_col`` cell is coloured by ``styles``. The title is a line of its own: rich would
-    fold it to the table's width, mid-path."""
+    fold it to the table's width, mid-path. Column ``drop_to_fit``, whose text the caller prints
+    in full elsewhere, is left out where the table would not fit the width without it."""
     from rich.table import Table
     from rich.text import Text
 
-    t = Table(show_lines=False)
-    for i, c in enumerate(columns):  # the first column names the row (a patch, a check, a host): never folded
-        t.add_column(c, overflow="fold", no_wrap=i == 0)
-    for row in rows:
-        t.add_row(*(Text(printable(cell), style=styles.get(cell, "white") if i == status_col else "")
-                    for i, cell in enumerate(row)))
+    def build(keep: list[int]) -> Table:
+        t = Table(show_lines=False)
+        for i in keep:  # the row's name (a patch, a check, a host) and its status are never folded
+            t.add_column(columns[i], overflow="fold", no_wrap=i in (0, status_col))
+        for row in rows:
+            t.add_row(*(Text(printable(row[i]), style=styles.get(row[i], "white") if i == status_col else "")
+                        for i in keep))
+        return t
+
+    t = build(list(range(len(columns))))
+    if drop_to_fit is not None and not fits(t):
+        t = build([i for i in range(len(columns)) if i != drop_to_fit])
     click.echo(printable(title))
     show(t)
 
