@@ -226,3 +226,13 @@ def test_migrate_report_leaves_the_reason_below_the_table(capsys: pytest.Capture
     captured = capsys.readouterr()
     snapshot("migrate-report", captured.out)
     assert f"  user@10.0.0.2: unreachable: {reason}\n" in captured.err  # whole, where a table would fold it
+
+
+def test_list_wraps_why_at_the_width(capsys: pytest.CaptureFixture[str]) -> None:
+    from click.testing import CliRunner
+
+    from patchctl.cli.main import cli
+
+    out = CliRunner().invoke(cli, ["list", "-p", "uky"], env={"COLUMNS": "80"}).output
+    assert problems(out, 80, exempt=lambda line: line.startswith(("uky: ", "    target: "))) == []
+    assert max(len(line) for line in out.splitlines() if line.startswith("    why: ")) > 70

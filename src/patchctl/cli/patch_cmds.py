@@ -126,9 +126,11 @@ def list_cmd(patchsets: tuple[str, ...], as_json: bool) -> int:
     for ps in sets:
         click.echo(f"{ps.name}: {ps.description} ({len(ps.patches)} patches, {ps.manifest})")
         for p in ps.patches:
-            click.echo(f"\n  {p.id}  [{p.kind}]  {p.title}")
+            click.echo("\n" + textwrap.fill(f"  {p.id}  [{p.kind}]  {p.title}", min(render.width(), 100),
+                                            subsequent_indent="    ", break_on_hyphens=False, break_long_words=False))
             click.echo(f"    target: {' | '.join(render.quote_path(t) for t in p.target)}")
-            click.echo(textwrap.fill(" ".join(p.why.split()), 100, initial_indent="    why: ", subsequent_indent="         "))
+            click.echo(textwrap.fill(" ".join(p.why.split()), min(render.width(), 100), initial_indent="    why: ",
+                                     subsequent_indent="         ", break_on_hyphens=False))
             for k, v in p.meta.items():
                 click.echo(f"    {k}: {v}")
     return 0
