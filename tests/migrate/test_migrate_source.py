@@ -45,6 +45,12 @@ def test_a_hand_edited_patch_is_refused_before_any_host(site: Site, verl_tree: P
     ), err
     assert not site.root("node1").exists()
 
+    code, out, err = invoke("loop", "--target", str(verl_tree), "--config", str(config), "--dry-run")
+    assert (
+        code == 0 and f"warning: {verl_tree} fails patchctl verify" in err
+    )  # a plan changes nothing: told, not refused
+    assert out.endswith(f"the source FAILS patchctl verify (uky: {patch} modified), would be sent as it is\n")
+
     code, out, err = invoke("loop", "--target", str(verl_tree), "--config", str(config), "--allow-unverified")
     assert code == 0, err
     assert f"warning: {verl_tree} fails patchctl verify (uky: {patch} " in err
