@@ -92,8 +92,11 @@ def _report(result: MigrateResult, source: SourceCheck, full: bool) -> None:
     # the source path stays out of the table's title: rich folds a title to the table's width
     click.echo(f"{result.source} at {(result.commit or 'no commit')[:12]}: {result.files} files")
     title = f"migrate {result.cluster}{' (dry run)' if result.dry_run else ''}"
-    render.table(title, ["host", "status", files_col, "bytes", "seconds", "verified", "reason"], rows, 1, STATUS_STYLE,
-                 drop_to_fit=6)  # a failed host's reason is printed whole below; a repaired one's files too
+    if render.table(title, ["host", "status", files_col, "bytes", "seconds", "verified", "reason"], rows, 1,
+                    STATUS_STYLE, drop_to_fit=6):  # a reason folded into a narrow column reads badly: whole lines
+        for h in result.hosts:
+            if h.reason:
+                click.echo(f"{h.host}: {render.printable(h.reason)}")
     for h in result.hosts:
         if h.mismatches:
             click.echo(f"\n{h.host}: what differs on the host")

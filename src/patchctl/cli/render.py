@@ -71,12 +71,12 @@ def fits(renderable: RenderableType) -> bool:
 
 
 def table(title: str, columns: list[str], rows: list[list[str]], status_col: int | None = None,
-          styles: Mapping[str, str] = STYLE, drop_to_fit: int | None = None) -> None:
+          styles: Mapping[str, str] = STYLE, drop_to_fit: int | None = None) -> bool:
     """Cells are plain text, never rich markup, with control characters escaped: a reason or a
     path from a tree must not style the table, break it (``[/]``), or add a line to it. The
     ``status_col`` cell is coloured by ``styles``. The title is a line of its own: rich would
-    fold it to the table's width, mid-path. Column ``drop_to_fit``, whose text the caller prints
-    in full elsewhere, is left out where the table would not fit the width without it."""
+    fold it to the table's width, mid-path. Column ``drop_to_fit`` is left out where the table
+    would not fit the width with it; True then, and the caller prints that text whole below."""
     from rich.table import Table
     from rich.text import Text
 
@@ -90,10 +90,12 @@ def table(title: str, columns: list[str], rows: list[list[str]], status_col: int
         return t
 
     t = build(list(range(len(columns))))
-    if drop_to_fit is not None and not fits(t):
+    dropped = drop_to_fit is not None and not fits(t)
+    if dropped:
         t = build([i for i in range(len(columns)) if i != drop_to_fit])
     click.echo(printable(title))
     show(t)
+    return dropped
 
 
 def emit_json(doc: Any) -> None:
