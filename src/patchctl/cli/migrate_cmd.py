@@ -146,7 +146,7 @@ def _check_source(tree: Target, sets: list[Patchset], allow: bool, dry_run: bool
         raise SourceFailsVerify(tree.root, source.describe())
     why = f"fails patchctl verify ({source.describe()})" if source.patched else \
         f"carries none of the patches ({' + '.join(source.patchsets)}: patchctl verify fails)"
-    click.echo(f"warning: {tree.root} {why}; it is sent as it is", err=True)
+    click.echo(f"warning: {tree.root} {why}; it {'would be' if dry_run else 'is'} sent as it is", err=True)
     return source
 
 
