@@ -143,3 +143,8 @@ def test_a_first_transfer_shows_progress_on_a_terminal_only(site: Site, tmp_path
     assert code == 0 and json.loads(out)["ok"] is True  # stdout stays the JSON document alone
     assert re.search(r"migrate loop: 1 host\(s\) at work, [1-9]\d* files, [\d.]+ kB sent", screen), screen[-2000:]
     assert "warning: " in screen  # the one real stderr line (the tree carries no patches)
+
+
+def test_list_without_dry_run_is_a_usage_error(tmp_path: Path) -> None:
+    code, _, err = invoke("loop", "--list", "--config", str(tmp_path / "none.toml"))
+    assert code == 2 and "--list shows a dry run's files: pass it with --dry-run" in err

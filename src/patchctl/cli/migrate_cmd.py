@@ -154,8 +154,8 @@ def _check_source(tree: Target, sets: list[Patchset], allow: bool, dry_run: bool
 @click.argument("cluster")
 @target_option
 @patchset_option
-@click.option("--dry-run", is_flag=True, help="List what would be sent, deleted and rendered on each host; change "
-              "nothing.")
+@click.option("--dry-run", is_flag=True, help="Show what would be sent, deleted and rendered on each host (a summary; "
+              "--list for every file); change nothing.")
 @click.option("--delete", is_flag=True,
               help="Also remove from the hosts files deleted at the source (inside the root, at most max_delete).")
 @click.option("--checksum", is_flag=True, help="Compare by content, not size and time (resends files altered there).")
@@ -207,6 +207,8 @@ def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: 
       patchctl migrate gpu --host node2 --host node3
       patchctl migrate gpu --json | jq '.hosts[] | {host, status, files_sent}'
     """
+    if full_list and not dry_run:
+        raise click.UsageError("--list shows a dry run's files: pass it with --dry-run")
     spec = limit_hosts(load_cluster(cluster, config), hosts)
     options = Options(dry_run=dry_run, delete=delete, checksum=checksum, jobs=jobs)
     with start(spec, options) as session:  # the hosts log in while the rest loads
