@@ -14,7 +14,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from patchctl import git, pypi
+from patchctl import git, progress, pypi
 from patchctl.errors import BadArchive
 
 RELEASE_SPEC = re.compile(r"^verl==(?P<version>\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?)$")
@@ -40,7 +40,7 @@ def sdist(version: str) -> Path:
     for name in (f"verl-{version}.tar.gz", f"verl-{version}.zip"):
         if (store / name).is_file():
             return store / name
-    with tempfile.TemporaryDirectory(dir=store) as tmp:
+    with tempfile.TemporaryDirectory(dir=store) as tmp, progress.step(f"downloading verl=={version}"):
         got = pypi.download("verl", version, Path(tmp))
         final = store / got.name
         os.replace(got, final)
@@ -74,7 +74,7 @@ def materialize(version: str) -> Path:
         return final
     archive = sdist(version)
     trees.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=trees, prefix=".unpack-") as tmp:
+    with tempfile.TemporaryDirectory(dir=trees, prefix=".unpack-") as tmp, progress.step(f"unpacking {archive.name}"):
         top = unpack(archive, Path(tmp))
         git.init_with_commit(top, f"verl {version} (source release {archive.name})")
         os.replace(top, final)
@@ -90,4 +90,6 @@ def pristine(version: str, dest: Path) -> Path:
     can, and reading it writes nothing outside ``dest`` (after a first download).
     """
     dest.mkdir(parents=True, exist_ok=True)
-    return unpack(sdist(version), dest)
+    archive = sdist(version)
+    with progress.step(f"unpacking {archive.name}"):
+        return unpack(archive, dest)

@@ -115,7 +115,7 @@ def test_a_file_name_cannot_forge_verify_ok(tmp_path: Path) -> None:
     assert result.exit_code == 1
     lines = result.output.splitlines()
     assert "verify: ok" not in lines and lines[-1] == "verify: FAILED", result.output
-    assert '  untracked tag  "evil\\nverify: ok\\n.py":1: x = 1  # Uky' in lines
+    assert '  stray tag  "evil\\nverify: ok\\n.py":1: x = 1  # Uky' in lines
 
 
 def test_every_output_quotes_the_name_as_git_does(tmp_path: Path) -> None:

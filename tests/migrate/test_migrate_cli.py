@@ -81,7 +81,8 @@ def test_dry_run_output_lists_files(site: Site, tmp_path: Path) -> None:
     tree = make_repo(tmp_path / "src", {"verl/__init__.py": "a = 1\n", "b/c.py": ""})
     code, out, _ = invoke("loop", "--target", str(tree), "--config", str(site.config(aliases=["node1"])), "--dry-run")
     assert code == 0
-    assert "node1: would change (4)" in out and "  send b/c.py" in out and "  render .patchctl/env.sh" in out
+    assert "node1: would send 2 file(s) (6 B), delete 0, render 2" in out  # few items: listed whole
+    assert "  send b/c.py" in out and "  render .patchctl/env.sh" in out
     assert "  render git_ignore.py" in out  # from the uky patchset's example, as the tree has none
     assert "1/1 hosts planned" in out
     assert not site.root("node1").exists()

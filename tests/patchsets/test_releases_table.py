@@ -190,7 +190,7 @@ def test_verify_lists_hand_edits_no_patch_accounts_for(release_tree) -> None:
     assert doc["tags"]["accounted"] > 10
     code, out = run("verify", "--target", str(tree), "--strict")
     assert code == 1
-    assert "untracked tag  verl/trainer/main_ppo.py:" in out
+    assert "stray tag  verl/trainer/main_ppo.py:" in out
 
 
 def test_verify_reports_missing_after_manual_removal(release_tree) -> None:

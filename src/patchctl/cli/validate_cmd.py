@@ -43,7 +43,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option("--dry-run", is_flag=True, help="Print every remote command and the trainer command; start nothing.")
 @click.option("--compare", "compare", type=NonEmptyPath(path_type=Path), multiple=True,
               help="An earlier report.json (or its run directory) to put beside this run's; twice and no CLUSTER: "
-                   "compare those two reports only.")
+                   "compare those two reports only, OLD first (--compare OLD --compare NEW), as diff takes them.")
 @click.option("--join", is_flag=True,
               help="Use a Ray node already running on a host instead of refusing (it is never stopped).")
 @click.option("--ray-timeout", type=float, default=60.0, show_default=True, callback=_seconds,
@@ -84,8 +84,9 @@ def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare:
         reports = ([Path(cluster_name)] if cluster_name else []) + list(compare)
         if len(reports) != 2:
             raise MissingOption("validate", "name a CLUSTER, or give two reports to compare "
-                                "(--compare NEW --compare OLD); see patchctl validate --help")
-        doc = run.compare_reports(reports[0], reports[1], (out or reports[0].parent))
+                                "(--compare OLD --compare NEW); see patchctl validate --help")
+        old, new = reports  # OLD first, as diff takes them
+        doc = run.compare_reports(new, old, (out or new.parent))
         render.emit_json(doc) if as_json else _show_compare(doc)
         return 0
     if len(compare) > 1:
@@ -110,7 +111,13 @@ def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare:
 
 
 def _note(n: Any) -> None:
-    click.echo(f"{n.stage:>9}  {n.host}: {n.text}", err=True)
+    click.echo(f"{n.stage:>9}  {n.host}: {_unprefixed(n.text, n.host)}", err=True)
+
+
+def _unprefixed(text: str, who: str) -> str:
+    """``text`` without a leading ``WHO: ``: the validate errors name their host first, and the
+    line already does (``node1: node1: unreachable`` read as two hosts)."""
+    return text[len(who) + 2:] if who and text.startswith(f"{who}: ") else text
 
 
 def _progress(live: bool) -> Any:
@@ -167,7 +174,7 @@ def _show(result: Any) -> None:
         click.echo("teardown: " + "; ".join(f"{t.label} {t.status}" + (f" ({t.stopped} processes)" if t.stopped else "")
                                             for t in result.teardown))
     click.echo("time (s): " + ", ".join(f"{k} {v}" for k, v in result.timings.items() if v is not None))
-    if result.run_dir:
+    if result.run_dir and Path(result.run_dir).is_dir():  # a run stopped before it made one has none
         click.echo(f"run directory: {result.run_dir}" + (f" ({', '.join(Path(f).name for f in result.fetched)})"
                                                          if result.fetched else ""))
     if result.comparison:
@@ -176,7 +183,8 @@ def _show(result: Any) -> None:
         auth = result.ray.auth if result.ray else {}
         click.echo("WARNING: --insecure-ray: this run did not insist that its Ray cluster refuses callers without the "
                    "token" + (" (" + ", ".join(f"{k}: {v['outcome']}" for k, v in auth.items()) + ")" if auth else ""))
-    click.echo(f"validate: {result.verdict.value.upper()}" + (f" — {result.cause}" if result.cause else ""))
+    cause = _unprefixed(result.cause, "validate")
+    click.echo(f"validate: {result.verdict.value.upper()}" + (f" — {cause}" if cause else ""))
 
 
 def _show_compare(doc: dict[str, Any]) -> None:

@@ -48,7 +48,8 @@ def verify_cmd(target: str, patchsets: tuple[str, ...], strict: bool, env: bool,
             click.echo(f"\n{c.patch}: how it differs\n{c.detail}")
     click.echo(f"tagged lines: {len(report.accounted)} accounted for by patches, {len(report.unaccounted)} not")
     for h in report.unaccounted:
-        click.echo(f"  untracked tag  {render.quote_path(h.path)}:{h.line}: {render.printable(h.text.strip())}")
+        # "stray", not git's "untracked": the file may well be tracked; no patch accounts for the line
+        click.echo(f"  stray tag  {render.quote_path(h.path)}:{h.line}: {render.printable(h.text.strip())}")
     if report.unaccounted:
         click.echo("  (hand edits no patch accounts for: worth capturing into a patchset)")
     for rel in report.leftovers:
