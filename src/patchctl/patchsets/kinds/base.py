@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -48,6 +49,8 @@ class Edit:
     detail: str = ""
     #: facts the reverse needs that the patched text cannot show (kept in the target's record)
     undo: dict[str, Any] | None = None
+    #: other files the edit writes besides its target (rename-file removes its source), path -> text or None
+    also: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,8 @@ class Context:
     path: str
     #: what :attr:`Edit.undo` held when the patch was applied, for revert
     undo: dict[str, Any] | None = None
+    #: reads another file of the tree through pending changes, confined to the tree (rename-file's source)
+    read: Callable[[str], str | None] | None = None
 
 
 class PatchKind(Protocol):
