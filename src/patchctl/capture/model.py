@@ -61,6 +61,8 @@ class Report:
     left_out: tuple[LeftOut, ...] = ()
     #: things a user should know that are not failures (untagged edits not captured, ...)
     notes: tuple[str, ...] = ()
+    #: files FORK changed that the written patchset does not re-create (outside the captured scope)
+    outside: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -70,13 +72,13 @@ class Report:
 
     @property
     def complete(self) -> bool:
-        """Whether the patchset re-creates every edit capture looked at."""
-        return not self.left_out
+        """Whether the patchset re-creates everything FORK changed: then it is byte-identical."""
+        return not self.left_out and not self.outside
 
     def to_json(self) -> dict[str, Any]:
         return {"fork": self.fork, "base": self.base, "out": str(self.out) if self.out else None,
                 "patches": [asdict(p) for p in self.patches], "left_out": [asdict(x) for x in self.left_out],
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "outside": list(self.outside)}
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,10 @@ def is_binary(data: bytes) -> bool:
 
 
 def blob(req: Request, rel: str, data: bytes, replaces: bytes | None, mode: int, taken: Set[str]) -> Classified:
-    """A binary file the fork added or changed, shipped whole with its sha256."""
-    if not req.all_:
+    """A binary file the fork added or changed, shipped whole with its sha256: with ``--all``, or when
+    its bytes carry the tag (a binary file seldom can, but one that does is the user's)."""
+    tagged = req.rx.search(data.decode("utf-8", errors="replace")) is not None
+    if not req.all_ and not tagged:
         return Classified(
             notes=(
                 f"{rel}: binary file the fork {'changed' if replaces else 'added'}; binary files "
@@ -78,7 +80,7 @@ def blob(req: Request, rel: str, data: bytes, replaces: bytes | None, mode: int,
                 "blob",
                 rel,
                 None,
-                False,
+                tagged,
                 f"{what} {rel} (binary)",
                 "",
                 params,

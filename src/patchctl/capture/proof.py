@@ -16,7 +16,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 
-from patchctl.capture.model import LeftOut, expected
+from patchctl.capture.model import Draft, LeftOut, expected
 from patchctl.capture.sources import Tree
 from patchctl.capture.stage import Staged, stage
 from patchctl.errors import ManifestError, PatchctlError
@@ -62,6 +62,27 @@ def prove(staged: Staged, base: Tree) -> Proven:
                  for d in staged.drafts if d.id in blamed]
         staged = stage([d for d in staged.drafts if d.id not in blamed], staged.header, staged.where)
     return Proven(staged, tuple(left))
+
+
+def outside(fork: Tree, base: Tree, drafts: tuple[Draft, ...]) -> tuple[str, ...]:
+    """Every file FORK changed against BASE that the proven patchset does not re-create.
+
+    Measured, not inferred from what capture chose: a file counts as re-created only when the
+    proven drafts make of BASE's file exactly FORK's bytes (or no file where FORK has none).
+    "Byte-identical" may be said only when this is empty.
+    """
+    made = expected(drafts)
+
+    def read(tree: Tree, rel: str) -> str | None:
+        path = tree.root / rel
+        return path.read_bytes().decode("utf-8", "surrogateescape") if path.is_file() else None
+
+    out = []
+    for rel in sorted(fork.files | base.files | set(made)):
+        want, had = read(fork, rel), read(base, rel)
+        if want != had and made.get(rel, had) != want:
+            out.append(rel)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
