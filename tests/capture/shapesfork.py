@@ -35,14 +35,20 @@ GITIGNORE = "*.pyc\n__pycache__/\noutputs\ntmp/\n"
 
 #: (file, old text, new text): each must match exactly once
 EDITS = [
-    (YAML, "  # Number of epochs in training\n  total_epochs: 30\n",
-     "  # Uky: run the smoke test on one GPU\n  uky_smoke: true\n\n  # Number of epochs in training\n"
-     "  total_epochs: 3  # Uky\n"),
+    (
+        YAML,
+        "  # Number of epochs in training\n  total_epochs: 30\n",
+        "  # Uky: run the smoke test on one GPU\n  uky_smoke: true\n\n  # Number of epochs in training\n"
+        "  total_epochs: 3  # Uky\n",
+    ),
     ("pyproject.toml", "\nline-length = 120\n", "\nline-length = 100  # Uky\n"),
     ("requirements.txt", "numpy<2.0.0\npandas\n", "numpy==1.26.4  # Uky\npandas\nmath-verify==0.7.0  # Uky\n"),
     ("requirements.txt", "wandb\n", ""),
-    ("README.md", "- [PPO in verl](https://verl.readthedocs.io/en/latest/algo/ppo.html)\n",
-     "- [PPO in verl](https://verl.readthedocs.io/en/latest/algo/ppo.html)\n- [Our cluster](docs/uky.md)\n"),
+    (
+        "README.md",
+        "- [PPO in verl](https://verl.readthedocs.io/en/latest/algo/ppo.html)\n",
+        "- [PPO in verl](https://verl.readthedocs.io/en/latest/algo/ppo.html)\n- [Our cluster](docs/uky.md)\n",
+    ),
     (".gitignore", "tmp/\n", "tmp/\ncheckpoints/\n"),
 ]
 

@@ -9,17 +9,26 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from patchctl import releases
-from patchctl.cli.main import cli
 from tests.capture.shapesfork import DELETED, PNG, PNG_BYTES, RENAMED, REQUIREMENTS, YAML, make_fork, upstream
 from tests.conftest import snapshot
 
-KINDS = {"ppo-trainer-uky-smoke": "config-key", "ppo-trainer-total-epochs": "config-key",
-         "pyproject-line-length": "config-key", "requirements-numpy": "requirement",
-         "requirements-math-verify": "requirement", "requirements-wandb": "requirement", "readme-hunk": "text-hunk",
-         "gitignore-hunk": "text-hunk", "delete-print-cfg-py": "delete-file", "move-diagnose-env-py": "rename-file",
-         "diagnose-env-module": "structural", "uky-arch-png": "blob"}
+from patchctl import releases
+from patchctl.cli.main import cli
+
+KINDS = {
+    "ppo-trainer-uky-smoke": "config-key",
+    "ppo-trainer-total-epochs": "config-key",
+    "pyproject-line-length": "config-key",
+    "requirements-numpy": "requirement",
+    "requirements-math-verify": "requirement",
+    "requirements-wandb": "requirement",
+    "readme-hunk": "text-hunk",
+    "gitignore-hunk": "text-hunk",
+    "delete-print-cfg-py": "delete-file",
+    "move-diagnose-env-py": "rename-file",
+    "diagnose-env-module": "structural",
+    "uky-arch-png": "blob",
+}
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -65,8 +74,10 @@ def test_without_all_the_proof_names_what_is_outside_the_captured_scope(fork: Pa
     code, out = run("capture", "--from", str(fork), "--base", "upstream", "--out", str(tmp_path / "mine"))
     assert code == 0, out
     assert "byte-identical" not in out
-    assert ("outside the captured scope: 5 file(s) the fork changed are not re-created by it: .gitignore, README.md, "
-            f"{PNG}, requirements.txt, {DELETED} (the notes above say why)") in " ".join(out.split())
+    assert (
+        "outside the captured scope: 5 file(s) the fork changed are not re-created by it: .gitignore, README.md, "
+        f"{PNG}, requirements.txt, {DELETED} (the notes above say why)"
+    ) in " ".join(out.split())
     code, out = run("capture", "--from", str(fork), "--base", "upstream", "--dry-run", "--json")
     assert json.loads(out)["outside"] == [".gitignore", "README.md", PNG, "requirements.txt", DELETED]
 
@@ -98,18 +109,41 @@ def test_the_patchset_carries_to_the_next_release(captured: Path, release_tree) 
     assert {k: v for k, v in after.items() if not k.startswith(".patchctl")} == before
 
 
-@pytest.mark.parametrize("tamper, patch, says", [
-    (lambda t: (t / YAML).write_text((t / YAML).read_text().replace("total_epochs: 3  # Uky", "total_epochs: 9")),
-     "ppo-trainer-total-epochs", "key trainer.total_epochs is 'total_epochs: 9' here"),
-    (lambda t: (t / "requirements.txt").write_text((t / "requirements.txt").read_text().replace("==1.26.4", "==2.0")),
-     "requirements-numpy", "package numpy is 'numpy==2.0  # Uky' here"),
-    (lambda t: (t / PNG).write_bytes(PNG_BYTES[:-1]), "uky-arch-png", "is neither the shipped files/docs/uky_arch.png"),
-    (lambda t: (t / RENAMED[0]).write_text("back\n"), "move-diagnose-env-py",
-     "both scripts/diagnose.py and scripts/tools/diagnose_env.py exist"),
-    (lambda t: (t / DELETED).write_text("x\n"), "delete-print-cfg-py", "is still there"),
-    (lambda t: (t / "README.md").write_text((t / "README.md").read_text().replace("[Our cluster]", "[Cluster]")),
-     "readme-hunk", "upstream has '- [Cluster](docs/uky.md)'"),
-])
+@pytest.mark.parametrize(
+    "tamper, patch, says",
+    [
+        (
+            lambda t: (t / YAML).write_text(
+                (t / YAML).read_text().replace("total_epochs: 3  # Uky", "total_epochs: 9")
+            ),
+            "ppo-trainer-total-epochs",
+            "key trainer.total_epochs is 'total_epochs: 9' here",
+        ),
+        (
+            lambda t: (t / "requirements.txt").write_text(
+                (t / "requirements.txt").read_text().replace("==1.26.4", "==2.0")
+            ),
+            "requirements-numpy",
+            "package numpy is 'numpy==2.0  # Uky' here",
+        ),
+        (
+            lambda t: (t / PNG).write_bytes(PNG_BYTES[:-1]),
+            "uky-arch-png",
+            "is neither the shipped files/docs/uky_arch.png",
+        ),
+        (
+            lambda t: (t / RENAMED[0]).write_text("back\n"),
+            "move-diagnose-env-py",
+            "both scripts/diagnose.py and scripts/tools/diagnose_env.py exist",
+        ),
+        (lambda t: (t / DELETED).write_text("x\n"), "delete-print-cfg-py", "is still there"),
+        (
+            lambda t: (t / "README.md").write_text((t / "README.md").read_text().replace("[Our cluster]", "[Cluster]")),
+            "readme-hunk",
+            "upstream has '- [Cluster](docs/uky.md)'",
+        ),
+    ],
+)
 def test_verify_fails_on_a_tampered_target(captured: Path, tmp_path: Path, tamper, patch: str, says: str) -> None:
     tree = tree_of("0.6.1", tmp_path / "target")
     upstream(tree)

@@ -99,7 +99,7 @@ def changed_text(req: Request, rel: str, base_text: str, fork_text: str, taken: 
         found = _by_key(rel, fmt, blines, flines)
     elif _REQUIREMENTS.search(rel):
         found = _by_package(rel, blines, flines)
-    note = ()
+    note: tuple[str, ...] = ()
     if found is None:
         if fmt is not None or _REQUIREMENTS.search(rel):
             note = (
@@ -114,8 +114,8 @@ def changed_text(req: Request, rel: str, base_text: str, fork_text: str, taken: 
         if not tagged and not req.all_:
             skipped += 1
             continue
-        stem = {"config-key": lambda: params["path"][-1], "requirement": lambda: params["package"]}.get(kind, lambda: "hunk")
-        pid = new_id(f"{Path(rel).stem}-{stem()}", taken)
+        stem = params["path"][-1] if kind == "config-key" else params.get("package", "hunk")
+        pid = new_id(f"{Path(rel).stem}-{stem}", taken)
         taken = taken | {pid}
         part = _KINDS[kind].part(blines, parsed, rel)
         drafts.append(
@@ -189,13 +189,20 @@ def _by_key(rel: str, fmt: str, blines: list[str], flines: list[str]) -> list[Fo
         elif nxt:
             raw["before"] = nxt[0].path[-1]
         found.append(
-            ("config-key", raw, _key_params(raw), n.start + 1, f"key {'.'.join(n.path)}", range(n.start + 1, n.end + 1))
+            (
+                "config-key",
+                raw,
+                _key_params(raw),
+                n.start + 1,
+                f"key {keypath.dotted(n.path)}",
+                range(n.start + 1, n.end + 1),
+            )
         )
         covered.append(n.path)
     for path, b in sorted(base.items(), key=lambda kv: kv[1].start):
         if path not in fork and not under(path):
             raw = {"path": list(path), "was": text(blines, b)}
-            found.append(("config-key", raw, _key_params(raw), 1, f"key {'.'.join(path)} removed", range(0)))
+            found.append(("config-key", raw, _key_params(raw), 1, f"key {keypath.dotted(path)} removed", range(0)))
             covered.append(path)
     return found if found and _reproduces("config-key", found, rel, blines, flines) else None
 

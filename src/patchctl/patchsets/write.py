@@ -45,7 +45,7 @@ def execute(plan: Plan, *, force: bool = False, commit_branch: str | None = None
     root = plan.target.root
     if commit_branch:
         check_can_commit(root, plan.target.is_git, commit_branch)
-    changes = {p: fsutil.FileChange(p, None if plan.after[p] is None else to_bytes(plan.after[p]), plan.modes.get(p))
+    changes = {p: fsutil.FileChange(p, None if (new := plan.after[p]) is None else to_bytes(new), plan.modes.get(p))
                for p in plan.changed_paths}
     record = plan.record
     if plan.record_changed and record is not None:

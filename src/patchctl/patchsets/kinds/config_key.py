@@ -62,7 +62,7 @@ class ConfigKey(Swap):
         return Params(path, raw.get("was"), raw.get("now"), raw.get("before"))
 
     def _what(self, p: Params) -> str:
-        return "key " + ".".join(p.path)
+        return "key " + keypath.dotted(p.path)
 
     def _spot(self, lines: list[str], p: Params, path: str) -> Spot:
         fmt = keypath.fmt_of(path)
@@ -88,7 +88,7 @@ class ConfigKey(Swap):
                 0,
                 0,
                 None,
-                f"{path}: there is no key {'.'.join(parent)} to hold {self._what(p)} "
+                f"{path}: there is no key {keypath.dotted(parent)} to hold {self._what(p)} "
                 "(upstream removed or renamed it); add the key by hand where it belongs now",
             )
         sibling = by_path.get((*parent, p.before)) if p.before else None

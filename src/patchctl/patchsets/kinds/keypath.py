@@ -39,6 +39,12 @@ class Node:
     indent: int
 
 
+def dotted(path: tuple[str, ...] | list[str]) -> str:
+    """A key path as users write it (``trainer.total_epochs``); a key that holds a dot, a space or
+    nothing is quoted, so the path reads back one way only."""
+    return ".".join(k if k and not set(k) & set(". \t'\"") else repr(k) for k in path)
+
+
 def fmt_of(path: str) -> str | None:
     """``yaml`` or ``toml`` by the file's name, None for other files."""
     low = path.lower()
