@@ -86,6 +86,7 @@ def test_the_patchset_carries_to_the_next_release(captured: Path, release_tree) 
     """verl 0.9.1 moved the trainer block, rewrote the README's top and reordered requirements."""
     tree = release_tree("0.9.1")
     reordered = "".join(sorted(REQUIREMENTS.splitlines(keepends=True)[1:])) + "vllm>=0.8\n"
+    (tree / RENAMED[0]).chmod(0o755)  # upstream made it executable: the move keeps that
     upstream(tree, reordered, "*.pyc\noutputs\ntmp/\nwandb/\n")
     before = snapshot(tree)
     code, out = run("apply", "--target", str(tree), "--patchset", str(captured), "--json")
@@ -94,6 +95,7 @@ def test_the_patchset_carries_to_the_next_release(captured: Path, release_tree) 
     assert (tree / PNG).read_bytes() == PNG_BYTES
     assert not (tree / DELETED).exists() and not (tree / RENAMED[0]).exists()
     assert "import sys  # Uky: the exit code" in (tree / RENAMED[1]).read_text()
+    assert (tree / RENAMED[1]).stat().st_mode & 0o777 == 0o755
     reqs = (tree / "requirements.txt").read_text()
     assert "numpy==1.26.4  # Uky\n" in reqs and "math-verify==0.7.0  # Uky\n" in reqs and "wandb" not in reqs
     assert (tree / ".gitignore").read_text() == "*.pyc\noutputs\ntmp/\ncheckpoints/\nwandb/\n"

@@ -252,7 +252,7 @@ def test_rename_file_moves_upstreams_content_and_back() -> None:
     files: dict[str, str | None] = {"scripts/diagnose.py": "upstream's newer text\n"}
     edit = k.apply(None, p, ctx("scripts/tools/diag.py", files=files))
     assert edit.status is EditStatus.CHANGED and edit.text == "upstream's newer text\n"
-    assert edit.also == (("scripts/diagnose.py", None),)
+    assert edit.also == (("scripts/diagnose.py", None, None),)
     moved = {"scripts/diagnose.py": None}
     assert k.check(edit.text, p, ctx("scripts/tools/diag.py", files=moved)).presence is Presence.PRESENT
     both = k.check("x\n", p, ctx("scripts/tools/diag.py", files=files))
@@ -260,7 +260,7 @@ def test_rename_file_moves_upstreams_content_and_back() -> None:
         both.presence is Presence.MODIFIED and "both scripts/diagnose.py and scripts/tools/diag.py exist" in both.reason
     )
     back = k.revert(edit.text, p, ctx("scripts/tools/diag.py", files=moved))
-    assert back.text is None and back.also == (("scripts/diagnose.py", "upstream's newer text\n"),)
+    assert back.text is None and back.also == (("scripts/diagnose.py", "upstream's newer text\n", None),)
 
 
 def test_blob_ships_bytes_checks_sha256_and_refuses_a_swapped_file(tmp_path: Path) -> None:

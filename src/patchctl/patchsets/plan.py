@@ -116,12 +116,12 @@ def _apply_one(ps: Patchset, patch: Patch, tree: TreeReader, record: rec.Record)
     if a.superseded:
         return result(Outcome.SUPERSEDED_UPSTREAM, path, a.superseded)
     text = tree.read_for(patch, path)
-    edit = KINDS[patch.kind].apply(text, patch, Context(ps.root, path, read=tree.confined))
+    edit = KINDS[patch.kind].apply(text, patch, Context(ps.root, path, read=tree.confined, mode_of=tree.mode_of))
     if edit.status is EditStatus.CHANGED:
         before = tree.before.get(path, text)
         tree.write(path, edit.text, edit.mode)
-        for other, other_text in edit.also:
-            tree.write(other, other_text, None)
+        for other, other_text, other_mode in edit.also:
+            tree.write(other, other_text, other_mode)
         entry = rec.Entry(ps.name, patch.id, patch.kind, path,
                           fsutil.sha256_bytes(to_bytes(before)) if before is not None else None,
                           None, _now(), edit.undo)

@@ -58,6 +58,13 @@ class TreeReader:
         resolve_target(self.target.root, rel)
         return self.read(rel, binary=True)
 
+    def mode_of(self, rel: str) -> int | None:
+        """The permission bits ``rel`` has, or will have after the pending changes."""
+        if rel in self.modes:
+            return self.modes[rel]
+        path = resolve_target(self.target.root, rel)
+        return path.stat().st_mode & 0o7777 if path.is_file() else None
+
     def read_for(self, patch: Patch, rel: str) -> str | None:
         return self.read(rel, binary=getattr(KINDS[patch.kind], "binary", False))
 

@@ -90,7 +90,7 @@ def _files_removed_whole(entries: list[rec.Entry], by_name: dict[str, Patchset],
 
 def _revert_one(patch: Patch, entry: rec.Entry, path: str, tree: TreeReader, befores: set[str | None],
                 patchset_root: Path, *, recorded: bool) -> PatchResult | None:
-    ctx = Context(patchset_root, path, entry.undo, tree.confined)
+    ctx = Context(patchset_root, path, entry.undo, tree.confined, tree.mode_of)
     kind = KINDS[patch.kind]
     text = tree.read_for(patch, path)
     found = kind.check(text, patch, ctx)
@@ -124,8 +124,8 @@ def _revert_one(patch: Patch, entry: rec.Entry, path: str, tree: TreeReader, bef
     edit = kind.revert(text, patch, ctx)
     if edit.status is EditStatus.CHANGED:
         tree.write(path, edit.text, edit.mode)
-        for other, other_text in edit.also:
-            tree.write(other, other_text, None)
+        for other, other_text, other_mode in edit.also:
+            tree.write(other, other_text, other_mode)
         return result(Outcome.REVERTED, edit.reason)
     if edit.status is EditStatus.NOT_APPLICABLE:
         return result(Outcome.NOT_APPLIED, edit.reason)

@@ -49,8 +49,9 @@ class Edit:
     detail: str = ""
     #: facts the reverse needs that the patched text cannot show (kept in the target's record)
     undo: dict[str, Any] | None = None
-    #: other files the edit writes besides its target (rename-file removes its source), path -> text or None
-    also: tuple[tuple[str, str | None], ...] = ()
+    #: other files the edit writes besides its target (rename-file removes its source): path, text or None
+    #: (delete), permission bits or None
+    also: tuple[tuple[str, str | None, int | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,8 @@ class Context:
     undo: dict[str, Any] | None = None
     #: reads another file of the tree through pending changes, confined to the tree (rename-file's source)
     read: Callable[[str], str | None] | None = None
+    #: the permission bits of another file of the tree (a moved script stays executable)
+    mode_of: Callable[[str], int | None] | None = None
 
 
 class PatchKind(Protocol):

@@ -77,10 +77,12 @@ class RenameFile:
             )
         if old is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{p.source} does not exist here, so there is nothing to move")
-        return Edit(EditStatus.CHANGED, f"{p.source} moved to {ctx.path}", old, also=((p.source, None),))
+        mode = ctx.mode_of(p.source) if ctx.mode_of is not None else None
+        return Edit(EditStatus.CHANGED, f"{p.source} moved to {ctx.path}", old, mode, also=((p.source, None, None),))
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
         if text is None or self._source(p, ctx) is not None:
             return Edit(EditStatus.CONFLICT, f"{ctx.path} is not where the patch moved {p.source}")
-        return Edit(EditStatus.CHANGED, f"{ctx.path} moved back to {p.source}", None, also=((p.source, text),))
+        mode = ctx.mode_of(ctx.path) if ctx.mode_of is not None else None
+        return Edit(EditStatus.CHANGED, f"{ctx.path} moved back to {p.source}", None, also=((p.source, text, mode),))
