@@ -156,3 +156,35 @@ def test_verify_fails_on_a_tampered_target(captured: Path, tmp_path: Path, tampe
     assert code != 0
     row = next(r for r in json.loads(out)["patches"] if r["patch"] == patch)
     assert row["status"] in ("modified", "missing") and says in row["reason"], row
+
+
+def small(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in {"verl/__init__.py": "", **files}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_a_json_config_is_captured_by_key_and_an_edit_no_key_holds_as_hunks(tmp_path: Path) -> None:
+    ds = '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 2\n  }\n}\n'
+    yaml = "# verl's config\ntrainer:\n  epochs: 1\n"
+    base = small(tmp_path / "base", {"ds.json": ds, "c.yaml": yaml})
+    fork = small(
+        tmp_path / "fork",
+        {
+            "ds.json": ds.replace('"stage": 2\n', '"offload": true,\n    "stage": 3\n'),
+            "c.yaml": yaml.replace("epochs: 1", "epochs: 2  # Uky") + "# the end  # Uky\n",  # a line no key holds
+        },
+    )
+    code, out = run(
+        "capture", "--from", str(fork), "--base", str(base), "--out", str(tmp_path / "o"), "--all", "--json"
+    )
+    assert code == 0, out
+    doc = json.loads(out)
+    assert [(p["id"], p["kind"]) for p in doc["patches"]] == [
+        ("c-hunk", "text-hunk"),
+        ("ds-offload", "config-key"),
+        ("ds-stage", "config-key"),
+    ]
+    assert doc["notes"] == ["c.yaml: an edit outside any key; the file is carried as text hunks instead"]
+    assert doc["outside"] == []

@@ -279,3 +279,47 @@ def test_blob_ships_bytes_checks_sha256_and_refuses_a_swapped_file(tmp_path: Pat
     (tmp_path / "files" / "logo.png").write_bytes(data + b"!")  # the shipped blob tampered with after capture
     with pytest.raises(ManifestError, match=re.escape("key 'params.sha256': does not match files/logo.png")):
         patch("blob", "docs/logo.png", tmp_path, source="files/logo.png", sha256=hashlib.sha256(data).hexdigest())
+
+
+# -- config-key in JSON ----------------------------------------------------------------------
+
+DS = (
+    '{\n  "train_batch_size": 8,\n  "zero_optimization": {\n    "stage": 2,\n    "offload": false\n  },\n'
+    '  "fp16": {"enabled": true}\n}\n'
+)
+
+
+@pytest.mark.parametrize(
+    "params, after",
+    [
+        (
+            {"path": ["zero_optimization", "stage"], "was": '"stage": 2', "now": '"stage": 3'},
+            DS.replace('"stage": 2', '"stage": 3'),
+        ),
+        (
+            {"path": ["zero_optimization", "bucket"], "now": '"bucket": 500'},
+            DS.replace('"offload": false\n', '"offload": false,\n    "bucket": 500\n'),
+        ),
+        (
+            {"path": ["zero_optimization", "offload"], "was": '"offload": false'},
+            DS.replace('"stage": 2,\n    "offload": false\n', '"stage": 2\n'),
+        ),
+        (
+            {"path": ["steps"], "now": '"steps": 10'},
+            DS.replace('  "fp16": {"enabled": true}\n', '  "fp16": {"enabled": true},\n  "steps": 10\n'),
+        ),
+    ],
+)
+def test_config_key_in_json_keeps_its_commas_right(params: dict[str, Any], after: str) -> None:
+    import json
+
+    p = patch("config-key", "ds_config.json", **params)
+    assert round_trip("config-key", p, "ds_config.json", DS) == after
+    json.loads(after)
+
+
+def test_config_key_in_json_refuses_an_object_written_on_one_line() -> None:
+    p = patch("config-key", "ds_config.json", path=["fp16", "loss_scale"], now='"loss_scale": 0')
+    edit = KINDS["config-key"].apply(DS, p, ctx("ds_config.json"))
+    assert edit.status is EditStatus.CONFLICT
+    assert edit.reason == "ds_config.json:7: fp16 is written on one line; add key fp16.loss_scale to it by hand"

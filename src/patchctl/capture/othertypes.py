@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Set
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +154,7 @@ def _by_key(rel: str, fmt: str, blines: list[str], flines: list[str]) -> list[Fo
     covered: list[tuple[str, ...]] = []
 
     def text(lines: list[str], n: keypath.Node) -> str:
-        return keypath.dedent(lines[n.start : n.end], n.indent)
+        return keypath.piece(lines, n, fmt)
 
     def under(path: tuple[str, ...]) -> bool:
         return any(path[: len(c)] == c for c in covered)
@@ -175,7 +176,7 @@ def _by_key(rel: str, fmt: str, blines: list[str], flines: list[str]) -> list[Fo
                 if n.end < len(flines) and not flines[n.end].strip() and n.start and not flines[n.start - 1].strip()
                 else n.end
             )
-            now = keypath.dedent(flines[n.start : end], n.indent)
+            now = keypath.piece(flines, replace(n, end=end), fmt)
         nxt = [
             s
             for s in fork_nodes
@@ -185,7 +186,11 @@ def _by_key(rel: str, fmt: str, blines: list[str], flines: list[str]) -> list[Fo
         if b is not None:
             raw["was"] = text(blines, b)
             if _comments(flines, n) == _comments(blines, b):  # unchanged comments stay upstream's
-                raw = {**raw, "now": _code_of(flines, n), "was": _code_of(blines, b)}
+                raw = {
+                    **raw,
+                    "now": keypath.piece(flines, n, fmt, comments=False),
+                    "was": keypath.piece(blines, b, fmt, comments=False),
+                }
         elif nxt:
             raw["before"] = nxt[0].path[-1]
         found.append(
@@ -208,17 +213,9 @@ def _by_key(rel: str, fmt: str, blines: list[str], flines: list[str]) -> list[Fo
 
 
 def _comments(lines: list[str], n: keypath.Node) -> list[str]:
-    return [ln.strip() for ln in lines[n.start : n.end] if ln.lstrip().startswith("#")][: _lead(lines, n)]
-
-
-def _lead(lines: list[str], n: keypath.Node) -> int:
-    """How many comment lines lead the key (above its own line)."""
-    return next(i for i in range(n.end - n.start) if not lines[n.start + i].lstrip().startswith("#"))
-
-
-def _code_of(lines: list[str], n: keypath.Node) -> str:
-    """The key's lines from its own line on, without the comments above it."""
-    return keypath.dedent(lines[n.start + _lead(lines, n) : n.end], n.indent)
+    """The comment lines above the key's own line."""
+    lead = next(i for i in range(n.end - n.start) if not lines[n.start + i].lstrip().startswith("#"))
+    return [ln.strip() for ln in lines[n.start : n.start + lead]]
 
 
 def _own_lines(lines: list[str], n: keypath.Node, nodes: list[keypath.Node]) -> list[str]:

@@ -4,7 +4,8 @@ The key is found wherever upstream moved it in the file, at whatever indentation
 now; only its own lines are written, every other byte of the file stays as upstream has it.
 A new key goes before the sibling the fork put it before (``before``), else at the end of its
 parent. The lines are found by :mod:`~patchctl.patchsets.kinds.keypath` (why not a YAML
-library is said there). JSON is not handled by key path: capture carries JSON edits as text hunks.
+library is said there); JSON's by :mod:`~patchctl.patchsets.kinds.jsonpath`, which also keeps its
+commas right around the key.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
-from patchctl.patchsets.kinds import keypath
+from patchctl.patchsets.kinds import jsonpath, keypath
 from patchctl.patchsets.kinds.swap import Spot, Swap, normal, show
 from patchctl.schema import Field, Schema
 
@@ -67,7 +68,7 @@ class ConfigKey(Swap):
     def _spot(self, lines: list[str], p: Params, path: str) -> Spot:
         fmt = keypath.fmt_of(path)
         if fmt is None:
-            return Spot(0, 0, None, f"{path}: config-key edits .yaml, .yml and .toml files only")
+            return Spot(0, 0, None, f"{path}: config-key edits .yaml, .yml, .toml and .json files only")
         nodes = keypath.nodes(lines, fmt)
         by_path = {n.path: n for n in nodes}
         found = by_path.get(p.path)
@@ -76,7 +77,7 @@ class ConfigKey(Swap):
             return Spot(
                 found.start,
                 found.end,
-                keypath.dedent(lines[found.start : found.end], found.indent),
+                keypath.piece(lines, found, fmt),
                 hint=found.indent,
                 trim=(comments - found.start, 0),
             )
@@ -92,8 +93,18 @@ class ConfigKey(Swap):
                 "(upstream removed or renamed it); add the key by hand where it belongs now",
             )
         sibling = by_path.get((*parent, p.before)) if p.before else None
+        if fmt == "json" and sibling is None and holder is not None and holder.end - holder.start < 2:
+            return Spot(
+                0,
+                0,
+                None,
+                f"{path}:{holder.start + 1}: {keypath.dotted(parent)} is written on one line; "
+                f"add {self._what(p)} to it by hand",
+            )
         if sibling is not None:
             at = sibling.start
+        elif fmt == "json":  # before the line that closes the object
+            at = holder.end - 1 if holder is not None else _after_last_content(lines, len(lines)) - 1
         elif table or (holder is None and not parent and fmt == "yaml"):
             at = _after_last_content(lines, len(lines))
         elif holder is None:  # TOML: a key of the root table goes above the first [table]
@@ -103,8 +114,11 @@ class ConfigKey(Swap):
             at = holder.end
         indent = keypath.child_indent(nodes, parent)
         if indent is None:
-            indent = holder.indent + 2 if holder is not None and fmt == "yaml" else 0
+            indent = holder.indent + 2 if holder is not None and fmt != "toml" else 2 if fmt == "json" else 0
         return Spot(at, at, None, hint=indent)
+
+    def _finish(self, text: str, path: str) -> str:
+        return jsonpath.fix_commas(text) if keypath.fmt_of(path) == "json" else text
 
     def _same(self, a: str | None, b: str | None) -> bool:
         """Keys compare without their comment lines: upstream rewording the comment above a key the

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from patchctl.patchsets.kinds import jsonpath
+
 #: a block-style YAML mapping key: indentation, then a plain or quoted key, a colon and a space or the end
 _YAML_KEY = re.compile(r"""^( *)(?:"([^"]*)"|'([^']*)'|([^\s#'"\-][^#]*?|-[^\s#][^#]*?))\s*:(?:\s|$)""")
 _BLOCK_SCALAR = re.compile(r":\s*[|>][-+0-9]*\s*(#.*)?$")
@@ -46,13 +48,31 @@ def dotted(path: tuple[str, ...] | list[str]) -> str:
 
 
 def fmt_of(path: str) -> str | None:
-    """``yaml`` or ``toml`` by the file's name, None for other files."""
+    """``yaml``, ``toml`` or ``json`` by the file's name, None for other files."""
     low = path.lower()
-    return "yaml" if low.endswith((".yaml", ".yml")) else "toml" if low.endswith(".toml") else None
+    if low.endswith((".yaml", ".yml")):
+        return "yaml"
+    return "toml" if low.endswith(".toml") else "json" if low.endswith(".json") else None
 
 
 def nodes(lines: list[str], fmt: str) -> list[Node]:
+    if fmt == "json":
+        return [Node(m.path, m.start, m.end, m.indent) for m in jsonpath.addressable(jsonpath.members(lines))]
     return _yaml(lines) if fmt == "yaml" else _toml(lines)
+
+
+def piece(lines: list[str], node: Node, fmt: str, *, comments: bool = True) -> str:
+    """A key's lines as config-key carries them: its own indentation off, and for JSON without the
+    comma after it (which depends on what follows, not on the key). ``comments=False`` leaves
+    out the comment lines above the key."""
+    start = node.start
+    while not comments and start < node.end - 1 and lines[start].lstrip().startswith("#"):
+        start += 1
+    text = dedent(lines[start : node.end], node.indent)
+    if fmt != "json":
+        return text
+    body = text.rstrip()
+    return (body[:-1] if body.endswith(",") else body) + text[len(body) :]
 
 
 def _indent(line: str) -> int:

@@ -112,7 +112,7 @@ class Swap:
         if not self._same(spot.current, p.was):
             return Edit(EditStatus.CONFLICT, self._differs(p, ctx.path, spot))
         spot = self._widen(lines, spot, p.now)
-        new = self._put(lines, spot, p.now)
+        new = self._put(lines, spot, p.now, ctx.path)
         verb = "added" if spot.current is None else "removed" if p.now is None else "set"
         return Edit(
             EditStatus.CHANGED,
@@ -136,9 +136,9 @@ class Swap:
             return Edit(EditStatus.CONFLICT, spot.problem or self._differs(p, ctx.path, spot))
         # the record keeps the exact lines apply replaced: upstream's spelling comes back byte for byte
         if self.exact_undo and ctx.undo and "old" in ctx.undo:
-            new = self._put(lines, self._widen(lines, spot, ctx.undo["old"]), ctx.undo["old"], raw=True)
+            new = self._put(lines, self._widen(lines, spot, ctx.undo["old"]), ctx.undo["old"], ctx.path, raw=True)
         else:
-            new = self._put(lines, self._widen(lines, spot, p.was), p.was)
+            new = self._put(lines, self._widen(lines, spot, p.was), p.was, ctx.path)
         return Edit(EditStatus.CHANGED, f"{ctx.path}: {self._what(p)} restored", new)
 
     def part(self, lines: list[str], p: Any, path: str) -> tuple[tuple[int, int], str] | None:
@@ -147,17 +147,24 @@ class Swap:
         spot = self._spot(lines, p, path)
         if spot.problem or not self._same(spot.current, p.was) or self._same(spot.current, p.now):
             return None
-        spot = self._widen(lines, spot, p.now)
-        new = self._put(lines, spot, p.now)
-        tail = len(lines) - spot.end
-        body = split_lines(new)
-        return (spot.start + 1, spot.end), "".join(body[spot.start : len(body) - tail])
+        new = split_lines(self._put(lines, self._widen(lines, spot, p.now), p.now, path))
+        head = 0
+        while head < min(len(lines), len(new)) and lines[head] == new[head]:
+            head += 1
+        tail = 0
+        while tail < min(len(lines), len(new)) - head and lines[-1 - tail] == new[-1 - tail]:
+            tail += 1
+        return (head + 1, len(lines) - tail), "".join(new[head : len(new) - tail])
 
-    def _put(self, lines: list[str], spot: Spot, piece: str | None, *, raw: bool = False) -> str:
+    def _finish(self, text: str, path: str) -> str:
+        """The file after the piece is put in, where the format asks for more (JSON's commas)."""
+        return text
+
+    def _put(self, lines: list[str], spot: Spot, piece: str | None, path: str, *, raw: bool = False) -> str:
         laid = [] if piece is None else split_lines(piece) if raw else self._lay(piece, spot)
         if laid and not laid[-1].endswith("\n"):
             laid[-1] += "\n"
         before = lines[: spot.start]
         if laid and before and not before[-1].endswith(("\n", "\r")):
             before = [*before[:-1], before[-1] + "\n"]  # a last line without a newline gets one before the piece
-        return "".join(before + laid + lines[spot.end :])
+        return self._finish("".join(before + laid + lines[spot.end :]), path)
