@@ -110,6 +110,10 @@ def test_a_rename_source_that_is_a_symlink_out_of_the_tree_is_refused(tmp_path: 
     assert result.exit_code != 0
     assert "scripts/link.sh" in result.output and "leads out of the tree through a symlink" in result.output
     assert snapshot(tmp_path) == before and outside.read_text() == "echo secret\n"
+    # verify only reads, and still never reads through that link (write_all's own guard is not asked there)
+    result = CliRunner().invoke(cli, ["verify", "--target", str(target), "--patchset", str(root)])
+    assert result.exit_code != 0 and "scripts/link.sh" in result.output
+    assert "leads out of the tree through a symlink" in result.output
 
 
 def test_a_key_path_is_only_ever_a_key(tmp_path: Path) -> None:

@@ -47,7 +47,9 @@ def capture_cmd(fork: Path, base: str, out: Path | None, tag: str, all_: bool, i
     """Turn FORK's edits tagged `# TAG` into a patchset that re-creates them on BASE.
 
     Each edit becomes the narrowest kind that reproduces it exactly (keyword-rename, prelude,
-    shell-env, add-file), other Python edits the structural kind. The result is proven by
+    shell-env, add-file), other Python edits the structural kind; configs go by key (config-key),
+    requirements by package, other text by hunk, binary files as blobs, moves and deletions as
+    rename-file and delete-file. The result is proven by
     applying it to BASE before anything is written; edits that cannot be placed without
     guessing are listed with file and line; the exit code is then 1 unless a proven patchset
     of the other edits was written.
