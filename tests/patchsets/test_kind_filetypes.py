@@ -323,3 +323,29 @@ def test_config_key_in_json_refuses_an_object_written_on_one_line() -> None:
     edit = KINDS["config-key"].apply(DS, p, ctx("ds_config.json"))
     assert edit.status is EditStatus.CONFLICT
     assert edit.reason == "ds_config.json:7: fp16 is written on one line; add key fp16.loss_scale to it by hand"
+
+
+def test_blob_conflict_names_both_sha256s_and_a_patch_that_changes_nothing_is_refused(tmp_path: Path) -> None:
+    import hashlib
+
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "logo.png").write_bytes(b"\x00ours")
+    p = patch(
+        "blob",
+        "logo.png",
+        tmp_path,
+        source="files/logo.png",
+        sha256=hashlib.sha256(b"\x00ours").hexdigest(),
+        replaces=hashlib.sha256(b"\x00theirs").hexdigest(),
+    )
+    edit = KINDS["blob"].apply("\x00newer upstream", p, ctx("logo.png"))
+    assert edit.status is EditStatus.CONFLICT
+    assert edit.reason.startswith("logo.png is sha256 ") and "the blob replaces sha256 " in edit.reason
+    with pytest.raises(ManifestError, match=re.escape("key 'params.now': is params.was again")):
+        patch("config-key", YAML, tmp_path, path=["a"], was="a: 1\n", now="# why\na: 1  \n")
+
+
+def test_reverting_without_a_record_leaves_a_deleted_file_alone() -> None:
+    p = patch("delete-file", "scripts/x.sh")
+    back = KINDS["delete-file"].revert(None, p, ctx("scripts/x.sh"))
+    assert back.status is EditStatus.NOT_APPLICABLE and "git checkout -- scripts/x.sh" in back.reason

@@ -18,7 +18,7 @@ from patchctl import fsutil
 from patchctl.confine import relative_inside
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
-from patchctl.patchsets.kinds.wholefile import keep, kept, sha256, short
+from patchctl.patchsets.kinds.wholefile import keep, restore, sha256, short
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
 
@@ -149,11 +149,4 @@ class Blob:
             return Edit(EditStatus.CONFLICT, f"{ctx.path} is not the shipped {p.source}")
         if p.replaces is None:
             return Edit(EditStatus.CHANGED, f"{ctx.path} removed", None)
-        old = kept(ctx.undo)
-        if old is None:
-            return Edit(
-                EditStatus.CONFLICT,
-                f"the apply record does not hold upstream's {ctx.path} (over 1 MiB, "
-                f"or no record); restore it yourself (git checkout -- {ctx.path})",
-            )
-        return Edit(EditStatus.CHANGED, f"{ctx.path} restored to upstream's file", old)
+        return restore(ctx.undo, ctx.path, f"{ctx.path} restored to upstream's file")

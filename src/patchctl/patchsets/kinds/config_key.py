@@ -60,6 +60,14 @@ class ConfigKey(Swap):
                 "write the key's lines as the patch sets them",
                 patch_id,
             )
+        if "was" in raw and "now" in raw and _code(raw["was"]) == _code(raw["now"]):
+            raise ManifestError(
+                manifest,
+                "params.now",
+                "is params.was again (comments and spacing aside)",
+                "write the key's lines as the patch sets them",
+                patch_id,
+            )
         return Params(path, raw.get("was"), raw.get("now"), raw.get("before"))
 
     def _what(self, p: Params) -> str:

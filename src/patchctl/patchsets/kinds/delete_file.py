@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
-from patchctl.patchsets.kinds.wholefile import keep, kept, sha256, short
+from patchctl.patchsets.kinds.wholefile import keep, restore, sha256, short
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
 
@@ -76,11 +76,4 @@ class DeleteFile:
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         if text is not None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} is there already")
-        old = kept(ctx.undo)
-        if old is None:
-            return Edit(
-                EditStatus.CONFLICT,
-                f"the apply record does not hold {ctx.path}'s bytes (over 1 MiB, or "
-                f"no record); restore it yourself (git checkout -- {ctx.path})",
-            )
-        return Edit(EditStatus.CHANGED, f"{ctx.path} restored", old)
+        return restore(ctx.undo, ctx.path, f"{ctx.path} restored")

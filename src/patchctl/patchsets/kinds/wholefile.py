@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from patchctl import fsutil
+from patchctl.patchsets.kinds.base import Edit, EditStatus
 from patchctl.patchsets.reader import to_bytes
 
 #: the largest file whose bytes the apply record keeps for revert (the record is one JSON file)
@@ -25,8 +26,21 @@ def keep(text: str) -> dict[str, Any]:
     return {"text": text} if len(to_bytes(text)) <= UNDO_LIMIT else {"sha256": sha256(text)}
 
 
-def kept(undo: dict[str, Any] | None) -> str | None:
-    return undo.get("text") if undo else None
+def restore(undo: dict[str, Any] | None, path: str, reason: str) -> Edit:
+    """The file apply removed or replaced, put back from the record. With no record (the patch was
+    found applied, never recorded) there is nothing to restore from: not applied, not a failure."""
+    if undo is None:
+        return Edit(
+            EditStatus.NOT_APPLICABLE,
+            f"no apply record holds {path}'s bytes, so it is left as it is; git checkout -- {path} restores it",
+        )
+    if "text" not in undo:
+        return Edit(
+            EditStatus.CONFLICT,
+            f"{path} was over {UNDO_LIMIT >> 20} MiB, so the apply record keeps only "
+            f"its sha256; restore it yourself (git checkout -- {path})",
+        )
+    return Edit(EditStatus.CHANGED, reason, undo["text"])
 
 
 def short(digest: str | None) -> str:
