@@ -128,3 +128,18 @@ def test_a_key_path_is_only_ever_a_key(tmp_path: Path) -> None:
         "add the key by hand where it belongs now"
     )
     assert snapshot(tmp_path) == before
+
+
+def test_a_deleted_binary_file_comes_back_byte_for_byte_from_the_record(tmp_path: Path) -> None:
+    target = tree(tmp_path / "tree")
+    data = bytes(range(256)) * 3
+    (target / "model.bin").write_bytes(data)
+    (target / "model.bin").chmod(0o600)
+    root = patchset(tmp_path / "ps", "delete-file", "model.bin", f'sha256 = "{hashlib.sha256(data).hexdigest()}"')
+    before = snapshot(target)
+    result = CliRunner().invoke(cli, ["apply", "--target", str(target), "--patchset", str(root)])
+    assert result.exit_code == 0, result.output
+    assert not (target / "model.bin").exists()
+    result = CliRunner().invoke(cli, ["revert", "--target", str(target), "--patchset", str(root)])
+    assert result.exit_code == 0, result.output
+    assert snapshot(target) == before  # bytes and mode 0600

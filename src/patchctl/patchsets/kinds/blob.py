@@ -141,7 +141,13 @@ class Blob:
                 f"{ctx.path} is {short(now)} here; the blob replaces "
                 f"{short(p.replaces)}: upstream changed the file, choose one by hand",
             )
-        return Edit(EditStatus.CHANGED, f"{ctx.path} replaced by {p.source}", p.content, p.mode, undo=keep(text))
+        return Edit(
+            EditStatus.CHANGED,
+            f"{ctx.path} replaced by {p.source}",
+            p.content,
+            p.mode,
+            undo=keep(text, ctx.mode_of(ctx.path) if ctx.mode_of else None),
+        )
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params

@@ -69,9 +69,14 @@ class DeleteFile:
                 f"{ctx.path} deleted (upstream changed it since the fork deleted it: "
                 f"{short(now)}, was {short(p.sha256)})",
                 None,
-                undo=keep(text),
+                undo=keep(text, ctx.mode_of(ctx.path) if ctx.mode_of else None),
             )
-        return Edit(EditStatus.CHANGED, f"{ctx.path} deleted", None, undo=keep(text))
+        return Edit(
+            EditStatus.CHANGED,
+            f"{ctx.path} deleted",
+            None,
+            undo=keep(text, ctx.mode_of(ctx.path) if ctx.mode_of else None),
+        )
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         if text is not None:

@@ -21,9 +21,11 @@ def sha256(text: str) -> str:
     return fsutil.sha256_bytes(to_bytes(text))
 
 
-def keep(text: str) -> dict[str, Any]:
-    """What the record keeps of a file apply removes or replaces: its bytes when small enough."""
-    return {"text": text} if len(to_bytes(text)) <= UNDO_LIMIT else {"sha256": sha256(text)}
+def keep(text: str, mode: int | None = None) -> dict[str, Any]:
+    """What the record keeps of a file apply removes or replaces: its bytes when small enough, and
+    its permission bits."""
+    kept: dict[str, Any] = {"text": text} if len(to_bytes(text)) <= UNDO_LIMIT else {"sha256": sha256(text)}
+    return {**kept, "mode": mode} if mode is not None else kept
 
 
 def restore(undo: dict[str, Any] | None, path: str, reason: str) -> Edit:
@@ -40,7 +42,7 @@ def restore(undo: dict[str, Any] | None, path: str, reason: str) -> Edit:
             f"{path} was over {UNDO_LIMIT >> 20} MiB, so the apply record keeps only "
             f"its sha256; restore it yourself (git checkout -- {path})",
         )
-    return Edit(EditStatus.CHANGED, reason, undo["text"])
+    return Edit(EditStatus.CHANGED, reason, undo["text"], undo.get("mode"))
 
 
 def short(digest: str | None) -> str:
