@@ -51,7 +51,7 @@ def changed(req: Request, rel: str, other: bytes, data: bytes, taken: Set[str]) 
     if rel.endswith(".py"):
         return inplace.changed(req, rel, other, data, taken)
     text, base_text = data.decode("utf-8"), other.decode("utf-8")
-    if rel.endswith(".sh") or text.startswith("#!") and "sh" in text.split("\n", 1)[0]:
+    if rel.endswith(".sh") or (text.startswith("#!") and "sh" in text.split("\n", 1)[0]):
         shell = inplace.changed(req, rel, other, data, taken)
         if not shell.left_out:
             return shell

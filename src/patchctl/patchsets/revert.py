@@ -78,12 +78,13 @@ def _files_removed_whole(entries: list[rec.Entry], by_name: dict[str, Patchset],
     out = set()
     for e in entries:
         patch = _patch_of(e, by_name)
-        if patch is None or (only and e.patch not in only) or not KINDS[patch.kind].creates_target:
+        kind = KINDS[patch.kind] if patch is not None else None
+        if patch is None or kind is None or (only and e.patch not in only) or not kind.creates_target \
+                or not getattr(kind, "takes_lines_along", True):
             continue
         path = e.path or locate(patch, tree)
         ctx = Context(by_name[e.patchset].root, path or "", e.undo, tree.confined)
-        if path is not None and KINDS[patch.kind].check(tree.read_for(patch, path), patch, ctx).presence \
-                is Presence.PRESENT and getattr(KINDS[patch.kind], "takes_lines_along", True):
+        if path is not None and kind.check(tree.read_for(patch, path), patch, ctx).presence is Presence.PRESENT:
             out.add(path)
     return out
 

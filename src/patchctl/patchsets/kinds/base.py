@@ -8,8 +8,8 @@ input the user must fix (a syntax error in the target), via :class:`PatchctlErro
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -83,7 +83,13 @@ class Context:
 
 
 class PatchKind(Protocol):
-    """A codemod with a forward (apply), a reverse (revert) and a postcondition (check)."""
+    """A codemod with a forward (apply), a reverse (revert) and a postcondition (check).
+
+    Two class attributes are optional (read with a default, so the older kinds need not say them):
+    ``binary`` (default False), the target is read as any bytes, not UTF-8 text (blob, delete-file,
+    rename-file); ``takes_lines_along`` (default True for a kind that ``creates_target``), reverting
+    it removes the file with other patches' lines in it (add-file, not rename-file or delete-file).
+    """
 
     name: ClassVar[str]
     description: ClassVar[str]
