@@ -12,7 +12,7 @@ import stat
 from collections.abc import Set
 from pathlib import Path
 
-from patchctl.capture import inplace, sources
+from patchctl.capture import inplace, links, sources
 from patchctl.capture.hunks import why_from
 from patchctl.capture.model import Classified, Draft, Request, new_id
 
@@ -30,7 +30,8 @@ def classify(req: Request) -> Classified:
         if gone:
             found.append(Classified(notes=(f"{len(gone)} file(s) of BASE are not in FORK (first: {gone[0]}); "
                                            "no patch kind deletes files, so deletions are not captured",)))
-    return Classified.join(found)
+    joined = Classified.join(found)
+    return Classified(links.link(joined.drafts), joined.left_out, joined.notes)
 
 
 def _file(req: Request, rel: str, taken: Set[str]) -> Classified:

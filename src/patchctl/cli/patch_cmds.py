@@ -10,7 +10,7 @@ from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, only_option, patchset_option, target_option
 from patchctl.errors import UnknownPatch
-from patchctl.patchsets import engine
+from patchctl.patchsets import engine, needs
 from patchctl.patchsets.loader import load_patchsets
 from patchctl.patchsets.model import Patchset
 from patchctl.cli.targets import Use, open_target
@@ -50,7 +50,9 @@ def apply_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], dr
     """Re-create every patch of the patchsets on TARGET (all-or-nothing)."""
     sets = load_patchsets(patchsets)
     tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
-    result = engine.apply(tree, sets, only=_only(sets, only), dry_run=dry_run, force=force, commit=commit, branch=branch)
+    chosen = _only(sets, only)
+    # a call site without its callee is broken code: --only brings in what the chosen patches need
+    result = engine.apply(tree, sets, only=needs.closure(sets, chosen) if chosen else None, dry_run=dry_run, force=force, commit=commit, branch=branch)
     if as_json:
         render.emit_json(result.to_json())
     else:

@@ -101,6 +101,8 @@ class Patch:
     versions: str | None = None
     #: optional DEP-3 style metadata
     meta: dict[str, str] = field(default_factory=dict)
+    #: ids of patches of the same patchset this one needs (its callee, the import of a name it uses)
+    needs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
