@@ -5,8 +5,9 @@ patch applied while the code it relies on is missing (issue 27: a method applied
 call site conflicted, a ``MetricFunc(...)`` use applied while its import conflicted). Only what
 the fork *added* counts: names bound or used in a patch's new text and not in its old one.
 
-Within one file, a patch needs another that binds a name it uses (a function, class, import or
-assignment) or defines a method or ``self.`` attribute it reads. Across files, an import needs the
+Within one file, a patch needs another that binds a name it uses (a function, class or import;
+an assignment at module level or in the same scope) or defines a method or ``self.`` attribute
+it reads. Across files, an import needs the
 patch that adds the imported module. Text that does not parse on its own gives no links.
 """
 
@@ -25,6 +26,8 @@ class Names:
     """Names a piece of code binds and uses."""
 
     bound: frozenset[str] = frozenset()
+    #: names assigned (a function's locals, where the patch sits in one)
+    assigned: frozenset[str] = frozenset()
     #: methods and ``self.x = ...`` attributes it defines
     attrs: frozenset[str] = frozenset()
     used: frozenset[str] = frozenset()
@@ -35,6 +38,7 @@ class Names:
     def __sub__(self, other: Names) -> Names:
         return Names(
             self.bound - other.bound,
+            self.assigned - other.assigned,
             self.attrs - other.attrs,
             self.used - other.used,
             self.used_attrs - other.used_attrs,
@@ -58,6 +62,7 @@ def names(text: str) -> Names:
     if tree is None:
         return Names()
     bound: set[str] = set()
+    assigned: set[str] = set()
     attrs: set[str] = set()
     used: set[str] = set()
     used_attrs: set[str] = set()
@@ -74,14 +79,21 @@ def names(text: str) -> Names:
             if base:
                 modules.add(base)
         elif isinstance(node, ast.Name):
-            (used if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+            (used if isinstance(node.ctx, ast.Load) else assigned).add(node.id)
         elif isinstance(node, ast.Attribute):
             is_self = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
             if isinstance(node.ctx, ast.Load):
                 used_attrs.add(node.attr)
             elif is_self:
                 attrs.add(node.attr)
-    return Names(frozenset(bound), frozenset(attrs), frozenset(used - bound), frozenset(used_attrs), frozenset(modules))
+    return Names(
+        frozenset(bound),
+        frozenset(assigned),
+        frozenset(attrs),
+        frozenset(used - bound - assigned),
+        frozenset(used_attrs),
+        frozenset(modules),
+    )
 
 
 def added(d: Draft) -> Names:
@@ -91,6 +103,13 @@ def added(d: Draft) -> Names:
     if d.kind != "structural":
         return Names()
     return names(d.params.get("after", "")) - names(d.params.get("before", ""))
+
+
+def _sees(user: Draft, binder: Draft) -> bool:
+    """Whether a name ``binder`` assigns is visible to ``user``: one assigned at module level is;
+    one assigned in a function is that function's local, seen only by patches in the same scope."""
+    scope = binder.params.get("scope", "")
+    return not scope or scope == user.params.get("scope", "")
 
 
 def module_of(path: str) -> str | None:

@@ -13,7 +13,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from patchctl.confine import in_metadata, relative_inside
 from patchctl.errors import ManifestError, NoPatchset, PatchsetGivenTwice
-from patchctl.patchsets import upstream
+from patchctl.patchsets import resolutions, upstream
 from patchctl.patchsets.kinds import KINDS, kind_names
 from patchctl.patchsets.model import Patch, Patchset
 from patchctl.schema import Field, check
@@ -152,6 +152,7 @@ def load_patchset(directory: Path, *, builtin: bool = False) -> Patchset:
             if need not in seen or need == p.id:
                 raise ManifestError(file, f"patch[{i}].needs[{j}]", f"{need!r} is not another patch of this patchset",
                                     "name the id of a patch in this manifest, or drop it", p.id)
+    patches = resolutions.attach(directory, patches)
     return Patchset(meta["name"], meta.get("description", ""), directory, file, tuple(patches),
                     hashlib.sha256(data).hexdigest(), builtin)
 

@@ -50,7 +50,8 @@ class Plan:
         """When the change is refused as a whole, no row may claim it was applied or reverted."""
         if self.ok:
             return
-        verb = {Outcome.APPLIED: "applied", Outcome.REVERTED: "reverted"}
+        verb = {Outcome.APPLIED: "applied", Outcome.REVERTED: "reverted",
+                Outcome.CONFLICT_MARKED: "written with conflict markers"}
         self.results = [PatchResult(r.patchset, r.patch, Outcome.HELD_BACK, r.path,
                                     f"would be {verb[r.status]}, but nothing was written: see the conflicts")
                         if r.status in verb else r for r in self.results]
