@@ -8,10 +8,14 @@ placed an edit when the patch's own check finds it in git's result (conflict reg
 upstream's side, so git's clean hunks in a conflicted file still count).
 
 Per version it prints the edits placed by each, those only one placed, patchctl's conflicts
-(each with its reason in the detail file; ``fmt`` counts conflicts in a scope whose syntax tree
-is the same on the base and the version, i.e. caused by formatting alone), git's hunks merged
-clean / with conflict markers, and the times. Per fork: capture's patches by kind, what it left
-out, and the structural anchor sizes (lines a patch must find: before + anchors + block headers).
+(each with its reason in the detail file, and counted by the kind of reason: the anchor is gone,
+the code at the place differs, the anchors are out of order, other), ``fmt``: conflicts in a
+scope whose syntax tree is the same on the base and the version (caused by formatting alone),
+``marked``: conflicts ``apply --conflicts=markers`` finds a place for, git's hunks merged clean
+and with conflict markers, and the times. ``git, partners kept`` counts git's placements whose
+``needs`` git placed too (a use whose import git left in conflict is broken code, which patchctl
+holds back). Per fork: capture's patches by kind, what it left out, and the structural anchor
+sizes (lines a patch must find: before + anchors + block headers).
 
     python benchmarks/bench_forks.py [--forks TinyZero,...] [--versions v0.2.0.post2,...] [--spot 20]
 """
@@ -34,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import forks_setup as fs
 from patchctl.capture.run import capture
 from patchctl.errors import PatchctlError
+from patchctl.patchsets import conflicts as conflicts_mod
 from patchctl.patchsets.engine import plan_apply
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds import anchors as st
@@ -93,7 +98,8 @@ def one_version(
     t_git = time.perf_counter() - t0
     by_id = {p.id: p for p in ps.patches}
     mine, gits, fmt = set(), set(), 0
-    conflicts = Counter()
+    conflicts: Counter[str] = Counter()
+    why: Counter[str] = Counter()
     for r in plan.results:
         p = by_id[r.patch]
         rel = p.target[0]
@@ -114,24 +120,41 @@ def one_version(
         if r.status.is_failure or r.status is Outcome.HELD_BACK or r.status is Outcome.NOT_APPLICABLE:
             conflicts[r.status.value] += 1
             fmt += r.status.is_failure and same_scope(p, base, vtree)
+            why[reason_class(r.reason)] += r.status.is_failure
             log.append(f"{name} {label} {r.status.value} {p.id} {rel}: {' '.join(r.reason.split())[:300]}")
     for pid in sorted(gits - mine):
         log.append(f"{name} {label} only-git {pid} {by_id[pid].target[0]}")
+    kept = {pid for pid in gits if all(d in gits for d in by_id[pid].needs)}  # git's, partners there too
+    conflicts_mod.mark(plan, [ps])
     return {
         "version": label,
         "patches": len(plan.results),
         "patchctl": len(mine),
         "git": len(gits),
+        "git, partners kept": len(kept),
         "only patchctl": len(mine - gits),
         "only git": len(gits - mine),
         "conflict": conflicts["conflict"] + conflicts["ambiguous"],
+        "why (anchor/code/order/other)": "/".join(str(why[k]) for k in ("anchor", "code", "order", "other")),
         "fmt": fmt,
+        "marked": sum(r.status is Outcome.CONFLICT_MARKED for r in plan.results),
         "n/a": conflicts["not-applicable"],
         "held": conflicts["held-back"],
         "git hunks clean/marked": f"{clean}/{marked}",
         "patchctl s": f"{t_pc:.1f}",
         "git s": f"{t_git:.1f}",
     }
+
+
+def reason_class(reason: str) -> str:
+    """A conflict's reason, by the words the structural kind's explanation uses."""
+    if "has no statement" in reason or ("has no " in reason and "scope" in reason):
+        return "anchor"
+    if "hold other code" in reason or "differs" in reason:
+        return "code"
+    if "not next to each other" in reason:
+        return "order"
+    return "other"
 
 
 def table(rows: list[dict[str, object]]) -> str:

@@ -13,6 +13,8 @@ import pytest
 from click.testing import CliRunner
 from tests.conftest import git
 
+from patchctl.capture import links
+from patchctl.capture.model import Draft
 from patchctl.cli.main import cli
 
 if sys.version_info >= (3, 11):
@@ -169,3 +171,24 @@ def test_needs_naming_no_patch_is_refused(captured: Path, tmp_path: Path) -> Non
     )
     code, out = run("list", "--patchset", str(ps))
     assert code == 1 and "needs[0]" in out and "is not another patch of this patchset" in out
+
+
+def _draft(pid: str, scope: str, before: str, after: str, path: str = "m.py") -> Draft:
+    return Draft(pid, "structural", path, 1, True, pid, "", {"scope": scope, "before": before, "after": after})
+
+
+def test_a_local_is_seen_only_in_its_own_scope_and_a_new_module_by_its_import() -> None:
+    drafts = [
+        _draft("local-in-f", "f", "", "    total = 0  # Uky\n"),
+        _draft("use-in-g", "g", "", "    print(total)  # Uky\n"),
+        _draft("use-in-f", "f", "", "    print(total)  # Uky\n"),
+        _draft("module-level", "", "", "LIMIT = 3  # Uky\n"),
+        _draft("use-limit", "g", "", "    print(LIMIT)  # Uky\n"),
+        _draft("import-new", "", "", "from pkg.helper import run  # Uky\n"),
+        Draft("helper", "add-file", "pkg/helper.py", None, True, "add", "", {}, content=b"def run(): ...\n"),
+    ]
+    needs = {d.id: d.needs for d in links.link(drafts)}
+    assert needs["use-in-g"] == ()
+    assert needs["use-in-f"] == ("local-in-f",)
+    assert needs["use-limit"] == ("module-level",)
+    assert needs["import-new"] == ("helper",)

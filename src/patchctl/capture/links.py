@@ -133,7 +133,11 @@ def link(drafts: Sequence[Draft]) -> tuple[Draft, ...]:
             if o.id != d.id
             and o.kind != "add-file"
             and o.path == d.path
-            and (mine.used & found[o.id].bound or mine.used_attrs & found[o.id].attrs)
+            and (
+                mine.used & found[o.id].bound
+                or mine.used_attrs & found[o.id].attrs
+                or (mine.used & found[o.id].assigned and _sees(d, o))
+            )
         ]
         deps += [provides[m] for m in sorted(mine.modules) if m in provides and provides[m] != d.id]
         out.append(replace(d, needs=tuple(dict.fromkeys(deps))) if deps else d)
