@@ -151,3 +151,17 @@ def test_a_tampered_resolution_is_refused(patchset: Path, tmp_path: Path, tamper
     code, out = run("list", "--patchset", str(ps))
     assert code == 1 and "resolutions.toml" in out
     assert ("does not match the sha256" if tamper == "before" else "is no structural patch") in out
+
+
+def test_matrix_shows_one_line_per_conflict_and_the_diff_behind_a_flag(patchset: Path, release_tree) -> None:
+    repo = release_tree("0.6.1")
+    git(repo, "tag", "v1")
+    replace(repo, LINE, UPSTREAM)
+    git(repo, "tag", "v2")
+    args = ("matrix", "--repo", str(repo), "--versions", "v1,v2", "--patchset", str(patchset))
+    code, out = run(*args)
+    (line,) = [ln for ln in out.splitlines() if " on v2: conflict in " in ln]
+    assert code == 1 and "hold other code than the patch expects" in line
+    assert "--- patch" not in out and "add --diff to print them" in out
+    code, out = run(*args, "--diff")
+    assert code == 1 and "--- patch" in out and f"+{UPSTREAM.rstrip()}" in out
