@@ -148,7 +148,7 @@ def one_version(
 
 def reason_class(reason: str) -> str:
     """A conflict's reason, by the words the structural kind's explanation uses."""
-    if "has no statement" in reason or ("has no " in reason and "scope" in reason):
+    if "has no statement" in reason or "has no block" in reason or ("has no " in reason and "scope" in reason):
         return "anchor"
     if "hold other code" in reason or "differs" in reason:
         return "code"

@@ -115,20 +115,31 @@ def test_refresh_refuses_markers_left_and_edits_outside(patchset: Path, upstream
     assert not (ps / "resolutions.toml").exists()
 
 
-def test_a_conflict_whose_anchor_changed_gets_the_most_alike_place(release_tree, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("fork_edit", "upstream_edit", "anchor"),
+    [  # an insertion after a statement whose loop upstream renamed; one at the top of a body whose first line changed
+        ((CALL, CALL + "        self.flush_all()  # Uky\n"), (LOOP, LOOP2), LOOP2),
+        ((LINE, "        self.flush_all()  # Uky\n" + LINE), (LINE, UPSTREAM), UPSTREAM),
+    ],
+)
+def test_a_conflict_whose_anchor_changed_gets_the_most_alike_place(
+    release_tree, tmp_path: Path, fork_edit: tuple[str, str], upstream_edit: tuple[str, str], anchor: str
+) -> None:
     from patchctl import releases
 
     fork = tmp_path / "fork"
     shutil.copytree(releases.materialize("0.6.1"), fork, symlinks=True)
-    replace(fork, CALL, CALL + "        self.flush_all()  # Uky\n")
+    replace(fork, *fork_edit)
     run("capture", "--from", str(fork), "--base", "verl==0.6.1", "--out", str(tmp_path / "ps"))
     tree = release_tree("0.6.1")
-    replace(tree, LOOP, LOOP2)
+    replace(tree, *upstream_edit)
     code, out = run("apply", "--target", str(tree), "--patchset", str(tmp_path / "ps"), "--conflicts=markers", "--json")
     (row,) = json.loads(out)["results"]
     assert code == 1 and row["status"] == "conflict-marked" and "reads most like its anchor" in row["reason"], row
     text = (tree / TRACKING).read_text(encoding="utf-8")
-    assert text.index(LOOP2) < text.index("<<<<<<< upstream") < text.index("self.flush_all()")
+    view = text[text.index("<<<<<<< upstream") : text.index(">>>>>>>")]
+    assert "self.flush_all()" in view
+    assert (text.index(anchor) < text.index("<<<<<<<")) == (anchor == LOOP2)
 
 
 @pytest.mark.parametrize("tamper", ["before", "patch"])
