@@ -176,3 +176,28 @@ def test_matrix_shows_one_line_per_conflict_and_the_diff_behind_a_flag(patchset:
     assert "--- patch" not in out and "add --diff to print them" in out
     code, out = run(*args, "--diff")
     assert code == 1 and "--- patch" in out and f"+{UPSTREAM.rstrip()}" in out
+
+
+def test_a_conflict_list_naming_a_file_outside_the_tree_is_refused(
+    patchset: Path, upstream: Path, tmp_path: Path
+) -> None:
+    ps = tmp_path / "ps"
+    shutil.copytree(patchset, ps)
+    run("apply", "--target", str(upstream), "--patchset", str(ps), "--conflicts=markers")
+    state = upstream / ".patchctl" / "conflicts.json"
+    doc = json.loads(state.read_text(encoding="utf-8"))
+    doc["conflicts"][0]["path"] = "../outside.py"
+    state.write_text(json.dumps(doc), encoding="utf-8")
+    code, out = run("refresh", "--target", str(upstream), "--patchset", str(ps))
+    assert code == 1 and "the list of conflicts is damaged" in out and "climbs out of the tree" in out
+    assert not (ps / "resolutions.toml").exists()
+
+
+def test_a_symlinked_resolutions_file_is_refused(patchset: Path, tmp_path: Path) -> None:
+    ps = tmp_path / "ps"
+    shutil.copytree(patchset, ps)
+    elsewhere = tmp_path / "elsewhere.toml"
+    elsewhere.write_text("", encoding="utf-8")
+    (ps / "resolutions.toml").symlink_to(elsewhere)
+    code, out = run("list", "--patchset", str(ps))
+    assert code == 1 and "is a symbolic link" in out
