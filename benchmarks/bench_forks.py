@@ -168,8 +168,28 @@ def table(rows: list[dict[str, object]]) -> str:
     return "\n".join(out)
 
 
+def summary(results: dict[str, list[dict[str, object]]]) -> str:
+    """Fork x version: edits placed by patchctl / by git / by git with their partners."""
+    labels = [str(r["version"]) for r in next(iter(results.values()))]
+    rows = [
+        {
+            "fork": name,
+            **{v: f"{r['patchctl']} / {r['git']} / {r['git, partners kept']}" for v, r in zip(labels, rs, strict=True)},
+        }
+        for name, rs in results.items()
+    ]
+    return "edits placed: patchctl / git apply -3 / git, partners kept\n\n" + table(rows) + "\n"
+
+
 def run_fork(
-    name: str, mirrors: Path, verl_git: Path, work: Path, versions: list[str], log: list[str], spots: list[str]
+    name: str,
+    mirrors: Path,
+    verl_git: Path,
+    work: Path,
+    versions: list[str],
+    log: list[str],
+    spots: list[str],
+    results: dict[str, list[dict[str, object]]],
 ) -> str:
     fork_git = mirrors / FORKS[name] / "repo"
     base_rev, how = fs.find_base(fork_git, verl_git)
@@ -194,6 +214,7 @@ def run_fork(
         f"{sum(1 for p in ps.patches if p.needs)} with needs, {t_cap:.1f} s; structural anchor size (lines) "
         f"median {statistics.median(sizes):g}, p90 {sizes[int(0.9 * (len(sizes) - 1))]}, max {sizes[-1]}\n"
     )
+    results[name] = rows
     return head + "\n" + table(rows) + "\n"
 
 
@@ -209,11 +230,12 @@ def main() -> None:
     verl_git = args.mirrors / "volcengine+verl" / "repo"
     log: list[str] = []
     spots: list[str] = []
+    results: dict[str, list[dict[str, object]]] = {}
     parts = [
-        run_fork(n, args.mirrors, verl_git, args.work, args.versions.split(","), log, spots)
+        run_fork(n, args.mirrors, verl_git, args.work, args.versions.split(","), log, spots, results)
         for n in args.forks.split(",")
     ]
-    text = "\n".join(parts)
+    text = summary(results) + "\n" + "\n".join(parts)
     print(text)
     picked = random.Random(27).sample(spots, min(args.spot, len(spots)))
     args.out.mkdir(exist_ok=True)
