@@ -23,7 +23,6 @@ sizes (lines a patch must find: before + anchors + block headers).
 from __future__ import annotations
 
 import argparse
-import ast
 import random
 import shutil
 import statistics
@@ -36,15 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import forks_setup as fs
+from forks_measure import anchor_sizes, present, reason_class, same_scope, spot
 from patchctl.capture.run import capture
-from patchctl.errors import PatchctlError
 from patchctl.patchsets import conflicts as conflicts_mod
 from patchctl.patchsets.engine import plan_apply
-from patchctl.patchsets.kinds import KINDS
-from patchctl.patchsets.kinds import anchors as st
-from patchctl.patchsets.kinds.base import Context
 from patchctl.patchsets.loader import load_patchset
-from patchctl.patchsets.model import Outcome, Patch, Patchset, Presence
+from patchctl.patchsets.model import Outcome, Patchset
 from patchctl.target import open_tree
 
 FORKS = {
@@ -54,37 +50,6 @@ FORKS = {
 }
 VERSIONS = "v0.2.0.post2,v0.3.0.post1,0.4.1,0.5.0,0.6.1,0.7.0,0.9.1"
 PLACED = (Outcome.APPLIED, Outcome.ALREADY_APPLIED)
-
-
-def present(patch: Patch, ps: Patchset, text: str | None) -> tuple[bool, list[int]]:
-    try:
-        found = KINDS[patch.kind].check(text, patch, Context(ps.root, patch.target[0]))
-    except PatchctlError:  # e.g. git's clean merge left a file that is not valid Python
-        return False, []
-    return found.presence is Presence.PRESENT, sorted(found.owned_lines)
-
-
-def anchor_sizes(ps: Patchset) -> list[int]:
-    return [
-        len(p.params.before.splitlines()) + len(p.params.above) + len(p.params.below) + len(p.params.blocks)
-        for p in ps.patches
-        if p.kind == "structural"
-    ]
-
-
-def same_scope(patch: Patch, base: Path, version: Path) -> bool:
-    """Whether the patch's scope has the same syntax tree on BASE and on the version."""
-    files = [base / patch.target[0], version / patch.target[0]]
-    if patch.kind != "structural" or not all(f.is_file() for f in files):
-        return False
-    try:
-        dumps = [
-            [ast.dump(n) for n in st.find_scopes(ast.parse(f.read_text(encoding="utf-8")), patch.params.scope)]
-            for f in files
-        ]
-    except (SyntaxError, UnicodeDecodeError):
-        return False
-    return bool(dumps[0]) and dumps[0] == dumps[1]
 
 
 def one_version(
@@ -112,11 +77,7 @@ def one_version(
         if r.status in PLACED:
             mine.add(p.id)
             if label != "base" and r.status is Outcome.APPLIED and p.kind != "add-file":
-                where = present(p, ps, plan.after.get(rel))[1]
-                lines = (plan.after.get(rel) or "").splitlines()
-                if where and lines:
-                    shown = lines[max(where[0] - 3, 0) : where[-1] + 2]
-                    spots.append(f"--- {name} {label} {p.id} {rel}:{where[0]}-{where[-1]}\n" + "\n".join(shown))
+                spots += spot(name, label, p, ps, plan.after.get(rel))
         if r.status.is_failure or r.status is Outcome.HELD_BACK or r.status is Outcome.NOT_APPLICABLE:
             conflicts[r.status.value] += 1
             fmt += r.status.is_failure and same_scope(p, base, vtree)
@@ -144,17 +105,6 @@ def one_version(
         "patchctl s": f"{t_pc:.1f}",
         "git s": f"{t_git:.1f}",
     }
-
-
-def reason_class(reason: str) -> str:
-    """A conflict's reason, by the words the structural kind's explanation uses."""
-    if "has no statement" in reason or "has no block" in reason or ("has no " in reason and "scope" in reason):
-        return "anchor"
-    if "hold other code" in reason or "differs" in reason:
-        return "code"
-    if "not next to each other" in reason:
-        return "order"
-    return "other"
 
 
 def table(rows: list[dict[str, object]]) -> str:
