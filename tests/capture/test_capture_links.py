@@ -192,3 +192,17 @@ def test_a_local_is_seen_only_in_its_own_scope_and_a_new_module_by_its_import() 
     assert needs["use-in-f"] == ("local-in-f",)
     assert needs["use-limit"] == ("module-level",)
     assert needs["import-new"] == ("helper",)
+
+
+def test_revert_only_takes_the_users_along(captured: Path, release_tree) -> None:
+    tree = release_tree("0.6.1")
+    pristine = (tree / TRACKING).read_text(encoding="utf-8")
+    code, out = run("apply", "--target", str(tree), "--patchset", str(captured))
+    assert code == 0, out
+    imp, use = by_text(captured, "MetricFunc  #"), by_text(captured, "MetricFunc(data)")
+    code, out = run("revert", "--target", str(tree), "--patchset", str(captured), "--only", imp, "--json")
+    assert code == 0, out
+    got = {r["patch"]: r["status"] for r in json.loads(out)["results"]}
+    assert got == {imp: "reverted", use: "reverted"}
+    assert "MetricFunc" not in (tree / TRACKING).read_text(encoding="utf-8")
+    assert (tree / TRACKING).read_text(encoding="utf-8") != pristine  # the method and its call stay

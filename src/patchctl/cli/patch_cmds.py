@@ -93,7 +93,8 @@ def revert_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], d
     """Undo what patchctl applied to TARGET, byte for byte."""
     sets = load_patchsets(patchsets)
     tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
-    result = engine.revert(tree, sets, only=_only(sets, only), dry_run=dry_run)
+    chosen = _only(sets, only)
+    result = engine.revert(tree, sets, only=needs.users(sets, chosen) if chosen else None, dry_run=dry_run)
     if as_json:
         render.emit_json(result.to_json())
     else:

@@ -1,10 +1,11 @@
 """Related patches stay together: a patch whose ``needs`` did not apply is held back (issue 27).
 
 A call site without its callee, or a use of a name without its import, is broken code that
-reads as ``applied``. The manifest's ``needs`` names those partners; this module brings them
-in for ``--only`` (:func:`closure`), finds the patches whose partners did not apply
-(:func:`unmet`) and the patches whose users did not (:func:`orphaned`), so that
-:func:`~patchctl.patchsets.plan.plan_apply` can hold back the first and warn about the second.
+reads as ``applied``. The manifest's ``needs`` names those partners; this module brings them in
+for ``apply --only`` (:func:`closure`), takes the users along for ``revert --only``
+(:func:`users`), and finds the patches whose partners did not apply (:func:`unmet`) and those
+whose users did not (:func:`orphaned`), so that :func:`~patchctl.patchsets.plan.plan_apply` can
+hold back the first and warn about the second.
 """
 
 from __future__ import annotations
@@ -28,6 +29,18 @@ def closure(patchsets: Iterable[Patchset], only: set[str]) -> set[str]:
             if dep not in out:
                 out.add(dep)
                 todo.append(dep)
+    return out
+
+
+def users(patchsets: Iterable[Patchset], only: set[str]) -> set[str]:
+    """``only`` with every patch that needs one of them, transitively: ``revert --only callee``
+    takes its call sites along, or they would be left calling nothing."""
+    out = set(only)
+    grew = True
+    while grew:
+        more = {p.id for ps in patchsets for p in ps.patches if p.id not in out and out & set(p.needs)}
+        out |= more
+        grew = bool(more)
     return out
 
 
