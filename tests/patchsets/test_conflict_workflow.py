@@ -201,3 +201,27 @@ def test_a_symlinked_resolutions_file_is_refused(patchset: Path, tmp_path: Path)
     (ps / "resolutions.toml").symlink_to(elsewhere)
     code, out = run("list", "--patchset", str(ps))
     assert code == 1 and "is a symbolic link" in out
+
+
+def test_a_header_conflict_is_marked_resolved_and_replayed(release_tree, tmp_path: Path) -> None:
+    from patchctl import releases
+
+    head = "    def log(self, data, step):\n        data = {"
+    fork = tmp_path / "fork"
+    shutil.copytree(releases.materialize("0.6.1"), fork, symlinks=True)
+    replace(fork, head, "    def log(self, data, step, flush=False):  # Uky\n        data = {")
+    run("capture", "--from", str(fork), "--base", "verl==0.6.1", "--out", str(tmp_path / "ps"))
+    trees = [release_tree(v) for v in ("0.6.1", "0.6.0")]
+    for tree in trees:
+        replace(tree, head, "    def log(self, data, step, extra=None):\n        data = {")
+    tree, again = trees
+    code, out = run("apply", "--target", str(tree), "--patchset", str(tmp_path / "ps"), "--conflicts=markers")
+    assert code == 1 and "conflict-marked" in out, out
+    marked = (tree / TRACKING).read_text(encoding="utf-8")
+    start, end = marked.index("<<<<<<< upstream"), marked.index("\n", marked.index(">>>>>>>")) + 1
+    resolved = "    def log(self, data, step, extra=None, flush=False):  # Uky\n"
+    (tree / TRACKING).write_text(marked[:start] + resolved + marked[end:], encoding="utf-8")
+    assert run("refresh", "--target", str(tree), "--patchset", str(tmp_path / "ps"))[0] == 0
+    assert run("verify", "--target", str(tree), "--patchset", str(tmp_path / "ps"))[0] == 0
+    code, out = run("apply", "--target", str(again), "--patchset", str(tmp_path / "ps"))
+    assert code == 0 and resolved in (again / TRACKING).read_text(encoding="utf-8"), out

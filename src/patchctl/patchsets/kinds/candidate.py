@@ -39,12 +39,12 @@ class Candidate:
 
 
 def propose(text: str, p: Params, path: str) -> Candidate | None:
-    if p.mode != "statements":
-        return None
     near = places.find(text, p, path).near
-    if near:
+    if near:  # for a header: the definition's header, as the tree has it
         s = near[0]
         return Candidate(s.first, s.last, s.indent, "where its anchors lead")
+    if p.mode != "statements":
+        return None
     key = p.above[-1] if p.above else (p.below[0] if p.below else None)
     if key is None:
         return None
