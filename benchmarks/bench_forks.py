@@ -76,7 +76,7 @@ def one_version(
             gits.add(p.id)
         if r.status in PLACED:
             mine.add(p.id)
-            if label != "base" and r.status is Outcome.APPLIED and p.kind != "add-file":
+            if label != "base" and r.status is Outcome.APPLIED and p.kind == "structural":
                 spots += spot(name, label, p, ps, plan.after.get(rel))
         if r.status.is_failure or r.status is Outcome.HELD_BACK or r.status is Outcome.NOT_APPLICABLE:
             conflicts[r.status.value] += 1
