@@ -225,3 +225,17 @@ def test_a_header_conflict_is_marked_resolved_and_replayed(release_tree, tmp_pat
     assert run("verify", "--target", str(tree), "--patchset", str(tmp_path / "ps"))[0] == 0
     code, out = run("apply", "--target", str(again), "--patchset", str(tmp_path / "ps"))
     assert code == 0 and resolved in (again / TRACKING).read_text(encoding="utf-8"), out
+
+
+def test_two_conflicts_are_cut_apart_only_where_that_is_unambiguous() -> None:
+    from patchctl.errors import ConflictUnresolved
+    from patchctl.patchsets.conflicts import Marked, digest
+    from patchctl.patchsets.refresh import _cut
+
+    def mark(pid: str, gap: list[str], after: list[str]) -> Marked:
+        return Marked("ps", pid, "f.py", "", "", len(gap), digest(gap), len(after), digest(after))
+
+    marks = [mark("one", ["a\n"], ["\n"]), mark("two", ["\n"], ["z\n"])]
+    assert _cut(["a\n", "x\n", "\n", "y\n", "z\n"], marks) == [["x\n"], ["y\n"]]
+    with pytest.raises(ConflictUnresolved, match="cannot be cut apart: a resolution holds the lines"):
+        _cut(["a\n", "x\n", "\n", "x2\n", "\n", "y\n", "z\n"], marks)

@@ -61,25 +61,53 @@ class PatchsetNotWritable(PatchctlError):
         super().__init__(f"patchset {name!r}: {why}; pass it with --patchset DIR (copy a built-in one first)")
 
 
+def _ends(lines: list[str], marks: list[conflicts.Marked], start: int) -> list[list[int]]:
+    """Every way (at most two) to end the conflicts ``marks`` so that the untouched text after
+    each follows it and the last one ends the file: the line where each conflict's text ends.
+    Memoised by (conflict, line): a one-line gap such as a blank line matches in many places."""
+    memo: dict[tuple[int, int], list[list[int]]] = {}
+
+    def ways(k: int, pos: int) -> list[list[int]]:
+        if (k, pos) not in memo:
+            m, found = marks[k], []
+            last = k == len(marks) - 1
+            for at in [len(lines) - m.next_lines] if last else range(pos, len(lines) - m.next_lines + 1):
+                if at >= pos and conflicts.digest(lines[at : at + m.next_lines]) == m.next_sha:
+                    found += [[at]] if last else [[at, *more] for more in ways(k + 1, at + m.next_lines)]
+                    if len(found) > 1:
+                        break
+            memo[(k, pos)] = found[:2]
+        return memo[(k, pos)]
+
+    return ways(0, start)
+
+
 def _cut(lines: list[str], marks: list[conflicts.Marked]) -> list[list[str]]:
-    """Each conflict's resolved lines, found between the untouched texts around it."""
-    pos, out = marks[0].gap_lines, []
-    if conflicts.digest(lines[:pos]) != marks[0].gap_sha:
+    """Each conflict's resolved lines, found between the untouched texts around it. Where the
+    untouched text between two conflicts also occurs inside a resolution, the cut could fall in
+    two places: that is refused rather than guessed."""
+    first = marks[0]
+    if conflicts.digest(lines[: first.gap_lines]) != first.gap_sha:
         raise ConflictUnresolved(
-            marks[0].path,
-            marks[0].patch,
+            first.path,
+            first.patch,
             "has lines above it edited too; edit only inside the conflicts, or restore the file and apply again",
         )
-    for i, m in enumerate(marks):
-        last = i == len(marks) - 1
-        ends = [len(lines) - m.next_lines] if last else range(pos, len(lines) - m.next_lines + 1)
-        at = next((j for j in ends if j >= pos and conflicts.digest(lines[j : j + m.next_lines]) == m.next_sha), None)
-        if at is None:
-            raise ConflictUnresolved(
-                m.path,
-                m.patch,
-                "cannot be told apart from the lines after it, which were edited too; edit only inside the conflicts",
-            )
+    ways = _ends(lines, marks, first.gap_lines)
+    if len(ways) != 1:
+        raise ConflictUnresolved(
+            first.path,
+            first.patch,
+            "and the conflicts after it cannot be cut apart: "
+            + (
+                "lines between or after them were edited too; edit only inside the conflicts"
+                if not ways
+                else "a resolution holds the lines that separate two conflicts; "
+                "resolve them so that it does not, or apply one patch at a time with --only"
+            ),
+        )
+    out, pos = [], first.gap_lines
+    for m, at in zip(marks, ways[0], strict=True):
         region = lines[pos:at]
         bad = next((n for n, ln in enumerate(region, pos + 1) if ln.startswith(MARKERS)), None)
         if bad is not None:
