@@ -20,7 +20,7 @@ from patchctl.patchsets import record as rec
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset, Presence
-from patchctl.patchsets.reader import TreeReader, assess
+from patchctl.patchsets.reader import TreeReader, assess, to_bytes
 from patchctl.quoting import quote_path
 from patchctl.target import Target
 
@@ -136,13 +136,15 @@ def _apply_one(ps: Patchset, patch: Patch, tree: TreeReader, record: rec.Record)
         return result(Outcome.CONFLICT, path, f"{found.reason}; restore it or revert the file", found.detail)
     if a.superseded:
         return result(Outcome.SUPERSEDED_UPSTREAM, path, a.superseded)
-    text = tree.read(path)
-    edit = KINDS[patch.kind].apply(text, patch, Context(ps.root, path))
+    text = tree.read_for(patch, path)
+    edit = KINDS[patch.kind].apply(text, patch, Context(ps.root, path, read=tree.confined, mode_of=tree.mode_of))
     if edit.status is EditStatus.CHANGED:
         before = tree.before.get(path, text)
         tree.write(path, edit.text, edit.mode)
+        for other, other_text, other_mode in edit.also:
+            tree.write(other, other_text, other_mode)
         entry = rec.Entry(ps.name, patch.id, patch.kind, path,
-                          fsutil.sha256_bytes(before.encode()) if before is not None else None,
+                          fsutil.sha256_bytes(to_bytes(before)) if before is not None else None,
                           None, _now(), edit.undo)
         record.entries = [e for e in record.entries if not (e.patchset == ps.name and e.patch == patch.id)] + [entry]
     return result(edit.status.outcome(), path, edit.reason, edit.detail)

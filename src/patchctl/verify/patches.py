@@ -90,7 +90,7 @@ def _check(ps: Patchset, patch: Patch, entry: rec.Entry | None, tree: TreeReader
         return result(found.presence, path, found.reason, found.detail)
     if a.superseded:
         return result(Presence.SUPERSEDED_UPSTREAM, path, a.superseded)
-    would = KINDS[patch.kind].apply(tree.read(path), patch, Context(ps.root, path))
+    would = KINDS[patch.kind].apply(tree.read_for(patch, path), patch, Context(ps.root, path, read=tree.confined))
     if would.status is EditStatus.NOT_APPLICABLE and not entry:
         return result(Presence.NOT_APPLICABLE, path, would.reason)
     why = f"{found.reason}; run patchctl apply" + (f" (it was applied {entry.applied_at})" if entry else "")
