@@ -48,7 +48,7 @@ FORKS = {
     "Search-R1": "PeterGriffinJin+Search-R1",
     "Skywork-OR1": "SkyworkAI+Skywork-OR1",
 }
-VERSIONS = "v0.2.0.post2,v0.3.0.post1,0.4.1,0.5.0,0.6.1,0.7.0,0.9.1"
+VERSIONS = "v0.2.0.post2,v0.3.0.post1,v0.4.1,v0.5.0,v0.6.1,v0.7.0,0.9.1"
 PLACED = (Outcome.APPLIED, Outcome.ALREADY_APPLIED)
 
 
@@ -70,7 +70,7 @@ def one_version(
         rel = p.target[0]
         placed, text = texts.get(
             rel,
-            (True, (vtree / rel).read_text(encoding="utf-8", errors="replace") if (vtree / rel).is_file() else None),
+            (True, (vtree / rel).read_bytes().decode("utf-8", "surrogateescape") if (vtree / rel).is_file() else None),
         )
         if placed and present(p, ps, text)[0]:
             gits.add(p.id)

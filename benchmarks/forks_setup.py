@@ -29,9 +29,7 @@ GIT_ENV = {
 }
 
 
-def git(
-    *args: str, env: dict[str, str] | None = None, check: bool = True, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
+def git(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
     """git with ``env``; run inside GIT_WORK_TREE when it is set (git reads paths from there)."""
     env = env or {}
     return subprocess.run(
@@ -39,7 +37,6 @@ def git(
         capture_output=True,
         text=True,
         check=check,
-        input=stdin,
         cwd=env.get("GIT_WORK_TREE"),
         env={**os.environ, **GIT_ENV, **env},
     )
@@ -121,14 +118,24 @@ def git_three_way(gd: Path, version: Path, dest: Path) -> tuple[dict[str, tuple[
     out: dict[str, tuple[bool, str | None]] = {}
     clean = conflicted = 0
     for rel in names:
-        diff = git("diff", "--binary", "--no-renames", "base", "fork", "--", rel, env={"GIT_DIR": str(gd)}).stdout
-        hunks = diff.count("\n@@ ")
-        done = git("apply", "-3", "--index", "-", env=env, check=False, stdin=diff)
+        # bytes, not text: text mode would turn a CRLF file's diff into one that no longer applies
+        diff = subprocess.run(
+            ["git", "diff", "--binary", "--no-renames", "base", "fork", "--", rel],
+            capture_output=True,
+            check=True,
+            env={**os.environ, "GIT_DIR": str(gd)},
+        ).stdout
+        hunks = diff.count(b"\n@@ ")
+        done = subprocess.run(
+            ["git", "apply", "-3", "--index", "-"],
+            input=diff,
+            capture_output=True,
+            cwd=dest,
+            env={**os.environ, **GIT_ENV, **env},
+        )
         path = dest / rel
-        try:
-            text = path.read_text(encoding="utf-8") if path.is_file() else None
-        except UnicodeDecodeError:
-            text = None
+        # as patchctl's reader carries any file: bytes that are not UTF-8 as surrogate escapes
+        text = path.read_bytes().decode("utf-8", "surrogateescape") if path.is_file() else None
         marks = sum(1 for ln in (text or "").splitlines() if ln.startswith("<<<<<<< "))
         placed = done.returncode == 0 or marks > 0
         conflicted += marks
