@@ -5,7 +5,8 @@ leaves them) it finds the verl base (``forks_setup.find_base``), captures the fo
 ``capture --all`` and, on each verl version, plans the patchset on a pristine tree beside
 ``git apply -3`` of the fork's diff. The unit on both sides is the captured patch: git has
 placed an edit when the patch's own check finds it in git's result (conflict regions read as
-upstream's side, so git's clean hunks in a conflicted file still count).
+upstream's side, so git's clean hunks in a conflicted file still count; a change upstream made
+too counts for both, as patchctl's ``already-applied`` does).
 
 Per version it prints the edits placed by each, those only one placed, patchctl's conflicts
 (each with its reason in the detail file, and counted by the kind of reason: the anchor is gone,
@@ -68,11 +69,8 @@ def one_version(
     for r in plan.results:
         p = by_id[r.patch]
         rel = p.target[0]
-        placed, text = texts.get(
-            rel,
-            (True, (vtree / rel).read_bytes().decode("utf-8", "surrogateescape") if (vtree / rel).is_file() else None),
-        )
-        if placed and present(p, ps, text)[0]:
+        text = texts[rel] if rel in texts else fs.read(vtree / rel)
+        if present(p, ps, text)[0]:  # as patchctl counts already-applied: the change is there
             gits.add(p.id)
         if r.status in PLACED:
             mine.add(p.id)

@@ -102,20 +102,24 @@ def scratch_repo(base: Path, fork: Path, where: Path) -> Path:
     return gd
 
 
-def git_three_way(gd: Path, version: Path, dest: Path) -> tuple[dict[str, tuple[bool, str | None]], int, int]:
+def read(path: Path) -> str | None:
+    """A file as patchctl's reader carries it: bytes that are not UTF-8 as surrogate escapes."""
+    return path.read_bytes().decode("utf-8", "surrogateescape") if path.is_file() else None
+
+
+def git_three_way(gd: Path, version: Path, dest: Path) -> tuple[dict[str, str | None], int, int]:
     """``git apply -3`` of the fork's diff on a copy of ``version``, file by file.
 
-    Returns, per file the fork changed, whether git placed the file's diff (cleanly or with
-    conflicts) and the text it left (conflict regions resolved to upstream's side, so what git
-    merged cleanly elsewhere in the file still counts; None: no file), and the count of hunks
-    git merged cleanly and with conflicts."""
+    Returns, per file the fork changed, the text git left (conflict regions resolved to
+    upstream's side, so what git merged cleanly elsewhere in the file still counts; None: no
+    file), and the count of hunks git merged cleanly and with conflicts."""
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(version, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     env = {"GIT_DIR": str(gd), "GIT_WORK_TREE": str(dest), "GIT_INDEX_FILE": str(dest) + ".index"}
     Path(env["GIT_INDEX_FILE"]).unlink(missing_ok=True)
     git("add", "-A", "-f", ".", env=env)
     names = git("diff", "--name-only", "--no-renames", "base", "fork", env={"GIT_DIR": str(gd)}).stdout.splitlines()
-    out: dict[str, tuple[bool, str | None]] = {}
+    out: dict[str, str | None] = {}
     clean = conflicted = 0
     for rel in names:
         # bytes, not text: text mode would turn a CRLF file's diff into one that no longer applies
@@ -134,13 +138,12 @@ def git_three_way(gd: Path, version: Path, dest: Path) -> tuple[dict[str, tuple[
             env={**os.environ, **GIT_ENV, **env},
         )
         path = dest / rel
-        # as patchctl's reader carries any file: bytes that are not UTF-8 as surrogate escapes
-        text = path.read_bytes().decode("utf-8", "surrogateescape") if path.is_file() else None
+        text = read(path)
         marks = sum(1 for ln in (text or "").splitlines() if ln.startswith("<<<<<<< "))
         placed = done.returncode == 0 or marks > 0
         conflicted += marks
         clean += max(hunks - marks, 0) if placed else 0
-        out[rel] = (placed, ours(text) if marks and text is not None else text)
+        out[rel] = ours(text) if marks and text is not None else text
     return out, clean, conflicted
 
 
