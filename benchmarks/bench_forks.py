@@ -5,8 +5,8 @@ leaves them) it finds the verl base (``forks_setup.find_base``), captures the fo
 ``capture --all`` and, on each verl version, plans the patchset on a pristine tree beside
 ``git apply -3`` of the fork's diff. The unit on both sides is the captured patch: git has
 placed an edit when the patch's own check finds it in git's result (conflict regions read as
-upstream's side, so git's clean hunks in a conflicted file still count; a change upstream made
-too counts for both, as patchctl's ``already-applied`` does).
+upstream's side, so git's clean hunks in a conflicted file still count), and patchctl when it
+finds it in the planned tree: a change upstream made too (or a file already gone) counts for both.
 
 Per version it prints the edits placed by each, those only one placed, patchctl's conflicts
 (each with its reason in the detail file, and counted by the kind of reason: the anchor is gone,
@@ -50,7 +50,6 @@ FORKS = {
     "Skywork-OR1": "SkyworkAI+Skywork-OR1",
 }
 VERSIONS = "v0.2.0.post2,v0.3.0.post1,v0.4.1,v0.5.0,v0.6.1,v0.7.0,0.9.1"
-PLACED = (Outcome.APPLIED, Outcome.ALREADY_APPLIED)
 
 
 def one_version(
@@ -70,9 +69,9 @@ def one_version(
         p = by_id[r.patch]
         rel = p.target[0]
         text = texts[rel] if rel in texts else fs.read(vtree / rel)
-        if present(p, ps, text)[0]:  # as patchctl counts already-applied: the change is there
+        if present(p, ps, text)[0]:  # the same measure on both sides: the change is in the result
             gits.add(p.id)
-        if r.status in PLACED:
+        if present(p, ps, plan.after[rel] if rel in plan.after else fs.read(vtree / rel))[0]:
             mine.add(p.id)
             if label != "base" and r.status is Outcome.APPLIED and p.kind == "structural":
                 spots += spot(name, label, p, ps, plan.after.get(rel))
