@@ -15,7 +15,7 @@ import stat
 from collections.abc import Set
 from pathlib import Path
 
-from patchctl.capture import inplace, moves, othertypes, sources
+from patchctl.capture import inplace, links, moves, othertypes, sources
 from patchctl.capture.hunks import why_from
 from patchctl.capture.model import Classified, Draft, Request, new_id
 
@@ -31,7 +31,8 @@ def classify(req: Request) -> Classified:
     found.append(_ignored(req, taken))
     taken |= found[-1].ids
     found.append(moves.deleted(req, set(moved.values()), taken))
-    return Classified.join(found)
+    joined = Classified.join(found)
+    return Classified(links.link(joined.drafts), joined.left_out, joined.notes)
 
 
 def _file(req: Request, rel: str, taken: Set[str], moved_from: str | None = None) -> Classified:

@@ -130,6 +130,8 @@ class Draft:
     part: tuple[tuple[int, int], str] | None = None
     #: in-place edits: BASE's lines of the file, shared by the file's drafts
     base_lines: Sequence[str] = field(default=(), repr=False, compare=False)
+    #: ids of the drafts this one needs (:mod:`patchctl.capture.links`)
+    needs: tuple[str, ...] = ()
 
     @property
     def captured(self) -> Captured:
@@ -144,6 +146,8 @@ class Draft:
             "kind": self.kind, "target": [self.path], "origin": f"captured from {fork} ({where})",
             "captured_against": base, "params": self.params,
         }
+        if self.needs:
+            doc["needs"] = list(self.needs)
         if self.upstream is not None:
             doc["upstream"] = self.upstream
         return doc

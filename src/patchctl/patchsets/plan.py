@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchctl import fsutil
+from patchctl.patchsets import needs
 from patchctl.patchsets import record as rec
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
@@ -49,7 +50,8 @@ class Plan:
         """When the change is refused as a whole, no row may claim it was applied or reverted."""
         if self.ok:
             return
-        verb = {Outcome.APPLIED: "applied", Outcome.REVERTED: "reverted"}
+        verb = {Outcome.APPLIED: "applied", Outcome.REVERTED: "reverted",
+                Outcome.CONFLICT_MARKED: "written with conflict markers"}
         self.results = [PatchResult(r.patchset, r.patch, Outcome.HELD_BACK, r.path,
                                     f"would be {verb[r.status]}, but nothing was written: see the conflicts")
                         if r.status in verb else r for r in self.results]
@@ -85,6 +87,23 @@ def _now() -> str:
 
 
 def plan_apply(target: Target, patchsets: list[Patchset], only: set[str] | None = None) -> Plan:
+    """Plan every patch (of ``only``, when given). A patch whose ``needs`` did not apply is held
+    back and the rest planned again without it, until no such patch is left (each round holds
+    back at least one, so this ends); an applied patch whose user did not apply gets a warning."""
+    held: dict[tuple[str, str], str] = {}
+    while True:
+        plan = _plan(target, patchsets, only, held)
+        more = needs.unmet(patchsets, plan.results)
+        if not more:
+            break
+        held.update(more)
+    warn = needs.orphaned(patchsets, plan.results)
+    plan.results = [replace(r, reason=f"{r.reason}; {warn[(r.patchset, r.patch)]}")
+                    if (r.patchset, r.patch) in warn else r for r in plan.results]
+    return plan
+
+
+def _plan(target: Target, patchsets: list[Patchset], only: set[str] | None, held: dict[tuple[str, str], str]) -> Plan:
     old = rec.load(target.root)
     new_record = old or rec.Record(target.version, target.commit)
     plan = Plan(target, record=new_record)
@@ -93,7 +112,9 @@ def plan_apply(target: Target, patchsets: list[Patchset], only: set[str] | None 
         for patch in ps.patches:
             if only and patch.id not in only:
                 continue
-            plan.results.append(_apply_one(ps, patch, tree, new_record))
+            why = held.get((ps.name, patch.id))
+            plan.results.append(PatchResult(ps.name, patch.id, Outcome.HELD_BACK, None, why) if why is not None
+                                else _apply_one(ps, patch, tree, new_record))
     if any(r.status is Outcome.APPLIED for r in plan.results):
         for ps in patchsets:
             new_record.patchsets[ps.name] = {"digest": ps.digest, "source": "builtin" if ps.builtin else str(ps.root)}
