@@ -205,7 +205,7 @@ class HostRun:
         opts, tree = self.tree.options, self.tree
         request = {"manifest": tree.manifest, "rendered": self.rendered, "delete": opts.delete,
                    "max_delete": self.cluster.max_delete, "tags": tree.tags, "provenance": tree.provenance,
-                   "action": action, **extra}
+                   "action": action, "rehash": opts.checksum, **extra}
         return agent.ask(request, tree.timeout)
 
     def transfer_failed(self, sent: Sent, found: Found | None, earlier: tuple[str, ...] = ()) -> HostResult:

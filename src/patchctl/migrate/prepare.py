@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from patchctl.clusters import Cluster
-from patchctl.migrate import fileset, provenance, verify_remote
+from patchctl.migrate import fileset, hashcache, provenance, verify_remote
 from patchctl.migrate.options import Options
 from patchctl.patchsets.model import Patchset
 
@@ -43,8 +43,11 @@ class Prepared:
 def prepare(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], generated: tuple[str, ...],
             options: Options, tmp: Path) -> Prepared:
     """Everything the hosts share; ``tmp`` holds the file list (the session's private directory)."""
-    fs = fileset.collect(root, cluster, generated)
-    tags = verify_remote.tags_request(fs, {p.tag for ps in patchsets for p in ps.patches}, generated)
+    rule = verify_remote.tag_rule({p.tag for ps in patchsets for p in ps.patches})
+    cache = hashcache.load(root, rule, not options.checksum)
+    fs = fileset.collect(root, cluster, generated, cache)
+    tags = verify_remote.tags_request(fs, rule, generated, cache)
+    hashcache.save(root, cache)
     files_from = tmp / "files"
     write_list(files_from, fs.paths)
     return Prepared(cluster, fs, files_from, [e.as_manifest() for e in fs.entries], tags,

@@ -11,6 +11,10 @@ needs only python3 >= 3.6 and its standard library, and never imports patchctl. 
   ``.patchctl/``. migrate runs it before rsync (when it finds nothing to send, that was the
   whole run) and again after rsync to verify what arrived.
 
+A file's sha256 and tagged lines are remembered in ``.patchctl/hashes.json`` (see ``Cache``) and
+reused while its size, mtime, ctime and inode stay as they were when it was read: a no-change
+re-run then costs a ``stat`` per file, like rsync's quick check, not a read of every byte.
+
 Deletions only ever touch files an earlier migrate placed (listed in ``.patchctl/manifest.json``),
 so outputs the host made itself (checkpoints, logs) are never at risk.
 """
@@ -19,11 +23,14 @@ import hashlib
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
+import time
 
 MANIFEST = ".patchctl/manifest.json"
 PROVENANCE = ".patchctl/provenance.json"
+CACHE = ".patchctl/hashes.json"
 TRANSFER_LOCK = ".patchctl/transfer.lock"  # remote/lock_agent.py's TRANSFER: rsync holds it too
 SKIP_DIRS = {".git", ".hg", ".patchctl", "__pycache__", ".venv", "node_modules", ".mypy_cache", ".pytest_cache",
              ".rsync-partial", ".~tmp~", "checkpoints", "outputs", "logs", "wandb"}
@@ -61,7 +68,96 @@ def sha256(path):
     return h.hexdigest()
 
 
-def problem(root, entry):
+class Cache(object):
+    """sha256 and tagged lines per path, reused only while the file's (size, mtime_ns, ctime_ns,
+    inode) are those seen when it was read, as git's index does. ``utime`` can put back a size
+    and an mtime but never a ctime: any write or rename sets ctime to the clock's now.
+
+    A file whose ctime or mtime is not older than ``since`` (the file system's clock when this
+    pass began, see ``fs_now``) is not remembered: it may change again within the same clock
+    tick and keep all four values (git's "racily clean" entries). A cache that is damaged,
+    of another format or tag rule, or that names an unsafe path is dropped whole: the files are
+    read again. Lookups go by the caller's paths only, so an entry never names what is read.
+    """
+
+    def __init__(self, old, rule, since):
+        self.old, self.rule, self.since = old, rule, since
+        self.new = {}  # type: dict[str, list]
+        self.read = 0
+
+    def record_for(self, rel, st):
+        """The remembered record for ``rel`` (a fresh one when its stat changed), kept if old enough."""
+        key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+        rec = self.new.get(rel)
+        if rec is None:
+            hit = self.old.get(rel)
+            rec = list(hit) if hit is not None and hit[:4] == key else key + [None, None]
+            if max(st.st_mtime_ns, st.st_ctime_ns) < self.since:
+                self.new[rel] = rec
+        return rec
+
+    def digest(self, rel, full, st):
+        rec = self.record_for(rel, st)
+        if rec[4] is None:
+            rec[4] = sha256(full)
+            self.read += 1
+        return rec[4]
+
+    def tags(self, rel, full, st, rx, needles):
+        rec = self.record_for(rel, st)
+        if rec[5] is None:
+            rec[5] = scan(full, rx, needles)
+        return rec[5]
+
+    def document(self):
+        return {"format": 1, "rule": self.rule, "files": self.new}
+
+
+def valid_record(rel, rec):
+    """Whether a cache entry is well formed and names a path that stays inside the root."""
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or not isinstance(rec, list) or len(rec) != 6:
+        return False
+    if not all(type(v) is int for v in rec[:4]):
+        return False
+    digest, lines = rec[4], rec[5]
+    if digest is not None and not (isinstance(digest, str) and len(digest) == 64):
+        return False
+    return lines is None or (isinstance(lines, list) and all(
+        isinstance(x, list) and len(x) == 2 and type(x[0]) is int and isinstance(x[1], str) for x in lines))
+
+
+def load_cache(path, rule, since, trust, limit):
+    """The cache kept in ``path``, or an empty one when ``trust`` is off (--checksum) or it cannot
+    be used. ``limit``: the most bytes a cache for this tree may take (a bigger one is not read)."""
+    old = {}
+    if trust:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as f:
+                raw = f.read(limit + 1)
+            doc = json.loads(raw.decode("utf-8")) if len(raw) <= limit else None
+            files = doc.get("files") if isinstance(doc, dict) and doc.get("format") == 1 else None
+            if isinstance(files, dict) and doc.get("rule") == rule and all(
+                    valid_record(k, v) for k, v in files.items()):
+                old = files
+        except (OSError, ValueError):
+            pass
+    return Cache(old, rule, since)
+
+
+def fs_now(folder):
+    """The file system's clock now: the mtime of a file made for it in ``folder`` (file times come
+    from a coarser clock than ``time``, and from the server's on NFS)."""
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".patchctl-")
+    try:
+        return os.fstat(fd).st_mtime_ns
+    finally:
+        os.close(fd)
+        os.unlink(tmp)
+
+
+def problem(root, entry, cache):
     """Why the host's copy of a manifest entry differs, or None when it matches."""
     path, kind, digest, executable = entry
     full = inside(root, path)
@@ -71,13 +167,15 @@ def problem(root, entry):
         if not os.path.islink(full):
             return "missing" if not os.path.lexists(full) else "not a symbolic link"
         return None if os.readlink(full) == digest else "link target differs"
-    if os.path.islink(full) or (os.path.lexists(full) and not os.path.isfile(full)):
-        return "not a regular file"
-    if not os.path.exists(full):
+    try:
+        st = os.lstat(full)
+    except OSError:
         return "missing"
-    if sha256(full) != digest:
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if cache.digest(path, full, st) != digest:
         return "content differs (sha256)"
-    if bool(os.stat(full).st_mode & 0o100) != bool(executable):
+    if bool(st.st_mode & 0o100) != bool(executable):
         return "executable bit differs"
     return None
 
@@ -86,25 +184,34 @@ def skipped(rel):
     return any(part in SKIP_DIRS for part in rel.split("/")[:-1])
 
 
-def tag_lines(root, paths, pattern, needles):
-    """``[path, line, text]`` for each line whose comment carries a tag (as ``patchctl verify``)."""
+def scan(full, rx, needles):
+    """``[line, text]`` for each tagged line of one file (none in a binary or unreadable one)."""
+    try:
+        with open(full, "rb") as f:
+            data = f.read()
+    except OSError:
+        return []
+    if not any(n in data for n in needles) or b"\0" in data[:1024]:
+        return []
+    return [[n, line.rstrip()] for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1)
+            if rx.search(line)]
+
+
+def tag_lines(root, paths, pattern, needles, cache=None):
+    """``[path, line, text]`` for each line whose comment carries a tag (as ``patchctl verify``);
+    regular files of at most MAX_SCAN bytes only: tagged lines live in source files."""
     rx = re.compile(pattern)
     needles = [n.encode() for n in needles]
+    cache = cache or Cache({}, None, 0)
     out = []
     for rel in paths:
         full = os.path.join(root, rel)
         try:
-            if os.path.islink(full) or os.path.getsize(full) > MAX_SCAN:
-                continue
-            with open(full, "rb") as f:
-                data = f.read()
+            st = os.lstat(full)
         except OSError:
             continue
-        if not any(n in data for n in needles) or b"\0" in data[:1024]:
-            continue
-        for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-            if rx.search(line):
-                out.append([rel, n, line.rstrip()])
+        if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_SCAN:
+            out.extend([rel, n, text] for n, text in cache.tags(rel, full, st, rx, needles))
     return out
 
 
@@ -189,7 +296,6 @@ def hold_transfer_lock(root):
     ``finish`` writes and records, and one still running for a killed migrate must end before a
     newer migrate looks at the root."""
     import fcntl
-    import time
 
     os.makedirs(os.path.join(root, ".patchctl"), exist_ok=True)
     path = inside(root, TRANSFER_LOCK)
@@ -210,8 +316,10 @@ def hold_transfer_lock(root):
 def main(req):
     root, rendered, manifest = req["root"], req.get("rendered", {}), req["manifest"]
     reply = {"python": sys.version.split()[0], "root_exists": os.path.isdir(root), "deletions": [],
-             "delete_refused": False, "problems": [], "rendered": [], "tags_only_here": [], "tags_missing_here": []}
-    if req["action"] == "finish":
+             "delete_refused": False, "problems": [], "rendered": [], "tags_only_here": [], "tags_missing_here": [],
+             "read": 0, "render_seconds": 0.0}
+    finish = req["action"] == "finish"
+    if finish:
         os.makedirs(root, exist_ok=True)
         hold_transfer_lock(root)
     if not os.path.isdir(root):  # plan for a host that has no tree yet
@@ -223,25 +331,33 @@ def main(req):
         reply["delete_refused"] = len(reply["deletions"]) > req["max_delete"]
         if reply["delete_refused"]:
             return reply  # the guard stops the host before anything is written
+    tags = req["tags"]
+    # a plan writes nothing, so it remembers nothing (since 0); --checksum (rehash) reads every file
+    kept = inside(root, CACHE)  # None only where .patchctl leads out, which a finish has refused
+    cache = load_cache(kept, [tags["pattern"], tags["needles"]], fs_now(os.path.dirname(kept)) if finish else 0,
+                       kept is not None and not req.get("rehash"), (64 << 20) + 4096 * len(manifest))
+    began = time.monotonic()
     reply["rendered"] = differs(root, rendered)
-    if req["action"] == "finish":
+    if finish:
         for rel in reply["rendered"]:
             write_atomic(inside(root, rel), rendered[rel].encode("utf-8"))
         delete(root, reply["deletions"])
+    reply["render_seconds"] = time.monotonic() - began
     for entry in manifest:
-        why = problem(root, entry)
+        why = problem(root, entry, cache)
         if why:
             reply["problems"].append([entry[0], why])
-    if req["action"] != "finish":
+    reply["read"] = cache.read
+    if not finish:
         return reply
     for rel in differs(root, rendered):
         reply["problems"].append([rel, "generated file differs"])
-    tags = req["tags"]
-    here = set(tuple(t) for t in tag_lines(root, walk(root, set(rendered)), tags["pattern"], tags["needles"]))
+    here = set(tuple(t) for t in tag_lines(root, walk(root, set(rendered)), tags["pattern"], tags["needles"], cache))
     there = set(tuple(t) for t in tags["expected"])
     reply["tags_only_here"] = sorted(here - there)
     reply["tags_missing_here"] = sorted(there - here)
     record(root, req, reply)
+    write_atomic(kept, json.dumps(cache.document(), separators=(",", ":")).encode())
     return reply
 
 

@@ -126,17 +126,23 @@ def _reply(cluster: Cluster, host: Host, returncode: int, stdout: str, stderr: s
     return AgentReply(data)
 
 
-def tags_request(fs: FileSet, tags: Iterable[str], generated: Iterable[str]) -> dict[str, Any]:
-    """The tag rule and the source's tagged-line inventory, scanned by the agent's own code so
-    that both sides apply the same rules."""
-    tags = sorted(set(tags))
-    if not tags:
-        return {"pattern": r"(?!x)x", "needles": [], "expected": []}
-    pattern = tag_regex(set(tags)).pattern
+def tag_rule(tags: Iterable[str]) -> list[Any]:
+    """``[pattern, needles]``: the regex of a tagged line and the words that make a file worth
+    scanning; a rule that matches nothing when there are no tags."""
+    names = sorted(set(tags))
+    return [tag_regex(set(names)).pattern if names else r"(?!x)x", names]
+
+
+def tags_request(fs: FileSet, rule: list[Any], generated: Iterable[str], cache: Any = None) -> dict[str, Any]:
+    """The tag ``rule`` and the source's tagged-line inventory, scanned by the agent's own code so
+    that both sides apply the same rules (``cache``: lines remembered from earlier runs)."""
+    pattern, needles = rule
+    if not needles:
+        return {"pattern": pattern, "needles": [], "expected": []}
     leave_out = set(generated)
     paths = [p for p in fs.paths if p not in leave_out and not remote_agent.skipped(p)]
-    return {"pattern": pattern, "needles": tags,
-            "expected": remote_agent.tag_lines(str(fs.root), paths, pattern, tags)}
+    return {"pattern": pattern, "needles": needles,
+            "expected": remote_agent.tag_lines(str(fs.root), paths, pattern, needles, cache)}
 
 
 def mismatches(reply: AgentReply) -> tuple[str, ...]:
