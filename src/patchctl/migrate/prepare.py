@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,13 +37,16 @@ class Prepared:
     #: written to each host's .patchctl/provenance.json
     provenance: dict[str, Any]
     options: Options
-    #: seconds to wait for one agent call (grows with the tree: the host hashes all of it)
+    #: seconds to wait for one agent call (grows with the tree: the host may hash all of it)
     timeout: float
+    #: how long the file set took here (listing, hashing, the tag inventory): each host's first phase
+    seconds: float = 0.0
 
 
 def prepare(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], generated: tuple[str, ...],
             options: Options, tmp: Path) -> Prepared:
     """Everything the hosts share; ``tmp`` holds the file list (the session's private directory)."""
+    began = time.monotonic()
     rule = verify_remote.tag_rule({p.tag for ps in patchsets for p in ps.patches})
     cache = hashcache.load(root, rule, not options.checksum)
     fs = fileset.collect(root, cluster, generated, cache)
@@ -51,7 +55,8 @@ def prepare(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], generat
     files_from = tmp / "files"
     write_list(files_from, fs.paths)
     return Prepared(cluster, fs, files_from, [e.as_manifest() for e in fs.entries], tags,
-                    provenance.build(fs, cluster), options, cluster.timeout + fs.size / 20e6)
+                    provenance.build(fs, cluster), options, cluster.timeout + fs.size / 20e6,
+                    time.monotonic() - began)
 
 
 def write_list(path: Path, paths: Sequence[str]) -> None:

@@ -28,6 +28,9 @@ import sys
 import tempfile
 import time
 
+if False:  # typing only: the host's python3 may predate the typing module
+    from typing import Any, Dict, Iterable, List, Optional, Pattern  # noqa: F401
+
 MANIFEST = ".patchctl/manifest.json"
 PROVENANCE = ".patchctl/provenance.json"
 CACHE = ".patchctl/hashes.json"
@@ -41,6 +44,7 @@ _REAL = {}  # type: dict[str, str]
 
 
 def _realpath(path):
+    # type: (str) -> str
     """realpath, remembered: every file of a directory shares its answer."""
     if path not in _REAL:
         _REAL[path] = os.path.realpath(path)
@@ -48,6 +52,7 @@ def _realpath(path):
 
 
 def inside(root, rel):
+    # type: (str, str) -> Optional[str]
     """The absolute path of ``rel`` under ``root``, or None if it could leave the root."""
     parts = rel.split("/")
     if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
@@ -61,6 +66,7 @@ def inside(root, rel):
 
 
 def sha256(path):
+    # type: (str) -> str
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -81,11 +87,13 @@ class Cache(object):
     """
 
     def __init__(self, old, rule, since):
+        # type: (Dict[str, List[Any]], Any, int) -> None
         self.old, self.rule, self.since = old, rule, since
-        self.new = {}  # type: dict[str, list]
+        self.new = {}  # type: Dict[str, List[Any]]
         self.read = 0
 
     def record_for(self, rel, st):
+        # type: (str, os.stat_result) -> List[Any]
         """The remembered record for ``rel`` (a fresh one when its stat changed), kept if old enough."""
         key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
         rec = self.new.get(rel)
@@ -97,23 +105,29 @@ class Cache(object):
         return rec
 
     def digest(self, rel, full, st):
+        # type: (str, str, os.stat_result) -> str
         rec = self.record_for(rel, st)
         if rec[4] is None:
             rec[4] = sha256(full)
             self.read += 1
-        return rec[4]
+        digest = rec[4]  # type: str
+        return digest
 
     def tags(self, rel, full, st, rx, needles):
+        # type: (str, str, os.stat_result, Pattern[str], List[bytes]) -> List[List[Any]]
         rec = self.record_for(rel, st)
         if rec[5] is None:
             rec[5] = scan(full, rx, needles)
-        return rec[5]
+        lines = rec[5]  # type: List[List[Any]]
+        return lines
 
     def document(self):
+        # type: () -> Dict[str, Any]
         return {"format": 1, "rule": self.rule, "files": self.new}
 
 
 def valid_record(rel, rec):
+    # type: (str, Any) -> bool
     """Whether a cache entry is well formed and names a path that stays inside the root."""
     parts = rel.split("/")
     if rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or not isinstance(rec, list) or len(rec) != 6:
@@ -128,25 +142,27 @@ def valid_record(rel, rec):
 
 
 def load_cache(path, rule, since, trust, limit):
+    # type: (Optional[str], Any, int, bool, int) -> Cache
     """The cache kept in ``path``, or an empty one when ``trust`` is off (--checksum) or it cannot
     be used. ``limit``: the most bytes a cache for this tree may take (a bigger one is not read)."""
-    old = {}
-    if trust:
+    old = {}  # type: Dict[str, List[Any]]
+    if trust and path is not None:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
             with os.fdopen(fd, "rb") as f:
                 raw = f.read(limit + 1)
-            doc = json.loads(raw.decode("utf-8")) if len(raw) <= limit else None
-            files = doc.get("files") if isinstance(doc, dict) and doc.get("format") == 1 else None
-            if isinstance(files, dict) and doc.get("rule") == rule and all(
-                    valid_record(k, v) for k, v in files.items()):
-                old = files
+            doc = json.loads(raw.decode("utf-8")) if len(raw) <= limit else {}
+            if isinstance(doc, dict) and doc.get("format") == 1 and doc.get("rule") == rule:
+                files = doc.get("files")
+                if isinstance(files, dict) and all(valid_record(k, v) for k, v in files.items()):
+                    old = files
         except (OSError, ValueError):
             pass
     return Cache(old, rule, since)
 
 
 def fs_now(folder):
+    # type: (str) -> int
     """The file system's clock now: the mtime of a file made for it in ``folder`` (file times come
     from a coarser clock than ``time``, and from the server's on NFS)."""
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".patchctl-")
@@ -158,6 +174,7 @@ def fs_now(folder):
 
 
 def problem(root, entry, cache):
+    # type: (str, List[Any], Cache) -> Optional[str]
     """Why the host's copy of a manifest entry differs, or None when it matches."""
     path, kind, digest, executable = entry
     full = inside(root, path)
@@ -181,10 +198,12 @@ def problem(root, entry, cache):
 
 
 def skipped(rel):
+    # type: (str) -> bool
     return any(part in SKIP_DIRS for part in rel.split("/")[:-1])
 
 
 def scan(full, rx, needles):
+    # type: (str, Pattern[str], List[bytes]) -> List[List[Any]]
     """``[line, text]`` for each tagged line of one file (none in a binary or unreadable one)."""
     try:
         with open(full, "rb") as f:
@@ -198,12 +217,13 @@ def scan(full, rx, needles):
 
 
 def tag_lines(root, paths, pattern, needles, cache=None):
+    # type: (str, Iterable[str], str, List[str], Optional[Cache]) -> List[List[Any]]
     """``[path, line, text]`` for each line whose comment carries a tag (as ``patchctl verify``);
     regular files of at most MAX_SCAN bytes only: tagged lines live in source files."""
     rx = re.compile(pattern)
-    needles = [n.encode() for n in needles]
+    words = [n.encode() for n in needles]
     cache = cache or Cache({}, None, 0)
-    out = []
+    out = []  # type: List[List[Any]]
     for rel in paths:
         full = os.path.join(root, rel)
         try:
@@ -211,7 +231,7 @@ def tag_lines(root, paths, pattern, needles, cache=None):
         except OSError:
             continue
         if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_SCAN:
-            out.extend([rel, n, text] for n, text in cache.tags(rel, full, st, rx, needles))
+            out.extend([rel, n, text] for n, text in cache.tags(rel, full, st, rx, words))
     return out
 
 
@@ -334,8 +354,9 @@ def main(req):
     tags = req["tags"]
     # a plan writes nothing, so it remembers nothing (since 0); --checksum (rehash) reads every file
     kept = inside(root, CACHE)  # None only where .patchctl leads out, which a finish has refused
-    cache = load_cache(kept, [tags["pattern"], tags["needles"]], fs_now(os.path.dirname(kept)) if finish else 0,
-                       kept is not None and not req.get("rehash"), (64 << 20) + 4096 * len(manifest))
+    since = fs_now(os.path.dirname(kept)) if finish and kept is not None else 0
+    cache = load_cache(kept, [tags["pattern"], tags["needles"]], since, not req.get("rehash"),
+                       (64 << 20) + 4096 * len(manifest))
     began = time.monotonic()
     reply["rendered"] = differs(root, rendered)
     if finish:
