@@ -132,8 +132,6 @@ def valid_record(rel, rec):
     parts = rel.split("/")
     if rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or not isinstance(rec, list) or len(rec) != 6:
         return False
-    if not all(type(v) is int for v in rec[:4]):
-        return False
     digest, lines = rec[4], rec[5]
     if digest is not None and not (isinstance(digest, str) and len(digest) == 64):
         return False
