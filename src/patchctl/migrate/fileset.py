@@ -108,9 +108,9 @@ def _entry(root: Path, path: str, cache: Any) -> Entry | None | str:
     """The entry for ``path``; None when it is gone from disk; a reason string when not sendable.
     A regular file of BIG bytes or more that the cache does not know gets an empty digest, for
     the caller to fill in."""
-    full = root / path
+    full = os.path.join(root, path)  # not pathlib: its objects cost more than the lstat, per file
     try:
-        st = full.lstat()
+        st = os.lstat(full)
     except FileNotFoundError:
         return None
     if stat.S_ISLNK(st.st_mode):
@@ -118,7 +118,7 @@ def _entry(root: Path, path: str, cache: Any) -> Entry | None | str:
     if stat.S_ISREG(st.st_mode):
         record = cache.record_for(path, st)
         if record[4] is None and st.st_size < BIG:
-            record[4] = fsutil.sha256_file(full)
+            record[4] = remote_agent.sha256(full)
         return Entry(path, "f", record[4] or "", bool(st.st_mode & 0o100), st.st_size)
     return "a submodule or special file, which migrate does not send" if stat.S_ISDIR(st.st_mode) else "not a file"
 
@@ -135,9 +135,7 @@ def _entries(root: Path, paths: list[str], cache: Any) -> list[Entry | None | st
             digests = pool.map(lambda e: fsutil.sha256_file(root / e.path), late.values())
             for (i, e), digest in zip(late.items(), digests):
                 found[i] = dataclasses.replace(e, digest=digest)
-                remembered = cache.new.get(e.path)  # absent where the file is too new to trust
-                if remembered is not None:
-                    remembered[4] = digest
+                cache.seen[e.path][4] = digest
     return found
 
 

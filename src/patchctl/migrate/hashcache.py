@@ -50,8 +50,8 @@ def save(root: Path, cache: Any) -> None:
     except OSError:
         return
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(cache.document(), f, separators=(",", ":"))
+        with os.fdopen(fd, "w") as f:  # dumps, not dump: only dumps has the C encoder
+            f.write(json.dumps(cache.document(), separators=(",", ":")))
         os.replace(tmp, path)
     except OSError:
         Path(tmp).unlink(missing_ok=True)

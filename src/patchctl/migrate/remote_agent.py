@@ -29,7 +29,7 @@ import tempfile
 import time
 
 if False:  # typing only: the host's python3 may predate the typing module
-    from typing import Any, Dict, Iterable, List, Optional, Pattern  # noqa: F401
+    from typing import Any, Dict, Iterable, List, Optional, Pattern, Tuple  # noqa: F401
 
 MANIFEST = ".patchctl/manifest.json"
 PROVENANCE = ".patchctl/provenance.json"
@@ -40,29 +40,32 @@ SKIP_DIRS = {".git", ".hg", ".patchctl", "__pycache__", ".venv", "node_modules",
 MAX_SCAN = 4 << 20  # tagged lines live in source files; larger files are data
 
 
-_REAL = {}  # type: dict[str, str]
+_INSIDE = {}  # type: Dict[Tuple[str, str], bool]
 
 
-def _realpath(path):
-    # type: (str) -> str
-    """realpath, remembered: every file of a directory shares its answer."""
-    if path not in _REAL:
-        _REAL[path] = os.path.realpath(path)
-    return _REAL[path]
+def _folder_inside(root, folder):
+    # type: (str, str) -> bool
+    """Whether the folder ``folder`` (relative, "" for the root) stays inside ``root`` once
+    symbolic links are followed, remembered: every file of a folder shares its answer, and a
+    check of 100k files must not cost 100k realpath calls."""
+    key = (root, folder)
+    if key not in _INSIDE:
+        if folder and any(p in ("", ".", "..") for p in folder.split("/")):
+            _INSIDE[key] = False
+        else:
+            real_root = os.path.realpath(root)
+            parent = os.path.realpath(os.path.join(root, folder)) if folder else real_root
+            _INSIDE[key] = parent == real_root or parent.startswith(real_root + os.sep)
+    return _INSIDE[key]
 
 
 def inside(root, rel):
     # type: (str, str) -> Optional[str]
     """The absolute path of ``rel`` under ``root``, or None if it could leave the root."""
-    parts = rel.split("/")
-    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+    folder, _, name = rel.rpartition("/")
+    if rel.startswith("/") or name in ("", ".", "..") or not _folder_inside(root, folder):
         return None
-    full = os.path.join(root, *parts)
-    parent = _realpath(os.path.dirname(full))
-    real_root = _realpath(root)
-    if parent != real_root and not parent.startswith(real_root + os.sep):
-        return None
-    return full
+    return os.path.join(root, rel)
 
 
 def sha256(path):
@@ -89,19 +92,20 @@ class Cache(object):
     def __init__(self, old, rule, since):
         # type: (Dict[str, List[Any]], Any, int) -> None
         self.old, self.rule, self.since = old, rule, since
-        self.new = {}  # type: Dict[str, List[Any]]
+        #: this pass's record of each regular file it met: [size, mtime, ctime, inode, sha256, lines]
+        self.seen = {}  # type: Dict[str, List[Any]]
         self.read = 0
 
     def record_for(self, rel, st):
         # type: (str, os.stat_result) -> List[Any]
-        """The remembered record for ``rel`` (a fresh one when its stat changed), kept if old enough."""
-        key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-        rec = self.new.get(rel)
+        """This pass's record for the regular file ``rel``: the remembered one while its stat
+        matches, else a fresh one (nothing known yet)."""
+        rec = self.seen.get(rel)
         if rec is None:
+            key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
             hit = self.old.get(rel)
             rec = list(hit) if hit is not None and hit[:4] == key else key + [None, None]
-            if max(st.st_mtime_ns, st.st_ctime_ns) < self.since:
-                self.new[rel] = rec
+            self.seen[rel] = rec
         return rec
 
     def digest(self, rel, full, st):
@@ -113,9 +117,21 @@ class Cache(object):
         digest = rec[4]  # type: str
         return digest
 
-    def tags(self, rel, full, st, rx, needles):
-        # type: (str, str, os.stat_result, Pattern[str], List[bytes]) -> List[List[Any]]
-        rec = self.record_for(rel, st)
+    def tags(self, rel, full, rx, needles):
+        # type: (str, str, Pattern[str], List[bytes]) -> List[List[Any]]
+        """The tagged lines of ``rel`` (a regular file of at most MAX_SCAN bytes; none otherwise);
+        a file this pass has met already is not looked at again."""
+        rec = self.seen.get(rel)
+        if rec is None:
+            try:
+                st = os.lstat(full)
+            except OSError:
+                return []
+            if not stat.S_ISREG(st.st_mode):
+                return []
+            rec = self.record_for(rel, st)
+        if rec[0] > MAX_SCAN:
+            return []
         if rec[5] is None:
             rec[5] = scan(full, rx, needles)
         lines = rec[5]  # type: List[List[Any]]
@@ -123,20 +139,23 @@ class Cache(object):
 
     def document(self):
         # type: () -> Dict[str, Any]
-        return {"format": 1, "rule": self.rule, "files": self.new}
+        """What the next pass may trust: the records of files older than this pass."""
+        files = dict((rel, rec) for rel, rec in self.seen.items() if max(rec[1], rec[2]) < self.since)
+        return {"format": 1, "rule": self.rule, "files": files}
 
 
 def valid_record(rel, rec):
     # type: (str, Any) -> bool
-    """Whether a cache entry is well formed and names a path that stays inside the root."""
-    parts = rel.split("/")
-    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or not isinstance(rec, list) or len(rec) != 6:
+    """Whether a cache entry is well formed and names a path that stays inside the root (checked
+    for every entry of every load: kept to a few string tests)."""
+    bounded = "/" + rel + "/"
+    if "//" in bounded or "/./" in bounded or "/../" in bounded or type(rec) is not list or len(rec) != 6:
         return False
     digest, lines = rec[4], rec[5]
-    if digest is not None and not (isinstance(digest, str) and len(digest) == 64):
+    if digest is not None and not (type(digest) is str and len(digest) == 64):
         return False
-    return lines is None or (isinstance(lines, list) and all(
-        isinstance(x, list) and len(x) == 2 and type(x[0]) is int and isinstance(x[1], str) for x in lines))
+    return lines is None or (type(lines) is list and (not lines or all(
+        type(x) is list and len(x) == 2 and type(x[0]) is int and type(x[1]) is str for x in lines)))
 
 
 def load_cache(path, rule, since, trust, limit):
@@ -223,13 +242,7 @@ def tag_lines(root, paths, pattern, needles, cache=None):
     cache = cache or Cache({}, None, 0)
     out = []  # type: List[List[Any]]
     for rel in paths:
-        full = os.path.join(root, rel)
-        try:
-            st = os.lstat(full)
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_SCAN:
-            out.extend([rel, n, text] for n, text in cache.tags(rel, full, st, rx, words))
+        out.extend([rel, n, text] for n, text in cache.tags(rel, os.path.join(root, rel), rx, words))
     return out
 
 
@@ -376,7 +389,9 @@ def main(req):
     reply["tags_only_here"] = sorted(here - there)
     reply["tags_missing_here"] = sorted(there - here)
     record(root, req, reply)
-    write_atomic(kept, json.dumps(cache.document(), separators=(",", ":")).encode())
+    remembered = cache.document()
+    if remembered["files"] != cache.old:  # a no-change re-run writes nothing it need not
+        write_atomic(kept, json.dumps(remembered, separators=(",", ":")).encode())
     return reply
 
 
@@ -385,7 +400,7 @@ def record(root, req, reply):
     placed = set(e[0] for e in req["manifest"])
     if not req.get("delete"):
         old = read_json(os.path.join(root, MANIFEST), {}).get("files", [])
-        placed.update(p for p in old if inside(root, p) and os.path.lexists(os.path.join(root, p)))
+        placed.update(p for p in old if p not in placed and inside(root, p) and os.path.lexists(os.path.join(root, p)))
     ok = not (reply["problems"] or reply["tags_only_here"] or reply["tags_missing_here"])
     manifest, provenance_file = inside(root, MANIFEST), inside(root, PROVENANCE)
     if manifest is None or provenance_file is None:  # a .patchctl symlinked elsewhere on the host
