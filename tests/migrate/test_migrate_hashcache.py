@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,8 +16,9 @@ from agent_helpers import agent, entry, req
 from migrate_fixtures import Site
 from migrate_helpers import make_repo
 
-from patchctl.migrate import HostStatus, migrate, remote_agent
+from patchctl.migrate import HostStatus, migrate, remote_agent, verify_remote
 from patchctl.migrate.hashcache import cache_file
+from patchctl.remote import ssh
 
 FILES = {f"pkg/m{i}.py": f"value = {i:04d}\n" for i in range(6)}
 
@@ -173,3 +177,35 @@ def test_a_host_change_that_kept_size_and_mtime_is_repaired_past_the_cache(site:
     assert (node2.status, node2.repaired) == (HostStatus.REPAIRED, ("pkg/m5.py: content differs (sha256)",))
     assert (site.root("node1") / "pkg/m4.py").read_text() == FILES["pkg/m4.py"]
     assert victim.read_text() == FILES["pkg/m5.py"]
+
+
+def _agent_with_prescan(root: Path, request: dict[str, object], between: Callable[[], None]) -> dict[str, object]:
+    """The agent as migrate runs a host's first one: the prescan order at once, ``between`` while
+    the host scans (as the source is hashed here), then the request."""
+    python = shutil.which("python3") or "python3"
+    argv = [python, "-c", ssh._BOOTSTRAP.format(code=verify_remote._agent_b64())]
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdin is not None
+    order = {"prescan": {"root": str(root), "rule": [r"#\s*(Uky)\b", ["Uky"]], "rehash": False}}
+    p.stdin.write(json.dumps(order).encode() + b"\n")
+    p.stdin.flush()
+    between()
+    out, err = p.communicate(json.dumps(request).encode())
+    assert p.returncode == 0, err
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+def test_the_prescan_does_the_reading_and_never_hides_a_later_change(tmp_path: Path) -> None:
+    manifest = aged_files(tmp_path)
+    agent(req(tmp_path, "finish", manifest))
+    same_size_same_mtime(tmp_path / "pkg/m0.py", "value = 1111\n")  # before the prescan: it reads it
+    reply = _agent_with_prescan(tmp_path, req(tmp_path, "finish", manifest), lambda: time.sleep(0.5))
+    assert reply["problems"] == [["pkg/m0.py", "content differs (sha256)"]] and reply["read"] == 0
+
+    def change_during_the_scan() -> None:
+        time.sleep(0.5)  # the prescan has read every file
+        same_size_same_mtime(tmp_path / "pkg/m1.py", "value = 2222\n")
+
+    reply = _agent_with_prescan(tmp_path, req(tmp_path, "finish", manifest), change_during_the_scan)
+    assert reply["problems"] == [["pkg/m0.py", "content differs (sha256)"], ["pkg/m1.py", "content differs (sha256)"]]
+    assert reply["read"] == 1  # only the file changed after the prescan was read by the check

@@ -13,7 +13,7 @@ import dataclasses
 import fnmatch
 import os
 import stat
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,6 +148,13 @@ def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = (), cache
     top = git.toplevel(root)
     if top is None:
         raise NotAGitTree(root)
+    with ThreadPoolExecutor(max_workers=1) as pool:  # git scans the tree for these while the files are hashed here
+        changed = pool.submit(git.changed, root)
+        return _collect(root, cluster, generated, cache, top, changed)
+
+
+def _collect(root: Path, cluster: Cluster, generated: tuple[str, ...], cache: Any, top: Path,
+             changed: Future[list[str]]) -> FileSet:
     listed = git.worktree_files(root)
     record = rec.load(root)
     if record is not None:
@@ -178,4 +185,4 @@ def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = (), cache
             entries.append(entry)
     if left_out:
         raise TrackedFileLeftOut(left_out, cluster.name, cluster.source)
-    return FileSet(root, tuple(entries), git.head(top), tuple(git.changed(root)))
+    return FileSet(root, tuple(entries), git.head(top), tuple(changed.result()))

@@ -44,14 +44,16 @@ def load(root: Path, rule: list[Any], trust: bool) -> Any:
 def save(root: Path, cache: Any) -> None:
     """Best effort, as ``state.remember``: a cache that cannot be written only costs reading the
     files again next time."""
-    path = cache_file(root)
+    path, remembered = cache_file(root), cache.document()
+    if remembered["files"] == cache.old:
+        return  # nothing new to remember: a no-change re-run writes nothing
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".hashes-")
     except OSError:
         return
     try:
         with os.fdopen(fd, "w") as f:  # dumps, not dump: only dumps has the C encoder
-            f.write(json.dumps(cache.document(), separators=(",", ":")))
+            f.write(json.dumps(remembered, separators=(",", ":")))
         os.replace(tmp, path)
     except OSError:
         Path(tmp).unlink(missing_ok=True)

@@ -26,6 +26,7 @@ import re
 import stat
 import sys
 import tempfile
+import threading
 import time
 
 if False:  # typing only: the host's python3 may predate the typing module
@@ -92,6 +93,8 @@ class Cache(object):
     def __init__(self, old, rule, since):
         # type: (Dict[str, List[Any]], Any, int) -> None
         self.old, self.rule, self.since = old, rule, since
+        #: what the cache file holds now (``old`` may come from a prescan instead)
+        self.on_disk = old
         #: this pass's record of each regular file it met: [size, mtime, ctime, inode, sha256, lines]
         self.seen = {}  # type: Dict[str, List[Any]]
         self.read = 0
@@ -344,7 +347,60 @@ def hold_transfer_lock(root):
             time.sleep(0.05)
 
 
-def main(req):
+class Prescan(object):
+    """The host's half of the check, started before the request arrives: ``migrate`` sends the
+    root and the tag rule first (one JSON line), and while the source is still being listed and
+    hashed there, this reads the host's cache, stats its files and hashes those the last migrate
+    placed and tagged-line scans them. The check then only stats each file again: a record is
+    carried over only while its stat is unchanged and it is older than this scan's start."""
+
+    def __init__(self, order):
+        # type: (Dict[str, Any]) -> None
+        self.order, self.carried = order, None  # type: Dict[str, Any], Optional[Cache]
+        self.thread = None  # type: Optional[threading.Thread]
+        root = order["root"]
+        kept = inside(root, CACHE) if os.path.isdir(root) else None
+        if kept is None or not os.path.isdir(os.path.dirname(kept)):
+            return  # a fresh root: nothing to scan
+        self.since = fs_now(os.path.dirname(kept))  # here, not on the thread: it writes (and removes) a file
+        self.thread = threading.Thread(target=self.scan, args=(root, kept))
+        self.thread.daemon = True  # an agent that is not asked after all exits at once
+        self.thread.start()
+
+    def scan(self, root, kept):
+        # type: (str, str) -> None
+        placed = read_json(os.path.join(root, MANIFEST), {}).get("files", [])
+        pattern, needles = self.order["rule"]
+        cache = load_cache(kept, self.order["rule"], self.since, not self.order["rehash"],
+                           (64 << 20) + 4096 * len(placed))
+        rx, words = re.compile(pattern), [n.encode() for n in needles]
+        for rel in placed:
+            full = inside(root, rel)
+            try:
+                st = os.lstat(full) if full is not None else None
+            except OSError:
+                continue
+            if st is not None and stat.S_ISREG(st.st_mode):
+                cache.digest(rel, full, st)
+        for rel in walk(root, ()):
+            cache.tags(rel, os.path.join(root, rel), rx, words)
+        self.carried = cache
+
+    def cache(self, root, rule, rehash, since):
+        # type: (str, Any, bool, int) -> Optional[Cache]
+        """The check's cache, from this scan's records (None when it scanned something else)."""
+        if self.thread is None or self.order != {"root": root, "rule": rule, "rehash": rehash}:
+            return None
+        self.thread.join()
+        if self.carried is None:
+            return None
+        cache = Cache(self.carried.document()["files"], rule, since)
+        cache.on_disk = self.carried.on_disk
+        return cache
+
+
+def main(req, early=None):
+    """One request; ``early``: the prescan started for it, if any."""
     root, rendered, manifest = req["root"], req.get("rendered", {}), req["manifest"]
     reply = {"python": sys.version.split()[0], "root_exists": os.path.isdir(root), "deletions": [],
              "delete_refused": False, "problems": [], "rendered": [], "tags_only_here": [], "tags_missing_here": [],
@@ -366,8 +422,10 @@ def main(req):
     # a plan writes nothing, so it remembers nothing (since 0); --checksum (rehash) reads every file
     kept = inside(root, CACHE)  # None only where .patchctl leads out, which a finish has refused
     since = fs_now(os.path.dirname(kept)) if finish and kept is not None else 0
-    cache = load_cache(kept, [tags["pattern"], tags["needles"]], since, not req.get("rehash"),
-                       (64 << 20) + 4096 * len(manifest))
+    rule, rehash = [tags["pattern"], tags["needles"]], bool(req.get("rehash"))
+    cache = early.cache(root, rule, rehash, since) if early is not None else None
+    if cache is None:
+        cache = load_cache(kept, rule, since, not rehash, (64 << 20) + 4096 * len(manifest))
     began = time.monotonic()
     reply["rendered"] = differs(root, rendered)
     if finish:
@@ -390,7 +448,7 @@ def main(req):
     reply["tags_missing_here"] = sorted(there - here)
     record(root, req, reply)
     remembered = cache.document()
-    if remembered["files"] != cache.old:  # a no-change re-run writes nothing it need not
+    if remembered["files"] != cache.on_disk:  # a no-change re-run writes nothing it need not
         write_atomic(kept, json.dumps(remembered, separators=(",", ":")).encode())
     return reply
 
@@ -411,12 +469,20 @@ def record(root, req, reply):
 
 
 def run():
-    raw = sys.stdin.buffer.read()
+    first = sys.stdin.buffer.readline()
+    early = None
+    try:
+        if first.startswith(b'{"prescan"'):  # the root and tag rule, sent ahead of the request
+            early = Prescan(json.loads(first.decode("utf-8"))["prescan"])
+            first = b""
+    except Exception:  # a prescan is only a head start: the check does it all without one
+        early = None
+    raw = first + sys.stdin.buffer.read()
     if not raw.strip():
         return  # started ahead of time (see verify_remote.Agent) and not needed after all
     try:
         request = json.loads(raw.decode("utf-8"))
-        reply = main(request)
+        reply = main(request, early)
     except Exception as exc:  # reported to patchctl as this host's failure, not a traceback
         sys.stdout.write(json.dumps({"error": "%s: %s" % (type(exc).__name__, exc)}))
         sys.exit(3)

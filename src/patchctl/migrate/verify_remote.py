@@ -53,9 +53,13 @@ class Agent:
     check itself. So migrate starts it while the tree is still hashed here or still arriving
     there, and hands it the request once that is done: the start-up is off the critical path.
     An agent that turns out not to be needed is closed with an empty request and does nothing.
+
+    ``prescan`` (the tag rule and whether to re-hash everything): sent at once, so the agent
+    starts reading the host's tree while the source is still hashed here (remote_agent.Prescan).
     """
 
-    def __init__(self, cluster: Cluster, host: Host, control: Path | None = None) -> None:
+    def __init__(self, cluster: Cluster, host: Host, control: Path | None = None,
+                 prescan: dict[str, Any] | None = None) -> None:
         self.cluster, self.host = cluster, host
         self._err = tempfile.TemporaryFile()
         self._missing = ""
@@ -65,6 +69,13 @@ class Agent:
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err)
         except PatchctlError as exc:  # ssh itself is missing
             self._missing = str(exc)
+        if prescan is not None and self._proc is not None and self._proc.stdin is not None:
+            order = {"prescan": dict(prescan, root=host.root)}
+            try:
+                self._proc.stdin.write(json.dumps(order).encode("utf-8") + b"\n")
+                self._proc.stdin.flush()
+            except OSError:
+                pass  # ssh already gone: ask() reports the host
 
     def ask(self, request: dict[str, Any], timeout: float) -> AgentReply:
         """Send the request, wait up to ``timeout`` seconds for the reply (one use only)."""
