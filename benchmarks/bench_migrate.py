@@ -9,8 +9,9 @@ not ignored, see bench_migrate_trees.py) sent to 2, 4 or 8 real sshd hosts on lo
   ssh config; goal <= 1.5x;
 - again: a no-change re-run of both (0 bytes sent); goal <= 1.5x.
 
-Besides the ratios: patchctl's CPU seconds (it and every process it waited for: ssh, rsync,
-git) and its peak RSS (the largest of those processes), and where each host's time went
+Besides the ratios: the CPU seconds spent here (migrate and every process it waited for: ssh,
+rsync, git; beside the rsyncs' own, with their ssh), patchctl's peak RSS (the largest of those
+processes; from wait4), and where each host's time went
 (``--json``'s phases, the slowest host's: file set / transfer / verification / rendering).
 The hosts run on this machine too, so on few cores read the ratios, not the seconds.
 
@@ -54,14 +55,17 @@ class Run:
 
 
 def parallel(argvs: list[list[str]]) -> Run:
-    """The commands at once; the wall time until all ended."""
+    """The commands at once; the wall time until all ended, and their CPU seconds (wait4)."""
     start = time.perf_counter()
-    procs = [subprocess.Popen(a, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for a in argvs]
+    procs = [subprocess.Popen(a, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for a in argvs]
+    cpu = 0.0
     for argv, p in zip(argvs, procs, strict=True):
-        _, err = p.communicate()
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        cpu += usage.ru_utime + usage.ru_stime
         if p.returncode != 0:
-            raise SystemExit(f"{' '.join(argv[:4])} failed ({p.returncode}): {err.decode()[-2000:]}")
-    return Run(time.perf_counter() - start)
+            raise SystemExit(f"{' '.join(argv[:4])} failed ({p.returncode})")
+    return Run(time.perf_counter() - start, cpu)
 
 
 def migrate(argv: list[str], env: dict[str, str], again: bool) -> Run:
@@ -142,9 +146,10 @@ def main() -> int:
     )
     print(
         "| tree | files | MB | hosts | migrate first / again s | rsync first / again s | ratio first / again "
-        "| patchctl CPU s first / again | peak RSS MB | phases first: set/xfer/verify/render s | phases again |"
+        "| CPU s here, migrate first / again | rsync first / again | peak RSS MB "
+        "| phases first: set/xfer/verify/render s | phases again |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="pcbench-", dir=os.environ.get("BENCH_TMP")) as tmp_s:
         tmp = Path(tmp_s)
         env = dict(os.environ, PATCHCTL_CACHE=str(tmp / "cache"))
@@ -163,6 +168,7 @@ def main() -> int:
                         f"| {SIZES[key].name} | {files:,} | {total / 1e6:,.0f} | {n} | {mf:.2f} / {ma:.2f} | "
                         f"{rf:.2f} / {ra:.2f} | {mf / rf:.2f}x / {ma / ra:.2f}x | "
                         f"{med(r['migrate first'], 'cpu'):.2f} / {med(r['migrate again'], 'cpu'):.2f} | "
+                        f"{med(r['rsync first'], 'cpu'):.2f} / {med(r['rsync again'], 'cpu'):.2f} | "
                         f"{max(x.rss for x in r['migrate first'] + r['migrate again']):.0f} | "
                         f"{phases(r['migrate first'])} | {phases(r['migrate again'])} |",
                         flush=True,

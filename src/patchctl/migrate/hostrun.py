@@ -206,11 +206,11 @@ class HostRun:
         options; ``extra`` overrides (``delete=False`` for a verification)."""
         self.emit(Progress(self.label, phase, tally.files, tally.bytes, phases=self.clock.phases()))
         opts, tree = self.tree.options, self.tree
-        request = {"manifest": tree.manifest, "rendered": self.rendered, "delete": opts.delete,
+        request = {"rendered": self.rendered, "delete": opts.delete,
                    "max_delete": self.cluster.max_delete, "tags": tree.tags, "provenance": tree.provenance,
                    "action": action, "rehash": opts.checksum, **extra}
         began = time.monotonic()
-        reply = agent.ask(request, tree.timeout)
+        reply = agent.ask(request, tree.timeout, tree.manifest)
         self.clock.checked(time.monotonic() - began, reply.data)
         return reply
 

@@ -7,6 +7,7 @@ sends and checks.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import time
@@ -30,8 +31,9 @@ class Prepared:
     fs: fileset.FileSet
     #: their paths for rsync's ``--files-from --from0``
     files_from: Path
-    #: what the host's agent checks every file against: one ``[path, kind, digest, executable]`` each
-    manifest: list[list[object]]
+    #: what the host's agent checks every file against: one ``[path, kind, digest, executable]`` each,
+    #: as JSON, encoded once for every host (100k files make some 12 MB)
+    manifest: bytes
     #: the tag rule and the source's tagged lines (see verify_remote.tags_request)
     tags: dict[str, Any]
     #: written to each host's .patchctl/provenance.json
@@ -54,7 +56,8 @@ def prepare(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], generat
     hashcache.save(root, cache)
     files_from = tmp / "files"
     write_list(files_from, fs.paths)
-    return Prepared(cluster, fs, files_from, [e.as_manifest() for e in fs.entries], tags,
+    manifest = json.dumps([e.as_manifest() for e in fs.entries], separators=(",", ":")).encode()
+    return Prepared(cluster, fs, files_from, manifest, tags,
                     provenance.build(fs, cluster), options, cluster.timeout + fs.size / 20e6,
                     time.monotonic() - began)
 

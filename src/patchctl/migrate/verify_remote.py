@@ -77,12 +77,15 @@ class Agent:
             except OSError:
                 pass  # ssh already gone: ask() reports the host
 
-    def ask(self, request: dict[str, Any], timeout: float) -> AgentReply:
-        """Send the request, wait up to ``timeout`` seconds for the reply (one use only)."""
+    def ask(self, request: dict[str, Any], timeout: float, manifest: bytes | None = None) -> AgentReply:
+        """Send the request, wait up to ``timeout`` seconds for the reply (one use only).
+        ``manifest``: the request's manifest, already JSON (shared by every host's request)."""
         if self._proc is None:
             return AgentReply({}, HostStatus.FAILED, self._missing or "the agent was already asked")
         p, self._proc = self._proc, None
         payload = json.dumps(dict(request, root=self.host.root)).encode("utf-8")
+        if manifest is not None:
+            payload = payload[:-1] + b', "manifest": ' + manifest + b"}"
         try:
             out, _ = p.communicate(payload, timeout=timeout)
         except subprocess.TimeoutExpired:
