@@ -16,8 +16,10 @@ from agent_helpers import agent, entry, req
 from migrate_fixtures import Site
 from migrate_helpers import make_repo
 
-from patchctl.migrate import HostStatus, migrate, remote_agent, verify_remote
+from patchctl.clusters import load_cluster
+from patchctl.migrate import HostStatus, Options, migrate, remote_agent, state, verify_remote
 from patchctl.migrate.hashcache import cache_file
+from patchctl.migrate.prepare import prepare
 from patchctl.remote import ssh
 
 FILES = {f"pkg/m{i}.py": f"value = {i:04d}\n" for i in range(6)}
@@ -203,9 +205,28 @@ def test_the_prescan_does_the_reading_and_never_hides_a_later_change(tmp_path: P
     assert reply["problems"] == [["pkg/m0.py", "content differs (sha256)"]] and reply["read"] == 0
 
     def change_during_the_scan() -> None:
-        time.sleep(0.5)  # the prescan has read every file
+        time.sleep(0.5)  # the prescan has begun (on a loaded machine it may begin later: either way)
         same_size_same_mtime(tmp_path / "pkg/m1.py", "value = 2222\n")
 
     reply = _agent_with_prescan(tmp_path, req(tmp_path, "finish", manifest), change_during_the_scan)
     assert reply["problems"] == [["pkg/m0.py", "content differs (sha256)"], ["pkg/m1.py", "content differs (sha256)"]]
-    assert reply["read"] == 1  # only the file changed after the prescan was read by the check
+
+
+@pytest.mark.parametrize("checksum", [False, True])
+def test_checksum_reads_every_source_file_whatever_the_cache_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checksum: bool
+) -> None:
+    monkeypatch.setattr(state, "state_dir", lambda: tmp_path / "state")
+    tree = make_repo(tmp_path / "src", {"verl/__init__.py": "a = 1\n", **FILES})
+    time.sleep(0.05)
+    config = tmp_path / "patchctl.toml"
+    config.write_text('[clusters.c]\nhosts = ["n1"]\nroot = "/r"\n')
+    cluster = load_cluster("c", config)
+    prepare(cluster, tree, (), (), Options(), tmp_path)
+    doc = json.loads(cache_file(tree).read_text())
+    doc["files"]["pkg/m2.py"][4] = "0" * 64  # the cache vouches for a digest the file does not have
+    cache_file(tree).write_text(json.dumps(doc))
+    digests = {
+        e.path: e.digest for e in prepare(cluster, tree, (), (), Options(checksum=checksum), tmp_path).fs.entries
+    }
+    assert (digests["pkg/m2.py"] == "0" * 64) is not checksum
