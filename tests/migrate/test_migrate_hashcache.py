@@ -17,7 +17,7 @@ from migrate_fixtures import Site
 from migrate_helpers import make_repo
 
 from patchctl.clusters import load_cluster
-from patchctl.migrate import HostStatus, Options, migrate, remote_agent, state, verify_remote
+from patchctl.migrate import HostStatus, Options, agent_cache, migrate, state, verify_remote
 from patchctl.migrate.hashcache import cache_file
 from patchctl.migrate.prepare import prepare
 from patchctl.remote import ssh
@@ -140,8 +140,8 @@ def test_a_file_changed_in_the_pass_tick_is_not_remembered(tmp_path: Path) -> No
     path = tmp_path / "f"
     path.write_text("a")
     st = path.stat()
-    young = remote_agent.Cache({}, None, max(st.st_mtime_ns, st.st_ctime_ns))  # the pass began in its tick
-    old = remote_agent.Cache({}, None, max(st.st_mtime_ns, st.st_ctime_ns) + 1)
+    young = agent_cache.Cache({}, None, max(st.st_mtime_ns, st.st_ctime_ns))  # the pass began in its tick
+    old = agent_cache.Cache({}, None, max(st.st_mtime_ns, st.st_ctime_ns) + 1)
     for cache in (young, old):
         cache.digest("f", str(path), st)
     assert young.document()["files"] == {} and list(old.document()["files"]) == ["f"]

@@ -20,7 +20,7 @@ from typing import Any
 
 from patchctl import fsutil, git, journal
 from patchctl.clusters import Cluster
-from patchctl.migrate import remote_agent
+from patchctl.migrate import agent_cache, remote_agent
 from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
 from patchctl.patchsets import record as rec
 from patchctl.remote import lock_agent
@@ -118,7 +118,7 @@ def _entry(root: Path, path: str, cache: Any) -> Entry | None | str:
     if stat.S_ISREG(st.st_mode):
         record = cache.record_for(path, st)
         if record[4] is None and st.st_size < BIG:
-            record[4] = remote_agent.sha256(full)
+            record[4] = agent_cache.sha256(full)
         return Entry(path, "f", record[4] or "", bool(st.st_mode & 0o100), st.st_size)
     return "a submodule or special file, which migrate does not send" if stat.S_ISDIR(st.st_mode) else "not a file"
 
@@ -175,7 +175,7 @@ def _collect(root: Path, cluster: Cluster, generated: tuple[str, ...], cache: An
             wanted.append(path)
         elif tracked:
             left_out.append((path, why))
-    found = _entries(root, wanted, cache or remote_agent.Cache({}, None, 0))
+    found = _entries(root, wanted, cache or agent_cache.Cache({}, None, 0))
     entries = []
     for path, entry in zip(wanted, found):
         if isinstance(entry, str):

@@ -1,6 +1,6 @@
 """The source side's hash cache: each file's sha256 and tagged lines, reused across migrates.
 
-The same ``Cache`` as the hosts' agent (``remote_agent``), so both sides trust a remembered
+The same ``Cache`` as the hosts' agent (``agent_cache``), so both sides trust a remembered
 hash under the same rule: size, mtime_ns, ctime_ns and inode all as they were when the file
 was read, and the file older than the pass that read it. It is kept under patchctl's cache
 folder, one file per source tree, never in the tree (nothing of it travels to a host). A
@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from patchctl.migrate import remote_agent, state
+from patchctl.migrate import agent_cache, state
 
 #: the most bytes of a cache that are read (about 1M files); a bigger one is dropped
 LIMIT = 256 << 20
@@ -35,10 +35,10 @@ def load(root: Path, rule: list[Any], trust: bool) -> Any:
     path = cache_file(root)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        since = remote_agent.fs_now(str(path.parent))
+        since = agent_cache.fs_now(str(path.parent))
     except OSError:
         since = 0
-    return remote_agent.load_cache(str(path), rule, since, trust, LIMIT)
+    return agent_cache.load_cache(str(path), rule, since, trust, LIMIT)
 
 
 def save(root: Path, cache: Any) -> None:

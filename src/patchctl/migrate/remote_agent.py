@@ -11,7 +11,7 @@ needs only python3 >= 3.6 and its standard library, and never imports patchctl. 
   ``.patchctl/``. migrate runs it before rsync (when it finds nothing to send, that was the
   whole run) and again after rsync to verify what arrived.
 
-A file's sha256 and tagged lines are remembered in ``.patchctl/hashes.json`` (see ``Cache``) and
+A file's sha256 and tagged lines are remembered in ``.patchctl/hashes.json`` (see ``agent_cache``) and
 reused while its size, mtime, ctime and inode stay as they were when it was read: a no-change
 re-run then costs a ``stat`` per file, like rsync's quick check, not a read of every byte.
 
@@ -19,7 +19,6 @@ Deletions only ever touch files an earlier migrate placed (listed in ``.patchctl
 so outputs the host made itself (checkpoints, logs) are never at risk.
 """
 
-import hashlib
 import json
 import os
 import re
@@ -30,7 +29,13 @@ import threading
 import time
 
 if False:  # typing only: the host's python3 may predate the typing module
-    from typing import Any, Dict, Iterable, List, Optional, Pattern, Tuple  # noqa: F401
+    from collections.abc import Iterable, Iterator  # noqa: F401
+    from typing import Any, Optional  # noqa: F401
+
+try:  # here, where patchctl is installed; on a host agent_cache's source has just run before this one
+    from patchctl.migrate.agent_cache import MAX_SCAN, Cache, fs_now, load_cache  # noqa: F401
+except ImportError:
+    pass
 
 MANIFEST = ".patchctl/manifest.json"
 PROVENANCE = ".patchctl/provenance.json"
@@ -38,10 +43,9 @@ CACHE = ".patchctl/hashes.json"
 TRANSFER_LOCK = ".patchctl/transfer.lock"  # remote/lock_agent.py's TRANSFER: rsync holds it too
 SKIP_DIRS = {".git", ".hg", ".patchctl", "__pycache__", ".venv", "node_modules", ".mypy_cache", ".pytest_cache",
              ".rsync-partial", ".~tmp~", "checkpoints", "outputs", "logs", "wandb"}
-MAX_SCAN = 4 << 20  # tagged lines live in source files; larger files are data
 
 
-_INSIDE = {}  # type: Dict[Tuple[str, str], bool]
+_INSIDE = {}  # type: dict[tuple[str, str], bool]
 
 
 def _folder_inside(root, folder):
@@ -69,132 +73,8 @@ def inside(root, rel):
     return os.path.join(root, rel)
 
 
-def sha256(path):
-    # type: (str) -> str
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-class Cache(object):
-    """sha256 and tagged lines per path, reused only while the file's (size, mtime_ns, ctime_ns,
-    inode) are those seen when it was read, as git's index does. ``utime`` can put back a size
-    and an mtime but never a ctime: any write or rename sets ctime to the clock's now.
-
-    A file whose ctime or mtime is not older than ``since`` (the file system's clock when this
-    pass began, see ``fs_now``) is not remembered: it may change again within the same clock
-    tick and keep all four values (git's "racily clean" entries). A cache that is damaged,
-    of another format or tag rule, or that names an unsafe path is dropped whole: the files are
-    read again. Lookups go by the caller's paths only, so an entry never names what is read.
-    """
-
-    def __init__(self, old, rule, since):
-        # type: (Dict[str, List[Any]], Any, int) -> None
-        self.old, self.rule, self.since = old, rule, since
-        #: what the cache file holds now (``old`` may come from a prescan instead)
-        self.on_disk = old
-        #: this pass's record of each regular file it met: [size, mtime, ctime, inode, sha256, lines]
-        self.seen = {}  # type: Dict[str, List[Any]]
-        self.read = 0
-
-    def record_for(self, rel, st):
-        # type: (str, os.stat_result) -> List[Any]
-        """This pass's record for the regular file ``rel``: the remembered one while its stat
-        matches, else a fresh one (nothing known yet)."""
-        rec = self.seen.get(rel)
-        if rec is None:
-            key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-            hit = self.old.get(rel)
-            rec = list(hit) if hit is not None and hit[:4] == key else key + [None, None]
-            self.seen[rel] = rec
-        return rec
-
-    def digest(self, rel, full, st):
-        # type: (str, str, os.stat_result) -> str
-        rec = self.record_for(rel, st)
-        if rec[4] is None:
-            rec[4] = sha256(full)
-            self.read += 1
-        digest = rec[4]  # type: str
-        return digest
-
-    def tags(self, rel, full, rx, needles):
-        # type: (str, str, Pattern[str], List[bytes]) -> List[List[Any]]
-        """The tagged lines of ``rel`` (a regular file of at most MAX_SCAN bytes; none otherwise);
-        a file this pass has met already is not looked at again."""
-        rec = self.seen.get(rel)
-        if rec is None:
-            try:
-                st = os.lstat(full)
-            except OSError:
-                return []
-            if not stat.S_ISREG(st.st_mode):
-                return []
-            rec = self.record_for(rel, st)
-        if rec[0] > MAX_SCAN:
-            return []
-        if rec[5] is None:
-            rec[5] = scan(full, rx, needles)
-        lines = rec[5]  # type: List[List[Any]]
-        return lines
-
-    def document(self):
-        # type: () -> Dict[str, Any]
-        """What the next pass may trust: the records of files older than this pass."""
-        files = dict((rel, rec) for rel, rec in self.seen.items() if max(rec[1], rec[2]) < self.since)
-        return {"format": 1, "rule": self.rule, "files": files}
-
-
-def valid_record(rel, rec):
-    # type: (str, Any) -> bool
-    """Whether a cache entry is well formed and names a path that stays inside the root (checked
-    for every entry of every load: kept to a few string tests)."""
-    bounded = "/" + rel + "/"
-    if "//" in bounded or "/./" in bounded or "/../" in bounded or type(rec) is not list or len(rec) != 6:
-        return False
-    digest, lines = rec[4], rec[5]
-    if digest is not None and not (type(digest) is str and len(digest) == 64):
-        return False
-    return lines is None or (type(lines) is list and (not lines or all(
-        type(x) is list and len(x) == 2 and type(x[0]) is int and type(x[1]) is str for x in lines)))
-
-
-def load_cache(path, rule, since, trust, limit):
-    # type: (Optional[str], Any, int, bool, int) -> Cache
-    """The cache kept in ``path``, or an empty one when ``trust`` is off (--checksum) or it cannot
-    be used. ``limit``: the most bytes a cache for this tree may take (a bigger one is not read)."""
-    old = {}  # type: Dict[str, List[Any]]
-    if trust and path is not None:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd, "rb") as f:
-                raw = f.read(limit + 1)
-            doc = json.loads(raw.decode("utf-8")) if len(raw) <= limit else {}
-            if isinstance(doc, dict) and doc.get("format") == 1 and doc.get("rule") == rule:
-                files = doc.get("files")
-                if isinstance(files, dict) and all(valid_record(k, v) for k, v in files.items()):
-                    old = files
-        except (OSError, ValueError):
-            pass
-    return Cache(old, rule, since)
-
-
-def fs_now(folder):
-    # type: (str) -> int
-    """The file system's clock now: the mtime of a file made for it in ``folder`` (file times come
-    from a coarser clock than ``time``, and from the server's on NFS)."""
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".patchctl-")
-    try:
-        return os.fstat(fd).st_mtime_ns
-    finally:
-        os.close(fd)
-        os.unlink(tmp)
-
-
 def problem(root, entry, cache):
-    # type: (str, List[Any], Cache) -> Optional[str]
+    # type: (str, list[Any], Cache) -> Optional[str]
     """Why the host's copy of a manifest entry differs, or None when it matches."""
     path, kind, digest, executable = entry
     full = inside(root, path)
@@ -222,34 +102,21 @@ def skipped(rel):
     return any(part in SKIP_DIRS for part in rel.split("/")[:-1])
 
 
-def scan(full, rx, needles):
-    # type: (str, Pattern[str], List[bytes]) -> List[List[Any]]
-    """``[line, text]`` for each tagged line of one file (none in a binary or unreadable one)."""
-    try:
-        with open(full, "rb") as f:
-            data = f.read()
-    except OSError:
-        return []
-    if not any(n in data for n in needles) or b"\0" in data[:1024]:
-        return []
-    return [[n, line.rstrip()] for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1)
-            if rx.search(line)]
-
-
 def tag_lines(root, paths, pattern, needles, cache=None):
-    # type: (str, Iterable[str], str, List[str], Optional[Cache]) -> List[List[Any]]
+    # type: (str, Iterable[str], str, list[str], Optional[Cache]) -> list[list[Any]]
     """``[path, line, text]`` for each line whose comment carries a tag (as ``patchctl verify``);
     regular files of at most MAX_SCAN bytes only: tagged lines live in source files."""
     rx = re.compile(pattern)
     words = [n.encode() for n in needles]
     cache = cache or Cache({}, None, 0)
-    out = []  # type: List[List[Any]]
+    out = []  # type: list[list[Any]]
     for rel in paths:
         out.extend([rel, n, text] for n, text in cache.tags(rel, os.path.join(root, rel), rx, words))
     return out
 
 
 def walk(root, leave_out):
+    # type: (str, Iterable[str]) -> Iterator[str]
     root = root.rstrip(os.sep)
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
@@ -261,6 +128,7 @@ def walk(root, leave_out):
 
 
 def read_json(path, default):
+    # type: (str, Any) -> Any
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -347,7 +215,7 @@ def hold_transfer_lock(root):
             time.sleep(0.05)
 
 
-class Prescan(object):
+class Prescan:
     """The host's half of the check, started before the request arrives: ``migrate`` sends the
     root and the tag rule first (one JSON line), and while the source is still being listed and
     hashed there, this reads the host's cache, stats its files and hashes those the last migrate
@@ -355,8 +223,8 @@ class Prescan(object):
     carried over only while its stat is unchanged and it is older than this scan's start."""
 
     def __init__(self, order):
-        # type: (Dict[str, Any]) -> None
-        self.order, self.carried = order, None  # type: Dict[str, Any], Optional[Cache]
+        # type: (dict[str, Any]) -> None
+        self.order, self.carried = order, None  # type: dict[str, Any], Optional[Cache]
         self.thread = None  # type: Optional[threading.Thread]
         root = order["root"]
         kept = inside(root, CACHE) if os.path.isdir(root) else None
@@ -370,17 +238,20 @@ class Prescan(object):
     def scan(self, root, kept):
         # type: (str, str) -> None
         placed = read_json(os.path.join(root, MANIFEST), {}).get("files", [])
+        placed = placed if isinstance(placed, list) else []  # the host's file: anything may be there
         pattern, needles = self.order["rule"]
         cache = load_cache(kept, self.order["rule"], self.since, not self.order["rehash"],
                            (64 << 20) + 4096 * len(placed))
         rx, words = re.compile(pattern), [n.encode() for n in needles]
         for rel in placed:
-            full = inside(root, rel)
+            full = inside(root, rel) if isinstance(rel, str) else None
+            if full is None:
+                continue
             try:
-                st = os.lstat(full) if full is not None else None
+                st = os.lstat(full)
             except OSError:
                 continue
-            if st is not None and stat.S_ISREG(st.st_mode):
+            if stat.S_ISREG(st.st_mode):
                 cache.digest(rel, full, st)
         for rel in walk(root, ()):
             cache.tags(rel, os.path.join(root, rel), rx, words)

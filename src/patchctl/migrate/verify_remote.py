@@ -20,7 +20,7 @@ from typing import Any
 from patchctl import proc
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import PatchctlError
-from patchctl.migrate import remote_agent
+from patchctl.migrate import agent_cache, remote_agent
 from patchctl.remote import ssh
 from patchctl.migrate.fileset import FileSet
 from patchctl.migrate.results import HostStatus
@@ -33,7 +33,10 @@ SHOWN = 50
 
 @functools.lru_cache(maxsize=1)
 def _agent_b64() -> str:
-    return base64.b64encode(Path(remote_agent.__file__).read_bytes()).decode("ascii")
+    """The agent's program: its hash cache's source, then its own (which imports the cache only
+    where patchctl is installed, see remote_agent)."""
+    source = Path(agent_cache.__file__).read_bytes() + b"\n" + Path(remote_agent.__file__).read_bytes()
+    return base64.b64encode(source).decode("ascii")
 
 
 @dataclass(frozen=True)
