@@ -96,8 +96,9 @@ def row(
     aliases = [h.alias for h in loop.hosts[:hosts]]
     rsh = f"ssh -F {loop.ssh_config} -o BatchMode=yes"
     out: dict[str, list[Run]] = {k: [] for k in ("rsync first", "rsync again", "migrate first", "migrate again")}
-    for run in range(runs):
-        base = tmp / f"roots-{hosts}-{run}"
+    for _ in range(runs):
+        shutil.rmtree(tmp / "roots", ignore_errors=True)  # the hosts' trees of the run before
+        base = tmp / "roots"
         plain = [
             ["rsync", "-a", "--exclude", "/.git", "-e", rsh, f"{tree}/", f"{a}:{base / 'rsync' / a}/verl_Uky/"]
             for a in aliases
@@ -112,7 +113,6 @@ def row(
         argv = [*patchctl, "migrate", "loop", "--target", str(tree), "--config", str(config), "--json"]
         out["migrate first"].append(migrate(argv, env, again=False))
         out["migrate again"].append(migrate(argv, env, again=True))
-        shutil.rmtree(base)
     return out
 
 
@@ -173,6 +173,7 @@ def main() -> int:
                         f"{phases(r['migrate first'])} | {phases(r['migrate again'])} |",
                         flush=True,
                     )
+                    shutil.rmtree(tmp / "roots")  # after the row is out: 16 x 100k files take minutes
                 shutil.rmtree(src)
         finally:
             loop.close()
