@@ -155,6 +155,7 @@ def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = (), cache
 
 def _collect(root: Path, cluster: Cluster, generated: tuple[str, ...], cache: Any, top: Path,
              changed: Future[list[str]]) -> FileSet:
+    """collect's work once git was found; ``changed``: git's list of what differs from HEAD, coming."""
     listed = git.worktree_files(root)
     record = rec.load(root)
     if record is not None:
