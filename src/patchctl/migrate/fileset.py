@@ -148,15 +148,17 @@ def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = (), cache
     top = git.toplevel(root)
     if top is None:
         raise NotAGitTree(root)
-    with ThreadPoolExecutor(max_workers=1) as pool:  # git scans the tree for these while the files are hashed here
-        changed = pool.submit(git.changed, root)
-        return _collect(root, cluster, generated, cache, top, changed)
+    with ThreadPoolExecutor(max_workers=1) as pool:  # git checks tracked files while ls-files lists the tree
+        tracked_changes = pool.submit(git.changed, root, False)
+        return _collect(root, cluster, generated, cache, top, tracked_changes)
 
 
 def _collect(root: Path, cluster: Cluster, generated: tuple[str, ...], cache: Any, top: Path,
-             changed: Future[list[str]]) -> FileSet:
-    """collect's work once git was found; ``changed``: git's list of what differs from HEAD, coming."""
+             tracked_changes: Future[list[str]]) -> FileSet:
+    """collect's work once git was found; ``tracked_changes``: the tracked files that differ from
+    HEAD, coming from git; the untracked ones are those ls-files lists (one walk, not two)."""
     listed = git.worktree_files(root)
+    untracked = [p for p, tracked in listed.items() if not tracked]
     record = rec.load(root)
     if record is not None:
         listed.setdefault(rec.RECORD_PATH, False)
@@ -186,4 +188,4 @@ def _collect(root: Path, cluster: Cluster, generated: tuple[str, ...], cache: An
             entries.append(entry)
     if left_out:
         raise TrackedFileLeftOut(left_out, cluster.name, cluster.source)
-    return FileSet(root, tuple(entries), git.head(top), tuple(changed.result()))
+    return FileSet(root, tuple(entries), git.head(top), tuple(sorted({*tracked_changes.result(), *untracked})))
