@@ -9,9 +9,12 @@ not ignored, see bench_migrate_trees.py) sent to 2, 4 or 8 real sshd hosts on lo
   ssh config; goal <= 1.5x;
 - again: a no-change re-run of both (0 bytes sent); goal <= 1.5x.
 
+Each command starts after a ``sync`` (no writes of the one before still being flushed), and
+rsync and migrate take turns going first, run by run.
+
 Besides the ratios: the CPU seconds spent here (migrate and every process it waited for: ssh,
-rsync, git; beside the rsyncs' own, with their ssh), patchctl's peak RSS (the largest of those
-processes; from wait4), and where each host's time went
+rsync, git; beside the rsyncs' own, with their ssh), peak RSS (patchctl's own, from /proc, and the
+largest of its processes, from wait4), and where each host's time went
 (``--json``'s phases, the slowest host's: file set / transfer / verification / rendering).
 The hosts run on this machine too, so on few cores read the ratios, not the seconds.
 
@@ -31,8 +34,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "migrate"))
@@ -52,6 +57,8 @@ class Run:
     cpu: float = 0.0
     rss: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
+    #: patchctl's own peak RSS, MB (``rss``: the largest process of its tree)
+    own: float = 0.0
 
 
 def parallel(argvs: list[list[str]]) -> Run:
@@ -68,6 +75,19 @@ def parallel(argvs: list[list[str]]) -> Run:
     return Run(time.perf_counter() - start, cpu)
 
 
+def own_peak(pid: int, peak: list[float], done: threading.Event) -> None:
+    """patchctl's own peak RSS (VmHWM, MB), read every 50 ms while it runs: wait4's maximum is that
+    of its largest descendant, which may be git or rsync."""
+    while not done.wait(0.05):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                peak[0] = max(peak[0], int(line.split()[1]) / 1024)
+
+
 def migrate(argv: list[str], env: dict[str, str], again: bool) -> Run:
     """One migrate, its CPU and peak RSS from wait4 (it and the descendants it waited for);
     ``again``: a no-change re-run, which must send nothing."""
@@ -75,7 +95,12 @@ def migrate(argv: list[str], env: dict[str, str], again: bool) -> Run:
     with tempfile.TemporaryFile() as err:
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env)
         assert p.stdout is not None
+        peak, done = [0.0], threading.Event()
+        watcher = threading.Thread(target=own_peak, args=(p.pid, peak, done))
+        watcher.start()
         out = p.stdout.read()
+        done.set()
+        watcher.join()
         _, status, usage = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - start
@@ -86,7 +111,7 @@ def migrate(argv: list[str], env: dict[str, str], again: bool) -> Run:
     phases = {k: max(h["phases"][k] for h in doc["hosts"]) for k in PHASES}
     if again and sum(h["files_sent"] for h in doc["hosts"]):
         raise SystemExit("a no-change re-run sent files")
-    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, phases)
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, phases, peak[0])
 
 
 def row(
@@ -96,7 +121,7 @@ def row(
     aliases = [h.alias for h in loop.hosts[:hosts]]
     rsh = f"ssh -F {loop.ssh_config} -o BatchMode=yes"
     out: dict[str, list[Run]] = {k: [] for k in ("rsync first", "rsync again", "migrate first", "migrate again")}
-    for _ in range(runs):
+    for run in range(runs):
         shutil.rmtree(tmp / "roots", ignore_errors=True)  # the hosts' trees of the run before
         base = tmp / "roots"
         plain = [
@@ -106,13 +131,20 @@ def row(
         for a in aliases:
             (base / "rsync" / a).mkdir(parents=True)
             (base / "migrate" / a).mkdir(parents=True)
-        out["rsync first"].append(parallel(plain))
-        out["rsync again"].append(parallel(plain))
         config = loop.write_config(tmp / "bench.toml", base / "migrate", aliases=aliases)
         shutil.rmtree(Path(env["PATCHCTL_CACHE"]) / "migrate", ignore_errors=True)  # cold here: no hash cache
         argv = [*patchctl, "migrate", "loop", "--target", str(tree), "--config", str(config), "--json"]
-        out["migrate first"].append(migrate(argv, env, again=False))
-        out["migrate again"].append(migrate(argv, env, again=True))
+        steps = [
+            ("rsync first", partial(parallel, plain)),
+            ("rsync again", partial(parallel, plain)),
+            ("migrate first", partial(migrate, argv, env, again=False)),
+            ("migrate again", partial(migrate, argv, env, again=True)),
+        ]
+        # each side goes first every other run; each step starts with no writes of the one before
+        # still being flushed (the second of two GB-sized copies would pay for the first one's)
+        for name, step in steps if run % 2 == 0 else steps[2:] + steps[:2]:
+            os.sync()
+            out[name].append(step())
     return out
 
 
@@ -146,7 +178,7 @@ def main() -> int:
     )
     print(
         "| tree | files | MB | hosts | migrate first / again s | rsync first / again s | ratio first / again "
-        "| CPU s here, migrate first / again | rsync first / again | peak RSS MB "
+        "| CPU s here, migrate first / again | rsync first / again | peak RSS MB, patchctl / any of its processes "
         "| phases first: set/xfer/verify/render s | phases again |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -169,6 +201,7 @@ def main() -> int:
                         f"{rf:.2f} / {ra:.2f} | {mf / rf:.2f}x / {ma / ra:.2f}x | "
                         f"{med(r['migrate first'], 'cpu'):.2f} / {med(r['migrate again'], 'cpu'):.2f} | "
                         f"{med(r['rsync first'], 'cpu'):.2f} / {med(r['rsync again'], 'cpu'):.2f} | "
+                        f"{max(x.own for x in r['migrate first'] + r['migrate again']):.0f} / "
                         f"{max(x.rss for x in r['migrate first'] + r['migrate again']):.0f} | "
                         f"{phases(r['migrate first'])} | {phases(r['migrate again'])} |",
                         flush=True,

@@ -87,8 +87,8 @@ class Agent:
             return AgentReply({}, HostStatus.FAILED, self._missing or "the agent was already asked")
         p, self._proc = self._proc, None
         payload = json.dumps(dict(request, root=self.host.root)).encode("utf-8")
-        if manifest is not None:
-            payload = payload[:-1] + b', "manifest": ' + manifest + b"}"
+        if manifest is not None:  # one copy of the manifest per host in flight, not three
+            payload = b"".join((payload[:-1], b', "manifest": ', manifest, b"}"))
         try:
             out, _ = p.communicate(payload, timeout=timeout)
         except subprocess.TimeoutExpired:
