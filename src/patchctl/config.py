@@ -41,6 +41,17 @@ def search_paths() -> list[Path]:
     return [Path("patchctl.toml"), Path(base) / "patchctl" / "config.toml"]
 
 
+def expand(spec: str, config: Path | None = None) -> str:
+    """A ``[targets]`` name's spec; anything else as given (a release, a path, a git ref).
+
+    The config is read only for what could be a name, so that a release or a folder never
+    depends on a config file being readable.
+    """
+    if releases.parse_spec(spec) or Path(spec).expanduser().exists():
+        return spec
+    return load(config).targets.get(spec, spec)
+
+
 def find(config: Path | None) -> Path | None:
     if config is not None:
         if not config.is_file():

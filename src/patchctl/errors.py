@@ -6,13 +6,35 @@ the CLI prints it as a single line with no traceback.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from pathlib import Path
 
 from patchctl.quoting import quote_path
 
 
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``" (did you mean 'gpu'?)"`` for the closest of ``known`` to a mistyped ``name``, else ``""``."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def looked_in(paths: Iterable[Path | str]) -> str:
+    """``"no config file (looked for ./patchctl.toml, ...)"``: a missing config says where it was sought."""
+    return "no config file (looked for " + ", ".join(str(Path(p).absolute()) for p in paths) + ")"
+
+
 class PatchctlError(Exception):
-    """An expected failure that the CLI turns into one line and exit code 1."""
+    """An expected failure that the CLI turns into one line (or, with ``--json``, one object).
+
+    Its exit code is 2, "could not run as asked": a check that ran and failed is 1, and scripts
+    must be able to tell the two apart (#19). ``fix`` is what to do, where a subclass knows it.
+    """
+
+    #: the process's exit code (see ``patchctl --help``)
+    exit_code = 2
+    #: the next step, as ``--json`` errors give it in ``hint``; None: the message's last clause
+    fix: str | None = None
 
 
 class ManifestError(PatchctlError):
@@ -25,10 +47,12 @@ class ManifestError(PatchctlError):
 
 
 class NotAVerlTree(PatchctlError):
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, upward: bool = False) -> None:
+        #: ``upward``: the folders above were searched too, as git searches for ``.git``
         self.path = path
+        where = " there or in any folder above" if upward else ""
         super().__init__(
-            f"{path}: not a verl tree (no verl/__init__.py); "
+            f"{path}: not a verl tree (no verl/__init__.py{where}); "
             "pass --target with a verl checkout, a release such as verl==0.6.1, or a configured name"
         )
 
@@ -42,12 +66,38 @@ class UnknownRelease(PatchctlError):
         )
 
 
+class ReleaseDownloadFailed(PatchctlError):
+    """The package index could not be read: the network, a proxy, or an index of another kind."""
+
+    def __init__(self, spec: str, url: str, problem: str) -> None:
+        self.spec, self.url, self.problem = spec, url, problem
+        super().__init__(f"{spec}: could not download from {url} ({problem}); check the network or proxy "
+                         "(HTTPS_PROXY), or point PATCHCTL_INDEX_URL at a PEP 691 index you can reach")
+
+
+class ReleaseHashMismatch(PatchctlError):
+    """The archive downloaded is not the one the index lists: nothing of it is kept."""
+
+    def __init__(self, spec: str, url: str, expected: str, got: str) -> None:
+        self.spec, self.url = spec, url
+        super().__init__(f"{spec}: {url} has sha256 {got[:16]}..., the index lists {expected[:16]}...; "
+                         "nothing was kept: retry, and check for a proxy rewriting downloads")
+
+
+class NoSuchPath(PatchctlError):
+    def __init__(self, option: str, path: Path | str) -> None:
+        self.option, self.path = option, str(path)
+        super().__init__(f"{option} {path}: no such file or directory; check the path")
+
+
 class UnknownTarget(PatchctlError):
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str, known: list[str], config: Path | None, searched: Iterable[Path] = ()) -> None:
+        #: ``config``: the file read; None when there is none, then ``searched`` says where it was sought
+        self.name, self.known = name, known
+        where = f"in [targets] of {config}" if config else f"in [targets] ({looked_in(searched)})"
         super().__init__(
             f"{name}: not a directory, not a release spec (verl==X.Y.Z) and not a target name "
-            "in patchctl.toml [targets]; pass one of those"
+            f"{where}{did_you_mean(name, known)}; pass one of those"
         )
 
 
@@ -139,8 +189,8 @@ class NoPatchset(PatchctlError):
         if builtins is None:
             super().__init__(f"{spec}: no patchset.toml there; pass a patchset directory to --patchset")
         else:
-            super().__init__(f"--patchset {spec}: neither a directory with patchset.toml nor a built-in patchset "
-                             f"({', '.join(builtins)})")
+            super().__init__(f"--patchset {spec}: neither a directory with patchset.toml nor a built-in patchset"
+                             f"{did_you_mean(str(spec), builtins)} ({', '.join(builtins)})")
 
 
 class PatchsetGivenTwice(PatchctlError):
@@ -158,8 +208,17 @@ class BranchExists(PatchctlError):
 class UnknownCluster(PatchctlError):
     def __init__(self, config: Path | str, name: str, known: list[str]) -> None:
         self.config, self.name = str(config), name
-        super().__init__(f"{config}: no cluster named {name!r} (known: {', '.join(known) or 'none'}); "
-                         f"add [clusters.{name}] there")
+        super().__init__(f"{config}: no cluster named {name!r}{did_you_mean(name, known)} (known: "
+                         f"{', '.join(known) or 'none'}); add [clusters.{name}] there")
+
+
+class NoClusterConfig(PatchctlError):
+    """A cluster was named, but there is no config file at all."""
+
+    def __init__(self, name: str, searched: list[Path]) -> None:
+        self.name, self.searched = name, searched
+        super().__init__(f"cluster {name!r}: {looked_in(searched)}; create ./patchctl.toml with [clusters.{name}] "
+                         "(a complete example: docs/patchctl.toml) or pass --config FILE")
 
 
 class BadRef(PatchctlError):
@@ -241,7 +300,8 @@ class UnknownPatch(PatchctlError):
     def __init__(self, patch_id: str, known: list[str]) -> None:
         self.patch_id = patch_id
         super().__init__(
-            f"--only {patch_id}: no such patch in the loaded patchsets; known ids: {', '.join(known)}"
+            f"--only {patch_id}: no such patch in the loaded patchsets{did_you_mean(patch_id, known)}; "
+            f"known ids: {', '.join(known)}"
         )
 
 
@@ -265,7 +325,8 @@ class UnknownProfile(PatchctlError):
 
     def __init__(self, name: str, known: list[str]) -> None:
         self.name, self.known = name, sorted(known)
-        super().__init__(f"--profile {name}: no such profile; choose one of: {', '.join(self.known)}")
+        super().__init__(f"--profile {name}: no such profile{did_you_mean(name, known)}; "
+                         f"choose one of: {', '.join(self.known)}")
 
 
 class PlaceholderMissing(PatchctlError):

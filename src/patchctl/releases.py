@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
-from patchctl import git, proc
-from patchctl.errors import BadArchive, UnknownRelease
+from patchctl import git, progress, pypi
+from patchctl.errors import BadArchive
 
 RELEASE_SPEC = re.compile(r"^verl==(?P<version>\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?)$")
 
@@ -35,24 +34,16 @@ def parse_spec(spec: str) -> str | None:
 
 
 def sdist(version: str) -> Path:
-    """The cached sdist of ``verl==version``, downloading it with pip on first use."""
+    """The cached sdist of ``verl==version``, downloaded from the index on first use (no pip)."""
     store = cache_dir() / "releases"
     store.mkdir(parents=True, exist_ok=True)
     for name in (f"verl-{version}.tar.gz", f"verl-{version}.zip"):
         if (store / name).is_file():
             return store / name
-    with tempfile.TemporaryDirectory(dir=store) as tmp:
-        done = proc.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-             "--disable-pip-version-check", "-q", "-d", tmp, f"verl=={version}"],
-            check=False,
-        )
-        files = [f for f in Path(tmp).iterdir() if f.name.startswith("verl-")]
-        if done.returncode != 0 or not files:
-            lines = [ln for ln in (done.stderr or done.stdout).splitlines() if "ERROR" in ln] or ["pip found nothing"]
-            raise UnknownRelease(f"verl=={version}", lines[-1].replace("ERROR: ", "").strip())
-        final = store / files[0].name
-        os.replace(files[0], final)
+    with tempfile.TemporaryDirectory(dir=store) as tmp, progress.step(f"downloading verl=={version}"):
+        got = pypi.download("verl", version, Path(tmp))
+        final = store / got.name
+        os.replace(got, final)
         return final
 
 
@@ -83,7 +74,7 @@ def materialize(version: str) -> Path:
         return final
     archive = sdist(version)
     trees.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=trees, prefix=".unpack-") as tmp:
+    with tempfile.TemporaryDirectory(dir=trees, prefix=".unpack-") as tmp, progress.step(f"unpacking {archive.name}"):
         top = unpack(archive, Path(tmp))
         git.init_with_commit(top, f"verl {version} (source release {archive.name})")
         os.replace(top, final)
@@ -99,4 +90,6 @@ def pristine(version: str, dest: Path) -> Path:
     can, and reading it writes nothing outside ``dest`` (after a first download).
     """
     dest.mkdir(parents=True, exist_ok=True)
-    return unpack(sdist(version), dest)
+    archive = sdist(version)
+    with progress.step(f"unpacking {archive.name}"):
+        return unpack(archive, dest)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from patchctl import git, trees
 from patchctl.config import load as load_config
-from patchctl.errors import NotAVerlTree, UnknownTarget
-
+from patchctl.config import search_paths
+from patchctl.errors import NoSuchPath, NotAVerlTree, UnknownTarget
 
 
 @dataclass(frozen=True)
@@ -41,16 +41,35 @@ def open_tree(root: Path, label: str | None = None) -> Target:
     return Target(root, read_version(root), label or str(root), git.head(root) if is_git else None, is_git)
 
 
+def find_root(start: Path) -> Path | None:
+    """The verl tree holding ``start``: the nearest of it and its parents with ``verl/__init__.py``.
+
+    As git looks for ``.git``, so that ``patchctl verify`` works from any folder of the tree
+    (inside ``verl/utils`` too), not only from its root.
+    """
+    start = start.resolve()
+    return next((d for d in (start, *start.parents) if (d / "verl" / "__init__.py").is_file()), None)
+
+
 def resolve(spec: str, config: Path | None = None) -> Target:
     """Resolve ``--target``: ``verl==X.Y.Z`` (the cached tree, patched in place), an existing
-    directory, or a name from the config's ``[targets]``."""
+    directory (or the verl tree around it), or a name from the config's ``[targets]``."""
     found = trees.parse(spec)
+    if found is not None and found.kind is trees.Kind.PATH:
+        assert found.path is not None
+        root = find_root(found.path)
+        if root is None:
+            raise NotAVerlTree(found.path.resolve(), upward=True)
+        return open_tree(root, spec)
     if found is not None:
         return open_tree(trees.materialize(found), spec)
-    configured = load_config(config).targets.get(spec)
+    loaded = load_config(config)
+    configured = loaded.targets.get(spec)
     if configured:
         return resolve(configured)
     path = Path(spec).expanduser()
-    if path.exists() or "/" in spec or spec.startswith("."):
+    if path.exists():
         raise NotAVerlTree(path)
-    raise UnknownTarget(spec)
+    if "/" in spec or spec.startswith((".", "~")):
+        raise NoSuchPath("--target", path)
+    raise UnknownTarget(spec, sorted(loaded.targets), loaded.file, search_paths())

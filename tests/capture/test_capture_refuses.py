@@ -90,12 +90,12 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine\n")
     code, _, out = run("capture", "--from", str(fork), "--base", str(fork), "--out", str(tmp_path / "busy"))
-    assert code == 1 and out.strip().splitlines() == [
+    assert code == 2 and out.strip().splitlines() == [
         f"error: --out {tmp_path / 'busy'}: exists and is not a patchset directory; choose a new or empty directory"]
     assert sorted(p.name for p in (tmp_path / "busy").iterdir()) == ["notes.txt"]
     code, _, out = run("capture", "--from", str(fork), "--base", "v9.9", "--out", str(tmp_path / "o"))
-    assert code == 1 and len(out.strip().splitlines()) == 1 and "--base v9.9" in out
+    assert code == 2 and len(out.strip().splitlines()) == 1 and "--base v9.9" in out
     code, _, out = run("capture", "--from", str(fork), "--base", str(fork), "--out", str(tmp_path / "o"),
                        "--include", "m.py")
-    assert code == 1 and "write FILE:LINE" in out
+    assert code == 2 and "write FILE:LINE" in out
     assert not (tmp_path / "o").exists()

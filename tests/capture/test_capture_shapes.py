@@ -148,5 +148,5 @@ def test_an_error_never_names_the_removed_scratch_folder(tmp_path: Path, monkeyp
     monkeypatch.setattr(proof, "load_patchset", fails)
     base, fork = tree(tmp_path / "b", {"m.py": "x = 1\n"}), tree(tmp_path / "f", {"m.py": "x = 1\ny = 2  # Uky\n"})
     code, _, out = run3("capture", "--from", str(fork), "--base", str(base), "--out", str(tmp_path / "o"))
-    assert code == 1 and "<capture's scratch folder, removed>/patchset/patchset.toml: cannot be read" in out, out
+    assert code == 2 and "<capture's scratch folder, removed>/patchset/patchset.toml: cannot be read" in out, out
     assert ".o.capture-" not in out and not (tmp_path / "o").exists()

@@ -26,22 +26,23 @@ def one_error_line(out: str) -> str:
 
 def test_not_a_verl_tree(tmp_path: Path) -> None:
     code, out = run("apply", "--target", str(tmp_path))
-    assert code == 1
+    assert code == 2
     assert one_error_line(out) == (
-        f"error: {tmp_path.resolve()}: not a verl tree (no verl/__init__.py); pass --target with a verl checkout, "
+        f"error: {tmp_path.resolve()}: not a verl tree (no verl/__init__.py there or in any folder above); "
+        "pass --target with a verl checkout, "
         "a release such as verl==0.6.1, or a configured name"
     )
 
 
 def test_unknown_target_name() -> None:
     code, out = run("verify", "--target", "no-such-cluster-name")
-    assert code == 1
+    assert code == 2
     assert "no-such-cluster-name: not a directory, not a release spec (verl==X.Y.Z)" in one_error_line(out)
 
 
 def test_unknown_release() -> None:
     code, out = run("apply", "--target", "verl==0.0.99")
-    assert code == 1
+    assert code == 2
     line = one_error_line(out)
     assert line.startswith("error: verl==0.0.99: no such source release could be downloaded")
     assert "https://pypi.org/project/verl/#history" in line
@@ -53,7 +54,7 @@ def test_syntax_error_in_target(release_tree) -> None:
     f.write_text(f.read_text().replace("async def run_server(self, args", "async def run_server(self, args,,", 1))
     before = snapshot(tree)
     code, out = run("apply", "--target", str(tree), "--force")
-    assert code == 1
+    assert code == 2
     line = one_error_line(out)
     assert "verl/workers/rollout/vllm_rollout/vllm_async_server.py:" in line
     assert "not valid Python" in line and "fix the file or restore it with git checkout" in line
@@ -66,7 +67,7 @@ def test_read_only_file_writes_nothing(release_tree) -> None:
     f.chmod(0o444)
     before = snapshot(tree)
     code, out = run("apply", "--target", str(tree))
-    assert code == 1
+    assert code == 2
     assert "vllm_rollout_spmd.py: cannot write (the file is read-only)" in one_error_line(out)
     assert snapshot(tree) == before
 
@@ -77,7 +78,7 @@ def test_read_only_directory_writes_nothing(release_tree) -> None:
     (tree / "examples").write_text("not a directory\n")
     before = snapshot(tree)
     code, out = run("apply", "--target", str(tree), "--force")
-    assert code == 1
+    assert code == 2
     assert "cannot write" in one_error_line(out)
     assert snapshot(tree) == before
 
@@ -88,7 +89,7 @@ def test_malformed_manifest_names_file_patch_key_and_fix(tmp_path: Path, release
     manifest = ps / "patchset.toml"
     manifest.write_text(manifest.read_text().replace('kind = "prelude"', 'kind = "prelud"', 1))
     code, out = run("apply", "--target", str(release_tree("0.6.1")), "--patchset", str(ps))
-    assert code == 1
+    assert code == 2
     assert one_error_line(out) == (
         f"error: {manifest}: patch 'triton-cuda-stubs', key 'patch[1].kind': 'prelud' is not allowed; "
         "use one of: add-file, guard-import, keyword-rename, keyword-value, prelude, shell-env, structural"
@@ -103,7 +104,7 @@ def test_manifest_missing_key(tmp_path: Path) -> None:
         'target = ["x.py"]\n[patch.params]\nblock = "import os"\n'
     )
     code, out = run("list", "--patchset", str(ps))
-    assert code == 1
+    assert code == 2
     assert one_error_line(out) == (
         f"error: {ps / 'patchset.toml'}: patch 'a', key 'patch[0].why': missing; add it (the reason the change exists)"
     )
@@ -114,19 +115,19 @@ def test_manifest_invalid_toml(tmp_path: Path) -> None:
     ps.mkdir()
     (ps / "patchset.toml").write_text("[patchset\n")
     code, out = run("list", "--patchset", str(ps))
-    assert code == 1
+    assert code == 2
     assert "key '(document)': not valid TOML" in one_error_line(out)
 
 
 def test_unknown_only_id(release_tree) -> None:
     code, out = run("apply", "--target", str(release_tree("0.6.1")), "--only", "nope")
-    assert code == 1
+    assert code == 2
     assert one_error_line(out).startswith("error: --only nope: no such patch in the loaded patchsets; known ids: ")
 
 
 def test_unknown_patchset() -> None:
     code, out = run("list", "--patchset", "nonexistent")
-    assert code == 1
+    assert code == 2
     assert "neither a directory with patchset.toml nor a built-in patchset" in one_error_line(out)
 
 

@@ -97,7 +97,7 @@ def test_binary_garbage_does_not_crash(tmp_path):
 
 def test_missing_file_is_one_line(tmp_path):
     result = CliRunner().invoke(cli, ["doctor", str(tmp_path / "nope.log")])
-    assert result.exit_code == 1 and "nope.log: no such log file" in result.output
+    assert result.exit_code == 2 and "nope.log: no such log file" in result.output
     assert "Traceback" not in result.output
 
 
@@ -105,7 +105,7 @@ def test_bad_signature_table(tmp_path):
     bad = tmp_path / "s.toml"
     bad.write_text("format = 2\nsignature = []\n")
     result = CliRunner().invoke(cli, ["doctor", "--signatures", str(bad), "-"], input="x")
-    assert result.exit_code == 1 and "key 'format'" in result.output
+    assert result.exit_code == 2 and "key 'format'" in result.output
 
 
 def test_list():
@@ -173,14 +173,14 @@ def test_a_binary_file_is_refused_in_one_line(tmp_path, make, what):
     log = tmp_path / "python3"
     log.write_bytes(make())
     result = CliRunner().invoke(cli, ["doctor", str(log)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output == (f"error: {log}: not a text log ({what}); pass the run's log file (plain, .gz, .bz2 "
                              "or .xz)\n")
 
 
 def test_a_binary_stdin_is_refused(tmp_path):
     result = CliRunner().invoke(cli, ["doctor", "-"], input=b"\x7fELF\x02\x01\x01" + b"\x00" * 64)
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output == ("error: <stdin>: not a text log (an ELF executable or library); pass the run's log file "
                              "(plain, .gz, .bz2 or .xz)\n")
 

@@ -112,7 +112,7 @@ def test_the_same_outcome_on_both_sides_is_refused(tmp_path: Path) -> None:
     git(repo.root, "tag", "good")
     repo.filler(2)
     out = run(repo, ps, "good", "HEAD")
-    assert out.exit_code == 1
+    assert out.exit_code == 2
     assert "is applied at both --good good and --bad HEAD: nothing to bisect" in out.output
 
 
@@ -124,7 +124,7 @@ def test_a_merge_base_that_already_changed_is_refused(tmp_path: Path) -> None:
     git(repo.root, "checkout", "-q", "main")
     repo.filler(2)
     out = run(repo, ps, "rel", "main")
-    assert out.exit_code == 1
+    assert out.exit_code == 2
     assert "their merge base" in out.output and "is already superseded-upstream" in out.output
 
 
@@ -133,9 +133,9 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     assert "no such commit, branch or tag" in run(repo, ps, "nope", "HEAD").output
     assert "cannot start with '-'" in run(repo, ps, "--upload-pack=x", "HEAD").output
     out = invoke("bisect", "other", "--good", "HEAD", "--bad", "HEAD", "--repo", str(repo.root), "--patchset", str(ps))
-    assert out.exit_code == 1 and "no such patch" in out.output
+    assert out.exit_code == 2 and "no such patch" in out.output
     out = invoke("bisect", "log-requests", "--good", "a", "--bad", "b", "--repo", str(tmp_path), "--patchset", str(ps))
-    assert out.exit_code == 1 and "not a git repository" in out.output
+    assert out.exit_code == 2 and "not a git repository" in out.output
 
 
 def test_a_patchset_naming_a_file_in_git_is_refused(tmp_path: Path) -> None:
@@ -146,7 +146,7 @@ def test_a_patchset_naming_a_file_in_git_is_refused(tmp_path: Path) -> None:
     git(repo.root, "tag", "good")
     repo.commit({SERVER: NEW}, "fix")
     out = run(repo, ps, "good", "HEAD")
-    assert out.exit_code == 1 and ".git" in out.output
+    assert out.exit_code == 2 and ".git" in out.output
 
 
 def test_good_and_bad_swapped_is_refused(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_good_and_bad_swapped_is_refused(tmp_path: Path) -> None:
     git(repo.root, "tag", "old")
     repo.commit({SERVER: NEW}, "fix")
     out = run(repo, ps, "HEAD", "old")
-    assert out.exit_code == 1 and "is an ancestor of --good HEAD" in out.output and "swap" in out.output
+    assert out.exit_code == 2 and "is an ancestor of --good HEAD" in out.output and "swap" in out.output
 
 
 SHIPPED = '''

@@ -129,7 +129,7 @@ def test_markdown_and_directories(tmp_path: Path) -> None:
 def test_bad_input(tmp_path: Path) -> None:
     repo, ps = setup(tmp_path)
     out = invoke("drift", "--from", "nope", "--to", "HEAD", "--patchset", str(ps))
-    assert out.exit_code == 1 and "--from nope: not a release" in out.output
+    assert out.exit_code == 2 and "--from nope: not a release" in out.output
     assert "--to nope: no such commit" in invoke("drift", "--from", "a", "--to", "nope", "--repo", str(repo.root)).output
     assert "--json and --markdown" in invoke("drift", "--from", "a", "--to", "a", "--json", "--markdown").output
 
@@ -148,7 +148,7 @@ def test_a_tree_whose_folder_leads_outside_is_not_read_through(tmp_path: Path) -
     shutil.rmtree(two / "examples")
     (two / "examples").symlink_to(secret)
     out = invoke("drift", "--from", str(one), "--to", str(two), "--patchset", str(ps), "--json")
-    assert out.exit_code == 1 and "leads out of the tree through a symlink" in out.output
+    assert out.exit_code == 2 and "leads out of the tree through a symlink" in out.output
     assert "SECRET" not in out.output and "key.sh" not in out.output
 
 

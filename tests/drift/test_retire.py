@@ -69,7 +69,7 @@ def test_an_existing_out_is_refused_and_a_dry_run_writes_nothing(tmp_path: Path)
     out = tmp_path / "exists"
     out.mkdir()
     done = retire(repo, ps, "--out", str(out))
-    assert done.exit_code == 1 and "already exists" in done.output and list(out.iterdir()) == []
+    assert done.exit_code == 2 and "already exists" in done.output and list(out.iterdir()) == []
     before = sorted(p.name for p in tmp_path.iterdir())
     done = retire(repo, ps)
     assert done.exit_code == 0 and "absorbing commit not bisected (it needs --repo, --since" in done.output
@@ -88,7 +88,7 @@ def test_retiring_every_patch_is_refused(tmp_path: Path) -> None:
     repo.commit({SERVER: NEW}, "fix", tag="v0.2.0")
     out = tmp_path / "new"
     done = retire(repo, ps, "--out", str(out))
-    assert done.exit_code == 1 and "every patch is superseded upstream" in done.output and not out.exists()
+    assert done.exit_code == 2 and "every patch is superseded upstream" in done.output and not out.exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".new")] == []
 
 

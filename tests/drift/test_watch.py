@@ -69,7 +69,7 @@ def test_a_skipped_patch_does_not_wake_the_job(tmp_path: Path) -> None:
     repo.commit({SERVER: NEW}, "absorb")
     assert watch(repo, ps, "--skip", "log-requests").exit_code == 0
     out = watch(repo, ps, "--skip", "nope")
-    assert out.exit_code == 1 and "patch 'nope': no such patch" in out.output
+    assert out.exit_code == 2 and "patch 'nope': no such patch" in out.output
 
 
 def test_a_manifest_path_is_no_pathspec_pattern(tmp_path: Path) -> None:

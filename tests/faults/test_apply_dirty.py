@@ -36,7 +36,7 @@ def test_a_file_with_the_users_edits_is_refused_without_force(tree: Path, ps: Pa
     (tree / INIT).write_text((tree / INIT).read_text() + "MINE = 1\n")
     before = snapshot(tree)
     code, out = run("apply", "-t", str(tree), "-p", str(ps))
-    assert code == 1
+    assert code == 2
     assert f"uncommitted changes in files a patch would change: {INIT}; commit or stash them, or pass --force" in out
     assert snapshot(tree) == before
     code, out = run("apply", "-t", str(tree), "-p", str(ps), "--force")
@@ -51,7 +51,7 @@ def test_a_file_patchctl_wrote_is_its_own_until_the_user_edits_it(tree: Path, ps
     (tree / INIT).write_text((tree / INIT).read_text() + "MINE = 1\n")
     before = snapshot(tree)
     code, out = run("apply", "-t", str(tree), "-p", str(ps), "--only", "load-mode")
-    assert code == 1 and "uncommitted changes in files a patch would change" in out
+    assert code == 2 and "uncommitted changes in files a patch would change" in out
     assert snapshot(tree) == before
 
 

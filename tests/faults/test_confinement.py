@@ -44,7 +44,7 @@ def refused(tree: Path, everything: Path, problem: str) -> None:
     """``verify`` refuses in one line naming the journal, and touches nothing anywhere."""
     before = snapshot(everything)
     code, out = run("verify", "-t", str(tree))
-    assert code == 1, out
+    assert code == 2, out
     line = one_error(out)
     assert line.startswith(f"error: {tree / JOURNAL}: refusing the journal of an interrupted patchctl change: "), line
     assert problem in line
@@ -121,7 +121,7 @@ def test_a_journal_folder_that_is_a_file_is_refused(world: tuple[Path, Path], tm
     (tree / JOURNAL).write_text("x\n")
     refused(tree, tmp_path, "is not a folder")
     code, out = run("apply", "-t", str(tree))
-    assert code == 1 and "is not a folder" in one_error(out)
+    assert code == 2 and "is not a folder" in one_error(out)
 
 
 def test_a_journal_file_that_is_a_symlink_is_refused(world: tuple[Path, Path], tmp_path: Path) -> None:
@@ -168,7 +168,7 @@ def test_a_record_entry_through_a_symlink_is_never_used(tmp_path: Path) -> None:
     before = snapshot(tmp_path)
     for cmd in ("revert", "verify"):
         code, out = run(cmd, "-t", str(tree))
-        assert code == 1, out
+        assert code == 2, out
         line = one_error(out)
         assert line.startswith(f"error: {record}: the apply record is damaged (patch 'quick-fix' names "
                                "'out/QUICK_FIX.md', which leads out of the tree through a symlink"), line
@@ -182,7 +182,7 @@ def test_a_record_folder_that_is_a_symlink_is_never_read(tmp_path: Path) -> None
     os.symlink(elsewhere, tree / ".patchctl")
     before = snapshot(tmp_path)
     code, out = run("revert", "-t", str(tree))
-    assert code == 1, out
+    assert code == 2, out
     assert one_error(out).startswith(f"error: {record}: the apply record is damaged (.patchctl is a symbolic link")
     assert snapshot(tmp_path) == before
 
@@ -194,7 +194,7 @@ def test_a_record_file_that_is_a_symlink_is_never_read(tmp_path: Path) -> None:
     os.symlink(elsewhere, record)
     before = snapshot(tmp_path)
     code, out = run("revert", "-t", str(tree))
-    assert code == 1, out
+    assert code == 2, out
     assert one_error(out).startswith(f"error: {record}: the apply record is damaged (applied.json is a symbolic link")
     assert snapshot(tmp_path) == before
 
@@ -228,7 +228,7 @@ def test_an_upstream_file_behind_a_symlink_is_not_read(tmp_path: Path) -> None:
     ps.mkdir()
     (ps / "patchset.toml").write_text(UPSTREAM_PS.format(file="up/secret.py"))
     code, out = run("verify", "-t", str(tree), "-p", str(ps))
-    assert code == 1, out
+    assert code == 2, out
     assert one_error(out).startswith(f"error: {tree}: patch 'peek': refusing to touch 'up/secret.py': it leads out "
                                      "of the tree through a symlink")
     assert "hunter2" not in out

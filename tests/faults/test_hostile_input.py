@@ -51,7 +51,7 @@ def test_a_target_outside_the_tree_is_refused_at_load(tmp_path: Path, target: st
     outside = snapshot(tmp_path)
     for cmd in (["apply", "-t", str(tree), "--force"], ["list"], ["verify", "-t", str(tree)]):
         code, out = run(*cmd, "-p", str(ps))
-        assert code == 1
+        assert code == 2
         assert one_error(out) == (f"error: {ps / 'patchset.toml'}: patch 'escape', key 'patch[0].target[0]': "
                                   f"{target!r} {problem}; write a path relative to the tree's root, inside it")
     assert snapshot(tmp_path) == outside
@@ -62,7 +62,7 @@ def test_an_add_file_source_outside_the_patchset_is_refused(tmp_path: Path) -> N
     ps = _escaping_patchset(tmp_path / "ps", "ok.md")
     (ps / "patchset.toml").write_text((ps / "patchset.toml").read_text().replace("files/x.md", "../secret"))
     code, out = run("list", "-p", str(ps))
-    assert code == 1
+    assert code == 2
     assert "key 'params.source': '../secret' climbs out of the tree with ..; ship the file inside" in one_error(out)
 
 
@@ -73,7 +73,7 @@ def test_a_symlink_leading_out_is_refused_with_the_patch_named(tmp_path: Path) -
     os.symlink(victim, tree / "docs")
     ps = _escaping_patchset(tmp_path / "ps", "docs/QUICK_FIX.md")
     code, out = run("apply", "-t", str(tree), "-p", str(ps))
-    assert code == 1
+    assert code == 2
     line = one_error(out)
     assert "patch 'escape': refusing to touch 'docs/QUICK_FIX.md': it leads out of the tree through a symlink" in line
     assert list(victim.iterdir()) == []
@@ -92,7 +92,7 @@ def test_a_record_entry_outside_the_tree_is_never_used(tmp_path: Path) -> None:
     record.write_text(json.dumps(doc))
     before = snapshot(tmp_path)
     code, out = run("revert", "-t", str(tree))
-    assert code == 1
+    assert code == 2
     assert one_error(out) == (
         f"error: {record}: the apply record is damaged (patch 'quick-fix' names '../victim/QUICK_FIX.md', which "
         "climbs out of the tree with ..); restore it with git (git checkout -- .patchctl/applied.json), or delete "
@@ -113,14 +113,14 @@ def test_a_bad_upstream_regex_is_a_manifest_error_everywhere(tmp_path: Path) -> 
                 "not a regular expression (unterminated character set at position 1); fix the pattern (Python re syntax)")
     for cmd in (["list"], ["apply", "-t", str(tree)]):
         code, out = run(*cmd, "-p", str(ps))
-        assert (code, one_error(out)) == (1, expected)
+        assert (code, one_error(out)) == (2, expected)
 
 
 def test_commit_refuses_before_writing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     plain = make_tree(tmp_path / "plain", git=False)
     before = snapshot(plain)
     code, out = run("apply", "-t", str(plain), "--commit")
-    assert code == 1
+    assert code == 2
     assert one_error(out) == (f"error: {plain}: --commit refused: it is not a git repository; run `git init` there "
                               "first, or drop --commit (nothing was written)")
     assert snapshot(plain) == before
@@ -129,7 +129,7 @@ def test_commit_refuses_before_writing(tmp_path: Path, monkeypatch: pytest.Monke
     subprocess.run(["git", "-C", str(tree), "branch", "patchctl/uky"], check=True)
     before = snapshot(tree)
     code, out = run("apply", "-t", str(tree), "--commit")
-    assert (code, snapshot(tree)) == (1, before)
+    assert (code, snapshot(tree)) == (2, before)
     assert "branch 'patchctl/uky' already exists; delete it or pass --branch NAME (nothing was written)" in one_error(out)
 
     for k in GIT_IDENT:
@@ -140,7 +140,7 @@ def test_commit_refuses_before_writing(tmp_path: Path, monkeypatch: pytest.Monke
     code, out = run("apply", "-t", str(tree), "--commit", "--branch", "mine")
     if code == 0:  # this host's name gives git an e-mail address: git can commit, so we may too
         pytest.skip("git derives an identity from this host's name")
-    assert code == 1
+    assert code == 2
     assert "--commit refused: git has no identity to commit with; run git config --global user.name" in one_error(out)
     assert snapshot(tree) == before
 
@@ -153,7 +153,7 @@ def test_a_refused_commit_puts_the_files_back(tmp_path: Path) -> None:
     hook.chmod(0o755)
     before = snapshot(tree)
     code, out = run("apply", "-t", str(tree), "--commit")
-    assert code == 1
+    assert code == 2
     assert "hook: no" in one_error(out)
     assert snapshot(tree) == before
     git = ["git", "-C", str(tree)]

@@ -115,7 +115,7 @@ def test_a_file_name_cannot_forge_verify_ok(tmp_path: Path) -> None:
     assert result.exit_code == 1
     lines = result.output.splitlines()
     assert "verify: ok" not in lines and lines[-1] == "verify: FAILED", result.output
-    assert '  untracked tag  "evil\\nverify: ok\\n.py":1: x = 1  # Uky' in lines
+    assert '  stray tag  "evil\\nverify: ok\\n.py":1: x = 1  # Uky' in lines
 
 
 def test_every_output_quotes_the_name_as_git_does(tmp_path: Path) -> None:
@@ -136,7 +136,7 @@ def test_every_output_quotes_the_name_as_git_does(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["list", "-p", str(ps)])
     assert f"    target: {shown}" in result.output.splitlines(), result.output
     result = CliRunner().invoke(cli, ["apply", "-t", str(tree), "-p", str(ps)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output == f"error: {shown}:1: not valid Python ('(' was never closed); fix the file or restore it " \
                             "with git checkout\n"
 

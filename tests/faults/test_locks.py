@@ -59,14 +59,14 @@ def test_verify_during_a_live_apply_waits_refuses_and_leaves_it_alone(setup: tup
         t0 = time.monotonic()
         check = patchctl("verify", "-t", str(tree), "-p", str(ps), env=QUICK)
         waited = time.monotonic() - t0
-        assert check.returncode == 1, check.stderr
+        assert check.returncode == 2, check.stderr
         assert "rolled back" not in check.stderr
         assert f"in use by another patchctl (pid {apply.pid}, `patchctl apply -t {tree} -p {ps}`, since " \
             in check.stderr, check.stderr
         assert waited >= 1.0  # it waited for the holder before refusing
         assert snapshot(tree) == half  # nothing of the live change was touched
         again = patchctl("apply", "-t", str(tree), "-p", str(ps), env=QUICK)
-        assert again.returncode == 1 and f"pid {apply.pid}" in again.stderr and "pending" not in again.stderr
+        assert again.returncode == 2 and f"pid {apply.pid}" in again.stderr and "pending" not in again.stderr
         assert snapshot(tree) == half
     finally:
         os.kill(apply.pid, signal.SIGCONT)
@@ -128,7 +128,7 @@ def test_a_second_capture_never_mends_a_live_one(tmp_path: Path) -> None:
         staging = list(tmp_path.glob(".out.capture-*"))
         assert staging
         second = patchctl(*argv[3:], env=QUICK)
-        assert second.returncode == 1 and f"--out {out}: in use by another patchctl (pid {first.pid}" in second.stderr
+        assert second.returncode == 2 and f"--out {out}: in use by another patchctl (pid {first.pid}" in second.stderr
         assert "interrupted capture" not in second.stdout + second.stderr
         assert list(tmp_path.glob(".out.capture-*")) == staging  # left alone
     finally:

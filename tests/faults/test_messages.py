@@ -63,7 +63,7 @@ def test_enospc_says_the_disk_is_full_naming_the_file_system_and_the_space(tmp_p
     ps = big_patchset(tmp_path / "ps")
     before = snapshot(tree)
     code, out = run("apply", "-t", str(tree), "-p", str(ps))
-    assert code == 1, out
+    assert code == 2, out
     line = one_error(out)
     assert re.fullmatch(rf"error: {re.escape(str(tree / 'big.txt'))}: cannot write \(the disk is full: "
                         rf"{re.escape(str(tmpfs))} \(tmpfs\) has [0-9.]+ KiB free, this change needs 20[0-9.]+ KiB\); "
@@ -76,7 +76,7 @@ def test_erofs_is_a_permissions_matter(tmp_path: Path, tmpfs: Path) -> None:
     tree = make_tree(tmpfs / "tree", git=False)
     subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
     code, out = run("apply", "-t", str(tree), "-p", str(big_patchset(tmp_path / "ps")))
-    assert code == 1, out
+    assert code == 2, out
     assert one_error(out).endswith(f"{tree / 'big.txt'}: cannot write (its directory is read-only); nothing was "
                                    f"changed — {PERMISSIONS}")
 
@@ -91,7 +91,7 @@ def test_efbig_names_the_file_size_limit(tmp_path: Path) -> None:
 
     done = subprocess.run([sys.executable, "-m", "patchctl", "apply", "-t", str(tree), "-p", str(ps)],
                           check=False, capture_output=True, text=True, preexec_fn=limit, env={**os.environ, **GIT_IDENT})
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr
     assert one_error(done.stdout + done.stderr) == (
         f"error: {tree / 'big.txt'}: cannot write (the file would exceed this process's file-size limit of 64.0 KiB "
         "(ulimit -f)); nothing was changed — raise the limit (ulimit -f unlimited) and retry")
@@ -104,7 +104,7 @@ def test_enotdir_names_the_component_that_is_not_a_folder(tmp_path: Path) -> Non
     ps = big_patchset(tmp_path / "ps", target="docs/guide/big.txt")
     before = snapshot(tree)
     code, out = run("apply", "-t", str(tree), "-p", str(ps))
-    assert code == 1, out
+    assert code == 2, out
     assert one_error(out) == (f"error: {tree / 'docs' / 'guide'}: cannot write ({tree / 'docs'} is not a folder); "
                               "nothing was changed — move that file away, or fix the path")
     assert snapshot(tree) == before
@@ -114,7 +114,7 @@ def test_an_oserror_outside_a_journaled_write_is_one_line_naming_the_cause(tmp_p
     """``capture --out`` under a file: the error handler words it, not an internal error (exit 3)."""
     tree = make_tree(tmp_path / "tree", git=False)
     code, out = run("capture", "--from", str(tree), "--base", str(tree), "--out", str(tree / "README.md" / "a" / "ps"))
-    assert code == 1, out
+    assert code == 2, out
     assert one_error(out) == (f"error: {tree / 'README.md' / 'a'}: {tree / 'README.md'} is not a folder; "
                               "move that file away, or fix the path")
 

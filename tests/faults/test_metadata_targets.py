@@ -51,7 +51,7 @@ def test_a_target_in_metadata_is_a_manifest_error(tmp_path: Path, target: str, f
     before = snapshot(tmp_path)
     for cmd in (["apply", "-t", str(tree)], ["list"]):
         code, out = run(*cmd, "-p", str(ps))
-        assert code == 1, out
+        assert code == 2, out
         assert one_error(out) == (f"error: {ps / 'patchset.toml'}: patch 'hook', key 'patch[0].target[1]': "
                                   f"{target!r} is inside {folder}, which belongs to version control or patchctl; "
                                   "write a path to a file of the tree itself")
@@ -64,7 +64,7 @@ def test_a_symlink_into_git_does_not_carry_a_target_there(tmp_path: Path) -> Non
     os.symlink(".git/hooks", tree / "hooks")
     ps = add_file_patchset(tmp_path / "ps", "hooks/pre-commit")
     code, out = run("apply", "-t", str(tree), "-p", str(ps), "--force")
-    assert code == 1, out
+    assert code == 2, out
     assert one_error(out).startswith(f"error: {tree}: patch 'hook': refusing to touch 'hooks/pre-commit': it leads "
                                      "into .git through a symlink")
     assert not (tree / ".git" / "hooks" / "pre-commit").exists()
@@ -78,7 +78,7 @@ def test_an_add_file_source_symlinked_out_of_the_patchset_is_refused(tmp_path: P
     ps = add_file_patchset(tmp_path / "ps", "ok.txt", source="files/passwd")
     os.symlink(tmp_path / "passwd", ps / "files" / "passwd")
     code, out = run("list", "-p", str(ps))
-    assert code == 1, out
+    assert code == 2, out
     assert one_error(out) == (f"error: {ps / 'patchset.toml'}: patch 'hook', key 'params.source': 'files/passwd' "
                               f"leads out of the patchset folder through a symlink (to {tmp_path / 'passwd'}); "
                               "ship the file inside the patchset directory and name it relative to it")
@@ -93,6 +93,6 @@ def test_an_add_file_source_symlinked_inside_the_patchset_is_fine(tmp_path: Path
 def test_an_add_file_source_that_is_a_folder_is_called_a_folder(tmp_path: Path) -> None:
     ps = add_file_patchset(tmp_path / "ps", "ok.txt", source="files")
     code, out = run("list", "-p", str(ps))
-    assert code == 1, out
+    assert code == 2, out
     assert one_error(out) == (f"error: {ps / 'patchset.toml'}: patch 'hook', key 'params.source': {ps / 'files'} "
                               "is a folder, not a file; name the file to ship, e.g. files/QUICK_FIX.md")

@@ -67,7 +67,7 @@ def test_a_record_naming_a_patchset_not_given_is_refused(tmp_path: Path) -> None
     assert run("apply", "-t", str(tree), "-p", str(make_patchset(tmp_path / "ps", n_files=1)))[0] == 0
     before = snapshot(tree)
     code, out = run("revert", "-t", str(tree), "-p", str(_patchset(tmp_path / "other", ON_ADDED)))
-    assert code == 1 and "the apply record lists patchset 'fault'; pass it with --patchset DIR" in out
+    assert code == 2 and "the apply record lists patchset 'fault'; pass it with --patchset DIR" in out
     assert snapshot(tree) == before
 
 

@@ -107,7 +107,7 @@ def test_a_damaged_record_is_one_line_and_nothing_moves(tree: Path, ps: Path, da
     (tree / RECORD).write_text(damage)
     before = snapshot(tree)
     code, out = run("revert", "-t", str(tree), "-p", str(ps))
-    assert code == 1 and says in out and out.count("\n") == 1, out
+    assert code == 2 and says in out and out.count("\n") == 1, out
     assert "git checkout -- .patchctl/applied.json" in out
     assert snapshot(tree) == before
 

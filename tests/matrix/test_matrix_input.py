@@ -23,7 +23,7 @@ from tests.matrix.matrix_helpers import invoke
 ])
 def test_bad_version_lists(versions: str, message: str) -> None:
     result = invoke("matrix", "--versions", versions)
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output == message
 
 
@@ -36,7 +36,7 @@ def test_json_and_markdown_exclude_each_other() -> None:
 def test_unknown_release_downloads_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATCHCTL_CACHE", str(tmp_path))
     result = invoke("matrix", "--versions", "0.0.0.0")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output.startswith("error: verl==0.0.0.0: no such source release could be downloaded (")
     assert result.output.endswith("check the version on https://pypi.org/project/verl/#history\n")
     assert list((tmp_path / "releases").iterdir()) == []

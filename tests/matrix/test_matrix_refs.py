@@ -92,10 +92,12 @@ def test_unknown_ref(verl_repo: Callable[[], Path], tmp_path: Path) -> None:
     repo = verl_repo()
     commit_release(repo, "0.6.1", "v0.6.1", tmp_path)
     result = invoke("matrix", "--repo", str(repo), "--versions", "v0.6.1,v9.9", "--json")
-    assert result.exit_code == 1
-    assert result.output == (
-        f"error: --versions v9.9: no such commit, branch or tag in {repo.resolve()}; "
-        f"list them with `git -C {repo.resolve()} tag` and `git -C {repo.resolve()} branch -a`\n")
+    assert result.exit_code == 2
+    assert json.loads(result.output) == {  # with --json the error is JSON too (#19)
+        "code": 2,
+        "error": f"--versions v9.9: no such commit, branch or tag in {repo.resolve()}; "
+        f"list them with `git -C {repo.resolve()} tag` and `git -C {repo.resolve()} branch -a`",
+        "hint": f"list them with `git -C {repo.resolve()} tag` and `git -C {repo.resolve()} branch -a`"}
 
 
 def test_ref_that_is_not_verl(verl_repo: Callable[[], Path]) -> None:
@@ -104,14 +106,14 @@ def test_ref_that_is_not_verl(verl_repo: Callable[[], Path]) -> None:
     commit_all(repo, "readme", "docs")
     sha = git(repo, "rev-parse", "docs").strip()
     result = invoke("matrix", "--repo", str(repo), "--versions", "docs")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output == (f"error: --versions docs: {repo.resolve()} at {sha[:12]} is not a verl tree "
                              "(no verl/__init__.py); pass refs of a verl checkout\n")
 
 
 def test_repo_that_is_not_a_repository(tmp_path: Path) -> None:
     result = invoke("matrix", "--repo", str(tmp_path), "--versions", "main")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output == f"error: --repo {tmp_path}: not a git repository; pass the root of a verl git checkout\n"
 
 
@@ -122,6 +124,6 @@ def test_syntax_error_names_the_column_and_file(verl_repo: Callable[[], Path], t
     server.write_text(server.read_text() + "\ndef broken(:\n")
     commit_all(repo, "break it", "broken")
     result = invoke("matrix", "--repo", str(repo), "--versions", "base,broken")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output.startswith(f"error: matrix column broken: {SERVER}:")
     assert "/patchctl-matrix-" not in result.output  # no path into the deleted scratch copy

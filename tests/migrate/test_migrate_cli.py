@@ -81,7 +81,8 @@ def test_dry_run_output_lists_files(site: Site, tmp_path: Path) -> None:
     tree = make_repo(tmp_path / "src", {"verl/__init__.py": "a = 1\n", "b/c.py": ""})
     code, out, _ = invoke("loop", "--target", str(tree), "--config", str(site.config(aliases=["node1"])), "--dry-run")
     assert code == 0
-    assert "node1: would change (4)" in out and "  send b/c.py" in out and "  render .patchctl/env.sh" in out
+    assert "node1: would send 2 file(s) (6 B), delete 0, render 2" in out  # few items: listed whole
+    assert "  send b/c.py" in out and "  render .patchctl/env.sh" in out
     assert "  render git_ignore.py" in out  # from the uky patchset's example, as the tree has none
     assert "1/1 hosts planned" in out
     assert not site.root("node1").exists()
@@ -91,7 +92,7 @@ def test_bad_config_is_one_line_naming_the_key(tmp_path: Path) -> None:
     config = tmp_path / "patchctl.toml"
     config.write_text('[clusters.gpu]\nhosts = ["n1"]\nroot = "/r"\nprofile = "turbo"\n')
     code, _, err = invoke("gpu", "--config", str(config))
-    assert code == 1
+    assert code == 2
     assert err == (f"error: {config}: key 'clusters.gpu.profile': 'turbo' is not allowed; "
                    "use one of: standard, fast-load\n")
 
@@ -100,7 +101,7 @@ def test_a_root_of_slash_is_one_line_naming_the_key(tmp_path: Path) -> None:
     config = tmp_path / "patchctl.toml"
     config.write_text('[clusters.gpu]\nhosts = ["n1", { ssh = "n2", root = "/tmp/.." }]\nroot = "/r"\n')
     code, _, err = invoke("gpu", "--config", str(config))
-    assert (code, err) == (1, f"error: {config}: key 'clusters.gpu.hosts[1].root': '/tmp/..' is the file system's "
+    assert (code, err) == (2, f"error: {config}: key 'clusters.gpu.hosts[1].root': '/tmp/..' is the file system's "
                               'root; write the directory the tree lives in, such as "/scratch/verl_Uky"\n')
 
 
@@ -108,13 +109,13 @@ def test_unknown_cluster(tmp_path: Path) -> None:
     config = tmp_path / "patchctl.toml"
     config.write_text('[clusters.gpu]\nhosts = ["n1"]\nroot = "/r"\n')
     code, _, err = invoke("cpu", "--config", str(config))
-    assert code == 1 and "no cluster named 'cpu' (known: gpu); add [clusters.cpu] there" in err
+    assert code == 2 and "no cluster named 'cpu' (did you mean 'gpu'?) (known: gpu); add [clusters.cpu] there" in err
 
 
 def test_tracked_output_file_stops_before_any_host(site: Site, tmp_path: Path) -> None:
     tree = make_repo(tmp_path / "src", {"verl/__init__.py": "", "logs/run.txt": "tracked log"})
     code, _, err = invoke("loop", "--target", str(tree), "--config", str(site.config(aliases=["node1"])))
-    assert code == 1
+    assert code == 2
     assert "would leave out 1 tracked file(s): logs/run.txt (inside an output directory logs/)" in err
     assert not site.root("node1").exists()
 

@@ -115,7 +115,7 @@ def test_refuses_dirty_files_unless_forced(release_tree) -> None:
     target.write_text(target.read_text() + "\n# local experiment\n")
     before = snapshot(tree)
     code, out = run("apply", "--target", str(tree), *CODE_PATCHES)
-    assert code == 1
+    assert code == 2
     assert "uncommitted changes in files a patch would change: verl/workers/rollout/vllm_rollout/vllm_async_server.py" in out
     assert snapshot(tree) == before
     code, out = run("apply", "--target", str(tree), "--force", *CODE_PATCHES)
@@ -190,7 +190,7 @@ def test_verify_lists_hand_edits_no_patch_accounts_for(release_tree) -> None:
     assert doc["tags"]["accounted"] > 10
     code, out = run("verify", "--target", str(tree), "--strict")
     assert code == 1
-    assert "untracked tag  verl/trainer/main_ppo.py:" in out
+    assert "stray tag  verl/trainer/main_ppo.py:" in out
 
 
 def test_verify_reports_missing_after_manual_removal(release_tree) -> None:

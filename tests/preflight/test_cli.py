@@ -72,7 +72,7 @@ def test_unknown_cluster_is_one_line(tmp_path):
     config = tmp_path / "patchctl.toml"
     config.write_text('[clusters.gpu]\nhosts = ["node1"]\nroot = "/r"\n')
     result = invoke("verify", "--env", "--cluster", "nope", "--config", str(config))
-    assert result.exit_code == 1 and "no cluster named 'nope'" in result.output and "Traceback" not in result.output
+    assert result.exit_code == 2 and "no cluster named 'nope'" in result.output and "Traceback" not in result.output
 
 
 class Warns(Check):
@@ -90,9 +90,9 @@ def test_exit_zero_when_nothing_failed(tmp_path, monkeypatch):
 
 def test_explicit_target_that_is_not_verl(tmp_path):
     result = invoke("verify", "--env", "--target", str(tmp_path))
-    assert result.exit_code == 1 and "not a verl tree" in result.output
+    assert result.exit_code == 2 and "not a verl tree" in result.output
 
 
 def test_structural_verify_unchanged(tmp_path):
     result = invoke("verify", "--target", str(tmp_path))
-    assert result.exit_code == 1 and "not a verl tree" in result.output
+    assert result.exit_code == 2 and "not a verl tree" in result.output

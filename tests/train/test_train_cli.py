@@ -45,7 +45,7 @@ def test_dry_run_json_of_a_cluster_profile(tree: Path, tmp_path: Path) -> None:
     assert "data.train_files=/data/train_tiny.parquet" in doc["command"]
     assert doc["env"]["VLLM_ATTENTION_BACKEND"] == "FLASH_ATTN"
     missing = invoke("--target", str(tree), "--profile", "debug", "--dry-run")
-    assert missing.exit_code == 1 and "needs MODEL_PATH, DATA_DIR" in missing.output
+    assert missing.exit_code == 2 and "needs MODEL_PATH, DATA_DIR" in missing.output
 
 
 def test_smoke_run_passes_and_reports(tree: Path, tmp_path: Path) -> None:
@@ -96,7 +96,7 @@ def test_timeout_stops_the_trainer(tree: Path, tmp_path: Path, monkeypatch: pyte
 
 def test_not_a_verl_tree(tmp_path: Path) -> None:
     done = invoke("--target", str(tmp_path), "--dry-run")
-    assert done.exit_code == 1 and "not a verl tree" in done.output
+    assert done.exit_code == 2 and "not a verl tree" in done.output
 
 
 def test_debug_profile_writes_the_tiny_dataset_first(tree: Path, tmp_path: Path) -> None:
@@ -123,7 +123,7 @@ def test_debug_profile_names_a_missing_model(tree: Path, tmp_path: Path) -> None
                       f'[clusters.lab.paths]\nMODEL_PATH = "{tmp_path}/nope"\nDATA_DIR = "{tmp_path}/d"\n')
     done = invoke("--target", str(tree), "--profile", "debug", "--cluster", "lab", "--config", str(config),
                   "--out", str(tmp_path / "run"))
-    assert done.exit_code == 1
+    assert done.exit_code == 2
     assert done.stderr.endswith(f"error: {tmp_path}/nope: not found (profile debug needs it); check MODEL_PATH "
                                 "from cluster lab, or create it\n")
 
@@ -155,6 +155,6 @@ def test_a_timeout_must_be_positive(tree: Path, value: str, shown: str) -> None:
 def test_malformed_overrides_are_usage_errors_before_anything_runs(tree: Path, tmp_path: Path, override: str,
                                                                    problem: str) -> None:
     done = CliRunner().invoke(cli, ["train", "--target", str(tree), "--out", str(tmp_path / "run"), override])
-    assert done.exit_code == 1
+    assert done.exit_code == 2
     assert done.output.startswith(f"error: override {override!r}: {problem}") and done.output.count("\n") == 1
     assert not (tmp_path / "run").exists()

@@ -51,7 +51,7 @@ def test_dry_run_without_heavy_packages(tree: Path, tmp_path: Path) -> None:
 
 def test_bad_input_is_still_one_line_without_heavy_packages(tree: Path) -> None:
     done = _patchctl("train", "--target", str(tree), "--dry-run", "trainer n=2")
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stderr.startswith("error: override 'trainer n=2': hydra cannot read ' n=2' at column 8;")
     assert done.stderr.count("\n") == 1
 

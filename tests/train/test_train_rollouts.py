@@ -84,7 +84,7 @@ def test_cli_refuses_in_one_line_before_launch(release_cache: Path, tmp_path: Pa
     root = release("0.6.1")
     done = CliRunner().invoke(cli, ["train", "--target", str(root), "--profile", "smoke", "--dry-run",
                                     "--out", str(tmp_path / "r")])
-    assert done.exit_code == 1
+    assert done.exit_code == 2
     lines = [ln for ln in done.output.splitlines() if ln.strip()]
     assert lines == [(f"error: profile smoke rolls out with hf, which verl 0.6.1 at {root} does not have "
                       "(its rollouts: sglang, vllm); use --profile smoke-vllm")]

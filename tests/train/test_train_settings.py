@@ -86,7 +86,7 @@ def test_debug_on_a_migrated_host_needs_no_config(tree: Path, tmp_path: Path, mo
 
 def test_without_any_source_the_error_names_all_three(tree: Path, tmp_path: Path) -> None:
     done = CliRunner().invoke(cli, ["train", "--target", str(tree), "--profile", "debug", "--dry-run"])
-    assert done.exit_code == 1
+    assert done.exit_code == 2
     assert done.output == ("error: profile debug needs MODEL_PATH, DATA_DIR; set them in [clusters.NAME.paths] of "
                            "patchctl.toml and pass --cluster NAME, export them, or write them in the tree's "
                            "git_ignore.py (patchctl migrate renders it)\n")

@@ -159,7 +159,7 @@ def test_agrees_with_hydra_compose(override: str, accepted: bool, tmp_path: Path
 def test_cli_refuses_before_launch(tree: Path, tmp_path: Path) -> None:
     done = CliRunner().invoke(cli, ["train", "--target", str(tree), "--out", str(tmp_path / "run"),
                                     "trainer.n_gpu=2"])
-    assert done.exit_code == 1
+    assert done.exit_code == 2
     assert done.output == ("error: override 'trainer.n_gpu=2': verl 0.5.0 has no key trainer.n_gpu "
                            "(verl/trainer/config/_generated_ppo_trainer.yaml); check the spelling, or add a new key "
                            "with +trainer.n_gpu=2\n")

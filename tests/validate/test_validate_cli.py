@@ -122,7 +122,7 @@ def test_a_tree_not_migrated_yet_is_named_with_the_fix(site: Site) -> None:
 
 def test_compare_two_reports_without_a_cluster(tmp_path: Path) -> None:
     a, b = _report(tmp_path / "a", 2, [0.1, 0.5, 0.9], "2.60.0"), _report(tmp_path / "b", 1, [0.2, 0.4], "2.59.0")
-    code, out = invoke("--compare", str(a), "--compare", str(b), "--json")
+    code, out = invoke("--compare", str(b), "--compare", str(a), "--json")  # OLD first, as diff
     assert code == 0, out
     doc = json.loads(out)
     rows = {r[0]: (r[1], r[2]) for r in doc["rows"]}
@@ -149,7 +149,7 @@ def _report(d: Path, nodes: int, rewards: list[float], ray: str) -> Path:
 def test_unreadable_compare_report_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text("{}")
     code, out = invoke("--compare", str(tmp_path / "x.json"), "--compare", str(tmp_path / "x.json"))
-    assert code == 1 and "not a patchctl run report" in out and "Traceback" not in out
+    assert code == 2 and "not a patchctl run report" in out and "Traceback" not in out
 
 
 def test_standin_is_the_tree_the_tests_migrate() -> None:

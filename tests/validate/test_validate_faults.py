@@ -129,7 +129,7 @@ def test_ctrl_c_stops_ray_on_every_host(site: Site) -> None:
     os.killpg(p.pid, signal.SIGINT)
     output, _ = p.communicate(timeout=120)
     assert p.returncode == 130, output
-    assert "validate: INTERRUPTED — validate: interrupted (Ctrl-C) during training" in output
+    assert "validate: INTERRUPTED — interrupted (Ctrl-C) during training" in output
     assert "teardown: node1 stopped" in output and "node2 stopped" in output
     assert ours() == []
 

@@ -235,7 +235,7 @@ def test_ctrl_c_during_ray_start_up_is_interrupted(site: Site) -> None:
     os.killpg(p.pid, signal.SIGINT)  # the terminal's Ctrl-C: the whole foreground group
     output, _ = p.communicate(timeout=120)
     assert p.returncode == 130, output
-    assert "validate: INTERRUPTED — validate: interrupted (Ctrl-C) during ray-up" in output
+    assert "validate: INTERRUPTED — interrupted (Ctrl-C) during ray-up" in output
     assert "teardown: node1 stopped" in output and ours() == []
 
 

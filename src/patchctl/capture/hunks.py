@@ -50,10 +50,21 @@ def diff(base: list[str], fork: list[str], tag: re.Pattern[str]) -> list[Hunk]:
 
 
 def why_from(lines: list[str], numbers: list[int], tag: str) -> str:
-    """The text after the tag on the first tagged line that has some (``# Uky: because ...``)."""
+    """The text after the tag on the first tagged line that has some (``# Uky: because ...``),
+    without the closer of a comment the tag sits in (``<!-- # Uky: why -->`` in Markdown or
+    HTML, ``/* # Uky: why */`` in CSS or C): the closer is syntax, not part of the reason."""
     rx = re.compile(rf"#\s*{re.escape(tag)}\b[\s:,;-]*(?P<text>.*)$")
     for n in numbers:
-        m = rx.search(lines[n - 1].rstrip("\r\n"))
-        if m and m.group("text").strip():
-            return m.group("text").strip()
+        line = lines[n - 1].rstrip("\r\n")
+        m = rx.search(line)
+        text = m.group("text").strip() if m else ""
+        for opener, closer in _COMMENTS:
+            if m and opener in line[: m.start()] and text.endswith(closer):
+                text = text[: -len(closer)].rstrip()
+        if text:
+            return text
     return ""
+
+
+#: comments a tag may sit inside, whose closer ends the line after the reason
+_COMMENTS = (("<!--", "-->"), ("/*", "*/"))

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from patchctl import progress
 from patchctl.capture import publish
 from patchctl.capture.classify import classify
 from patchctl.capture.model import Report, Request
@@ -31,12 +32,14 @@ def capture(fork: Path, base: str, out: Path | None, *, tag: str = "Uky", all_: 
     publish.check_out(out)
     fork_tree = open_fork(fork)
     recovered = publish.recover(out) if out is not None else None
-    with publish.scratch(out) as tmp, _outside(Path(tmp)):
+    with publish.scratch(out) as tmp, _outside(Path(tmp)), progress.step(f"capture: reading {fork}") as shown:
         req = Request(fork_tree, open_base(base, fork_tree.root, Path(tmp)), tag, all_, frozenset(include or ()))
         header = Header(name or (out.name if out is not None else "captured"), tag, req.fork.label, req.base_label)
 
+        shown.say(f"capture: comparing {header.fork} with {header.base}")
         classified = classify(req)
         staged = stage(classified.drafts, header, Path(tmp) / "patchset")
+        shown.say(f"capture: proving {len(staged.drafts)} patch(es) on {header.base}")
         proven = prove(staged, req.base)
         published = publish.publish(proven.staged, out)
 

@@ -8,7 +8,8 @@ import click
 
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import SPEC, NonEmptyPath, json_option, patchset_option
+from patchctl.cli.options import SPEC, NonEmptyPath, config_option, json_option, patchset_option
+from patchctl.config import expand
 from patchctl.drift.bisect import Bisection, bisect
 from patchctl.drift.probe import Probe
 from patchctl.drift.refs import find_patch, open_repo, resolve
@@ -70,7 +71,7 @@ def show(found: Bisection, good: str, bad: str) -> None:
 
 @click.command("retire")
 @click.option("--target", "-t", "target", required=True, metavar="T", type=SPEC,
-              help="Where to look: a release (0.7.0), a ref of --repo, or a directory.")
+              help="Where to look: a release (0.7.0), a ref of --repo, a directory, or a name from [targets].")
 @click.option("--out", "out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
               help="A new folder for the patchset without the retired patches (default: only report).")
 @click.option("--repo", "repo", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
@@ -79,9 +80,10 @@ def show(found: Bisection, good: str, bad: str) -> None:
               help="A ref of --repo where the patches were still needed (the version you are on).")
 @patchset_option
 @json_option
+@config_option
 @handled
 def retire_cmd(target: str, out: Path | None, repo: Path | None, since: str | None, patchsets: tuple[str, ...],
-               as_json: bool) -> int:
+               as_json: bool, config: Path | None) -> int:
     """Write a patchset without the patches superseded upstream on T, each with a record of why.
 
     The record (retired.json in the new patchset) names, per retired patch, the reason, and with
@@ -100,7 +102,7 @@ def retire_cmd(target: str, out: Path | None, repo: Path | None, since: str | No
     if since is not None and repo is None:
         raise click.UsageError("--since names a ref of --repo; pass --repo too")
     root = open_repo(repo) if repo is not None else None
-    done = retire(target, sets[0], out, root, since)
+    done = retire(expand(target, config), sets[0], out, root, since)
     if as_json:
         render.emit_json(done.to_json())
         return 1 if done.problems else 0

@@ -67,9 +67,8 @@ def capture_cmd(fork: Path, base: str, out: Path | None, tag: str, all_: bool, i
 
 
 def _show(report: Report, dry_run: bool) -> None:
-    rows = [[p.id, p.kind, p.where, "" if p.tagged else "untagged"]
-            for p in report.patches]
-    render.table(f"capture {report.fork} against {report.base}", ["patch", "kind", "where (fork)", ""], rows)
+    rows = [[p.id, p.kind, p.where, "tagged" if p.tagged else "untagged (--all)"] for p in report.patches]
+    render.table(f"capture {report.fork} against {report.base}", ["patch", "kind", "where (fork)", "tag"], rows)
     for note in report.notes:
         click.echo(f"note: {note}")
     for x in report.left_out:

@@ -9,7 +9,8 @@ import click
 
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import SPEC, NonEmptyPath, json_option, patchset_option
+from patchctl.cli.options import SPEC, NonEmptyPath, config_option, json_option, patchset_option
+from patchctl.config import expand
 from patchctl.drift.compare import drift
 from patchctl.drift.model import Drift, PatchDrift
 from patchctl.drift.refs import find_patch, open_repo
@@ -23,15 +24,18 @@ repo_option = click.option("--repo", "repo", type=NonEmptyPath(path_type=Path, f
 
 
 @click.command("drift")
-@click.option("--from", "source", required=True, metavar="A", type=SPEC, help="The version you are on: a release, a ref, a path.")
-@click.option("--to", "dest", required=True, metavar="B", type=SPEC, help="The version you consider: a release, a ref, a path.")
+@click.option("--from", "source", required=True, metavar="A", type=SPEC,
+              help="The version you are on: a release, a ref, a path, a name from [targets].")
+@click.option("--to", "dest", required=True, metavar="B", type=SPEC,
+              help="The version you consider: a release, a ref, a path, a name from [targets].")
 @repo_option
 @patchset_option
 @json_option
 @markdown_option
+@config_option
 @handled
 def drift_cmd(source: str, dest: str, repo: Path | None, patchsets: tuple[str, ...], as_json: bool,
-              as_markdown: bool) -> int:
+              as_markdown: bool, config: Path | None) -> int:
     """Show what upstream changed under each patch between A and B, even where it still applies.
 
     Per patch: its outcome on both sides; the function or class around its anchor, the callee's
@@ -46,7 +50,8 @@ def drift_cmd(source: str, dest: str, repo: Path | None, patchsets: tuple[str, .
     """
     if as_json and as_markdown:
         raise click.UsageError("pass at most one of --json and --markdown")
-    found = drift(source, dest, load_patchsets(patchsets), open_repo(repo) if repo is not None else None)
+    found = drift(expand(source, config), expand(dest, config), load_patchsets(patchsets),
+                  open_repo(repo) if repo is not None else None)
     if as_json:
         render.emit_json(found.to_json())
     elif as_markdown:

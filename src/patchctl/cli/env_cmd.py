@@ -34,9 +34,17 @@ def run_env(target: str, target_given: bool, cluster: str | None, config: Path |
 
 
 def show(report: EnvReport, tree: Target | None, cluster: str | None) -> None:
-    rows = [[r.name, r.status.value, f"{r.seconds:.2f}s", r.value, r.fix or ""] for r in report.results]
+    """The table, then each fix as one whole line below it: a fix holds commands and settings
+    (``export X=1``, ``+a.b.attn_implementation=sdpa``) that a table cell would break mid-token,
+    and a soft-wrapped line still copies whole from a terminal."""
+    rows = [[r.name, r.status.value, f"{r.seconds:.2f}s", r.value] for r in report.results]
     where = f"verl {tree.version or '?'} at {tree.root}" if tree else "no target"
     render.table(f"environment preflight ({where}{f', cluster {cluster}' if cluster else ''})",
-                 ["check", "status", "time", "measured", "fix"], rows, 1, {s.value: c for s, c in COLOURS.items()})
+                 ["check", "status", "time", "measured"], rows, 1, {s.value: c for s, c in COLOURS.items()})
+    fixes = [r for r in report.results if r.fix and r.status is not Status.PASS]
+    if fixes:
+        click.echo("fixes:")
+    for r in fixes:
+        click.echo(f"  {r.name} ({r.status.value}): {render.printable(r.fix)}")
     counts = ", ".join(f"{n} {s}" for s, n in report.counts().items() if n)
     click.echo(f"verify --env: {'ok' if report.ok else 'FAILED'} ({counts}) in {report.seconds:.1f}s")

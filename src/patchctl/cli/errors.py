@@ -1,8 +1,14 @@
-"""The one error handler: expected errors are one line and exit 1; Ctrl-C is 130; bugs are 3."""
+"""The one error handler, and the exit codes every command shares.
+
+A script must tell "the check ran and found a failure" from "it could not run" (#19), so an
+expected error (:class:`PatchctlError`, a click usage error) is never 1. With ``--json`` an
+error is one JSON object on stdout too, so a caller that parses stdout always gets JSON.
+"""
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 import tempfile
@@ -18,41 +24,87 @@ from patchctl.quoting import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+OK = 0
+CHECK_FAILED = 1
+USAGE = 2
+INTERNAL = 3
+INTERRUPTED = 130
+
+#: the ``--help`` epilog and the README's table say the same
+EXIT_CODES = (
+    "Exit codes: 0 ok; 1 a check ran and failed; 2 usage, config or input error (could not run as asked); "
+    "3 internal error (a bug: the message names a traceback file); 130 interrupted."
+)
+
+
+def hint_of(exc: BaseException) -> str:
+    """The next step: the error's own ``fix``, else the clause after its message's last ``;``
+    (every message ends "...; what to do")."""
+    fix = getattr(exc, "fix", None)
+    if isinstance(fix, str) and fix:
+        return fix
+    text = str(exc)
+    return text.rsplit("; ", 1)[1] if "; " in text else ""
+
+
+def fail(message: str, code: int, hint: str, as_json: bool) -> NoReturn:
+    """Say why the command stopped (stderr, or one JSON object on stdout) and exit with ``code``."""
+    if as_json:
+        click.echo(json.dumps({"code": code, "error": printable(message), "hint": printable(hint)}))
+    else:
+        click.echo(f"error: {printable(message)}", err=True)
+    sys.exit(code)
+
 
 def handled(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get("as_json"))
         try:
             code = fn(*args, **kwargs)
         except PatchctlError as exc:  # printable(): one line, whatever a name in it holds
-            click.echo(f"error: {printable(str(exc))}", err=True)
-            sys.exit(1)
+            fail(str(exc), exc.exit_code, hint_of(exc), as_json)
         except BrokenPipeError:  # `patchctl list | head`: the reader left, nothing to report
             sys.stderr.close()
             sys.exit(0)
         except KeyboardInterrupt:
+            if as_json:
+                fail("interrupted", INTERRUPTED, "", as_json)
             click.echo("interrupted", err=True)
-            sys.exit(130)
+            sys.exit(INTERRUPTED)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except OSError as exc:
             if exc.errno not in ENVIRONMENT:
-                crash(exc)
+                crash(exc, as_json)
             failed = FileSystemFailed(exc.filename or "patchctl", *describe(exc))
-            click.echo(f"error: {printable(str(failed))}", err=True)
-            sys.exit(1)
-        except Exception as exc:  # noqa: BLE001 -- a bug: crash() keeps its traceback in a file
-            crash(exc)
-        sys.exit(code or 0)
+            fail(str(failed), failed.exit_code, hint_of(failed), as_json)
+        except Exception as exc:  # a bug: crash() keeps its traceback in a file
+            crash(exc, as_json)
+        sys.exit(code or OK)
 
     return wrapper  # type: ignore[return-value]
 
 
-def crash(exc: BaseException) -> NoReturn:
+def crash(exc: BaseException, as_json: bool = False) -> NoReturn:
     """A bug: keep the traceback, but in a file, and say where."""
     fd, log = tempfile.mkstemp(prefix="patchctl-crash-", suffix=".log")
     with os.fdopen(fd, "w") as f:
         traceback.print_exception(exc, file=f)
-    click.echo(f"error: internal error {type(exc).__name__}: {printable(str(exc))} (traceback in {log}); "
-               "please report it", err=True)
-    sys.exit(3)
+    fail(f"internal error {type(exc).__name__}: {exc} (traceback in {log}); please report it", INTERNAL,
+         "please report it", as_json)
+
+
+def usage_error(exc: click.ClickException, as_json: bool) -> NoReturn:
+    """A click usage error (unknown option, bad value, missing argument): code 2 on every command.
+
+    click gives a few of its own errors (an unreadable ``click.File``) code 1, which would read
+    as a failed check.
+    """
+    if not as_json:
+        exc.show()
+        sys.exit(USAGE)
+    hint = ""
+    if isinstance(exc, click.UsageError) and exc.ctx is not None:
+        hint = f"see `{exc.ctx.command_path} --help`"
+    fail(exc.format_message(), USAGE, hint, as_json)

@@ -8,11 +8,17 @@ the training or doctor modules (and the other way round). Start-up time matters 
 from __future__ import annotations
 
 import importlib
+import os
 import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
 
 import click
 
 from patchctl import __version__
+from patchctl.cli.completion import COMPLETE_VAR
+from patchctl.cli.errors import EXIT_CODES, INTERRUPTED, usage_error
 
 #: command name -> "module:attribute" of its click command, in the order ``--help`` lists them.
 COMMANDS: dict[str, str] = {
@@ -30,7 +36,22 @@ COMMANDS: dict[str, str] = {
     "bisect": "patchctl.cli.bisect_cmd:bisect_cmd",
     "retire": "patchctl.cli.bisect_cmd:retire_cmd",
     "watch": "patchctl.cli.drift_cmd:watch_cmd",
+    "completion": "patchctl.cli.completion:completion_cmd",
 }
+
+
+def summary(help_text: str, limit: int) -> str:
+    """A command's line in ``patchctl --help``: its first sentence, never cut mid-word.
+
+    click's own short help stops at ``limit`` characters with "...", which cut most of ours
+    mid-sentence (#19). A first sentence longer than the line keeps its first clause (before
+    ``;``), which is whole; a sentence without one is kept and wrapped by the help formatter.
+    """
+    text = " ".join(help_text.split("\n\n", 1)[0].split())
+    first = text.split(". ", 1)[0].rstrip(".")
+    if len(first) > limit and "; " in first:
+        first = first.split("; ", 1)[0]
+    return first + "."
 
 
 class LazyGroup(click.Group):
@@ -48,9 +69,47 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command), spec
         return command
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        commands = [(name, cmd) for name in self.list_commands(ctx) if (cmd := self.get_command(ctx, name))]
+        limit = formatter.width - 6 - max(len(name) for name, _ in commands)
+        rows = [(name, cmd.short_help or summary(cmd.help or "", limit)) for name, cmd in commands if not cmd.hidden]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
+        """click's main, with the exit codes of :mod:`patchctl.cli.errors` for its own errors too:
+        a usage error is 2 (and JSON under ``--json``), a Ctrl-C before a command runs is 130."""
+        argv = list(sys.argv[1:] if args is None else args)
+        if kwargs.get("standalone_mode", True) is False:
+            return super().main(argv, *rest, **kwargs)
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(argv, *rest, **kwargs)
+        except click.ClickException as exc:
+            usage_error(exc, "--json" in argv)
+        except click.Abort:
+            click.echo("interrupted", err=True)
+            sys.exit(INTERRUPTED)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _chdir(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """``-C DIR`` as git has it: everything after runs as if started in DIR (paths, ./patchctl.toml,
+    the upward search for the tree)."""
+    if value is not None:
+        os.chdir(value)
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=EXIT_CODES + " Shell completion: `patchctl completion --help`.",
+)
 @click.version_option(__version__, prog_name="patchctl")
+@click.option(
+    "-C", "chdir", metavar="DIR", type=click.Path(exists=True, file_okay=False), callback=_chdir,
+    expose_value=False, help="Run as if patchctl was started in DIR.",
+)
 def cli() -> None:
     """Carry tagged local modifications of verl across releases and clusters."""
 
@@ -69,4 +128,5 @@ def main() -> None:
     global LAUNCHED
     LAUNCHED = True
     signal.signal(signal.SIGTERM, _terminate)
-    cli()
+    # named, not derived from the program name: `python -m patchctl` completes as `patchctl` does
+    cli(complete_var=COMPLETE_VAR)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import NonEmptyPath, json_option, patchset_option
+from patchctl.cli.options import NonEmptyPath, config_option, json_option, patchset_option
+from patchctl.config import load as load_config
 from patchctl.matrix.run import Matrix, run_matrix
 from patchctl.matrix.columns import parse_versions
 from patchctl.patchsets.loader import load_patchsets
@@ -16,8 +18,9 @@ from patchctl.patchsets.loader import load_patchsets
 
 @click.command("matrix")
 @click.option("--versions", "versions", required=True, metavar="V1,V2,...",
-              help="Comma-separated, oldest first: releases (0.6.1 or verl==0.6.1); with --repo, git refs "
-                   "(commits, branches, tags) of that checkout, and releases written verl==X.Y.Z.")
+              help="Comma-separated, oldest first: releases (0.6.1 or verl==0.6.1), names from patchctl.toml "
+                   "[targets] (a checkout is read at its HEAD commit); with --repo, git refs (commits, branches, "
+                   "tags) of that checkout, and releases written verl==X.Y.Z.")
 @click.option("--repo", "repo", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
               help="A local verl git checkout whose refs --versions names (read with git archive; not changed).")
 @patchset_option
@@ -25,9 +28,10 @@ from patchctl.patchsets.loader import load_patchsets
               help="Scratch copies worked on at once (default: the CPUs available).")
 @json_option
 @click.option("--markdown", "as_markdown", is_flag=True, help="Print a GitHub Markdown table instead of a table.")
+@config_option
 @handled
 def matrix_cmd(versions: str, repo: Path | None, patchsets: tuple[str, ...], jobs: int | None, as_json: bool,
-               as_markdown: bool) -> int:
+               as_markdown: bool, config: Path | None) -> int:
     """Apply the patchsets to each version in a scratch copy; show the outcome per patch and version.
 
     Each version is unpacked pristine (a release from its cached sdist, a ref with git archive)
@@ -43,7 +47,7 @@ def matrix_cmd(versions: str, repo: Path | None, patchsets: tuple[str, ...], job
     if as_json and as_markdown:
         raise click.UsageError("pass at most one of --json and --markdown")
     sets = load_patchsets(patchsets)
-    matrix = run_matrix(parse_versions(versions, repo), sets, jobs)
+    matrix = run_matrix(parse_versions(versions, repo, load_config(config).targets), sets, jobs)
     if as_json:
         render.emit_json(matrix.to_json())
     elif as_markdown:
@@ -53,14 +57,15 @@ def matrix_cmd(versions: str, repo: Path | None, patchsets: tuple[str, ...], job
     return 0 if matrix.ok else 1
 
 
-def _header(matrix: Matrix) -> list[str]:
-    return ["patch", *(c.source.label for c in matrix.columns), "superseded from", "conflict/ambiguous"]
+def _header(matrix: Matrix, compact: bool = False) -> list[str]:
+    summary = ["sup at", "fails"] if compact else ["superseded from", "conflict/ambiguous"]
+    return ["patch", *(c.source.label for c in matrix.columns), *summary]
 
 
-def _row(matrix: Matrix, row: tuple[str, str], style: bool) -> list[str]:
+def _row(matrix: Matrix, row: tuple[str, str], style: bool, compact: bool = False) -> list[str]:
     cells = [matrix.cell(row, c).status.value for c in matrix.columns]
     if style:
-        cells = [f"[{render.STYLE.get(s, 'white')}]{s}[/]" for s in cells]
+        cells = [f"[{render.STYLE.get(s, 'white')}]{CODES.get(s, s) if compact else s}[/]" for s in cells]
     return [matrix.name(row), *cells, matrix.first_superseded(row) or "-", ", ".join(matrix.problems(row)) or "-"]
 
 
@@ -72,19 +77,41 @@ def markdown(matrix: Matrix) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _show(matrix: Matrix) -> None:
-    title = f"matrix {' + '.join(matrix.patchsets)} x {len(matrix.columns)} version(s)"
+#: a cell's outcome in the compact table (when the full words do not fit the width), with a legend
+CODES = {"applied": "app", "already-applied": "had", "superseded-upstream": "sup", "not-applicable": "n/a",
+         "ambiguous": "AMB", "conflict": "CONF", "held-back": "held"}
+
+
+def _table(matrix: Matrix, compact: bool) -> Any:
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left")
-    for i, name in enumerate(_header(matrix)):
+    table = Table()
+    for i, name in enumerate(_header(matrix, compact)):
         table.add_column(name, no_wrap=i == 0, overflow="fold")  # a folded patch id reads as two
     for row in matrix.rows:
-        table.add_row(*_row(matrix, row, True))
-    console = render.console()
-    if not console.is_terminal:  # a log or a pipe: keep each row on one line, however many versions
-        console.width = 10_000  # tables are as wide as their content, not the console
-    console.print(table)
+        table.add_row(*_row(matrix, row, True, compact))
+    return table
+
+
+def legend(matrix: Matrix) -> str:
+    """``app applied, sup superseded-upstream, ...``: the codes this matrix uses, in CODES' order."""
+    used = {matrix.cell(row, c).status.value for row in matrix.rows for c in matrix.columns}
+    codes = ", ".join(f"{code} {word}" for word, code in CODES.items() if word in used)
+    return f"legend: {codes}; sup at: first version superseded upstream; fails: versions in conflict or ambiguous"
+
+
+def _show(matrix: Matrix) -> None:
+    """The full words when they fit the width (``COLUMNS``, the terminal, or a log's 160), else
+    compact cells and a legend: 15 patches x 4 versions stay 15 rows at 80 columns."""
+    import textwrap
+
+    click.echo(f"matrix {' + '.join(matrix.patchsets)} x {len(matrix.columns)} version(s)")
+    table = _table(matrix, compact=False)
+    if render.fits(table):
+        render.show(table)
+    else:
+        render.show(_table(matrix, compact=True))
+        click.echo(textwrap.fill(legend(matrix), render.width(), subsequent_indent="  ", break_on_hyphens=False))
     failed = [(row, c) for row in matrix.rows for c in matrix.columns if matrix.cell(row, c).status.is_failure]
     for row, c in failed:
         cell = matrix.cell(row, c)

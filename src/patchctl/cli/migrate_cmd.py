@@ -3,30 +3,30 @@
 from __future__ import annotations
 
 import sys
-from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from patchctl.cli import render
+from patchctl import progress
+from patchctl.cli import cluster_keys, completion, render
+from patchctl.cli import migrate_summary as summary
 from patchctl.cli.errors import handled
+from patchctl.cli.migrate_summary import human
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
 from patchctl.clusters import load_cluster
+from patchctl.migrate.errors import SourceFailsVerify
+from patchctl.migrate.options import Options, limit_hosts
 from patchctl.migrate.results import MigrateResult, Phase, Progress
-from patchctl.migrate.options import Options
 from patchctl.migrate.session import start
+
+if TYPE_CHECKING:
+    from patchctl.migrate.source import SourceCheck
+    from patchctl.patchsets.model import Patchset
+    from patchctl.target import Target
 
 STATUS_STYLE = {"ok": "green", "repaired": "yellow", "planned": "cyan", "mismatch": "red", "unreachable": "red",
                 "failed": "red"}
-
-
-def human(n: int) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000  # type: ignore[assignment]
-    return str(n)
 
 
 class LiveTable:
@@ -64,12 +64,21 @@ class LiveTable:
 
 
 class PlainLines:
-    """Not a TTY (CI logs, pipes): one line whenever a host changes phase."""
+    """Not a TTY (CI logs, pipes): one line whenever a host changes phase (none with ``--json``);
+    and where stderr is a terminal, the running totals on its progress line."""
 
-    def __init__(self) -> None:
+    def __init__(self, cluster: str, shown: progress.Step, echo: bool) -> None:
+        self.cluster, self.shown, self.echo = cluster, shown, echo
         self.phase: dict[str, Phase] = {}
+        self.latest: dict[str, Progress] = {}
 
     def update(self, event: Progress) -> None:
+        self.latest[event.host] = event
+        busy = sum(1 for p in self.latest.values() if p.phase is not Phase.DONE)
+        files, size = sum(p.files for p in self.latest.values()), sum(p.bytes for p in self.latest.values())
+        self.shown.say(f"migrate {self.cluster}: {busy} host(s) at work, {files} files, {human(size)} sent")
+        if not self.echo:
+            return
         if event.phase is Phase.DONE and event.phases is not None:
             click.echo(f"{event.host}: done: {event.phases.describe()}")
         if self.phase.get(event.host) is event.phase or event.phase in (Phase.QUEUED, Phase.DONE):
@@ -79,23 +88,25 @@ class PlainLines:
         click.echo(f"{event.host}: {event.phase.value}{sent}")
 
 
-def _report(result: MigrateResult) -> None:
+def _report(result: MigrateResult, source: SourceCheck, full: bool) -> None:
     rows = [[h.host, h.status.value, str(h.files_sent), human(h.bytes_sent), f"{h.seconds:.2f}",
              "yes" if h.verified else "no", h.reason or "-"] for h in result.hosts]
     files_col = "would send" if result.dry_run else "files"
     # the source path stays out of the table's title: rich folds a title to the table's width
     click.echo(f"{result.source} at {(result.commit or 'no commit')[:12]}: {result.files} files")
     title = f"migrate {result.cluster}{' (dry run)' if result.dry_run else ''}"
-    render.table(title, ["host", "status", files_col, "bytes", "seconds", "verified", "reason"], rows, 1, STATUS_STYLE)
+    if render.table(title, ["host", "status", files_col, "bytes", "seconds", "verified", "reason"], rows, 1,
+                    STATUS_STYLE, drop_to_fit=6):  # a reason folded into a narrow column reads badly: whole lines
+        for h in result.hosts:
+            if h.reason:
+                click.echo(f"{h.host}: {render.printable(h.reason)}")
     for h in result.hosts:
         if h.mismatches:
             click.echo(f"\n{h.host}: what differs on the host")
             for m in h.mismatches:
                 click.echo(f"  {m}")
         if h.changes:
-            click.echo(f"\n{h.host}: would change ({len(h.changes)})")
-            for c in h.changes:
-                click.echo(f"  {c}")
+            summary.show(h.host, h.changes, Path(result.source), full)
         if h.repaired:
             click.echo(f"\n{h.host}: repaired {len(h.repaired)} file(s) that differed there (re-sent by content)")
             for r in h.repaired:
@@ -109,33 +120,65 @@ def _report(result: MigrateResult) -> None:
         verb = "planned" if result.dry_run else "ok and verified"
         repaired = sum(1 for h in result.hosts if h.repaired)
         note = f" ({repaired} repaired)" if repaired else ""
-        click.echo(f"migrate {result.cluster}: {len(result.hosts)}/{len(result.hosts)} hosts {verb}{note}")
+        click.echo(f"migrate {result.cluster}: {len(result.hosts)}/{len(result.hosts)} hosts {verb}{note}; "
+                   f"{_source_words(source, result.dry_run)}")
     else:
         click.echo(f"migrate {result.cluster}: {len(bad)} of {len(result.hosts)} host(s) failed", err=True)
         for h in bad:
             click.echo(f"  {h.host}: {h.status.value}: {h.reason}", err=True)
 
 
-@click.command("migrate")
-@click.argument("cluster")
+def _source_words(source: SourceCheck, dry_run: bool) -> str:
+    """What the last line says of the source: "verified" above is the transfer, not the patches."""
+    sent = "would be sent" if dry_run else "sent"
+    if source.ok:
+        return f"the source passes patchctl verify ({' + '.join(source.patchsets)})"
+    if not source.patched:
+        return f"the source carries none of the patches ({' + '.join(source.patchsets)}), {sent} as it is"
+    return f"the source FAILS patchctl verify ({source.describe()}), {sent} as it is"
+
+
+def _check_source(tree: Target, sets: list[Patchset], allow: bool, dry_run: bool) -> SourceCheck:
+    """Refuse a patched tree that fails verify (unless ``allow``, or a dry run); warn otherwise."""
+    from patchctl.migrate.source import check
+
+    source = check(tree, sets)
+    if source.ok:
+        return source
+    if source.patched and not (allow or dry_run):
+        raise SourceFailsVerify(tree.root, source.describe())
+    why = f"fails patchctl verify ({source.describe()})" if source.patched else \
+        f"carries none of the patches ({' + '.join(source.patchsets)}: patchctl verify fails)"
+    click.echo(f"warning: {tree.root} {why}; it {'would be' if dry_run else 'is'} sent as it is", err=True)
+    return source
+
+
+@click.command("migrate", epilog=cluster_keys.EPILOG)
+@click.argument("cluster", shell_complete=completion.clusters)
 @target_option
 @patchset_option
-@click.option("--dry-run", is_flag=True, help="List what would be sent, deleted and rendered on each host; change "
-              "nothing.")
+@click.option("--dry-run", is_flag=True, help="Show what would be sent, deleted and rendered on each host (a summary; "
+              "--list for every file); change nothing.")
 @click.option("--delete", is_flag=True,
               help="Also remove from the hosts files deleted at the source (inside the root, at most max_delete).")
 @click.option("--checksum", is_flag=True, help="Compare by content, not size and time (resends files altered there).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
               help="Hosts at a time (default: all).")
+@click.option("--host", "hosts", multiple=True, metavar="NAME",
+              help="Only this host of the cluster, as its hosts list spells it (repeatable): re-run a subset.")
+@click.option("--allow-unverified", is_flag=True,
+              help="Send a patched tree although patchctl verify fails on it (say, a hand-edited patch).")
+@click.option("--list", "full_list", is_flag=True,
+              help="With --dry-run: list every file to send, not the summary per top-level folder.")
 @json_option
 @config_option
 @handled
 def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: bool, delete: bool, checksum: bool,
-                jobs: int | None, as_json: bool, config: Path | None) -> int:
+                jobs: int | None, hosts: tuple[str, ...], allow_unverified: bool, full_list: bool, as_json: bool,
+                config: Path | None) -> int:
     """Send TARGET to every host of CLUSTER (rsync over ssh, in parallel) and verify it on each.
 
-    CLUSTER names a table of the config file; optional keys: ssh_config (ssh -F), profile
-    (standard | fast-load), include, exclude, max_delete, bwlimit, timeout, python, env.
+    CLUSTER names a table of the config file; every key it may hold is listed at the end.
 
     \b
       [clusters.gpu]
@@ -154,31 +197,38 @@ def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: 
     every host is ok or repaired. Temp files and the journal of an interrupted patchctl write
     are never sent.
 
+    The tree is checked with patchctl verify first: a patched tree that fails it (a hand-edited
+    patch) is refused unless --allow-unverified; a tree with none of the patches is sent with a
+    warning; the last line says which. --dry-run shows per host a summary (counts, bytes, the
+    biggest top-level folders); --list shows every file.
+
     \b
     Examples:
       patchctl migrate gpu --target ~/verl_Uky
       patchctl migrate gpu --dry-run --delete
+      patchctl migrate gpu --host node2 --host node3
       patchctl migrate gpu --json | jq '.hosts[] | {host, status, files_sent}'
     """
-    spec = load_cluster(cluster, config)
+    if full_list and not dry_run:
+        raise click.UsageError("--list shows a dry run's files: pass it with --dry-run")
+    spec = limit_hosts(load_cluster(cluster, config), hosts)
     options = Options(dry_run=dry_run, delete=delete, checksum=checksum, jobs=jobs)
     with start(spec, options) as session:  # the hosts log in while the rest loads
         # imported here, not at the top, so that loading them overlaps the logins
-        from patchctl.patchsets.loader import load_patchsets
         from patchctl.cli.targets import open_target
+        from patchctl.patchsets.loader import load_patchsets
 
         sets = load_patchsets(patchsets)
         tree = open_target(target, config)
-        if as_json:
-            display: Any = None
-        elif sys.stdout.isatty():
-            display = LiveTable(spec.name)
+        source = _check_source(tree, sets, allow_unverified, dry_run)
+        if sys.stdout.isatty() and not as_json:
+            with LiveTable(spec.name) as live:
+                result = session.run(tree.root, sets, progress=live.update)
         else:
-            display = PlainLines()
-        with display if isinstance(display, LiveTable) else nullcontext():
-            result = session.run(tree.root, sets, progress=display.update if display else None)
+            with progress.step(f"migrate {spec.name}: hashing the tree, logging in") as shown:
+                result = session.run(tree.root, sets, progress=PlainLines(spec.name, shown, not as_json).update)
     if as_json:
-        render.emit_json(result.to_json())
+        render.emit_json({**result.to_json(), "source_verify": source.to_json()})
     else:
-        _report(result)
+        _report(result, source, full_list)
     return 0 if result.ok else 1

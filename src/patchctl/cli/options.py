@@ -7,6 +7,9 @@ from typing import Any
 
 import click
 
+from patchctl.cli import completion
+from patchctl.errors import did_you_mean
+
 
 class NonEmptyPath(click.Path):
     """``click.Path`` that refuses ``''``: click reads it as ``.``, so ``capture --out ''`` named
@@ -29,20 +32,37 @@ class NonEmptyText(click.ParamType):
         return value
 
 
+class Choice(click.Choice):  # type: ignore[type-arg]
+    """``click.Choice`` that names the closest choice to a mistyped value ("did you mean ...")."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            hint = did_you_mean(str(value), [str(c) for c in self.choices])
+            if not hint:
+                raise
+            raise click.BadParameter(exc.message.rstrip(".") + hint + ".", ctx=ctx, param=param) from None
+
+
 EMPTY = "an empty path names nothing; pass a path (. is the current folder)"
 SPEC = NonEmptyText()
 
 target_option = click.option(
-    "--target", "-t", "target", default=".", show_default=True, type=SPEC,
-    help="A verl checkout, a source release such as verl==0.6.1, or a name from patchctl.toml [targets].",
+    "--target", "-t", "target", default=".", show_default=True, type=SPEC, shell_complete=completion.targets,
+    help="A verl checkout (default: the one around the current folder, searched upward as git does), "
+    "a source release such as verl==0.6.1, or a name from patchctl.toml [targets].",
 )
 patchset_option = click.option(
-    "--patchset", "-p", "patchsets", multiple=True, type=SPEC,
+    "--patchset", "-p", "patchsets", multiple=True, type=SPEC, shell_complete=completion.patchsets,
     help="A built-in patchset name or a patchset directory (repeatable). Default: uky.",
 )
-only_option = click.option("--only", "only", multiple=True, help="Only this patch id (repeatable).")
+only_option = click.option(
+    "--only", "only", multiple=True, shell_complete=completion.patch_ids, help="Only this patch id (repeatable)."
+)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of a table.")
 config_option = click.option(
     "--config", "config", type=NonEmptyPath(path_type=Path, dir_okay=False), default=None,
+    is_eager=True,  # read first, so that completing a cluster or target name can use it
     help="Config file (default: ./patchctl.toml, then ~/.config/patchctl/config.toml).",
 )

@@ -12,7 +12,7 @@ from patchctl.cli.options import config_option, json_option, only_option, patchs
 from patchctl.errors import UnknownPatch
 from patchctl.patchsets import engine
 from patchctl.patchsets.loader import load_patchsets
-from patchctl.patchsets.model import Patchset
+from patchctl.patchsets.model import Outcome, Patchset
 from patchctl.cli.targets import Use, open_target
 
 
@@ -88,9 +88,23 @@ def revert_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], d
         if dry_run:
             click.echo(result.diff, nl=False)
         _show(result, f"revert -> {tree.root}")
-        if not result.results:
-            click.echo("nothing recorded as applied there")
+        _revert_verdict(result, dry_run)
     return 0 if result.ok else 1
+
+
+def _revert_verdict(result: engine.RunResult, dry_run: bool) -> None:
+    """The last line says how revert ended, as apply's and verify's do: a script or a reader of a
+    long table should not have to infer it from the rows."""
+    reverted = sum(1 for r in result.results if r.status is Outcome.REVERTED)
+    if not result.results:
+        click.echo("revert: nothing to do (nothing recorded as applied there)")
+    elif not result.ok:
+        click.echo("revert: FAILED, nothing was written: fix the conflicts above, or leave those patches out with "
+                   "--only", err=True)
+    elif dry_run:
+        click.echo(f"revert: ok (dry run), {reverted} patch(es) would be reverted")
+    else:
+        click.echo(f"revert: ok, {reverted} patch(es) reverted, {len(result.written)} file(s) written")
 
 
 @click.command("list")
@@ -98,8 +112,10 @@ def revert_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], d
 @json_option
 @handled
 def list_cmd(patchsets: tuple[str, ...], as_json: bool) -> int:
-    """Show the patches of the patchsets, with why each exists."""
-    sets = load_patchsets(patchsets)
+    """Show the patches of the patchsets (default: every built-in one), with why each exists."""
+    from patchctl.patchsets.loader import builtin_names
+
+    sets = load_patchsets(patchsets or tuple(builtin_names()))
     if as_json:
         render.emit_json([{"patchset": ps.name, "description": ps.description, "patches": [
             {"id": p.id, "title": p.title, "kind": p.kind, "tag": p.tag, "target": list(p.target), "why": p.why,
@@ -110,9 +126,11 @@ def list_cmd(patchsets: tuple[str, ...], as_json: bool) -> int:
     for ps in sets:
         click.echo(f"{ps.name}: {ps.description} ({len(ps.patches)} patches, {ps.manifest})")
         for p in ps.patches:
-            click.echo(f"\n  {p.id}  [{p.kind}]  {p.title}")
+            click.echo("\n" + textwrap.fill(f"  {p.id}  [{p.kind}]  {p.title}", min(render.width(), 100),
+                                            subsequent_indent="    ", break_on_hyphens=False, break_long_words=False))
             click.echo(f"    target: {' | '.join(render.quote_path(t) for t in p.target)}")
-            click.echo(textwrap.fill(" ".join(p.why.split()), 100, initial_indent="    why: ", subsequent_indent="         "))
+            click.echo(textwrap.fill(" ".join(p.why.split()), min(render.width(), 100), initial_indent="    why: ",
+                                     subsequent_indent="         ", break_on_hyphens=False))
             for k, v in p.meta.items():
                 click.echo(f"    {k}: {v}")
     return 0

@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from patchctl.quoting import printable, quote_path
 
-__all__ = ["STYLE", "console", "emit_json", "printable", "progress_line", "quote_path", "table"]
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+__all__ = ["STYLE", "console", "emit_json", "fits", "printable", "progress_line", "quote_path", "show", "table",
+           "width"]
+
+#: the width of output that reaches no terminal at all (a CI log, a file from cron): wide enough
+#: that a path or a matrix row stays on one line, since nobody's window folds it
+NO_TERMINAL_WIDTH = 160
+#: spaces (and the colour resets after them) at the end of a line: rich pads to the table's width
+_TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
 
 STYLE = {
     "applied": "green", "already-applied": "cyan", "superseded-upstream": "blue", "not-applicable": "yellow",
@@ -19,30 +31,71 @@ STYLE = {
 }
 
 
-def console():  # rich is imported lazily: it costs ~50 ms that --json runs do not need
+def width() -> int:
+    """The columns output is laid out for: ``COLUMNS`` when set, else the size of whichever of
+    stdout or stderr is a terminal (``patchctl ... | less`` still has one on stderr),
+    else :data:`NO_TERMINAL_WIDTH`."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    for fd in (1, 2):
+        try:
+            return os.get_terminal_size(fd).columns
+        except OSError:
+            continue
+    return NO_TERMINAL_WIDTH
+
+
+def console() -> Console:  # rich is imported lazily: it costs ~50 ms that --json runs do not need
     from rich.console import Console
 
-    import sys
+    return Console(highlight=False, soft_wrap=False, width=width())
 
-    # a pipe or a CI log has no width; rich would assume 80 and fold every path
-    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+
+def show(renderable: RenderableType) -> None:
+    """Print ``renderable`` without the spaces rich pads its lines with: a piped table is then
+    no wider than its content, and ``| tee`` or a diff of two logs shows no trailing blanks."""
+    out = console()
+    with out.capture() as captured:
+        out.print(renderable)
+    click.echo(_TRAILING.sub(r"\1", captured.get()), nl=False, color=out.is_terminal and not out.no_color)
+
+
+def fits(renderable: RenderableType) -> bool:
+    """True when ``renderable`` needs no folding at the current :func:`width`."""
+    from rich.measure import Measurement
+
+    out = console()
+    wide = out.options.update(max_width=1 << 16)  # measured unbounded: the console's width would clamp it
+    return Measurement.get(out, wide, renderable).maximum <= out.width
 
 
 def table(title: str, columns: list[str], rows: list[list[str]], status_col: int | None = None,
-          styles: Mapping[str, str] = STYLE) -> None:
+          styles: Mapping[str, str] = STYLE, drop_to_fit: int | None = None) -> bool:
     """Cells are plain text, never rich markup, with control characters escaped: a reason or a
     path from a tree must not style the table, break it (``[/]``), or add a line to it. The
-    ``status_col`` cell is coloured by ``styles``."""
+    ``status_col`` cell is coloured by ``styles``. The title is a line of its own: rich would
+    fold it to the table's width, mid-path. Column ``drop_to_fit`` is left out where the table
+    would not fit the width with it; True then, and the caller prints that text whole below."""
     from rich.table import Table
     from rich.text import Text
 
-    t = Table(title=printable(title), title_justify="left", show_lines=False)
-    for c in columns:
-        t.add_column(c, overflow="fold")
-    for row in rows:
-        t.add_row(*(Text(printable(cell), style=styles.get(cell, "white") if i == status_col else "")
-                    for i, cell in enumerate(row)))
-    console().print(t)
+    def build(keep: list[int]) -> Table:
+        t = Table(show_lines=False)
+        for i in keep:  # the row's name (a patch, a check, a host) and its status are never folded
+            t.add_column(columns[i], overflow="fold", no_wrap=i in (0, status_col))
+        for row in rows:
+            t.add_row(*(Text(printable(row[i]), style=styles.get(row[i], "white") if i == status_col else "")
+                        for i in keep))
+        return t
+
+    t = build(list(range(len(columns))))
+    dropped = drop_to_fit is not None and not fits(t)
+    if dropped:
+        t = build([i for i in range(len(columns)) if i != drop_to_fit])
+    click.echo(printable(title))
+    show(t)
+    return dropped
 
 
 def emit_json(doc: Any) -> None:

@@ -11,9 +11,11 @@ from pathlib import Path
 import click
 
 from patchctl.cli import render
+from patchctl.cli import completion
 from patchctl.cli.errors import handled
 from patchctl.cli.options import (
     SPEC,
+    Choice,
     NonEmptyPath,
     config_option,
     json_option,
@@ -53,9 +55,9 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 
 @click.command("train", context_settings={"ignore_unknown_options": True})
 @target_option
-@click.option("--profile", "profile_name", default="smoke", show_default=True, type=click.Choice(_profile_names()),
+@click.option("--profile", "profile_name", default="smoke", show_default=True, type=Choice(_profile_names()),
               help="Which run: smoke needs no model or data; debug/fast-load/standard are the record's scripts.")
-@click.option("--cluster", "cluster_name", default=None,
+@click.option("--cluster", "cluster_name", default=None, shell_complete=completion.clusters,
               help="Take MODEL_PATH, DATA_DIR, ... from this cluster's paths (else the environment, else the "
                    "tree's git_ignore.py).")
 @click.option("--dry-run", is_flag=True, help="Print the exact command and environment; run nothing.")

@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from patchctl.cli import render
+from patchctl.cli import cluster_keys, completion, render, validate_health
 from patchctl.cli.errors import handled
-from patchctl.cli.options import NonEmptyPath, config_option, json_option
+from patchctl.cli.options import Choice, NonEmptyPath, config_option, json_option
 from patchctl.errors import MissingOption
 
 #: exit codes: a pass (or a plan), a failed run, an interrupted one (as the error handler's Ctrl-C)
@@ -22,9 +22,9 @@ def _profile_names() -> list[str]:
     from patchctl.train.profiles import load_profiles
 
     try:
-        return sorted(load_profiles())
+        return sorted([*load_profiles(), "health"])  # health: validate's own, checks without training
     except Exception:  # the command still loads; --profile then reports the manifest error
-        return ["smoke", "debug", "fast-load", "standard"]
+        return ["smoke", "debug", "fast-load", "standard", "health"]
 
 
 def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -36,14 +36,14 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
     return value
 
 
-@click.command("validate", context_settings={"ignore_unknown_options": True})
-@click.argument("cluster_name", metavar="CLUSTER", required=False)
-@click.option("--profile", "profile", default="smoke", show_default=True, type=click.Choice(_profile_names()),
+@click.command("validate", context_settings={"ignore_unknown_options": True}, epilog=cluster_keys.EPILOG)
+@click.argument("cluster_name", metavar="CLUSTER", required=False, shell_complete=completion.clusters)
+@click.option("--profile", "profile", default="smoke", show_default=True, type=Choice(_profile_names()),
               help="The training run, as for `patchctl train`.")
 @click.option("--dry-run", is_flag=True, help="Print every remote command and the trainer command; start nothing.")
 @click.option("--compare", "compare", type=NonEmptyPath(path_type=Path), multiple=True,
               help="An earlier report.json (or its run directory) to put beside this run's; twice and no CLUSTER: "
-                   "compare those two reports only.")
+                   "compare those two reports only, OLD first (--compare OLD --compare NEW), as diff takes them.")
 @click.option("--join", is_flag=True,
               help="Use a Ray node already running on a host instead of refusing (it is never stopped).")
 @click.option("--ray-timeout", type=float, default=60.0, show_default=True, callback=_seconds,
@@ -57,6 +57,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option("--insecure-ray", is_flag=True,
               help="Run even where Ray cannot prove it refuses callers without the run's token (Ray < 2.52). Only "
                    "for a cluster firewalled from everyone else; the report records it.")
+@validate_health.checks_option
 @click.option("--dashboard", is_flag=True, help="Start Ray's dashboard on the head (bound on its address).")
 @click.option("--ray-client", is_flag=True, help="Start Ray's client server on the head (bound on its address).")
 @click.option("--out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
@@ -67,8 +68,8 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @handled
 def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare: tuple[Path, ...], join: bool,
                  ray_timeout: float, timeout: float | None, ray_cpus: int | None, lease: float, insecure_ray: bool,
-                 dashboard: bool, ray_client: bool, out: Path | None, as_json: bool, config: Path | None,
-                 overrides: tuple[str, ...]) -> int:
+                 checks: tuple[str, ...] | None, dashboard: bool, ray_client: bool, out: Path | None, as_json: bool,
+                 config: Path | None, overrides: tuple[str, ...]) -> int:
     """Prove the migrated tree on CLUSTER: preflight every host, bring Ray up across them, run the
     profile's training on the head, bring the log and report home, stop what was started.
 
@@ -83,15 +84,17 @@ def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare:
         reports = ([Path(cluster_name)] if cluster_name else []) + list(compare)
         if len(reports) != 2:
             raise MissingOption("validate", "name a CLUSTER, or give two reports to compare "
-                                "(--compare NEW --compare OLD); see patchctl validate --help")
-        doc = run.compare_reports(reports[0], reports[1], (out or reports[0].parent))
+                                "(--compare OLD --compare NEW); see patchctl validate --help")
+        old, new = reports  # OLD first, as diff takes them
+        doc = run.compare_reports(new, old, (out or new.parent))
         render.emit_json(doc) if as_json else _show_compare(doc)
         return 0
     if len(compare) > 1:
         raise MissingOption("--compare", "give one earlier report when validating a cluster")
     cluster = load_cluster(cluster_name, config)
     options = Options(profile, tuple(overrides), join, ray_timeout, timeout, out, ray_cpus, insecure_ray=insecure_ray,
-                      lease=lease, dashboard=dashboard, ray_client=ray_client)
+                      lease=lease, dashboard=dashboard, ray_client=ray_client,
+                      checks=validate_health.checks_for(profile, checks))
     if dry_run:
         result = run.dry_run(cluster, options)
         render.emit_json(result.to_json()) if as_json else _show_plan(result)
@@ -108,7 +111,13 @@ def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare:
 
 
 def _note(n: Any) -> None:
-    click.echo(f"{n.stage:>9}  {n.host}: {n.text}", err=True)
+    click.echo(f"{n.stage:>9}  {n.host}: {_unprefixed(n.text, n.host)}", err=True)
+
+
+def _unprefixed(text: str, who: str) -> str:
+    """``text`` without a leading ``WHO: ``: the validate errors name their host first, and the
+    line already does (``node1: node1: unreachable`` read as two hosts)."""
+    return text[len(who) + 2:] if who and text.startswith(f"{who}: ") else text
 
 
 def _progress(live: bool) -> Any:
@@ -127,8 +136,9 @@ def _show_plan(result: Any) -> None:
     for c in result.commands:
         click.echo(f"# {c.label}: {c.purpose}")
         click.echo(show(c.argv))
-    click.echo("# the trainer, on the head (trainer.nnodes / n_gpus_per_node: what Ray reports at run time)")
-    click.echo(show(result.trainer_command))
+    if result.trainer_command:  # --profile health trains nothing
+        click.echo("# the trainer, on the head (trainer.nnodes / n_gpus_per_node: what Ray reports at run time)")
+        click.echo(show(result.trainer_command))
     click.echo(f"# local run directory: {result.run_dir}")
 
 
@@ -147,6 +157,7 @@ def _show(result: Any) -> None:
         for h in result.preflight:
             for r in h.failed:
                 click.echo(f"  {h.label}: {r.check}: {r.fix}")
+    validate_health.show(result.health)
     if result.ray:
         render.table(f"Ray cluster {result.ray.address} ({result.ray.seconds:.1f} s)",
                      ["host", "address", "GPUs", "CUDA_VISIBLE_DEVICES", "GPU", "joined (s)"],
@@ -163,7 +174,7 @@ def _show(result: Any) -> None:
         click.echo("teardown: " + "; ".join(f"{t.label} {t.status}" + (f" ({t.stopped} processes)" if t.stopped else "")
                                             for t in result.teardown))
     click.echo("time (s): " + ", ".join(f"{k} {v}" for k, v in result.timings.items() if v is not None))
-    if result.run_dir:
+    if result.run_dir and Path(result.run_dir).is_dir():  # a run stopped before it made one has none
         click.echo(f"run directory: {result.run_dir}" + (f" ({', '.join(Path(f).name for f in result.fetched)})"
                                                          if result.fetched else ""))
     if result.comparison:
@@ -172,7 +183,8 @@ def _show(result: Any) -> None:
         auth = result.ray.auth if result.ray else {}
         click.echo("WARNING: --insecure-ray: this run did not insist that its Ray cluster refuses callers without the "
                    "token" + (" (" + ", ".join(f"{k}: {v['outcome']}" for k, v in auth.items()) + ")" if auth else ""))
-    click.echo(f"validate: {result.verdict.value.upper()}" + (f" — {result.cause}" if result.cause else ""))
+    cause = _unprefixed(result.cause, "validate")
+    click.echo(f"validate: {result.verdict.value.upper()}" + (f" — {cause}" if cause else ""))
 
 
 def _show_compare(doc: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from patchctl.cli import render
+from patchctl.cli import cluster_keys, completion
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
 from patchctl.patchsets.loader import load_patchsets
@@ -14,12 +15,12 @@ from patchctl.cli.targets import open_target
 from patchctl.verify.patches import verify
 
 
-@click.command("verify")
+@click.command("verify", epilog=cluster_keys.EPILOG)
 @target_option
 @patchset_option
 @click.option("--strict", is_flag=True, help="Also fail when tagged lines exist that no patch accounts for.")
 @click.option("--env", "env", is_flag=True, help="Check the environment instead: torch/CUDA, vLLM, Ray, data, ...")
-@click.option("--cluster", "cluster", default=None, help="With --env: check this cluster's data and model paths.")
+@click.option("--cluster", "cluster", default=None, shell_complete=completion.clusters, help="With --env: check this cluster's data and model paths.")
 @json_option
 @config_option
 @handled
@@ -47,7 +48,8 @@ def verify_cmd(target: str, patchsets: tuple[str, ...], strict: bool, env: bool,
             click.echo(f"\n{c.patch}: how it differs\n{c.detail}")
     click.echo(f"tagged lines: {len(report.accounted)} accounted for by patches, {len(report.unaccounted)} not")
     for h in report.unaccounted:
-        click.echo(f"  untracked tag  {render.quote_path(h.path)}:{h.line}: {render.printable(h.text.strip())}")
+        # "stray", not git's "untracked": the file may well be tracked; no patch accounts for the line
+        click.echo(f"  stray tag  {render.quote_path(h.path)}:{h.line}: {render.printable(h.text.strip())}")
     if report.unaccounted:
         click.echo("  (hand edits no patch accounts for: worth capturing into a patchset)")
     for rel in report.leftovers:

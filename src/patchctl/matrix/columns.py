@@ -8,6 +8,7 @@ metadata under its ``.git``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,8 +76,9 @@ class Source:
         return trees.TreeSpec(self.label, trees.Kind.REF, repo=self.repo, commit=self.commit)
 
 
-def parse_versions(text: str, repo: Path | None = None) -> list[Source]:
-    """Read ``--versions``: releases (``X.Y.Z`` or ``verl==X.Y.Z``); with ``repo``, git refs.
+def parse_versions(text: str, repo: Path | None = None, names: Mapping[str, str] | None = None) -> list[Source]:
+    """Read ``--versions``: releases (``X.Y.Z`` or ``verl==X.Y.Z``), ``[targets]`` ``names``;
+    with ``repo``, git refs.
 
     With ``repo`` a bare ``0.6.1`` is a ref (a tag may well be called that); write
     ``verl==0.6.1`` for the release. Refs are resolved to commits now, so a bad one stops the
@@ -88,7 +90,8 @@ def parse_versions(text: str, repo: Path | None = None) -> list[Source]:
     if "" in items:
         raise BadVersionList(text, "has an empty entry", "remove the extra comma")
     top = _repo_root(repo) if repo is not None else None
-    sources = [_source(item, top) for item in items]
+    sources = [_named(item, names[item]) if names and item in names and not trees.release(item) else
+               _source(item, top) for item in items]
     labels = [s.label for s in sources]
     for label in labels:
         if labels.count(label) > 1:
@@ -101,6 +104,22 @@ def _repo_root(repo: Path) -> Path:
     if top is None:
         raise NotARepository(repo)
     return top.resolve()
+
+
+def _named(name: str, spec: str) -> Source:
+    """A ``[targets]`` name: its release, or its checkout's HEAD commit (a matrix patches scratch
+    copies only, never a user's tree in place, so a directory is read as ``git archive`` reads it)."""
+    version = releases.parse_spec(spec)
+    if version:
+        return Source(name, release=version)
+    top = git.toplevel(Path(spec)) if Path(spec).is_dir() else None
+    commit = git.head(top) if top is not None else None
+    if top is None or commit is None:
+        raise BadVersionList(name, f"names {spec}, which is not a git checkout with a commit",
+                             "a matrix reads releases and commits: commit that tree, or name a release")
+    if not git.has_file_at(top, commit, "verl/__init__.py"):
+        raise NotAVerlRef(top, name, commit)
+    return Source(name, repo=top.resolve(), commit=commit)
 
 
 def _source(item: str, repo: Path | None) -> Source:
@@ -124,9 +143,9 @@ def _source(item: str, repo: Path | None) -> Source:
 
 
 def fetch(sources: list[Source]) -> None:
-    """Download the releases not cached yet, side by side (pip spends its time on the network).
+    """Download the releases not cached yet, side by side (a download spends its time on the network).
 
-    Done before any scratch work so that an unknown release stops the matrix with pip's own
+    Done before any scratch work so that an unknown release stops the matrix with the index's own
     reason, and the parallel workers only ever read the cache.
     """
     wanted = sorted({s.release for s in sources if s.release})

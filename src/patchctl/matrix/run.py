@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patchctl import orphans, proc
+from patchctl import orphans, proc, progress
 from patchctl.errors import PatchctlError
 from patchctl.matrix.columns import Source, fetch, unpack
 from patchctl.patchsets import engine
@@ -107,16 +107,23 @@ def run_matrix(columns: list[Source], patchsets: list[Patchset], jobs: int | Non
     with orphans.scratch("patchctl-matrix-") as tmp:
         work = [_Job(s, Path(tmp) / str(i), tuple(patchsets)) for i, s in enumerate(columns)]
         workers = min(len(work), jobs or _cpus())
-        if workers <= 1:
-            done = [_apply_in_scratch(job) for job in work]
-        else:
-            with ProcessPoolExecutor(max_workers=workers, initializer=proc.die_with_parent) as pool:
-                done = list(pool.map(_apply_in_scratch, work))
+        with progress.step("matrix: applying to each version", total=len(work)) as shown:
+            if workers <= 1:
+                outs = map(_apply_in_scratch, work)
+                done = [_done(out, shown) for out in outs]
+            else:
+                with ProcessPoolExecutor(max_workers=workers, initializer=proc.die_with_parent) as pool:
+                    done = [_done(out, shown) for out in pool.map(_apply_in_scratch, work)]
     for out in done:
         if isinstance(out, _Failed):
             raise ColumnFailed(out.label, out.message)
     rows = tuple((ps.name, p.id) for ps in patchsets for p in ps.patches)
     return Matrix(tuple(ps.name for ps in patchsets), rows, tuple(c for c in done if isinstance(c, Column)))
+
+
+def _done(out: Column | _Failed, shown: progress.Step) -> Column | _Failed:
+    shown.advance(f"matrix: versions done (last {out.source.label if isinstance(out, Column) else out.label})")
+    return out
 
 
 def _cpus() -> int:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from patchctl.clusters import Cluster
+from patchctl.migrate.errors import UnknownHost
 
 
 @dataclass(frozen=True)
@@ -17,3 +22,15 @@ class Options:
     checksum: bool = False
     #: hosts at a time; None: all of them
     jobs: int | None = None
+
+
+def limit_hosts(cluster: Cluster, names: Sequence[str]) -> Cluster:
+    """``cluster`` with only the hosts ``--host`` names (all of them when none is named), in the
+    cluster's order: re-running the hosts that failed, as ``ansible --limit`` does."""
+    if not names:
+        return cluster
+    known = [h.ssh for h in cluster.hosts]
+    for name in names:
+        if name not in known:
+            raise UnknownHost(cluster.name, name, known)
+    return dataclasses.replace(cluster, hosts=tuple(h for h in cluster.hosts if h.ssh in names))

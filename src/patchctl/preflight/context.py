@@ -44,4 +44,6 @@ def build(target: Target | None = None, cluster: Cluster | None = None, *, patch
 
 def default_target(cwd: Path) -> bool:
     """Whether ``cwd`` is a verl tree, so that a defaulted ``--target .`` means something."""
-    return (cwd / "verl" / "__init__.py").is_file()
+    from patchctl.target import find_root  # as --target finds it: upward, as git finds .git
+
+    return find_root(cwd) is not None
