@@ -376,3 +376,29 @@ class TokenizersMissing(PatchctlError):
     def __init__(self) -> None:
         super().__init__("the smoke profile builds its tokenizer with the tokenizers package, which this "
                          "Python lacks; install it (pip install tokenizers; verl needs it anyway)")
+
+
+class ConflictsPending(PatchctlError):
+    """``apply --conflicts=markers`` left conflicts in the tree that nobody has resolved yet."""
+
+    def __init__(self, root: Path | str, conflicts: list[str]) -> None:
+        self.root, self.conflicts = str(root), conflicts
+        super().__init__(f"{root}: {len(conflicts)} conflict(s) written with markers wait for resolution "
+                         f"({', '.join(conflicts[:3])}{' ...' if len(conflicts) > 3 else ''}); edit them, then run "
+                         "`patchctl refresh --target T --patchset DIR`, or restore the files with git checkout and "
+                         "delete .patchctl/conflicts.json")
+
+
+class ConflictStateDamaged(PatchctlError):
+    def __init__(self, path: Path | str, problem: str) -> None:
+        self.path = str(path)
+        super().__init__(f"{path}: the list of conflicts is damaged ({problem}); restore the conflicting files "
+                         "with git checkout and delete it, then apply again")
+
+
+class ConflictUnresolved(PatchctlError):
+    """``refresh`` found a conflict still marked, or an edit it cannot place."""
+
+    def __init__(self, path: str, patch: str, problem: str) -> None:
+        self.path, self.patch = path, patch
+        super().__init__(f"{quote_path(path)}: the conflict of patch {patch!r} {problem}; nothing was recorded")

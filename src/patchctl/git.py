@@ -54,8 +54,13 @@ def dirty(root: Path, paths: Iterable[str]) -> list[str]:
     wanted = sorted(set(paths))
     if not wanted:
         return []
+    return sorted(_status_names(status_porcelain(root, *wanted)))
+
+
+def _status_names(porcelain: str) -> list[str]:
+    """The paths of ``git status --porcelain=v1 -z`` output (a rename's new name only)."""
     out: list[str] = []
-    entries = status_porcelain(root, *wanted).split("\0")
+    entries = porcelain.split("\0")
     i = 0
     while i < len(entries):
         entry = entries[i]
@@ -66,7 +71,7 @@ def dirty(root: Path, paths: Iterable[str]) -> list[str]:
         if code[0] in "RC":
             i += 1  # the rename source follows as its own entry
         out.append(name)
-    return sorted(out)
+    return out
 
 
 def _ident(root: Path) -> list[str]:
@@ -178,7 +183,12 @@ def status_porcelain(root: Path, *paths: str) -> str:
                      *(paths or (".",))]).stdout
 
 
-def changed(root: Path) -> list[str]:
+def changed(root: Path, untracked: bool = True) -> list[str]:
     """Every path under ``root`` that differs from HEAD (modified, added, untracked not ignored):
-    the tree is HEAD plus these, which is what ``migrate`` records as a host's provenance."""
-    return dirty(root, ["."])
+    the tree is HEAD plus these, which is what ``migrate`` records as a host's provenance.
+    ``untracked=False`` leaves out untracked files (a caller that listed them already spares
+    git a second walk of the tree)."""
+    if untracked:
+        return dirty(root, ["."])
+    done = proc.run(["git", "-C", str(root), "status", "--porcelain=v1", "-z", "--untracked-files=no"])
+    return sorted(_status_names(done.stdout))

@@ -2,15 +2,24 @@
 
 Files are read as bytes and filtered by a substring test before any line is looked at, so a
 verl tree of ~400 files takes a few milliseconds. Nothing here parses Python.
+
+Only regular files of at most :data:`MAX_SCAN` bytes are read, the rule migrate's host agent
+follows (``migrate.agent_cache.MAX_SCAN``): tagged lines live in source files, and a fork may hold
+gigabytes of data that ``migrate``'s source check (``verify`` on every run) would otherwise read
+whole. A symlink is never followed (it could lead outside the tree) and a FIFO never opened (it
+would block).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+#: files larger than this are data, not sources: never read for tags (4 MiB, as the host agent)
+MAX_SCAN = 4 << 20
 SKIP_DIRS = {".git", ".hg", ".patchctl", "__pycache__", ".venv", "node_modules", ".mypy_cache", ".pytest_cache"}
 
 
@@ -36,8 +45,11 @@ def scan(root: Path, tags: set[str]) -> list[TagHit]:
         for name in sorted(filenames):
             full = os.path.join(dirpath, name)
             try:
+                st = os.lstat(full)
+                if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SCAN:
+                    continue
                 with open(full, "rb") as f:
-                    data = f.read()
+                    data = f.read(MAX_SCAN + 1)
             except OSError:
                 continue
             if not any(n in data for n in needles) or b"\0" in data[:1024]:

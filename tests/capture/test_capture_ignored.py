@@ -23,7 +23,7 @@ def test_tagged_ignored_files_are_captured_or_named(release_tree, tmp_path: Path
         "tmp/probe.py": PROBE.encode(),
         "verl/utils/lib/extra.py": b"EXTRA = 1  # Uky\n",
         "outputs/run.log": b"step 1 loss 0.5\n",  # untagged output: not the fork's edit
-        "outputs/state.bin": b"\x00\x01# Uky\x00",  # tagged, but binary
+        "outputs/state.bin": b"\x00\x01# Uky\x00",  # tagged, and binary: shipped as a blob
         "outputs/big.log": b"x" * (2 << 20),
     }
     for rel, data in files.items():
@@ -34,11 +34,11 @@ def test_tagged_ignored_files_are_captured_or_named(release_tree, tmp_path: Path
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert {(p["id"], p["kind"], p["path"]) for p in doc["patches"]} == {
-        ("probe", "add-file", "tmp/probe.py"), ("extra", "add-file", "verl/utils/lib/extra.py")}
+        ("probe", "add-file", "tmp/probe.py"), ("extra", "add-file", "verl/utils/lib/extra.py"),
+        ("state-bin", "blob", "outputs/state.bin")}
     assert doc["notes"] == [
-        "outputs/state.bin: binary file; add-file ships text files only, so it was not captured",
         "outputs/state.bin: git ignores it in FORK (.gitignore:2: outputs), but it carries the tag: "
-        "not captured (the other line about it says why)",
+        "captured as state-bin",
         "tmp/probe.py: git ignores it in FORK (.gitignore:3: tmp/), but it carries the tag: captured as probe",
         "verl/utils/lib/extra.py: git ignores it in FORK (.gitignore:1: lib/), but it carries the tag: "
         "captured as extra",

@@ -73,9 +73,14 @@ def test_a_statement_only_partly_tagged_is_left_out(tmp_path: Path) -> None:
 
 
 def test_edits_no_kind_can_express_are_left_out(tmp_path: Path) -> None:
+    code, doc, _ = capture(tmp_path, {"m.py": "x = 1\n"}, {"m.py": "x = (1  # Uky\n"})
+    assert code == 1 and doc["left_out"][0]["path"] == "m.py"
+    assert "does not parse" in doc["left_out"][0]["reason"]
+
+
+def test_a_doc_edit_is_a_text_hunk(tmp_path: Path) -> None:
     code, doc, _ = capture(tmp_path, {"README.md": "# verl\n"}, {"README.md": "# verl\nforked  <!-- # Uky -->\n"})
-    assert code == 1 and doc["left_out"][0]["path"] == "README.md"
-    assert "only Python and shell edits" in doc["left_out"][0]["reason"]
+    assert code == 0 and [(p["path"], p["kind"]) for p in doc["patches"]] == [("README.md", "text-hunk")]
 
 
 def test_untagged_edits_are_noted_and_captured_only_with_all(tmp_path: Path) -> None:

@@ -78,10 +78,11 @@ def test_a_deleted_statement_is_captured(release_tree, tmp_path: Path) -> None:
 
 def test_a_written_patchset_exits_0_and_names_what_it_left_out(release_tree, tmp_path: Path) -> None:
     fork = fork_of(release_tree)
-    (fork / "README.md").write_text((fork / "README.md").read_text() + "Uky notes  # Uky\n")
+    mine = fork / "verl/utils/tracking.py"
+    mine.write_text(mine.read_text() + "def broken(:  # Uky\n")  # no kind carries what does not parse
     code, out = run("capture", "--from", str(fork), "--base", "verl==0.6.1", "--out", str(tmp_path / "p"))
     assert code == 0, out
-    assert "left out: README.md" in out and "1 edit(s) left out" in out
+    assert "left out: verl/utils/tracking.py" in out and "1 edit(s) left out" in out
     assert "proven byte-identical" not in out  # not everything the fork changed is re-created
     code, out = run("capture", "--from", str(fork), "--base", "verl==0.6.1", "--dry-run")
     assert code == 1, out  # nothing written: the left-out edit is the answer

@@ -92,7 +92,8 @@ def test_malformed_manifest_names_file_patch_key_and_fix(tmp_path: Path, release
     assert code == 2
     assert one_error_line(out) == (
         f"error: {manifest}: patch 'triton-cuda-stubs', key 'patch[1].kind': 'prelud' is not allowed; "
-        "use one of: add-file, guard-import, keyword-rename, keyword-value, prelude, shell-env, structural"
+        "use one of: add-file, blob, config-key, delete-file, guard-import, keyword-rename, keyword-value, prelude, "
+        "rename-file, requirement, shell-env, structural, text-hunk"
     )
 
 

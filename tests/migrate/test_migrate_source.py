@@ -91,7 +91,7 @@ def test_host_re_runs_a_subset_and_a_typo_gets_did_you_mean(site: Site, tmp_path
 
     code, out, err = invoke("loop", "--target", str(tree), "--config", str(config), "--host", "nod2")
     assert (code, err) == (
-        1,
+        2,  # a usage error (#19: exit codes)
         "error: --host nod2: cluster 'loop' has no such host; did you mean 'node2'? its hosts: node1, node2, node3\n",
     )
     assert not site.root("node2").exists()

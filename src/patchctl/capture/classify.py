@@ -1,6 +1,9 @@
 """Capture's first step: FORK against BASE, file by file, as draft patches of the narrowest kind.
 
-New files become add-file here; files both trees have go to :mod:`patchctl.capture.inplace`.
+New files become add-file (blob when binary) here, files FORK moved become rename-file followed by
+their edits, and files FORK deleted delete-file (with ``--all``: a deletion carries no tag). Python
+and shell files both trees have go to :mod:`patchctl.capture.inplace`, other files to
+:mod:`patchctl.capture.othertypes` (configs by key, requirements by package, text by hunk).
 Each file is classified on its own and returns what it found; :func:`classify` only joins the
 findings in file order and hands each file the ids taken before it, so ids stay unique.
 """
@@ -12,7 +15,7 @@ import stat
 from collections.abc import Set
 from pathlib import Path
 
-from patchctl.capture import inplace, sources
+from patchctl.capture import inplace, links, moves, othertypes, sources
 from patchctl.capture.hunks import why_from
 from patchctl.capture.model import Classified, Draft, Request, new_id
 
@@ -21,36 +24,55 @@ def classify(req: Request) -> Classified:
     """Every edit of FORK against BASE: the drafts to prove, the edits left out and the notes."""
     found: list[Classified] = []
     taken: frozenset[str] = frozenset()
+    moved = moves.renames(req)
     for rel in sorted(req.fork.files):
-        found.append(_file(req, rel, taken))
+        found.append(_file(req, rel, taken, moved.get(rel)))
         taken |= found[-1].ids
     found.append(_ignored(req, taken))
-    if req.all_:
-        gone = sorted(req.base.files - req.fork.files)
-        if gone:
-            found.append(Classified(notes=(f"{len(gone)} file(s) of BASE are not in FORK (first: {gone[0]}); "
-                                           "no patch kind deletes files, so deletions are not captured",)))
-    return Classified.join(found)
+    taken |= found[-1].ids
+    found.append(moves.deleted(req, set(moved.values()), taken))
+    joined = Classified.join(found)
+    return Classified(links.link(joined.drafts), joined.left_out, joined.notes)
 
 
-def _file(req: Request, rel: str, taken: Set[str]) -> Classified:
+def _file(req: Request, rel: str, taken: Set[str], moved_from: str | None = None) -> Classified:
     data = (req.fork.root / rel).read_bytes()
+    if moved_from is not None:
+        return moves.renamed(req, rel, moved_from, data, taken, changed)
     if rel not in req.base.files:
         return _new_file(req, rel, data, taken)
     other = (req.base.root / rel).read_bytes()
-    return inplace.changed(req, rel, other, data, taken) if other != data else Classified()
+    return changed(req, rel, other, data, taken) if other != data else Classified()
+
+
+def changed(req: Request, rel: str, other: bytes, data: bytes, taken: Set[str]) -> Classified:
+    """A file both trees have (or FORK moved), by its type."""
+    if othertypes.is_binary(data) or othertypes.is_binary(other):
+        return othertypes.blob(req, rel, data, other, _mode(req, rel), taken)
+    if rel.endswith(".py"):
+        return inplace.changed(req, rel, other, data, taken)
+    text, base_text = data.decode("utf-8"), other.decode("utf-8")
+    if rel.endswith(".sh") or (text.startswith("#!") and "sh" in text.split("\n", 1)[0]):
+        shell = inplace.changed(req, rel, other, data, taken)
+        if not shell.left_out:
+            return shell
+        # an edit shell-env cannot carry: the script's edits all go as text hunks, which carry any
+        hunked = othertypes.changed_text(req, rel, base_text, text, taken)
+        return Classified(hunked.drafts, hunked.left_out, shell.notes + hunked.notes)
+    return othertypes.changed_text(req, rel, base_text, text, taken)
+
+
+def _mode(req: Request, rel: str) -> int:
+    return stat.S_IMODE(os.stat(req.fork.root / rel).st_mode) & 0o777
 
 
 def _new_file(req: Request, rel: str, data: bytes, taken: Set[str]) -> Classified:
+    if othertypes.is_binary(data):
+        return othertypes.blob(req, rel, data, None, _mode(req, rel), taken)
     tagged = req.rx.search(data.decode("utf-8", errors="replace")) is not None
     if not tagged and not req.all_:
         return Classified()
-    if b"\0" in data[:8192]:
-        return Classified(notes=(f"{rel}: binary file; add-file ships text files only, so it was not captured",))
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return Classified(notes=(f"{rel}: not UTF-8; add-file ships UTF-8 text only, so it was not captured",))
+    text = data.decode("utf-8")
     lines = text.splitlines()
     tagged_at = [n for n, ln in enumerate(lines, 1) if req.rx.search(ln)]
     mode = stat.S_IMODE(os.stat(req.fork.root / rel).st_mode)

@@ -24,7 +24,8 @@ from patchctl.patchsets.kinds.pyparse import split_lines
 
 
 def changed(req: Request, rel: str, base_data: bytes, fork_data: bytes, taken: Set[str]) -> Classified:
-    """The edits of ``rel``, which differs between BASE and FORK; untagged ones only with ``--all``."""
+    """The edits of ``rel``, a Python or shell file that differs between BASE and FORK; untagged ones
+    only with ``--all``. Other files go to :mod:`patchctl.capture.othertypes`."""
     try:
         base_text, fork_text = base_data.decode("utf-8"), fork_data.decode("utf-8")
     except UnicodeDecodeError:
@@ -38,11 +39,7 @@ def changed(req: Request, rel: str, base_data: bytes, fork_data: bytes, taken: S
         return said
     if rel.endswith(".py"):
         return Classified.join([said, _python(req, rel, base_text, fork_text, chosen, taken)])
-    if rel.endswith(".sh") or (fork_text.startswith("#!") and "sh" in fork_text.split("\n", 1)[0]):
-        return Classified.join([said, _shell(req, rel, base_text, fork_text, chosen, taken)])
-    return Classified.join([said, Classified(left_out=tuple(
-        LeftOut(rel, h.fork[0] + 1, f"no patch kind edits {Path(rel).suffix or 'such'} files in place; "
-                "only Python and shell edits are captured") for h in chosen))])
+    return Classified.join([said, _shell(req, rel, base_text, fork_text, chosen, taken)])
 
 
 def _python(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[Hunk],

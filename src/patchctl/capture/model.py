@@ -61,6 +61,8 @@ class Report:
     left_out: tuple[LeftOut, ...] = ()
     #: things a user should know that are not failures (untagged edits not captured, ...)
     notes: tuple[str, ...] = ()
+    #: files FORK changed that the written patchset does not re-create (outside the captured scope)
+    outside: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -70,13 +72,13 @@ class Report:
 
     @property
     def complete(self) -> bool:
-        """Whether the patchset re-creates every edit capture looked at."""
-        return not self.left_out
+        """Whether the patchset re-creates everything FORK changed: then it is byte-identical."""
+        return not self.left_out and not self.outside
 
     def to_json(self) -> dict[str, Any]:
         return {"fork": self.fork, "base": self.base, "out": str(self.out) if self.out else None,
                 "patches": [asdict(p) for p in self.patches], "left_out": [asdict(x) for x in self.left_out],
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "outside": list(self.outside)}
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,8 @@ class Draft:
     part: tuple[tuple[int, int], str] | None = None
     #: in-place edits: BASE's lines of the file, shared by the file's drafts
     base_lines: Sequence[str] = field(default=(), repr=False, compare=False)
+    #: ids of the drafts this one needs (:mod:`patchctl.capture.links`)
+    needs: tuple[str, ...] = ()
 
     @property
     def captured(self) -> Captured:
@@ -142,14 +146,19 @@ class Draft:
             "kind": self.kind, "target": [self.path], "origin": f"captured from {fork} ({where})",
             "captured_against": base, "params": self.params,
         }
+        if self.needs:
+            doc["needs"] = list(self.needs)
         if self.upstream is not None:
             doc["upstream"] = self.upstream
         return doc
 
-    def alone(self) -> str:
-        """The text this patch alone must make of BASE's file: the proof's measure for one patch."""
+    def alone(self) -> str | None:
+        """The text this patch alone must make of BASE's file (None: no file), the proof's measure for
+        one patch; a blob's bytes as the engine carries them (surrogate escapes)."""
+        if self.kind == "delete-file":
+            return None
         if self.part is None:
-            return (self.content or b"").decode("utf-8")
+            return (self.content or b"").decode("utf-8", "surrogateescape")
         return splice(self.base_lines, [self.part])
 
 
@@ -186,7 +195,7 @@ def splice(base_lines: Sequence[str], parts: Iterable[tuple[tuple[int, int], str
     """BASE with each (first, last) line span replaced by a text, spans in file order."""
     out: list[str] = []
     at = 1
-    for (first, last), text in sorted(parts):
+    for (first, last), text in sorted(parts, key=lambda part: part[0]):  # stable: two insertions keep their order
         out += base_lines[at - 1: first - 1]
         out.append(text)
         at = max(last + 1, first)
@@ -194,12 +203,15 @@ def splice(base_lines: Sequence[str], parts: Iterable[tuple[tuple[int, int], str
     return "".join(out)
 
 
-def expected(drafts: Iterable[Draft]) -> dict[str, str]:
-    """File by file, what the drafts must make of BASE: the fork's text less the edits left out."""
+def expected(drafts: Iterable[Draft]) -> dict[str, str | None]:
+    """File by file, what the drafts must make of BASE: the fork's text less the edits left out
+    (None: no file, where the fork deleted or moved one)."""
     by_path: dict[str, list[Draft]] = {}
+    out: dict[str, str | None] = {}
     for d in drafts:
         by_path.setdefault(d.path, []).append(d)
-    out = {}
+        if d.kind == "rename-file":
+            out[d.params["source"]] = None
     for rel, mine in by_path.items():
         parts = [d.part for d in mine if d.part is not None]
         out[rel] = splice(mine[0].base_lines, parts) if parts else mine[0].alone()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 
-from patchctl.capture.model import LeftOut, expected
+from patchctl.capture.model import Draft, LeftOut, expected
 from patchctl.capture.sources import Tree
 from patchctl.capture.stage import Staged, stage
 from patchctl.errors import ManifestError, PatchctlError
@@ -64,6 +64,27 @@ def prove(staged: Staged, base: Tree) -> Proven:
     return Proven(staged, tuple(left))
 
 
+def outside(fork: Tree, base: Tree, drafts: tuple[Draft, ...]) -> tuple[str, ...]:
+    """Every file FORK changed against BASE that the proven patchset does not re-create.
+
+    Measured, not inferred from what capture chose: a file counts as re-created only when the
+    proven drafts make of BASE's file exactly FORK's bytes (or no file where FORK has none).
+    "Byte-identical" may be said only when this is empty.
+    """
+    made = expected(drafts)
+
+    def read(tree: Tree, rel: str) -> str | None:
+        path = tree.root / rel
+        return path.read_bytes().decode("utf-8", "surrogateescape") if path.is_file() else None
+
+    out = []
+    for rel in sorted(fork.files | base.files | set(made)):
+        want, had = read(fork, rel), read(base, rel)
+        if want != had and made.get(rel, had) != want:
+            out.append(rel)
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Blame:
     #: the patch's id
@@ -74,8 +95,8 @@ class Blame:
     cause: str
 
 
-def blame(patchset: Patchset, target: Target, expected: dict[str, str],
-          alone: dict[str, tuple[str, str]]) -> list[Blame]:
+def blame(patchset: Patchset, target: Target, expected: dict[str, str | None],
+          alone: dict[str, tuple[str, str | None]]) -> list[Blame]:
     """The patches that keep ``patchset`` from reproducing ``expected`` on BASE; [] when it does.
 
     ``expected`` maps each captured file to the fork's text (less edits not captured);
@@ -95,10 +116,11 @@ def _after(plan: Plan, target: Target, rel: str) -> str | None:
     if rel in plan.after:
         return plan.after[rel]
     path = target.root / rel
-    return path.read_text(encoding="utf-8") if path.is_file() else None
+    return path.read_bytes().decode("utf-8", "surrogateescape") if path.is_file() else None
 
 
-def _isolate(patchset: Patchset, target: Target, rel: str, want: str, alone: dict[str, tuple[str, str]]) -> list[Blame]:
+def _isolate(patchset: Patchset, target: Target, rel: str, want: str | None,
+             alone: dict[str, tuple[str, str | None]]) -> list[Blame]:
     """Each patch of ``rel`` applied to BASE on its own: those that miss their own edit are to blame;
     if none does, they clash with each other and all of them are."""
     ids = [pid for pid, (path, _) in alone.items() if path == rel]
@@ -114,10 +136,12 @@ def _isolate(patchset: Patchset, target: Target, rel: str, want: str, alone: dic
                   f"{difference(together, want)}") for pid in ids]
 
 
-def difference(got: str | None, want: str) -> str:
+def difference(got: str | None, want: str | None) -> str:
     """Where ``got`` first departs from the fork's text, as a user would look it up."""
     if got is None:
         return "no file where the fork has one"
+    if want is None:
+        return "a file where the fork has none"
     a, b = split_lines(got), split_lines(want)
     n = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
     mine = a[n].rstrip("\r\n") if n < len(a) else "(end of file)"

@@ -18,7 +18,7 @@ from patchctl import progress
 from patchctl.capture import publish
 from patchctl.capture.classify import classify
 from patchctl.capture.model import Report, Request
-from patchctl.capture.proof import prove
+from patchctl.capture.proof import outside, prove
 from patchctl.capture.sources import open_base, open_fork
 from patchctl.capture.stage import Header, stage
 from patchctl.errors import BadOptionValue, PatchctlError
@@ -42,6 +42,7 @@ def capture(fork: Path, base: str, out: Path | None, *, tag: str = "Uky", all_: 
         shown.say(f"capture: proving {len(staged.drafts)} patch(es) on {header.base}")
         proven = prove(staged, req.base)
         published = publish.publish(proven.staged, out)
+        beyond = outside(req.fork, req.base, proven.staged.drafts)
 
     left = classified.left_out + proven.left_out
     notes = ((recovered,) if recovered else ()) + classified.notes + ((published.note,) if published.note else ())
@@ -49,7 +50,7 @@ def capture(fork: Path, base: str, out: Path | None, *, tag: str = "Uky", all_: 
         notes += ((f"{len(left)} edit(s) left out, each listed with its reason; the patchset re-creates the "
                    "fork's other captured edits, not these"),)
     return Report(header.fork, header.base, published.out, tuple(d.captured for d in proven.staged.drafts),
-                  left, notes)
+                  left, notes, beyond)
 
 
 @contextmanager

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from patchctl.capture import manifest
@@ -48,6 +48,8 @@ def stage(drafts: Sequence[Draft], header: Header, where: Path) -> Staged:
             dest.write_bytes(d.content)
     head = {"name": header.name, "description": f"Captured from {header.fork} against {header.base} on "
             f"{_dt.date.today().isoformat()} by patchctl capture", "tag": header.tag, "format": 1}
-    tables = [d.table(header.fork, header.base) for d in drafts]
+    ids = {d.id for d in drafts}
+    # a partner the proof left out is no longer in the manifest: the note on it says so
+    tables = [replace(d, needs=tuple(n for n in d.needs if n in ids)).table(header.fork, header.base) for d in drafts]
     (where / MANIFEST).write_text(manifest.render(head, tables), encoding="utf-8")
     return Staged(where, tuple(drafts), header)

@@ -49,7 +49,9 @@ def capture_cmd(fork: Path, base: str, out: Path | None, tag: str, all_: bool, i
     """Turn FORK's edits tagged `# TAG` into a patchset that re-creates them on BASE.
 
     Each edit becomes the narrowest kind that reproduces it exactly (keyword-rename, prelude,
-    shell-env, add-file), other Python edits the structural kind. The result is proven by
+    shell-env, add-file), other Python edits the structural kind; configs go by key (config-key),
+    requirements by package, other text by hunk, binary files as blobs, moves and deletions as
+    rename-file and delete-file. The result is proven by
     applying it to BASE before anything is written; edits that cannot be placed without
     guessing are listed with file and line; the exit code is then 1 unless a proven patchset
     of the other edits was written.
@@ -78,7 +80,13 @@ def _show(report: Report, dry_run: bool) -> None:
     if report.out and report.complete:
         click.echo(f"wrote {len(report.patches)} patch(es) to {report.out}; proven byte-identical on {report.base}")
     elif report.out:
+        lost = f"; {len(report.left_out)} edit(s) left out are not in it" if report.left_out else ""
         click.echo(f"wrote {len(report.patches)} patch(es) to {report.out}; proven on {report.base} for the edits "
-                   f"captured; {len(report.left_out)} edit(s) left out are not in it")
+                   f"captured{lost}")
+        if report.outside:
+            names = ", ".join(render.quote_path(p) for p in report.outside[:5])
+            more = f" and {len(report.outside) - 5} more" if len(report.outside) > 5 else ""
+            click.echo(f"outside the captured scope: {len(report.outside)} file(s) the fork changed are not "
+                       f"re-created by it: {names}{more} (the notes above say why)")
     elif dry_run:
         click.echo(f"{len(report.patches)} patch(es) would be written (dry run)")

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "train": "patchctl.cli.train_cmd:train_cmd",
     "validate": "patchctl.cli.validate_cmd:validate_cmd",
     "capture": "patchctl.cli.capture_cmd:capture_cmd",
+    "refresh": "patchctl.cli.refresh_cmd:refresh_cmd",
     "drift": "patchctl.cli.drift_cmd:drift_cmd",
     "bisect": "patchctl.cli.bisect_cmd:bisect_cmd",
     "retire": "patchctl.cli.bisect_cmd:retire_cmd",

@@ -12,7 +12,7 @@ from patchctl.cli.errors import handled
 from patchctl.cli.options import NonEmptyPath, config_option, json_option, patchset_option
 from patchctl.config import load as load_config
 from patchctl.matrix.columns import parse_versions
-from patchctl.matrix.run import Matrix, run_matrix
+from patchctl.matrix.run import Column, Matrix, run_matrix
 from patchctl.patchsets.loader import load_patchsets
 from patchctl.patchsets.model import Outcome
 
@@ -29,10 +29,11 @@ from patchctl.patchsets.model import Outcome
               help="Scratch copies worked on at once (default: the CPUs available).")
 @json_option
 @click.option("--markdown", "as_markdown", is_flag=True, help="Print a GitHub Markdown table instead of a table.")
+@click.option("--diff", "show_diff", is_flag=True, help="Print the diff behind each conflict under its line.")
 @config_option
 @handled
 def matrix_cmd(versions: str, repo: Path | None, patchsets: tuple[str, ...], jobs: int | None, as_json: bool,
-               as_markdown: bool, config: Path | None) -> int:
+               as_markdown: bool, show_diff: bool, config: Path | None) -> int:
     """Apply the patchsets to each version in a scratch copy; show the outcome per patch and version.
 
     Each version is unpacked pristine (a release from its cached sdist, a ref with git archive)
@@ -54,7 +55,7 @@ def matrix_cmd(versions: str, repo: Path | None, patchsets: tuple[str, ...], job
     elif as_markdown:
         click.echo(markdown(matrix), nl=False)
     else:
-        _show(matrix)
+        _show(matrix, show_diff)
     return 0 if matrix.ok else 1
 
 
@@ -101,7 +102,7 @@ def legend(matrix: Matrix) -> str:
     return f"legend: {codes}; sup at: first version superseded upstream; fails: versions in conflict or ambiguous"
 
 
-def _show(matrix: Matrix) -> None:
+def _show(matrix: Matrix, show_diff: bool = False) -> None:
     """The full words when they fit the width (``COLUMNS``, the terminal, or a log's 160), else
     compact cells and a legend: 15 patches x 4 versions stay 15 rows at 80 columns."""
     import textwrap
@@ -115,15 +116,29 @@ def _show(matrix: Matrix) -> None:
         click.echo(textwrap.fill(legend(matrix), render.width(), subsequent_indent="  ", break_on_hyphens=False))
     failed = [(row, c) for row in matrix.rows for c in matrix.columns
               if isinstance(s := matrix.cell(row, c).status, Outcome) and s.is_failure]
-    for row, c in failed:
-        cell = matrix.cell(row, c)
-        click.echo(
-            f"\n{matrix.name(row)} on {c.source.label}: {cell.status.value} in "
-            f"{render.quote_path(cell.path or '-')}: {render.printable(cell.reason)}"
-        )
-        if cell.detail:
-            click.echo(cell.detail.rstrip("\n"))
+    _conflicts(matrix, failed, show_diff)
     if failed:
         click.echo(f"matrix: {len(failed)} cell(s) conflict or ambiguous", err=True)
     else:
         click.echo("matrix: no conflict or ambiguous cell")
+
+
+def _conflicts(matrix: Matrix, failed: list[tuple[tuple[str, str], Column]], show_diff: bool) -> None:
+    """One line per conflict with its reason (the diff under it only with --diff: one patch's
+    diff ran over 1,500 lines, issue 27), then each held-back or warned patch with its partner."""
+    for row, c in failed:
+        cell = matrix.cell(row, c)
+        reason = " ".join(render.printable(cell.reason).split())
+        click.echo(f"{matrix.name(row)} on {c.source.label}: {cell.status.value} in "
+                   f"{render.quote_path(cell.path or '-')}: {reason}")
+        if show_diff and cell.detail:
+            click.echo(cell.detail.rstrip("\n"))
+    hidden = sum(1 for row, c in failed if matrix.cell(row, c).detail)
+    if hidden and not show_diff:
+        click.echo(f"({hidden} diff(s) behind these lines: add --diff to print them)")
+    for row in matrix.rows:
+        for c in matrix.columns:
+            cell = matrix.cell(row, c)
+            if cell.status is Outcome.HELD_BACK or "warning: needed by" in cell.reason:
+                click.echo(f"{matrix.name(row)} on {c.source.label}: {cell.status.value}: "
+                           f"{' '.join(render.printable(cell.reason).split())}")

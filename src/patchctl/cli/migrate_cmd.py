@@ -43,11 +43,12 @@ class LiveTable:
         from rich.table import Table
 
         t = Table(title=f"migrate {self.cluster}", title_justify="left")
-        for col in ("host", "phase", "files", "bytes"):
+        for col in ("host", "phase", "files", "bytes", "where the time went"):
             t.add_column(col)
         for host, p in self.rows.items():
             phase = p.status.value if p.status else p.phase.value
-            t.add_row(host, f"[{STATUS_STYLE.get(phase, 'white')}]{phase}[/]", str(p.files), human(p.bytes))
+            t.add_row(host, f"[{STATUS_STYLE.get(phase, 'white')}]{phase}[/]", str(p.files), human(p.bytes),
+                      p.phases.describe() if p.phases else "")
         return t
 
     def update(self, event: Progress) -> None:
@@ -78,6 +79,8 @@ class PlainLines:
         self.shown.say(f"migrate {self.cluster}: {busy} host(s) at work, {files} files, {human(size)} sent")
         if not self.echo:
             return
+        if event.phase is Phase.DONE and event.phases is not None:
+            click.echo(f"{event.host}: done: {event.phases.describe()}")
         if self.phase.get(event.host) is event.phase or event.phase in (Phase.QUEUED, Phase.DONE):
             return
         self.phase[event.host] = event.phase

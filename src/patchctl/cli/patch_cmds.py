@@ -11,7 +11,7 @@ from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, only_option, patchset_option, target_option
 from patchctl.cli.targets import Use, open_target
 from patchctl.errors import UnknownPatch
-from patchctl.patchsets import engine
+from patchctl.patchsets import engine, needs
 from patchctl.patchsets.loader import load_patchsets
 from patchctl.patchsets.model import Outcome, Patchset
 
@@ -42,17 +42,23 @@ def _show(result: engine.RunResult, title: str) -> None:
 @click.option("--commit", "commit", is_flag=True, help="Commit the changes on a new git branch.")
 @click.option("--branch", default=None, help="Branch name for --commit (default patchctl/<patchsets>).")
 @click.option("--force", is_flag=True, help="Change files even if they have uncommitted changes.")
+@click.option("--conflicts", "on_conflict", type=click.Choice(["refuse", "markers"]), default="refuse",
+              show_default=True, help="markers: write a conflicting patch at its best candidate place with conflict "
+              "markers (upstream, the patch's original, its change) to resolve, then run `patchctl refresh`.")
 @json_option
 @config_option
 @handled
 def apply_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], dry_run: bool, commit: bool,
-              branch: str | None, force: bool, as_json: bool, config: Path | None) -> int:
+              branch: str | None, force: bool, on_conflict: str, as_json: bool, config: Path | None) -> int:
     """Re-create every patch of the patchsets on TARGET (all-or-nothing)."""
+    if commit and on_conflict == "markers":
+        raise click.UsageError("--commit would commit conflict markers: drop it, or --conflicts=markers")
     sets = load_patchsets(patchsets)
     tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
-    result = engine.apply(
-        tree, sets, only=_only(sets, only), dry_run=dry_run, force=force, commit=commit, branch=branch
-    )
+    chosen = _only(sets, only)
+    # a call site without its callee is broken code: --only brings in what the chosen patches need
+    result = engine.apply(tree, sets, only=needs.closure(sets, chosen) if chosen else None, dry_run=dry_run,
+                          force=force, commit=commit, branch=branch, markers=on_conflict == "markers")
     if as_json:
         render.emit_json(result.to_json())
     else:
@@ -66,7 +72,11 @@ def apply_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], dr
                                                                  if result.commit else ""))
         elif not dry_run:
             click.echo("nothing to write")
-    return 0 if result.ok else 1
+    marked = [r.patch for r in result.results if r.status is Outcome.CONFLICT_MARKED]
+    if marked and not as_json:
+        click.echo(f"{len(marked)} conflict(s) written with markers ({', '.join(marked)}): resolve them, then run "
+                   f"patchctl refresh --target {target} " + " ".join(f"--patchset {p}" for p in patchsets), err=True)
+    return 0 if result.ok and not marked else 1
 
 
 @click.command("revert")
@@ -83,7 +93,8 @@ def revert_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], d
     """Undo what patchctl applied to TARGET, byte for byte."""
     sets = load_patchsets(patchsets)
     tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
-    result = engine.revert(tree, sets, only=_only(sets, only), dry_run=dry_run)
+    chosen = _only(sets, only)
+    result = engine.revert(tree, sets, only=needs.users(sets, chosen) if chosen else None, dry_run=dry_run)
     if as_json:
         render.emit_json(result.to_json())
     else:

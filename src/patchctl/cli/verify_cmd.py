@@ -59,5 +59,9 @@ def verify_cmd(target: str, patchsets: tuple[str, ...], strict: bool, env: bool,
         click.echo("  (hand edits no patch accounts for: worth capturing into a patchset)")
     for rel in report.leftovers:
         click.echo(f"  leftover temp file  {render.quote_path(rel)}: a write was cut off here; delete it (rm {rel!r})")
+    for waiting in report.conflicts:
+        click.echo(
+            f"  needs resolution  {render.printable(waiting)}: edit its conflict markers, then run patchctl refresh"
+        )
     click.echo("verify: " + ("ok" if ok else "FAILED"))
     return 0 if ok else 1

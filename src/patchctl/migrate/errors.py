@@ -37,6 +37,8 @@ class SourceFailsVerify(PatchctlError):
     """The tree carries patches but ``patchctl verify`` fails on it (a hand-edited patch, say):
     every host would end "ok and verified" with a tree that is not what the patchsets make."""
 
+    exit_code = 1  # a check ran and failed (the source's verify), not a usage error
+
     def __init__(self, root: Path, problems: str) -> None:
         self.root = root
         super().__init__(

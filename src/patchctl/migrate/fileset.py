@@ -13,12 +13,14 @@ import dataclasses
 import fnmatch
 import os
 import stat
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from patchctl import fsutil, git, journal
 from patchctl.clusters import Cluster
+from patchctl.migrate import agent_cache, remote_agent
 from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
 from patchctl.patchsets import record as rec
 from patchctl.remote import lock_agent
@@ -29,7 +31,7 @@ OUTPUT_DIRS = ("checkpoints", "outputs", "logs", "wandb")
 BIG = 1 << 20
 #: files patchctl writes on each host itself; the source's copies (if any) never travel
 HOST_FILES = (".patchctl/env.sh", ".patchctl/provenance.json", ".patchctl/manifest.json", lock_agent.SESSION,
-              lock_agent.TRANSFER)
+              lock_agent.TRANSFER, remote_agent.CACHE)
 #: the debris of a write cut off here (temp files, the journal that rolls it back): it belongs to
 #: this tree's next patchctl command, never to a host, whatever git or include say
 DEBRIS_SUFFIX = journal.TMP_SUFFIX
@@ -102,45 +104,61 @@ def _included_files(root: Path, cluster: Cluster) -> set[str]:
     return out
 
 
-def _entry(root: Path, path: str, big: int | None = None) -> Entry | str | None:
+def _entry(root: Path, path: str, cache: Any) -> Entry | str | None:
     """The entry for ``path``; None when it is gone from disk; a reason string when not sendable.
-    A regular file of ``big`` bytes or more gets an empty digest, for the caller to fill in."""
-    full = root / path
+    A regular file of BIG bytes or more that the cache does not know gets an empty digest, for
+    the caller to fill in."""
+    full = os.path.join(root, path)  # not pathlib: its objects cost more than the lstat, per file
     try:
-        st = full.lstat()
+        st = os.lstat(full)
     except FileNotFoundError:
         return None
     if stat.S_ISLNK(st.st_mode):
         return Entry(path, "l", os.readlink(full), False, 0)
     if stat.S_ISREG(st.st_mode):
-        digest = "" if big is not None and st.st_size >= big else fsutil.sha256_file(full)
-        return Entry(path, "f", digest, bool(st.st_mode & 0o100), st.st_size)
+        record = cache.record_for(path, st)
+        if record[4] is None and st.st_size < BIG:
+            record[4] = agent_cache.sha256(full)
+        return Entry(path, "f", record[4] or "", bool(st.st_mode & 0o100), st.st_size)
     return "a submodule or special file, which migrate does not send" if stat.S_ISDIR(st.st_mode) else "not a file"
 
 
-def _entries(root: Path, paths: list[str]) -> list[Entry | str | None]:
-    """Every path's entry. Source files are hashed inline: for a verl tree (~400 files of ~10 kB)
-    handing each to a thread cost twice the CPU and wall time of hashing it. Large files (included
-    outputs, data) go to worker threads, where hashlib releases the GIL and disks work in parallel."""
-    found = [_entry(root, p, BIG) for p in paths]
+def _entries(root: Path, paths: list[str], cache: Any) -> list[Entry | str | None]:
+    """Every path's entry, its digest from ``cache`` (see hashcache) where the file is unchanged.
+    Source files are hashed inline: for a verl tree (~400 files of ~10 kB) handing each to a
+    thread cost twice the CPU and wall time of hashing it. Large files (included outputs, data)
+    go to worker threads, where hashlib releases the GIL and disks work in parallel."""
+    found = [_entry(root, p, cache) for p in paths]
     late = {i: e for i, e in enumerate(found) if isinstance(e, Entry) and e.kind == "f" and not e.digest}
     if late:
         with ThreadPoolExecutor(max_workers=min(8, len(late))) as pool:
             digests = pool.map(lambda e: fsutil.sha256_file(root / e.path), late.values())
             for (i, e), digest in zip(late.items(), digests, strict=True):
                 found[i] = dataclasses.replace(e, digest=digest)
+                cache.seen[e.path][4] = digest
     return found
 
 
-def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = ()) -> FileSet:
+def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = (), cache: Any = None) -> FileSet:
     """The files to send from ``root`` to the cluster; raises if a tracked file would be left out.
 
     ``generated`` are paths rendered per host (``git_ignore.py``): the source's copy stays home.
+    ``cache``: digests remembered from earlier runs (see hashcache); None reads every file.
     """
     top = git.toplevel(root)
     if top is None:
         raise NotAGitTree(root)
+    with ThreadPoolExecutor(max_workers=1) as pool:  # git checks tracked files while ls-files lists the tree
+        tracked_changes = pool.submit(git.changed, root, False)
+        return _collect(root, cluster, generated, cache, top, tracked_changes)
+
+
+def _collect(root: Path, cluster: Cluster, generated: tuple[str, ...], cache: Any, top: Path,
+             tracked_changes: Future[list[str]]) -> FileSet:
+    """collect's work once git was found; ``tracked_changes``: the tracked files that differ from
+    HEAD, coming from git; the untracked ones are those ls-files lists (one walk, not two)."""
     listed = git.worktree_files(root)
+    untracked = [p for p, tracked in listed.items() if not tracked]
     record = rec.load(root)
     if record is not None:
         listed.setdefault(rec.RECORD_PATH, False)
@@ -160,7 +178,7 @@ def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = ()) -> Fi
             wanted.append(path)
         elif tracked:
             left_out.append((path, why))
-    found = _entries(root, wanted)
+    found = _entries(root, wanted, cache or agent_cache.Cache({}, None, 0))
     entries = []
     for path, entry in zip(wanted, found, strict=True):
         if isinstance(entry, str):
@@ -170,4 +188,4 @@ def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = ()) -> Fi
             entries.append(entry)
     if left_out:
         raise TrackedFileLeftOut(left_out, cluster.name, cluster.source)
-    return FileSet(root, tuple(entries), git.head(top), tuple(git.changed(root)))
+    return FileSet(root, tuple(entries), git.head(top), tuple(sorted({*tracked_changes.result(), *untracked})))

@@ -18,6 +18,7 @@ from patchctl.clusters import Host
 from patchctl.migrate import state, transfer, verdicts, verify_remote
 from patchctl.migrate.prepare import Prepared, repair_list
 from patchctl.migrate.results import HostResult, HostStatus, Phase, Progress, ProgressFn
+from patchctl.migrate.timing import PhaseClock
 from patchctl.migrate.verify_remote import Agent, AgentReply
 from patchctl.remote import ssh
 
@@ -87,6 +88,7 @@ class HostRun:
         self.master, self.emit, self.agents = master, emit, agents
         #: what the host holds once it verified this tree, as the local state records it
         self.expected = state.digest(tree.provenance["manifest_sha256"], rendered)
+        self.clock = PhaseClock(tree.seconds)
 
     def run(self, agent: Agent) -> HostResult:
         """The cheaper of two orders; both end verified on the host, and files the verification
@@ -167,12 +169,13 @@ class HostRun:
             nonlocal running  # this transfer's own count, for the live progress
             if item.is_file_sent:
                 running = running.plus(item)
-                self.emit(Progress(self.label, phase, running.files, running.bytes))
+                self.emit(Progress(self.label, phase, running.files, running.bytes, phases=self.clock.phases()))
 
-        self.emit(Progress(self.label, phase, tally.files, tally.bytes))
-        done = transfer.send(self.cluster, self.host, self.tree.fs.root, files_from,
-                             checksum=self.tree.options.checksum if checksum is None else checksum,
-                             control=self.master.socket, on_item=on_item)
+        self.emit(Progress(self.label, phase, tally.files, tally.bytes, phases=self.clock.phases()))
+        with self.clock.transferring():
+            done = transfer.send(self.cluster, self.host, self.tree.fs.root, files_from,
+                                 checksum=self.tree.options.checksum if checksum is None else checksum,
+                                 control=self.master.socket, on_item=on_item)
         return Sent(done, running)
 
     def verify(self, agent: Agent, tally: Tally, found: Found | None, unverified: str,
@@ -202,12 +205,15 @@ class HostRun:
     def ask(self, agent: Agent, phase: Phase, tally: Tally, action: str = "finish", **extra: object) -> AgentReply:
         """One request to the host's agent: the tree's manifest, the host's generated files, the
         options; ``extra`` overrides (``delete=False`` for a verification)."""
-        self.emit(Progress(self.label, phase, tally.files, tally.bytes))
+        self.emit(Progress(self.label, phase, tally.files, tally.bytes, phases=self.clock.phases()))
         opts, tree = self.tree.options, self.tree
-        request = {"manifest": tree.manifest, "rendered": self.rendered, "delete": opts.delete,
+        request = {"rendered": self.rendered, "delete": opts.delete,
                    "max_delete": self.cluster.max_delete, "tags": tree.tags, "provenance": tree.provenance,
-                   "action": action, **extra}
-        return agent.ask(request, tree.timeout)
+                   "action": action, "rehash": opts.checksum, **extra}
+        began = time.monotonic()
+        reply = agent.ask(request, tree.timeout, tree.manifest)
+        self.clock.checked(time.monotonic() - began, reply.data)
+        return reply
 
     def transfer_failed(self, sent: Sent, found: Found | None, earlier: tuple[str, ...] = ()) -> HostResult:
         """A failed rsync ends the host; exit 12 or 255 with the master gone means the host was lost."""
@@ -233,8 +239,9 @@ class HostRun:
         found = found or Found()
         result = HostResult(self.label, self.host.root, status, tally.files, tally.bytes,
                             time.monotonic() - self.master.started, verified, reason, mismatches=mismatches,
-                            deleted=found.deleted, changes=changes, rendered=found.rendered, repaired=repaired)
-        self.emit(Progress(self.label, Phase.DONE, result.files_sent, result.bytes_sent, status))
+                            deleted=found.deleted, changes=changes, rendered=found.rendered, repaired=repaired,
+                            phases=self.clock.phases(), files_read=self.clock.files_read)
+        self.emit(Progress(self.label, Phase.DONE, result.files_sent, result.bytes_sent, status, result.phases))
         if verified:
             state.remember(self.cluster, self.host, self.expected)
         return result

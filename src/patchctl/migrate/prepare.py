@@ -7,15 +7,17 @@ sends and checks.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from patchctl.clusters import Cluster
-from patchctl.migrate import fileset, provenance, verify_remote
+from patchctl.migrate import fileset, hashcache, provenance, verify_remote
 from patchctl.migrate.options import Options
 from patchctl.patchsets.model import Patchset
 
@@ -29,26 +31,35 @@ class Prepared:
     fs: fileset.FileSet
     #: their paths for rsync's ``--files-from --from0``
     files_from: Path
-    #: what the host's agent checks every file against: one ``[path, kind, digest, executable]`` each
-    manifest: list[list[object]]
+    #: what the host's agent checks every file against: one ``[path, kind, digest, executable]`` each,
+    #: as JSON, encoded once for every host (100k files make some 12 MB)
+    manifest: bytes
     #: the tag rule and the source's tagged lines (see verify_remote.tags_request)
     tags: dict[str, Any]
     #: written to each host's .patchctl/provenance.json
     provenance: dict[str, Any]
     options: Options
-    #: seconds to wait for one agent call (grows with the tree: the host hashes all of it)
+    #: seconds to wait for one agent call (grows with the tree: the host may hash all of it)
     timeout: float
+    #: how long the file set took here (listing, hashing, the tag inventory): each host's first phase
+    seconds: float = 0.0
 
 
 def prepare(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], generated: tuple[str, ...],
             options: Options, tmp: Path) -> Prepared:
     """Everything the hosts share; ``tmp`` holds the file list (the session's private directory)."""
-    fs = fileset.collect(root, cluster, generated)
-    tags = verify_remote.tags_request(fs, {p.tag for ps in patchsets for p in ps.patches}, generated)
+    began = time.monotonic()
+    rule = verify_remote.tag_rule({p.tag for ps in patchsets for p in ps.patches})
+    cache = hashcache.load(root, rule, not options.checksum)
+    fs = fileset.collect(root, cluster, generated, cache)
+    tags = verify_remote.tags_request(fs, rule, generated, cache)
+    hashcache.save(root, cache)
     files_from = tmp / "files"
     write_list(files_from, fs.paths)
-    return Prepared(cluster, fs, files_from, [e.as_manifest() for e in fs.entries], tags,
-                    provenance.build(fs, cluster), options, cluster.timeout + fs.size / 20e6)
+    manifest = json.dumps([e.as_manifest() for e in fs.entries], separators=(",", ":")).encode()
+    return Prepared(cluster, fs, files_from, manifest, tags,
+                    provenance.build(fs, cluster), options, cluster.timeout + fs.size / 20e6,
+                    time.monotonic() - began)
 
 
 def write_list(path: Path, paths: Sequence[str]) -> None:

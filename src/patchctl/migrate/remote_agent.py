@@ -11,63 +11,70 @@ needs only python3 >= 3.6 and its standard library, and never imports patchctl. 
   ``.patchctl/``. migrate runs it before rsync (when it finds nothing to send, that was the
   whole run) and again after rsync to verify what arrived.
 
+A file's sha256 and tagged lines are remembered in ``.patchctl/hashes.json`` (see ``agent_cache``) and
+reused while its size, mtime, ctime and inode stay as they were when it was read: a no-change
+re-run then costs a ``stat`` per file, like rsync's quick check, not a read of every byte.
+
 Deletions only ever touch files an earlier migrate placed (listed in ``.patchctl/manifest.json``),
 so outputs the host made itself (checkpoints, logs) are never at risk.
 """
 
-import hashlib
+import contextlib
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
+import threading
+import time
 
-# typing is imported for mypy alone (which takes any TYPE_CHECKING as true): the host never pays for it
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
-    from typing import Any
+if False:  # typing only: the host's python3 may predate the typing module
+    from collections.abc import Iterable, Iterator  # noqa: F401 - named in type comments only
+    from typing import Any, Optional  # noqa: F401 - named in type comments only
+
+# here, where patchctl is installed; on a host agent_cache's source has just run before this one
+with contextlib.suppress(ImportError):
+    from patchctl.migrate.agent_cache import MAX_SCAN, Cache, fs_now, load_cache  # noqa: F401 - see above
 
 MANIFEST = ".patchctl/manifest.json"
 PROVENANCE = ".patchctl/provenance.json"
+CACHE = ".patchctl/hashes.json"
 TRANSFER_LOCK = ".patchctl/transfer.lock"  # remote/lock_agent.py's TRANSFER: rsync holds it too
 SKIP_DIRS = {".git", ".hg", ".patchctl", "__pycache__", ".venv", "node_modules", ".mypy_cache", ".pytest_cache",
              ".rsync-partial", ".~tmp~", "checkpoints", "outputs", "logs", "wandb"}
-MAX_SCAN = 4 << 20  # tagged lines live in source files; larger files are data
 
 
-_REAL = {}  # type: dict[str, str]
+_INSIDE = {}  # type: dict[tuple[str, str], bool]
 
 
-def _realpath(path: str) -> str:
-    """realpath, remembered: every file of a directory shares its answer."""
-    if path not in _REAL:
-        _REAL[path] = os.path.realpath(path)
-    return _REAL[path]
+def _folder_inside(root, folder):
+    # type: (str, str) -> bool
+    """Whether the folder ``folder`` (relative, "" for the root) stays inside ``root`` once
+    symbolic links are followed, remembered: every file of a folder shares its answer, and a
+    check of 100k files must not cost 100k realpath calls."""
+    key = (root, folder)
+    if key not in _INSIDE:
+        if folder and any(p in ("", ".", "..") for p in folder.split("/")):
+            _INSIDE[key] = False
+        else:
+            real_root = os.path.realpath(root)
+            parent = os.path.realpath(os.path.join(root, folder)) if folder else real_root
+            _INSIDE[key] = parent == real_root or parent.startswith(real_root + os.sep)
+    return _INSIDE[key]
 
 
-def inside(root: str, rel: str) -> "str | None":
+def inside(root, rel):
+    # type: (str, str) -> Optional[str]
     """The absolute path of ``rel`` under ``root``, or None if it could leave the root."""
-    parts = rel.split("/")
-    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+    folder, _, name = rel.rpartition("/")
+    if rel.startswith("/") or name in ("", ".", "..") or not _folder_inside(root, folder):
         return None
-    full = os.path.join(root, *parts)
-    parent = _realpath(os.path.dirname(full))
-    real_root = _realpath(root)
-    if parent != real_root and not parent.startswith(real_root + os.sep):
-        return None
-    return full
+    return os.path.join(root, rel)
 
 
-def sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def problem(root: str, entry: "list[Any]") -> "str | None":
+def problem(root, entry, cache):
+    # type: (str, list[Any], Cache) -> Optional[str]
     """Why the host's copy of a manifest entry differs, or None when it matches."""
     path, kind, digest, executable = entry
     full = inside(root, path)
@@ -77,44 +84,39 @@ def problem(root: str, entry: "list[Any]") -> "str | None":
         if not os.path.islink(full):
             return "missing" if not os.path.lexists(full) else "not a symbolic link"
         return None if os.readlink(full) == digest else "link target differs"
-    if os.path.islink(full) or (os.path.lexists(full) and not os.path.isfile(full)):
-        return "not a regular file"
-    if not os.path.exists(full):
+    try:
+        st = os.lstat(full)
+    except OSError:
         return "missing"
-    if sha256(full) != digest:
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if cache.digest(path, full, st) != digest:
         return "content differs (sha256)"
-    if bool(os.stat(full).st_mode & 0o100) != bool(executable):
+    if bool(st.st_mode & 0o100) != bool(executable):
         return "executable bit differs"
     return None
 
 
-def skipped(rel: str) -> bool:
+def skipped(rel):
+    # type: (str) -> bool
     return any(part in SKIP_DIRS for part in rel.split("/")[:-1])
 
 
-def tag_lines(root: str, paths: "Iterable[str]", pattern: str, needles: "list[str]") -> "list[list[Any]]":
-    """``[path, line, text]`` for each line whose comment carries a tag (as ``patchctl verify``)."""
+def tag_lines(root, paths, pattern, needles, cache=None):
+    # type: (str, Iterable[str], str, list[str], Optional[Cache]) -> list[list[Any]]
+    """``[path, line, text]`` for each line whose comment carries a tag (as ``patchctl verify``);
+    regular files of at most MAX_SCAN bytes only: tagged lines live in source files."""
     rx = re.compile(pattern)
-    raw = [n.encode() for n in needles]
+    words = [n.encode() for n in needles]
+    cache = cache or Cache({}, None, 0)
     out = []  # type: list[list[Any]]
     for rel in paths:
-        full = os.path.join(root, rel)
-        try:
-            if os.path.islink(full) or os.path.getsize(full) > MAX_SCAN:
-                continue
-            with open(full, "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        if not any(n in data for n in raw) or b"\0" in data[:1024]:
-            continue
-        for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-            if rx.search(line):
-                out.append([rel, n, line.rstrip()])
+        out.extend([rel, n, text] for n, text in cache.tags(rel, os.path.join(root, rel), rx, words))
     return out
 
 
-def walk(root: str, leave_out: "set[str]") -> "Iterator[str]":
+def walk(root, leave_out):
+    # type: (str, Iterable[str]) -> Iterator[str]
     root = root.rstrip(os.sep)
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
@@ -125,7 +127,8 @@ def walk(root: str, leave_out: "set[str]") -> "Iterator[str]":
                 yield rel
 
 
-def read_json(path: str, default: "Any") -> "Any":
+def read_json(path, default):
+    # type: (str, Any) -> Any
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -133,7 +136,8 @@ def read_json(path: str, default: "Any") -> "Any":
         return default
 
 
-def write_atomic(path: str, data: bytes) -> None:
+def write_atomic(path, data):
+    # type: (str, bytes) -> None
     """Temp file beside the destination, then rename: a reader never sees half a file."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".patchctl-")
@@ -148,7 +152,8 @@ def write_atomic(path: str, data: bytes) -> None:
         raise
 
 
-def stale(root: str, req: "dict[str, Any]") -> "list[str]":
+def stale(root, req):
+    # type: (str, dict[str, Any]) -> list[str]
     """Files an earlier migrate placed that the source no longer has, still present here."""
     placed = read_json(os.path.join(root, MANIFEST), {}).get("files", [])
     keep = set(e[0] for e in req["manifest"])
@@ -160,7 +165,8 @@ def stale(root: str, req: "dict[str, Any]") -> "list[str]":
     return sorted(out)
 
 
-def delete(root: str, paths: "list[str]") -> None:
+def delete(root, paths):
+    # type: (str, list[str]) -> None
     real_root = os.path.realpath(root)
     for rel in paths:
         full = inside(root, rel)
@@ -176,7 +182,8 @@ def delete(root: str, paths: "list[str]") -> None:
             parent = os.path.dirname(parent)
 
 
-def differs(root: str, rendered: "dict[str, str]") -> "list[str]":
+def differs(root, rendered):
+    # type: (str, dict[str, str]) -> list[str]
     out = []
     for rel, text in sorted(rendered.items()):
         full = inside(root, rel)
@@ -192,12 +199,12 @@ def differs(root: str, rendered: "dict[str, str]") -> "list[str]":
     return out
 
 
-def hold_transfer_lock(root: str) -> int:
+def hold_transfer_lock(root):
+    # type: (str) -> int
     """Hold the root's transfer lock until this process exits (see remote/lock_agent.py): a
     ``finish`` writes and records, and one still running for a killed migrate must end before a
     newer migrate looks at the root."""
     import fcntl
-    import time
 
     os.makedirs(os.path.join(root, ".patchctl"), exist_ok=True)
     path = inside(root, TRANSFER_LOCK)
@@ -215,12 +222,70 @@ def hold_transfer_lock(root: str) -> int:
             time.sleep(0.05)
 
 
-def main(req: "dict[str, Any]") -> "dict[str, Any]":
+class Prescan:
+    """The host's half of the check, started before the request arrives: ``migrate`` sends the
+    root and the tag rule first (one JSON line), and while the source is still being listed and
+    hashed there, this reads the host's cache, stats its files and hashes those the last migrate
+    placed and tagged-line scans them. The check then only stats each file again: a record is
+    carried over only while its stat is unchanged and it is older than this scan's start."""
+
+    def __init__(self, order):
+        # type: (dict[str, Any]) -> None
+        self.order, self.carried = order, None  # type: dict[str, Any], Optional[Cache]
+        self.thread = None  # type: Optional[threading.Thread]
+        root = order["root"]
+        kept = inside(root, CACHE) if os.path.isdir(root) else None
+        if kept is None or not os.path.isdir(os.path.dirname(kept)):
+            return  # a fresh root: nothing to scan
+        self.since = fs_now(os.path.dirname(kept))  # here, not on the thread: it writes (and removes) a file
+        self.thread = threading.Thread(target=self.scan, args=(root, kept))
+        self.thread.daemon = True  # an agent that is not asked after all exits at once
+        self.thread.start()
+
+    def scan(self, root, kept):
+        # type: (str, str) -> None
+        placed = read_json(os.path.join(root, MANIFEST), {}).get("files", [])
+        placed = placed if isinstance(placed, list) else []  # the host's file: anything may be there
+        pattern, needles = self.order["rule"]
+        cache = load_cache(kept, self.order["rule"], self.since, not self.order["rehash"],
+                           (64 << 20) + 4096 * len(placed))
+        rx, words = re.compile(pattern), [n.encode() for n in needles]
+        for rel in placed:
+            full = inside(root, rel) if isinstance(rel, str) else None
+            if full is None:
+                continue
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                cache.digest(rel, full, st)
+        for rel in walk(root, ()):
+            cache.tags(rel, os.path.join(root, rel), rx, words)
+        self.carried = cache
+
+    def cache(self, root, rule, rehash, since):
+        # type: (str, Any, bool, int) -> Optional[Cache]
+        """The check's cache, from this scan's records (None when it scanned something else)."""
+        if self.thread is None or self.order != {"root": root, "rule": rule, "rehash": rehash}:
+            return None
+        self.thread.join()
+        if self.carried is None:
+            return None
+        cache = Cache(self.carried.document()["files"], rule, since)
+        cache.on_disk = self.carried.on_disk
+        return cache
+
+
+def main(req, early=None):
+    # type: (dict[str, Any], Optional[Prescan]) -> dict[str, Any]
+    """One request; ``early``: the prescan started for it, if any."""
     root, rendered, manifest = req["root"], req.get("rendered", {}), req["manifest"]
     reply = {"python": sys.version.split()[0], "root_exists": os.path.isdir(root), "deletions": [],
-             "delete_refused": False, "problems": [], "rendered": [], "tags_only_here": [],
-             "tags_missing_here": []}  # type: dict[str, Any]
-    if req["action"] == "finish":
+             "delete_refused": False, "problems": [], "rendered": [], "tags_only_here": [], "tags_missing_here": [],
+             "read": 0, "render_seconds": 0.0}  # type: dict[str, Any]
+    finish = req["action"] == "finish"
+    if finish:
         os.makedirs(root, exist_ok=True)
         hold_transfer_lock(root)
     if not os.path.isdir(root):  # plan for a host that has no tree yet
@@ -232,37 +297,51 @@ def main(req: "dict[str, Any]") -> "dict[str, Any]":
         reply["delete_refused"] = len(reply["deletions"]) > req["max_delete"]
         if reply["delete_refused"]:
             return reply  # the guard stops the host before anything is written
+    tags = req["tags"]
+    # a plan writes nothing, so it remembers nothing (since 0); --checksum (rehash) reads every file
+    kept = inside(root, CACHE)  # None only where .patchctl leads out, which a finish has refused
+    since = fs_now(os.path.dirname(kept)) if finish and kept is not None else 0
+    rule, rehash = [tags["pattern"], tags["needles"]], bool(req.get("rehash"))
+    cache = early.cache(root, rule, rehash, since) if early is not None else None
+    if cache is None:
+        cache = load_cache(kept, rule, since, not rehash, (64 << 20) + 4096 * len(manifest))
+    began = time.monotonic()
     reply["rendered"] = differs(root, rendered)
-    if req["action"] == "finish":
+    if finish:
         for rel in reply["rendered"]:
             full = inside(root, rel)
             if full is None:
                 raise ValueError(f"{rel} leads out of the root")
             write_atomic(full, rendered[rel].encode("utf-8"))
         delete(root, reply["deletions"])
+    reply["render_seconds"] = time.monotonic() - began
     for entry in manifest:
-        why = problem(root, entry)
+        why = problem(root, entry, cache)
         if why:
             reply["problems"].append([entry[0], why])
-    if req["action"] != "finish":
+    reply["read"] = cache.read
+    if not finish:
         return reply
     for rel in differs(root, rendered):
         reply["problems"].append([rel, "generated file differs"])
-    tags = req["tags"]
-    here = set(tuple(t) for t in tag_lines(root, walk(root, set(rendered)), tags["pattern"], tags["needles"]))
+    here = set(tuple(t) for t in tag_lines(root, walk(root, set(rendered)), tags["pattern"], tags["needles"], cache))
     there = set(tuple(t) for t in tags["expected"])
     reply["tags_only_here"] = sorted(here - there)
     reply["tags_missing_here"] = sorted(there - here)
     record(root, req, reply)
+    remembered = cache.document()
+    if kept is not None and remembered["files"] != cache.on_disk:  # a no-change re-run writes nothing it need not
+        write_atomic(kept, json.dumps(remembered, separators=(",", ":")).encode())
     return reply
 
 
-def record(root: str, req: "dict[str, Any]", reply: "dict[str, Any]") -> None:
+def record(root, req, reply):
+    # type: (str, dict[str, Any], dict[str, Any]) -> None
     """What this host now holds: the files migrate placed (for later deletions) and provenance."""
     placed = set(e[0] for e in req["manifest"])
     if not req.get("delete"):
         old = read_json(os.path.join(root, MANIFEST), {}).get("files", [])
-        placed.update(p for p in old if inside(root, p) and os.path.lexists(os.path.join(root, p)))
+        placed.update(p for p in old if p not in placed and inside(root, p) and os.path.lexists(os.path.join(root, p)))
     ok = not (reply["problems"] or reply["tags_only_here"] or reply["tags_missing_here"])
     manifest, provenance_file = inside(root, MANIFEST), inside(root, PROVENANCE)
     if manifest is None or provenance_file is None:  # a .patchctl symlinked elsewhere on the host
@@ -272,13 +351,22 @@ def record(root: str, req: "dict[str, Any]", reply: "dict[str, Any]") -> None:
     write_atomic(provenance_file, (json.dumps(provenance, indent=2) + "\n").encode())
 
 
-def run() -> None:
-    raw = sys.stdin.buffer.read()
+def run():
+    # type: () -> None
+    first = sys.stdin.buffer.readline()
+    early = None
+    try:
+        if first.startswith(b'{"prescan"'):  # the root and tag rule, sent ahead of the request
+            early = Prescan(json.loads(first.decode("utf-8"))["prescan"])
+            first = b""
+    except Exception:  # a prescan is only a head start: the check does it all without one
+        early = None
+    raw = first + sys.stdin.buffer.read()
     if not raw.strip():
         return  # started ahead of time (see verify_remote.Agent) and not needed after all
     try:
         request = json.loads(raw.decode("utf-8"))
-        reply = main(request)
+        reply = main(request, early)
     except Exception as exc:  # reported to patchctl as this host's failure, not a traceback
         sys.stdout.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
         sys.exit(3)

@@ -42,6 +42,27 @@ class Phase(str, enum.Enum):
 
 
 @dataclass(frozen=True)
+class Phases:
+    """Where one host's time went, in seconds, so a slow migrate can be read before it is
+    profiled: the file set (listing and hashing the source, shared by every host), the transfer
+    (rsync, repairs included), the verification (the host's checks, less the rendering) and the
+    rendering (writing the generated files there)."""
+
+    fileset: float = 0.0
+    transfer: float = 0.0
+    verify: float = 0.0
+    render: float = 0.0
+
+    def to_json(self) -> dict[str, float]:
+        return {"fileset": round(self.fileset, 3), "transfer": round(self.transfer, 3),
+                "verify": round(self.verify, 3), "render": round(self.render, 3)}
+
+    def describe(self) -> str:
+        return (f"file set {self.fileset:.2f} s, transfer {self.transfer:.2f} s, verification {self.verify:.2f} s, "
+                f"rendering {self.render:.2f} s")
+
+
+@dataclass(frozen=True)
 class Progress:
     """One progress event for one host (sent from worker threads to the CLI's callback)."""
 
@@ -54,6 +75,8 @@ class Progress:
     bytes: int = 0
     #: the final status once phase is DONE
     status: HostStatus | None = None
+    #: once phase is DONE: where the host's time went
+    phases: Phases | None = None
 
 
 #: where a migrate sends its Progress events (called from the hosts' worker threads, one at a time)
@@ -90,13 +113,17 @@ class HostResult:
     #: repaired: "path: what differed" for each file the verification found differing after the
     #: transfer and re-sent by content
     repaired: tuple[str, ...] = ()
+    #: where the host's time went
+    phases: Phases = Phases()
+    #: files the host's last check read to hash (the rest its hash cache vouched for)
+    files_read: int = 0
 
     def to_json(self) -> dict[str, object]:
         return {"host": self.host, "status": self.status.value, "files_sent": self.files_sent,
                 "bytes_sent": self.bytes_sent, "seconds": round(self.seconds, 3), "verified": self.verified,
                 "root": self.root, "reason": self.reason, "mismatches": list(self.mismatches),
                 "deleted": list(self.deleted), "changes": list(self.changes), "rendered": list(self.rendered),
-                "repaired": list(self.repaired)}
+                "repaired": list(self.repaired), "phases": self.phases.to_json(), "files_read": self.files_read}
 
 
 @dataclass(frozen=True)

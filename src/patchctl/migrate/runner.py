@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from patchctl.clusters import Cluster, Host
-from patchctl.migrate import render
+from patchctl.migrate import render, verify_remote
 from patchctl.migrate.hostrun import HostRun, Tally
 from patchctl.migrate.options import Options
 from patchctl.migrate.prepare import Prepared, prepare
@@ -38,6 +39,9 @@ def run(cluster: Cluster, options: Options, conns: ssh.Connections, root: Path, 
     generated = (render.GIT_IGNORE,) if example else ()
     labels = host_labels(cluster)
     rendered = [render.rendered_files(cluster, h, example) for h in cluster.hosts]
+    # what each host's first agent needs to start reading its tree early (None: a dry run reads only)
+    rule = verify_remote.tag_rule({p.tag for ps in patchsets for p in ps.patches})
+    prescan = None if options.dry_run else {"rule": rule, "rehash": options.checksum}
     jobs = max(1, options.jobs or len(cluster.hosts))
     lock = threading.Lock()
 
@@ -49,7 +53,7 @@ def run(cluster: Cluster, options: Options, conns: ssh.Connections, root: Path, 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         # the hosts log in (and start their agents) while the tree is listed and hashed here
         ready: Future[Prepared] = Future()
-        futures = [pool.submit(_connected, ready, h, label, files, emit, master, options.dry_run)
+        futures = [pool.submit(_connected, ready, h, label, files, emit, master, prescan)
                    for h, label, files, master in zip(cluster.hosts, labels, rendered, conns.masters, strict=True)]
         try:
             tree = prepare(cluster, root, patchsets, generated, options, conns.dir)
@@ -64,11 +68,11 @@ def run(cluster: Cluster, options: Options, conns: ssh.Connections, root: Path, 
 
 
 def _connected(ready: Future[Prepared], host: Host, label: str, rendered: dict[str, str], emit: ProgressFn,
-               master: ssh.Master, dry_run: bool) -> HostResult:
+               master: ssh.Master, prescan: dict[str, Any] | None) -> HostResult:
     """One host's run over its own master connection, closed after. As soon as the host is logged
     in, before the tree is ready, the host's root is requested (remote.lock: one migrate per root
-    at a time; not for a dry run, which writes nothing) and its first agent started (see
-    verify_remote.Agent)."""
+    at a time; not for a dry run, which writes nothing: ``prescan`` None) and its first agent
+    started, reading the host's tree already (see verify_remote.Agent)."""
     emit(Progress(label, Phase.CONNECTING))
     try:
         failed = master.open()
@@ -78,8 +82,8 @@ def _connected(ready: Future[Prepared], host: Host, label: str, rendered: dict[s
             emit(Progress(label, Phase.DONE, status=result.status))
             return result
         with ExitStack() as agents:  # closed in reverse: the agents end, then the root is let go
-            held = None if dry_run else agents.enter_context(RootLock(master.cluster, host, master.socket))
-            first = agents.enter_context(Agent(master.cluster, host, master.socket))
+            held = None if prescan is None else agents.enter_context(RootLock(master.cluster, host, master.socket))
+            first = agents.enter_context(Agent(master.cluster, host, master.socket, prescan))
             hostrun = HostRun(ready.result(), host, label, rendered, master, emit, agents)
             refused = held.wait() if held is not None else None
             if refused:

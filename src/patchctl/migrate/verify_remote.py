@@ -20,7 +20,7 @@ from typing import Any
 from patchctl import proc
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import PatchctlError
-from patchctl.migrate import remote_agent
+from patchctl.migrate import agent_cache, remote_agent
 from patchctl.migrate.fileset import FileSet
 from patchctl.migrate.results import HostStatus
 from patchctl.quoting import printable, quote_path
@@ -33,7 +33,10 @@ SHOWN = 50
 
 @functools.lru_cache(maxsize=1)
 def _agent_b64() -> str:
-    return base64.b64encode(Path(remote_agent.__file__).read_bytes()).decode("ascii")
+    """The agent's program: its hash cache's source, then its own (which imports the cache only
+    where patchctl is installed, see remote_agent)."""
+    source = Path(agent_cache.__file__).read_bytes() + b"\n" + Path(remote_agent.__file__).read_bytes()
+    return base64.b64encode(source).decode("ascii")
 
 
 @dataclass(frozen=True)
@@ -53,9 +56,13 @@ class Agent:
     check itself. So migrate starts it while the tree is still hashed here or still arriving
     there, and hands it the request once that is done: the start-up is off the critical path.
     An agent that turns out not to be needed is closed with an empty request and does nothing.
+
+    ``prescan`` (the tag rule and whether to re-hash everything): sent at once, so the agent
+    starts reading the host's tree while the source is still hashed here (remote_agent.Prescan).
     """
 
-    def __init__(self, cluster: Cluster, host: Host, control: Path | None = None) -> None:
+    def __init__(self, cluster: Cluster, host: Host, control: Path | None = None,
+                 prescan: dict[str, Any] | None = None) -> None:
         self.cluster, self.host = cluster, host
         self._err = tempfile.TemporaryFile()  # noqa: SIM115 - outlives __init__: close() closes it
         self._missing = ""
@@ -65,13 +72,23 @@ class Agent:
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err)
         except PatchctlError as exc:  # ssh itself is missing
             self._missing = str(exc)
+        if prescan is not None and self._proc is not None and self._proc.stdin is not None:
+            order = {"prescan": dict(prescan, root=host.root)}
+            try:
+                self._proc.stdin.write(json.dumps(order).encode("utf-8") + b"\n")
+                self._proc.stdin.flush()
+            except OSError:
+                pass  # ssh already gone: ask() reports the host
 
-    def ask(self, request: dict[str, Any], timeout: float) -> AgentReply:
-        """Send the request, wait up to ``timeout`` seconds for the reply (one use only)."""
+    def ask(self, request: dict[str, Any], timeout: float, manifest: bytes | None = None) -> AgentReply:
+        """Send the request, wait up to ``timeout`` seconds for the reply (one use only).
+        ``manifest``: the request's manifest, already JSON (shared by every host's request)."""
         if self._proc is None:
             return AgentReply({}, HostStatus.FAILED, self._missing or "the agent was already asked")
         p, self._proc = self._proc, None
         payload = json.dumps(dict(request, root=self.host.root)).encode("utf-8")
+        if manifest is not None:  # one copy of the manifest per host in flight, not three
+            payload = b"".join((payload[:-1], b', "manifest": ', manifest, b"}"))
         try:
             out, _ = p.communicate(payload, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -126,17 +143,23 @@ def _reply(cluster: Cluster, host: Host, returncode: int, stdout: str, stderr: s
     return AgentReply(data)
 
 
-def tags_request(fs: FileSet, tags: Iterable[str], generated: Iterable[str]) -> dict[str, Any]:
-    """The tag rule and the source's tagged-line inventory, scanned by the agent's own code so
-    that both sides apply the same rules."""
-    tags = sorted(set(tags))
-    if not tags:
-        return {"pattern": r"(?!x)x", "needles": [], "expected": []}
-    pattern = tag_regex(set(tags)).pattern
+def tag_rule(tags: Iterable[str]) -> list[Any]:
+    """``[pattern, needles]``: the regex of a tagged line and the words that make a file worth
+    scanning; a rule that matches nothing when there are no tags."""
+    names = sorted(set(tags))
+    return [tag_regex(set(names)).pattern if names else r"(?!x)x", names]
+
+
+def tags_request(fs: FileSet, rule: list[Any], generated: Iterable[str], cache: Any = None) -> dict[str, Any]:
+    """The tag ``rule`` and the source's tagged-line inventory, scanned by the agent's own code so
+    that both sides apply the same rules (``cache``: lines remembered from earlier runs)."""
+    pattern, needles = rule
+    if not needles:
+        return {"pattern": pattern, "needles": [], "expected": []}
     leave_out = set(generated)
     paths = [p for p in fs.paths if p not in leave_out and not remote_agent.skipped(p)]
-    return {"pattern": pattern, "needles": tags,
-            "expected": remote_agent.tag_lines(str(fs.root), paths, pattern, tags)}
+    return {"pattern": pattern, "needles": needles,
+            "expected": remote_agent.tag_lines(str(fs.root), paths, pattern, needles, cache)}
 
 
 def mismatches(reply: AgentReply) -> tuple[str, ...]:

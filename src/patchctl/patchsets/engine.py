@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from patchctl.patchsets import conflicts
 from patchctl.patchsets.model import Outcome, PatchResult, Patchset
 from patchctl.patchsets.plan import Plan, plan_apply
 from patchctl.patchsets.reader import Assessment, TreeReader, assess, locate
@@ -68,10 +69,15 @@ def default_branch(patchsets: list[Patchset]) -> str:
 
 
 def apply(target: Target, patchsets: list[Patchset], *, only: set[str] | None = None, dry_run: bool = False,
-          force: bool = False, commit: bool = False, branch: str | None = None) -> RunResult:
+          force: bool = False, commit: bool = False, branch: str | None = None, markers: bool = False) -> RunResult:
     """Plan every patch, then write the plan all-or-nothing; with ``commit`` on a new branch
-    (``patchctl/<patchsets>`` unless named) in one commit listing the applied patch ids."""
+    (``patchctl/<patchsets>`` unless named) in one commit listing the applied patch ids. With
+    ``markers`` a conflicting patch is written at its best candidate place with conflict markers
+    (:mod:`~patchctl.patchsets.conflicts`) instead of refusing the change."""
+    conflicts.refuse_pending(target.root)
     plan = plan_apply(target, patchsets, only)
+    if markers:
+        conflicts.mark(plan, patchsets)
     written = Written([])
     if not dry_run and plan.ok:
         ids = [r.patch for r in plan.results if r.status is Outcome.APPLIED]

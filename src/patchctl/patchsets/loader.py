@@ -13,7 +13,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from patchctl.confine import in_metadata, relative_inside
 from patchctl.errors import ManifestError, NoPatchset, PatchsetGivenTwice
-from patchctl.patchsets import upstream
+from patchctl.patchsets import resolutions, upstream
 from patchctl.patchsets.kinds import KINDS, kind_names
 from patchctl.patchsets.model import Patch, Patchset
 from patchctl.schema import Field, check
@@ -50,6 +50,7 @@ PATCH_SCHEMA = {
     "applied_upstream": Field(str, False, "the first upstream version containing it"),
     "drop_when": Field(str, False, 'a version specifier such as ">=0.7"'),
     "captured_against": Field(str, False, 'the upstream the patch was captured from, e.g. "verl 0.6.1"'),
+    "needs": Field(list, False, 'ids of patches of this patchset it needs, e.g. ["add-helper"]', item=str),
 }
 UPSTREAM_SCHEMA = {
     "kind": Field(str, True, "one of: " + ", ".join(upstream.kind_names()), choices=tuple(upstream.kind_names())),
@@ -112,6 +113,7 @@ def _patch(raw: dict[str, Any], index: int, root: Path, file: Path, default_tag:
         upstream=upstream.make_rule(up),
         versions=raw.get("versions"),
         meta={k: raw[k] for k in META_KEYS if k in raw},
+        needs=tuple(raw.get("needs", ())),
     )
 
 
@@ -148,6 +150,12 @@ def load_patchset(directory: Path, *, builtin: bool = False) -> Patchset:
         if p.id in seen:
             raise ManifestError(file, f"patch[{i}].id", f"{p.id!r} is used twice", "give each patch its own id", p.id)
         seen.add(p.id)
+    for i, p in enumerate(patches):
+        for j, need in enumerate(p.needs):
+            if need not in seen or need == p.id:
+                raise ManifestError(file, f"patch[{i}].needs[{j}]", f"{need!r} is not another patch of this patchset",
+                                    "name the id of a patch in this manifest, or drop it", p.id)
+    patches = resolutions.attach(directory, patches)
     return Patchset(meta["name"], meta.get("description", ""), directory, file, tuple(patches),
                     hashlib.sha256(data).hexdigest(), builtin)
 

@@ -21,6 +21,8 @@ class Outcome(str, enum.Enum):
     NOT_APPLIED = "not-applied"
     #: would have been applied or reverted, but the change as a whole was refused
     HELD_BACK = "held-back"
+    #: conflicted, and written at its best candidate place with conflict markers to resolve
+    CONFLICT_MARKED = "conflict-marked"
 
     @property
     def is_failure(self) -> bool:
@@ -81,6 +83,27 @@ class UpstreamRule:
 
 
 @dataclass(frozen=True)
+class Resolution:
+    """A conflict the user resolved by hand, replayed where the same upstream text comes back
+    (``git rerere``): at the patch's anchors, upstream's ``before`` becomes ``after``."""
+
+    #: sha256 of ``before``: the key, with the patch id, under which the resolution was recorded
+    context: str
+    #: the indentation ``before`` and ``after`` were recorded at
+    indent: str
+    #: upstream's text at the conflict's place
+    before: str
+    #: what the user resolved it to
+    after: str
+    #: the tree it was recorded on, for messages
+    recorded_on: str = ""
+    #: anchors of the place where the patch's own anchors led nowhere (empty: the patch's own)
+    above: tuple[str, ...] = ()
+    below: tuple[str, ...] = ()
+    blocks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Patch:
     #: unique within its patchset, used by --only and in records
     id: str
@@ -101,6 +124,10 @@ class Patch:
     versions: str | None = None
     #: optional DEP-3 style metadata
     meta: dict[str, str] = field(default_factory=dict)
+    #: ids of patches of the same patchset this one needs (its callee, the import of a name it uses)
+    needs: tuple[str, ...] = ()
+    #: resolutions recorded for this patch (``resolutions.toml`` beside the manifest)
+    resolutions: tuple[Resolution, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import datetime as _dt
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchctl import fsutil
+from patchctl.patchsets import needs
 from patchctl.patchsets import record as rec
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset, Presence
-from patchctl.patchsets.reader import TreeReader, assess
+from patchctl.patchsets.reader import TreeReader, assess, to_bytes
 from patchctl.quoting import quote_path
 from patchctl.target import Target
 
@@ -49,7 +50,8 @@ class Plan:
         """When the change is refused as a whole, no row may claim it was applied or reverted."""
         if self.ok:
             return
-        verb = {Outcome.APPLIED: "applied", Outcome.REVERTED: "reverted"}
+        verb = {Outcome.APPLIED: "applied", Outcome.REVERTED: "reverted",
+                Outcome.CONFLICT_MARKED: "written with conflict markers"}
         self.results = [PatchResult(r.patchset, r.patch, Outcome.HELD_BACK, r.path,
                                     f"would be {verb[r.status]}, but nothing was written: see the conflicts")
                         if isinstance(r.status, Outcome) and r.status in verb else r for r in self.results]
@@ -85,6 +87,23 @@ def _now() -> str:
 
 
 def plan_apply(target: Target, patchsets: list[Patchset], only: set[str] | None = None) -> Plan:
+    """Plan every patch (of ``only``, when given). A patch whose ``needs`` did not apply is held
+    back and the rest planned again without it, until no such patch is left (each round holds
+    back at least one, so this ends); an applied patch whose user did not apply gets a warning."""
+    held: dict[tuple[str, str], str] = {}
+    while True:
+        plan = _plan(target, patchsets, only, held)
+        more = needs.unmet(patchsets, plan.results)
+        if not more:
+            break
+        held.update(more)
+    warn = needs.orphaned(patchsets, plan.results)
+    plan.results = [replace(r, reason=f"{r.reason}; {warn[(r.patchset, r.patch)]}")
+                    if (r.patchset, r.patch) in warn else r for r in plan.results]
+    return plan
+
+
+def _plan(target: Target, patchsets: list[Patchset], only: set[str] | None, held: dict[tuple[str, str], str]) -> Plan:
     old = rec.load(target.root)
     new_record = old or rec.Record(target.version, target.commit)
     plan = Plan(target, record=new_record)
@@ -93,7 +112,9 @@ def plan_apply(target: Target, patchsets: list[Patchset], only: set[str] | None 
         for patch in ps.patches:
             if only and patch.id not in only:
                 continue
-            plan.results.append(_apply_one(ps, patch, tree, new_record))
+            why = held.get((ps.name, patch.id))
+            plan.results.append(PatchResult(ps.name, patch.id, Outcome.HELD_BACK, None, why) if why is not None
+                                else _apply_one(ps, patch, tree, new_record))
     if any(r.status is Outcome.APPLIED for r in plan.results):
         for ps in patchsets:
             new_record.patchsets[ps.name] = {"digest": ps.digest, "source": "builtin" if ps.builtin else str(ps.root)}
@@ -115,13 +136,15 @@ def _apply_one(ps: Patchset, patch: Patch, tree: TreeReader, record: rec.Record)
         return result(Outcome.CONFLICT, path, f"{found.reason}; restore it or revert the file", found.detail)
     if a.superseded:
         return result(Outcome.SUPERSEDED_UPSTREAM, path, a.superseded)
-    text = tree.read(path)
-    edit = KINDS[patch.kind].apply(text, patch, Context(ps.root, path))
+    text = tree.read_for(patch, path)
+    edit = KINDS[patch.kind].apply(text, patch, Context(ps.root, path, read=tree.confined, mode_of=tree.mode_of))
     if edit.status is EditStatus.CHANGED:
         before = tree.before.get(path, text)
         tree.write(path, edit.text, edit.mode)
+        for other, other_text, other_mode in edit.also:
+            tree.write(other, other_text, other_mode)
         entry = rec.Entry(ps.name, patch.id, patch.kind, path,
-                          fsutil.sha256_bytes(before.encode()) if before is not None else None,
+                          fsutil.sha256_bytes(to_bytes(before)) if before is not None else None,
                           None, _now(), edit.undo)
         record.entries = [e for e in record.entries if not (e.patchset == ps.name and e.patch == patch.id)] + [entry]
     return result(edit.status.outcome(), path, edit.reason, edit.detail)

@@ -37,23 +37,48 @@ class TreeReader:
         self.before = before if before is not None else {}
         self.modes = modes if modes is not None else {}
 
-    def read(self, rel: str) -> str | None:
+    def read(self, rel: str, *, binary: bool = False) -> str | None:
+        """The file's text; ``binary`` kinds (blob) get any bytes, carried losslessly as
+        surrogate escapes that :func:`to_bytes` turns back into the same bytes."""
         if rel in self.after:
             return self.after[rel]
         path = self.target.root / rel
         if not path.is_file():
             return None
         try:
-            return path.read_bytes().decode("utf-8")
+            return path.read_bytes().decode("utf-8", "surrogateescape" if binary else "strict")
         except UnicodeDecodeError:
             raise NotUtf8(path) from None
 
+    def exists(self, rel: str) -> bool:
+        return self.after[rel] is not None if rel in self.after else (self.target.root / rel).is_file()
+
+    def confined(self, rel: str) -> str | None:
+        """:meth:`read` for a path a patch names besides its target: kept inside the tree and out of .git."""
+        resolve_target(self.target.root, rel)
+        return self.read(rel, binary=True)
+
+    def mode_of(self, rel: str) -> int | None:
+        """The permission bits ``rel`` has, or will have after the pending changes."""
+        if rel in self.modes:
+            return self.modes[rel]
+        path = resolve_target(self.target.root, rel)
+        return path.stat().st_mode & 0o7777 if path.is_file() else None
+
+    def read_for(self, patch: Patch, rel: str) -> str | None:
+        return self.read(rel, binary=getattr(KINDS[patch.kind], "binary", False))
+
     def write(self, rel: str, text: str | None, mode: int | None) -> None:
         if rel not in self.before:
-            self.before[rel] = self.read(rel)
+            self.before[rel] = self.read(rel, binary=True)
         self.after[rel] = text
         if mode is not None:
             self.modes[rel] = mode
+
+
+def to_bytes(text: str) -> bytes:
+    """A file's bytes from the text :meth:`TreeReader.read` gave (UTF-8 text encodes as it always did)."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 def version_mismatch(patch: Patch, version: str | None) -> str | None:
@@ -73,7 +98,7 @@ def locate(patch: Patch, tree: TreeReader) -> str | None:
             resolve_target(tree.target.root, rel)
         except OutsideTree as exc:
             raise OutsideTree(exc.root, exc.rel, exc.problem, patch.id) from None
-    existing = [p for p in patch.target if tree.read(p) is not None]
+    existing = [p for p in patch.target if tree.exists(p)]
     if existing:
         return existing[0]
     return patch.target[0] if KINDS[patch.kind].creates_target else None
@@ -103,7 +128,8 @@ def assess(patch: Patch, tree: TreeReader, patchset_root: Path) -> Assessment:
         skip = "none of its target files exists: " + ", ".join(patch.target)
     if skip is not None or path is None:
         return Assessment(path, skip)
-    found = KINDS[patch.kind].check(tree.read(path), patch, Context(patchset_root, path))
+    found = KINDS[patch.kind].check(tree.read_for(patch, path), patch,
+                                    Context(patchset_root, path, read=tree.confined))
     superseded = (
         upstream.find(patch.upstream, path, tree.read, patch.tag) if found.presence is Presence.MISSING else None
     )

@@ -15,7 +15,7 @@ from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset, Presence
 from patchctl.patchsets.plan import Plan
-from patchctl.patchsets.reader import TreeReader, locate
+from patchctl.patchsets.reader import TreeReader, locate, to_bytes
 from patchctl.target import Target
 
 
@@ -78,20 +78,22 @@ def _files_removed_whole(entries: list[rec.Entry], by_name: dict[str, Patchset],
     out = set()
     for e in entries:
         patch = _patch_of(e, by_name)
-        if patch is None or (only and e.patch not in only) or not KINDS[patch.kind].creates_target:
+        kind = KINDS[patch.kind] if patch is not None else None
+        if patch is None or kind is None or (only and e.patch not in only) or not kind.creates_target \
+                or not getattr(kind, "takes_lines_along", True):
             continue
         path = e.path or locate(patch, tree)
-        ctx = Context(by_name[e.patchset].root, path or "", e.undo)
-        if path is not None and KINDS[patch.kind].check(tree.read(path), patch, ctx).presence is Presence.PRESENT:
+        ctx = Context(by_name[e.patchset].root, path or "", e.undo, tree.confined)
+        if path is not None and kind.check(tree.read_for(patch, path), patch, ctx).presence is Presence.PRESENT:
             out.add(path)
     return out
 
 
 def _revert_one(patch: Patch, entry: rec.Entry, path: str, tree: TreeReader, befores: set[str | None],
                 patchset_root: Path, *, recorded: bool) -> PatchResult | None:
-    ctx = Context(patchset_root, path, entry.undo)
+    ctx = Context(patchset_root, path, entry.undo, tree.confined, tree.mode_of)
     kind = KINDS[patch.kind]
-    text = tree.read(path)
+    text = tree.read_for(patch, path)
     found = kind.check(text, patch, ctx)
 
     def result(status: Outcome, reason: str, detail: str = "") -> PatchResult:
@@ -106,7 +108,7 @@ def _revert_one(patch: Patch, entry: rec.Entry, path: str, tree: TreeReader, bef
     if found.presence is Presence.MISSING:
         if not recorded:
             return None
-        now = fsutil.sha256_bytes(text.encode()) if text is not None else None
+        now = fsutil.sha256_bytes(to_bytes(text)) if text is not None else None
         if now in befores or (text is None and kind.creates_target):
             return result(Outcome.NOT_APPLIED, f"{path} is already back to what it was before apply")
         edit = kind.apply(text, patch, ctx)
@@ -122,7 +124,9 @@ def _revert_one(patch: Patch, entry: rec.Entry, path: str, tree: TreeReader, bef
         return None
     edit = kind.revert(text, patch, ctx)
     if edit.status is EditStatus.CHANGED:
-        tree.write(path, edit.text, None)
+        tree.write(path, edit.text, edit.mode)
+        for other, other_text, other_mode in edit.also:
+            tree.write(other, other_text, other_mode)
         return result(Outcome.REVERTED, edit.reason)
     if edit.status is EditStatus.NOT_APPLICABLE:
         return result(Outcome.NOT_APPLIED, edit.reason)

@@ -11,6 +11,7 @@ from patchctl.errors import CommitRefused, DirtyFiles, PatchFailed
 from patchctl.patchsets import record as rec
 from patchctl.patchsets.model import Outcome
 from patchctl.patchsets.plan import Plan
+from patchctl.patchsets.reader import to_bytes
 
 
 @dataclass(frozen=True)
@@ -48,14 +49,14 @@ def execute(plan: Plan, *, force: bool = False, commit_branch: str | None = None
     root = plan.target.root
     if commit_branch:
         check_can_commit(root, plan.target.is_git, commit_branch)
-    changes = {p: fsutil.FileChange(p, None if (text := plan.after[p]) is None else text.encode(), plan.modes.get(p))
+    changes = {p: fsutil.FileChange(p, None if (new := plan.after[p]) is None else to_bytes(new), plan.modes.get(p))
                for p in plan.changed_paths}
     record = plan.record
     if plan.record_changed and record is not None:
         for e in record.entries:
             text = plan.after.get(e.path)
             if e.sha256_after is None or e.path in changes:
-                e.sha256_after = fsutil.sha256_bytes(text.encode()) if text is not None else None
+                e.sha256_after = fsutil.sha256_bytes(to_bytes(text)) if text is not None else None
         content = record.to_bytes() if record.entries else None
         # even with no file to change: a revert that finds every file already back by hand
         # must still drop their entries, or verify keeps saying they were applied

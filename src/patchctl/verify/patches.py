@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from patchctl.journal import TMP_SUFFIX
+from patchctl.patchsets import conflicts
 from patchctl.patchsets import record as rec
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
@@ -32,10 +33,16 @@ class Report:
     unaccounted: tuple[TagHit, ...]
     #: temp files of an interrupted write no journal accounts for (relative paths)
     leftovers: tuple[str, ...]
+    #: conflicts ``apply --conflicts=markers`` wrote that wait for ``refresh`` ("PATCH in FILE")
+    conflicts: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return all(isinstance(c.status, Presence) and c.status.passes for c in self.checks) and not self.leftovers
+        return (
+            all(isinstance(c.status, Presence) and c.status.passes for c in self.checks)
+            and not self.leftovers
+            and not self.conflicts
+        )
 
     def passes(self, strict: bool) -> bool:
         """``--strict`` also fails on tagged lines no patch accounts for."""
@@ -46,7 +53,7 @@ class Report:
                 "patches": [c.to_json() for c in self.checks],
                 "tags": {"accounted": len(self.accounted),
                          "unaccounted": [{"path": h.path, "line": h.line, "text": h.text} for h in self.unaccounted]},
-                "leftover_temp_files": list(self.leftovers)}
+                "leftover_temp_files": list(self.leftovers), "conflicts": list(self.conflicts)}
 
 
 def verify(target: Target, patchsets: list[Patchset]) -> Report:
@@ -54,16 +61,24 @@ def verify(target: Target, patchsets: list[Patchset]) -> Report:
     record = rec.load(target.root)
     owned: dict[str, set[int]] = {}
     checks = []
+    pending = conflicts.load(target.root)
+    marked = {m.path for m in pending}
     for ps in patchsets:
         for patch in ps.patches:
             entry = record.find(ps.name, patch.id) if record else None
+            if any(t in marked for t in patch.target):  # markers make the file unreadable as code
+                checks.append(PatchResult(ps.name, patch.id, Presence.MISSING, next(t for t in patch.target
+                              if t in marked), "needs resolution: its file holds conflict markers that apply "
+                              "--conflicts=markers wrote; resolve them, then run patchctl refresh"))
+                continue
             checks.append(_check(ps, patch, entry, tree, owned))
     accounted: list[TagHit] = []
     unaccounted: list[TagHit] = []
     tags = {p.tag for ps in patchsets for p in ps.patches}
     for hit in scan(target.root, tags):
         (accounted if hit.line in owned.get(hit.path, ()) else unaccounted).append(hit)
-    return Report(target, tuple(checks), tuple(accounted), tuple(unaccounted), tuple(leftover_temp_files(target.root)))
+    return Report(target, tuple(checks), tuple(accounted), tuple(unaccounted), tuple(leftover_temp_files(target.root)),
+                  tuple(f"{m.patch} in {m.path}" for m in pending))
 
 
 def _check(ps: Patchset, patch: Patch, entry: rec.Entry | None, tree: TreeReader,
@@ -80,7 +95,7 @@ def _check(ps: Patchset, patch: Patch, entry: rec.Entry | None, tree: TreeReader
         return result(found.presence, path, found.reason, found.detail)
     if a.superseded:
         return result(Presence.SUPERSEDED_UPSTREAM, path, a.superseded)
-    would = KINDS[patch.kind].apply(tree.read(path), patch, Context(ps.root, path))
+    would = KINDS[patch.kind].apply(tree.read_for(patch, path), patch, Context(ps.root, path, read=tree.confined))
     if would.status is EditStatus.NOT_APPLICABLE and not entry:
         return result(Presence.NOT_APPLICABLE, path, would.reason)
     why = f"{found.reason}; run patchctl apply" + (f" (it was applied {entry.applied_at})" if entry else "")

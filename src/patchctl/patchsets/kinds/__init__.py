@@ -16,12 +16,18 @@ from patchctl.patchsets.kinds.bom import KeepBom
 #: kind name -> "module:Class" under patchctl.patchsets.kinds
 _REGISTRY = {
     "add-file": "add_file:AddFile",
+    "blob": "blob:Blob",
+    "config-key": "config_key:ConfigKey",
+    "delete-file": "delete_file:DeleteFile",
     "guard-import": "guard_import:GuardImport",
     "keyword-rename": "keyword_rename:KeywordRename",
     "keyword-value": "keyword_value:KeywordValue",
     "prelude": "prelude:Prelude",
+    "rename-file": "rename_file:RenameFile",
+    "requirement": "requirement:Requirement",
     "shell-env": "shell_env:ShellEnv",
     "structural": "structural:Structural",
+    "text-hunk": "text_hunk:TextHunk",
 }
 
 

@@ -26,7 +26,7 @@ from patchctl.patchsets.kinds import syntax as sx
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 #: statements whose ``body`` a patch may sit inside, named by their header (``params.blocks``)
-_BLOCKS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)
+BLOCKS = _BLOCKS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)
 
 
 def first_line(stmt: ast.stmt) -> int:

@@ -8,6 +8,7 @@ input the user must fix (a syntax error in the target), via :class:`PatchctlErro
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -48,6 +49,9 @@ class Edit:
     detail: str = ""
     #: facts the reverse needs that the patched text cannot show (kept in the target's record)
     undo: dict[str, Any] | None = None
+    #: other files the edit writes besides its target (rename-file removes its source): path, text or None
+    #: (delete), permission bits or None
+    also: tuple[tuple[str, str | None, int | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,10 +76,20 @@ class Context:
     path: str
     #: what :attr:`Edit.undo` held when the patch was applied, for revert
     undo: dict[str, Any] | None = None
+    #: reads another file of the tree through pending changes, confined to the tree (rename-file's source)
+    read: Callable[[str], str | None] | None = None
+    #: the permission bits of another file of the tree (a moved script stays executable)
+    mode_of: Callable[[str], int | None] | None = None
 
 
 class PatchKind(Protocol):
-    """A codemod with a forward (apply), a reverse (revert) and a postcondition (check)."""
+    """A codemod with a forward (apply), a reverse (revert) and a postcondition (check).
+
+    Two class attributes are optional (read with a default, so the older kinds need not say them):
+    ``binary`` (default False), the target is read as any bytes, not UTF-8 text (blob, delete-file,
+    rename-file); ``takes_lines_along`` (default True for a kind that ``creates_target``), reverting
+    it removes the file with other patches' lines in it (add-file, not rename-file or delete-file).
+    """
 
     name: ClassVar[str]
     description: ClassVar[str]

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -95,7 +96,47 @@ class Structural:
     def _lines(sites: list[places.Site]) -> str:
         return ", ".join(f"{s.first}-{s.last}" if s.last > s.first else str(s.first) for s in sites)
 
-    # -- the three operations ----------------------------------------------------------------
+    # -- the three operations: the patch's own texts, else a recorded resolution's -----------
+
+    @staticmethod
+    def _resolved(patch: Patch) -> list[tuple[Patch, str]]:
+        """The patch as each recorded resolution has it: upstream's text there becomes the user's."""
+        out = []
+        for r in patch.resolutions:
+            p = replace(patch.params, before=r.before, after=r.after, indent=r.indent)
+            if r.above:  # the patch's own anchors led nowhere there: the place's own
+                p = replace(p, above=r.above, below=r.below, blocks=r.blocks)
+            out.append((replace(patch, params=p, resolutions=()), f" (the resolution recorded on "
+                        f"{r.recorded_on or 'another tree'}, key {r.context[:12]})"))
+        return out
+
+    def check(self, text: str | None, patch: Patch, ctx: Context) -> Check:
+        own = self._check(text, patch, ctx)
+        if own.presence is not Presence.PRESENT:
+            for variant, how in self._resolved(patch):
+                found = self._check(text, variant, ctx)
+                if found.presence is Presence.PRESENT:
+                    return replace(found, reason=found.reason + how)
+        return own
+
+    def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
+        own = self._apply(text, patch, ctx)
+        if own.status is EditStatus.CONFLICT:  # the same conflict resolved before: replay it (git rerere)
+            for variant, how in self._resolved(patch):
+                edit = self._apply(text, variant, ctx)
+                if edit.status in (EditStatus.CHANGED, EditStatus.UNCHANGED):
+                    return replace(edit, reason=edit.reason + how)
+        return own
+
+    def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
+        own = self._revert(text, patch, ctx)
+        if own.status is EditStatus.NOT_APPLICABLE:
+            for variant, how in self._resolved(patch):
+                edit = self._revert(text, variant, ctx)
+                if edit.status is EditStatus.CHANGED:
+                    return replace(edit, reason=edit.reason + how)
+        return own
+
 
     @staticmethod
     def _places(sites: list[places.Site]) -> str:
@@ -107,7 +148,7 @@ class Structural:
         return (f"{self._where(p)}{when} fits {len(fits)} places, lines {self._places(fits)}; its anchors repeat, so "
                 "nothing is guessed: add params.occurrence or more anchors")
 
-    def check(self, text: str | None, patch: Patch, ctx: Context) -> Check:
+    def _check(self, text: str | None, patch: Patch, ctx: Context) -> Check:
         p: Params = patch.params
         if text is None:
             return Check(Presence.MISSING, f"{ctx.path} does not exist")
@@ -134,7 +175,7 @@ class Structural:
         return "".join(difflib.unified_diff(want.splitlines(keepends=True), site.text.splitlines(keepends=True),
                                             "patch", f"{path}:{site.first}"))
 
-    def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
+    def _apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
@@ -185,7 +226,7 @@ class Structural:
         return Edit(EditStatus.CONFLICT, f"{self._where(p)}: lines {self._lines(found.near)} hold other code than the "
                     f"patch expects: {why}", detail=self._diff(p.before, near, p, path))
 
-    def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
+    def _revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")

@@ -1,0 +1,59 @@
+"""The source side's hash cache: each file's sha256 and tagged lines, reused across migrates.
+
+The same ``Cache`` as the hosts' agent (``agent_cache``), so both sides trust a remembered
+hash under the same rule: size, mtime_ns, ctime_ns and inode all as they were when the file
+was read, and the file older than the pass that read it. It is kept under patchctl's cache
+folder, one file per source tree, never in the tree (nothing of it travels to a host). A
+damaged or foreign cache is dropped whole and the files are read again; ``--checksum`` reads
+every file whatever the cache says.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from patchctl.migrate import agent_cache, state
+
+#: the most bytes of a cache that are read (about 1M files); a bigger one is dropped
+LIMIT = 256 << 20
+
+
+def cache_file(root: Path) -> Path:
+    """Where the cache of the source tree ``root`` lives."""
+    key = hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return state.state_dir() / f"hashes-{key}.json"
+
+
+def load(root: Path, rule: list[Any], trust: bool) -> Any:
+    """The tree's cache for the tag ``rule`` (empty unless ``trust``), remembering only files
+    older than now. A cache folder that cannot be made leaves a cache that remembers nothing."""
+    path = cache_file(root)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        since = agent_cache.fs_now(str(path.parent))
+    except OSError:
+        since = 0
+    return agent_cache.load_cache(str(path), rule, since, trust, LIMIT)
+
+
+def save(root: Path, cache: Any) -> None:
+    """Best effort, as ``state.remember``: a cache that cannot be written only costs reading the
+    files again next time."""
+    path, remembered = cache_file(root), cache.document()
+    if remembered["files"] == cache.old:
+        return  # nothing new to remember: a no-change re-run writes nothing
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".hashes-")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w") as f:  # dumps, not dump: only dumps has the C encoder
+            f.write(json.dumps(remembered, separators=(",", ":")))
+        os.replace(tmp, path)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)

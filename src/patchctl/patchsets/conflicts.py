@@ -1,0 +1,185 @@
+"""``apply --conflicts=markers``: a conflicting patch written at its best candidate place with
+conflict markers, and the tree's list of conflicts waiting for ``patchctl refresh``.
+
+Each conflict is written as a 3-way view the user edits (upstream's text, the patch's
+original, the patch's change; the order ``git merge --conflict=diff3`` uses)::
+
+    <<<<<<< upstream: FILE lines A-B
+    ||||||| PATCH: the patch's original
+    =======
+    >>>>>>> PATCH: the patch's change
+
+``.patchctl/conflicts.json`` records, per conflict, upstream's text there and the line counts and
+hashes of the untouched text between the conflicts, so that ``refresh`` can cut each resolution
+out of the edited file without markers, and tell an edit outside the conflicts from one inside.
+Apply refuses a tree with conflicts waiting; ``verify`` names them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from patchctl.confine import not_a_real_folder, why_outside
+from patchctl.errors import ConflictsPending, ConflictStateDamaged
+from patchctl.patchsets.kinds import anchors as st
+from patchctl.patchsets.kinds import candidate
+from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset
+from patchctl.patchsets.plan import Plan
+
+STATE_PATH = ".patchctl/conflicts.json"
+
+
+def digest(lines: list[str]) -> str:
+    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Marked:
+    """One conflict written with markers."""
+
+    patchset: str
+    patch: str
+    path: str
+    #: upstream's text at the place, and its indentation
+    upstream: str
+    indent: str
+    #: the untouched lines between the previous conflict (or the file's start) and this one
+    gap_lines: int
+    gap_sha: str
+    #: the untouched lines after this conflict up to the next one or the file's end
+    next_lines: int
+    next_sha: str
+    #: the tree's version, recorded with the resolution
+    version: str = ""
+    #: the place's own anchors and block headers where the patch's led nowhere (else empty)
+    above: tuple[str, ...] = ()
+    below: tuple[str, ...] = ()
+    blocks: tuple[str, ...] = ()
+
+
+def load(root: Path) -> list[Marked]:
+    """The conflicts waiting in the tree at ``root``; untrusted like the apply record."""
+    path = root / STATE_PATH
+    why = not_a_real_folder(path.parent) or (
+        f"it is a symbolic link (to {os.readlink(path)})" if path.is_symlink() else None
+    )
+    if why:
+        raise ConflictStateDamaged(path, why)
+    if not path.is_file():
+        return []
+    try:
+        raw: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["conflicts"]
+        fields: list[dict[str, Any]] = [{k: tuple(v) if isinstance(v, list) else v for k, v in m.items()} for m in raw]
+        found = [Marked(**f) for f in fields]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConflictStateDamaged(path, str(exc)) from None
+    for m in found:
+        problem = why_outside(root, m.path) if isinstance(m.path, str) and m.path else "is not a path"
+        if problem or m.path.startswith(".patchctl"):
+            raise ConflictStateDamaged(
+                path, f"patch {m.patch!r} names {m.path!r}, which {problem or 'is in patchctl folder'}"
+            )
+    return found
+
+
+def refuse_pending(root: Path) -> None:
+    pending = load(root)
+    if pending:
+        raise ConflictsPending(root, [f"{m.patch} in {m.path}" for m in pending])
+
+
+def to_bytes(marked: list[Marked]) -> str:
+    return json.dumps({"format": 1, "conflicts": [asdict(m) for m in marked]}, indent=2) + "\n"
+
+
+def mark(plan: Plan, patchsets: list[Patchset]) -> None:
+    """Write each conflicting structural patch of ``plan`` at its candidate place with markers
+    (in the plan, not on disk); a conflict with no candidate stays a conflict."""
+    by_key = {(ps.name, p.id): p for ps in patchsets for p in ps.patches}
+    chosen: dict[str, list[tuple[candidate.Candidate, Patch, PatchResult]]] = {}
+    tree = plan.reader
+    for r in plan.results:
+        patch = by_key.get((r.patchset, r.patch))
+        if r.status is not Outcome.CONFLICT or patch is None or patch.kind != "structural" or r.path is None:
+            continue
+        text = tree.read(r.path)
+        found = candidate.propose(text, patch.params, r.path) if text is not None else None
+        taken = chosen.setdefault(r.path, [])
+        if found is not None and all(found.last + 1 < c.first or found.first > c.last + 1 for c, _, _ in taken):
+            taken.append((found, patch, r))
+    reasons: dict[tuple[str, str], str] = {}
+    marked: list[Marked] = []
+    for rel, places in chosen.items():
+        if places:
+            text, mine = _write(tree.read(rel) or "", rel, sorted(places, key=lambda f: f[0].first), plan)
+            tree.write(rel, text, None)
+            marked += mine
+            for c, _patch, r in places:
+                reasons[(r.patchset, r.patch)] = (
+                    f"written with conflict markers at {c.how} (upstream, the patch's original, its change): "
+                    f"edit them, then run `patchctl refresh`; was: {r.reason}"
+                )
+    if marked:
+        tree.write(STATE_PATH, to_bytes(marked), None)
+    plan.results = [
+        replace(r, status=Outcome.CONFLICT_MARKED, reason=reasons[(r.patchset, r.patch)])
+        if (r.patchset, r.patch) in reasons
+        else r
+        for r in plan.results
+    ]
+
+
+def _write(
+    text: str, rel: str, found: list[tuple[candidate.Candidate, Patch, PatchResult]], plan: Plan
+) -> tuple[str, list[Marked]]:
+    lines = split_lines(text)
+    out: list[str] = []
+    pending: list[tuple[list[str], Patch, PatchResult, str, candidate.Candidate]] = []
+    at = 1
+    for c, patch, r in found:
+        gap = lines[at - 1 : c.first - 1]
+        upstream = lines[c.first - 1 : c.last]
+        p = patch.params
+        ours = st.reindent(p.before, p.indent, c.indent) or p.before
+        theirs = st.reindent(p.after, p.indent, c.indent) or p.after
+        where = f"lines {c.first}-{c.last}" if c.last >= c.first else f"before line {c.first}"
+        out += [
+            *gap,
+            f"<<<<<<< upstream: {rel} {where}\n",
+            *upstream,
+            f"||||||| {patch.id}: the patch's original\n",
+            *split_lines(ours),
+            "=======\n",
+            *split_lines(theirs),
+            f">>>>>>> {patch.id}: the patch's change\n",
+        ]
+        pending.append((gap, patch, r, "".join(upstream), c))
+        at = c.last + 1
+    out += lines[at - 1 :]
+    gaps = [g for g, *_ in pending] + [lines[at - 1 :]]
+    version = plan.target.version or ""
+    marked = [
+        Marked(
+            r.patchset,
+            patch.id,
+            rel,
+            up,
+            c.indent,
+            len(gap),
+            digest(gap),
+            len(gaps[i + 1]),
+            digest(gaps[i + 1]),
+            version,
+            c.above,
+            c.below,
+            c.blocks,
+        )
+        for i, (gap, patch, r, up, c) in enumerate(pending)
+    ]
+    return "".join(out), marked

@@ -1,0 +1,88 @@
+"""rename-file: a file the fork moved, moved again on each upstream, with upstream's content.
+
+The patch's target is the new path and ``source`` the old one. Only the move is this patch: the
+fork's edits of the moved file are patches of their own on the new path, after this one in the
+manifest, so an upstream that changed the old file keeps its changes through the move.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from patchctl.confine import in_metadata, relative_inside
+from patchctl.errors import ManifestError
+from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
+from patchctl.patchsets.model import Patch, Presence
+from patchctl.schema import Field, Schema
+
+
+@dataclass(frozen=True)
+class Params:
+    #: the old path, relative to the tree
+    source: str
+
+
+class RenameFile:
+    name: ClassVar[str] = "rename-file"
+    description: ClassVar[str] = "Move a file to the path the fork moved it to (then edit it with other patches)."
+    creates_target: ClassVar[bool] = True
+    binary: ClassVar[bool] = True
+    takes_lines_along: ClassVar[bool] = False
+    params_schema: ClassVar[Schema] = {
+        "source": Field(str, True, 'the old path relative to the tree, e.g. "scripts/old_name.sh"'),
+    }
+
+    def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
+        src = raw["source"]
+        problem = relative_inside(src) or (
+            f"is inside {in_metadata(src)}, which belongs to version control or patchctl" if in_metadata(src) else None
+        )
+        if problem:
+            raise ManifestError(
+                manifest,
+                "params.source",
+                f"{src!r} {problem}",
+                "write the old path relative to the tree's root, inside it",
+                patch_id,
+            )
+        return Params(src)
+
+    def _source(self, p: Params, ctx: Context) -> str | None:
+        return ctx.read(p.source) if ctx.read is not None and p.source != ctx.path else None
+
+    def check(self, text: str | None, patch: Patch, ctx: Context) -> Check:
+        p: Params = patch.params
+        old = self._source(p, ctx)
+        if text is not None and old is None:
+            return Check(
+                Presence.PRESENT, f"{p.source} is moved to {ctx.path}", frozenset(range(1, text.count("\n") + 2))
+            )
+        if text is not None:
+            return Check(
+                Presence.MODIFIED, f"both {p.source} and {ctx.path} exist; the patch moves the first to the second"
+            )
+        if old is None:
+            return Check(Presence.MISSING, f"neither {p.source} nor {ctx.path} exists")
+        return Check(Presence.MISSING, f"{p.source} is not moved to {ctx.path} yet")
+
+    def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
+        p: Params = patch.params
+        old = self._source(p, ctx)
+        if text is not None:
+            return Edit(
+                EditStatus.UNCHANGED if old is None else EditStatus.CONFLICT,
+                f"{ctx.path} exists already" + (f" beside {p.source}; move one away" if old else ""),
+            )
+        if old is None:
+            return Edit(EditStatus.NOT_APPLICABLE, f"{p.source} does not exist here, so there is nothing to move")
+        mode = ctx.mode_of(p.source) if ctx.mode_of is not None else None
+        return Edit(EditStatus.CHANGED, f"{p.source} moved to {ctx.path}", old, mode, also=((p.source, None, None),))
+
+    def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
+        p: Params = patch.params
+        if text is None or self._source(p, ctx) is not None:
+            return Edit(EditStatus.CONFLICT, f"{ctx.path} is not where the patch moved {p.source}")
+        mode = ctx.mode_of(ctx.path) if ctx.mode_of is not None else None
+        return Edit(EditStatus.CHANGED, f"{ctx.path} moved back to {p.source}", None, also=((p.source, text, mode),))

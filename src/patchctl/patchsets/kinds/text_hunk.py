@@ -1,0 +1,135 @@
+"""text-hunk: one hunk of a text file (docs, shell, .gitignore, ...), placed by its context with fuzz.
+
+It behaves as ``patch`` does: the hunk's lines are looked for anywhere in the file (upstream
+moves text around), the match nearest the line the fork had wins, and when the whole hunk is
+not found, up to ``fuzz`` lines of context are left out at each end (the changed lines never
+are). Lines compare without trailing spaces. When nothing fits, the message names the line of
+the file that differs from the hunk, and how.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from patchctl.errors import ManifestError
+from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.kinds.swap import Spot, Swap
+from patchctl.schema import Field, Schema
+
+
+@dataclass(frozen=True)
+class Params:
+    #: the hunk's lines as upstream had them (context and removed lines)
+    was: str
+    #: the hunk's lines as the fork has them (context and added lines)
+    now: str
+    #: 1-based line where the hunk started in the upstream it was captured from
+    line: int
+    #: context lines that may be left out at each end to find the hunk
+    fuzz: int
+
+
+def _rows(text: str) -> list[str]:
+    return [ln.rstrip() for ln in split_lines(text)]
+
+
+def _context(was: list[str], now: list[str]) -> tuple[int, int]:
+    """Lines the two sides share at the top and at the bottom: the hunk's context."""
+    top = 0
+    while top < min(len(was), len(now)) and was[top] == now[top]:
+        top += 1
+    bottom = 0
+    while bottom < min(len(was), len(now)) - top and was[-1 - bottom] == now[-1 - bottom]:
+        bottom += 1
+    return top, bottom
+
+
+class TextHunk(Swap):
+    name: ClassVar[str] = "text-hunk"
+    description: ClassVar[str] = "Change one hunk of a text file, placed by its context as patch does (with fuzz)."
+    # the hunk is found again by its text, and a fuzzy match may span other lines than apply replaced
+    exact_undo: ClassVar[bool] = False
+    params_schema: ClassVar[Schema] = {
+        "was": Field(str, True, "the hunk's lines as upstream had them, context included"),
+        "now": Field(str, True, "the hunk's lines as the patch writes them, context included"),
+        "line": Field(int, False, "the line the hunk starts at upstream, to choose among matches"),
+        "fuzz": Field(int, False, "context lines that may be left out at each end (default 2)"),
+    }
+
+    def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
+        if _rows(raw["was"]) == _rows(raw["now"]):
+            raise ManifestError(
+                manifest,
+                "params.now",
+                "is the same as params.was (trailing spaces aside)",
+                "write the hunk's lines as the patch changes them",
+                patch_id,
+            )
+        line, fuzz = raw.get("line", 1), raw.get("fuzz", 2)
+        if line < 1 or not 0 <= fuzz <= 5:
+            raise ManifestError(
+                manifest,
+                "params.line" if line < 1 else "params.fuzz",
+                "is out of range",
+                "line counts from 1; fuzz is 0 to 5",
+                patch_id,
+            )
+        return Params(raw["was"], raw["now"], line, fuzz)
+
+    def _what(self, p: Params) -> str:
+        changed = [ln for ln in _rows(p.now) if ln not in _rows(p.was)] or [
+            ln for ln in _rows(p.was) if ln not in _rows(p.now)
+        ]
+        return f"the hunk at line {p.line} ({changed[0].strip()[:60]!r})" if changed else f"the hunk at line {p.line}"
+
+    def _same(self, a: str | None, b: str | None) -> bool:
+        return (a is None) == (b is None) and (a is None or b is None or _rows(a) == _rows(b))
+
+    def _spot(self, lines: list[str], p: Params, path: str) -> Spot:
+        text = [ln.rstrip() for ln in lines]
+        was, now = _rows(p.was), _rows(p.now)
+        top, bottom = _context(was, now)
+        for fuzz in range(p.fuzz + 1):
+            cut = (min(fuzz, top), min(fuzz, bottom))
+            found = [
+                (abs(i - (p.line - 1)), i, piece, side)
+                for piece, side in ((now, p.now), (was, p.was))
+                for i in _matches(text, piece[cut[0] : len(piece) - cut[1]])
+            ]
+            if found:
+                _, i, piece, side = min(found, key=lambda f: f[:2])
+                n = len(piece) - cut[0] - cut[1]
+                return Spot(i, i + n, side, trim=cut)
+        return Spot(0, 0, "", _nowhere(text, was, path))
+
+    def _lay(self, piece: str, spot: Spot) -> list[str]:
+        lines = split_lines(piece)
+        return lines[spot.trim[0] : len(lines) - spot.trim[1]]
+
+
+def _matches(text: list[str], piece: list[str]) -> list[int]:
+    if not piece:
+        return []
+    n = len(piece)
+    return [i for i in range(len(text) - n + 1) if text[i] == piece[0] and text[i : i + n] == piece]
+
+
+def _nowhere(text: list[str], was: list[str], path: str) -> str:
+    """The window of the file most like the hunk, and its first line that is not as the hunk expects."""
+    if not was:
+        return f"{path}: the hunk has no lines to find it by"
+    best, at = -1, 0
+    for i in range(max(1, len(text) - len(was) + 1)):
+        score = sum(a == b for a, b in zip(text[i : i + len(was)], was, strict=False))
+        if score > best:
+            best, at = score, i
+    if best <= 0:
+        return f"{path}: none of the hunk's lines is in the file (it expects {was[0].strip()!r}); upstream rewrote it"
+    k = next(k for k, want in enumerate(was) if at + k >= len(text) or text[at + k] != want)
+    has = repr(text[at + k].strip()) if at + k < len(text) else "the end of the file"
+    return (
+        f"{path}:{at + k + 1}: upstream has {has} where the hunk expects {was[k].strip()!r} "
+        f"({best} of its {len(was)} lines match there)"
+    )

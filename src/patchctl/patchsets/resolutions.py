@@ -1,0 +1,133 @@
+"""Recorded conflict resolutions, replayed where the same conflict comes back (``git rerere``).
+
+``patchctl refresh`` writes ``resolutions.toml`` beside a patchset's manifest: per resolved
+conflict the patch id, the sha256 of upstream's text at the conflict's place (the key, with the
+id), that text and what the user made of it. The ``structural`` kind tries a patch's
+resolutions where its own text does not fit, so the next version with the same upstream text
+applies without asking again.
+
+The file is as untrusted as the manifest: it must be a regular file (not a symlink to elsewhere),
+every entry must name a structural patch of the manifest and carry the hash of its own text (an
+edited text with a stale key is refused, not replayed where it was never resolved), and it names
+no path: a resolution is only ever written where its patch's anchors lead, inside the tree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from patchctl.errors import ManifestError
+from patchctl.patchsets.model import Patch, Resolution
+from patchctl.schema import Field, check
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+FILE = "resolutions.toml"
+SCHEMA = {
+    "patch": Field(str, True, "the id of a structural patch of the manifest"),
+    "context": Field(str, True, "the sha256 of before"),
+    "indent": Field(str, False, "the indentation the texts were recorded at"),
+    "before": Field(str, True, "upstream's text at the conflict's place"),
+    "after": Field(str, True, "what the conflict was resolved to"),
+    "recorded_on": Field(str, False, "the tree it was recorded on"),
+    "above": Field(list, False, "the place's own anchors above, where the patch's led nowhere", item=str),
+    "below": Field(list, False, "the place's own anchors below", item=str),
+    "blocks": Field(list, False, "the place's own block headers", item=str),
+}
+
+
+def context_of(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _read(directory: Path) -> list[dict[str, Any]]:
+    file = directory / FILE
+    if file.is_symlink():
+        raise ManifestError(
+            file, "(file)", f"is a symbolic link (to {os.readlink(file)})", "replace it with the file itself"
+        )
+    if not file.is_file():
+        return []
+    try:
+        doc = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ManifestError(
+            file, "(document)", f"not valid TOML ({exc})", "fix the syntax or delete the file"
+        ) from None
+    check(doc, {"resolution": Field(list, True, "[[resolution]] tables", item=dict)}, file=file)
+    return list(doc["resolution"])
+
+
+def attach(directory: Path, patches: list[Patch]) -> list[Patch]:
+    """``patches`` with the resolutions recorded for each; every entry validated."""
+    file = directory / FILE
+    by_id = {p.id: p for p in patches}
+    found: dict[str, list[Resolution]] = {}
+    for i, raw in enumerate(_read(directory)):
+        check(raw, SCHEMA, file=file, prefix=f"resolution[{i}].")
+        pid = raw["patch"]
+        if by_id.get(pid) is None or by_id[pid].kind != "structural":
+            raise ManifestError(
+                file,
+                f"resolution[{i}].patch",
+                f"{pid!r} is no structural patch of the manifest",
+                "delete this resolution",
+                pid,
+            )
+        if context_of(raw["before"]) != raw["context"] or raw["before"] == raw["after"]:
+            raise ManifestError(
+                file,
+                f"resolution[{i}].context",
+                "does not match the sha256 of before, or before equals after: the entry was edited",
+                "delete it and resolve the conflict again",
+                pid,
+            )
+        found.setdefault(pid, []).append(
+            Resolution(
+                raw["context"],
+                raw.get("indent", ""),
+                raw["before"],
+                raw["after"],
+                raw.get("recorded_on", ""),
+                tuple(raw.get("above", ())),
+                tuple(raw.get("below", ())),
+                tuple(raw.get("blocks", ())),
+            )
+        )
+    return [dataclasses.replace(p, resolutions=tuple(found[p.id])) if p.id in found else p for p in patches]
+
+
+def _string(value: str) -> str:
+    """A TOML string that reads back as exactly ``value``: a multi-line literal where that is
+    lossless (resolutions are read by people), else a basic string with JSON's escapes."""
+    printable = all(c in "\n\t" or (c >= " " and c != "\x7f") for c in value)
+    if "\n" in value and printable and "'''" not in value and not value.endswith("'"):
+        return "'''\n" + value + "'''"  # TOML drops the newline right after the opening quotes
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_string(str(x)) for x in v) + "]"
+    return _string(str(v))
+
+
+def record(directory: Path, patch: str, resolution: Resolution) -> None:
+    """Add ``resolution`` of ``patch`` (replacing one with the same key), written atomically."""
+    entries = [e for e in _read(directory) if (e.get("patch"), e.get("context")) != (patch, resolution.context)]
+    entries.append({"patch": patch, **dataclasses.asdict(resolution)})
+    out = ["# conflict resolutions recorded by `patchctl refresh`; replayed where the same conflict comes back"]
+    for e in entries:
+        out += ["", "[[resolution]]"] + [f"{k} = {_value(v)}" for k, v in e.items() if v not in ((), [])]
+    tmp = directory / f".{FILE}.tmp"
+    tmp.write_text("\n".join(out) + "\n", encoding="utf-8")
+    os.replace(tmp, directory / FILE)
