@@ -10,7 +10,7 @@ by hand):
 | set-up | how | expected gate |
 |---|---|---|
 | healthy (x N) | the tree as prepared | none: PASS |
-| sync-off | patchset (+ free_cache_engine=False: vLLM keeps the weights it loaded) | weights-synced |
+| sync-off | patchset: the vLLM worker loads no weight bucket (+ free_cache_engine=False: vLLM keeps the weights it loaded at start) | weights-synced |
 | temp-ignored | patchset: vLLM samples at 0.25 whatever the config says | rollout-agrees |
 | adv-sign | patchset: GRPO's advantage negated | learning |
 | opt-skip | patchset: the optimizer step skipped | update-applied |
