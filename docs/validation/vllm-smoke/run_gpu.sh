@@ -138,8 +138,8 @@ speed() {
     python3 "$PWD/benchmarks/vllm_stages.py" table "${specs[@]}" --json "$R/stages.json" | tee "$R/stages.md"
 }
 
-# the sabotage suite: each NAME its own sabotage.py (and folder), a group's names at once. Every
-# run gets $SUITE_OVERRIDES (gpu_memory_utilization 0.2: three vLLM engines share the 80 GB)
+# the sabotage suite: each NAME its own sabotage.py (and folder), a group's names at once (unsafe
+# with vLLM's sleep mode: healthy-2 of 2026-11-24). Every run gets $SUITE_OVERRIDES (none by default)
 suite() {
     [ -f $R/assets.json ] || { say "no setup state in /tmp: run setup first"; exit 3; }
     local group name pids rows=()
@@ -150,8 +150,8 @@ suite() {
             python3 "$PWD/benchmarks/vllm_stages.py" follow /tmp/sab/$name/$name/run/train.log "$(date +%s.%N)" --idle 120 \
                 > $R/suite-$name.timed &
             python3 "$PWD/benchmarks/sabotage.py" --tree "$T" --python python3 --pristine /tmp/verl-0.9.1.tar.gz \
-                --out /tmp/sab/$name --only "$name" --timeout "${SUITE_TIMEOUT:-500}" \
-                -- ${SUITE_OVERRIDES:-actor_rollout_ref.rollout.gpu_memory_utilization=0.2} > $R/suite-$name.txt 2>&1 &
+                --out /tmp/sab/$name --only "$name" --timeout "${SUITE_TIMEOUT:-330}" \
+                -- ${SUITE_OVERRIDES:-} > $R/suite-$name.txt 2>&1 &
             pids+=($!)
             say "suite: $name started"
             sleep 2
@@ -165,6 +165,9 @@ suite() {
             cp /tmp/sab/$name/$name/run/report.json $R/suite-$name-report.json 2>/dev/null
             cp /tmp/sab/$name/$name/run/train.log $R/suite-$name-train.log 2>/dev/null
             cp /tmp/sab/$name/sabotage.json $R/suite-$name.json 2>/dev/null
+            cp /tmp/sab/$name/$name/run/vllm-modelinfo.log $R/suite-$name-modelinfo.log 2>/dev/null
+            python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print("timings", d["timings"])' \
+                /tmp/sab/$name/$name/run/report.json 2>/dev/null
         done
     done
     pkill -f "vllm_stages.py follow" 2>/dev/null
