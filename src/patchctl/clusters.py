@@ -36,6 +36,7 @@ from typing import Any
 from patchctl import config as config_file
 from patchctl.errors import ManifestError, UnknownCluster
 from patchctl.schema import Field, check
+from patchctl.validate.checks import settings as health_settings
 
 
 PROFILES = ("standard", "fast-load")
@@ -58,6 +59,7 @@ CLUSTER_SCHEMA = {
     "ray_port": Field(int, False, "the Ray head's GCS port (default 6379)"),
     "ifname": Field(str, False, 'the network interface NCCL and Gloo use, e.g. "eth0"'),
     "preflight_skip": Field(list, False, 'verify --env checks validate leaves out, e.g. ["vllm"]', item=str),
+    "health": Field(dict, False, "validate's health-check bars, e.g. { storage_bytes = 1073741824 }"),
 }
 HOST_SCHEMA = {
     "ssh": Field(str, True, 'an ssh destination such as "node1" or "user@host"'),
@@ -114,6 +116,8 @@ class Cluster:
     python: str = "python3"
     #: verify --env checks that validate leaves out on this cluster
     preflight_skip: tuple[str, ...] = ()
+    #: validate's health-check bars and bounds ([clusters.NAME.health], validate/checks/settings.py)
+    health: health_settings.Settings = field(default_factory=health_settings.Settings)
 
 
 def find_config(config: Path | None) -> Path | None:
@@ -202,7 +206,8 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
     return Cluster(name, tuple(hosts), root, file, ssh_path, dict(raw.get("paths", {})), raw.get("profile", "standard"),
                    tuple(raw.get("include", ())), tuple(raw.get("exclude", ())), raw.get("max_delete", 100),
                    dict(raw.get("env", {})), raw.get("bwlimit", 0), raw.get("timeout", 60),
-                   raw.get("python", "python3"), tuple(raw.get("preflight_skip", ())))
+                   raw.get("python", "python3"), tuple(raw.get("preflight_skip", ())),
+                   health_settings.load(raw.get("health", {}), file, prefix + "health."))
 
 
 def load_clusters(config: Path | None = None) -> dict[str, Cluster]:

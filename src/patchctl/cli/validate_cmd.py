@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from patchctl.cli import render
+from patchctl.cli import render, validate_health
 from patchctl.cli.errors import handled
 from patchctl.cli.options import NonEmptyPath, config_option, json_option
 from patchctl.errors import MissingOption
@@ -22,9 +22,9 @@ def _profile_names() -> list[str]:
     from patchctl.train.profiles import load_profiles
 
     try:
-        return sorted(load_profiles())
+        return sorted([*load_profiles(), "health"])  # health: validate's own, checks without training
     except Exception:  # the command still loads; --profile then reports the manifest error
-        return ["smoke", "debug", "fast-load", "standard"]
+        return ["smoke", "debug", "fast-load", "standard", "health"]
 
 
 def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -57,6 +57,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option("--insecure-ray", is_flag=True,
               help="Run even where Ray cannot prove it refuses callers without the run's token (Ray < 2.52). Only "
                    "for a cluster firewalled from everyone else; the report records it.")
+@validate_health.checks_option
 @click.option("--dashboard", is_flag=True, help="Start Ray's dashboard on the head (bound on its address).")
 @click.option("--ray-client", is_flag=True, help="Start Ray's client server on the head (bound on its address).")
 @click.option("--out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
@@ -67,8 +68,8 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @handled
 def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare: tuple[Path, ...], join: bool,
                  ray_timeout: float, timeout: float | None, ray_cpus: int | None, lease: float, insecure_ray: bool,
-                 dashboard: bool, ray_client: bool, out: Path | None, as_json: bool, config: Path | None,
-                 overrides: tuple[str, ...]) -> int:
+                 checks: tuple[str, ...] | None, dashboard: bool, ray_client: bool, out: Path | None, as_json: bool,
+                 config: Path | None, overrides: tuple[str, ...]) -> int:
     """Prove the migrated tree on CLUSTER: preflight every host, bring Ray up across them, run the
     profile's training on the head, bring the log and report home, stop what was started.
 
@@ -91,7 +92,8 @@ def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare:
         raise MissingOption("--compare", "give one earlier report when validating a cluster")
     cluster = load_cluster(cluster_name, config)
     options = Options(profile, tuple(overrides), join, ray_timeout, timeout, out, ray_cpus, insecure_ray=insecure_ray,
-                      lease=lease, dashboard=dashboard, ray_client=ray_client)
+                      lease=lease, dashboard=dashboard, ray_client=ray_client,
+                      checks=validate_health.checks_for(profile, checks))
     if dry_run:
         result = run.dry_run(cluster, options)
         render.emit_json(result.to_json()) if as_json else _show_plan(result)
@@ -127,8 +129,9 @@ def _show_plan(result: Any) -> None:
     for c in result.commands:
         click.echo(f"# {c.label}: {c.purpose}")
         click.echo(show(c.argv))
-    click.echo("# the trainer, on the head (trainer.nnodes / n_gpus_per_node: what Ray reports at run time)")
-    click.echo(show(result.trainer_command))
+    if result.trainer_command:  # --profile health trains nothing
+        click.echo("# the trainer, on the head (trainer.nnodes / n_gpus_per_node: what Ray reports at run time)")
+        click.echo(show(result.trainer_command))
     click.echo(f"# local run directory: {result.run_dir}")
 
 
@@ -147,6 +150,7 @@ def _show(result: Any) -> None:
         for h in result.preflight:
             for r in h.failed:
                 click.echo(f"  {h.label}: {r.check}: {r.fix}")
+    validate_health.show(result.health)
     if result.ray:
         render.table(f"Ray cluster {result.ray.address} ({result.ray.seconds:.1f} s)",
                      ["host", "address", "GPUs", "CUDA_VISIBLE_DEVICES", "GPU", "joined (s)"],

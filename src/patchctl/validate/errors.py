@@ -151,3 +151,23 @@ class ReportUnreadable(PatchctlError):
         self.path, self.problem = path, problem
         super().__init__(f"{path}: not a patchctl run report ({problem}); pass the report.json that train or "
                          "validate wrote")
+
+
+class StackMismatch(ValidateFailed):
+    """The hosts' software differs where Ray or NCCL cannot survive it (checks/stack.py)."""
+
+    stage = "stack"
+
+    def __init__(self, mismatches: tuple[str, ...], table: Any) -> None:
+        self.mismatches, self.table = mismatches, table
+        self.host = table.hosts[-1] if table.hosts else ""
+        super().__init__(f"{'; '.join(mismatches)}: Ray or NCCL cannot run across these hosts; install the same "
+                         "versions everywhere (the stack table lists each host's)")
+
+
+class HealthCheckFailed(ValidateFailed):
+    """A health check measured something below its fail bar, or could not measure (checks/)."""
+
+    def __init__(self, check: str, host: str, problem: str, fix: str) -> None:
+        self.stage, self.check, self.host, self.problem, self.fix = check, check, host, problem, fix
+        super().__init__(f"{host}: {check} check failed: {problem}; {fix}")

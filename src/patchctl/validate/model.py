@@ -69,6 +69,8 @@ class HostPreflight:
     #: a Ray node already running at ``address``: {"pid", "gcs"} (None: none)
     existing: dict[str, Any] | None
     seconds: float
+    #: the host's software stack, found without importing it (host/stack.py)
+    stack: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> tuple[CheckRow, ...]:
@@ -169,6 +171,8 @@ class ValidateResult:
     comparison: dict[str, Any] | None = None
     #: --insecure-ray was given: the run did not insist that its cluster refuses strangers
     insecure_ray: bool = False
+    #: the health checks' results (validate/checks/runner.py Health), when any ran
+    health: Any = None
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)

@@ -47,6 +47,13 @@ class Options:
     #: start Ray's dashboard / client server (neither is needed by the run)
     dashboard: bool = False
     ray_client: bool = False
+    #: the health checks to run before Ray (validate/checks/runner.py NAMES); stack always
+    checks: tuple[str, ...] = ("stack",)
+
+    @property
+    def trains(self) -> bool:
+        """Whether the run trains: every profile but ``health``, which only checks the cluster."""
+        return self.profile != "health"
 
 
 #: the ceiling's allowance for what is not the trainer: preflight, Ray's start-up, the node probes,
@@ -137,6 +144,11 @@ def commands(plan: Plan) -> tuple[RemoteCommand, ...]:
         out.append(RemoteCommand(n.label, "ship", tuple(ship_argv(plan, n))))
     for n in plan.nodes:
         out.append(RemoteCommand(n.label, "preflight", tuple(remote.host_argv(c, n, "preflight"))))
+    for action, check in (("storage", "storage"), ("allreduce", "interconnect")):
+        if check in plan.options.checks:
+            out += [RemoteCommand(n.label, check, tuple(remote.host_argv(c, n, action))) for n in plan.nodes]
+    if not plan.options.trains:
+        return tuple(out)
     for n in plan.nodes:
         out.append(RemoteCommand(n.label, f"ray-{n.role}", tuple(remote.host_argv(c, n, "node"))))
     out.append(RemoteCommand(plan.head.label, "form", tuple(remote.host_argv(c, plan.head, "form"))))

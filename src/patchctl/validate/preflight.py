@@ -45,8 +45,11 @@ def skipped(plan: planning.Plan) -> dict[str, str]:
     builds its own, as for smoke)."""
     from patchctl.train.profiles import load_profile
 
-    profile = load_profile(plan.options.profile)
     out = {name: f"clusters.{plan.cluster.name}.preflight_skip" for name in plan.cluster.preflight_skip}
+    if not plan.options.trains:  # --profile health: nothing is rolled out, loaded or read
+        return {**{n: "not needed by profile health" for n in ("vllm", "vllm_attention_backend", "data", "model")},
+                **out}
+    profile = load_profile(plan.options.profile)
     moot = [] if profile.rollout == "vllm" else ["vllm", "vllm_attention_backend"]
     moot += [name for key, name in (("DATA_DIR", "data"), ("MODEL_PATH", "model")) if key not in profile.needs]
     for name in moot:
@@ -60,7 +63,8 @@ def check_host(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path)
     request = {"address": node.host.address, "gpus": node.host.gpus, "run": plan.run_id, "join": plan.options.join,
                "skip": skipped(plan), "insecure_ray": plan.options.insecure_ray, "ray_port": node.host.ray_port,
                "head": node.index == 0,
-               "profile": plan.options.profile}  # the host refuses a rollout its tree lacks (train/rollouts.py)
+               # the host refuses a rollout its tree lacks (train/rollouts.py); health rolls nothing out
+               "profile": plan.options.profile if plan.options.trains else None}
     try:
         reply = remote.call(plan.cluster, node, "preflight", request, timeout=plan.cluster.timeout + 120,
                             control=master.socket)
@@ -74,7 +78,7 @@ def check_host(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path)
                            f"check the host's load, or raise clusters.{plan.cluster.name}.timeout") from None
     rows = tuple(CheckRow(r["check"], r["status"], r["value"], r.get("fix", "")) for r in reply["rows"])
     return HostPreflight(node.label, rows, reply["address"], int(reply["gpus"]), reply.get("existing"),
-                         time.monotonic() - t0)
+                         time.monotonic() - t0, dict(reply.get("stack") or {}))
 
 
 def run(plan: planning.Plan, masters: list[ssh.Master], stage: Path,

@@ -24,9 +24,14 @@ from patchctl.validate.errors import HostLost, Interrupted, TrainerFailed, Valid
 from patchctl.train.logparse import Progress
 from patchctl.validate.model import Note, ValidateResult, Verdict
 from patchctl.validate.teardown import Interrupts, Started, no_interrupts
+from patchctl.validate.checks import runner as health
 
 NoteFn = Callable[[Note], None]
 ProgressFn = Callable[[Progress], None]
+
+
+class _Checked(Exception):
+    """--profile health: the checks were the run; no Ray, no training."""
 
 
 def trainer_command(plan: planning.Plan) -> tuple[str, ...]:
@@ -49,15 +54,19 @@ def trainer_command(plan: planning.Plan) -> tuple[str, ...]:
 def dry_run(cluster: Cluster, options: planning.Options) -> ValidateResult:
     plan = planning.make(cluster, options)
     return ValidateResult(cluster.name, options.profile, Verdict.PLANNED, run_id=plan.run_id, run_dir=str(plan.run_dir),
-                          commands=planning.commands(plan), trainer_command=trainer_command(plan),
+                          commands=planning.commands(plan),
+                          trainer_command=trainer_command(plan) if options.trains else (),
                           insecure_ray=options.insecure_ray)
 
 
 def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress: ProgressFn,
              compare_with: Path | None = None) -> ValidateResult:
     plan = planning.make(cluster, options)
-    if compare_with is not None:
-        comparing.load(compare_with)  # an unreadable report stops the run before it starts
+    old_stack = None
+    if compare_with is not None:  # an unreadable report stops the run before it starts
+        if options.trains:
+            comparing.load(compare_with)
+        old_stack = health.earlier_stack(compare_with, required=not options.trains)
     t0 = time.monotonic()
     marks: dict[str, float] = {}
     stage = "preflight"
@@ -71,7 +80,12 @@ def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress
         try:
             out["preflight"] = preflight.run(plan, conns.masters, planning.stage_package(Path(stage_dir)), note)
             marks["preflight"] = time.monotonic()
+            stage = "checks"
+            out["health"] = health.run(plan, conns.masters, out["preflight"], note, old_stack)
+            marks["checks"] = time.monotonic()
             interrupts.check()
+            if not options.trains:
+                raise _Checked
             stage = "ray-up"
             out["ray"] = rayup.run(plan, started, out["preflight"], note)
             marks["ray_up"] = time.monotonic()
@@ -92,9 +106,12 @@ def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress
                 marks["first_step"] = first[0]
             interrupts.check()
             guard.census(plan, started, out["ray"])
+        except _Checked:
+            stage = "done"
         except ValidateFailed as exc:
             failure = exc
             out.setdefault("preflight", getattr(exc, "preflight", ()))
+            out.setdefault("health", getattr(exc, "health", None))
         except KeyboardInterrupt:
             failure = Interrupted(stage)
         interrupts.quiet()  # from here a Ctrl-C is only recorded: teardown must run
@@ -125,7 +142,9 @@ def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress
         (failure.stage or stage) if failure else "done", plan.run_id, str(plan.run_dir), planning.commands(plan),
         tuple(out["trained"].command) if out.get("trained") else (), tuple(out.get("preflight", ())),
         out.get("ray"), out.get("trained"), tuple(out.get("fetched", ())), tuple(out.get("teardown", ())),
-        _timings(t0, marks), insecure_ray=options.insecure_ray)
+        _timings(t0, marks), insecure_ray=options.insecure_ray, health=out.get("health"))
+    if not options.trains:
+        plan.run_dir.mkdir(parents=True, exist_ok=True)  # no fetch made it: the checks' report goes there
     _write(plan.run_dir, result)
     if compare_with is not None and (plan.run_dir / "report.json").is_file():
         result = replace(result, comparison=_compare(plan.run_dir, compare_with))  # reads the validate.json
@@ -149,7 +168,8 @@ def _timings(t0: float, m: dict[str, float]) -> dict[str, float | None]:
         start = t0 if a == "start" else m.get(str(a))
         return round(m[b] - start, 2) if start is not None and b in m else None
 
-    return {"preflight": span("start", "preflight"), "ray_up": span("preflight", "ray_up"),
+    return {"preflight": span("start", "preflight"), "checks": span("preflight", "checks"),
+            "ray_up": span("checks", "ray_up"),
             "startup": span("ray_up", "first_step"), "steps": span("first_step", "last_step"),
             "trainer_exit": span("last_step", "trainer_done"), "teardown": span("teardown_start", "teardown"),
             "fetch": span("teardown", "fetch") if "teardown" in m else span("teardown_start", "fetch"),

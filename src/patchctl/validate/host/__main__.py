@@ -10,7 +10,7 @@ from typing import Any
 #: action -> module under patchctl.validate.host holding ``run(request, emit)``; imported on use,
 #: so a preflight never pays for Ray's import and a Ray node never for the trainer's
 ACTIONS = {"preflight": "preflight", "node": "node", "form": "form", "census": "census", "train": "train",
-           "reap": "procs"}
+           "reap": "procs", "allreduce": "allreduce", "storage": "storage"}
 
 
 def emit(event: dict[str, Any]) -> None:

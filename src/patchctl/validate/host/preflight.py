@@ -11,6 +11,9 @@ cluster's interpreter and the env ``migrate`` rendered (the wrapper sourced it).
 - ``migrated``: the tree was verified on arrival by ``migrate`` (its provenance record);
 - ``ray_auth`` / ``ray_listen``: the Ray here can enforce the run's token, and what it binds on
   every interface (raycheck.py).
+
+torch, vLLM, flash-attn and verl are judged from what is found on disk, not imported (found.py),
+and the host's stack (stack.py) comes back with the rows for the cluster's stack table.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from patchctl.validate.host import form, procs, raycheck
+from patchctl.validate.host import form, found, procs, raycheck, stack
 
 #: verify --env checks validate never runs: its Ray check starts a throw-away local Ray, which
 #: the real bring-up right after replaces
@@ -52,8 +55,7 @@ def _address(configured: str | None) -> tuple[str, dict[str, str]]:
     return address, _row("address", "pass", f"{address} ({how})")
 
 
-def _gpus(configured: int | None) -> tuple[int, dict[str, str]]:
-    table = form.gpu_table()
+def _gpus(configured: int | None, table: list[list[str]]) -> tuple[int, dict[str, str]]:
     cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
     seen = [r for r in form.visible(table, cvd) if not r[1].startswith("unknown:")] if table else []
     where = f" within CUDA_VISIBLE_DEVICES={cvd}" if cvd is not None else ""
@@ -95,8 +97,9 @@ def _migrated(root: Path) -> dict[str, str]:
     return _row("migrated", "pass", f"verified on arrival (commit {str(prov.get('commit') or '-')[:12]})")
 
 
-def _environment(root: Path, skip: dict[str, str]) -> list[dict[str, str]]:
+def _environment(root: Path, skip: dict[str, str], facts: dict[str, Any]) -> list[dict[str, str]]:
     import sys
+    from concurrent.futures import ThreadPoolExecutor
 
     from patchctl.target import open_tree
     from patchctl import preflight
@@ -107,8 +110,17 @@ def _environment(root: Path, skip: dict[str, str]) -> list[dict[str, str]]:
         return [_row("preflight_skip", "fail", f"no check named {', '.join(unknown)}",
                      f"use names from: {', '.join(sorted(CHECKS))}")]
     wanted = [n for n in CHECKS if n not in skip and n not in NOT_HERE]
-    report = preflight.run(preflight.build(open_tree(root), None, python=sys.executable), only=wanted)
-    done = {r.name: _row(r.name, r.status.value, r.value, r.fix or "") for r in report.results}
+    ctx = preflight.build(open_tree(root), None, python=sys.executable)
+    # the checks that import a package judge what stack.py found instead (found.py), at once
+    imported = [n for n in wanted if n not in found.FOUND and (n != "vllm_attention_backend"
+                                                                or "VLLM_ATTENTION_BACKEND" in ctx.env)]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        by_facts = pool.submit(found.rows, ctx, root, facts, wanted)
+        report = preflight.run(ctx, only=imported)
+        done = {r.name: _row(r.name, r.status.value, r.value, r.fix or "") for r in report.results}
+        done.update(by_facts.result())
+    if "vllm_attention_backend" in wanted and "vllm_attention_backend" not in done:
+        done["vllm_attention_backend"] = _row("vllm_attention_backend", "pass", "unset: vLLM picks a backend for the GPU")
     left_out = {n: _row(n, "skip", f"left out ({skip.get(n) or 'validate starts Ray itself right after'})")
                 for n in CHECKS if n not in done}
     return [done.get(n) or left_out[n] for n in CHECKS]
@@ -118,14 +130,17 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     t0 = time.monotonic()
     root = Path.cwd()
     address, addr_row = _address(request.get("address"))
-    gpus, gpu_row = _gpus(request.get("gpus"))
+    table = form.gpu_table()
+    gpus, gpu_row = _gpus(request.get("gpus"), table)
     existing, ray_row = _existing(address, request["run"], bool(request.get("join")))
     rows = [addr_row, gpu_row, ray_row, *raycheck.rows(request), _migrated(root)]
     if request.get("profile"):  # before Ray starts: a profile whose rollout the tree lacks (train/rollouts.py)
         from patchctl.train.rollouts import preflight_row
 
         rows.append(preflight_row(root, str(request["profile"])))
-    rows += _environment(root, dict(request.get("skip", {})))
-    emit({"event": "reply", "rows": rows, "address": address, "gpus": gpus, "existing": existing,
+    facts = stack.facts(root, [r[2] for r in form.visible(table, os.environ.get("CUDA_VISIBLE_DEVICES"))
+                               if not r[1].startswith("unknown:")])
+    rows += _environment(root, dict(request.get("skip", {})), facts)
+    emit({"event": "reply", "rows": rows, "address": address, "gpus": gpus, "existing": existing, "stack": facts,
           "seconds": round(time.monotonic() - t0, 3)})
     return 0
