@@ -15,6 +15,8 @@
 #                                 (one sabotage.py each), groups one after another; then the table
 #   run_gpu.sh validate           sshd + rsync from .gpu/debs, then benchmarks/validate_one.py:
 #                                 migrate + validate --profile smoke-vllm on one loopback host x 1 GPU
+#   run_gpu.sh health             the same host, validate --profile health twice (issue 22), then
+#                                 benchmarks/bench_host_preflight.py
 set -uo pipefail
 MODE=${1:?usage: run_gpu.sh part|setup|speed ...}
 OUT=${OUT:-/tmp/v21-out}
@@ -185,7 +187,7 @@ for r in rows:
 PY
 }
 
-validate_one() {
+sshd_up() {
     say "sshd and rsync from the carried Debian packages (into /usr/local: nothing of / is replaced)"
     mkdir -p /tmp/sys && for d in "$PWD"/../debs/*.deb; do dpkg-deb -x "$d" /tmp/sys || dpkg -x "$d" /tmp/sys; done
     mkdir -p /usr/local/bin /usr/local/sbin /usr/local/lib /usr/local/lib/openssh
@@ -200,9 +202,25 @@ validate_one() {
     export PATCHCTL_SSHD=/usr/local/sbin/sshd NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
     /usr/local/sbin/sshd -V 2>&1 | head -1; rsync --version | head -1
     python3 -m ray.scripts.scripts stop --force >/dev/null 2>&1
+}
+
+validate_one() {
+    sshd_up
     rm -rf $R/validate && python3 "$PWD/benchmarks/validate_one.py" --tree "$T" --out $R/validate \
         --env "PYTHONPATH=$PWD/src:/tmp/vsite" --env "RAY_memory_monitor_refresh_ms=0" --timeout "${VALIDATE_TIMEOUT:-400}" "$@"
     say "validate done"
+}
+
+# issue 22 on one GPU: validate --profile health twice (the second --compare the first), then the
+# host preflight's cold time before/after issue 22 (benchmarks/bench_host_preflight.py)
+health_one() {
+    sshd_up
+    rm -rf $R/health && python3 "$PWD/benchmarks/validate_one.py" --health --tree "$T" --out $R/health \
+        --env "PYTHONPATH=$PWD/src:/tmp/vsite" --env "RAY_memory_monitor_refresh_ms=0" "$@"
+    say "health done"
+    PYTHONPATH=/tmp/vsite python3 "$PWD/benchmarks/bench_host_preflight.py" --tree "$T" --python python3 --runs 5 \
+        --skip patches --json $R/health/bench-host-preflight-h100.json 2>&1 | tee $R/health/bench-host-preflight-h100.txt
+    say "preflight benchmark done"
 }
 
 case $MODE in
@@ -215,6 +233,7 @@ case $MODE in
     speed) speed 2>&1 | tee "$OUT/speed.log" ;;
     suite) shift; suite "$@" 2>&1 | tee "$OUT/suite.log" ;;
     validate) shift; validate_one "$@" 2>&1 | tee "$OUT/validate.log" ;;
+    health) shift; health_one "$@" 2>&1 | tee "$OUT/health.log" ;;
     *) echo "unknown mode $MODE"; exit 2 ;;
 esac
 tar -czf "$OUT/results.tar.gz" -C $R . 2>/dev/null
