@@ -35,6 +35,13 @@ CFG=(--cluster gpu --config /tmp/vassets/patchctl.toml)
 # what this machine and the tiny model need on the debug profile (docs/validation/vllm/README.md)
 MACHINE=(+actor_rollout_ref.model.override_config.attn_implementation=eager actor_rollout_ref.model.use_remove_padding=False
          data.image_key=text_only_model trainer.total_epochs=3)
+# fast-load on debug's data and shapes (as ../vllm/run_gpu.sh): only the vLLM settings differ
+SAME_DATA=("data.train_files=/tmp/vassets/data/train_tiny.parquet" "data.val_files=/tmp/vassets/data/train_tiny.parquet"
+           data.train_batch_size=1 data.max_prompt_length=512 data.max_response_length=64
+           actor_rollout_ref.rollout.n=2 actor_rollout_ref.actor.ppo_mini_batch_size=1
+           actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1 actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2
+           actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2 'trainer.logger=["console"]'
+           trainer.save_freq=999 trainer.test_freq=999 trainer.val_before_train=False)
 
 probe() {
     # before anything else reads the disk: what a cold machine pays for an import
@@ -86,12 +93,12 @@ setup() {
 #   uni       vLLM's uni-process executor: the GPU worker runs inside the engine core process
 #             (one process start fewer; verl passes engine_kwargs after its own "mp")
 #   head      the Ray head started beside the trainer (profiles' ray_head_cpus, as smoke has)
-#   warm      vLLM's model-info cache written by a process started beside patchctl (otherwise the
-#             vLLM server runs a subprocess that imports vLLM again to inspect the model class)
-# Every run starts without vLLM's caches (~/.cache/vllm), so only "warm" finds one.
+# Every run starts without vLLM's caches (~/.cache/vllm); patchctl train writes the model-info one
+# beside the launch itself (train/modelinfo.py; the "warm" side script of 2026-11-24 before it).
 run_one() {
     local name=$1 profile=$2 variant=$3 extra=() limit=${TRAIN_TIMEOUT:-420} pp=$PYTHONPATH
     [ "$profile" = debug ] && extra+=("${MACHINE[@]}")
+    [ "$profile" = fast-load ] && extra+=("${MACHINE[@]}" "${SAME_DATA[@]}")
     rm -rf ~/.cache/vllm /tmp/vrun/$name
     python3 -m ray.scripts.scripts stop --force >/dev/null 2>&1
     for v in ${variant//+/ }; do
@@ -102,12 +109,10 @@ run_one() {
             uni) extra+=(+actor_rollout_ref.rollout.engine_kwargs.vllm.distributed_executor_backend=uni) ;;
             head) rm -rf /tmp/src-head && cp -r "$PWD/src" /tmp/src-head &&
                   python3 "$HERE/with_head.py" /tmp/src-head/patchctl/train/profiles.toml "$profile" && pp=/tmp/src-head:/tmp/vsite ;;
-            warm) ;;
             *) echo "unknown variant $v"; return 2 ;;
         esac
     done
     local t0; t0=$(date +%s.%N)
-    [[ $variant == *warm* ]] && { python3 "$HERE/warm_modelinfo.py" > $R/$name-warm.txt 2>&1 & }
     python3 "$PWD/benchmarks/vllm_stages.py" follow /tmp/vrun/$name/train.log "$t0" --idle 60 > $R/$name.timed &
     local follower=$!
     say "run $name: train --profile $profile ($variant), timeout $limit s"
