@@ -10,15 +10,13 @@ by hand):
 | set-up | how | expected gate |
 |---|---|---|
 | healthy (x N) | the tree as prepared | none: PASS |
-| sync-off | patchset: the vLLM worker loads no weight bucket (+ free_cache_engine=False: vLLM keeps the weights it loaded at start) | weights-synced |
+| sync-off | patchset: vLLM's worker loads no weight bucket (+ free_cache_engine=False) | weights-synced |
 | temp-ignored | patchset: vLLM samples at 0.25 whatever the config says | rollout-agrees |
 | adv-sign | patchset: GRPO's advantage negated | learning |
 | opt-skip | patchset: the optimizer step skipped | update-applied |
 | lr-zero | setting: actor lr 0 | update-applied |
-| shadow | an unpatched verl put first on sys.path by a .pth in site-packages (as easy_install's were) | none: PASS, and |
-| | patched-code-ran shows the tree in every process (``python -m`` and Ray put the working directory, the tree, | |
-| | ahead of site-packages; H100 2026-11-24) | |
-| ray-copy | Ray uploads an unpatched copy as the job's ``runtime_env.working_dir``, which every actor imports | patched-code-ran |
+| shadow | an unpatched verl first on sys.path by a .pth in site-packages (as easy_install's were) | none: PASS |
+| ray-copy | Ray uploads an unpatched copy as the job's ``runtime_env.working_dir`` | patched-code-ran |
 | reverted | one code patch's file restored to upstream after "migrate" | verify (before any GPU time) |
 | adv-sign-v05, opt-skip-v05 | the same patchsets on verl 0.5.0's HF path (``--tree-hf``) | learning, update-applied |
 
@@ -26,6 +24,11 @@ by hand):
         [--tree-hf T05] [--healthy 3] [--timeout 600] [--dry-run] [-- OVERRIDE ...]
 
 patchctl runs in this script's interpreter, from this checkout's ``src``; ``--python`` is verl's.
+
+The ``.pth`` of ``shadow`` cannot reach a run patchctl launches: ``python -m`` and Ray put the working
+directory, the tree, ahead of site-packages in every process (H100, 2026-11-24), so it must PASS with
+patched-code-ran showing the tree everywhere. vLLM's worker keeps the weights it loaded at start in
+``sync-off`` only while it never sleeps (``free_cache_engine=False``; sleep level 2 frees them).
 
 ``--dry-run`` prints every command and writes nothing. The table goes to ``DIR/sabotage.md`` and
 ``DIR/sabotage.json``; the exit code is 0 when every healthy run passed and every sabotage was caught.

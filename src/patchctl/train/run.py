@@ -20,8 +20,19 @@ from pathlib import Path
 from patchctl.clusters import Cluster
 from patchctl.errors import RequiredPathMissing
 from patchctl.target import Target
-from patchctl.train import (assets, codehook, facts, launcher, modelinfo, rayhead, report, rollouts, settings, smoke,
-                            treeconfig)
+from patchctl.train import (
+    assets,
+    codehook,
+    facts,
+    launcher,
+    modelinfo,
+    rayhead,
+    report,
+    rollouts,
+    settings,
+    smoke,
+    treeconfig,
+)
 from patchctl.train.data import TINY_NAME
 from patchctl.train.judge import judge
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Progress, Step, pick
