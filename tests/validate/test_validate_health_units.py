@@ -258,3 +258,19 @@ def test_torch_is_judged_from_what_is_found(tmp_path: Path, monkeypatch: pytest.
     assert torch_row({}, cuda_api="11.8")["value"].startswith(
         "torch 2.8.0, built for CUDA 12.8; no GPU usable: the driver supports CUDA up to 11.8"
     )
+
+
+@pytest.mark.parametrize("nodes", [1, 2, 3, 4, 5, 8])
+def test_rounds_cover_every_pair_once_with_disjoint_groups(nodes: int) -> None:
+    from patchctl.validate.host.allreduce import rounds
+
+    node_ranks = [[2 * i, 2 * i + 1] for i in range(nodes)]
+    schedule = rounds(node_ranks)
+    pairs = [label for r in schedule for kind, label, _ in r if kind == "pair"]
+    assert sorted(pairs) == sorted(f"{a}-{b}" for a in range(nodes) for b in range(a + 1, nodes))
+    for r in schedule:  # the groups of one round run at once: no rank in two of them
+        ranks = [x for _, _, members in r for x in members]
+        assert len(ranks) == len(set(ranks))
+    assert [k for k, _, _ in schedule[0]] == ["node"] * nodes
+    assert (schedule[-1][0][0] == "cluster") == (nodes > 2)
+    assert len(schedule) == 1 + (nodes - 1 + nodes % 2 if nodes > 1 else 0) + (nodes > 2)

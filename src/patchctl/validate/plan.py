@@ -23,6 +23,10 @@ from patchctl.validate.model import Node, RemoteCommand
 MULTICAST_OFF = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
 
 
+#: validate's own profile: the health checks (validate/checks/), no Ray and no training
+HEALTH = "health"
+
+
 @dataclass(frozen=True)
 class Options:
     profile: str = "smoke"
@@ -53,7 +57,7 @@ class Options:
     @property
     def trains(self) -> bool:
         """Whether the run trains: every profile but ``health``, which only checks the cluster."""
-        return self.profile != "health"
+        return self.profile != HEALTH
 
 
 #: the ceiling's allowance for what is not the trainer: preflight, Ray's start-up, the node probes,

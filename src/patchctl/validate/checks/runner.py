@@ -24,7 +24,7 @@ from patchctl.validate.model import HostPreflight, Note
 #: the checks, in the order they run; ``--checks`` takes these names
 NAMES = ("stack", "storage", "interconnect")
 #: the validate profile that runs every check and no training
-PROFILE = "health"
+PROFILE = planning.HEALTH
 
 
 @dataclass(frozen=True)
