@@ -44,7 +44,8 @@ def baseline_src(ref: str, into: Path) -> Path:
 
 def once(python: str, src: Path, tree: Path, skip: list[str]) -> tuple[float, dict[str, str]]:
     request = {"run": "bench", "address": "127.0.0.1", "skip": {s: "bench --skip" for s in skip}}
-    env = {**os.environ, "PYTHONPATH": str(src)}
+    # the package first, then whatever the caller's path holds (a bundle of Ray and vLLM, say)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")]))}
     start = time.perf_counter()
     done = subprocess.run(
         [python, "-m", "patchctl.validate.host", "preflight"],

@@ -10,12 +10,13 @@ by hand):
 | set-up | how | expected gate |
 |---|---|---|
 | healthy (x N) | the tree as prepared | none: PASS |
-| sync-off | patchset (+ free_cache_engine=False: vLLM keeps the weights it loaded) | weights-synced |
+| sync-off | patchset: vLLM's worker loads no weight bucket (+ free_cache_engine=False) | weights-synced |
 | temp-ignored | patchset: vLLM samples at 0.25 whatever the config says | rollout-agrees |
 | adv-sign | patchset: GRPO's advantage negated | learning |
 | opt-skip | patchset: the optimizer step skipped | update-applied |
 | lr-zero | setting: actor lr 0 | update-applied |
-| shadow | an unpatched verl first on every process's path (a .pth in site-packages) | patched-code-ran |
+| shadow | an unpatched verl first on sys.path by a .pth in site-packages (as easy_install's were) | none: PASS |
+| ray-copy | Ray uploads an unpatched copy as the job's ``runtime_env.working_dir`` | patched-code-ran |
 | reverted | one code patch's file restored to upstream after "migrate" | verify (before any GPU time) |
 | adv-sign-v05, opt-skip-v05 | the same patchsets on verl 0.5.0's HF path (``--tree-hf``) | learning, update-applied |
 
@@ -23,6 +24,11 @@ by hand):
         [--tree-hf T05] [--healthy 3] [--timeout 600] [--dry-run] [-- OVERRIDE ...]
 
 patchctl runs in this script's interpreter, from this checkout's ``src``; ``--python`` is verl's.
+
+The ``.pth`` of ``shadow`` cannot reach a run patchctl launches: ``python -m`` and Ray put the working
+directory, the tree, ahead of site-packages in every process (H100, 2026-11-24), so it must PASS with
+patched-code-ran showing the tree everywhere. vLLM's worker keeps the weights it loaded at start in
+``sync-off`` only while it never sleeps (``free_cache_engine=False``; sleep level 2 frees them).
 
 ``--dry-run`` prints every command and writes nothing. The table goes to ``DIR/sabotage.md`` and
 ``DIR/sabotage.json``; the exit code is 0 when every healthy run passed and every sabotage was caught.
@@ -57,7 +63,7 @@ class SetUp:
     overrides: tuple[str, ...] = ()
     #: "hf": runs on --tree-hf with the smoke profile; else --tree with smoke-vllm
     path: str = "vllm"
-    #: "shadow" / "revert": what this script changes besides patchsets and settings
+    #: "shadow" / "ray-copy" / "revert": what this script changes besides patchsets and settings
     special: str = ""
 
 
@@ -67,7 +73,9 @@ SABOTAGES = (
     SetUp("adv-sign", "learning", ("adv-sign",)),
     SetUp("opt-skip", "update-applied", ("opt-skip",)),
     SetUp("lr-zero", "update-applied", (), ("actor_rollout_ref.actor.optim.lr=0",)),
-    SetUp("shadow", "patched-code-ran", special="shadow"),
+    # a site-packages verl does not reach a run patchctl launches: this must PASS, from the tree
+    SetUp("shadow", "", special="shadow"),
+    SetUp("ray-copy", "patched-code-ran", special="ray-copy"),
     SetUp("reverted", "verify", special="revert"),
     SetUp("adv-sign-v05", "learning", ("adv-sign-v05",), path="hf"),
     SetUp("opt-skip-v05", "update-applied", ("opt-skip-v05",), path="hf"),
@@ -165,11 +173,13 @@ def one(r: Runner, s: SetUp) -> dict[str, object]:
                 pth.write_text(line)
         except OSError as exc:
             return {**row, "verdict": "set-up failed", "failing": [f"cannot write {pth} ({exc.strerror})"]}
+    # the unpatched release as the job's working directory: Ray uploads it and puts it first on every actor's path
+    upload = (f"+ray_kwargs.ray_init.runtime_env.working_dir={r.pristine()}",) if s.special == "ray-copy" else ()
     try:
         profile = "smoke" if s.path == "hf" else "smoke-vllm"
         argv = r.patchctl("train", "--target", str(tree), "--profile", profile, "--python", r.args.python,
                           "--out", str(work / "run"), "--timeout", str(r.args.timeout), "--json",
-                          *s.overrides, *r.args.overrides)
+                          *s.overrides, *upload, *r.args.overrides)
         code = r.run(argv, work / "train.json")
     finally:
         if pth is not None and not r.dry:
@@ -223,8 +233,8 @@ def table(rows: list[dict[str, object]]) -> str:
 def caught(row: dict[str, object]) -> str:
     if row["verdict"] == "-":
         return "-"
-    if str(row["setup"]).startswith("healthy"):
-        return "ok" if row["verdict"] == "PASS" else "NO (a healthy run failed)"
+    if row["expect"] == "none (pass)":
+        return "ok" if row["verdict"] == "PASS" else "NO (a run that should pass failed)"
     return "yes" if row["verdict"] == "FAIL" and row["expect"] in row["failing"] else "NO"
 
 
@@ -234,7 +244,7 @@ def main() -> int:
     ap.add_argument("--tree-hf", help="prepared verl 0.5.0 tree (uky + verl05-nofa-hf) for the -v05 rows")
     ap.add_argument("--python", default=sys.executable, help="the trainer's interpreter")
     ap.add_argument("--pristine", help="the unpatched release of --tree: a directory or its .tar.gz "
-                                       "(for shadow and reverted)")
+                                       "(for shadow, ray-copy and reverted)")
     ap.add_argument("--only", action="append", default=[], help="run only this set-up (repeatable)")
     ap.add_argument("--out", default="sabotage-out")
     ap.add_argument("--healthy", type=int, default=3)
@@ -253,7 +263,7 @@ def main() -> int:
         if tree and not args.dry_run and not (Path(tree) / "verl" / "__init__.py").is_file():
             ap.error(f"{flag} {tree} is not a verl tree (no verl/__init__.py); prepare it with patchctl apply")
     if any(s.special for s in chosen) and not args.pristine:
-        ap.error("shadow and reverted need --pristine (the unpatched release of --tree)")
+        ap.error("shadow, ray-copy and reverted need --pristine (the unpatched release of --tree)")
     if any(s.path == "hf" for s in chosen) and not args.tree_hf:
         chosen = [s for s in chosen if s.path != "hf"]
         print("# the -v05 rows need --tree-hf; left out", flush=True)

@@ -2,7 +2,8 @@
 
 The GPU proof of the vLLM learning smoke through validate: one ssh destination (node1 at
 127.0.0.2, a real sshd), one Ray node with the machine's GPU, the verl 0.9.1 tree migrated to it,
-then ``patchctl validate one --profile smoke-vllm``. bench_validate.py does the same for two hosts
+then ``patchctl validate one --profile smoke-vllm`` (or, with ``--health``, ``--profile health``
+twice, the second beside the first's stack table: issue 22 on one GPU). bench_validate.py does the same for two hosts
 (nvidia-h200-x2, not lent today); this reuses its config writer. Run from the repository root
 on the GPU machine, sshd and rsync unpacked first (docs/validation/vllm-smoke/run_gpu.sh validate)::
 
@@ -40,6 +41,9 @@ def main() -> int:
     ap.add_argument("--profile", default="smoke-vllm")
     ap.add_argument("--skip", action="append", default=[], help="a verify --env check to leave out")
     ap.add_argument("--timeout", default="600", help="validate's --timeout (seconds)")
+    ap.add_argument("--health", action="store_true",
+                    help="validate --profile health twice (the second with --compare of the first), no training")
+    ap.add_argument("--storage-bytes", type=int, default=1 << 30, help="[clusters.one.health] storage_bytes")
     args = ap.parse_args()
     why = missing_tools()
     if why:
@@ -54,6 +58,8 @@ def main() -> int:
         cfg = out / "patchctl.toml"
         config(cfg, loop, {"one": [host("node1", "127.0.0.2", work / "hosts" / "node1" / "verl_Uky", "0", 1, {})]},
                env, args.skip)
+        if args.health:
+            cfg.write_text(cfg.read_text() + f"[clusters.one.health]\nstorage_bytes = {args.storage_bytes}\n")
         log: list[str] = []
         code, secs, text = patchctl(["migrate", "one", "--target", str(args.tree.resolve()), "--config", str(cfg)],
                                     log, work)
@@ -62,6 +68,8 @@ def main() -> int:
         if code:
             print(text[-3000:])
             return 1
+        if args.health:
+            return health(cfg, out, log, work)
         run_dir = out / "one-node"
         shutil.rmtree(run_dir, ignore_errors=True)
         code, secs, text = patchctl(["validate", "one", "--profile", args.profile, "--config", str(cfg),
@@ -75,6 +83,21 @@ def main() -> int:
         return code
     finally:
         loop.close()
+
+
+def health(cfg: Path, out: Path, log: list[str], work: Path) -> int:
+    """The cluster-health checks alone (issue 22), then again beside the first run's stack table."""
+    worst = 0
+    for name, extra in (("health-1", []), ("health-2", ["--compare", str(out / "health-1")])):
+        shutil.rmtree(out / name, ignore_errors=True)
+        code, secs, text = patchctl(["validate", "one", "--profile", "health", "--config", str(cfg),
+                                     "--out", str(out / name), *extra], log, work)
+        (out / f"{name}.txt").write_text(text)
+        print(text[-6000:])
+        print(f"validate one --profile health ({name}): rc={code}, wall {secs:.1f} s")
+        worst = max(worst, code)
+    (out / "commands.txt").write_text("\n".join(log) + "\n")
+    return worst
 
 
 if __name__ == "__main__":

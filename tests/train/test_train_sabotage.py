@@ -70,10 +70,11 @@ def test_dry_run_prints_every_set_up_and_runs_nothing(tmp_path: Path) -> None:
     text = done.stdout
     assert not out.exists()
     for name, gate in (("sync-off", "weights-synced"), ("temp-ignored", "rollout-agrees"), ("adv-sign", "learning"),
-                       ("opt-skip", "update-applied"), ("lr-zero", "update-applied"), ("shadow", "patched-code-ran"),
+                       ("opt-skip", "update-applied"), ("lr-zero", "update-applied"), ("ray-copy", "patched-code-ran"),
                        ("reverted", "verify"), ("adv-sign-v05", "learning"), ("opt-skip-v05", "update-applied")):
         assert f"# {name}: expect {gate}" in text
-    assert text.count("expect PASS") == 3
+    assert text.count("expect PASS") == 4  # three healthy runs and shadow
+    assert f"+ray_kwargs.ray_init.runtime_env.working_dir={out}/pristine/verl-0.9.1" in text
     assert (f"-m patchctl train --target /t/verl --profile smoke-vllm --python /venv/bin/python --out "
             f"{out}/lr-zero/run --timeout 600 --json actor_rollout_ref.actor.optim.lr=0 "
             "trainer.total_training_steps=30") in text
@@ -117,7 +118,7 @@ def test_a_sabotage_caught_by_another_gate_is_not_caught(tmp_path: Path) -> None
     assert sabotage.caught(row) == "NO"
     assert sabotage.caught({**row, "failing": ["learning", "weights-synced"]}) == "yes"
     assert sabotage.caught({"setup": "healthy-1", "expect": "none (pass)", "verdict": "FAIL", "failing": []}) \
-        == "NO (a healthy run failed)"
+        == "NO (a run that should pass failed)"
     done = subprocess.run([sys.executable, str(SCRIPT), "--tree", str(tmp_path), "--only", "lr-zero"],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 2 and f"--tree {tmp_path} is not a verl tree" in done.stderr

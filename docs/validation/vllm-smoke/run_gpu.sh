@@ -15,6 +15,8 @@
 #                                 (one sabotage.py each), groups one after another; then the table
 #   run_gpu.sh validate           sshd + rsync from .gpu/debs, then benchmarks/validate_one.py:
 #                                 migrate + validate --profile smoke-vllm on one loopback host x 1 GPU
+#   run_gpu.sh health             the same host, validate --profile health twice (issue 22), then
+#                                 benchmarks/bench_host_preflight.py
 set -uo pipefail
 MODE=${1:?usage: run_gpu.sh part|setup|speed ...}
 OUT=${OUT:-/tmp/v21-out}
@@ -33,6 +35,13 @@ CFG=(--cluster gpu --config /tmp/vassets/patchctl.toml)
 # what this machine and the tiny model need on the debug profile (docs/validation/vllm/README.md)
 MACHINE=(+actor_rollout_ref.model.override_config.attn_implementation=eager actor_rollout_ref.model.use_remove_padding=False
          data.image_key=text_only_model trainer.total_epochs=3)
+# fast-load on debug's data and shapes (as ../vllm/run_gpu.sh): only the vLLM settings differ
+SAME_DATA=("data.train_files=/tmp/vassets/data/train_tiny.parquet" "data.val_files=/tmp/vassets/data/train_tiny.parquet"
+           data.train_batch_size=1 data.max_prompt_length=512 data.max_response_length=64
+           actor_rollout_ref.rollout.n=2 actor_rollout_ref.actor.ppo_mini_batch_size=1
+           actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1 actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2
+           actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2 'trainer.logger=["console"]'
+           trainer.save_freq=999 trainer.test_freq=999 trainer.val_before_train=False)
 
 probe() {
     # before anything else reads the disk: what a cold machine pays for an import
@@ -84,12 +93,12 @@ setup() {
 #   uni       vLLM's uni-process executor: the GPU worker runs inside the engine core process
 #             (one process start fewer; verl passes engine_kwargs after its own "mp")
 #   head      the Ray head started beside the trainer (profiles' ray_head_cpus, as smoke has)
-#   warm      vLLM's model-info cache written by a process started beside patchctl (otherwise the
-#             vLLM server runs a subprocess that imports vLLM again to inspect the model class)
-# Every run starts without vLLM's caches (~/.cache/vllm), so only "warm" finds one.
+# Every run starts without vLLM's caches (~/.cache/vllm); patchctl train writes the model-info one
+# beside the launch itself (train/modelinfo.py; the "warm" side script of 2026-11-24 before it).
 run_one() {
     local name=$1 profile=$2 variant=$3 extra=() limit=${TRAIN_TIMEOUT:-420} pp=$PYTHONPATH
     [ "$profile" = debug ] && extra+=("${MACHINE[@]}")
+    [ "$profile" = fast-load ] && extra+=("${MACHINE[@]}" "${SAME_DATA[@]}")
     rm -rf ~/.cache/vllm /tmp/vrun/$name
     python3 -m ray.scripts.scripts stop --force >/dev/null 2>&1
     for v in ${variant//+/ }; do
@@ -100,12 +109,10 @@ run_one() {
             uni) extra+=(+actor_rollout_ref.rollout.engine_kwargs.vllm.distributed_executor_backend=uni) ;;
             head) rm -rf /tmp/src-head && cp -r "$PWD/src" /tmp/src-head &&
                   python3 "$HERE/with_head.py" /tmp/src-head/patchctl/train/profiles.toml "$profile" && pp=/tmp/src-head:/tmp/vsite ;;
-            warm) ;;
             *) echo "unknown variant $v"; return 2 ;;
         esac
     done
     local t0; t0=$(date +%s.%N)
-    [[ $variant == *warm* ]] && { python3 "$HERE/warm_modelinfo.py" > $R/$name-warm.txt 2>&1 & }
     python3 "$PWD/benchmarks/vllm_stages.py" follow /tmp/vrun/$name/train.log "$t0" --idle 60 > $R/$name.timed &
     local follower=$!
     say "run $name: train --profile $profile ($variant), timeout $limit s"
@@ -138,8 +145,8 @@ speed() {
     python3 "$PWD/benchmarks/vllm_stages.py" table "${specs[@]}" --json "$R/stages.json" | tee "$R/stages.md"
 }
 
-# the sabotage suite: each NAME its own sabotage.py (and folder), a group's names at once. Every
-# run gets $SUITE_OVERRIDES (gpu_memory_utilization 0.2: three vLLM engines share the 80 GB)
+# the sabotage suite: each NAME its own sabotage.py (and folder), a group's names at once (unsafe
+# with vLLM's sleep mode: healthy-2 of 2026-11-24). Every run gets $SUITE_OVERRIDES (none by default)
 suite() {
     [ -f $R/assets.json ] || { say "no setup state in /tmp: run setup first"; exit 3; }
     local group name pids rows=()
@@ -150,8 +157,8 @@ suite() {
             python3 "$PWD/benchmarks/vllm_stages.py" follow /tmp/sab/$name/$name/run/train.log "$(date +%s.%N)" --idle 120 \
                 > $R/suite-$name.timed &
             python3 "$PWD/benchmarks/sabotage.py" --tree "$T" --python python3 --pristine /tmp/verl-0.9.1.tar.gz \
-                --out /tmp/sab/$name --only "$name" --timeout "${SUITE_TIMEOUT:-500}" \
-                -- ${SUITE_OVERRIDES:-actor_rollout_ref.rollout.gpu_memory_utilization=0.2} > $R/suite-$name.txt 2>&1 &
+                --out /tmp/sab/$name --only "$name" --timeout "${SUITE_TIMEOUT:-330}" \
+                -- ${SUITE_OVERRIDES:-} > $R/suite-$name.txt 2>&1 &
             pids+=($!)
             say "suite: $name started"
             sleep 2
@@ -165,6 +172,9 @@ suite() {
             cp /tmp/sab/$name/$name/run/report.json $R/suite-$name-report.json 2>/dev/null
             cp /tmp/sab/$name/$name/run/train.log $R/suite-$name-train.log 2>/dev/null
             cp /tmp/sab/$name/sabotage.json $R/suite-$name.json 2>/dev/null
+            cp /tmp/sab/$name/$name/run/vllm-modelinfo.log $R/suite-$name-modelinfo.log 2>/dev/null
+            python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print("timings", d["timings"])' \
+                /tmp/sab/$name/$name/run/report.json 2>/dev/null
         done
     done
     pkill -f "vllm_stages.py follow" 2>/dev/null
@@ -182,7 +192,7 @@ for r in rows:
 PY
 }
 
-validate_one() {
+sshd_up() {
     say "sshd and rsync from the carried Debian packages (into /usr/local: nothing of / is replaced)"
     mkdir -p /tmp/sys && for d in "$PWD"/../debs/*.deb; do dpkg-deb -x "$d" /tmp/sys || dpkg -x "$d" /tmp/sys; done
     mkdir -p /usr/local/bin /usr/local/sbin /usr/local/lib /usr/local/lib/openssh
@@ -197,9 +207,25 @@ validate_one() {
     export PATCHCTL_SSHD=/usr/local/sbin/sshd NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
     /usr/local/sbin/sshd -V 2>&1 | head -1; rsync --version | head -1
     python3 -m ray.scripts.scripts stop --force >/dev/null 2>&1
+}
+
+validate_one() {
+    sshd_up
     rm -rf $R/validate && python3 "$PWD/benchmarks/validate_one.py" --tree "$T" --out $R/validate \
         --env "PYTHONPATH=$PWD/src:/tmp/vsite" --env "RAY_memory_monitor_refresh_ms=0" --timeout "${VALIDATE_TIMEOUT:-400}" "$@"
     say "validate done"
+}
+
+# issue 22 on one GPU: validate --profile health twice (the second --compare the first), then the
+# host preflight's cold time before/after issue 22 (benchmarks/bench_host_preflight.py)
+health_one() {
+    sshd_up
+    rm -rf $R/health && python3 "$PWD/benchmarks/validate_one.py" --health --tree "$T" --out $R/health \
+        --env "PYTHONPATH=$PWD/src:/tmp/vsite" --env "RAY_memory_monitor_refresh_ms=0" "$@"
+    say "health done"
+    PYTHONPATH=/tmp/vsite python3 "$PWD/benchmarks/bench_host_preflight.py" --tree "$T" --python python3 --runs 5 \
+        --skip patches --json $R/health/bench-host-preflight-h100.json 2>&1 | tee $R/health/bench-host-preflight-h100.txt
+    say "preflight benchmark done"
 }
 
 case $MODE in
@@ -212,6 +238,7 @@ case $MODE in
     speed) speed 2>&1 | tee "$OUT/speed.log" ;;
     suite) shift; suite "$@" 2>&1 | tee "$OUT/suite.log" ;;
     validate) shift; validate_one "$@" 2>&1 | tee "$OUT/validate.log" ;;
+    health) shift; health_one "$@" 2>&1 | tee "$OUT/health.log" ;;
     *) echo "unknown mode $MODE"; exit 2 ;;
 esac
 tar -czf "$OUT/results.tar.gz" -C $R . 2>/dev/null

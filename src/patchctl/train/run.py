@@ -20,7 +20,19 @@ from pathlib import Path
 from patchctl.clusters import Cluster
 from patchctl.errors import RequiredPathMissing
 from patchctl.target import Target
-from patchctl.train import assets, codehook, facts, launcher, rayhead, report, rollouts, settings, smoke, treeconfig
+from patchctl.train import (
+    assets,
+    codehook,
+    facts,
+    launcher,
+    modelinfo,
+    rayhead,
+    report,
+    rollouts,
+    settings,
+    smoke,
+    treeconfig,
+)
 from patchctl.train.data import TINY_NAME
 from patchctl.train.judge import judge
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Progress, Step, pick
@@ -134,11 +146,18 @@ def launch(p: Plan, t0: float, *, timeout: float | None = None,
     """
     scan = LogScan()
     ready: list[float] = []
+    warming: list[modelinfo.Warming] = []
 
     def build_assets() -> None:
         if p.profile.assets in assets.OWN:
             assets.build(assets.OWN[p.profile.assets], p.run_dir / "assets", p.launch.argv[0], _trainer_env(p))
         ready.append(time.monotonic() - t0)
+        # vLLM's model-info cache, a minute before the vLLM server would inspect the model itself
+        # (without the code hook's variables: that process is no part of the run it proves)
+        if p.profile.rollout == "vllm" and p.values.get("MODEL_PATH"):
+            env = {k: v for k, v in _trainer_env(p).items() if k not in (codehook.ENV_DIR, codehook.ENV_WATCH)}
+            warming.append(modelinfo.Warming(p.launch.argv[0], Path(p.values["MODEL_PATH"]), env,
+                                             p.run_dir / modelinfo.LOG_NAME))
 
     def seen(line: str, at: float) -> None:
         step = scan.feed(line, at)
@@ -148,7 +167,11 @@ def launch(p: Plan, t0: float, *, timeout: float | None = None,
             on_progress(_progress(step, scan, at))
 
     started = time.monotonic() - t0
-    done = launcher.execute(p.launch, t0, seen, timeout, build_assets)
+    try:
+        done = launcher.execute(p.launch, t0, seen, timeout, build_assets)
+    finally:
+        for w in warming:
+            w.stop()
     timings = Timings(ready[0] if ready else None, started, scan.moments.get("ray_start"),
                       scan.moments.get("task_runner"), scan.moments.get("workers_ready"),
                       scan.steps[0].at if scan.steps else None, scan.steps[-1].at if scan.steps else None,
