@@ -21,15 +21,20 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import CACHE, git
 from patchctl.cli.main import cli
 from realparts import unavailable
 
 pytestmark = pytest.mark.slow
 
+#: conftest's cache (imported by value: a test folder's own conftest may shadow the module name)
+CACHE = Path(os.environ.get("PATCHCTL_TEST_CACHE", str(Path.home() / ".cache" / "patchctl-test")))
 #: this checkout: the repository a fork's .pre-commit-config.yaml would name
 REPO = Path(__file__).resolve().parents[1]
 STRAY = "verl/trainer/main_ppo.py"
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
 
 
 def pre_commit() -> list[str]:
