@@ -77,7 +77,7 @@ def test_markers_refresh_and_replay(patchset: Path, upstream: Path, release_tree
     code, out = run("verify", "--target", str(upstream), "--json")  # another patchset: still not clean
     assert code == 1 and len(json.loads(out)["conflicts"]) == 1
     code, out = run("apply", "--target", str(upstream), "--patchset", str(ps))
-    assert code == 1 and "wait for resolution" in out
+    assert code == 2 and "wait for resolution" in out
 
     start = marked.index("<<<<<<< upstream")
     end = marked.index("\n", marked.index(">>>>>>>")) + 1
@@ -106,7 +106,7 @@ def test_refresh_refuses_markers_left_and_edits_outside(patchset: Path, upstream
     shutil.copytree(patchset, ps)
     run("apply", "--target", str(upstream), "--patchset", str(ps), "--conflicts=markers")
     code, out = run("refresh", "--target", str(upstream), "--patchset", str(ps))
-    assert code == 1 and "still has a conflict marker at line" in out
+    assert code == 2 and "still has a conflict marker at line" in out
     marked = (upstream / TRACKING).read_text(encoding="utf-8")
     start, end = marked.index("<<<<<<< upstream"), marked.index("\n", marked.index(">>>>>>>")) + 1
     (upstream / TRACKING).write_text("# edited\n" + marked[:start] + RESOLVED + marked[end:], encoding="utf-8")
@@ -160,7 +160,7 @@ def test_a_tampered_resolution_is_refused(patchset: Path, tmp_path: Path, tamper
         encoding="utf-8",
     )
     code, out = run("list", "--patchset", str(ps))
-    assert code == 1 and "resolutions.toml" in out
+    assert code == 2 and "resolutions.toml" in out
     assert ("does not match the sha256" if tamper == "before" else "is no structural patch") in out
 
 
@@ -189,7 +189,7 @@ def test_a_conflict_list_naming_a_file_outside_the_tree_is_refused(
     doc["conflicts"][0]["path"] = "../outside.py"
     state.write_text(json.dumps(doc), encoding="utf-8")
     code, out = run("refresh", "--target", str(upstream), "--patchset", str(ps))
-    assert code == 1 and "the list of conflicts is damaged" in out and "climbs out of the tree" in out
+    assert code == 2 and "the list of conflicts is damaged" in out and "climbs out of the tree" in out
     assert not (ps / "resolutions.toml").exists()
 
 
@@ -200,7 +200,7 @@ def test_a_symlinked_resolutions_file_is_refused(patchset: Path, tmp_path: Path)
     elsewhere.write_text("", encoding="utf-8")
     (ps / "resolutions.toml").symlink_to(elsewhere)
     code, out = run("list", "--patchset", str(ps))
-    assert code == 1 and "is a symbolic link" in out
+    assert code == 2 and "is a symbolic link" in out
 
 
 def test_a_header_conflict_is_marked_resolved_and_replayed(release_tree, tmp_path: Path) -> None:
