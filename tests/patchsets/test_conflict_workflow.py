@@ -111,7 +111,7 @@ def test_refresh_refuses_markers_left_and_edits_outside(patchset: Path, upstream
     start, end = marked.index("<<<<<<< upstream"), marked.index("\n", marked.index(">>>>>>>")) + 1
     (upstream / TRACKING).write_text("# edited\n" + marked[:start] + RESOLVED + marked[end:], encoding="utf-8")
     code, out = run("refresh", "--target", str(upstream), "--patchset", str(ps))
-    assert code == 1 and "has lines above it edited too" in out
+    assert code == 2 and "has lines above it edited too" in out
     assert not (ps / "resolutions.toml").exists()
 
 
