@@ -40,14 +40,25 @@ from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch
 from patchctl.tags import tag_regex
 
-FILES = ["verl/trainer/ppo/ray_trainer.py", "verl/workers/actor/dp_actor.py", "verl/trainer/ppo/core_algos.py",
-         "verl/utils/tracking.py"]
+FILES = [
+    "verl/trainer/ppo/ray_trainer.py",
+    "verl/workers/actor/dp_actor.py",
+    "verl/trainer/ppo/core_algos.py",
+    "verl/utils/tracking.py",
+]
 KIND = KINDS["structural"]
 
 
 def points(tree: ast.Module, every: int) -> list[int]:
-    found = sorted({n.end_lineno for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
-                    for n in ast.walk(fn) if isinstance(n, ast.stmt) and not hasattr(n, "body") and n.end_lineno})
+    found = sorted(
+        {
+            n.end_lineno
+            for fn in ast.walk(tree)
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for n in ast.walk(fn)
+            if isinstance(n, ast.stmt) and not hasattr(n, "body") and n.end_lineno
+        }
+    )
     return found[::every]
 
 
@@ -61,8 +72,9 @@ def insert_after(lines: list[str], tree: ast.Module, line: int) -> str:
 
 def draft(base: str, fork: str, narrowest: bool) -> tuple[dict[str, Any], tuple[int, int]] | None:
     blines, flines = split_lines(base), split_lines(fork)
-    units = pyunits.merge([pyunits.find_unit(ast.parse(fork), flines, h)
-                           for h in diff(blines, flines, tag_regex({"Uky"}))], flines)
+    units = pyunits.merge(
+        [pyunits.find_unit(ast.parse(fork), flines, h) for h in diff(blines, flines, tag_regex({"Uky"}))], flines
+    )
     how = nested.place_narrowest if narrowest else pyunits.place
     if len(units) != 1 or how(units[0], flines, ast.parse(base), blines, set(), False) is not None:
         return None
@@ -70,8 +82,12 @@ def draft(base: str, fork: str, narrowest: bool) -> tuple[dict[str, Any], tuple[
 
 
 def size(params: dict[str, Any]) -> int:
-    return (len(split_lines(str(params["before"]))) + len(params.get("above", [])) + len(params.get("below", []))
-            + len(params.get("blocks", [])))
+    return (
+        len(split_lines(str(params["before"])))
+        + len(params.get("above", []))
+        + len(params.get("below", []))
+        + len(params.get("blocks", []))
+    )
 
 
 def upstream_edit(text: str, tree: ast.Module, wide: tuple[int, int], narrow: tuple[int, int]) -> str | None:
@@ -84,14 +100,17 @@ def upstream_edit(text: str, tree: ast.Module, wide: tuple[int, int], narrow: tu
             continue
         toks = tokenize.generate_tokens(io.StringIO(lines[s.lineno - 1].lstrip()).readline)
         try:
-            name = next((t for t in toks if t.type == tokenize.NAME and not keyword.iskeyword(t.string)
-                         and t.string != "self"), None)
+            name = next(
+                (t for t in toks if t.type == tokenize.NAME and not keyword.iskeyword(t.string) and t.string != "self"),
+                None,
+            )
         except (tokenize.TokenError, SyntaxError):
             continue
         if name is not None:
             line = lines[s.lineno - 1]
-            edited = "".join([*lines[: s.lineno - 1], line.replace(name.string, f"renamed_{name.string}", 1),
-                              *lines[s.lineno:]])
+            edited = "".join(
+                [*lines[: s.lineno - 1], line.replace(name.string, f"renamed_{name.string}", 1), *lines[s.lineno :]]
+            )
             try:
                 ast.parse(edited)
             except SyntaxError:
@@ -119,8 +138,10 @@ def main() -> int:
     ap.add_argument("--every", type=int, default=5, help="insert after every Nth simple statement")
     args = ap.parse_args()
     root = releases.materialize("0.6.1")
-    head = f"{'file':<34} {'points':>6}  {'placed (base/min)':>17}  {'size base: med/p90/max':>23}  " \
-           f"{'size minimal':>15}  {'survives an edit nearby':>24}"
+    head = (
+        f"{'file':<34} {'points':>6}  {'placed (base/min)':>17}  {'size base: med/p90/max':>23}  "
+        f"{'size minimal':>15}  {'survives an edit nearby':>24}"
+    )
     print(head)
     print("-" * len(head))
     for rel in FILES:
@@ -143,8 +164,10 @@ def main() -> int:
                 want = insert_after(split_lines(edited), ast.parse(edited), line)
                 kept[0] += applies(edited, wide[0], want)
                 kept[1] += applies(edited, narrow[0], want)
-        print(f"{rel:<34} {len(spots):>6}  {placed[0]:>8}/{placed[1]:<8}  {stats(wide_sizes):>23}  "
-              f"{stats(narrow_sizes):>15}  {f'base {kept[0]}, minimal {kept[1]} of {tried}':>24}")
+        print(
+            f"{rel:<34} {len(spots):>6}  {placed[0]:>8}/{placed[1]:<8}  {stats(wide_sizes):>23}  "
+            f"{stats(narrow_sizes):>15}  {f'base {kept[0]}, minimal {kept[1]} of {tried}':>24}"
+        )
     return 0
 
 

@@ -56,11 +56,14 @@ def main() -> int:
         files = sum(1 for p in fork.rglob("*") if p.is_file())
         rows = {
             "patchctl capture --base DIR": lambda i: timed(
-                [patchctl, "capture", "--from", str(fork), "--base", str(base), "--out", str(t / f"o{i}")]),
+                [patchctl, "capture", "--from", str(fork), "--base", str(base), "--out", str(t / f"o{i}")]
+            ),
             "patchctl capture --base verl==0.6.1": lambda i: timed(
-                [patchctl, "capture", "--from", str(fork), "--base", "verl==0.6.1", "--out", str(t / f"r{i}")]),
-            "baseline: diff -ruN + grep -rn (finds only)": lambda i: timed(
-                ["diff", "-ruN", str(base), str(fork)], ok=(1,)) + timed(["grep", "-rn", "# Uky", str(fork)]),
+                [patchctl, "capture", "--from", str(fork), "--base", "verl==0.6.1", "--out", str(t / f"r{i}")]
+            ),
+            "baseline: diff -ruN + grep -rn (finds only)": lambda i: (
+                timed(["diff", "-ruN", str(base), str(fork)], ok=(1,)) + timed(["grep", "-rn", "# Uky", str(fork)])
+            ),
         }
         times: dict[str, list[float]] = {name: [] for name in rows}
         for fn in rows.values():

@@ -39,8 +39,12 @@ MODULE = "verl.workers.rollout.vllm_rollout"
 
 
 def tree(root: Path) -> Path:
-    for rel in ("verl/__init__.py", "verl/workers/__init__.py", "verl/workers/rollout/__init__.py",
-                "verl/workers/rollout/vllm_rollout/__init__.py"):
+    for rel in (
+        "verl/__init__.py",
+        "verl/workers/__init__.py",
+        "verl/workers/rollout/__init__.py",
+        "verl/workers/rollout/vllm_rollout/__init__.py",
+    ):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text("")
     return root
@@ -65,12 +69,21 @@ def main() -> None:
         watch = (codehook.Watch("uky", "p", MODULE, "verl/workers/rollout/vllm_rollout/__init__.py"),)
         base = {k: v for k, v in os.environ.items() if not k.startswith("PATCHCTL_CODEHOOK")}
         without = {**base, "PYTHONPATH": str(root)}
-        with_hook = {**base, **codehook.env(run_dir, watch),
-                     "PYTHONPATH": os.pathsep.join([str(root), str(run_dir / codehook.DIR_NAME)])}
-        cases = {"start": "pass", "imports": args.heavy, "record": f"import {MODULE}",
-                 "record*": f"import json, threading; import {MODULE}"}
-        print(f"{'case':<8} {'without ms (min/p50)':>22} {'with hook ms (min/p50)':>24} {'overhead ms':>12} "
-              f"{'overhead':>9}")
+        with_hook = {
+            **base,
+            **codehook.env(run_dir, watch),
+            "PYTHONPATH": os.pathsep.join([str(root), str(run_dir / codehook.DIR_NAME)]),
+        }
+        cases = {
+            "start": "pass",
+            "imports": args.heavy,
+            "record": f"import {MODULE}",
+            "record*": f"import json, threading; import {MODULE}",
+        }
+        print(
+            f"{'case':<8} {'without ms (min/p50)':>22} {'with hook ms (min/p50)':>24} {'overhead ms':>12} "
+            f"{'overhead':>9}"
+        )
         for name, code in cases.items():
             times: dict[str, list[float]] = {"without": [], "with": []}
             timed(args.python, code, without, root)  # warm the page cache and byte-code
@@ -81,8 +94,10 @@ def main() -> None:
             w = [1000 * t for t in times["without"]]
             h = [1000 * t for t in times["with"]]
             minw, minh = min(w), min(h)
-            print(f"{name:<8} {minw:>12.1f} / {statistics.median(w):<8.1f} {minh:>13.1f} / "
-                  f"{statistics.median(h):<8.1f} {minh - minw:>12.1f} {100 * (minh - minw) / minw:>8.1f}%")
+            print(
+                f"{name:<8} {minw:>12.1f} / {statistics.median(w):<8.1f} {minh:>13.1f} / "
+                f"{statistics.median(h):<8.1f} {minh - minw:>12.1f} {100 * (minh - minw) / minw:>8.1f}%"
+            )
         records = sorted((run_dir / codehook.DIR_NAME / "records").glob("*.jsonl"))
         print(f"records written by the 'record' runs: {len(records)} files (one per process)")
 

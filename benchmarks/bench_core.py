@@ -58,8 +58,12 @@ def main() -> int:
     med = {k: statistics.median(v) for k, v in rows.items()}
     print(f"verl {args.version}, median of {args.runs} cold processes")
     print(f"{'command':<18}{'median s':>10}{'min s':>9}{'vs baseline':>13}{'goal':>8}")
-    for name, base, goal in (("patchctl apply", "git apply", 0.5), ("git apply", None, None),
-                             ("patchctl verify", "grep -rn", 0.5), ("grep -rn", None, None)):
+    for name, base, goal in (
+        ("patchctl apply", "git apply", 0.5),
+        ("git apply", None, None),
+        ("patchctl verify", "grep -rn", 0.5),
+        ("grep -rn", None, None),
+    ):
         ratio = f"{med[name] / med[base]:.1f}x" if base else "-"
         print(f"{name:<18}{med[name]:>10.3f}{min(rows[name]):>9.3f}{ratio:>13}{f'<= {goal:.1f}' if goal else '':>8}")
     return 0

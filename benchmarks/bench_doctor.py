@@ -39,15 +39,19 @@ BIG_MB = 55
 #: written from, held back while writing, collected after the patterns were frozen
 SPLITS = ("written", "held", "blind")
 RUN_LOG = ROOT / "docs/validation/vllm/runs/a-debug-train-excerpt.log"
-TAIL = ("(EngineCore_DP0 pid=223840) ERROR 10-25 13:08:43 [core.py:708] ValueError: No available memory for the cache "
-        "blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n")
+TAIL = (
+    "(EngineCore_DP0 pid=223840) ERROR 10-25 13:08:43 [core.py:708] ValueError: No available memory for the cache "
+    "blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n"
+)
 
 
 def previous(ref: str, tmp: Path) -> Callable[[Any], Any]:
     """The diagnose() of ``ref``, with its own signature table."""
+
     def show(path: str) -> str:
-        return subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:{path}"], check=True, capture_output=True,
-                              text=True).stdout
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{ref}:{path}"], check=True, capture_output=True, text=True
+        ).stdout
 
     module = sys.modules["previous_matcher"] = types.ModuleType("previous_matcher")  # dataclasses look it up
     # this repository's own matcher at another commit, not input from outside
@@ -108,18 +112,27 @@ def main() -> int:
     current = load_signatures()
     with tempfile.TemporaryDirectory() as tmp:
         big = big_log(Path(tmp) / "train.log")
-        cols = {f"previous ({args.base})": measure(previous(args.base, Path(tmp)), entries, big, args.rounds),
-                "this branch": measure(lambda lines: diagnose(lines, current), entries, big, args.rounds)}
+        cols = {
+            f"previous ({args.base})": measure(previous(args.base, Path(tmp)), entries, big, args.rounds),
+            "this branch": measure(lambda lines: diagnose(lines, current), entries, big, args.rounds),
+        }
         size = big.stat().st_size / 2**20
     n = {split: sum(1 for e in entries if e.split == split) for split in SPLITS}
-    print(f"doctor on {len(entries)} corpus entries ({n['written']} written from, {n['held']} held back, "
-          f"{n['blind']} blind); a {size:.0f} MB log; median of {args.rounds}")
-    rows = [(f"{split}: {k}", lambda c, split=split, k=k: _fmt(c[split][k]))
-            for split in SPLITS for k in ("coverage", "precision", "correct", "partial", "none", "wrong")]
-    rows += [("ms per log", lambda c: f"{c['ms_per_log']:.2f}"),
-             (f"{size:.0f} MB log: seconds", lambda c: f"{c['big_s']:.2f}"),
-             (f"{size:.0f} MB log: peak MB (tracemalloc)", lambda c: f"{c['big_peak_mb']:.1f}"),
-             (f"{size:.0f} MB log: top finding", lambda c: c["big_root"])]
+    print(
+        f"doctor on {len(entries)} corpus entries ({n['written']} written from, {n['held']} held back, "
+        f"{n['blind']} blind); a {size:.0f} MB log; median of {args.rounds}"
+    )
+    rows = [
+        (f"{split}: {k}", lambda c, split=split, k=k: _fmt(c[split][k]))
+        for split in SPLITS
+        for k in ("coverage", "precision", "correct", "partial", "none", "wrong")
+    ]
+    rows += [
+        ("ms per log", lambda c: f"{c['ms_per_log']:.2f}"),
+        (f"{size:.0f} MB log: seconds", lambda c: f"{c['big_s']:.2f}"),
+        (f"{size:.0f} MB log: peak MB (tracemalloc)", lambda c: f"{c['big_peak_mb']:.1f}"),
+        (f"{size:.0f} MB log: top finding", lambda c: c["big_root"]),
+    ]
     width = max(len(r[0]) for r in rows)
     print(f"{'':<{width}}  " + "  ".join(f"{name:>22}" for name in cols))
     for label, cell in rows:

@@ -32,8 +32,9 @@ PATCH = "vllm-enable-log-requests"
 
 def patchctl(*args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
-    return subprocess.run([sys.executable, "-m", "patchctl", *args], capture_output=True, text=True, env=env,
-                          check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "patchctl", *args], capture_output=True, text=True, env=env, check=False
+    )
 
 
 def timed(runs: int, *args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
@@ -63,8 +64,15 @@ def main() -> int:
         subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", repo, f"{tmp}/verl"], check=True)
         base, done = timed(1, "matrix", "--repo", f"{tmp}/verl", "--versions", commits, "--jobs", "1", "--json")
     assert len(json.loads(done.stdout)["versions"]) == found["probes"], done.stdout[:500]
-    rows.append((f"bisect {PATCH} v0.6.1..v0.7.0 ({found['span']} commits, {found['probes']} probed)", t,
-                 f"<= {BISECT_GOAL_S:.0f}", base, "the same commits as whole trees (matrix --jobs 1)"))
+    rows.append(
+        (
+            f"bisect {PATCH} v0.6.1..v0.7.0 ({found['span']} commits, {found['probes']} probed)",
+            t,
+            f"<= {BISECT_GOAL_S:.0f}",
+            base,
+            "the same commits as whole trees (matrix --jobs 1)",
+        )
+    )
     bisect_text = patchctl("bisect", PATCH, "--good", "v0.6.1", "--bad", "v0.7.0", "--repo", repo).stdout
 
     drifts = {}
@@ -80,8 +88,9 @@ def main() -> int:
     t, done = timed(runs, "watch", "--repo", repo, "--since", "v0.7.0", "--json")
     watched = json.loads(done.stdout)
     base, _ = timed(1, "drift", "--repo", repo, "--from", "v0.7.0", "--to", "main", "--json")
-    rows.append((f"watch main since v0.7.0 ({watched['commits']} commits)", t, "-", base,
-                 "drift v0.7.0 -> main (whole trees)"))
+    rows.append(
+        (f"watch main since v0.7.0 ({watched['commits']} commits)", t, "-", base, "drift v0.7.0 -> main (whole trees)")
+    )
 
     print(f"{'step':<66} {'median s':>9} {'goal s':>7} {'baseline s':>11}  baseline")
     for name, secs, goal, base_s, what in rows:
@@ -91,15 +100,21 @@ def main() -> int:
         print(f"## drift {a} -> {b}: what changed under each patch (exit {1 if doc['changed'] else 0})")
         for p in doc["patches"]:
             if p["changed"]:
-                under = ", ".join(f"{r['what']} {r['name']} {r['status']}" for r in p["regions"] if r["status"]
-                                  not in ("unchanged", "outside-tree", "absent"))
+                under = ", ".join(
+                    f"{r['what']} {r['name']} {r['status']}"
+                    for r in p["regions"]
+                    if r["status"] not in ("unchanged", "outside-tree", "absent")
+                )
                 print(f"- {p['patch']}: {p['outcome']['from']['status']} -> {p['outcome']['to']['status']}; {under}")
                 for flag in p["flags"]:
                     print(f"    ! {flag}")
         print()
     first = watched["first"]
-    print(f"## watch since v0.7.0: first commit under a patch: {first['commit'][:12]} {first['subject']}"
-          if first else "## watch since v0.7.0: nothing changed")
+    print(
+        f"## watch since v0.7.0: first commit under a patch: {first['commit'][:12]} {first['subject']}"
+        if first
+        else "## watch since v0.7.0: nothing changed"
+    )
     return 0
 
 

@@ -45,7 +45,8 @@ def main() -> int:
         "patchctl matrix": lambda: timed(matrix),
         "matrix --jobs 1": lambda: timed([*matrix, "--jobs", "1"]),
         f"{len(versions)} x apply --dry-run": lambda: sum(
-            timed([patchctl, "apply", "--dry-run", "--json", "--target", f"verl=={v}"]) for v in versions),
+            timed([patchctl, "apply", "--dry-run", "--json", "--target", f"verl=={v}"]) for v in versions
+        ),
     }
     rows: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(args.runs):
@@ -53,8 +54,7 @@ def main() -> int:
             rows[name].append(case())
     med = {k: statistics.median(v) for k, v in rows.items()}
     base = f"{len(versions)} x apply --dry-run"
-    print(f"{len(versions)} cached releases ({args.versions}), {os.cpu_count()} CPUs, "
-          f"median of {args.runs} cold runs")
+    print(f"{len(versions)} cached releases ({args.versions}), {os.cpu_count()} CPUs, median of {args.runs} cold runs")
     print(f"{'command':<26}{'median s':>10}{'min s':>9}{'vs baseline':>13}{'goal':>9}")
     for name in cases:
         ratio = f"{med[name] / med[base]:.2f}x" if name != base else "-"

@@ -33,9 +33,11 @@ from pathlib import Path
 
 SHIPPED = Path(__file__).resolve().parents[1] / "src/patchctl/patchsets/builtin/uky/files/test_components.py"
 SAME_FIVE = ("torch", "data", "vllm", "verl", "ray")
-SUBSET = ("import json, sys; from patchctl.target import open_tree; from patchctl.preflight import build, run; "
-          "from pathlib import Path; r = run(build(open_tree(Path(sys.argv[1]))), only=sys.argv[2].split(',')); "
-          "print(json.dumps({'seconds': r.seconds, 'checks': [c.to_json() for c in r.results]}))")
+SUBSET = (
+    "import json, sys; from patchctl.target import open_tree; from patchctl.preflight import build, run; "
+    "from pathlib import Path; r = run(build(open_tree(Path(sys.argv[1]))), only=sys.argv[2].split(',')); "
+    "print(json.dumps({'seconds': r.seconds, 'checks': [c.to_json() for c in r.results]}))"
+)
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, dict]:
@@ -74,8 +76,16 @@ def main() -> int:
         commands = {
             "test_components.py (5 checks, sequential)": [py, str(where / "test_components.py"), "--json"],
             "patchctl, same 5 checks (parallel)": [py, "-c", SUBSET, str(tree), ",".join(SAME_FIVE)],
-            "patchctl verify --env (17 checks, parallel)": [py, "-c", "from patchctl.cli.main import main; main()",
-                                                            "verify", "--env", "--json", "--target", str(tree)],
+            "patchctl verify --env (17 checks, parallel)": [
+                py,
+                "-c",
+                "from patchctl.cli.main import main; main()",
+                "verify",
+                "--env",
+                "--json",
+                "--target",
+                str(tree),
+            ],
             "floor: python -c 'import verl' alone": [py, "-c", "import verl, json; print(json.dumps({}))"],
         }
         times: dict[str, list[float]] = {k: [] for k in commands}
@@ -101,9 +111,11 @@ def main() -> int:
     pairs = {"torch_cuda": "torch", "data_files": "data", "vllm": "vllm", "verl": "verl", "ray": "ray"}
     for tname, pname in pairs.items():
         t, p = tc.get(tname, {}), pc.get(pname, {})
-        print(f"  {pname:<6} test_components {t.get('seconds', float('nan')):>6.2f}s "
-              f"{'PASS' if t.get('ok') else 'FAIL'}   patchctl {p.get('seconds', float('nan')):>6.2f}s "
-              f"{p.get('status', '?')}")
+        print(
+            f"  {pname:<6} test_components {t.get('seconds', float('nan')):>6.2f}s "
+            f"{'PASS' if t.get('ok') else 'FAIL'}   patchctl {p.get('seconds', float('nan')):>6.2f}s "
+            f"{p.get('status', '?')}"
+        )
     if args.out:
         args.out.write_text(json.dumps({"runs": args.runs, "times": times, "last": last}, indent=2))
     return 0

@@ -52,14 +52,21 @@ def host(alias: str, address: str, root: Path, cvd: str, gpus: int, env: dict[st
     return f'{{ ssh = "{alias}", root = "{root}", address = "{address}", gpus = {gpus}, env = {{ {table} }} }}'
 
 
-def config(path: Path, loop: LoopbackCluster, clusters: dict[str, list[str]], env: dict[str, str],
-           skip: list[str]) -> None:
+def config(
+    path: Path, loop: LoopbackCluster, clusters: dict[str, list[str]], env: dict[str, str], skip: list[str]
+) -> None:
     text = ""
     for name, hosts in clusters.items():
-        text += (f"[clusters.{name}]\nhosts = [\n  " + ",\n  ".join(hosts) + "\n]\nroot = \"/unused\"\n"
-                 f'ssh_config = "{loop.ssh_config}"\npython = "{sys.executable}"\n'
-                 + (f"preflight_skip = {json.dumps(skip)}\n" if skip else "")
-                 + "[clusters." + name + ".env]\n" + "".join(f'{k} = "{v}"\n' for k, v in env.items()) + "\n")
+        text += (
+            f"[clusters.{name}]\nhosts = [\n  " + ",\n  ".join(hosts) + '\n]\nroot = "/unused"\n'
+            f'ssh_config = "{loop.ssh_config}"\npython = "{sys.executable}"\n'
+            + (f"preflight_skip = {json.dumps(skip)}\n" if skip else "")
+            + "[clusters."
+            + name
+            + ".env]\n"
+            + "".join(f'{k} = "{v}"\n' for k, v in env.items())
+            + "\n"
+        )
     path.write_text(text)
 
 
@@ -94,11 +101,19 @@ def main() -> int:
             env["PATH"] = f"{REPO / 'tests' / 'validate' / 'stub_bin'}:/usr/local/bin:/usr/bin:/bin"
         roots = {a: work / "hosts" / a / "verl_Uky" for a in ("node1", "node2")}
         cfg = out / "patchctl.toml"
-        config(cfg, loop, {
-            "two": [host("node1", "127.0.0.2", roots["node1"], "0", 1, {}),
-                    host("node2", "127.0.0.3", roots["node2"], "1", 1, {})],
-            "one": [host("node1", "127.0.0.2", roots["node1"], "0,1", 2, {})],
-        }, env, (CPU_SKIP if cpu else []) + args.skip)
+        config(
+            cfg,
+            loop,
+            {
+                "two": [
+                    host("node1", "127.0.0.2", roots["node1"], "0", 1, {}),
+                    host("node2", "127.0.0.3", roots["node2"], "1", 1, {}),
+                ],
+                "one": [host("node1", "127.0.0.2", roots["node1"], "0,1", 2, {})],
+            },
+            env,
+            (CPU_SKIP if cpu else []) + args.skip,
+        )
         log: list[str] = []
         rows = []
         for name in ("two", "one"):
@@ -110,8 +125,11 @@ def main() -> int:
             run_dir = out / f"{name}-node{'s' if name == 'two' else ''}"
             shutil.rmtree(run_dir, ignore_errors=True)
             extra = ["--compare", str(out / "two-nodes" / "report.json")] if name == "one" else []
-            code, secs, text = patchctl(["validate", name, "--profile", args.profile, "--config", str(cfg),
-                                         "--out", str(run_dir), *extra], log, work)
+            code, secs, text = patchctl(
+                ["validate", name, "--profile", args.profile, "--config", str(cfg), "--out", str(run_dir), *extra],
+                log,
+                work,
+            )
             (out / f"validate-{name}.txt").write_text(text)
             doc = json.loads((run_dir / "validate.json").read_text()) if (run_dir / "validate.json").exists() else {}
             ray = doc.get("ray") or {}
@@ -140,8 +158,11 @@ def main() -> int:
 def _standin(work: Path) -> Path:
     tree = work / "src" / "verl_Uky"
     shutil.copytree(REPO / "tests" / "validate" / "standin", tree, ignore=shutil.ignore_patterns("__pycache__"))
-    for cmd in (["init", "-q", "-b", "main"], ["add", "-A"],
-                ["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "stand-in"]):
+    for cmd in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "stand-in"],
+    ):
         subprocess.run(["git", "-C", str(tree), *cmd], check=True, capture_output=True)
     return tree
 

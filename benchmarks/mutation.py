@@ -43,8 +43,17 @@ import tomllib
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = Path(__file__).with_suffix(".toml")
 FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {
-    ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
-    ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
 DROPPABLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Raise, ast.Return, ast.Delete)
 
 
@@ -79,8 +88,7 @@ class _Finder(ast.NodeVisitor):
         self.depth = 0
 
     def _span(self, node: ast.AST) -> tuple[int, int]:
-        return (self.starts[node.lineno - 1] + node.col_offset,
-                self.starts[node.end_lineno - 1] + node.end_col_offset)
+        return (self.starts[node.lineno - 1] + node.col_offset, self.starts[node.end_lineno - 1] + node.end_col_offset)
 
     def _add(self, node: ast.AST, kind: str, text: str) -> None:
         start, end = self._span(node)
@@ -147,8 +155,10 @@ class _Finder(ast.NodeVisitor):
         """``not (test)``, unless another mutation already is its negation (a dropped ``not``,
         a flipped ``==``/``is``/``in``)."""
         negating = (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)) or (
-            isinstance(test, ast.Compare) and len(test.ops) == 1
-            and isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.In, ast.NotIn)))
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.In, ast.NotIn))
+        )
         if not negating:
             self._add(test, "negate", f"not ({self._segment(test)})")
 
@@ -216,7 +226,7 @@ def mutants(path: Path) -> list[Mutant]:
     finder.visit(ast.parse(source))
     out = []
     for m in finder.out:
-        mutated = source[:m.start] + m.text.encode() + source[m.end:]
+        mutated = source[: m.start] + m.text.encode() + source[m.end :]
         try:
             ast.parse(mutated)
         except SyntaxError:
@@ -243,8 +253,17 @@ class Module:
 
 def load(config: Path) -> list[Module]:
     doc = tomllib.loads(config.read_text())
-    return [Module(name, ROOT / spec["path"], spec["fast"], spec.get("slow", []), spec.get("equivalent", {}),
-                   float(spec.get("timeout", 120))) for name, spec in doc["module"].items()]
+    return [
+        Module(
+            name,
+            ROOT / spec["path"],
+            spec["fast"],
+            spec.get("slow", []),
+            spec.get("equivalent", {}),
+            float(spec.get("timeout", 120)),
+        )
+        for name, spec in doc["module"].items()
+    ]
 
 
 def _pytest(scratch: Path, tests: list[str], timeout: float, show: bool = False) -> str:
@@ -255,8 +274,15 @@ def _pytest(scratch: Path, tests: list[str], timeout: float, show: bool = False)
     try:
         # a background job of a shell starts with SIGINT ignored, and so would every patchctl the
         # tests start: their Ctrl-C tests need it back at its default
-        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, timeout=timeout, check=False,
-                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        done = subprocess.run(
+            argv,
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
     except subprocess.TimeoutExpired:
         return "timeout"
     if show and done.returncode != 0:
@@ -276,7 +302,7 @@ def run_module(mod: Module, scratch: Path, keys: set[str] | None = None) -> tupl
     found = [m for m in mutants(mod.path) if keys is None or m.key in keys]
     killed, survivors = 0, []
     for m in found:
-        target.write_bytes(pristine[:m.start] + m.text.encode() + pristine[m.end:])
+        target.write_bytes(pristine[: m.start] + m.text.encode() + pristine[m.end :])
         try:
             state = _pytest(scratch, mod.fast, mod.timeout)
             if state == "survived" and mod.slow:

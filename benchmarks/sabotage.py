@@ -91,8 +91,10 @@ class Runner:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args, self.out, self.dry = args, Path(args.out).resolve(), args.dry_run
-        self.env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"),
-                                                                               os.environ.get("PYTHONPATH")]))}
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])),
+        }
 
     def patchctl(self, *argv: str) -> list[str]:
         """patchctl in this script's interpreter (``--python`` is the trainer's, which may lack click)."""
@@ -112,9 +114,12 @@ class Runner:
         if not self.dry:
             shutil.rmtree(dest, ignore_errors=True)
             runs = (tree / ".patchctl").resolve()
-            shutil.copytree(tree, dest, symlinks=True,
-                            ignore=lambda d, names: [n for n in names if Path(d).resolve() == runs
-                                                     and n in ("runs", "validate")])
+            shutil.copytree(
+                tree,
+                dest,
+                symlinks=True,
+                ignore=lambda d, names: [n for n in names if Path(d).resolve() == runs and n in ("runs", "validate")],
+            )
         return dest
 
     def pristine(self) -> Path:
@@ -144,8 +149,13 @@ def base_patchsets(tree: Path) -> list[str]:
 def site_packages(python: str) -> Path:
     """Where the trainer's interpreter reads .pth files (its purelib)."""
     try:
-        done = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                              capture_output=True, text=True, check=True, timeout=60)
+        done = subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
     except (OSError, subprocess.SubprocessError):
         return Path("SITE_PACKAGES_OF_" + Path(python).name)
     return Path(done.stdout.strip())
@@ -154,8 +164,13 @@ def site_packages(python: str) -> Path:
 def one(r: Runner, s: SetUp) -> dict[str, object]:
     tree = Path(r.args.tree_hf if s.path == "hf" else r.args.tree).resolve()
     work = r.out / s.name
-    row: dict[str, object] = {"setup": s.name, "expect": s.expect or "none (pass)", "verdict": "-", "failing": [],
-                              "doctor": ""}
+    row: dict[str, object] = {
+        "setup": s.name,
+        "expect": s.expect or "none (pass)",
+        "verdict": "-",
+        "failing": [],
+        "doctor": "",
+    }
     if s.patchsets or s.special == "revert":
         tree = r.copy(tree, work / "tree")
     for name in s.patchsets:
@@ -177,9 +192,23 @@ def one(r: Runner, s: SetUp) -> dict[str, object]:
     upload = (f"+ray_kwargs.ray_init.runtime_env.working_dir={r.pristine()}",) if s.special == "ray-copy" else ()
     try:
         profile = "smoke" if s.path == "hf" else "smoke-vllm"
-        argv = r.patchctl("train", "--target", str(tree), "--profile", profile, "--python", r.args.python,
-                          "--out", str(work / "run"), "--timeout", str(r.args.timeout), "--json",
-                          *s.overrides, *upload, *r.args.overrides)
+        argv = r.patchctl(
+            "train",
+            "--target",
+            str(tree),
+            "--profile",
+            profile,
+            "--python",
+            r.args.python,
+            "--out",
+            str(work / "run"),
+            "--timeout",
+            str(r.args.timeout),
+            "--json",
+            *s.overrides,
+            *upload,
+            *r.args.overrides,
+        )
         code = r.run(argv, work / "train.json")
     finally:
         if pth is not None and not r.dry:
@@ -194,15 +223,24 @@ def one(r: Runner, s: SetUp) -> dict[str, object]:
     doctor = "; ".join(f.get("id", f.get("error", "")) for f in report.get("doctor") or [])
     margins = {k: v for k, v in (report.get("margins") or {}).items() if v is not None}
     closest = min(margins.items(), key=lambda kv: kv[1]) if margins else None
-    return {**row, "verdict": report["verdict"].upper(), "failing": failing, "doctor": doctor,
-            "closest": f"{closest[0]} x{closest[1]:g}" if closest else "", "gates": report["gates"]}
+    return {
+        **row,
+        "verdict": report["verdict"].upper(),
+        "failing": failing,
+        "doctor": doctor,
+        "closest": f"{closest[0]} x{closest[1]:g}" if closest else "",
+        "gates": report["gates"],
+    }
 
 
 def revert(r: Runner, s: SetUp, tree: Path, work: Path, row: dict[str, object]) -> dict[str, object]:
     """A code patch undone on the host (its file back to upstream): verify must fail before any launch."""
     record = {} if r.dry else json.loads((tree / ".patchctl/applied.json").read_text())
-    code_files = [e["path"] for e in record.get("patches", []) if e["path"].endswith(".py")
-                  and e["kind"] not in ("add-file", "shell-env")]
+    code_files = [
+        e["path"]
+        for e in record.get("patches", [])
+        if e["path"].endswith(".py") and e["kind"] not in ("add-file", "shell-env")
+    ]
     rel = code_files[0] if code_files else "verl/workers/rollout/vllm_rollout/__init__.py"
     print(f"$ cp {shlex.quote(str(r.pristine() / rel))} {shlex.quote(str(tree / rel))}", flush=True)
     if not r.dry:
@@ -212,21 +250,32 @@ def revert(r: Runner, s: SetUp, tree: Path, work: Path, row: dict[str, object]) 
     if r.dry:
         return row
     try:
-        bad = [p for p in json.loads((work / "verify.json").read_text())["patches"]
-               if p["status"] not in ("present", "applied", "already-applied", "superseded-upstream")]
+        bad = [
+            p
+            for p in json.loads((work / "verify.json").read_text())["patches"]
+            if p["status"] not in ("present", "applied", "already-applied", "superseded-upstream")
+        ]
     except (OSError, ValueError, KeyError):
         bad = []
     finding = f"verify: {bad[0]['patch']} {bad[0]['status']} ({bad[0]['path']})" if bad else ""
-    return {**row, "verdict": "FAIL" if code != 0 else "PASS", "failing": ["verify"] if code != 0 else [],
-            "doctor": finding}
+    return {
+        **row,
+        "verdict": "FAIL" if code != 0 else "PASS",
+        "failing": ["verify"] if code != 0 else [],
+        "doctor": finding,
+    }
 
 
 def table(rows: list[dict[str, object]]) -> str:
-    out = ["| set-up | expected gate | verdict | failing gates | caught | doctor finding | closest to its bar |",
-           "|---|---|---|---|---|---|---|"]
+    out = [
+        "| set-up | expected gate | verdict | failing gates | caught | doctor finding | closest to its bar |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
-        out.append(f"| {row['setup']} | {row['expect']} | {row['verdict']} | {', '.join(row['failing']) or '-'} "
-                   f"| {caught(row)} | {row['doctor'] or '-'} | {row.get('closest') or '-'} |")
+        out.append(
+            f"| {row['setup']} | {row['expect']} | {row['verdict']} | {', '.join(row['failing']) or '-'} "
+            f"| {caught(row)} | {row['doctor'] or '-'} | {row.get('closest') or '-'} |"
+        )
     return "\n".join(out)
 
 
@@ -243,8 +292,10 @@ def main() -> int:
     ap.add_argument("--tree", required=True, help="prepared verl 0.9.1 tree (uky applied)")
     ap.add_argument("--tree-hf", help="prepared verl 0.5.0 tree (uky + verl05-nofa-hf) for the -v05 rows")
     ap.add_argument("--python", default=sys.executable, help="the trainer's interpreter")
-    ap.add_argument("--pristine", help="the unpatched release of --tree: a directory or its .tar.gz "
-                                       "(for shadow, ray-copy and reverted)")
+    ap.add_argument(
+        "--pristine",
+        help="the unpatched release of --tree: a directory or its .tar.gz (for shadow, ray-copy and reverted)",
+    )
     ap.add_argument("--only", action="append", default=[], help="run only this set-up (repeatable)")
     ap.add_argument("--out", default="sabotage-out")
     ap.add_argument("--healthy", type=int, default=3)

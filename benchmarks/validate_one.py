@@ -41,8 +41,11 @@ def main() -> int:
     ap.add_argument("--profile", default="smoke-vllm")
     ap.add_argument("--skip", action="append", default=[], help="a verify --env check to leave out")
     ap.add_argument("--timeout", default="600", help="validate's --timeout (seconds)")
-    ap.add_argument("--health", action="store_true",
-                    help="validate --profile health twice (the second with --compare of the first), no training")
+    ap.add_argument(
+        "--health",
+        action="store_true",
+        help="validate --profile health twice (the second with --compare of the first), no training",
+    )
     ap.add_argument("--storage-bytes", type=int, default=1 << 30, help="[clusters.one.health] storage_bytes")
     args = ap.parse_args()
     why = missing_tools()
@@ -56,13 +59,19 @@ def main() -> int:
     try:
         env = {**MULTICAST_OFF, **dict(e.split("=", 1) for e in args.env)}
         cfg = out / "patchctl.toml"
-        config(cfg, loop, {"one": [host("node1", "127.0.0.2", work / "hosts" / "node1" / "verl_Uky", "0", 1, {})]},
-               env, args.skip)
+        config(
+            cfg,
+            loop,
+            {"one": [host("node1", "127.0.0.2", work / "hosts" / "node1" / "verl_Uky", "0", 1, {})]},
+            env,
+            args.skip,
+        )
         if args.health:
             cfg.write_text(cfg.read_text() + f"[clusters.one.health]\nstorage_bytes = {args.storage_bytes}\n")
         log: list[str] = []
-        code, secs, text = patchctl(["migrate", "one", "--target", str(args.tree.resolve()), "--config", str(cfg)],
-                                    log, work)
+        code, secs, text = patchctl(
+            ["migrate", "one", "--target", str(args.tree.resolve()), "--config", str(cfg)], log, work
+        )
         (out / "migrate.txt").write_text(text)
         print(f"migrate one: rc={code} in {secs:.1f} s")
         if code:
@@ -72,8 +81,22 @@ def main() -> int:
             return health(cfg, out, log, work)
         run_dir = out / "one-node"
         shutil.rmtree(run_dir, ignore_errors=True)
-        code, secs, text = patchctl(["validate", "one", "--profile", args.profile, "--config", str(cfg),
-                                     "--out", str(run_dir), "--timeout", args.timeout], log, work)
+        code, secs, text = patchctl(
+            [
+                "validate",
+                "one",
+                "--profile",
+                args.profile,
+                "--config",
+                str(cfg),
+                "--out",
+                str(run_dir),
+                "--timeout",
+                args.timeout,
+            ],
+            log,
+            work,
+        )
         (out / "validate.txt").write_text(text)
         (out / "commands.txt").write_text("\n".join(log) + "\n")
         print(text[-4000:])
@@ -90,8 +113,11 @@ def health(cfg: Path, out: Path, log: list[str], work: Path) -> int:
     worst = 0
     for name, extra in (("health-1", []), ("health-2", ["--compare", str(out / "health-1")])):
         shutil.rmtree(out / name, ignore_errors=True)
-        code, secs, text = patchctl(["validate", "one", "--profile", "health", "--config", str(cfg),
-                                     "--out", str(out / name), *extra], log, work)
+        code, secs, text = patchctl(
+            ["validate", "one", "--profile", "health", "--config", str(cfg), "--out", str(out / name), *extra],
+            log,
+            work,
+        )
         (out / f"{name}.txt").write_text(text)
         print(text[-6000:])
         print(f"validate one --profile health ({name}): rc={code}, wall {secs:.1f} s")

@@ -47,8 +47,10 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 #: issue 21's calibration (cold H100, debug profile, verl 0.9.1 + vLLM 0.24, Ray 2.49.2)
 BASELINE = {"first step": 275.0}
-BASELINE_NOTE = ("baseline: issue 21, cold H100, debug as committed, Ray 2.49.2: first step at 275 s (237 s with "
-                 "eager vLLM, one agent-loop and one reward worker, no torch.compile); its stage split was coarser")
+BASELINE_NOTE = (
+    "baseline: issue 21, cold H100, debug as committed, Ray 2.49.2: first step at 275 s (237 s with "
+    "eager vLLM, one agent-loop and one reward worker, no torch.compile); its stage split was coarser"
+)
 
 
 def follow(log: Path, t0: float, idle: float) -> None:

@@ -17,8 +17,12 @@ import pytest
 from realparts import require
 
 #: who the tests' commits are by: a fresh machine with an empty HOME has no git identity (#10)
-GIT_IDENT = {"GIT_AUTHOR_NAME": "patchctl-test", "GIT_AUTHOR_EMAIL": "test@patchctl.invalid",
-             "GIT_COMMITTER_NAME": "patchctl-test", "GIT_COMMITTER_EMAIL": "test@patchctl.invalid"}
+GIT_IDENT = {
+    "GIT_AUTHOR_NAME": "patchctl-test",
+    "GIT_AUTHOR_EMAIL": "test@patchctl.invalid",
+    "GIT_COMMITTER_NAME": "patchctl-test",
+    "GIT_COMMITTER_EMAIL": "test@patchctl.invalid",
+}
 
 RELEASES = ("0.4.1", "0.5.0", "0.6.0", "0.6.1", "0.7.0")
 

@@ -13,8 +13,13 @@ import shutil
 import pytest
 
 #: each tool the tests run, and the Debian/Ubuntu package that brings it
-PACKAGES = {"git": "git", "rsync": "rsync", "ssh": "openssh-client", "ssh-keygen": "openssh-client",
-            "sshd": "openssh-server"}
+PACKAGES = {
+    "git": "git",
+    "rsync": "rsync",
+    "ssh": "openssh-client",
+    "ssh-keygen": "openssh-client",
+    "sshd": "openssh-server",
+}
 
 
 def in_ci() -> bool:

@@ -84,8 +84,11 @@ def test_the_check_sees_a_cycle(tmp_path: Path) -> None:
     kinds = tmp_path / "kinds"
     kinds.mkdir()
     (kinds / "__init__.py").write_text("")
-    (kinds / "places.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                                     "    from patchctl.kinds.structural import Params\n")
+    (kinds / "places.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from patchctl.kinds.structural import Params\n"
+    )
     (kinds / "structural.py").write_text("from patchctl.kinds import places\n")
-    assert cycles(graph(tmp_path)) == [["patchctl.kinds.places", "patchctl.kinds.structural"],
-                                       ["patchctl.migrate.runner", "patchctl.migrate.session"]]
+    assert cycles(graph(tmp_path)) == [
+        ["patchctl.kinds.places", "patchctl.kinds.structural"],
+        ["patchctl.migrate.runner", "patchctl.migrate.session"],
+    ]

@@ -24,8 +24,12 @@ SRC = str(Path(orphans.__file__).parents[1])
 
 def _killed_owner(code: str) -> str:
     """Run ``code`` in a child python, read one line it prints, SIGKILL it; return the line."""
-    child = subprocess.Popen([sys.executable, "-c", code + "\nimport sys, time\nsys.stdout.flush()\ntime.sleep(60)"],
-                             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": SRC})
+    child = subprocess.Popen(
+        [sys.executable, "-c", code + "\nimport sys, time\nsys.stdout.flush()\ntime.sleep(60)"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
     assert child.stdout is not None
     line = child.stdout.readline().strip()
     os.kill(child.pid, signal.SIGKILL)
@@ -81,7 +85,8 @@ def test_a_group_started_in_its_own_session_is_ended_by_the_next_run() -> None:
         "import subprocess, sys\n"
         "from patchctl import proc\n"
         "c = proc.spawn(['sh', '-c', 'sleep 60 & echo $!; wait'], stdout=subprocess.PIPE, new_session=True)\n"
-        "print(c.pid, c.stdout.readline().decode().strip())")
+        "print(c.pid, c.stdout.readline().decode().strip())"
+    )
     leader, member = (int(x) for x in line.split())
     assert _gone(leader)  # the leader dies with its parent (PR_SET_PDEATHSIG)
     os.kill(member, 0)  # ... but its group's other members do not
@@ -90,9 +95,12 @@ def test_a_group_started_in_its_own_session_is_ended_by_the_next_run() -> None:
 
 
 def test_a_killed_matrix_leaves_no_scratch_after_the_next(tmp_path: Path) -> None:
-    dead = Path(_killed_owner(
-        "from patchctl import orphans\n"
-        "cm = orphans.scratch('patchctl-matrix-'); p = cm.__enter__(); (p / '0').mkdir(); print(p)"))
+    dead = Path(
+        _killed_owner(
+            "from patchctl import orphans\n"
+            "cm = orphans.scratch('patchctl-matrix-'); p = cm.__enter__(); (p / '0').mkdir(); print(p)"
+        )
+    )
     assert dead.is_dir()
     with orphans.scratch("patchctl-matrix-") as live:
         assert live.is_dir() and not dead.exists()

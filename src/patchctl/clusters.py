@@ -130,8 +130,12 @@ def _check_root(root: str, file: Path, key: str, example: str) -> None:
         raise ManifestError(file, key, f"{root!r} is not absolute", f'write a path such as "{example}"')
     # posixpath.normpath keeps a leading "//" (POSIX leaves its meaning open); it is still "/"
     if posixpath.normpath(root).strip("/") == "":
-        raise ManifestError(file, key, f"{root!r} is the file system's root",
-                            f'write the directory the tree lives in, such as "{example}"')
+        raise ManifestError(
+            file,
+            key,
+            f"{root!r} is the file system's root",
+            f'write the directory the tree lives in, such as "{example}"',
+        )
 
 
 def _node(raw: dict[str, Any], host: dict[str, Any], file: Path, prefix: str, where: str) -> dict[str, Any]:
@@ -145,17 +149,26 @@ def _node(raw: dict[str, Any], host: dict[str, Any], file: Path, prefix: str, wh
         if (isinstance(value, str) and not _NODE_WORD.match(value)) or (
             isinstance(value, str) and value.startswith("-")
         ):
-            raise ManifestError(file, at + key, f"{value!r} is not an address or interface name",
-                                'write e.g. "10.0.0.2" or "eth0"')
+            raise ManifestError(
+                file, at + key, f"{value!r} is not an address or interface name", 'write e.g. "10.0.0.2" or "eth0"'
+            )
         if (key == "gpus" and value < 0) or (key == "ray_port" and not 1 <= value <= 65535):
-            raise ManifestError(file, at + key, f"{value} is out of range",
-                                "write 0 or more" if key == "gpus" else "write a port between 1 and 65535")
+            raise ManifestError(
+                file,
+                at + key,
+                f"{value} is out of range",
+                "write 0 or more" if key == "gpus" else "write a port between 1 and 65535",
+            )
         out[key] = value
     env = dict(raw.get("env", {}))
     for k, v in host.get("env", {}).items():
         if not _ENV_NAME.match(k):
-            raise ManifestError(file, f"{where}env.{k}", "is not a shell variable name",
-                                "use letters, digits and _ (not starting with a digit)")
+            raise ManifestError(
+                file,
+                f"{where}env.{k}",
+                "is not a shell variable name",
+                "use letters, digits and _ (not starting with a digit)",
+            )
         if not isinstance(v, str):
             raise ManifestError(
                 file, f"{where}env.{k}", f"expected a string, got {type(v).__name__}", "quote the value"
@@ -163,8 +176,13 @@ def _node(raw: dict[str, Any], host: dict[str, Any], file: Path, prefix: str, wh
         env[k] = v
     visible = env.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and "gpus" in out and out["gpus"] != len([d for d in visible.split(",") if d.strip()]):
-        raise ManifestError(file, f"{where}gpus", f"{out['gpus']} GPUs, but CUDA_VISIBLE_DEVICES={visible!r} shows "
-                            f"{len([d for d in visible.split(',') if d.strip()])}", "make the two agree")
+        raise ManifestError(
+            file,
+            f"{where}gpus",
+            f"{out['gpus']} GPUs, but CUDA_VISIBLE_DEVICES={visible!r} shows "
+            f"{len([d for d in visible.split(',') if d.strip()])}",
+            "make the two agree",
+        )
     return {**out, "env": env}
 
 
@@ -181,36 +199,65 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
             hosts.append(Host(h, root, **_node(raw, {}, file, prefix, f"{prefix}hosts[{i}].")))
         elif isinstance(h, dict):
             check(h, HOST_SCHEMA, file=file, prefix=f"{prefix}hosts[{i}].")
-            hosts.append(Host(h["ssh"], h.get("root", root),
-                              **_node(raw, h, file, prefix, f"{prefix}hosts[{i}].")))
+            hosts.append(Host(h["ssh"], h.get("root", root), **_node(raw, h, file, prefix, f"{prefix}hosts[{i}].")))
             _check_root(hosts[-1].root, file, f"{prefix}hosts[{i}].root", "/scratch/verl_Uky")
         else:
-            raise ManifestError(file, f"{prefix}hosts[{i}]", f"expected a string or a table, got {type(h).__name__}",
-                                'write "node1" or { ssh = "node1", root = "/path" }')
+            raise ManifestError(
+                file,
+                f"{prefix}hosts[{i}]",
+                f"expected a string or a table, got {type(h).__name__}",
+                'write "node1" or { ssh = "node1", root = "/path" }',
+            )
         if hosts[-1].ssh.startswith("-"):
-            raise ManifestError(file, f"{prefix}hosts[{i}]", f"{hosts[-1].ssh!r} starts with '-'",
-                                "write an ssh destination, not an option")
+            raise ManifestError(
+                file,
+                f"{prefix}hosts[{i}]",
+                f"{hosts[-1].ssh!r} starts with '-'",
+                "write an ssh destination, not an option",
+            )
     if not hosts:
         raise ManifestError(file, prefix + "hosts", "is empty", "list at least one ssh destination")
     for key in ("paths", "env"):
         for k, v in raw.get(key, {}).items():
             if key == "env" and not _ENV_NAME.match(k):  # as migrate's env file needs; caught at load
-                raise ManifestError(file, f"{prefix}env.{k}", "is not a shell variable name",
-                                    "use letters, digits and _ (not starting with a digit)")
+                raise ManifestError(
+                    file,
+                    f"{prefix}env.{k}",
+                    "is not a shell variable name",
+                    "use letters, digits and _ (not starting with a digit)",
+                )
             if not isinstance(v, str):
-                raise ManifestError(file, f"{prefix}{key}.{k}", f"expected a string, got {type(v).__name__}",
-                                    "quote the value")
+                raise ManifestError(
+                    file, f"{prefix}{key}.{k}", f"expected a string, got {type(v).__name__}", "quote the value"
+                )
     for key in ("max_delete", "bwlimit", "timeout"):
         if key in raw and raw[key] < (1 if key == "timeout" else 0):
-            raise ManifestError(file, prefix + key, f"{raw[key]} is out of range",
-                                "write a positive number" if key == "timeout" else "write 0 or more")
+            raise ManifestError(
+                file,
+                prefix + key,
+                f"{raw[key]} is out of range",
+                "write a positive number" if key == "timeout" else "write 0 or more",
+            )
     ssh_config = raw.get("ssh_config")
     ssh_path = (file.parent / Path(ssh_config).expanduser()) if ssh_config else None
-    return Cluster(name, tuple(hosts), root, file, ssh_path, dict(raw.get("paths", {})), raw.get("profile", "standard"),
-                   tuple(raw.get("include", ())), tuple(raw.get("exclude", ())), raw.get("max_delete", 100),
-                   dict(raw.get("env", {})), raw.get("bwlimit", 0), raw.get("timeout", 60),
-                   raw.get("python", "python3"), tuple(raw.get("preflight_skip", ())),
-                   health_settings.load(raw.get("health", {}), file, prefix + "health."))
+    return Cluster(
+        name,
+        tuple(hosts),
+        root,
+        file,
+        ssh_path,
+        dict(raw.get("paths", {})),
+        raw.get("profile", "standard"),
+        tuple(raw.get("include", ())),
+        tuple(raw.get("exclude", ())),
+        raw.get("max_delete", 100),
+        dict(raw.get("env", {})),
+        raw.get("bwlimit", 0),
+        raw.get("timeout", 60),
+        raw.get("python", "python3"),
+        tuple(raw.get("preflight_skip", ())),
+        health_settings.load(raw.get("health", {}), file, prefix + "health."),
+    )
 
 
 def load_clusters(config: Path | None = None) -> dict[str, Cluster]:
@@ -232,7 +279,11 @@ def load_cluster(name: str, config: Path | None = None) -> Cluster:
     # checked here, for the chosen cluster only: a config shared between machines may name files
     # that exist only where that cluster is used; without this every host would fail alike
     if cluster.ssh_config is not None and not cluster.ssh_config.is_file():
-        raise ManifestError(cluster.source, f"clusters.{name}.ssh_config", f"{cluster.ssh_config} does not exist",
-                            "write the path of an ssh config file (a relative path is read from the directory "
-                            "of this file), or remove the key to use ~/.ssh/config")
+        raise ManifestError(
+            cluster.source,
+            f"clusters.{name}.ssh_config",
+            f"{cluster.ssh_config} does not exist",
+            "write the path of an ssh config file (a relative path is read from the directory "
+            "of this file), or remove the key to use ~/.ssh/config",
+        )
     return cluster

@@ -71,8 +71,10 @@ class ReleaseDownloadFailed(PatchctlError):
 
     def __init__(self, spec: str, url: str, problem: str) -> None:
         self.spec, self.url, self.problem = spec, url, problem
-        super().__init__(f"{spec}: could not download from {url} ({problem}); check the network or proxy "
-                         "(HTTPS_PROXY), or point PATCHCTL_INDEX_URL at a PEP 691 index you can reach")
+        super().__init__(
+            f"{spec}: could not download from {url} ({problem}); check the network or proxy "
+            "(HTTPS_PROXY), or point PATCHCTL_INDEX_URL at a PEP 691 index you can reach"
+        )
 
 
 class ReleaseHashMismatch(PatchctlError):
@@ -80,8 +82,10 @@ class ReleaseHashMismatch(PatchctlError):
 
     def __init__(self, spec: str, url: str, expected: str, got: str) -> None:
         self.spec, self.url = spec, url
-        super().__init__(f"{spec}: {url} has sha256 {got[:16]}..., the index lists {expected[:16]}...; "
-                         "nothing was kept: retry, and check for a proxy rewriting downloads")
+        super().__init__(
+            f"{spec}: {url} has sha256 {got[:16]}..., the index lists {expected[:16]}...; "
+            "nothing was kept: retry, and check for a proxy rewriting downloads"
+        )
 
 
 class NoSuchPath(PatchctlError):
@@ -114,8 +118,7 @@ class DirtyFiles(PatchctlError):
         self.paths = paths
         shown = ", ".join(quote_path(p) for p in paths[:5]) + (" ..." if len(paths) > 5 else "")
         super().__init__(
-            f"uncommitted changes in files a patch would change: {shown}; "
-            "commit or stash them, or pass --force"
+            f"uncommitted changes in files a patch would change: {shown}; commit or stash them, or pass --force"
         )
 
 
@@ -149,8 +152,9 @@ class OutsideTree(PatchctlError):
     def __init__(self, root: Path | str, rel: str, problem: str, patch: str | None = None) -> None:
         self.root, self.rel, self.problem, self.patch = str(root), rel, problem, patch
         who = f"patch {patch!r}: " if patch else ""
-        super().__init__(f"{root}: {who}refusing to touch {rel!r}: it {problem}; "
-                         "patchctl only changes files inside the tree")
+        super().__init__(
+            f"{root}: {who}refusing to touch {rel!r}: it {problem}; patchctl only changes files inside the tree"
+        )
 
 
 class NotUtf8(PatchctlError):
@@ -164,8 +168,9 @@ class PatchsetNotGiven(PatchctlError):
 
     def __init__(self, root: Path | str, patchset: str) -> None:
         self.root, self.patchset = str(root), patchset
-        super().__init__(f"{root}: the apply record lists patchset {patchset!r}; "
-                         "pass it with --patchset DIR to revert it")
+        super().__init__(
+            f"{root}: the apply record lists patchset {patchset!r}; pass it with --patchset DIR to revert it"
+        )
 
 
 class LogUnreadable(PatchctlError):
@@ -191,8 +196,10 @@ class NoPatchset(PatchctlError):
         if builtins is None:
             super().__init__(f"{spec}: no patchset.toml there; pass a patchset directory to --patchset")
         else:
-            super().__init__(f"--patchset {spec}: neither a directory with patchset.toml nor a built-in patchset"
-                             f"{did_you_mean(str(spec), builtins)} ({', '.join(builtins)})")
+            super().__init__(
+                f"--patchset {spec}: neither a directory with patchset.toml nor a built-in patchset"
+                f"{did_you_mean(str(spec), builtins)} ({', '.join(builtins)})"
+            )
 
 
 class PatchsetGivenTwice(PatchctlError):
@@ -210,8 +217,10 @@ class BranchExists(PatchctlError):
 class UnknownCluster(PatchctlError):
     def __init__(self, config: Path | str, name: str, known: list[str]) -> None:
         self.config, self.name = str(config), name
-        super().__init__(f"{config}: no cluster named {name!r}{did_you_mean(name, known)} (known: "
-                         f"{', '.join(known) or 'none'}); add [clusters.{name}] there")
+        super().__init__(
+            f"{config}: no cluster named {name!r}{did_you_mean(name, known)} (known: "
+            f"{', '.join(known) or 'none'}); add [clusters.{name}] there"
+        )
 
 
 class NoClusterConfig(PatchctlError):
@@ -219,8 +228,10 @@ class NoClusterConfig(PatchctlError):
 
     def __init__(self, name: str, searched: list[Path]) -> None:
         self.name, self.searched = name, searched
-        super().__init__(f"cluster {name!r}: {looked_in(searched)}; create ./patchctl.toml with [clusters.{name}] "
-                         "(a complete example: docs/patchctl.toml) or pass --config FILE")
+        super().__init__(
+            f"cluster {name!r}: {looked_in(searched)}; create ./patchctl.toml with [clusters.{name}] "
+            "(a complete example: docs/patchctl.toml) or pass --config FILE"
+        )
 
 
 class BadRef(PatchctlError):
@@ -241,8 +252,10 @@ class UnsafeArchive(PatchctlError):
 
     def __init__(self, archive: Path | str, member: str) -> None:
         self.archive, self.member = str(archive), member
-        super().__init__(f"{archive}: member {member!r} would be written outside the folder, or is a device; "
-                         "delete the archive and retry")
+        super().__init__(
+            f"{archive}: member {member!r} would be written outside the folder, or is a device; "
+            "delete the archive and retry"
+        )
 
 
 class ChangePending(PatchctlError):
@@ -250,8 +263,10 @@ class ChangePending(PatchctlError):
 
     def __init__(self, root: Path | str) -> None:
         self.root = str(root)
-        super().__init__(f"{root}: an interrupted patchctl change is pending there; "
-                         "run `patchctl verify --target` on it first to finish or roll it back")
+        super().__init__(
+            f"{root}: an interrupted patchctl change is pending there; "
+            "run `patchctl verify --target` on it first to finish or roll it back"
+        )
 
 
 class JournalDamaged(PatchctlError):
@@ -259,8 +274,10 @@ class JournalDamaged(PatchctlError):
 
     def __init__(self, path: Path, problem: str) -> None:
         self.path = path
-        super().__init__(f"{path}: the journal of an interrupted patchctl change is unreadable ({problem}); "
-                         "compare the tree with git (git status) and remove that folder once it is whole")
+        super().__init__(
+            f"{path}: the journal of an interrupted patchctl change is unreadable ({problem}); "
+            "compare the tree with git (git status) and remove that folder once it is whole"
+        )
 
 
 class JournalUnsafe(PatchctlError):
@@ -272,8 +289,10 @@ class JournalUnsafe(PatchctlError):
 
     def __init__(self, folder: Path | str, problem: str) -> None:
         self.folder, self.problem = str(folder), problem
-        super().__init__(f"{folder}: refusing the journal of an interrupted patchctl change: {problem}; "
-                         "nothing was touched: compare the tree with git (git status), then remove that folder")
+        super().__init__(
+            f"{folder}: refusing the journal of an interrupted patchctl change: {problem}; "
+            "nothing was touched: compare the tree with git (git status), then remove that folder"
+        )
 
 
 class BadOptionValue(PatchctlError):
@@ -304,8 +323,10 @@ class CommitFailed(PatchctlError):
     def __init__(self, root: Path | str, branch: str, stderr: str) -> None:
         self.root, self.branch = str(root), branch
         tail = " | ".join(line.strip() for line in stderr.strip().splitlines()[-3:]) or "no output"
-        super().__init__(f"{root}: git refused the commit on branch {branch!r} ({tail}); the files, the branch "
-                         "and the index are as they were: fix the cause and run the same command again")
+        super().__init__(
+            f"{root}: git refused the commit on branch {branch!r} ({tail}); the files, the branch "
+            "and the index are as they were: fix the cause and run the same command again"
+        )
 
 
 class UnknownPatch(PatchctlError):
@@ -337,8 +358,9 @@ class UnknownProfile(PatchctlError):
 
     def __init__(self, name: str, known: list[str]) -> None:
         self.name, self.known = name, sorted(known)
-        super().__init__(f"--profile {name}: no such profile{did_you_mean(name, known)}; "
-                         f"choose one of: {', '.join(self.known)}")
+        super().__init__(
+            f"--profile {name}: no such profile{did_you_mean(name, known)}; choose one of: {', '.join(self.known)}"
+        )
 
 
 class PlaceholderMissing(PatchctlError):
@@ -346,8 +368,10 @@ class PlaceholderMissing(PatchctlError):
 
     def __init__(self, where: str, name: str) -> None:
         self.where, self.name = where, name
-        super().__init__(f"{where}: needs {{{name}}}, which neither patchctl nor the cluster config provides; "
-                         f"add {name} to [clusters.NAME.paths] and pass --cluster NAME")
+        super().__init__(
+            f"{where}: needs {{{name}}}, which neither patchctl nor the cluster config provides; "
+            f"add {name} to [clusters.NAME.paths] and pass --cluster NAME"
+        )
 
 
 class SettingsMissing(PatchctlError):
@@ -355,9 +379,11 @@ class SettingsMissing(PatchctlError):
 
     def __init__(self, profile: str, missing: list[str]) -> None:
         self.profile, self.missing = profile, missing
-        super().__init__(f"profile {profile} needs {', '.join(missing)}; set them in [clusters.NAME.paths] of "
-                         "patchctl.toml and pass --cluster NAME, export them, or write them in the tree's "
-                         "git_ignore.py (patchctl migrate renders it)")
+        super().__init__(
+            f"profile {profile} needs {', '.join(missing)}; set them in [clusters.NAME.paths] of "
+            "patchctl.toml and pass --cluster NAME, export them, or write them in the tree's "
+            "git_ignore.py (patchctl migrate renders it)"
+        )
 
 
 class RequiredPathMissing(PatchctlError):
@@ -374,8 +400,10 @@ class TokenizersMissing(PatchctlError):
     """The interpreter building the smoke model lacks the tokenizers package (verl needs it too)."""
 
     def __init__(self) -> None:
-        super().__init__("the smoke profile builds its tokenizer with the tokenizers package, which this "
-                         "Python lacks; install it (pip install tokenizers; verl needs it anyway)")
+        super().__init__(
+            "the smoke profile builds its tokenizer with the tokenizers package, which this "
+            "Python lacks; install it (pip install tokenizers; verl needs it anyway)"
+        )
 
 
 class ConflictsPending(PatchctlError):
@@ -383,17 +411,21 @@ class ConflictsPending(PatchctlError):
 
     def __init__(self, root: Path | str, conflicts: list[str]) -> None:
         self.root, self.conflicts = str(root), conflicts
-        super().__init__(f"{root}: {len(conflicts)} conflict(s) written with markers wait for resolution "
-                         f"({', '.join(conflicts[:3])}{' ...' if len(conflicts) > 3 else ''}); edit them, then run "
-                         "`patchctl refresh --target T --patchset DIR`, or restore the files with git checkout and "
-                         "delete .patchctl/conflicts.json")
+        super().__init__(
+            f"{root}: {len(conflicts)} conflict(s) written with markers wait for resolution "
+            f"({', '.join(conflicts[:3])}{' ...' if len(conflicts) > 3 else ''}); edit them, then run "
+            "`patchctl refresh --target T --patchset DIR`, or restore the files with git checkout and "
+            "delete .patchctl/conflicts.json"
+        )
 
 
 class ConflictStateDamaged(PatchctlError):
     def __init__(self, path: Path | str, problem: str) -> None:
         self.path = str(path)
-        super().__init__(f"{path}: the list of conflicts is damaged ({problem}); restore the conflicting files "
-                         "with git checkout and delete it, then apply again")
+        super().__init__(
+            f"{path}: the list of conflicts is damaged ({problem}); restore the conflicting files "
+            "with git checkout and delete it, then apply again"
+        )
 
 
 class ConflictUnresolved(PatchctlError):

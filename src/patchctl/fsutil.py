@@ -55,8 +55,13 @@ def _write_temp(tmp: Path, data: bytes, mode: int) -> None:
         raise
 
 
-def write_all(root: Path, changes: Mapping[str, FileChange] | list[FileChange], *, command: str = "write",
-              before_commit: Callable[[], None] | None = None) -> None:
+def write_all(
+    root: Path,
+    changes: Mapping[str, FileChange] | list[FileChange],
+    *,
+    command: str = "write",
+    before_commit: Callable[[], None] | None = None,
+) -> None:
     """Write every change or none, even across ``kill -9`` (see :mod:`patchctl.journal`).
 
     Checks come first and write nothing. Then a journal names what is about to happen, the new
@@ -85,8 +90,9 @@ def write_all(root: Path, changes: Mapping[str, FileChange] | list[FileChange], 
         if isinstance(exc, OSError):
             cause, fix = describe(exc, needed=sum(len(p.content or b"") for p in plan))
             # a temp file's name means nothing to the user: name the file it was for
-            where = next((root / op.path for op in jr.ops if op.tmp and str(root / op.tmp) == exc.filename),
-                         exc.filename or root)
+            where = next(
+                (root / op.path for op in jr.ops if op.tmp and str(root / op.tmp) == exc.filename), exc.filename or root
+            )
             raise WriteFailed(where, cause, fix) from exc
         raise
     with journal.signals_held():  # past the commit point: a signal now waits until the clean-up is done
@@ -112,8 +118,11 @@ def _check(root: Path, items: list[FileChange]) -> list[_Planned]:
         real = resolve_inside(root, ch.path, follow_last=ch.content is not None)
         rel = real.relative_to(real_root).as_posix()
         if rel in seen:
-            raise WriteFailed(root / ch.path, f"it is the same file as {seen[rel]} (a symlink)",
-                              "leave one of the two patches out with --only")
+            raise WriteFailed(
+                root / ch.path,
+                f"it is the same file as {seen[rel]} (a symlink)",
+                "leave one of the two patches out with --only",
+            )
         seen[rel] = ch.path
         dest = real_root / rel
         if os.path.lexists(dest) and (dest.is_dir() and not dest.is_symlink()):
@@ -133,16 +142,20 @@ def _check(root: Path, items: list[FileChange]) -> list[_Planned]:
             mode = ch.mode
         else:
             mode = dest.stat().st_mode & 0o7777 if exists else 0o644
-        out.append(_Planned(rel, ch.content, mode, exists,
-                            tuple(p.relative_to(real_root).as_posix() for p in reversed(missing))))
+        out.append(
+            _Planned(
+                rel, ch.content, mode, exists, tuple(p.relative_to(real_root).as_posix() for p in reversed(missing))
+            )
+        )
     return out
 
 
 def _stage(jr: journal.Journal, plan: list[_Planned]) -> None:
     """Name everything in the journal first, then make it: a kill in between leaves nothing unnamed."""
     for i, p in enumerate(plan):
-        jr.ops.append(journal.Op(p.rel, journal.temp_name(jr, p.rel) if p.content is not None else None,
-                                 f"backup/{i}", p.existed))
+        jr.ops.append(
+            journal.Op(p.rel, journal.temp_name(jr, p.rel) if p.content is not None else None, f"backup/{i}", p.existed)
+        )
         jr.dirs += [d for d in p.missing if d not in jr.dirs]
     jr.save()
     for d in jr.dirs:

@@ -32,8 +32,21 @@ def worktree_files(root: Path) -> dict[str, bool]:
     Git's answer, not rsync's or a walk's: gitignore rules (anchoring, negation, nested files)
     are git's to apply. Tracked files deleted from the work tree are still listed.
     """
-    done = proc.run(["git", "-C", str(root), "-c", "core.quotePath=false", "ls-files", "-z", "-t",
-                     "--cached", "--others", "--exclude-standard"])
+    done = proc.run(
+        [
+            "git",
+            "-C",
+            str(root),
+            "-c",
+            "core.quotePath=false",
+            "ls-files",
+            "-z",
+            "-t",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ]
+    )
     out: dict[str, bool] = {}
     for item in done.stdout.split("\0"):
         if len(item) > 2 and not item.endswith("/"):  # "dir/": an untracked nested repository
@@ -125,8 +138,10 @@ def commit_on_branch(root: Path, branch: str, paths: list[str], message: str) ->
 
 def has_committer(root: Path) -> bool:
     """Whether git can name an author and committer here (config, environment or host name)."""
-    return all(proc.run(["git", "-C", str(root), "var", var], check=False).returncode == 0
-               for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"))
+    return all(
+        proc.run(["git", "-C", str(root), "var", var], check=False).returncode == 0
+        for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT")
+    )
 
 
 def has_identity(root: Path) -> bool:
@@ -152,15 +167,38 @@ def has_file_at(repo: Path, commit: str, rel: str) -> bool:
 
 def archive(repo: Path, commit: str, dest: Path, prefix: str = "") -> Path:
     """Write the tree of ``commit`` as a tar file (the work tree and index are not touched)."""
-    proc.run(["git", "-C", str(repo), "archive", "--format=tar", *([f"--prefix={prefix}"] if prefix else []),
-              "-o", str(dest), commit])
+    proc.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "archive",
+            "--format=tar",
+            *([f"--prefix={prefix}"] if prefix else []),
+            "-o",
+            str(dest),
+            commit,
+        ]
+    )
     return dest
 
 
 def ignored_files(root: Path) -> list[str]:
     """Untracked files git ignores under ``root`` (build outputs, but also a user's ignored edits)."""
-    done = proc.run(["git", "-C", str(root), "-c", "core.quotePath=false", "ls-files", "-z", "--others",
-                     "--ignored", "--exclude-standard"])
+    done = proc.run(
+        [
+            "git",
+            "-C",
+            str(root),
+            "-c",
+            "core.quotePath=false",
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+        ]
+    )
     return [n for n in done.stdout.split("\0") if n]
 
 
@@ -168,8 +206,11 @@ def ignore_rules(root: Path, names: list[str]) -> dict[str, str]:
     """Each of ``names`` -> the rule that makes git ignore it, as ``SOURCE:LINE: PATTERN``."""
     if not names:
         return {}
-    done = proc.run(["git", "-C", str(root), "check-ignore", "--no-index", "-v", "-z", "--stdin"],
-                    input="\0".join(names) + "\0", check=False)
+    done = proc.run(
+        ["git", "-C", str(root), "check-ignore", "--no-index", "-v", "-z", "--stdin"],
+        input="\0".join(names) + "\0",
+        check=False,
+    )
     fields = done.stdout.split("\0")
     return {
         name: f"{source}:{line}: {pattern}"
@@ -179,8 +220,9 @@ def ignore_rules(root: Path, names: list[str]) -> dict[str, str]:
 
 def status_porcelain(root: Path, *paths: str) -> str:
     """``git status --porcelain=v1 -z`` over ``paths`` (all when none), untracked files listed."""
-    return proc.run(["git", "-C", str(root), "status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
-                     *(paths or (".",))]).stdout
+    return proc.run(
+        ["git", "-C", str(root), "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *(paths or (".",))]
+    ).stdout
 
 
 def changed(root: Path, untracked: bool = True) -> list[str]:

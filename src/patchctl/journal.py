@@ -38,6 +38,7 @@ JOURNAL_FILE = "journal.json"
 TMP_SUFFIX = ".patchctl-tmp"
 FORMAT = 1
 
+
 @dataclass
 class Op:
     """One file the change replaces, creates or removes."""
@@ -68,8 +69,15 @@ class Journal:
 
     def save(self) -> None:
         """Replace the journal file atomically and durably: it is the source of truth."""
-        doc = {"format": FORMAT, "id": self.id, "command": self.command, "state": self.state, "pid": os.getpid(),
-               "ops": [asdict(op) for op in self.ops], "dirs": self.dirs}
+        doc = {
+            "format": FORMAT,
+            "id": self.id,
+            "command": self.command,
+            "state": self.state,
+            "pid": os.getpid(),
+            "ops": [asdict(op) for op in self.ops],
+            "dirs": self.dirs,
+        }
         tmp = self.folder / (JOURNAL_FILE + TMP_SUFFIX)
         step()
         with open(tmp, "w", encoding="utf-8") as f:
@@ -201,8 +209,10 @@ class Recovery:
             return f"{root}: removed the empty journal an interrupted patchctl left; no file needed restoring"
         if self.action == "finished":
             return f"{root}: an interrupted `{self.command}` had written every file; finished its clean-up"
-        return (f"{root}: an interrupted `{self.command}` was rolled back; "
-                f"{self.files} file(s) restored, the tree is as it was before it")
+        return (
+            f"{root}: an interrupted `{self.command}` was rolled back; "
+            f"{self.files} file(s) restored, the tree is as it was before it"
+        )
 
 
 def load(root: Path) -> Journal | None:
@@ -224,8 +234,11 @@ def load(root: Path) -> Journal | None:
 
 def _check_types(journal: Journal) -> None:
     texts = [journal.id, journal.command, *journal.dirs, *(x for op in journal.ops for x in (op.path, op.backup))]
-    if not all(isinstance(t, str) for t in texts) or journal.state not in ("staging", "swapping", "done") \
-            or not all(isinstance(op.tmp, (str, type(None))) and isinstance(op.existed, bool) for op in journal.ops):
+    if (
+        not all(isinstance(t, str) for t in texts)
+        or journal.state not in ("staging", "swapping", "done")
+        or not all(isinstance(op.tmp, (str, type(None))) and isinstance(op.existed, bool) for op in journal.ops)
+    ):
         raise TypeError("a field has the wrong type or value")
 
 
@@ -241,6 +254,7 @@ def _confine(journal: Journal) -> None:
     have fixed names (:func:`temp_name`, ``fsutil._stage``), and every path, resolved through
     symlinks, is inside the tree. A crafted journal could otherwise make a plain ``verify``
     delete or move in files anywhere, or unlink through a symlink in the tree."""
+
     def refuse(problem: str) -> JournalUnsafe:
         return JournalUnsafe(journal.folder, problem)
 

@@ -38,8 +38,10 @@ class Locked(PatchctlError):
 
     def __init__(self, what: Path | str, holder: str, waited: float) -> None:
         self.what, self.holder = str(what), holder
-        super().__init__(f"{what}: in use by another patchctl ({holder or 'holder unknown'}); waited {waited:.0f} s. "
-                         "Let it finish, or stop that process, then run this again")
+        super().__init__(
+            f"{what}: in use by another patchctl ({holder or 'holder unknown'}); waited {waited:.0f} s. "
+            "Let it finish, or stop that process, then run this again"
+        )
 
 
 def path_for(root: Path) -> Path:
@@ -64,8 +66,11 @@ def wait_seconds() -> float:
 
 def describe() -> str:
     """This process as a holder: ``pid 123, `patchctl apply --target x`, since 10:02:03 UTC``."""
-    cmd = " ".join(["patchctl", *sys.argv[1:]]) if sys.argv and sys.argv[0].endswith(("patchctl", "__main__.py")) \
+    cmd = (
+        " ".join(["patchctl", *sys.argv[1:]])
+        if sys.argv and sys.argv[0].endswith(("patchctl", "__main__.py"))
         else " ".join(sys.argv)
+    )
     since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     return f"pid {os.getpid()}, `{cmd[:200]}`, since {since}"
 

@@ -14,8 +14,22 @@ import resource
 from pathlib import Path
 
 #: errnos that say something about the machine, not about patchctl: reported as the user's to fix
-ENVIRONMENT = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.ENOTDIR, errno.EACCES, errno.EPERM,
-                         errno.EROFS, errno.EIO, errno.ENAMETOOLONG, errno.EMFILE, errno.ENFILE, errno.ELOOP})
+ENVIRONMENT = frozenset(
+    {
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EFBIG,
+        errno.ENOTDIR,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.EIO,
+        errno.ENAMETOOLONG,
+        errno.EMFILE,
+        errno.ENFILE,
+        errno.ELOOP,
+    }
+)
 PERMISSIONS = "fix the permissions and retry"
 
 
@@ -72,8 +86,10 @@ def _too_large() -> tuple[str, str]:
     limit, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
     if limit == resource.RLIM_INFINITY:
         return "the file is larger than its file system allows (EFBIG)", "put the tree on another file system"
-    return (f"the file would exceed this process's file-size limit of {size(limit)} (ulimit -f)",
-            "raise the limit (ulimit -f unlimited) and retry")
+    return (
+        f"the file would exceed this process's file-size limit of {size(limit)} (ulimit -f)",
+        "raise the limit (ulimit -f unlimited) and retry",
+    )
 
 
 def describe(exc: OSError, *, needed: int | None = None) -> tuple[str, str]:
@@ -82,14 +98,19 @@ def describe(exc: OSError, *, needed: int | None = None) -> tuple[str, str]:
     code = exc.errno
     if code in (errno.ENOSPC, errno.EDQUOT):
         cause, fix = _disk_full(path, needed)
-        return (cause.replace("the disk is full", "the disk quota is used up"), fix) if code == errno.EDQUOT \
+        return (
+            (cause.replace("the disk is full", "the disk quota is used up"), fix)
+            if code == errno.EDQUOT
             else (cause, fix)
+        )
     if code == errno.EFBIG:
         return _too_large()
     if code == errno.ENOTDIR:
         bad = _not_a_folder(path)
-        return (f"{bad} is not a folder" if bad else "a part of the path is not a folder",
-                "move that file away, or fix the path")
+        return (
+            f"{bad} is not a folder" if bad else "a part of the path is not a folder",
+            "move that file away, or fix the path",
+        )
     if code == errno.EROFS:
         return "the file system is mounted read-only", PERMISSIONS + " (remount it read-write)"
     if code in (errno.EACCES, errno.EPERM):

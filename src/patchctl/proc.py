@@ -178,9 +178,16 @@ def spawn(
     argv = _argv(argv, why, env)
     parent = os.getpid()
     try:
-        child = _spawn_thread().popen(args=argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd,
-                                      env=dict(env) if env is not None else None, start_new_session=new_session,
-                                      preexec_fn=lambda: _die_with(parent))
+        child = _spawn_thread().popen(
+            args=argv,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            start_new_session=new_session,
+            preexec_fn=lambda: _die_with(parent),
+        )
     except FileNotFoundError:  # found by the check above, gone (or not executable by that name) at exec
         raise ToolMissing(argv[0], why) from None
     if new_session:

@@ -85,7 +85,6 @@ def materialize(version: str) -> Path:
     return final
 
 
-
 def pristine(version: str, dest: Path) -> Path:
     """Unpack the release's sdist into the empty directory ``dest``; return the tree's root.
 

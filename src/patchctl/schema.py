@@ -50,8 +50,11 @@ def check(
         value = doc[key]
         if not isinstance(value, spec.type) or (spec.type is int and isinstance(value, bool)):
             raise ManifestError(
-                file, path, f"expected {_TYPE_NAMES[spec.type]}, got {type(value).__name__}",
-                f"write {spec.hint or _TYPE_NAMES[spec.type]}", patch,
+                file,
+                path,
+                f"expected {_TYPE_NAMES[spec.type]}, got {type(value).__name__}",
+                f"write {spec.hint or _TYPE_NAMES[spec.type]}",
+                patch,
             )
         if spec.choices and value not in spec.choices:
             raise ManifestError(
@@ -61,8 +64,11 @@ def check(
             for i, it in enumerate(value):
                 if not isinstance(it, spec.item):
                     raise ManifestError(
-                        file, f"{path}[{i}]", f"expected {_TYPE_NAMES[spec.item]}, got {type(it).__name__}",
-                        f"write {spec.hint or 'a list of ' + _TYPE_NAMES[spec.item]}", patch,
+                        file,
+                        f"{path}[{i}]",
+                        f"expected {_TYPE_NAMES[spec.item]}, got {type(it).__name__}",
+                        f"write {spec.hint or 'a list of ' + _TYPE_NAMES[spec.item]}",
+                        patch,
                     )
         if spec.type is str and spec.required and isinstance(value, str) and not value.strip():
             raise ManifestError(file, path, "is empty", f"write {spec.hint or 'a non-empty string'}", patch)

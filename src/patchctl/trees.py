@@ -55,8 +55,10 @@ class NoRepository(PatchctlError):
 
     def __init__(self, option: str, spec: str, repo: Path) -> None:
         self.option, self.spec, self.repo = option, spec, repo
-        super().__init__(f"{option} {spec}: not a directory, not verl==X.Y.Z, and {repo} is not a git "
-                         "repository to look the ref up in")
+        super().__init__(
+            f"{option} {spec}: not a directory, not verl==X.Y.Z, and {repo} is not a git "
+            "repository to look the ref up in"
+        )
 
 
 def release(text: str) -> TreeSpec | None:
@@ -79,8 +81,13 @@ def ref(text: str, repo: Path, *, option: str, fix: str) -> TreeSpec:
     return TreeSpec(text, Kind.REF, repo=repo, commit=commit)
 
 
-def parse(text: str, *, repo: Path | None = None, option: str = "--target",
-          ref_fix: str = "check `git tag` or pass a directory or verl==X.Y.Z") -> TreeSpec | None:
+def parse(
+    text: str,
+    *,
+    repo: Path | None = None,
+    option: str = "--target",
+    ref_fix: str = "check `git tag` or pass a directory or verl==X.Y.Z",
+) -> TreeSpec | None:
     """A release, else a directory, else (with ``repo``) a ref; None when it is none of them.
 
     Names from ``[targets]`` are the config's business (:mod:`patchctl.target`), which resolves

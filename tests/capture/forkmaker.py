@@ -14,22 +14,32 @@ PROBE = "scripts/uky_probe.sh"
 
 #: (file, old text, new text, what it shows)
 EDITS: list[tuple[str, str, str, str]] = [
-    (GSM8K,
-     'def compute_score(solution_str, ground_truth, method="strict", format_score=0.0, score=1.0):\n',
-     ('def compute_score(solution_str, ground_truth, method="flexible", format_score=0.0, score=1.0):'
-      '  # Uky: accept answers without the #### marker\n'),
-     "changed default argument"),
-    (GSM8K,
-     "_SOLUTION_CLIP_CHARS = 300\n",
-     ("_SOLUTION_CLIP_CHARS = 300\n\n\n"
-      "def normalize_answer(text):  # Uky: one place for answer clean-up\n"
-      '    return text.replace(",", "").strip()  # Uky\n'),
-     "new helper function"),
+    (
+        GSM8K,
+        'def compute_score(solution_str, ground_truth, method="strict", format_score=0.0, score=1.0):\n',
+        (
+            'def compute_score(solution_str, ground_truth, method="flexible", format_score=0.0, score=1.0):'
+            "  # Uky: accept answers without the #### marker\n"
+        ),
+        "changed default argument",
+    ),
+    (
+        GSM8K,
+        "_SOLUTION_CLIP_CHARS = 300\n",
+        (
+            "_SOLUTION_CLIP_CHARS = 300\n\n\n"
+            "def normalize_answer(text):  # Uky: one place for answer clean-up\n"
+            '    return text.replace(",", "").strip()  # Uky\n'
+        ),
+        "new helper function",
+    ),
     (TRACKING, "\nimport os\n", "\nimport os\nimport time  # Uky\n", "extra import"),
-    (TRACKING,
-     '        data = {"step": step, "data": data}\n',
-     '        data = {"step": step, "data": data, "time": time.time()}  # Uky: timestamps in the jsonl log\n',
-     "edited line inside a method"),
+    (
+        TRACKING,
+        '        data = {"step": step, "data": data}\n',
+        '        data = {"step": step, "data": data, "time": time.time()}  # Uky: timestamps in the jsonl log\n',
+        "edited line inside a method",
+    ),
 ]
 
 PROBE_TEXT = """#!/usr/bin/env bash

@@ -17,15 +17,30 @@ from patchctl.cli.main import cli
 
 #: what the captured patchset does on the neighbouring releases (the add-files apply everywhere)
 NEIGHBOURS = {
-    "0.6.0": {"gsm8k-module": "applied", "gsm8k-compute-score": "applied", "tracking-module": "applied",
-              "tracking-log": "applied", "vllm-async-server-run-server": "applied",
-              "vllm-rollout-spmd-module": "applied"},
-    "0.7.0": {"gsm8k-module": "applied", "gsm8k-compute-score": "applied", "tracking-module": "applied",
-              "tracking-log": "applied", "vllm-async-server-run-server": "superseded-upstream",
-              "vllm-rollout-spmd-module": "not-applicable"},
-    "0.5.0": {"gsm8k-module": "applied", "gsm8k-compute-score": "applied", "tracking-module": "applied",
-              "tracking-log": "not-applicable", "vllm-async-server-run-server": "not-applicable",
-              "vllm-rollout-spmd-module": "applied"},
+    "0.6.0": {
+        "gsm8k-module": "applied",
+        "gsm8k-compute-score": "applied",
+        "tracking-module": "applied",
+        "tracking-log": "applied",
+        "vllm-async-server-run-server": "applied",
+        "vllm-rollout-spmd-module": "applied",
+    },
+    "0.7.0": {
+        "gsm8k-module": "applied",
+        "gsm8k-compute-score": "applied",
+        "tracking-module": "applied",
+        "tracking-log": "applied",
+        "vllm-async-server-run-server": "superseded-upstream",
+        "vllm-rollout-spmd-module": "not-applicable",
+    },
+    "0.5.0": {
+        "gsm8k-module": "applied",
+        "gsm8k-compute-score": "applied",
+        "tracking-module": "applied",
+        "tracking-log": "not-applicable",
+        "vllm-async-server-run-server": "not-applicable",
+        "vllm-rollout-spmd-module": "applied",
+    },
 }
 
 

@@ -29,12 +29,27 @@ OLD_SPELLING = [
 
 #: (file, the line the fork's lines go after, the fork's lines)
 INSERTS = [
-    (TRACKING, '            self.logger["trackio"] = trackio\n',
-     '\n        self.started = True  # Uky: after the trackio block\n'),
-    (TRACKING, ("            wandb.init(project=project_name, name=experiment_name, entity=entity, config=config, "
-                "settings=settings)\n"), '            wandb.define_metric("*", step_metric="step")  # Uky\n'),
-    (GSM8K, "            return format_score\n", ("\n\ndef score_all(items):  # Uky: batch helper\n"
-                                                 "    return [compute_score(*item) for item in items]  # Uky\n")),
+    (
+        TRACKING,
+        '            self.logger["trackio"] = trackio\n',
+        "\n        self.started = True  # Uky: after the trackio block\n",
+    ),
+    (
+        TRACKING,
+        (
+            "            wandb.init(project=project_name, name=experiment_name, entity=entity, config=config, "
+            "settings=settings)\n"
+        ),
+        '            wandb.define_metric("*", step_metric="step")  # Uky\n',
+    ),
+    (
+        GSM8K,
+        "            return format_score\n",
+        (
+            "\n\ndef score_all(items):  # Uky: batch helper\n"
+            "    return [compute_score(*item) for item in items]  # Uky\n"
+        ),
+    ),
 ]
 
 

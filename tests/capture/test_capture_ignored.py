@@ -29,13 +29,16 @@ def test_tagged_ignored_files_are_captured_or_named(release_tree, tmp_path: Path
     for rel, data in files.items():
         (fork / rel).parent.mkdir(parents=True, exist_ok=True)
         (fork / rel).write_bytes(data)
-    result = CliRunner().invoke(cli, ["capture", "--from", str(fork), "--base", "verl==0.6.1",
-                                      "--out", str(tmp_path / "mine"), "--json"])
+    result = CliRunner().invoke(
+        cli, ["capture", "--from", str(fork), "--base", "verl==0.6.1", "--out", str(tmp_path / "mine"), "--json"]
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert {(p["id"], p["kind"], p["path"]) for p in doc["patches"]} == {
-        ("probe", "add-file", "tmp/probe.py"), ("extra", "add-file", "verl/utils/lib/extra.py"),
-        ("state-bin", "blob", "outputs/state.bin")}
+        ("probe", "add-file", "tmp/probe.py"),
+        ("extra", "add-file", "verl/utils/lib/extra.py"),
+        ("state-bin", "blob", "outputs/state.bin"),
+    }
     assert doc["notes"] == [
         "outputs/state.bin: git ignores it in FORK (.gitignore:2: outputs), but it carries the tag: "
         "captured as state-bin",

@@ -40,9 +40,10 @@ def test_tagged_exports_in_a_script_become_shell_env(tmp_path: Path) -> None:
 
 
 def test_edits_of_neighbouring_statements_become_one_patch(tmp_path: Path) -> None:
-    fork = MODULE.replace("        self.total = total\n        return total\n",
-                          "        self.total = total * 2  # Uky: count both passes\n"
-                          "        return self.total  # Uky\n")
+    fork = MODULE.replace(
+        "        self.total = total\n        return total\n",
+        "        self.total = total * 2  # Uky: count both passes\n        return self.total  # Uky\n",
+    )
     code, doc, _ = capture(tmp_path, {"t.py": MODULE}, {"t.py": fork})
     assert code == 0 and [(p["id"], p["kind"]) for p in doc["patches"]] == [("t-fit", "structural")]
     manifest = (tmp_path / "out" / "patchset.toml").read_text()

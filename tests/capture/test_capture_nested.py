@@ -40,13 +40,16 @@ def draft(base: str, fork: str, narrowest: bool) -> dict:
 
 def test_an_insertion_deep_in_fit_survives_upstream_edits_elsewhere_in_the_loop() -> None:
     base = (releases.materialize("0.6.1") / TRAINER).read_text()
-    fork = base.replace(INSERT_AFTER, INSERT_AFTER + '                        self.uky_seen = True  # Uky\n')
+    fork = base.replace(INSERT_AFTER, INSERT_AFTER + "                        self.uky_seen = True  # Uky\n")
     upstream = base.replace(FAR, FAR.replace("A reward_fn is required", "REMAX needs a reward_fn"))
     wide, narrow = draft(base, fork, False), draft(base, fork, True)
     assert wide["scope"] == narrow["scope"] == "RayPPOTrainer.fit"
-    assert narrow["blocks"] == ["for epoch in range(self.config.trainer.total_epochs):",
-                                "for batch_dict in self.train_dataloader:", 'with marked_timer("step", timing_raw):',
-                                'with marked_timer("gen", timing_raw, color="red"):']
+    assert narrow["blocks"] == [
+        "for epoch in range(self.config.trainer.total_epochs):",
+        "for batch_dict in self.train_dataloader:",
+        'with marked_timer("step", timing_raw):',
+        'with marked_timer("gen", timing_raw, color="red"):',
+    ]
     assert len(split_lines(narrow["before"])) <= 2 and len(split_lines(wide["before"])) > 100
     kind = KINDS["structural"]
     for params, status in ((wide, EditStatus.CONFLICT), (narrow, EditStatus.CHANGED)):
@@ -66,8 +69,10 @@ def test_a_repeated_loop_falls_back_to_the_wider_anchor(tmp_path: Path) -> None:
         f"class T:\n    def fit(self, steps):\n        total = 0\n{loop}        self.mid = total\n"
         f"{loop}        return total\n"
     )
-    fork = base.replace("        self.mid = total\n" + loop, "        self.mid = total\n" + loop.replace(
-        "total += 1\n", "total += 1\n            total *= 2  # Uky\n"))
+    fork = base.replace(
+        "        self.mid = total\n" + loop,
+        "        self.mid = total\n" + loop.replace("total += 1\n", "total += 1\n            total *= 2  # Uky\n"),
+    )
     code, doc, human = capture(tmp_path, {"t.py": base}, {"t.py": fork})
     assert code == 0 and doc["left_out"] == [], human
     params = tomllib.loads((tmp_path / "out" / "patchset.toml").read_text())["patch"][0]["params"]

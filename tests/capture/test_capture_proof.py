@@ -52,7 +52,8 @@ def test_a_patch_that_does_not_apply_is_blamed_with_the_engines_reason(tmp_path:
     head = "A = 1  # Uky\n\n" + BASE  # prelude leaves a blank line before the imports
     blamed = proof.blame(patchset, target, {"m.py": head}, {"head": ("m.py", head), "rename": ("m.py", BASE)})
     assert [(b.patch, b.cause) for b in blamed] == [
-        ("rename", "applied to BASE it ends not-applicable: no call to f(...) in m.py")]
+        ("rename", "applied to BASE it ends not-applicable: no call to f(...) in m.py")
+    ]
 
 
 def test_a_patch_that_writes_other_text_is_blamed_with_the_first_different_line(tmp_path: Path) -> None:
@@ -60,11 +61,12 @@ def test_a_patch_that_writes_other_text_is_blamed_with_the_first_different_line(
     fork = "A = 2  # Uky\n" + BASE
     blamed = proof.blame(patchset, target, {"m.py": fork}, {"head": ("m.py", fork)})
     assert [(b.patch, b.path, b.cause) for b in blamed] == [
-        ("head", "m.py", "applied alone to BASE it writes line 1 as 'A = 1  # Uky' where the fork has 'A = 2  # Uky'")]
+        ("head", "m.py", "applied alone to BASE it writes line 1 as 'A = 1  # Uky' where the fork has 'A = 2  # Uky'")
+    ]
 
 
 def test_a_proven_patchset_blames_nothing(tmp_path: Path) -> None:
     target, _patchset = setup(tmp_path)
     head = "A = 1  # Uky\n\n" + BASE  # prelude leaves a blank line before the imports
-    (tmp_path / "ps" / "patchset.toml").write_text(MANIFEST.split("[[patch]]\nid = \"rename\"")[0])
+    (tmp_path / "ps" / "patchset.toml").write_text(MANIFEST.split('[[patch]]\nid = "rename"')[0])
     assert proof.blame(load_patchset(tmp_path / "ps"), target, {"m.py": head}, {"head": ("m.py", head)}) == []

@@ -35,8 +35,9 @@ def capture(tmp: Path, base: dict[str, str], fork: dict[str, str], *extra: str) 
 
 def test_an_anchor_that_fits_several_places_is_left_out(tmp_path: Path) -> None:
     fork = REPEATED.replace("    a = 1\n", "    a = 1\n    c = 3  # Uky\n", 2).replace("    c = 3  # Uky\n", "", 1)
-    code, doc, human = capture(tmp_path, {"m.py": REPEATED, "keep.py": "x = 1\n"},
-                               {"m.py": fork, "keep.py": "x = 1\ny = 2  # Uky\n"})
+    code, doc, human = capture(
+        tmp_path, {"m.py": REPEATED, "keep.py": "x = 1\n"}, {"m.py": fork, "keep.py": "x = 1\ny = 2  # Uky\n"}
+    )
     assert code == 0  # a proven patchset was written; the note and the left-out line say what it lacks
     assert "1 edit(s) left out" in doc["notes"][-1]
     assert doc["left_out"] == [{"path": "m.py", "line": 5, "reason": doc["left_out"][0]["reason"]}]
@@ -90,7 +91,9 @@ def test_untagged_edits_are_noted_and_captured_only_with_all(tmp_path: Path) -> 
     code, doc, _ = capture(tmp_path / "all", base, fork, "--all")
     assert code == 0
     assert {(p["path"], p["kind"], p["tagged"]) for p in doc["patches"]} == {
-        ("m.py", "structural", False), ("new.txt", "add-file", False)}
+        ("m.py", "structural", False),
+        ("new.txt", "add-file", False),
+    }
 
 
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
@@ -99,11 +102,13 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "busy" / "notes.txt").write_text("mine\n")
     code, _, out = run("capture", "--from", str(fork), "--base", str(fork), "--out", str(tmp_path / "busy"))
     assert code == 2 and out.strip().splitlines() == [
-        f"error: --out {tmp_path / 'busy'}: exists and is not a patchset directory; choose a new or empty directory"]
+        f"error: --out {tmp_path / 'busy'}: exists and is not a patchset directory; choose a new or empty directory"
+    ]
     assert sorted(p.name for p in (tmp_path / "busy").iterdir()) == ["notes.txt"]
     code, _, out = run("capture", "--from", str(fork), "--base", "v9.9", "--out", str(tmp_path / "o"))
     assert code == 2 and len(out.strip().splitlines()) == 1 and "--base v9.9" in out
-    code, _, out = run("capture", "--from", str(fork), "--base", str(fork), "--out", str(tmp_path / "o"),
-                       "--include", "m.py")
+    code, _, out = run(
+        "capture", "--from", str(fork), "--base", str(fork), "--out", str(tmp_path / "o"), "--include", "m.py"
+    )
     assert code == 2 and "write FILE:LINE" in out
     assert not (tmp_path / "o").exists()

@@ -44,10 +44,12 @@ def test_blank_line_edits_are_skipped_with_a_note(release_tree, tmp_path: Path) 
     fork = fork_of(release_tree)
     edit(fork, GSM8K, GAP, GAP.replace("\n\n", "\n"))  # a blank line removed
     edit(fork, TRACKING, "        self.logger = {}\n", "        self.logger = {}\n\n")  # one added
-    edit(fork, TRACKING, "        if \"trackio\" in default_backend:\n",
-         "        if \"trackio\" in default_backend:   \n")  # trailing spaces
-    code, out = run("capture", "--from", str(fork), "--base", "verl==0.6.1", "--out", str(tmp_path / "p"),
-                    "--all", "--json")
+    edit(
+        fork, TRACKING, '        if "trackio" in default_backend:\n', '        if "trackio" in default_backend:   \n'
+    )  # trailing spaces
+    code, out = run(
+        "capture", "--from", str(fork), "--base", "verl==0.6.1", "--out", str(tmp_path / "p"), "--all", "--json"
+    )
     assert code == 0, out
     doc = json.loads(out)
     assert doc["out"] == str(tmp_path / "p") and doc["left_out"] == []
@@ -62,8 +64,9 @@ def test_blank_line_edits_are_skipped_with_a_note(release_tree, tmp_path: Path) 
 def test_a_deleted_statement_is_captured(release_tree, tmp_path: Path) -> None:
     fork = fork_of(release_tree)
     edit(fork, GSM8K, '    assert method in ["strict", "flexible"]\n\n', "")
-    code, out = run("capture", "--from", str(fork), "--base", "verl==0.6.1", "--out", str(tmp_path / "p"),
-                    "--all", "--json")
+    code, out = run(
+        "capture", "--from", str(fork), "--base", "verl==0.6.1", "--out", str(tmp_path / "p"), "--all", "--json"
+    )
     assert code == 0, out
     doc = json.loads(out)
     assert doc["left_out"] == [] and any(p["path"] == GSM8K and p["line"] == 20 for p in doc["patches"]), doc
@@ -95,10 +98,12 @@ def test_a_directory_base_is_named_by_commit_or_content(release_tree, tmp_path: 
     subprocess.run(["git", "-C", str(base), "checkout", "-q", "--", "."], check=True)
     subprocess.run(["git", "-C", str(base), "clean", "-fdq"], check=True)
     (base / "verl" / "version" / "version").write_text("0.0.1\n")  # a stale version string
-    subprocess.run(["git", "-C", str(base), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "bump"],
-                   check=True)
-    head = subprocess.run(["git", "-C", str(base), "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    subprocess.run(
+        ["git", "-C", str(base), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "bump"], check=True
+    )
+    head = subprocess.run(
+        ["git", "-C", str(base), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
     code, out = run("capture", "--from", str(fork), "--base", str(base), "--dry-run", "--json")
     doc = json.loads(out)
     assert code == 0, out
@@ -130,8 +135,11 @@ def test_a_draft_the_loader_refuses_is_left_out_not_fatal(tmp_path: Path, monkey
         return doc
 
     monkeypatch.setattr(model.Draft, "table", broken)
-    code, doc, human = capture(tmp_path, {"bad.py": "x = 1\n", "good.py": "y = 1\n"},
-                               {"bad.py": "x = 1\nz = 2  # Uky\n", "good.py": "y = 1\nw = 2  # Uky\n"})
+    code, doc, human = capture(
+        tmp_path,
+        {"bad.py": "x = 1\n", "good.py": "y = 1\n"},
+        {"bad.py": "x = 1\nz = 2  # Uky\n", "good.py": "y = 1\nw = 2  # Uky\n"},
+    )
     assert code == 0, human
     assert [p["path"] for p in doc["patches"]] == ["good.py"]
     assert doc["left_out"][0]["path"] == "bad.py" and "params.occurrence" in doc["left_out"][0]["reason"]

@@ -21,11 +21,14 @@ from patchctl.cli.main import cli
 
 ENGINE = "verl/workers/engine/fsdp/transformer_impl.py"
 VLLM = "verl/workers/rollout/vllm_rollout/vllm_async_server.py"
-RENAME = ("                torch_dtype=torch_dtype,\n",
-          "                # torch_dtype=torch_dtype, # Uky\n                dtype=torch_dtype, # Uky\n")
+RENAME = (
+    "                torch_dtype=torch_dtype,\n",
+    "                # torch_dtype=torch_dtype, # Uky\n                dtype=torch_dtype, # Uky\n",
+)
 MODE = ("        self.mode = None\n", '        self.mode = "init"  # Uky: a named mode from the start\n')
-RULE = ('{ kind = "call-keyword", call = "auto_class.from_pretrained", old_keyword = "torch_dtype", '
-        'new_keyword = "dtype" }')
+RULE = (
+    '{ kind = "call-keyword", call = "auto_class.from_pretrained", old_keyword = "torch_dtype", new_keyword = "dtype" }'
+)
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -79,8 +82,9 @@ def test_rename_whose_new_name_occurs_elsewhere_is_captured(fork: Path, tmp_path
 
 
 @pytest.mark.parametrize("version", ["0.6.0", "0.7.0"])
-def test_applied_where_only_an_unrelated_use_of_the_name_exists(fork: Path, release_tree, tmp_path: Path,
-                                                                version: str) -> None:
+def test_applied_where_only_an_unrelated_use_of_the_name_exists(
+    fork: Path, release_tree, tmp_path: Path, version: str
+) -> None:
     """Both releases have `dtype=torch.int32` in another call of the file, and the call still passes torch_dtype=."""
     capture(fork, tmp_path / "mine")
     other = release_tree(version)
@@ -101,27 +105,39 @@ def test_superseded_where_the_call_itself_changed(fork: Path, release_tree, tmp_
     assert results["transformer-impl-build-module"]["status"] == "superseded-upstream"
     assert results["transformer-impl-build-module"]["reason"] == (
         f"upstream's auto_class.from_pretrained(...) at {ENGINE}:218 passes dtype= (line 220) and no torch_dtype=; "
-        "the patch is not needed")
+        "the patch is not needed"
+    )
     assert results["vllm-async-server-run-server"]["status"] == "superseded-upstream"
-    assert "passes enable_log_requests= through **kwargs (built at line 414)" in \
-        results["vllm-async-server-run-server"]["reason"]
+    assert (
+        "passes enable_log_requests= through **kwargs (built at line 414)"
+        in results["vllm-async-server-run-server"]["reason"]
+    )
     assert results["transformer-impl-init"]["status"] == "applied"
 
 
-def test_a_failed_proof_blames_the_patch_and_keeps_the_rest_of_the_file(fork: Path, tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_proof_blames_the_patch_and_keeps_the_rest_of_the_file(
+    fork: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With the old rule forced on (the name anywhere in the file), the proof fails for that patch alone."""
+
     def old_rule(draft, base_text: str, tag: str) -> tuple[dict, None]:
         return {"kind": "python-name", "names": [draft.params["new_keyword"]]}, None
 
     monkeypatch.setattr(inplace, "_call_rule", old_rule)
     code, doc = capture(fork, tmp_path / "mine")
     assert code == 0  # the proven rest is written; the left-out edit is listed
-    assert doc["left_out"] == [{"path": ENGINE, "line": 208, "reason": (
-        "patch transformer-impl-build-module (keyword-rename) does not reproduce its edit from BASE: "
-        "applied to BASE it ends superseded-upstream: upstream already uses dtype "
-        f"({ENGINE}:809); the patch is not needed; this edit is left out, the file's other captured "
-        "edits are kept")}]
+    assert doc["left_out"] == [
+        {
+            "path": ENGINE,
+            "line": 208,
+            "reason": (
+                "patch transformer-impl-build-module (keyword-rename) does not reproduce its edit from BASE: "
+                "applied to BASE it ends superseded-upstream: upstream already uses dtype "
+                f"({ENGINE}:809); the patch is not needed; this edit is left out, the file's other captured "
+                "edits are kept"
+            ),
+        }
+    ]
     assert {p["id"] for p in doc["patches"] if p["path"] == ENGINE} == {"transformer-impl-init"}
     pristine = tmp_path / "pristine"
     shutil.copytree(releases.materialize("0.6.1"), pristine, symlinks=True)
@@ -138,6 +154,8 @@ def test_a_rule_that_holds_on_base_is_not_attached(fork: Path, tmp_path: Path, m
     code, doc = capture(fork, tmp_path / "mine")
     assert code == 0 and doc["left_out"] == []
     assert "upstream =" not in (tmp_path / "mine" / "patchset.toml").read_text()
-    assert f"{ENGINE}:208: patch transformer-impl-build-module has no upstream rule: the one capture writes for it " \
-           "already holds on BASE (upstream has it (test)); add one by hand if upstream may take this change" \
-           in doc["notes"]
+    assert (
+        f"{ENGINE}:208: patch transformer-impl-build-module has no upstream rule: the one capture writes for it "
+        "already holds on BASE (upstream has it (test)); add one by hand if upstream may take this change"
+        in doc["notes"]
+    )

@@ -72,14 +72,15 @@ def lead(deco: str | None) -> str:
 
 def gap(body: list[Stmt], p: int, q: int) -> str:
     """The text between statements p and q: what ``structure.window`` returns as the gap."""
-    return "".join(s.text() for s in body[p + 1: q]) + (lead(body[q].deco) if q < len(body) else "")
+    return "".join(s.text() for s in body[p + 1 : q]) + (lead(body[q].deco) if q < len(body) else "")
 
 
 def render(bodies: list[list[Stmt]], tail: list[str | None]) -> str:
     """A module of one function per body; ``tail`` is a comment after each body's last statement."""
     return "import os\n\n\n" + "\n\n".join(
         f"def f{i}():\n" + "".join(s.text() for s in body) + (f"{INDENT}{tail[i]}\n" if tail[i] else "")
-        for i, body in enumerate(bodies))
+        for i, body in enumerate(bodies)
+    )
 
 
 @dataclass(frozen=True)
@@ -109,16 +110,21 @@ def case(draw: st.DrawFn) -> Case:
         s.tagged() if t else s for s, t in draw(st.lists(st.tuples(statement, tagged), min_size=int(whole), max_size=3))
     ]
     last = draw(deco) if below < n else None  # what the fork has just above the anchor below
-    patched = [*body[: above + 1], *new, *([Stmt(body[below].lines, last)] if below < n else []), *body[below + 1:]]
+    patched = [*body[: above + 1], *new, *([Stmt(body[below].lines, last)] if below < n else []), *body[below + 1 :]]
     after = "".join(s.text() for s in new) + lead(last)
     before = gap(body, above, below)
     assume(before != after)
     k = draw(st.sampled_from([1, 1, 1, 2]))  # capture grows the anchors to up to 3 statements a side
-    raw = {"scope": f"f{i}", "indent": INDENT, "before": before, "after": after,
-           "above": [s.head for s in body[max(above - k + 1, 0): above + 1]],
-           "below": [s.head for s in body[below: below + k]]}
+    raw = {
+        "scope": f"f{i}",
+        "indent": INDENT,
+        "before": before,
+        "after": after,
+        "above": [s.head for s in body[max(above - k + 1, 0) : above + 1]],
+        "below": [s.head for s in body[below : below + k]],
+    }
     original = render(bodies, tail)
-    fork = render([*bodies[:i], patched, *bodies[i + 1:]], tail)
+    fork = render([*bodies[:i], patched, *bodies[i + 1 :]], tail)
     # the model's gap is the kind's: check it against structure.window once per case
     lines = split_lines(original)
     node = structure.find_scopes(ast.parse(original), f"f{i}")[0]
@@ -136,11 +142,14 @@ def fits(body: list[Stmt], raw: dict[str, Any]) -> list[tuple[int, int, str]]:
     """
     above, below = raw["above"], raw["below"]
     heads = [s.head for s in body]
-    starts = [-1] if not above else [p for p in range(len(heads)) if p + 1 >= len(above)
-                                     and heads[p + 1 - len(above): p + 1] == above]
+    starts = (
+        [-1]
+        if not above
+        else [p for p in range(len(heads)) if p + 1 >= len(above) and heads[p + 1 - len(above) : p + 1] == above]
+    )
     exact, same = [], []
     for p in starts:
-        ends = [len(body)] if not below else [q for q in range(p + 1, len(body)) if heads[q: q + len(below)] == below]
+        ends = [len(body)] if not below else [q for q in range(p + 1, len(body)) if heads[q : q + len(below)] == below]
         for q in ends:
             text, code = gap(body, p, q), _code(gap(body, p, q))
             if text in (raw["after"], raw["before"]):
@@ -164,7 +173,7 @@ def _code(text: str) -> list[str]:
 def occurrences(body: list[Stmt], run: list[str]) -> int:
     """How many times the anchor texts ``run`` follow one another in ``body`` (an empty run: once)."""
     heads = [s.head for s in body]
-    return sum(heads[i: i + len(run)] == run for i in range(len(heads))) if run else 1
+    return sum(heads[i : i + len(run)] == run for i in range(len(heads))) if run else 1
 
 
 def _patch(raw: dict[str, Any]) -> Patch:
@@ -199,8 +208,13 @@ def test_structural_applies_and_round_trips_or_is_ambiguous(c: Case) -> None:
 
 
 def test_header_mode_follows_a_method_to_a_new_indentation() -> None:
-    raw = {"mode": "header", "scope": "A.f", "indent": "    ", "before": "    def f(self, x=1):\n",
-           "after": "    def f(self, x=2):  # Uky\n"}
+    raw = {
+        "mode": "header",
+        "scope": "A.f",
+        "indent": "    ",
+        "before": "    def f(self, x=1):\n",
+        "after": "    def f(self, x=2):  # Uky\n",
+    }
     patch = Patch("p", "t", "w", "Uky", "structural", ("m.py",), KIND.parse_params(raw, Path("."), Path("x"), "p"))
     nested = "if True:\n    class A:\n        def f(self, x=1):\n            return x\n"
     assert KIND.apply(nested, patch, CTX).status is EditStatus.NOT_APPLICABLE  # A is not at the top level here
@@ -208,6 +222,13 @@ def test_header_mode_follows_a_method_to_a_new_indentation() -> None:
     edit = KIND.apply(moved, patch, CTX)
     assert edit.text == "class A:\n    @property\n    def f(self, x=2):  # Uky\n        return x\n"
     wrapped = "class Outer:\n    class A:\n        def f(self, x=1):\n            return x\n"
-    patch2 = Patch("p", "t", "w", "Uky", "structural", ("m.py",),
-                   KIND.parse_params({**raw, "scope": "Outer.A.f"}, Path("."), Path("x"), "p"))
+    patch2 = Patch(
+        "p",
+        "t",
+        "w",
+        "Uky",
+        "structural",
+        ("m.py",),
+        KIND.parse_params({**raw, "scope": "Outer.A.f"}, Path("."), Path("x"), "p"),
+    )
     assert KIND.apply(wrapped, patch2, CTX).text == wrapped.replace("x=1):", "x=2):  # Uky")

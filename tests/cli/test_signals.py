@@ -19,8 +19,13 @@ def _reading_stdin(pid: int) -> bool:
 
 def test_sigterm_unwinds_like_ctrl_c() -> None:
     # `doctor -` blocks reading stdin: a long-running command that owns no other process
-    proc = subprocess.Popen([sys.executable, "-c", "from patchctl.cli.main import main; main()", "doctor", "-"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from patchctl.cli.main import main; main()", "doctor", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not _reading_stdin(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.05)

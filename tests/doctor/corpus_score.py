@@ -49,8 +49,17 @@ def load(corpus: Path = CORPUS) -> list[Entry]:
         if "prefix" in doc:
             prefix = (ROOT / doc["prefix"]).read_text(encoding="utf-8").splitlines(keepends=True)
             text = "".join(prefix[: doc["prefix_lines"]]) + text
-        entries.append(Entry(path.stem, doc["source"], doc["category"], tuple(doc["expect"]),
-                             tuple(doc.get("partial", ())), doc["split"], text))
+        entries.append(
+            Entry(
+                path.stem,
+                doc["source"],
+                doc["category"],
+                tuple(doc["expect"]),
+                tuple(doc.get("partial", ())),
+                doc["split"],
+                text,
+            )
+        )
     return entries
 
 
@@ -89,5 +98,9 @@ def summary(result: dict[str, list[str]]) -> dict[str, float]:
     n = sum(len(v) for v in result.values())
     diagnosed = len(result["correct"]) + len(result["partial"])
     claimed = diagnosed + len(result["wrong"])
-    return {"n": n, **{k: len(v) for k, v in result.items()},
-            "coverage": diagnosed / n if n else 0.0, "precision": diagnosed / claimed if claimed else 1.0}
+    return {
+        "n": n,
+        **{k: len(v) for k, v in result.items()},
+        "coverage": diagnosed / n if n else 0.0,
+        "precision": diagnosed / claimed if claimed else 1.0,
+    }

@@ -30,8 +30,10 @@ def test_log_file_table(tmp_path):
     assert "2. also: Triton cannot link against libcuda [triton-cannot-find-lcuda]" in out
     assert "env:      VLLM_ATTENTION_BACKEND=FLASH_ATTN" in out
     assert "patch:    uky/triton-cuda-stubs" in out
-    assert out.endswith(f"doctor: root cause: vLLM attention backend named but not implemented "
-                        f"[vllm-backend-not-registered] at line 10 of {log} (14 lines); 1 more finding(s) below it\n")
+    assert out.endswith(
+        f"doctor: root cause: vLLM attention backend named but not implemented "
+        f"[vllm-backend-not-registered] at line 10 of {log} (14 lines); 1 more finding(s) below it\n"
+    )
 
 
 def test_the_final_line_names_the_root_cause_not_the_noise_before_it(tmp_path):
@@ -45,24 +47,31 @@ def test_the_final_line_names_the_root_cause_not_the_noise_before_it(tmp_path):
     result = CliRunner().invoke(cli, ["doctor", str(log)])
     assert result.exit_code == 0, result.output
     last = result.output.splitlines()[-1]
-    assert last.startswith("doctor: root cause: vLLM has no GPU memory left for the KV cache [vllm-kv-cache-no-memory] "
-                           "at line 63 of")
-    assert "2. also: A Ray worker died (the message only points at the real failure) [ray-worker-died]  (line 61)" \
+    assert last.startswith(
+        "doctor: root cause: vLLM has no GPU memory left for the KV cache [vllm-kv-cache-no-memory] at line 63 of"
+    )
+    assert (
+        "2. also: A Ray worker died (the message only points at the real failure) [ray-worker-died]  (line 61)"
         in result.output
+    )
     doc = json.loads(CliRunner().invoke(cli, ["doctor", "--json", str(log)]).output)
     assert doc["root"] == "vllm-kv-cache-no-memory" and doc["matches"][0]["line"] == 63
 
 
 def test_a_possible_finding_is_worded_as_one(tmp_path):
-    result = CliRunner().invoke(cli, ["doctor", "-"],
-                                input="AttributeError: 'EngineArgs' object has no attribute 'disable_log_requests'\n")
+    result = CliRunner().invoke(
+        cli, ["doctor", "-"], input="AttributeError: 'EngineArgs' object has no attribute 'disable_log_requests'\n"
+    )
     assert "1. root cause: possibly vLLM v1 renamed disable_log_requests [vllm-disable-log-requests]" in result.output
 
 
 def test_a_version_mismatch_shows_the_versions_and_the_pins_of_a_tree(tmp_path):
     (tmp_path / "PKG-INFO").write_text("Name: verl\nRequires-Dist: torch==2.6.0\nRequires-Dist: tensordict<=0.6.2\n")
-    result = CliRunner().invoke(cli, ["doctor", "--verl", str(tmp_path), "-"], input=(
-        "tensordict 0.6.2 requires torch>=2.5.0, but you have torch 2.4.0+cu124 which is incompatible.\n"))
+    result = CliRunner().invoke(
+        cli,
+        ["doctor", "--verl", str(tmp_path), "-"],
+        input=("tensordict 0.6.2 requires torch>=2.5.0, but you have torch 2.4.0+cu124 which is incompatible.\n"),
+    )
     assert "   seen:     tensordict 0.6.2; torch 2.4.0+cu124\n" in result.output
     assert f"   pins:     torch==2.6.0, tensordict<=0.6.2 ({tmp_path / 'PKG-INFO'})\n" in result.output
 
@@ -74,8 +83,10 @@ def test_stdin_json():
     doc = json.loads(result.output)
     ids = [m["id"] for m in doc["matches"]]
     assert ids == ["ray-register-worker", "slow-model-loading"] and doc["source"] == "<stdin>"
-    assert doc["matches"][1]["resolves"]["override"] == ["actor_rollout_ref.rollout.load_format=safetensors",
-                                                         "actor_rollout_ref.rollout.enforce_eager=True"]
+    assert doc["matches"][1]["resolves"]["override"] == [
+        "actor_rollout_ref.rollout.load_format=safetensors",
+        "actor_rollout_ref.rollout.enforce_eager=True",
+    ]
 
 
 def test_dash_reads_stdin():
@@ -133,8 +144,9 @@ def _failed_run_log() -> bytes:
     return (CLEAN + EXCERPTS["cuda-out-of-memory"] + CLEAN).encode()
 
 
-@pytest.mark.parametrize(("compress", "name"), [(gzip.compress, "gzip"), (bz2.compress, "bzip2"),
-                                              (lzma.compress, "xz")])
+@pytest.mark.parametrize(
+    ("compress", "name"), [(gzip.compress, "gzip"), (bz2.compress, "bzip2"), (lzma.compress, "xz")]
+)
 def test_compressed_logs_are_read_transparently(tmp_path, compress, name):
     log = tmp_path / "train.log.gz"
     log.write_bytes(compress(_failed_run_log()))
@@ -163,13 +175,18 @@ def test_a_cut_off_gzip_log_reports_what_was_read(tmp_path):
     assert result.stderr.rstrip().endswith("; the findings above are from the lines before it")
 
 
-@pytest.mark.parametrize("make,what", [
-    (lambda: Path(sys.executable).resolve().read_bytes(), "an ELF executable or library"),
-    (lambda: gzip.compress(Path(sys.executable).resolve().read_bytes()[:200_000]),
-     "an ELF executable or library, gzip-compressed"),
-    (lambda: bytes(range(256)) * 64, "binary data"),
-    (lambda: b"PK\x03\x04" + b"\x00" * 100, "a zip archive (a torch checkpoint?)"),
-])
+@pytest.mark.parametrize(
+    "make,what",
+    [
+        (lambda: Path(sys.executable).resolve().read_bytes(), "an ELF executable or library"),
+        (
+            lambda: gzip.compress(Path(sys.executable).resolve().read_bytes()[:200_000]),
+            "an ELF executable or library, gzip-compressed",
+        ),
+        (lambda: bytes(range(256)) * 64, "binary data"),
+        (lambda: b"PK\x03\x04" + b"\x00" * 100, "a zip archive (a torch checkpoint?)"),
+    ],
+)
 def test_a_binary_file_is_refused_in_one_line(tmp_path, make, what):
     if sys.platform != "linux" and "ELF" in what:
         pytest.skip("the interpreter is an ELF file only on Linux")
@@ -177,15 +194,18 @@ def test_a_binary_file_is_refused_in_one_line(tmp_path, make, what):
     log.write_bytes(make())
     result = CliRunner().invoke(cli, ["doctor", str(log)])
     assert result.exit_code == 2
-    assert result.output == (f"error: {log}: not a text log ({what}); pass the run's log file (plain, .gz, .bz2 "
-                             "or .xz)\n")
+    assert result.output == (
+        f"error: {log}: not a text log ({what}); pass the run's log file (plain, .gz, .bz2 or .xz)\n"
+    )
 
 
 def test_a_binary_stdin_is_refused(tmp_path):
     result = CliRunner().invoke(cli, ["doctor", "-"], input=b"\x7fELF\x02\x01\x01" + b"\x00" * 64)
     assert result.exit_code == 2
-    assert result.output == ("error: <stdin>: not a text log (an ELF executable or library); pass the run's log file "
-                             "(plain, .gz, .bz2 or .xz)\n")
+    assert result.output == (
+        "error: <stdin>: not a text log (an ELF executable or library); pass the run's log file "
+        "(plain, .gz, .bz2 or .xz)\n"
+    )
 
 
 def test_excerpts_on_the_terminal_are_printable(tmp_path):

@@ -9,10 +9,12 @@ from patchctl.doctor import diagnose, load_signatures
 
 SIGNATURES = load_signatures()
 #: the warning PyTorch prints for every driver-stack failure of its kind (errors 802-805)
-CUDA_INIT_802 = ("/usr/lib/python3/site-packages/torch/cuda/__init__.py:174: UserWarning: CUDA initialization: "
-                 "Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
-                 "NumCudaDevices() that might have already set an error? Error 802: system not yet initialized "
-                 "(Triggered internally at /pytorch/c10/cuda/CUDAFunctions.cpp:109.)")
+CUDA_INIT_802 = (
+    "/usr/lib/python3/site-packages/torch/cuda/__init__.py:174: UserWarning: CUDA initialization: "
+    "Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+    "NumCudaDevices() that might have already set an error? Error 802: system not yet initialized "
+    "(Triggered internally at /pytorch/c10/cuda/CUDAFunctions.cpp:109.)"
+)
 
 
 def ids(lines: list[str]) -> list[str]:
@@ -48,8 +50,10 @@ def test_a_possible_finding_says_so():
     """'EngineArgs' without AsyncEngineArgs or verl's server near it: a script of the user's own."""
     (m,) = diagnose(["AttributeError: 'EngineArgs' object has no attribute 'disable_log_requests'"], SIGNATURES).matches
     assert m.confidence == "possible" and m.headline.startswith("possibly vLLM")
-    near = ["  File \"/verl/workers/rollout/vllm_rollout/vllm_async_server.py\", line 355, in init_engine",
-            "AttributeError: 'EngineArgs' object has no attribute 'disable_log_requests'"]
+    near = [
+        '  File "/verl/workers/rollout/vllm_rollout/vllm_async_server.py", line 355, in init_engine',
+        "AttributeError: 'EngineArgs' object has no attribute 'disable_log_requests'",
+    ]
     assert diagnose(near, SIGNATURES).matches[0].confidence == "likely"
 
 
@@ -62,31 +66,43 @@ def test_a_confirming_line_after_the_hit_counts_too():
 
 
 def test_the_error_that_ended_the_run_outranks_the_warnings_before_it():
-    log = ["step:1 - actor/pg_loss:0.01"] * 5 + [CUDA_INIT_802] + ["noise"] * 10 + [
-        "raise NotImplementedError(f\"Reward function is not implemented for {data_source=}\")",
-        "NotImplementedError: Reward function is not implemented for data_source="]
+    log = (
+        ["step:1 - actor/pg_loss:0.01"] * 5
+        + [CUDA_INIT_802]
+        + ["noise"] * 10
+        + [
+            'raise NotImplementedError(f"Reward function is not implemented for {data_source=}")',
+            "NotImplementedError: Reward function is not implemented for data_source=",
+        ]
+    )
     d = diagnose(log, SIGNATURES)
     assert [m.signature.id for m in d.matches] == ["reward-data-source", "cuda-driver-init"]
     assert d.root is not None and d.root.line == 17 and d.matches[1].line == 6
 
 
 def test_a_specific_cause_outranks_the_generic_message_printed_before_it():
-    log = ["(raylet) A worker died or was killed while executing a task by an unexpected system error.",
-           "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."]
+    log = [
+        "(raylet) A worker died or was killed while executing a task by an unexpected system error.",
+        "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+    ]
     assert ids(log) == ["host-ram-oom", "ray-worker-died"]
 
 
 def test_one_cause_in_many_processes_is_one_finding_with_its_count():
-    log = [f"(WorkerDict pid={p}) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB." for p in
-           (11, 12, 13, 14)] * 2 + ["  File \"/verl/verl/workers/actor/dp_actor.py\", line 3, in update_policy"]
+    log = [
+        f"(WorkerDict pid={p}) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB."
+        for p in (11, 12, 13, 14)
+    ] * 2 + ['  File "/verl/verl/workers/actor/dp_actor.py", line 3, in update_policy']
     (m,) = diagnose(log, SIGNATURES).matches
     assert (m.signature.id, m.count, m.processes, m.line) == ("training-oom", 8, 4, 1)
     assert m.where == "line 1; 8 lines in 4 processes"
 
 
 def test_a_generic_oom_explained_by_a_confirmed_specific_one_is_not_listed_twice():
-    log = ["  File \"/verl/verl/workers/actor/dp_actor.py\", line 266, in _forward_micro_batch",
-           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 13.91 GiB."]
+    log = [
+        '  File "/verl/verl/workers/actor/dp_actor.py", line 266, in _forward_micro_batch',
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 13.91 GiB.",
+    ]
     assert ids(log) == ["training-oom"]
 
 
@@ -107,8 +123,10 @@ def test_the_noise_of_a_healthy_vllm_run_matches_nothing(line):
 def _all_findings() -> list[list[tuple[str, int, int, str]]]:
     import corpus_score
 
-    return [[(m.signature.id, m.line, m.count, m.confidence) for m in diagnose(e.lines, SIGNATURES).matches]
-            for e in corpus_score.load()]
+    return [
+        [(m.signature.id, m.line, m.count, m.confidence) for m in diagnose(e.lines, SIGNATURES).matches]
+        for e in corpus_score.load()
+    ]
 
 
 def test_the_anchor_screen_finds_what_trying_every_signature_on_every_line_finds(monkeypatch):

@@ -39,8 +39,10 @@ def test_record_problems_name_their_resolution():
     assert by["vllm-disable-log-requests"].patch == ("uky/vllm-enable-log-requests",)
     assert "uky/triton-cuda-stubs" in by["triton-cannot-find-lcuda"].patch
     assert by["vllm-backend-not-registered"].env == ("VLLM_ATTENTION_BACKEND=FLASH_ATTN",)
-    assert set(by["slow-model-loading"].override) == {"actor_rollout_ref.rollout.load_format=safetensors",
-                                                      "actor_rollout_ref.rollout.enforce_eager=True"}
+    assert set(by["slow-model-loading"].override) == {
+        "actor_rollout_ref.rollout.load_format=safetensors",
+        "actor_rollout_ref.rollout.enforce_eager=True",
+    }
     assert any("num_cpus" in o for o in by["ray-register-worker"].override)
     assert by["triton-compile-module"].override == ("actor_rollout_ref.actor.use_torch_compile=False",)
 
@@ -54,8 +56,13 @@ def test_patches_named_exist_in_the_builtin_patchsets():
 def test_order_count_and_line_numbers():
     """The timeout comes first in the log, but it is generic: the duplicate GPU that made a rank fail
     is the root cause. The timeout seen twice is one finding with its count."""
-    log = ["noise"] * 5 + [EXCERPTS["nccl-timeout"].strip()] + ["noise"] * 3 + \
-        EXCERPTS["duplicate-gpu"].splitlines() + [EXCERPTS["nccl-timeout"].strip()]
+    log = (
+        ["noise"] * 5
+        + [EXCERPTS["nccl-timeout"].strip()]
+        + ["noise"] * 3
+        + EXCERPTS["duplicate-gpu"].splitlines()
+        + [EXCERPTS["nccl-timeout"].strip()]
+    )
     d = diagnose(log, SIGNATURES)
     assert [m.signature.id for m in d.matches] == ["duplicate-gpu", "nccl-timeout"]
     assert d.matches[0].line == 13 and d.matches[0].count == 1
@@ -123,19 +130,28 @@ def test_not_toml(tmp_path):
 FRAME = '(WorkerDict pid=7) File "/venv/triton/backends/nvidia/driver.py", line 57, in compile_module_from_src'
 
 
-@pytest.mark.parametrize("line", [
-    # what a user pastes: the caller's line alone, the frame alone, a method call, Ray's prefix
-    '    mod = compile_module_from_src(Path(os.path.join(dirname, "driver.c")).read_text(), "cuda_utils")',
-    "mod = compile_module_from_src(...)", FRAME, "  x = driver.compile_module_from_src (src, name)",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        # what a user pastes: the caller's line alone, the frame alone, a method call, Ray's prefix
+        '    mod = compile_module_from_src(Path(os.path.join(dirname, "driver.c")).read_text(), "cuda_utils")',
+        "mod = compile_module_from_src(...)",
+        FRAME,
+        "  x = driver.compile_module_from_src (src, name)",
+    ],
+)
 def test_a_lone_traceback_line_naming_the_failing_function_is_found(line):
     assert [m.signature.id for m in diagnose([line], SIGNATURES).matches] == ["triton-compile-module"]
 
 
-@pytest.mark.parametrize("line", [
-    "my_compile_module_from_src(x)", "compile_module_from_src is slow",
-    'File "a.py", line 3, in compile_module_from_srcs',
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "my_compile_module_from_src(x)",
+        "compile_module_from_src is slow",
+        'File "a.py", line 3, in compile_module_from_srcs',
+    ],
+)
 def test_a_function_name_inside_another_word_is_not_a_hit(line):
     assert diagnose([line], SIGNATURES).matches == ()
 

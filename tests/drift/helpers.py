@@ -27,7 +27,7 @@ def start(config, engine_args):
     )
 """
 
-MANIFEST = '''
+MANIFEST = """
 [patchset]
 name = "t"
 tag = "T"
@@ -53,7 +53,7 @@ kind = "call-keyword"
 call = "AsyncLLM.from_vllm_config"
 old_keyword = "disable_log_requests"
 new_keyword = "enable_log_requests"
-'''
+"""
 
 
 def invoke(*args: str) -> Result:

@@ -9,8 +9,9 @@ from tests.drift.helpers import NEW, OLD, SERVER, Repo, git, invoke, patchset
 
 
 def run(repo: Repo, ps: Path, good: str, bad: str, *extra: str):
-    return invoke("bisect", "log-requests", "--good", good, "--bad", bad, "--repo", str(repo.root),
-                  "--patchset", str(ps), *extra)
+    return invoke(
+        "bisect", "log-requests", "--good", good, "--bad", bad, "--repo", str(repo.root), "--patchset", str(ps), *extra
+    )
 
 
 def test_linear_history_finds_the_commit_in_log_n_probes(tmp_path: Path) -> None:
@@ -141,8 +142,9 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
 def test_a_patchset_naming_a_file_in_git_is_refused(tmp_path: Path) -> None:
     repo, ps = Repo(tmp_path / "r"), patchset(tmp_path / "ps")
     manifest = ps / "patchset.toml"
-    manifest.write_text(manifest.read_text().replace('target = ["verl/server.py"]',
-                                                     'target = ["verl/server.py", ".git/config"]'))
+    manifest.write_text(
+        manifest.read_text().replace('target = ["verl/server.py"]', 'target = ["verl/server.py", ".git/config"]')
+    )
     git(repo.root, "tag", "good")
     repo.commit({SERVER: NEW}, "fix")
     out = run(repo, ps, "good", "HEAD")
@@ -157,7 +159,7 @@ def test_good_and_bad_swapped_is_refused(tmp_path: Path) -> None:
     assert out.exit_code == 2 and "is an ancestor of --good HEAD" in out.output and "swap" in out.output
 
 
-SHIPPED = '''
+SHIPPED = """
 [[patch]]
 id = "script"
 title = "a script"
@@ -179,7 +181,7 @@ target = ["run.sh"]
 [patch.params]
 before = "python3 -m verl"
 env = ["OMP_NUM_THREADS=1"]
-'''
+"""
 
 
 def test_a_patch_on_a_file_an_earlier_patch_ships_is_probed_with_it(tmp_path: Path) -> None:
@@ -190,8 +192,19 @@ def test_a_patch_on_a_file_an_earlier_patch_ships_is_probed_with_it(tmp_path: Pa
     git(repo.root, "tag", "good")
     repo.filler(3)
     culprit = repo.commit({"run.sh": "export OMP_NUM_THREADS=1\npython3 -m verl\n"}, "upstream ships run.sh")
-    out = invoke("bisect", "script-env", "--good", "good", "--bad", "HEAD", "--repo", str(repo.root),
-                 "--patchset", str(ps), "--json")
+    out = invoke(
+        "bisect",
+        "script-env",
+        "--good",
+        "good",
+        "--bad",
+        "HEAD",
+        "--repo",
+        str(repo.root),
+        "--patchset",
+        str(ps),
+        "--json",
+    )
     doc = json.loads(out.output)
     assert doc["before"]["status"] == "applied", doc  # alone it would be not-applicable: no run.sh
     assert doc["first"]["commit"] == culprit

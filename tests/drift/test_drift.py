@@ -15,7 +15,7 @@ class AsyncLLM:
     def from_vllm_config(cls, config, disable_log_requests=False, disable_log_stats=False):
         return cls()
 """
-ADD_FILE = '''
+ADD_FILE = """
 [[patch]]
 id = "script"
 title = "a script"
@@ -25,7 +25,7 @@ target = ["examples/run_ours.sh"]
 
 [patch.params]
 source = "files/run_ours.sh"
-'''
+"""
 
 
 def setup(tmp_path: Path) -> tuple[Repo, Path]:
@@ -67,8 +67,10 @@ def test_a_changed_default_of_the_callee_is_flagged_though_the_patch_applies(tmp
 
 def test_parameters_added_removed_and_renamed(tmp_path: Path) -> None:
     repo, ps = setup(tmp_path)
-    new = CALLEE.replace("disable_log_requests=False, disable_log_stats=False",
-                         "log_requests=False, disable_log_stats=False, *, trace=None")
+    new = CALLEE.replace(
+        "disable_log_requests=False, disable_log_stats=False",
+        "log_requests=False, disable_log_stats=False, *, trace=None",
+    )
     repo.commit({ENGINE: new}, "rename", tag="b")
     flags = patch_doc(drift(repo, ps, "--json").output, "log-requests")["flags"]
     assert "parameter renamed: AsyncLLM.from_vllm_config(disable_log_requests -> log_requests)" in flags
@@ -142,8 +144,9 @@ def test_bad_input(tmp_path: Path) -> None:
 def test_a_tree_whose_folder_leads_outside_is_not_read_through(tmp_path: Path) -> None:
     repo, ps = setup(tmp_path)
     manifest = ps / "patchset.toml"
-    manifest.write_text(manifest.read_text().replace('target = ["examples/run_ours.sh"]',
-                                                     'target = ["examples/deep/run_ours.sh"]'))
+    manifest.write_text(
+        manifest.read_text().replace('target = ["examples/run_ours.sh"]', 'target = ["examples/deep/run_ours.sh"]')
+    )
     secret = tmp_path / "outside"
     (secret / "deep").mkdir(parents=True)
     (secret / "deep" / "key.sh").write_text("SECRET=1\n")
@@ -158,7 +161,7 @@ def test_a_tree_whose_folder_leads_outside_is_not_read_through(tmp_path: Path) -
 
 
 TRAINER = "verl/trainer.py"
-STRUCTURAL = '''
+STRUCTURAL = """
 [patchset]
 name = "s"
 tag = "T"
@@ -176,7 +179,7 @@ indent = "        "
 above = ["self.step()"]
 below = ["return epochs"]
 after = "        print('step')  # T\\n"
-'''
+"""
 FIT = """\
 class Trainer:
     def fit(self, epochs=10, lr=0.1):

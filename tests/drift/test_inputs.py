@@ -8,11 +8,14 @@ import pytest
 from tests.drift.helpers import invoke
 
 EMPTY = [
-    ["drift", "--from", "", "--to", "0.7.0"], ["drift", "--from", "0.6.1", "--to", ""],
+    ["drift", "--from", "", "--to", "0.7.0"],
+    ["drift", "--from", "0.6.1", "--to", ""],
     ["drift", "--from", "a", "--to", "b", "--repo", ""],
     ["bisect", "p", "--good", "a", "--bad", "b", "--repo", ""],
-    ["retire", "--target", ""], ["retire", "--target", "0.7.0", "--out", ""],
-    ["retire", "--target", "0.7.0", "--repo", ""], ["watch", "--repo", "", "--since", "v1"],
+    ["retire", "--target", ""],
+    ["retire", "--target", "0.7.0", "--out", ""],
+    ["retire", "--target", "0.7.0", "--repo", ""],
+    ["watch", "--repo", "", "--since", "v1"],
 ]
 
 

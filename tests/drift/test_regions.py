@@ -42,8 +42,10 @@ def test_signature_flags() -> None:
     ]
     assert regions.signature_flags("f", old, sig("def f(a, b=1): pass")) == ["parameter removed: f(c)"]
     assert regions.signature_flags("f", old, sig("def f(a, b=1, *, c=None, d=3): pass")) == ["parameter added: f(d=3)"]
-    assert regions.signature(ast.parse("class K:\n    def __init__(self, x=1): pass").body[0]) == \
-        [regions.Param("self", None), regions.Param("x", "1")]
+    assert regions.signature(ast.parse("class K:\n    def __init__(self, x=1): pass").body[0]) == [
+        regions.Param("self", None),
+        regions.Param("x", "1"),
+    ]
 
 
 def test_a_long_diff_is_trimmed_and_counted() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.drift.helpers import NEW, SERVER, Repo, git, invoke, patchset
 
-KEEP = '''
+KEEP = """
 [[patch]]
 id = "script"
 title = "a script"
@@ -18,7 +18,7 @@ drop_when = "{drop}"
 
 [patch.params]
 source = "files/run_ours.sh"
-'''
+"""
 
 
 def setup(
@@ -96,7 +96,17 @@ def test_retiring_every_patch_is_refused(tmp_path: Path) -> None:
 
 def test_a_directory_target_is_bisected_up_to_its_version_tag(tmp_path: Path) -> None:
     repo, ps, fix = setup(tmp_path)
-    done = invoke("retire", "--target", str(repo.root), "--repo", str(repo.root), "--since", "v0.1.0",
-                  "--patchset", str(ps), "--json")
+    done = invoke(
+        "retire",
+        "--target",
+        str(repo.root),
+        "--repo",
+        str(repo.root),
+        "--since",
+        "v0.1.0",
+        "--patchset",
+        str(ps),
+        "--json",
+    )
     assert done.exit_code == 0, done.output
     assert json.loads(done.output)["retired"][0]["absorbed_by"]["commit"] == fix

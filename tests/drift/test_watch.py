@@ -48,8 +48,11 @@ def test_an_outcome_change_is_bisected(tmp_path: Path) -> None:
     repo.filler(4, "later")
     doc = json.loads(watch(repo, ps, "--json").output)
     p = doc["patches"][0]
-    assert p["outcome"] == {"from": "applied", "to": "superseded-upstream",
-                            "first": {"commit": culprit, "date": p["outcome"]["first"]["date"], "subject": "absorb"}}
+    assert p["outcome"] == {
+        "from": "applied",
+        "to": "superseded-upstream",
+        "first": {"commit": culprit, "date": p["outcome"]["first"]["date"], "subject": "absorb"},
+    }
     assert doc["first"]["commit"] == culprit and doc["commits"] == 9
 
 
@@ -75,8 +78,11 @@ def test_a_skipped_patch_does_not_wake_the_job(tmp_path: Path) -> None:
 def test_a_manifest_path_is_no_pathspec_pattern(tmp_path: Path) -> None:
     repo, ps = setup(tmp_path)
     manifest = ps / "patchset.toml"
-    manifest.write_text(manifest.read_text().replace('target = ["verl/server.py"]', 'target = ["verl/serv*.py"]')
-                        .replace('call = "AsyncLLM.from_vllm_config"', 'call = "nothing.here"'))
+    manifest.write_text(
+        manifest.read_text()
+        .replace('target = ["verl/server.py"]', 'target = ["verl/serv*.py"]')
+        .replace('call = "AsyncLLM.from_vllm_config"', 'call = "nothing.here"')
+    )
     repo.commit({SERVER: NEW}, "touch server.py")
     out = watch(repo, ps)
     assert out.exit_code == 0, out.output

@@ -21,7 +21,7 @@ import os
 os.environ.setdefault("FAULT_TEST", "1")"""
 '''
 
-ADD_FILE = '''
+ADD_FILE = """
 [[patch]]
 id = "{id}"
 title = "a shipped file"
@@ -31,7 +31,7 @@ target = ["{target}"]
 [patch.params]
 source = "files/{source}"
 mode = "{mode}"
-'''
+"""
 
 
 def make_tree(root: Path, *, git: bool = True) -> Path:
@@ -48,8 +48,12 @@ def make_tree(root: Path, *, git: bool = True) -> Path:
     return root
 
 
-GIT_IDENT = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+GIT_IDENT = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+}
 
 
 def make_patchset(root: Path, n_files: int = 2, *, prelude: bool = True) -> Path:
@@ -61,13 +65,16 @@ def make_patchset(root: Path, n_files: int = 2, *, prelude: bool = True) -> Path
     for i in range(n_files):
         target = f"added/deep{i % 3}/f{i:03d}.txt" if i % 2 else f"top{i:03d}.md"
         (root / "files" / f"f{i:03d}").write_text(f"file {i}\n" * (1 + i % 5))
-        parts.append(ADD_FILE.format(id=f"file-{i:03d}", target=target, source=f"f{i:03d}",
-                                     mode="0755" if i % 4 == 1 else "0644", why=""))
+        parts.append(
+            ADD_FILE.format(
+                id=f"file-{i:03d}", target=target, source=f"f{i:03d}", mode="0755" if i % 4 == 1 else "0644", why=""
+            )
+        )
     (root / "patchset.toml").write_text("".join(parts))
     return root
 
 
-KEYWORD = '''
+KEYWORD = """
 [[patch]]
 id = "load-mode"
 title = "read-only loads"
@@ -79,7 +86,7 @@ keyword = "mode"
 calls = ["load"]
 old_value = '"a"'
 value = '"r"'
-'''
+"""
 
 
 def make_shared_file_tree(root: Path) -> Path:
@@ -123,8 +130,13 @@ def without_record(snap: dict[str, object]) -> dict[str, object]:
 
 
 def patchctl(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "patchctl", *args], capture_output=True, text=True,
-                          env={**os.environ, **GIT_IDENT, **(env or {})}, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "patchctl", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_IDENT, **(env or {})},
+        timeout=timeout,
+    )
 
 
 def run(*args: str) -> tuple[int, str]:

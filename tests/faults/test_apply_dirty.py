@@ -15,7 +15,6 @@ from patchctl.fsutil import sha256_file
 INIT = "verl/__init__.py"
 
 
-
 @pytest.fixture(autouse=True)
 def _ident(monkeypatch: pytest.MonkeyPatch) -> None:
     for k, v in GIT_IDENT.items():

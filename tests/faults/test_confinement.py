@@ -17,7 +17,6 @@ from tests.faults.helpers import make_tree, one_error, run, snapshot
 JOURNAL = ".patchctl-journal"
 
 
-
 @pytest.fixture()
 def world(tmp_path: Path) -> tuple[Path, Path]:
     """A tree, and beside it a victim folder with files a crafted journal aims at."""
@@ -29,12 +28,12 @@ def world(tmp_path: Path) -> tuple[Path, Path]:
     return tree, victim
 
 
-def write_journal(tree: Path, ops: list[dict[str, object]], state: str = "swapping",
-                  dirs: tuple[str, ...] = ()) -> Path:
+def write_journal(
+    tree: Path, ops: list[dict[str, object]], state: str = "swapping", dirs: tuple[str, ...] = ()
+) -> Path:
     folder = tree / JOURNAL
     folder.mkdir(exist_ok=True)
-    doc = {"format": 1, "id": "abcd1234", "command": "apply", "state": state, "pid": 1, "ops": ops,
-           "dirs": list(dirs)}
+    doc = {"format": 1, "id": "abcd1234", "command": "apply", "state": state, "pid": 1, "ops": ops, "dirs": list(dirs)}
     (folder / "journal.json").write_text(json.dumps(doc))
     return folder
 
@@ -53,8 +52,9 @@ def refused(tree: Path, everything: Path, problem: str) -> None:
 
 def test_a_backup_name_climbing_out_cannot_delete_an_outside_file(world: tuple[Path, Path], tmp_path: Path) -> None:
     tree, victim = world
-    write_journal(tree, [{"path": "README.md", "tmp": None, "backup": "../../victim/keep.txt", "existed": True}],
-                  state="done")
+    write_journal(
+        tree, [{"path": "README.md", "tmp": None, "backup": "../../victim/keep.txt", "existed": True}], state="done"
+    )
     refused(tree, tmp_path, "'../../victim/keep.txt'")
     assert (victim / "keep.txt").exists()
 
@@ -69,8 +69,9 @@ def test_a_backup_name_climbing_out_cannot_move_an_outside_file_in(world: tuple[
 def test_a_backup_folder_that_is_a_symlink_is_refused(world: tuple[Path, Path], tmp_path: Path) -> None:
     """The names are the ones patchctl writes; the folder they live in leads out."""
     tree, victim = world
-    folder = write_journal(tree, [{"path": "README.md", "tmp": None, "backup": "backup/0", "existed": True}],
-                           state="done")
+    folder = write_journal(
+        tree, [{"path": "README.md", "tmp": None, "backup": "backup/0", "existed": True}], state="done"
+    )
     os.symlink(victim, folder / "backup")
     refused(tree, tmp_path, "backup is a symbolic link")
     assert (victim / "0").exists()
@@ -109,8 +110,11 @@ def test_a_journal_folder_that_is_a_symlink_is_refused(world: tuple[Path, Path],
     tree, victim = world
     os.symlink(victim, tree / JOURNAL)
     refused(tree, tmp_path, "is a symbolic link")
-    (victim / "journal.json").write_text(json.dumps({"format": 1, "id": "abcd1234", "command": "apply",
-                                                     "state": "done", "pid": 1, "ops": [], "dirs": []}))
+    (victim / "journal.json").write_text(
+        json.dumps(
+            {"format": 1, "id": "abcd1234", "command": "apply", "state": "done", "pid": 1, "ops": [], "dirs": []}
+        )
+    )
     refused(tree, tmp_path, "is a symbolic link")
     assert (victim / "journal.json").exists()
 
@@ -125,8 +129,11 @@ def test_a_journal_folder_that_is_a_file_is_refused(world: tuple[Path, Path], tm
 
 def test_a_journal_file_that_is_a_symlink_is_refused(world: tuple[Path, Path], tmp_path: Path) -> None:
     tree, victim = world
-    (victim / "j.json").write_text(json.dumps({"format": 1, "id": "abcd1234", "command": "apply",
-                                               "state": "swapping", "pid": 1, "ops": [], "dirs": []}))
+    (victim / "j.json").write_text(
+        json.dumps(
+            {"format": 1, "id": "abcd1234", "command": "apply", "state": "swapping", "pid": 1, "ops": [], "dirs": []}
+        )
+    )
     (tree / JOURNAL).mkdir()
     os.symlink(victim / "j.json", tree / JOURNAL / "journal.json")
     refused(tree, tmp_path, "journal.json is a symbolic link")
@@ -137,8 +144,9 @@ def test_a_genuine_journal_still_rolls_back(world: tuple[Path, Path]) -> None:
     tree, _ = world
     (tree / ".new.txt.abcd1234.patchctl-tmp").write_text("staged\n")
     (tree / "new.txt").write_text("half\n")
-    write_journal(tree, [{"path": "new.txt", "tmp": ".new.txt.abcd1234.patchctl-tmp", "backup": "backup/0",
-                          "existed": False}])
+    write_journal(
+        tree, [{"path": "new.txt", "tmp": ".new.txt.abcd1234.patchctl-tmp", "backup": "backup/0", "existed": False}]
+    )
     _, out = run("verify", "-t", str(tree))
     assert "error:" not in out  # verify's own verdict (the uky patches are absent) is beside the point
     assert "an interrupted `apply` was rolled back; 1 file(s) restored" in out
@@ -169,8 +177,10 @@ def test_a_record_entry_through_a_symlink_is_never_used(tmp_path: Path) -> None:
         code, out = run(cmd, "-t", str(tree))
         assert code == 2, out
         line = one_error(out)
-        assert line.startswith(f"error: {record}: the apply record is damaged (patch 'quick-fix' names "
-                               "'out/QUICK_FIX.md', which leads out of the tree through a symlink"), line
+        assert line.startswith(
+            f"error: {record}: the apply record is damaged (patch 'quick-fix' names "
+            "'out/QUICK_FIX.md', which leads out of the tree through a symlink"
+        ), line
         assert snapshot(tmp_path) == before
 
 
@@ -200,7 +210,7 @@ def test_a_record_file_that_is_a_symlink_is_never_read(tmp_path: Path) -> None:
 
 # -- upstream.files -----------------------------------------------------------------------------
 
-UPSTREAM_PS = '''[patchset]
+UPSTREAM_PS = """[patchset]
 name = "peek"
 tag = "T"
 [[patch]]
@@ -215,7 +225,7 @@ block = "import os"
 kind = "regex"
 pattern = "SECRET"
 files = ["{file}"]
-'''
+"""
 
 
 def test_an_upstream_file_behind_a_symlink_is_not_read(tmp_path: Path) -> None:
@@ -228,8 +238,9 @@ def test_an_upstream_file_behind_a_symlink_is_not_read(tmp_path: Path) -> None:
     (ps / "patchset.toml").write_text(UPSTREAM_PS.format(file="up/secret.py"))
     code, out = run("verify", "-t", str(tree), "-p", str(ps))
     assert code == 2, out
-    assert one_error(out).startswith(f"error: {tree}: patch 'peek': refusing to touch 'up/secret.py': it leads out "
-                                     "of the tree through a symlink")
+    assert one_error(out).startswith(
+        f"error: {tree}: patch 'peek': refusing to touch 'up/secret.py': it leads out of the tree through a symlink"
+    )
     assert "hunter2" not in out
 
 
@@ -250,9 +261,16 @@ def test_the_remote_agent_never_deletes_in_a_sibling_of_the_root(tmp_path: Path)
     (root / ".patchctl" / "manifest.json").write_text(json.dumps({"files": ["ln/keep.txt", "abs/keep.txt"]}))
     assert remote_agent.inside(str(root), "ln/keep.txt") is None
     assert remote_agent.inside(str(root), "abs/keep.txt") is None
-    request = {"root": str(root), "action": "finish", "manifest": [], "rendered": {}, "delete": True,
-               "max_delete": 100, "tags": {"pattern": r"#\s*(T)\b", "needles": ["T"], "expected": []},
-               "provenance": {}}
+    request = {
+        "root": str(root),
+        "action": "finish",
+        "manifest": [],
+        "rendered": {},
+        "delete": True,
+        "max_delete": 100,
+        "tags": {"pattern": r"#\s*(T)\b", "needles": ["T"], "expected": []},
+        "provenance": {},
+    }
     reply = remote_agent.main(request)
     assert reply["deletions"] == []
     assert (sibling / "keep.txt").read_text() == "the sibling's\n"
@@ -265,9 +283,16 @@ def test_the_remote_agent_never_writes_its_records_through_a_symlinked_patchctl(
     root.mkdir()
     elsewhere.mkdir()
     os.symlink(elsewhere, root / ".patchctl")
-    request = {"root": str(root), "action": "finish", "manifest": [], "rendered": {}, "delete": False,
-               "max_delete": 100, "tags": {"pattern": r"#\s*(T)\b", "needles": ["T"], "expected": []},
-               "provenance": {}}
+    request = {
+        "root": str(root),
+        "action": "finish",
+        "manifest": [],
+        "rendered": {},
+        "delete": False,
+        "max_delete": 100,
+        "tags": {"pattern": r"#\s*(T)\b", "needles": ["T"], "expected": []},
+        "provenance": {},
+    }
     with pytest.raises(ValueError, match=r"/.patchctl leads out of the root"):
         remote_agent.main(request)
     assert list(elsewhere.iterdir()) == []

@@ -66,11 +66,14 @@ def test_the_root_itself_resolves_inside(tree: Path) -> None:
     assert confine.resolve_inside(tree, "self") == tree.resolve()
 
 
-@pytest.mark.parametrize(("setup", "change", "why"), [
-    (lambda t: (t / "pkg" / "a.py").chmod(0o444), FileChange("pkg/a.py", b"x\n"), "the file is read-only"),
-    (lambda t: (t / "dir").mkdir(), FileChange("dir", b"x\n"), "a directory is in the way"),
-    (lambda t: os.symlink("a.py", t / "pkg" / "b.py"), None, "it is the same file as pkg/a.py (a symlink)"),
-])
+@pytest.mark.parametrize(
+    ("setup", "change", "why"),
+    [
+        (lambda t: (t / "pkg" / "a.py").chmod(0o444), FileChange("pkg/a.py", b"x\n"), "the file is read-only"),
+        (lambda t: (t / "dir").mkdir(), FileChange("dir", b"x\n"), "a directory is in the way"),
+        (lambda t: os.symlink("a.py", t / "pkg" / "b.py"), None, "it is the same file as pkg/a.py (a symlink)"),
+    ],
+)
 def test_checks_refuse_before_anything_is_written(tree: Path, setup, change, why: str) -> None:
     setup(tree)
     before = snapshot(tree)
@@ -81,8 +84,15 @@ def test_checks_refuse_before_anything_is_written(tree: Path, setup, change, why
 
 
 def test_modes_kept_given_or_defaulted(tree: Path) -> None:
-    write_all(tree, [FileChange("run.sh", b"#!/bin/sh\necho\n"), FileChange("new.txt", b"n\n"),
-                     FileChange("tool.sh", b"#!/bin/sh\n", 0o755), FileChange("pkg/a.py", b"b\n", 0o600)])
+    write_all(
+        tree,
+        [
+            FileChange("run.sh", b"#!/bin/sh\necho\n"),
+            FileChange("new.txt", b"n\n"),
+            FileChange("tool.sh", b"#!/bin/sh\n", 0o755),
+            FileChange("pkg/a.py", b"b\n", 0o600),
+        ],
+    )
     modes = {p: (tree / p).stat().st_mode & 0o7777 for p in ("run.sh", "new.txt", "tool.sh", "pkg/a.py")}
     assert modes == {"run.sh": 0o750, "new.txt": 0o644, "tool.sh": 0o755, "pkg/a.py": 0o600}
 

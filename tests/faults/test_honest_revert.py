@@ -13,7 +13,6 @@ from tests.faults.helpers import GIT_IDENT, run, snapshot
 SERVER = "verl/workers/rollout/vllm_rollout/vllm_async_server.py"
 
 
-
 @pytest.fixture(autouse=True)
 def _ident(monkeypatch: pytest.MonkeyPatch) -> None:
     for k, v in GIT_IDENT.items():
@@ -25,8 +24,11 @@ def test_a_hand_edited_patch_is_a_conflict_and_nothing_moves(release_tree) -> No
     tree = release_tree("0.6.1")
     assert run("apply", "-t", str(tree))[0] == 0
     server = tree / SERVER
-    server.write_text(server.read_text().replace(
-        "enable_log_requests=engine_args.enable_log_requests, # Uky", "enable_log_requests=True, # Uky"))
+    server.write_text(
+        server.read_text().replace(
+            "enable_log_requests=engine_args.enable_log_requests, # Uky", "enable_log_requests=True, # Uky"
+        )
+    )
     before = snapshot(tree)
     code, out = run("revert", "-t", str(tree), "--json")
     assert code == 1
@@ -35,14 +37,19 @@ def test_a_hand_edited_patch_is_a_conflict_and_nothing_moves(release_tree) -> No
     assert status.pop("vllm-enable-log-requests") == "conflict"
     assert set(status.values()) == {"held-back"}, "a row claims a revert that did not happen"
     conflict = doc["results"][0]
-    assert "enable_log_requests=True (expected engine_args.enable_log_requests): edited since it was applied" \
+    assert (
+        "enable_log_requests=True (expected engine_args.enable_log_requests): edited since it was applied"
         in conflict["reason"]
+    )
     assert "+            enable_log_requests=True, # Uky" in conflict["detail"]
     assert doc["written"] == []
     assert snapshot(tree) == before  # the record is kept, the edited line stays
     # the way out the message gives: restore the line, revert again
-    server.write_text(server.read_text().replace(
-        "enable_log_requests=True, # Uky", "enable_log_requests=engine_args.enable_log_requests, # Uky"))
+    server.write_text(
+        server.read_text().replace(
+            "enable_log_requests=True, # Uky", "enable_log_requests=engine_args.enable_log_requests, # Uky"
+        )
+    )
     assert run("revert", "-t", str(tree))[0] == 0
     assert git(tree, "status", "--porcelain") == ""
 
@@ -55,9 +62,11 @@ def test_a_patched_file_changed_elsewhere_by_hand_is_a_conflict_with_the_diff(re
     assert run("apply", "-t", str(tree), "--only", "vllm-enable-log-requests")[0] == 0
     server = tree / SERVER
     text = server.read_text()
-    server.write_text(text.replace("            # disable_log_requests=engine_args.disable_log_requests, # Uky\n", "")
-                      .replace("enable_log_requests=engine_args.enable_log_requests, # Uky",
-                               "disable_log_requests=False,"))
+    server.write_text(
+        text.replace("            # disable_log_requests=engine_args.disable_log_requests, # Uky\n", "").replace(
+            "enable_log_requests=engine_args.enable_log_requests, # Uky", "disable_log_requests=False,"
+        )
+    )
     before = snapshot(tree)
     code, out = run("revert", "-t", str(tree), "--json")
     doc = json.loads(out)

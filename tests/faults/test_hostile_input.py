@@ -37,11 +37,14 @@ source = "files/x.md"
     return root
 
 
-@pytest.mark.parametrize("target, problem", [
-    ("../ESCAPED.txt", "climbs out of the tree with .."),
-    ("docs/../../ESCAPED.txt", "climbs out of the tree with .."),
-    ("/tmp/ESCAPED-patchctl.txt", "is an absolute path"),
-])
+@pytest.mark.parametrize(
+    "target, problem",
+    [
+        ("../ESCAPED.txt", "climbs out of the tree with .."),
+        ("docs/../../ESCAPED.txt", "climbs out of the tree with .."),
+        ("/tmp/ESCAPED-patchctl.txt", "is an absolute path"),
+    ],
+)
 @pytest.mark.parametrize("git", [True, False])
 def test_a_target_outside_the_tree_is_refused_at_load(tmp_path: Path, target: str, problem: str, git: bool) -> None:
     tree = make_tree(tmp_path / "tree", git=git)
@@ -50,8 +53,10 @@ def test_a_target_outside_the_tree_is_refused_at_load(tmp_path: Path, target: st
     for cmd in (["apply", "-t", str(tree), "--force"], ["list"], ["verify", "-t", str(tree)]):
         code, out = run(*cmd, "-p", str(ps))
         assert code == 2
-        assert one_error(out) == (f"error: {ps / 'patchset.toml'}: patch 'escape', key 'patch[0].target[0]': "
-                                  f"{target!r} {problem}; write a path relative to the tree's root, inside it")
+        assert one_error(out) == (
+            f"error: {ps / 'patchset.toml'}: patch 'escape', key 'patch[0].target[0]': "
+            f"{target!r} {problem}; write a path relative to the tree's root, inside it"
+        )
     assert snapshot(tmp_path) == outside
     assert not Path("/tmp/ESCAPED-patchctl.txt").exists()
 
@@ -94,7 +99,8 @@ def test_a_record_entry_outside_the_tree_is_never_used(tmp_path: Path) -> None:
     assert one_error(out) == (
         f"error: {record}: the apply record is damaged (patch 'quick-fix' names '../victim/QUICK_FIX.md', which "
         "climbs out of the tree with ..); restore it with git (git checkout -- .patchctl/applied.json), or delete "
-        "it and run `patchctl revert` again, which then reverts every patch it finds intact")
+        "it and run `patchctl revert` again, which then reverts every patch it finds intact"
+    )
     assert snapshot(tmp_path) == before
     # the advice works: without the record, revert removes what it finds intact
     record.unlink()
@@ -123,8 +129,10 @@ def test_commit_refuses_before_writing(tmp_path: Path, monkeypatch: pytest.Monke
     before = snapshot(plain)
     code, out = run("apply", "-t", str(plain), "--commit")
     assert code == 2
-    assert one_error(out) == (f"error: {plain}: --commit refused: it is not a git repository; run `git init` there "
-                              "first, or drop --commit (nothing was written)")
+    assert one_error(out) == (
+        f"error: {plain}: --commit refused: it is not a git repository; run `git init` there "
+        "first, or drop --commit (nothing was written)"
+    )
     assert snapshot(plain) == before
 
     tree = make_tree(tmp_path / "tree")
@@ -132,9 +140,8 @@ def test_commit_refuses_before_writing(tmp_path: Path, monkeypatch: pytest.Monke
     before = snapshot(tree)
     code, out = run("apply", "-t", str(tree), "--commit")
     assert (code, snapshot(tree)) == (2, before)
-    assert (
-        "branch 'patchctl/uky' already exists; delete it or pass --branch NAME (nothing was written)"
-        in one_error(out)
+    assert "branch 'patchctl/uky' already exists; delete it or pass --branch NAME (nothing was written)" in one_error(
+        out
     )
 
     for k in GIT_IDENT:

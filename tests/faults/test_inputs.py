@@ -151,20 +151,28 @@ def test_every_output_quotes_the_name_as_git_does(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "tree")
     (tree / FORGED).write_text("x = (\n")  # not valid Python: the error names it
     subprocess.run(["git", "-C", str(tree), "add", "-A"], check=True)
-    shown = subprocess.run(["git", "-C", str(tree), "-c", "core.quotePath=false", "diff", "--cached", "--name-only"],
-                           capture_output=True, text=True, check=True).stdout.strip()
+    shown = subprocess.run(
+        ["git", "-C", str(tree), "-c", "core.quotePath=false", "diff", "--cached", "--name-only"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert shown == '"evil\\nverify: ok\\n.py"'
     ps = tmp_path / "ps"
     ps.mkdir()
-    (ps / "patchset.toml").write_text('[patchset]\nname = "q"\ntag = "T"\n[[patch]]\nid = "p"\ntitle = "t"\nwhy = "w"\n'
-                                      'kind = "prelude"\ntarget = ["evil\\nverify: ok\\n.py"]\n[patch.params]\n'
-                                      'block = "import os  # T"\n')
+    (ps / "patchset.toml").write_text(
+        '[patchset]\nname = "q"\ntag = "T"\n[[patch]]\nid = "p"\ntitle = "t"\nwhy = "w"\n'
+        'kind = "prelude"\ntarget = ["evil\\nverify: ok\\n.py"]\n[patch.params]\n'
+        'block = "import os  # T"\n'
+    )
     result = CliRunner().invoke(cli, ["list", "-p", str(ps)])
     assert f"    target: {shown}" in result.output.splitlines(), result.output
     result = CliRunner().invoke(cli, ["apply", "-t", str(tree), "-p", str(ps)])
     assert result.exit_code == 2
-    assert result.output == f"error: {shown}:1: not valid Python ('(' was never closed); fix the file or restore it " \
-                            "with git checkout\n"
+    assert (
+        result.output == f"error: {shown}:1: not valid Python ('(' was never closed); fix the file or restore it "
+        "with git checkout\n"
+    )
 
 
 def test_a_table_cell_is_text_not_markup(tmp_path: Path) -> None:
@@ -172,9 +180,11 @@ def test_a_table_cell_is_text_not_markup(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "tree", git=False)
     ps = tmp_path / "ps"
     ps.mkdir()
-    (ps / "patchset.toml").write_text('[patchset]\nname = "q"\ntag = "T"\n[[patch]]\nid = "p"\ntitle = "t"\nwhy = "w"\n'
-                                      'kind = "prelude"\ntarget = ["a[/]b\\u0007.py"]\n[patch.params]\n'
-                                      'block = "import os  # T"\n')
+    (ps / "patchset.toml").write_text(
+        '[patchset]\nname = "q"\ntag = "T"\n[[patch]]\nid = "p"\ntitle = "t"\nwhy = "w"\n'
+        'kind = "prelude"\ntarget = ["a[/]b\\u0007.py"]\n[patch.params]\n'
+        'block = "import os  # T"\n'
+    )
     result = CliRunner().invoke(cli, ["verify", "-t", str(tree), "-p", str(ps)])
     assert result.exit_code == 0, result.output
     assert "a[/]b\\a.py" in result.output and "\a" not in result.output
@@ -184,11 +194,13 @@ def test_names_a_host_reports_are_quoted() -> None:
     """The agent's reply comes from the host: its names and lines must not add lines either."""
     from patchctl.migrate.verify_remote import AgentReply, mismatches
 
-    reply = AgentReply({"problems": [[FORGED, "missing"]], "tags_only_here": [[FORGED, 3, "x  # Uky\rok"]],
-                        "tags_missing_here": []})
-    assert mismatches(reply) == ('"evil\\nverify: ok\\n.py": missing',
-                                 '"evil\\nverify: ok\\n.py":3: tagged line on the host that the source lacks: '
-                                 'x  # Uky\\rok')
+    reply = AgentReply(
+        {"problems": [[FORGED, "missing"]], "tags_only_here": [[FORGED, 3, "x  # Uky\rok"]], "tags_missing_here": []}
+    )
+    assert mismatches(reply) == (
+        '"evil\\nverify: ok\\n.py": missing',
+        '"evil\\nverify: ok\\n.py":3: tagged line on the host that the source lacks: x  # Uky\\rok',
+    )
 
 
 def test_a_dry_run_diff_quotes_its_header_as_git_does(tmp_path: Path) -> None:
@@ -196,9 +208,11 @@ def test_a_dry_run_diff_quotes_its_header_as_git_does(tmp_path: Path) -> None:
     ps = tmp_path / "ps"
     (ps / "files").mkdir(parents=True)
     (ps / "files" / "x").write_text("x\n")
-    (ps / "patchset.toml").write_text('[patchset]\nname = "q"\ntag = "T"\n[[patch]]\nid = "p"\ntitle = "t"\nwhy = "w"\n'
-                                      'kind = "add-file"\ntarget = ["new\\n+++ b/README.md"]\n[patch.params]\n'
-                                      'source = "files/x"\n')
+    (ps / "patchset.toml").write_text(
+        '[patchset]\nname = "q"\ntag = "T"\n[[patch]]\nid = "p"\ntitle = "t"\nwhy = "w"\n'
+        'kind = "add-file"\ntarget = ["new\\n+++ b/README.md"]\n[patch.params]\n'
+        'source = "files/x"\n'
+    )
     result = CliRunner().invoke(cli, ["apply", "-t", str(tree), "-p", str(ps), "--dry-run"])
     assert result.exit_code == 0, result.output
     assert '+++ "b/new\\n+++ b/README.md"' in result.output.splitlines()

@@ -44,8 +44,13 @@ def _cut_before_commit(tree: Path, changes: list[FileChange], copy: Path) -> Non
         write_all(tree, changes, command="apply", before_commit=freeze)
 
 
-CHANGES = [FileChange("pkg/a.py", b"new a\n"), FileChange("pkg/b.py", None), FileChange("pkg/new/d.py", b"d\n"),
-           FileChange("e.txt", b"e\n", 0o755), FileChange("x/y/w/z.txt", b"z\n")]
+CHANGES = [
+    FileChange("pkg/a.py", b"new a\n"),
+    FileChange("pkg/b.py", None),
+    FileChange("pkg/new/d.py", b"d\n"),
+    FileChange("e.txt", b"e\n", 0o755),
+    FileChange("x/y/w/z.txt", b"z\n"),
+]
 
 
 def _claimed(root: Path) -> int:
@@ -251,8 +256,14 @@ def test_a_journal_naming_a_path_outside_the_tree_is_refused(tree: Path) -> None
     """A crafted journal whose op leaves the tree: load refuses it, so a plain verify moves nothing there."""
     from patchctl.errors import JournalUnsafe
 
-    doc = {"format": 1, "id": "abcdef12", "command": "apply", "dirs": [], "state": "done",
-           "ops": [{"path": "../victim.py", "tmp": None, "backup": "backup/0", "existed": True}]}
+    doc = {
+        "format": 1,
+        "id": "abcdef12",
+        "command": "apply",
+        "dirs": [],
+        "state": "done",
+        "ops": [{"path": "../victim.py", "tmp": None, "backup": "backup/0", "existed": True}],
+    }
     (tree / journal.JOURNAL_DIR).mkdir()
     (tree / journal.JOURNAL_DIR / journal.JOURNAL_FILE).write_text(json.dumps(doc))
     with pytest.raises(JournalUnsafe, match=r"victim.py"):

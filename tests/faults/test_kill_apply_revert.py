@@ -139,8 +139,11 @@ def test_random_kills_on_a_large_patchset(tmp_path: Path) -> None:
     rng = random.Random(1234)
     seen = set()
     for _ in range(8):
-        proc = subprocess.Popen([sys.executable, "-m", "patchctl", "apply", "-t", str(tree), "-p", str(ps)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "patchctl", "apply", "-t", str(tree), "-p", str(ps)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(rng.uniform(0.3, 1.0) * took)
         proc.kill()
         proc.wait()

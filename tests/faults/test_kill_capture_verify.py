@@ -24,12 +24,24 @@ def _fork(tmp: Path, base: Path, script: str) -> Path:
 def test_capture_killed_mid_publish_leaves_the_old_or_the_new_patchset(tmp_path: Path, step: int) -> None:
     base = make_tree(tmp_path / "base", git=False)
     out = tmp_path / "out"
-    assert patchctl("capture", "--from", str(_fork(tmp_path, base, "one")), "--base", str(base),
-                    "--out", str(out)).returncode == 0
+    assert (
+        patchctl(
+            "capture", "--from", str(_fork(tmp_path, base, "one")), "--base", str(base), "--out", str(out)
+        ).returncode
+        == 0
+    )
     old = snapshot(out)
     fork = _fork(tmp_path, base, "two")
-    done = patchctl("capture", "--from", str(fork), "--base", str(base), "--out", str(out),
-                    env={"PATCHCTL_TEST_FAULT": f"kill@{step}"})
+    done = patchctl(
+        "capture",
+        "--from",
+        str(fork),
+        "--base",
+        str(base),
+        "--out",
+        str(out),
+        env={"PATCHCTL_TEST_FAULT": f"kill@{step}"},
+    )
     assert done.returncode == -signal.SIGKILL
     # the next capture mends what the killed one left, says so, and then does its own work
     again = patchctl("capture", "--from", str(fork), "--base", str(base), "--out", str(out))
@@ -45,6 +57,8 @@ def test_verify_names_a_stray_temp_file(tmp_path: Path) -> None:
     (tree / "verl" / ".x.py.0badc0de.patchctl-tmp").write_text("half\n")
     done = patchctl("verify", "-t", str(tree))
     assert done.returncode == 1
-    assert ("  leftover temp file  verl/.x.py.0badc0de.patchctl-tmp: a write was cut off here; delete it "
-            "(rm 'verl/.x.py.0badc0de.patchctl-tmp')") in done.stdout
+    assert (
+        "  leftover temp file  verl/.x.py.0badc0de.patchctl-tmp: a write was cut off here; delete it "
+        "(rm 'verl/.x.py.0badc0de.patchctl-tmp')"
+    ) in done.stdout
     assert done.stdout.rstrip().endswith("verify: FAILED")

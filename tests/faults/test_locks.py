@@ -30,9 +30,13 @@ def _stopped(pid: int) -> bool:
 
 def _paused_apply(tree: Path, ps: Path) -> subprocess.Popen[str]:
     """An apply frozen half-way through its writes; the caller SIGCONTs it."""
-    p = subprocess.Popen([sys.executable, "-m", "patchctl", "apply", "-t", str(tree), "-p", str(ps)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, **GIT_IDENT, "PATCHCTL_TEST_FAULT": f"stop@{PAUSE_AT}"})
+    p = subprocess.Popen(
+        [sys.executable, "-m", "patchctl", "apply", "-t", str(tree), "-p", str(ps)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **GIT_IDENT, "PATCHCTL_TEST_FAULT": f"stop@{PAUSE_AT}"},
+    )
     deadline = time.monotonic() + 60
     while not _stopped(p.pid):
         assert p.poll() is None, p.communicate()
@@ -60,8 +64,9 @@ def test_verify_during_a_live_apply_waits_refuses_and_leaves_it_alone(setup: tup
         waited = time.monotonic() - t0
         assert check.returncode == 2, check.stderr
         assert "rolled back" not in check.stderr
-        assert f"in use by another patchctl (pid {apply.pid}, `patchctl apply -t {tree} -p {ps}`, since " \
-            in check.stderr, check.stderr
+        assert (
+            f"in use by another patchctl (pid {apply.pid}, `patchctl apply -t {tree} -p {ps}`, since " in check.stderr
+        ), check.stderr
         assert waited >= 1.0  # it waited for the holder before refusing
         assert snapshot(tree) == half  # nothing of the live change was touched
         again = patchctl("apply", "-t", str(tree), "-p", str(ps), env=QUICK)
@@ -81,9 +86,13 @@ def test_verify_during_a_live_apply_waits_refuses_and_leaves_it_alone(setup: tup
 def test_a_command_that_waits_gets_the_tree_once_the_writer_ends(setup: tuple[Path, Path, dict]) -> None:
     tree, ps, before = setup
     apply = _paused_apply(tree, ps)
-    check = subprocess.Popen([sys.executable, "-m", "patchctl", "revert", "-t", str(tree), "-p", str(ps)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, **GIT_IDENT, "PATCHCTL_LOCK_WAIT": "60"})
+    check = subprocess.Popen(
+        [sys.executable, "-m", "patchctl", "revert", "-t", str(tree), "-p", str(ps)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **GIT_IDENT, "PATCHCTL_LOCK_WAIT": "60"},
+    )
     time.sleep(1.5)
     assert check.poll() is None  # waiting, not acting
     os.kill(apply.pid, signal.SIGCONT)
@@ -117,8 +126,13 @@ def test_a_second_capture_never_mends_a_live_one(tmp_path: Path) -> None:
     (fork / "scripts" / "probe.sh").write_text("#!/bin/sh\necho one  # Uky\n")
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "patchctl", "capture", "--from", str(fork), "--base", str(base), "--out", str(out)]
-    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, **GIT_IDENT, "PATCHCTL_TEST_FAULT": "stop@1"})  # before its swap
+    first = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **GIT_IDENT, "PATCHCTL_TEST_FAULT": "stop@1"},
+    )  # before its swap
     deadline = time.monotonic() + 60
     while not _stopped(first.pid):
         assert first.poll() is None and time.monotonic() < deadline, first.communicate()

@@ -24,7 +24,6 @@ from patchctl.oserrors import PERMISSIONS, describe
 BIG = 200 * 1024  # bytes of the shipped file: more than the 64 KiB the tests allow
 
 
-
 def big_patchset(root: Path, target: str = "big.txt") -> Path:
     (root / "files").mkdir(parents=True)
     (root / "files" / "big").write_text("x" * (BIG - 1) + "\n")
@@ -48,8 +47,9 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A 64 KiB tmpfs: a real file system that fills up."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-                          check=False, capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=False, capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
     try:
@@ -65,9 +65,12 @@ def test_enospc_says_the_disk_is_full_naming_the_file_system_and_the_space(tmp_p
     code, out = run("apply", "-t", str(tree), "-p", str(ps))
     assert code == 2, out
     line = one_error(out)
-    assert re.fullmatch(rf"error: {re.escape(str(tree / 'big.txt'))}: cannot write \(the disk is full: "
-                        rf"{re.escape(str(tmpfs))} \(tmpfs\) has [0-9.]+ KiB free, this change needs 20[0-9.]+ KiB\); "
-                        rf"nothing was changed — free space on {re.escape(str(tmpfs))} and retry", line), line
+    assert re.fullmatch(
+        rf"error: {re.escape(str(tree / 'big.txt'))}: cannot write \(the disk is full: "
+        rf"{re.escape(str(tmpfs))} \(tmpfs\) has [0-9.]+ KiB free, this change needs 20[0-9.]+ KiB\); "
+        rf"nothing was changed — free space on {re.escape(str(tmpfs))} and retry",
+        line,
+    ), line
     assert "permissions" not in line
     assert snapshot(tree) == before
 
@@ -77,8 +80,9 @@ def test_erofs_is_a_permissions_matter(tmp_path: Path, tmpfs: Path) -> None:
     subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
     code, out = run("apply", "-t", str(tree), "-p", str(big_patchset(tmp_path / "ps")))
     assert code == 2, out
-    assert one_error(out).endswith(f"{tree / 'big.txt'}: cannot write (its directory is read-only); nothing was "
-                                   f"changed — {PERMISSIONS}")
+    assert one_error(out).endswith(
+        f"{tree / 'big.txt'}: cannot write (its directory is read-only); nothing was changed — {PERMISSIONS}"
+    )
 
 
 def test_efbig_names_the_file_size_limit(tmp_path: Path) -> None:
@@ -100,7 +104,8 @@ def test_efbig_names_the_file_size_limit(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert one_error(done.stdout + done.stderr) == (
         f"error: {tree / 'big.txt'}: cannot write (the file would exceed this process's file-size limit of 64.0 KiB "
-        "(ulimit -f)); nothing was changed — raise the limit (ulimit -f unlimited) and retry")
+        "(ulimit -f)); nothing was changed — raise the limit (ulimit -f unlimited) and retry"
+    )
     assert snapshot(tree) == before
 
 
@@ -111,8 +116,10 @@ def test_enotdir_names_the_component_that_is_not_a_folder(tmp_path: Path) -> Non
     before = snapshot(tree)
     code, out = run("apply", "-t", str(tree), "-p", str(ps))
     assert code == 2, out
-    assert one_error(out) == (f"error: {tree / 'docs' / 'guide'}: cannot write ({tree / 'docs'} is not a folder); "
-                              "nothing was changed — move that file away, or fix the path")
+    assert one_error(out) == (
+        f"error: {tree / 'docs' / 'guide'}: cannot write ({tree / 'docs'} is not a folder); "
+        "nothing was changed — move that file away, or fix the path"
+    )
     assert snapshot(tree) == before
 
 
@@ -121,12 +128,15 @@ def test_an_oserror_outside_a_journaled_write_is_one_line_naming_the_cause(tmp_p
     tree = make_tree(tmp_path / "tree", git=False)
     code, out = run("capture", "--from", str(tree), "--base", str(tree), "--out", str(tree / "README.md" / "a" / "ps"))
     assert code == 2, out
-    assert one_error(out) == (f"error: {tree / 'README.md' / 'a'}: {tree / 'README.md'} is not a folder; "
-                              "move that file away, or fix the path")
+    assert one_error(out) == (
+        f"error: {tree / 'README.md' / 'a'}: {tree / 'README.md'} is not a folder; move that file away, or fix the path"
+    )
 
 
-@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.ENOTDIR, errno.EIO,
-                                  errno.ENAMETOOLONG, errno.EMFILE, errno.ELOOP])
+@pytest.mark.parametrize(
+    "code",
+    [errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.ENOTDIR, errno.EIO, errno.ENAMETOOLONG, errno.EMFILE, errno.ELOOP],
+)
 def test_fix_the_permissions_is_said_only_for_permission_errors(tmp_path: Path, code: int) -> None:
     cause, fix = describe(OSError(code, os.strerror(code), str(tmp_path / "f")))
     assert "permission" not in (cause + fix).lower()

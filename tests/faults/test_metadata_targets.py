@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from tests.faults.helpers import GIT_IDENT, make_tree, one_error, run, snapshot
 
-HOOK = "#!/bin/sh\necho pwned > \"$(git rev-parse --show-toplevel)/../PWNED\"\n"
-
+HOOK = '#!/bin/sh\necho pwned > "$(git rev-parse --show-toplevel)/../PWNED"\n'
 
 
 def add_file_patchset(root: Path, target: str, source: str = "files/hook") -> Path:
@@ -39,11 +38,19 @@ def _ident(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(k, v)
 
 
-@pytest.mark.parametrize("target, folder", [
-    (".git/hooks/pre-commit", ".git"), (".git", ".git"), (".hg/hgrc", ".hg"), (".svn/entries", ".svn"),
-    (".patchctl/applied.json", ".patchctl"), (".patchctl-journal/journal.json", ".patchctl-journal"),
-    ("sub/.git/config", ".git"), (".Git/hooks/pre-commit", ".git"),
-])
+@pytest.mark.parametrize(
+    "target, folder",
+    [
+        (".git/hooks/pre-commit", ".git"),
+        (".git", ".git"),
+        (".hg/hgrc", ".hg"),
+        (".svn/entries", ".svn"),
+        (".patchctl/applied.json", ".patchctl"),
+        (".patchctl-journal/journal.json", ".patchctl-journal"),
+        ("sub/.git/config", ".git"),
+        (".Git/hooks/pre-commit", ".git"),
+    ],
+)
 def test_a_target_in_metadata_is_a_manifest_error(tmp_path: Path, target: str, folder: str) -> None:
     tree = make_tree(tmp_path / "tree")
     ps = add_file_patchset(tmp_path / "ps", target)
@@ -51,9 +58,11 @@ def test_a_target_in_metadata_is_a_manifest_error(tmp_path: Path, target: str, f
     for cmd in (["apply", "-t", str(tree)], ["list"]):
         code, out = run(*cmd, "-p", str(ps))
         assert code == 2, out
-        assert one_error(out) == (f"error: {ps / 'patchset.toml'}: patch 'hook', key 'patch[0].target[1]': "
-                                  f"{target!r} is inside {folder}, which belongs to version control or patchctl; "
-                                  "write a path to a file of the tree itself")
+        assert one_error(out) == (
+            f"error: {ps / 'patchset.toml'}: patch 'hook', key 'patch[0].target[1]': "
+            f"{target!r} is inside {folder}, which belongs to version control or patchctl; "
+            "write a path to a file of the tree itself"
+        )
     assert snapshot(tmp_path) == before
     assert not (tree / ".git" / "hooks" / "pre-commit").exists()
 
@@ -64,8 +73,9 @@ def test_a_symlink_into_git_does_not_carry_a_target_there(tmp_path: Path) -> Non
     ps = add_file_patchset(tmp_path / "ps", "hooks/pre-commit")
     code, out = run("apply", "-t", str(tree), "-p", str(ps), "--force")
     assert code == 2, out
-    assert one_error(out).startswith(f"error: {tree}: patch 'hook': refusing to touch 'hooks/pre-commit': it leads "
-                                     "into .git through a symlink")
+    assert one_error(out).startswith(
+        f"error: {tree}: patch 'hook': refusing to touch 'hooks/pre-commit': it leads into .git through a symlink"
+    )
     assert not (tree / ".git" / "hooks" / "pre-commit").exists()
     # and the user's next commit runs nothing of the patchset's
     subprocess.run(["git", "-C", str(tree), "commit", "-q", "--allow-empty", "-m", "next"], check=True)
@@ -78,9 +88,11 @@ def test_an_add_file_source_symlinked_out_of_the_patchset_is_refused(tmp_path: P
     os.symlink(tmp_path / "passwd", ps / "files" / "passwd")
     code, out = run("list", "-p", str(ps))
     assert code == 2, out
-    assert one_error(out) == (f"error: {ps / 'patchset.toml'}: patch 'hook', key 'params.source': 'files/passwd' "
-                              f"leads out of the patchset folder through a symlink (to {tmp_path / 'passwd'}); "
-                              "ship the file inside the patchset directory and name it relative to it")
+    assert one_error(out) == (
+        f"error: {ps / 'patchset.toml'}: patch 'hook', key 'params.source': 'files/passwd' "
+        f"leads out of the patchset folder through a symlink (to {tmp_path / 'passwd'}); "
+        "ship the file inside the patchset directory and name it relative to it"
+    )
 
 
 def test_an_add_file_source_symlinked_inside_the_patchset_is_fine(tmp_path: Path) -> None:
@@ -93,5 +105,7 @@ def test_an_add_file_source_that_is_a_folder_is_called_a_folder(tmp_path: Path) 
     ps = add_file_patchset(tmp_path / "ps", "ok.txt", source="files")
     code, out = run("list", "-p", str(ps))
     assert code == 2, out
-    assert one_error(out) == (f"error: {ps / 'patchset.toml'}: patch 'hook', key 'params.source': {ps / 'files'} "
-                              "is a folder, not a file; name the file to ship, e.g. files/QUICK_FIX.md")
+    assert one_error(out) == (
+        f"error: {ps / 'patchset.toml'}: patch 'hook', key 'params.source': {ps / 'files'} "
+        "is a folder, not a file; name the file to ship, e.g. files/QUICK_FIX.md"
+    )

@@ -32,7 +32,7 @@ block = """
 # T: in the added file
 import os"""
 '''
-KEYWORD = '''
+KEYWORD = """
 [[patch]]
 id = "rename"
 title = "a keyword renamed"
@@ -44,8 +44,7 @@ call = "load"
 old_keyword = "a"
 new_keyword = "b"
 new_value = "2"
-'''
-
+"""
 
 
 @pytest.fixture(autouse=True)
@@ -95,8 +94,10 @@ def test_a_patch_in_a_file_another_patch_added(tmp_path: Path) -> None:
     assert run("apply", "-t", str(tree), "-p", str(ps))[0] == 0
     code, out = run("revert", "-t", str(tree), "-p", str(ps), "--json")
     assert code == 0, out
-    assert {(r["patch"], r["status"]) for r in json.loads(out)["results"]} == {("extra-file", "reverted"),
-                                                                               ("extra-prelude", "reverted")}
+    assert {(r["patch"], r["status"]) for r in json.loads(out)["results"]} == {
+        ("extra-file", "reverted"),
+        ("extra-prelude", "reverted"),
+    }
     assert snapshot(tree) == before
 
 

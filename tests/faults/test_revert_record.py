@@ -15,7 +15,6 @@ from patchctl.fsutil import sha256_file
 RECORD = ".patchctl/applied.json"
 
 
-
 @pytest.fixture(autouse=True)
 def _ident(monkeypatch: pytest.MonkeyPatch) -> None:
     for k, v in GIT_IDENT.items():
@@ -46,8 +45,9 @@ def test_revert_only_keeps_the_other_patches_entries_with_fresh_hashes(tree: Pat
     assert set(left) == {"load-mode"}, "a partial revert dropped another patch's entry"
     # the file changed under the kept entry: its hash is the file's, not the one apply saw
     assert left["load-mode"]["sha256_after"] == sha256_file(tree / "verl" / "__init__.py")
-    assert {k: v for k, v in left["load-mode"].items() if k != "sha256_after"} == \
-        {k: v for k, v in applied["load-mode"].items() if k != "sha256_after"}
+    assert {k: v for k, v in left["load-mode"].items() if k != "sha256_after"} == {
+        k: v for k, v in applied["load-mode"].items() if k != "sha256_after"
+    }
     # so patchctl still knows the file as its own: re-applying needs no --force
     code, out = run("apply", "-t", str(tree), "-p", str(ps), "--only", "init-prelude")
     assert code == 0, out
@@ -87,21 +87,60 @@ def test_the_record_is_stable_indented_json_in_a_fixed_key_order(tree: Path, ps:
     doc = json.loads(text)
     assert text == json.dumps(doc, indent=2) + "\n"
     assert list(doc) == ["format", "upstream", "patchsets", "patches"] and doc["format"] == 1
-    assert list(doc["patches"][0]) == ["patchset", "patch", "kind", "path", "sha256_before", "sha256_after",
-                                       "applied_at", "undo"]
+    assert list(doc["patches"][0]) == [
+        "patchset",
+        "patch",
+        "kind",
+        "path",
+        "sha256_before",
+        "sha256_after",
+        "applied_at",
+        "undo",
+    ]
 
 
-@pytest.mark.parametrize(("damage", "says"), [
-    ("{not json", "the apply record is damaged (Expecting property name"),
-    ('{"format": 1, "upstream": {"version": null, "commit": null}, "patches": [{"patch": "x"}]}',
-     "the apply record is damaged (Entry.__init__() missing"),
-    ('{"format": 1, "upstream": {"version": null, "commit": null}, "patches": [' + json.dumps(
-        {"patchset": "fault", "patch": "x", "kind": "prelude", "path": 5, "sha256_before": None, "sha256_after": None,
-         "applied_at": ""}) + "]}", "patch 'x' names 5, which is not a path"),
-    ('{"format": 1, "upstream": {"version": null, "commit": null}, "patches": [' + json.dumps(
-        {"patchset": "fault", "patch": "x", "kind": "prelude", "path": "", "sha256_before": None, "sha256_after": None,
-         "applied_at": ""}) + "]}", "patch 'x' names '', which is not a path"),
-])
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        ("{not json", "the apply record is damaged (Expecting property name"),
+        (
+            '{"format": 1, "upstream": {"version": null, "commit": null}, "patches": [{"patch": "x"}]}',
+            "the apply record is damaged (Entry.__init__() missing",
+        ),
+        (
+            '{"format": 1, "upstream": {"version": null, "commit": null}, "patches": ['
+            + json.dumps(
+                {
+                    "patchset": "fault",
+                    "patch": "x",
+                    "kind": "prelude",
+                    "path": 5,
+                    "sha256_before": None,
+                    "sha256_after": None,
+                    "applied_at": "",
+                }
+            )
+            + "]}",
+            "patch 'x' names 5, which is not a path",
+        ),
+        (
+            '{"format": 1, "upstream": {"version": null, "commit": null}, "patches": ['
+            + json.dumps(
+                {
+                    "patchset": "fault",
+                    "patch": "x",
+                    "kind": "prelude",
+                    "path": "",
+                    "sha256_before": None,
+                    "sha256_after": None,
+                    "applied_at": "",
+                }
+            )
+            + "]}",
+            "patch 'x' names '', which is not a path",
+        ),
+    ],
+)
 def test_a_damaged_record_is_one_line_and_nothing_moves(tree: Path, ps: Path, damage: str, says: str) -> None:
     assert run("apply", "-t", str(tree), "-p", str(ps))[0] == 0
     (tree / RECORD).write_text(damage)

@@ -13,14 +13,23 @@ from patchctl.patchsets.engine import PatchResult
 from patchctl.patchsets.model import Outcome
 
 
-@pytest.mark.parametrize(("versions", "message"), [
-    ("0.6.1,main", "error: --versions main: not a release version (X.Y.Z or verl==X.Y.Z); "
-                   "to name git refs of a local checkout, pass --repo PATH\n"),
-    ("0.6.1,verl==0.6.1", "error: --versions 0.6.1: is given twice; list each version once\n"),
-    ("0.6.1,,0.7.0", "error: --versions 0.6.1,,0.7.0: has an empty entry; remove the extra comma\n"),
-    (" , ", "error: --versions ' , ': no versions given; list them comma-separated, e.g. --versions "
-            "0.6.1,verl==0.7.0 (releases) or --repo PATH --versions v0.6.1,main (refs)\n"),
-])
+@pytest.mark.parametrize(
+    ("versions", "message"),
+    [
+        (
+            "0.6.1,main",
+            "error: --versions main: not a release version (X.Y.Z or verl==X.Y.Z); "
+            "to name git refs of a local checkout, pass --repo PATH\n",
+        ),
+        ("0.6.1,verl==0.6.1", "error: --versions 0.6.1: is given twice; list each version once\n"),
+        ("0.6.1,,0.7.0", "error: --versions 0.6.1,,0.7.0: has an empty entry; remove the extra comma\n"),
+        (
+            " , ",
+            "error: --versions ' , ': no versions given; list them comma-separated, e.g. --versions "
+            "0.6.1,verl==0.7.0 (releases) or --repo PATH --versions v0.6.1,main (refs)\n",
+        ),
+    ],
+)
 def test_bad_version_lists(versions: str, message: str) -> None:
     result = invoke("matrix", "--versions", versions)
     assert result.exit_code == 2

@@ -24,12 +24,18 @@ def test_refs_of_a_local_checkout(verl_repo: Callable[[], Path], tmp_path: Path)
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert [(c["label"], c["kind"], c["version"]) for c in doc["versions"]] == [
-        ("v0.6.0", "ref", "0.6.0"), ("main", "ref", "0.6.1"), ("0.7.0", "release", "0.7.0")]
+        ("v0.6.0", "ref", "0.6.0"),
+        ("main", "ref", "0.6.1"),
+        ("0.7.0", "release", "0.7.0"),
+    ]
     assert doc["versions"][0]["commit"] == git(repo, "rev-parse", "v0.6.0").strip()
     assert doc["versions"][1]["commit"] == head
     cells = {(c["patch"], c["version"]): c["status"] for c in doc["cells"]}
     assert [cells["vllm-enable-log-requests", v] for v in ("v0.6.0", "main", "0.7.0")] == [
-        "applied", "applied", "superseded-upstream"]
+        "applied",
+        "applied",
+        "superseded-upstream",
+    ]
     assert [cells["triton-cuda-stubs", v] for v in ("v0.6.0", "main", "0.7.0")] == ["applied"] * 3
     assert doc["first_superseded"]["vllm-enable-log-requests"] == "0.7.0"
     # the checkout is read, never written: same files, same .git, no worktree, clean status
@@ -45,10 +51,11 @@ def _conflict_repo(verl_repo: Callable[[], Path], tmp_path: Path) -> Path:
     commit_release(repo, "0.6.1", "base", tmp_path)
     server = repo / SERVER
     pristine = server.read_text()
-    server.write_text(pristine.replace("disable_log_requests=engine_args.disable_log_requests,",
-                                       "disable_log_requests=True,"))
+    server.write_text(
+        pristine.replace("disable_log_requests=engine_args.disable_log_requests,", "disable_log_requests=True,")
+    )
     commit_all(repo, "local change", "conflict")
-    call = pristine[pristine.index(CALL):]
+    call = pristine[pristine.index(CALL) :]
     call = call[: call.index(")\n") + 2]
     server.write_text(pristine.replace(call, call + call))
     commit_all(repo, "duplicate the call", "ambiguous")
@@ -64,7 +71,10 @@ def test_conflict_and_ambiguous_fail_the_matrix(verl_repo: Callable[[], Path], t
     doc = json.loads(result.stdout)
     cells = {(c["patch"], c["version"]): c for c in doc["cells"]}
     assert [cells["vllm-enable-log-requests", v]["status"] for v in ("base", "conflict", "ambiguous")] == [
-        "applied", "conflict", "ambiguous"]
+        "applied",
+        "conflict",
+        "ambiguous",
+    ]
     assert "disable_log_requests=True" in cells["vllm-enable-log-requests", "conflict"]["reason"]
     assert "at lines 329, 335" in cells["vllm-enable-log-requests", "ambiguous"]["reason"]
     assert doc["problems"]["vllm-enable-log-requests"] == ["conflict", "ambiguous"]
@@ -82,9 +92,16 @@ def test_table_lists_each_problem_cell(verl_repo: Callable[[], Path], tmp_path: 
     assert result.exit_code == 1
     row = next(ln for ln in result.stdout.splitlines() if "vllm-enable-log-requests" in ln and "│" in ln)
     assert [c.strip() for c in row.split("│")[1:-1]] == [
-        "vllm-enable-log-requests", "applied", "conflict", "-", "conflict"]
-    assert (f"vllm-enable-log-requests on conflict: conflict in {SERVER}: line 329: disable_log_requests=True, "
-            "the patch expects disable_log_requests=engine_args.disable_log_requests") in result.stdout
+        "vllm-enable-log-requests",
+        "applied",
+        "conflict",
+        "-",
+        "conflict",
+    ]
+    assert (
+        f"vllm-enable-log-requests on conflict: conflict in {SERVER}: line 329: disable_log_requests=True, "
+        "the patch expects disable_log_requests=engine_args.disable_log_requests"
+    ) in result.stdout
     assert result.stderr == "matrix: 1 cell(s) conflict or ambiguous\n"
 
 
@@ -97,7 +114,8 @@ def test_unknown_ref(verl_repo: Callable[[], Path], tmp_path: Path) -> None:
         "code": 2,
         "error": f"--versions v9.9: no such commit, branch or tag in {repo.resolve()}; "
         f"list them with `git -C {repo.resolve()} tag` and `git -C {repo.resolve()} branch -a`",
-        "hint": f"list them with `git -C {repo.resolve()} tag` and `git -C {repo.resolve()} branch -a`"}
+        "hint": f"list them with `git -C {repo.resolve()} tag` and `git -C {repo.resolve()} branch -a`",
+    }
 
 
 def test_ref_that_is_not_verl(verl_repo: Callable[[], Path]) -> None:
@@ -107,8 +125,10 @@ def test_ref_that_is_not_verl(verl_repo: Callable[[], Path]) -> None:
     sha = git(repo, "rev-parse", "docs").strip()
     result = invoke("matrix", "--repo", str(repo), "--versions", "docs")
     assert result.exit_code == 2
-    assert result.output == (f"error: --versions docs: {repo.resolve()} at {sha[:12]} is not a verl tree "
-                             "(no verl/__init__.py); pass refs of a verl checkout\n")
+    assert result.output == (
+        f"error: --versions docs: {repo.resolve()} at {sha[:12]} is not a verl tree "
+        "(no verl/__init__.py); pass refs of a verl checkout\n"
+    )
 
 
 def test_repo_that_is_not_a_repository(tmp_path: Path) -> None:

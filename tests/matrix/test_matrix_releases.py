@@ -44,8 +44,9 @@ def test_matrix_of_the_five_releases(release_cache: Path, scratch_root: Path) ->
     assert [p["patch"] for p in doc["patches"]] == [p.id for p in uky.patches]
     assert len(doc["cells"]) == len(uky.patches) * len(RELEASES)
     assert all(c["reason"] for c in doc["cells"])
-    assert doc["first_superseded"] == {p.id: "0.7.0" if p.id == "vllm-enable-log-requests" else None
-                                       for p in uky.patches}
+    assert doc["first_superseded"] == {
+        p.id: "0.7.0" if p.id == "vllm-enable-log-requests" else None for p in uky.patches
+    }
     assert doc["problems"] == {p.id: [] for p in uky.patches}
     assert doc["ok"] is True
 
@@ -63,10 +64,20 @@ def test_table_names_first_superseded_version(release_cache: Path) -> None:
     lines = result.stdout.splitlines()
     header = next(ln for ln in lines if "patch" in ln and "0.6.1" in ln)
     assert [c.strip() for c in header.split("┃")[1:-1]] == [
-        "patch", "0.6.1", "0.7.0", "superseded from", "conflict/ambiguous"]
+        "patch",
+        "0.6.1",
+        "0.7.0",
+        "superseded from",
+        "conflict/ambiguous",
+    ]
     row = next(ln for ln in lines if "vllm-enable-log-requests" in ln)
     assert [c.strip() for c in row.split("│")[1:-1]] == [
-        "vllm-enable-log-requests", "applied", "superseded-upstream", "0.7.0", "-"]
+        "vllm-enable-log-requests",
+        "applied",
+        "superseded-upstream",
+        "0.7.0",
+        "-",
+    ]
     assert lines[-1] == "matrix: no conflict or ambiguous cell"
 
 
@@ -82,8 +93,9 @@ def test_markdown_table(release_cache: Path) -> None:
     ]
 
 
-def test_starts_from_the_release_not_the_cached_tree(release_cache: Path, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_starts_from_the_release_not_the_cached_tree(
+    release_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A user's `apply --target verl==0.6.1` patches the cached tree in place; matrix must not see it."""
     private = tmp_path / "cache"
     (private / "releases").mkdir(parents=True)

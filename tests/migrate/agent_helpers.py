@@ -26,9 +26,16 @@ def entry(root: Path, rel: str) -> list[object]:
 
 
 def req(root: Path, action: str, manifest: list[list[object]], **kw: Any) -> dict[str, Any]:
-    base = {"root": str(root), "action": action, "manifest": manifest, "rendered": {}, "delete": False,
-            "max_delete": 100, "tags": {"pattern": r"#\s*(Uky)\b", "needles": ["Uky"], "expected": []},
-            "provenance": {"commit": "abc"}}
+    base = {
+        "root": str(root),
+        "action": action,
+        "manifest": manifest,
+        "rendered": {},
+        "delete": False,
+        "max_delete": 100,
+        "tags": {"pattern": r"#\s*(Uky)\b", "needles": ["Uky"], "expected": []},
+        "provenance": {"commit": "abc"},
+    }
     return {**base, **kw}
 
 

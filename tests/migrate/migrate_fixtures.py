@@ -45,8 +45,9 @@ class Site:
     dir: Path
 
     def config(self, extra: str = "", aliases: list[str] | None = None, name: str = "loop") -> Path:
-        return self.loop.write_config(self.dir / "patchctl.toml", self.dir / "hosts", aliases=aliases, name=name,
-                                      extra=extra)
+        return self.loop.write_config(
+            self.dir / "patchctl.toml", self.dir / "hosts", aliases=aliases, name=name, extra=extra
+        )
 
     def cluster(self, extra: str = "", aliases: list[str] | None = None) -> Cluster:
         return load_cluster("loop", self.config(extra, aliases))

@@ -8,8 +8,13 @@ from pathlib import Path
 
 
 def git(root: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True, env=env).stdout
 
 
@@ -45,16 +50,26 @@ GITIGNORE_CASES = {
     "top.dat": "sent: sub/.gitignore does not reach here\n",
     "plain.py": "print('hi')\n",
 }
-EXPECTED = {".gitignore", "sub/.gitignore", "plain.py", "x/doc/frotz", "sub/build/out.txt", "keep.tmp", "top.dat",
-            "forced.log"}
+EXPECTED = {
+    ".gitignore",
+    "sub/.gitignore",
+    "plain.py",
+    "x/doc/frotz",
+    "sub/build/out.txt",
+    "keep.tmp",
+    "top.dat",
+    "forced.log",
+}
 
 
 def make_gitignore_repo(root: Path) -> Path:
     """Files where gitignore semantics and rsync filter rules disagree."""
-    committed = {".gitignore": GITIGNORE_CASES[".gitignore"], "sub/.gitignore": GITIGNORE_CASES["sub/.gitignore"],
-                 "plain.py": GITIGNORE_CASES["plain.py"]}
-    root = make_repo(root, committed,
-                     untracked={k: v for k, v in GITIGNORE_CASES.items() if k not in committed})
+    committed = {
+        ".gitignore": GITIGNORE_CASES[".gitignore"],
+        "sub/.gitignore": GITIGNORE_CASES["sub/.gitignore"],
+        "plain.py": GITIGNORE_CASES["plain.py"],
+    }
+    root = make_repo(root, committed, untracked={k: v for k, v in GITIGNORE_CASES.items() if k not in committed})
     (root / "forced.log").write_text("tracked although *.log is ignored\n")
     git(root, "add", "-f", "forced.log")
     git(root, "commit", "-q", "-m", "force-add a log")

@@ -24,8 +24,12 @@ SSHD = os.environ.get("PATCHCTL_SSHD", "/usr/sbin/sshd")  # sshd must be run by 
 
 def missing_tools() -> str | None:
     """Why the harness cannot run here, or None."""
-    for tool, package in ((SSHD, "openssh-server"), ("ssh", "openssh-client"), ("ssh-keygen", "openssh-client"),
-                          ("rsync", "rsync")):
+    for tool, package in (
+        (SSHD, "openssh-server"),
+        ("ssh", "openssh-client"),
+        ("ssh-keygen", "openssh-client"),
+        ("rsync", "rsync"),
+    ):
         if shutil.which(tool) is None:
             return f"{tool} not found: apt-get install -y {package}"
     try:
@@ -73,8 +77,9 @@ class SshHost:
 
     def start(self) -> None:
         with open(self.home / "sshd.log", "ab") as log:
-            self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.config)], stdin=subprocess.DEVNULL,
-                                         stdout=log, stderr=log)
+            self.proc = subprocess.Popen(
+                [SSHD, "-D", "-e", "-f", str(self.config)], stdin=subprocess.DEVNULL, stdout=log, stderr=log
+            )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -128,22 +133,38 @@ class LoopbackCluster:
     @staticmethod
     def _keygen(path: Path) -> None:
         if not path.exists():
-            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "patchctl-test", "-f", str(path)],
-                           check=True, capture_output=True)
+            subprocess.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "patchctl-test", "-f", str(path)],
+                check=True,
+                capture_output=True,
+            )
 
     def _sshd_config(self, h: SshHost) -> None:
-        h.config.write_text("\n".join([
-            f"ListenAddress {h.address}:{h.port}",
-            f"HostKey {h.home / 'ssh_host_ed25519_key'}",
-            f"PidFile {h.home / 'sshd.pid'}",
-            f"AuthorizedKeysFile {self.base / 'authorized_keys'}",
-            "StrictModes no", "UsePAM no", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
-            "PubkeyAuthentication yes", "PermitRootLogin prohibit-password", f"AllowUsers {self.user}",
-            "MaxStartups 100:30:200", "MaxSessions 100", "PrintMotd no", "LogLevel ERROR",
-            # each node has a home of its own, as separate machines do; it also keeps the account's
-            # real ~/.bashrc (pyenv init, whose rehash lock a killed login leaves behind) out of it
-            f"SetEnv HOME={h.home}", "",
-        ]))
+        h.config.write_text(
+            "\n".join(
+                [
+                    f"ListenAddress {h.address}:{h.port}",
+                    f"HostKey {h.home / 'ssh_host_ed25519_key'}",
+                    f"PidFile {h.home / 'sshd.pid'}",
+                    f"AuthorizedKeysFile {self.base / 'authorized_keys'}",
+                    "StrictModes no",
+                    "UsePAM no",
+                    "PasswordAuthentication no",
+                    "KbdInteractiveAuthentication no",
+                    "PubkeyAuthentication yes",
+                    "PermitRootLogin prohibit-password",
+                    f"AllowUsers {self.user}",
+                    "MaxStartups 100:30:200",
+                    "MaxSessions 100",
+                    "PrintMotd no",
+                    "LogLevel ERROR",
+                    # each node has a home of its own, as separate machines do; it also keeps the account's
+                    # real ~/.bashrc (pyenv init, whose rehash lock a killed login leaves behind) out of it
+                    f"SetEnv HOME={h.home}",
+                    "",
+                ]
+            )
+        )
 
     def _client_config(self) -> None:
         lines, known = [], []
@@ -152,20 +173,32 @@ class LoopbackCluster:
             pub = (h.home / "ssh_host_ed25519_key.pub").read_text().split()
             known.append(f"{h.alias} {pub[0]} {pub[1]}")
         lines += [f"Host {self.down_alias}", "  HostName 127.0.0.250", f"  Port {self.down_port}"]
-        lines += ["Host *", f"  User {self.user}", f"  IdentityFile {self.key}", "  IdentitiesOnly yes",
-                  f"  UserKnownHostsFile {self.known_hosts}", "  GlobalKnownHostsFile /dev/null",
-                  "  StrictHostKeyChecking yes", "  PasswordAuthentication no", "  LogLevel ERROR", ""]
+        lines += [
+            "Host *",
+            f"  User {self.user}",
+            f"  IdentityFile {self.key}",
+            "  IdentitiesOnly yes",
+            f"  UserKnownHostsFile {self.known_hosts}",
+            "  GlobalKnownHostsFile /dev/null",
+            "  StrictHostKeyChecking yes",
+            "  PasswordAuthentication no",
+            "  LogLevel ERROR",
+            "",
+        ]
         self.ssh_config.write_text("\n".join(lines))
         self.known_hosts.write_text("\n".join(known) + "\n")
 
-    def write_config(self, path: Path, roots: Path, *, aliases: list[str] | None = None, name: str = "loop",
-                     extra: str = "") -> Path:
+    def write_config(
+        self, path: Path, roots: Path, *, aliases: list[str] | None = None, name: str = "loop", extra: str = ""
+    ) -> Path:
         """A patchctl.toml whose cluster ``name`` lists the aliases (default: every running host),
         each with its own root ``roots/<alias>/verl_Uky``; ``extra`` is appended inside the table."""
         aliases = aliases if aliases is not None else [h.alias for h in self.hosts]
         entries = [f'{{ ssh = "{a}", root = "{roots / a / "verl_Uky"}" }}' for a in aliases]
-        path.write_text(f'[clusters.{name}]\nhosts = [{", ".join(entries)}]\nroot = "/unused"\n'
-                        f'ssh_config = "{self.ssh_config}"\n{extra}')
+        path.write_text(
+            f'[clusters.{name}]\nhosts = [{", ".join(entries)}]\nroot = "/unused"\n'
+            f'ssh_config = "{self.ssh_config}"\n{extra}'
+        )
         return path
 
     def cpu_seconds(self, settle: float = 5.0) -> float:

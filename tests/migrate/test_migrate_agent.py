@@ -37,13 +37,22 @@ def test_finish_reports_every_kind_of_difference(tmp_path: Path) -> None:
     root.mkdir()
     for name in ("same.py", "changed.py", "mode.sh"):
         (root / name).write_text(name)
-    manifest = [entry(root, "same.py"), entry(root, "changed.py"), [*entry(root, "mode.sh")[:3], True],
-                ["gone.py", "f", "0" * 64, False], ["link", "l", "same.py", False]]
+    manifest = [
+        entry(root, "same.py"),
+        entry(root, "changed.py"),
+        [*entry(root, "mode.sh")[:3], True],
+        ["gone.py", "f", "0" * 64, False],
+        ["link", "l", "same.py", False],
+    ]
     (root / "changed.py").write_text("altered")
     os.symlink("elsewhere", root / "link")
     reply = agent(req(root, "finish", manifest, rendered={"git_ignore.py": "X = 1\n"}))
-    assert dict(reply["problems"]) == {"changed.py": "content differs (sha256)", "mode.sh": "executable bit differs",
-                                       "gone.py": "missing", "link": "link target differs"}
+    assert dict(reply["problems"]) == {
+        "changed.py": "content differs (sha256)",
+        "mode.sh": "executable bit differs",
+        "gone.py": "missing",
+        "link": "link target differs",
+    }
     assert (root / "git_ignore.py").read_text() == "X = 1\n" and reply["rendered"] == ["git_ignore.py"]
     prov = json.loads((root / ".patchctl" / "provenance.json").read_text())
     assert prov["commit"] == "abc" and prov["verified"] is False and prov["root"] == str(root)
@@ -57,27 +66,44 @@ def test_tag_inventory_is_compared(tmp_path: Path) -> None:
     (root / "checkpoints").mkdir()
     (root / "checkpoints" / "notes.py").write_text("# Uky in an output dir is not code\n")
     expected = [["a.py", 1, "x = 1  # Uky"], ["b.py", 3, "y = 2  # Uky"]]
-    reply = agent(req(root, "finish", [entry(root, "a.py")],
-                      tags={"pattern": r"#\s*(Uky)\b", "needles": ["Uky"], "expected": expected}))
+    reply = agent(
+        req(
+            root,
+            "finish",
+            [entry(root, "a.py")],
+            tags={"pattern": r"#\s*(Uky)\b", "needles": ["Uky"], "expected": expected},
+        )
+    )
     assert reply["tags_only_here"] == [["sub/stale.py", 1, "# Uky: left from an older tree"]]
     assert reply["tags_missing_here"] == [["b.py", 3, "y = 2  # Uky"]]
 
 
-@pytest.mark.parametrize(("stale", "expected", "verified"), [
-    (False, [["a.py", 1, "x = 1  # Uky"]], True),
-    (True, [["a.py", 1, "x = 1  # Uky"]], False),  # a tagged line only the host has
-    (False, [["a.py", 1, "x = 1  # Uky"], ["b.py", 3, "y = 2  # Uky"]], False),  # one the host lacks
-], ids=["same", "only-here", "missing-here"])
-def test_provenance_is_verified_only_when_the_tags_agree_too(tmp_path: Path, stale: bool, expected: list,
-                                                              verified: bool) -> None:
+@pytest.mark.parametrize(
+    ("stale", "expected", "verified"),
+    [
+        (False, [["a.py", 1, "x = 1  # Uky"]], True),
+        (True, [["a.py", 1, "x = 1  # Uky"]], False),  # a tagged line only the host has
+        (False, [["a.py", 1, "x = 1  # Uky"], ["b.py", 3, "y = 2  # Uky"]], False),  # one the host lacks
+    ],
+    ids=["same", "only-here", "missing-here"],
+)
+def test_provenance_is_verified_only_when_the_tags_agree_too(
+    tmp_path: Path, stale: bool, expected: list, verified: bool
+) -> None:
     """Every file matching is not enough: a tag mismatch alone leaves the host unverified (#18 audit)."""
     root = tmp_path / "r"
     root.mkdir()
     (root / "a.py").write_text("x = 1  # Uky\n")
     if stale:
         (root / "stale.py").write_text("y = 2  # Uky\n")
-    reply = agent(req(root, "finish", [entry(root, "a.py")],
-                      tags={"pattern": r"#\s*(Uky)\b", "needles": ["Uky"], "expected": expected}))
+    reply = agent(
+        req(
+            root,
+            "finish",
+            [entry(root, "a.py")],
+            tags={"pattern": r"#\s*(Uky)\b", "needles": ["Uky"], "expected": expected},
+        )
+    )
     assert reply["problems"] == []
     assert json.loads((root / ".patchctl" / "provenance.json").read_text())["verified"] is verified
 

@@ -41,10 +41,15 @@ def test_deleting_prunes_emptied_folders_up_to_the_root_and_no_further(tmp_path:
 
 def test_what_the_tag_scan_leaves_out(tmp_path: Path) -> None:
     root = tmp_path / "r"
-    for rel, data in {"logs.py": b"x = 1  # Uky\n", "sub/__pycache__/m.py": b"x = 1  # Uky\n",
-                      "bin.dat": b"\0# Uky\n", "late_nul.py": b"# Uky\n" + b"x" * (1024 - 6) + b"\0",
-                      "big.py": b"# Uky\n" + b"#" * (4 << 20), "no_needle.py": b"# uky is lower case\n",
-                      "git_ignore.py": b"X = 1  # Uky\n"}.items():
+    for rel, data in {
+        "logs.py": b"x = 1  # Uky\n",
+        "sub/__pycache__/m.py": b"x = 1  # Uky\n",
+        "bin.dat": b"\0# Uky\n",
+        "late_nul.py": b"# Uky\n" + b"x" * (1024 - 6) + b"\0",
+        "big.py": b"# Uky\n" + b"#" * (4 << 20),
+        "no_needle.py": b"# uky is lower case\n",
+        "git_ignore.py": b"X = 1  # Uky\n",
+    }.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
     os.symlink("logs.py", root / "link.py")
@@ -91,19 +96,29 @@ def test_plan_writes_nothing_and_lists_what_finish_would_do(tmp_path: Path) -> N
     (root / "a.py").write_text("a")
     (root / "same.txt").write_text("S\n")
     before = sorted(p.name for p in root.rglob("*"))
-    reply = agent(req(root, "plan", [entry(root, "a.py"), ["b.py", "f", "0" * 64, False]],
-                      rendered={"same.txt": "S\n", "new.txt": "N\n"}, tags=TAGS))
+    reply = agent(
+        req(
+            root,
+            "plan",
+            [entry(root, "a.py"), ["b.py", "f", "0" * 64, False]],
+            rendered={"same.txt": "S\n", "new.txt": "N\n"},
+            tags=TAGS,
+        )
+    )
     assert reply["problems"] == [["b.py", "missing"]] and reply["rendered"] == ["new.txt"]
     assert reply["root_exists"] is True and reply["tags_only_here"] == []
     assert sorted(p.name for p in root.rglob("*")) == before
 
 
-@pytest.mark.parametrize(("make", "kind", "says"), [
-    (lambda p: p.write_text("x"), "l", "not a symbolic link"),
-    (lambda p: p.mkdir(), "f", "not a regular file"),
-    (lambda p: os.symlink("elsewhere", p), "f", "not a regular file"),
-    (lambda p: None, "l", "missing"),
-])
+@pytest.mark.parametrize(
+    ("make", "kind", "says"),
+    [
+        (lambda p: p.write_text("x"), "l", "not a symbolic link"),
+        (lambda p: p.mkdir(), "f", "not a regular file"),
+        (lambda p: os.symlink("elsewhere", p), "f", "not a regular file"),
+        (lambda p: None, "l", "missing"),
+    ],
+)
 def test_each_kind_of_difference_is_named(tmp_path: Path, make, kind: str, says: str) -> None:
     root = tmp_path / "r"
     root.mkdir()
@@ -138,8 +153,10 @@ def test_only_the_owners_execute_bit_counts(tmp_path: Path) -> None:
     assert agent(req(root, "finish", [entry(root, "data.txt")]))["problems"] == []
 
 
-@pytest.mark.parametrize(("rel", "skip"), [("checkpoints/x.py", True), ("a/logs/b.py", True), ("logs.py", False),
-                                           ("a/b.py", False), ("a/.git/c.py", True)])
+@pytest.mark.parametrize(
+    ("rel", "skip"),
+    [("checkpoints/x.py", True), ("a/logs/b.py", True), ("logs.py", False), ("a/b.py", False), ("a/.git/c.py", True)],
+)
 def test_skipped_folders_are_folders_not_file_names(rel: str, skip: bool) -> None:
     """What the host's tag scan leaves out and the local expected inventory leaves out alike."""
     from patchctl.migrate import remote_agent

@@ -64,9 +64,13 @@ def test_a_repaired_host_is_listed_in_json_and_passes(site: Site, tmp_path: Path
     node1, node2 = json.loads(out)["hosts"]
     assert (node1["status"], node1["repaired"]) == ("ok", [])
     assert {k: node2[k] for k in ("status", "verified", "files_sent", "repaired", "mismatches", "reason")} == {
-        "status": "repaired", "verified": True, "files_sent": 1, "repaired": ["verl/b.py: content differs (sha256)"],
+        "status": "repaired",
+        "verified": True,
+        "files_sent": 1,
+        "repaired": ["verl/b.py: content differs (sha256)"],
         "mismatches": [],
-        "reason": "1 file(s) differed on the host after the transfer; re-sent by content and verified"}
+        "reason": "1 file(s) differed on the host after the transfer; re-sent by content and verified",
+    }
     assert victim.read_text() == "b = 2\n"
 
     victim.write_text("b = 4\n")
@@ -93,16 +97,20 @@ def test_bad_config_is_one_line_naming_the_key(tmp_path: Path) -> None:
     config.write_text('[clusters.gpu]\nhosts = ["n1"]\nroot = "/r"\nprofile = "turbo"\n')
     code, _, err = invoke("gpu", "--config", str(config))
     assert code == 2
-    assert err == (f"error: {config}: key 'clusters.gpu.profile': 'turbo' is not allowed; "
-                   "use one of: standard, fast-load\n")
+    assert err == (
+        f"error: {config}: key 'clusters.gpu.profile': 'turbo' is not allowed; use one of: standard, fast-load\n"
+    )
 
 
 def test_a_root_of_slash_is_one_line_naming_the_key(tmp_path: Path) -> None:
     config = tmp_path / "patchctl.toml"
     config.write_text('[clusters.gpu]\nhosts = ["n1", { ssh = "n2", root = "/tmp/.." }]\nroot = "/r"\n')
     code, _, err = invoke("gpu", "--config", str(config))
-    assert (code, err) == (2, f"error: {config}: key 'clusters.gpu.hosts[1].root': '/tmp/..' is the file system's "
-                              'root; write the directory the tree lives in, such as "/scratch/verl_Uky"\n')
+    assert (code, err) == (
+        2,
+        f"error: {config}: key 'clusters.gpu.hosts[1].root': '/tmp/..' is the file system's "
+        'root; write the directory the tree lives in, such as "/scratch/verl_Uky"\n',
+    )
 
 
 def test_unknown_cluster(tmp_path: Path) -> None:
@@ -125,11 +133,21 @@ def test_ctrl_c_stops_every_host_and_a_re_run_completes(site: Site, tmp_path: Pa
     payload = os.urandom(3 << 20)
     (tree / "big.bin").write_bytes(payload)
     config = site.config("bwlimit = 1024\n", ["node1", "node2"])
-    argv = [sys.executable, "-c", "from patchctl.cli.main import main; main()", "migrate", "loop", "--target",
-            str(tree), "--config", str(config)]
+    argv = [
+        sys.executable,
+        "-c",
+        "from patchctl.cli.main import main; main()",
+        "migrate",
+        "loop",
+        "--target",
+        str(tree),
+        "--config",
+        str(config),
+    ]
     env = {**os.environ, "PATCHCTL_CACHE": str(tmp_path / "cache")}  # the ordering state stays private
-    child = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=env)
+    child = subprocess.Popen(
+        argv, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not any("big.bin" in p.name for p in site.root("node1").rglob("*")):
         time.sleep(0.05)
@@ -151,8 +169,17 @@ def test_ctrl_c_stops_every_host_and_a_re_run_completes(site: Site, tmp_path: Pa
 def test_a_terminal_gets_a_live_row_per_host_with_files_and_bytes(site: Site, tmp_path: Path) -> None:
     tree = make_repo(tmp_path / "src", {"verl/__init__.py": "", **{f"verl/m{i}.py": "x" * 15_000 for i in range(20)}})
     config = site.config("bwlimit = 150\n", ["node1", "node2"])  # KiB/s: ~2 s, so the table shows progress
-    argv = [sys.executable, "-c", "from patchctl.cli.main import main; main()", "migrate", "loop", "--target",
-            str(tree), "--config", str(config)]
+    argv = [
+        sys.executable,
+        "-c",
+        "from patchctl.cli.main import main; main()",
+        "migrate",
+        "loop",
+        "--target",
+        str(tree),
+        "--config",
+        str(config),
+    ]
     env = {**os.environ, "PATCHCTL_CACHE": str(tmp_path / "cache"), "COLUMNS": "100"}
     leader, terminal = pty.openpty()
     child = subprocess.Popen(argv, stdin=terminal, stdout=terminal, stderr=terminal, env=env)
@@ -177,7 +204,16 @@ def test_a_terminal_gets_a_live_row_per_host_with_files_and_bytes(site: Site, tm
 def test_help_shows_a_cluster_table_and_every_option() -> None:
     done = CliRunner().invoke(cli, ["migrate", "--help"], prog_name="patchctl", terminal_width=100)
     assert done.exit_code == 0
-    for text in ("Usage: patchctl migrate [OPTIONS] CLUSTER", "[clusters.gpu]", 'root = "/root/verl_Uky"',
-                 "--dry-run", "--delete", "--checksum", "-j, --jobs N", "--json", "--config FILE",
-                 "patchctl migrate gpu --dry-run --delete"):
+    for text in (
+        "Usage: patchctl migrate [OPTIONS] CLUSTER",
+        "[clusters.gpu]",
+        'root = "/root/verl_Uky"',
+        "--dry-run",
+        "--delete",
+        "--checksum",
+        "-j, --jobs N",
+        "--json",
+        "--config FILE",
+        "patchctl migrate gpu --dry-run --delete",
+    ):
         assert text in done.output, text

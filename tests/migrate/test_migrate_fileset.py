@@ -30,8 +30,20 @@ def test_git_decides_membership(gitignore_repo: Path) -> None:
 def test_rsync_filter_rules_would_disagree(gitignore_repo: Path, tmp_path: Path) -> None:
     """What `rsync --exclude-from=.gitignore` (plus the nested file as a merge rule) would send:
     the reason migrate asks git instead."""
-    done = subprocess.run(["rsync", "-an", "--out-format=%n", "--exclude=.git/", "--filter=:- .gitignore",
-                           f"{gitignore_repo}/", str(tmp_path / "dst")], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [
+            "rsync",
+            "-an",
+            "--out-format=%n",
+            "--exclude=.git/",
+            "--filter=:- .gitignore",
+            f"{gitignore_repo}/",
+            str(tmp_path / "dst"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     by_rsync = {ln for ln in done.stdout.splitlines() if ln and not ln.endswith("/")}
     ours = set(collect(gitignore_repo, cluster()).paths)
     assert "x/doc/frotz" in ours and "x/doc/frotz" not in by_rsync  # anchoring
@@ -59,7 +71,8 @@ def test_large_and_small_files_hash_alike(tmp_path: Path) -> None:
     fs = collect(root, cluster())
     assert {e.path: e.digest for e in fs.entries} == {
         "small.py": hashlib.sha256(b"x = 1\n").hexdigest(),
-        **{n: hashlib.sha256(big + n.encode()).hexdigest() for n in ("big1.bin", "big2.bin")}}
+        **{n: hashlib.sha256(big + n.encode()).hexdigest() for n in ("big1.bin", "big2.bin")},
+    }
 
 
 def test_tracked_file_in_an_output_dir_fails_naming_it(tmp_path: Path) -> None:
@@ -79,9 +92,17 @@ def test_tracked_file_excluded_by_the_cluster_fails(tmp_path: Path) -> None:
 
 
 def test_outputs_stay_home_unless_included(tmp_path: Path) -> None:
-    root = make_repo(tmp_path / "r", {".gitignore": "*.pt\n", "a.py": ""},
-                     untracked={"outputs/run1/metrics.json": "{}", "logs/train.txt": "loss",
-                                "checkpoints/keep/final.pt": "w", "checkpoints/old/x.pt": "w", "wandb/run/f": ""})
+    root = make_repo(
+        tmp_path / "r",
+        {".gitignore": "*.pt\n", "a.py": ""},
+        untracked={
+            "outputs/run1/metrics.json": "{}",
+            "logs/train.txt": "loss",
+            "checkpoints/keep/final.pt": "w",
+            "checkpoints/old/x.pt": "w",
+            "wandb/run/f": "",
+        },
+    )
     assert collect(root, cluster()).paths == [".gitignore", "a.py"]
     fs = collect(root, cluster(include=("checkpoints/keep", "logs")))
     # included paths travel even where git ignores them (*.pt)
@@ -97,23 +118,32 @@ def test_patchset_added_files_travel_even_if_git_ignores_them(tmp_path: Path) ->
 
 
 def test_host_files_and_generated_files_stay_home(tmp_path: Path) -> None:
-    root = make_repo(tmp_path / "r", {"a.py": ""}, untracked={
-        "git_ignore.py": "DATA_DIR = '/mine'\n", ".patchctl/env.sh": "", ".patchctl/provenance.json": "{}"})
+    root = make_repo(
+        tmp_path / "r",
+        {"a.py": ""},
+        untracked={"git_ignore.py": "DATA_DIR = '/mine'\n", ".patchctl/env.sh": "", ".patchctl/provenance.json": "{}"},
+    )
     assert collect(root, cluster(), generated=("git_ignore.py",)).paths == ["a.py"]
 
 
 def test_an_interrupted_writes_temp_files_and_journal_never_travel(tmp_path: Path) -> None:
     """What a patchctl write killed half-way leaves (#10): the next command on the tree mends
     it; a host must never get it, whatever git, the record or the cluster's include say."""
-    debris = {"verl/.trainer.py.0badc0de.patchctl-tmp": "half\n", "README.md.patchctl-tmp": "half\n",
-              ".patchctl-journal/journal.json": "{}", ".patchctl-journal/backup/verl/trainer.py": "old\n",
-              ".patchctl/journal/journal.json": "{}", ".patchctl/journal-1234/step": ""}
+    debris = {
+        "verl/.trainer.py.0badc0de.patchctl-tmp": "half\n",
+        "README.md.patchctl-tmp": "half\n",
+        ".patchctl-journal/journal.json": "{}",
+        ".patchctl-journal/backup/verl/trainer.py": "old\n",
+        ".patchctl/journal/journal.json": "{}",
+        ".patchctl/journal-1234/step": "",
+    }
     root = make_repo(tmp_path / "r", {"verl/trainer.py": "x = 1\n", "README.md": "r\n"}, untracked=debris)
     everything = ("verl", ".patchctl-journal", ".patchctl", "README.md.patchctl-tmp")
     for c in (cluster(), cluster(include=everything)):
         assert collect(root, c).paths == ["README.md", "verl/trainer.py"]
-    entry = rec.Entry("uky", "x", "add-file", "verl/.trainer.py.0badc0de.patchctl-tmp", None, "0" * 64,
-                      "2025-01-01T00:00:00+00:00")
+    entry = rec.Entry(
+        "uky", "x", "add-file", "verl/.trainer.py.0badc0de.patchctl-tmp", None, "0" * 64, "2025-01-01T00:00:00+00:00"
+    )
     (root / rec.RECORD_PATH).write_bytes(rec.Record("0.6.1", None, {}, [entry]).to_bytes())
     assert collect(root, cluster()).paths == [rec.RECORD_PATH, "README.md", "verl/trainer.py"]
 

@@ -24,8 +24,11 @@ PATHS = '[clusters.loop.paths]\nDATA_DIR = "/data/fake_dataset"\nMODEL_PATH = "/
 
 def files_under(root: Path) -> dict[str, bytes]:
     """The host's tree, less what migrate writes there itself."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and str(p.relative_to(root)) not in HOST_FILES}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and str(p.relative_to(root)) not in HOST_FILES
+    }
 
 
 def ok(result: MigrateResult) -> None:
@@ -129,8 +132,11 @@ def test_a_host_stopped_mid_transfer_recovers_on_a_re_run(site: Site, tmp_path: 
     # rsync exits 12 or 255 as it happens to notice first; either way the host is lost, not broken
     assert statuses(result) == {"node1": "ok", "node2": "unreachable"}
     stopped = result.hosts[1]
-    assert re.fullmatch(r"rsync exit (12|255): ssh could not reach the host any more \(it went down, or the network "
-                        r"dropped\); re-run migrate to resume", stopped.reason), stopped.reason
+    assert re.fullmatch(
+        r"rsync exit (12|255): ssh could not reach the host any more \(it went down, or the network "
+        r"dropped\); re-run migrate to resume",
+        stopped.reason,
+    ), stopped.reason
     assert not (node2 / "big.bin").exists()  # the partial data never became the final file
 
     site.loop.host("node2").start()
@@ -146,8 +152,10 @@ def test_verification_repairs_a_file_altered_on_the_host_in_the_same_run(site: S
     victim = site.root("node1") / rel
     st = victim.stat()
     text = victim.read_text()
-    altered = text.replace("enable_log_requests=engine_args.enable_log_requests, # Uky",
-                           "enable_log_requests=engine_args.enable_log_requests, # Ukx")
+    altered = text.replace(
+        "enable_log_requests=engine_args.enable_log_requests, # Uky",
+        "enable_log_requests=engine_args.enable_log_requests, # Ukx",
+    )
     assert altered != text and len(altered) == len(text)
     victim.write_text(altered)
     os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns))  # size and time unchanged: rsync's quick check misses it
@@ -164,10 +172,14 @@ def test_verification_repairs_a_file_altered_on_the_host_in_the_same_run(site: S
     assert json.loads((site.root("node1") / ".patchctl" / "provenance.json").read_text())["verified"] is True
     # a tagged file the source lacks is not the source's to fix: it stays a mismatch, with the way out
     assert (node2.status, node2.verified, node2.repaired) == (HostStatus.MISMATCH, False, ())
-    assert node2.mismatches == ("verl/old_hack.py:1: tagged line on the host that the source lacks: "
-                                "import os  # Uky: a hand edit made on the cluster",)
-    assert node2.reason == ("1 difference(s) on the host after the transfer; --delete removes files deleted at the "
-                            "source; other tagged files there are hand edits")
+    assert node2.mismatches == (
+        "verl/old_hack.py:1: tagged line on the host that the source lacks: "
+        "import os  # Uky: a hand edit made on the cluster",
+    )
+    assert node2.reason == (
+        "1 difference(s) on the host after the transfer; --delete removes files deleted at the "
+        "source; other tagged files there are hand edits"
+    )
     assert not result.ok and [h.host for h in result.failed] == ["node2"]
 
     stale.unlink()

@@ -66,10 +66,14 @@ def _settled(check: object, limit: float = 15.0) -> object:
 
 
 def _migrate(tree: Path, config: Path, tmp_path: Path, *more: str, **env: str) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", "patchctl", "migrate", "loop", "--target", str(tree), "--config", str(config),
-            *more]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PATCHCTL_CACHE": str(tmp_path / "cache"), **env})
+    argv = [sys.executable, "-m", "patchctl", "migrate", "loop", "--target", str(tree), "--config", str(config), *more]
+    return subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PATCHCTL_CACHE": str(tmp_path / "cache"), **env},
+    )
 
 
 def _arriving(site: Site, alias: str, name: str = "big.bin") -> None:
@@ -132,8 +136,10 @@ def test_a_second_migrate_that_cannot_wait_names_the_first(site: Site, tmp_path:
     assert first.returncode == 0, out1 + err1
     assert second.returncode == 1
     (host,) = json.loads(out2)["hosts"]
-    expected = (f"{site.root('node1')} is being migrated by another patchctl (pid {first.pid}, `patchctl migrate "
-                f"loop --target {tree} --config {config}`, since ")
+    expected = (
+        f"{site.root('node1')} is being migrated by another patchctl (pid {first.pid}, `patchctl migrate "
+        f"loop --target {tree} --config {config}`, since "
+    )
     assert host["status"] == "failed" and host["reason"].startswith(expected), host
     assert f"on {socket.gethostname()}); waited 1 s: run migrate again once it has ended" in host["reason"]
 

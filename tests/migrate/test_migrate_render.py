@@ -14,9 +14,15 @@ from patchctl.migrate import render
 from patchctl.patchsets.loader import load_patchsets
 
 ALWAYS = {
-    "RAY_num_prestart_python_workers": "1", "RAY_worker_register_timeout_seconds": "600", "OMP_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TRITON_CACHE_DIR": "/tmp/triton_cache",
-    "VLLM_USE_TRITON_FLASH_ATTN": "0", "VLLM_ATTENTION_BACKEND": "FLASH_ATTN", "VLLM_WORKER_USE_RAY": "1",
+    "RAY_num_prestart_python_workers": "1",
+    "RAY_worker_register_timeout_seconds": "600",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "TRITON_CACHE_DIR": "/tmp/triton_cache",
+    "VLLM_USE_TRITON_FLASH_ATTN": "0",
+    "VLLM_ATTENTION_BACKEND": "FLASH_ATTN",
+    "VLLM_WORKER_USE_RAY": "1",
 }
 FAST_LOAD = {"VLLM_WORKER_MULTIPROC_METHOD": "spawn", "TOKENIZERS_PARALLELISM": "false"}
 HOST = Host("node1", "/scratch/verl Uky")
@@ -35,8 +41,9 @@ def example() -> Path:
 
 def run_settings(tmp_path: Path, text: str) -> dict[str, str]:
     (tmp_path / "git_ignore.py").write_text(text)
-    out = subprocess.run([sys.executable, "git_ignore.py", "--shell"], cwd=tmp_path, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "git_ignore.py", "--shell"], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout
     env = subprocess.run(["bash", "-c", out + "\nenv -0"], capture_output=True, text=True, check=True).stdout
     return dict(item.split("=", 1) for item in env.split("\0") if "=" in item)
 
@@ -60,8 +67,10 @@ def test_git_ignore_gets_the_cluster_paths_and_the_host_root(example: Path, tmp_
 def test_unknown_path_key_names_the_key_and_the_choices(example: Path) -> None:
     with pytest.raises(ManifestError) as err:
         render.rendered_files(cluster(paths={"DATA_DIRS": "/d"}), HOST, example)
-    assert str(err.value) == ("/cfg/patchctl.toml: key 'clusters.gpu.paths.DATA_DIRS': git_ignore.py.example has no "
-                              "setting DATA_DIRS; use one of: VERL_ROOT, DATA_DIR, MODEL_PATH, CHECKPOINT_DIR, LOG_DIR")
+    assert str(err.value) == (
+        "/cfg/patchctl.toml: key 'clusters.gpu.paths.DATA_DIRS': git_ignore.py.example has no "
+        "setting DATA_DIRS; use one of: VERL_ROOT, DATA_DIR, MODEL_PATH, CHECKPOINT_DIR, LOG_DIR"
+    )
 
 
 def test_paths_without_an_example_is_an_error() -> None:
@@ -72,14 +81,20 @@ def test_paths_without_an_example_is_an_error() -> None:
 
 def source(text: str, tmp_path: Path, ld: str = "/opt/lib") -> dict[str, str]:
     (tmp_path / "env.sh").write_text(text)
-    out = subprocess.run(["bash", "-c", f". {tmp_path / 'env.sh'} && env -0"], capture_output=True, text=True,
-                         check=True, env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": ld}).stdout
+    out = subprocess.run(
+        ["bash", "-c", f". {tmp_path / 'env.sh'} && env -0"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": ld},
+    ).stdout
     return dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
 
 
 @pytest.mark.parametrize("profile, extra", [("standard", {}), ("fast-load", FAST_LOAD)])
-def test_env_file_holds_the_record_variables_for_the_profile(profile: str, extra: dict[str, str],
-                                                            tmp_path: Path) -> None:
+def test_env_file_holds_the_record_variables_for_the_profile(
+    profile: str, extra: dict[str, str], tmp_path: Path
+) -> None:
     text = render.render_env(cluster(profile=profile, env={"WANDB_MODE": "offline $NOT_EXPANDED"}), HOST)
     env = source(text, tmp_path)
     for key, value in {**ALWAYS, **extra}.items():

@@ -27,14 +27,17 @@ def test_itemized_lines() -> None:
     assert transfer.parse_line("created directory /srv/x") is None
 
 
-@pytest.mark.parametrize("code, words", [
-    (23, "partial transfer: some files could not be transferred"),
-    (24, "some source files vanished"),
-    (30, "timeout"),
-    (255, "ssh could not connect"),
-    (12, "connection dropped"),
-    (99, "exit code 99"),
-])
+@pytest.mark.parametrize(
+    "code, words",
+    [
+        (23, "partial transfer: some files could not be transferred"),
+        (24, "some source files vanished"),
+        (30, "timeout"),
+        (255, "ssh could not connect"),
+        (12, "connection dropped"),
+        (99, "exit code 99"),
+    ],
+)
 def test_exit_codes_become_causes(code: int, words: str) -> None:
     msg = rsync.cause(code, "rsync: some detail here\nrsync error: blah (code 23) at main.c(1)\n")
     assert msg.startswith(f"rsync exit {code}: ") and words in msg and "(rsync: some detail here)" in msg
@@ -51,8 +54,9 @@ def test_missing_rsync_on_the_host_is_named() -> None:
 
 
 def test_argv_never_lets_a_partial_file_become_final(tmp_path: Path) -> None:
-    argv = transfer.rsync_argv(cluster(tmp_path, bwlimit=500), HOST, Path("/src"), Path("/tmp/list"), dry_run=True,
-                               checksum=True)
+    argv = transfer.rsync_argv(
+        cluster(tmp_path, bwlimit=500), HOST, Path("/src"), Path("/tmp/list"), dry_run=True, checksum=True
+    )
     for flag in ("--delay-updates", "--partial-dir", "--from0", "--files-from", "--dry-run", "--checksum"):
         assert flag in argv
     assert "--inplace" not in argv and "--delete" not in argv  # deletions are the agent's, within the root
@@ -79,9 +83,9 @@ def test_rsync_and_ssh_reach_hosts_with_the_same_options(tmp_path: Path) -> None
     assert done.returncode in (12, 255), done.stderr  # 255 from ssh, or 12 when rsync sees the closed pipe first
     seen = record.read_text().splitlines()
     expected = ssh.ssh_options(c, control)
-    assert seen[:len(expected)] == expected
+    assert seen[: len(expected)] == expected
     assert seen[len(expected)] == "node1"  # then rsync's own remote command follows
-    assert ssh.ssh_argv(c, HOST, ["true"], control)[1:len(expected) + 1] == expected
+    assert ssh.ssh_argv(c, HOST, ["true"], control)[1 : len(expected) + 1] == expected
 
 
 def test_ssh_options_never_prompt_and_use_the_cluster_config(tmp_path: Path) -> None:

@@ -49,8 +49,12 @@ time.sleep(60)
 def test_sessions_outlive_their_thread_die_with_patchctl_and_leave_no_folder(site: Site, tmp_path: Path) -> None:
     config = site.config("", ["node1"])
     mark = uuid.uuid4().hex
-    child = subprocess.Popen([sys.executable, "-c", CODE, str(config)], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PATCHCTL_TEST_MARK": mark})
+    child = subprocess.Popen(
+        [sys.executable, "-c", CODE, str(config)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PATCHCTL_TEST_MARK": mark},
+    )
     assert child.stdout is not None
     control, stage, poll = child.stdout.readline().split()
     assert poll == "None"  # the session still runs after the pool thread that started it ended
@@ -73,10 +77,15 @@ def test_the_lock_keeper_makes_nothing_through_a_symlinked_patchctl(tmp_path: Pa
     elsewhere.mkdir()
     os.symlink(elsewhere, root / ".patchctl")
     request = json.dumps({"root": str(root), "wait": 1, "holder": "test"}) + "\n"
-    hold = subprocess.run([sys.executable, lock_agent.__file__, "hold"], input=request, capture_output=True,
-                          text=True, timeout=30)
+    hold = subprocess.run(
+        [sys.executable, lock_agent.__file__, "hold"], input=request, capture_output=True, text=True, timeout=30
+    )
     assert json.loads(hold.stdout) == {"error": f"{root}/.patchctl leads out of the root; make it a folder there"}
-    transfer = subprocess.run([sys.executable, lock_agent.__file__, "transfer", str(root / lock_agent.TRANSFER),
-                               "true"], capture_output=True, text=True, timeout=30)
+    transfer = subprocess.run(
+        [sys.executable, lock_agent.__file__, "transfer", str(root / lock_agent.TRANSFER), "true"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert transfer.returncode == 5 and "leads out of the root" in transfer.stderr
     assert list(elsewhere.iterdir()) == []

@@ -19,8 +19,11 @@ SETS = ["--patchset", "uky", "--patchset", "verl05-nofa-hf"]
 
 def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
     """Every file's bytes and mode outside .git: what "byte-identical" compares."""
-    return {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mode & 0o777) for p in sorted(root.rglob("*"))
-            if p.is_file() and ".git" not in p.relative_to(root).parts}
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mode & 0o777)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(root).parts
+    }
 
 
 def git(root: Path, *args: str) -> str:
@@ -45,9 +48,13 @@ def test_apply_verify_revert_on_verl_050(release_tree: Callable[[str], Path]) ->
     fsdp = (tree / "verl/workers/fsdp_workers.py").read_text()
     assert fsdp.count('attn_implementation=os.environ.get("VERL_ATTN_IMPLEMENTATION", "sdpa")') == 3
     assert 'attn_implementation="flash_attention_2"' not in fsdp.replace('# attn_implementation="flash', "").replace(
-        'attn_implementation="flash_attention_2"  # patchctl', "")
-    for rel in ("verl/workers/actor/dp_actor.py", "verl/workers/critic/dp_critic.py",
-                "verl/workers/engine/fsdp/engine_impl.py"):
+        'attn_implementation="flash_attention_2"  # patchctl', ""
+    )
+    for rel in (
+        "verl/workers/actor/dp_actor.py",
+        "verl/workers/critic/dp_critic.py",
+        "verl/workers/engine/fsdp/engine_impl.py",
+    ):
         assert "    try:  # patchctl-compat\n        from flash_attn.bert_padding" in (tree / rel).read_text()
 
     done = runner.invoke(cli, ["verify", "--target", str(tree), *SETS, "--json"])

@@ -62,8 +62,10 @@ def test_apply_check_revert() -> None:
 def test_top_level_import_with_fallback_and_no_final_newline() -> None:
     p = patch(fallback="pad_input = None\nunpad_input = None", exception="ModuleNotFoundError")
     before = "import os\nimport flash_attn.bert_padding"
-    after = ("import os\ntry:  # compat\n    import flash_attn.bert_padding  # compat\n"
-             "except ModuleNotFoundError:  # compat\n    pad_input = None  # compat\n    unpad_input = None  # compat")
+    after = (
+        "import os\ntry:  # compat\n    import flash_attn.bert_padding  # compat\n"
+        "except ModuleNotFoundError:  # compat\n    pad_input = None  # compat\n    unpad_input = None  # compat"
+    )
     edit = KIND.apply(before, p, CTX)
     assert edit.text == after
     assert KIND.check(after, p, CTX).presence is Presence.PRESENT

@@ -72,10 +72,13 @@ def test_a_tagged_new_keyword_with_another_value_is_modified_and_says_so() -> No
     assert found.reason.endswith("enable_log_requests=True (expected engine_args.enable_log_requests)")
 
 
-@pytest.mark.parametrize(("line", "why"), [
-    (OLD + ")", "shares a line with other arguments"),
-    (OLD + ",  # mine", "carries a comment (# mine)"),
-])
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        (OLD + ")", "shares a line with other arguments"),
+        (OLD + ",  # mine", "carries a comment (# mine)"),
+    ],
+)
 def test_apply_refuses_a_keyword_it_cannot_rewrite_alone(line: str, why: str) -> None:
     text = "x = AsyncLLM.from_vllm_config(\n    c,\n    " + line + "\n" + ("" if line.endswith(")") else ")\n")
     edit = KIND.apply(text, RENAME, CTX)
@@ -93,10 +96,13 @@ def test_revert_refuses_a_comma_the_two_lines_disagree_on() -> None:
     assert edit.status is EditStatus.CONFLICT and "disagree on a trailing comma" in edit.reason
 
 
-@pytest.mark.parametrize("before", [
-    call("c,", "# the user's own note", OLD + ","),
-    call("c,", OLD + ",  "),  # trailing spaces
-])
+@pytest.mark.parametrize(
+    "before",
+    [
+        call("c,", "# the user's own note", OLD + ","),
+        call("c,", OLD + ",  "),  # trailing spaces
+    ],
+)
 def test_the_round_trip_keeps_the_users_lines_and_spacing(before: str) -> None:
     edit = KIND.apply(before, RENAME, CTX)
     assert edit.status is EditStatus.CHANGED

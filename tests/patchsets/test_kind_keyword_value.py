@@ -16,13 +16,18 @@ CTX = Context(Path("."), "mod.py")
 
 
 def patch(**params: object) -> Patch:
-    raw = {"keyword": "attn_implementation", "calls": ["AutoConfig.from_pretrained"],
-           "old_value": '"flash_attention_2"', "value": 'os.environ.get("ATTN", "sdpa")', **params}
+    raw = {
+        "keyword": "attn_implementation",
+        "calls": ["AutoConfig.from_pretrained"],
+        "old_value": '"flash_attention_2"',
+        "value": 'os.environ.get("ATTN", "sdpa")',
+        **params,
+    }
     parsed = KIND.parse_params({k: v for k, v in raw.items() if v is not None}, Path("."), Path("patchset.toml"), "p")
     return Patch("p", "t", "w", "compat", "keyword-value", ("mod.py",), parsed)
 
 
-BEFORE = '''import os
+BEFORE = """import os
 
 cfg = AutoConfig.from_pretrained(
     path,
@@ -31,7 +36,7 @@ cfg = AutoConfig.from_pretrained(
 )
 o = AutoConfig.from_pretrained(path, trust_remote_code=t, attn_implementation="flash_attention_2")
 keep = AutoConfig.from_pretrained(path, attn_implementation="eager")
-'''
+"""
 AFTER = """import os
 
 cfg = AutoConfig.from_pretrained(
@@ -87,8 +92,10 @@ def test_remove_refuses_a_shared_line() -> None:
 
 def test_dict_display_entry() -> None:
     p = patch(keyword="num_return_sequences", calls=None, dicts=["kwargs"], old_value="self.config.n", value="1")
-    before = ('if x:\n    kwargs = {"num_return_sequences": 1}\nelse:\n    kwargs = {\n        "do_sample": True,\n'
-              '        "num_return_sequences": self.config.n,\n    }\n')
+    before = (
+        'if x:\n    kwargs = {"num_return_sequences": 1}\nelse:\n    kwargs = {\n        "do_sample": True,\n'
+        '        "num_return_sequences": self.config.n,\n    }\n'
+    )
     edit = KIND.apply(before, p, CTX)
     assert edit.status is EditStatus.CHANGED
     assert (
@@ -136,7 +143,7 @@ def test_not_applicable_and_modified() -> None:
     # a site left unpatched next to a patched one is not "present"
     lines = after.splitlines(keepends=True)
     half = "".join([*lines[:8], BEFORE.splitlines(keepends=True)[7], *lines[10:]])
-    assert "o = AutoConfig.from_pretrained(path, trust_remote_code=t, attn_implementation=\"flash" in half
+    assert 'o = AutoConfig.from_pretrained(path, trust_remote_code=t, attn_implementation="flash' in half
     assert KIND.check(half, p, CTX).presence is Presence.MODIFIED
 
 

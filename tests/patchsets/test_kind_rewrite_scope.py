@@ -34,8 +34,9 @@ CASES = {
 def test_statement_rewrite_equals_whole_module_rewrite(name: str) -> None:
     text = CASES[name]
     kind = KINDS["keyword-rename"]
-    patch = Patch("p", "t", "w", "Uky", "keyword-rename", ("m.py",),
-                  kind.parse_params(dict(RAW), Path("."), Path("x"), "p"))
+    patch = Patch(
+        "p", "t", "w", "Uky", "keyword-rename", ("m.py",), kind.parse_params(dict(RAW), Path("."), Path("x"), "p")
+    )
     edit = kind.apply(text, patch, CTX)
     assert edit.status is EditStatus.CHANGED, edit.reason
     site = next(s for s in _sites(parse_ast(text, "m.py"), "make", "quiet") if s.keyword)
@@ -48,8 +49,15 @@ def test_statement_rewrite_equals_whole_module_rewrite(name: str) -> None:
 
 def test_prelude_on_the_head_equals_the_whole_module() -> None:
     kind = KINDS["prelude"]
-    patch = Patch("p", "t", "w", "Uky", "prelude", ("m.py",),
-                  kind.parse_params({"block": "# Uky: first\nimport os  # Uky"}, Path("."), Path("x"), "p"))
+    patch = Patch(
+        "p",
+        "t",
+        "w",
+        "Uky",
+        "prelude",
+        ("m.py",),
+        kind.parse_params({"block": "# Uky: first\nimport os  # Uky"}, Path("."), Path("x"), "p"),
+    )
     text = '"""Doc."""\n# header\n\nfrom __future__ import annotations\n\nimport sys\n\n\ndef f():\n    return 1\n'
     edit = kind.apply(text, patch, CTX)
     assert edit.text == (

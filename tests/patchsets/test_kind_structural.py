@@ -42,8 +42,16 @@ def test_a_replaced_statement_that_reads_like_the_anchor_below_is_found() -> Non
     after = (
         "def fit(self):\n    self.init()\n    self.sync(blocking=True)  # Uky\n    self.sync()\n    return self.state\n"
     )
-    round_trip(before, after, patch(above=["self.init()"], below=["self.sync()"], before="    self.sync()\n",
-                                    after="    self.sync(blocking=True)  # Uky\n"))
+    round_trip(
+        before,
+        after,
+        patch(
+            above=["self.init()"],
+            below=["self.sync()"],
+            before="    self.sync()\n",
+            after="    self.sync(blocking=True)  # Uky\n",
+        ),
+    )
 
 
 # was: conflict: occurrence picked the second start's nearest end, an empty gap
@@ -51,8 +59,12 @@ def test_occurrence_picks_a_start_and_any_of_its_ends() -> None:
     block = "    self.init()\n    self.sync()\n    self.sync()\n"
     before = "def fit(self):\n" + block * 2
     after = "def fit(self):\n" + block + block.replace("    self.sync()\n", "    self.sync(blocking=True)  # Uky\n", 1)
-    params = {"above": ["self.init()"], "below": ["self.sync()"], "before": "    self.sync()\n",
-              "after": "    self.sync(blocking=True)  # Uky\n"}
+    params = {
+        "above": ["self.init()"],
+        "below": ["self.sync()"],
+        "before": "    self.sync()\n",
+        "after": "    self.sync(blocking=True)  # Uky\n",
+    }
     round_trip(before, after, patch(**params, occurrence=2))
     edit = KIND.apply(before, patch(**params), CTX)  # without it, both starts fit: never a guess
     assert edit.status is EditStatus.AMBIGUOUS
@@ -64,18 +76,24 @@ def test_occurrence_picks_a_start_and_any_of_its_ends() -> None:
 def test_deleting_a_statement_for_a_tagged_comment_is_not_already_there() -> None:
     before = "def fit(self):\n    self.sync()\n    self.sync()\n    return self.state\n"
     after = "def fit(self):\n    # Uky: one sync is enough\n    self.sync()\n    return self.state\n"
-    round_trip(before, after, patch(below=["self.sync()"], before="    self.sync()\n",
-                                    after="    # Uky: one sync is enough\n"))
+    round_trip(
+        before, after, patch(below=["self.sync()"], before="    self.sync()\n", after="    # Uky: one sync is enough\n")
+    )
 
 
 def test_an_exact_original_outranks_a_copy_of_the_change_without_its_comment() -> None:
     """Inserting a copy of the statement below: BASE reads like the change with its tag
     stripped one statement further, but the exact empty gap is the place."""
     before = "def fit(self):\n    self.init()\n    self.sync()\n    self.sync()\n    return self.state\n"
-    after = ("def fit(self):\n    self.init()\n    self.sync()  # Uky: once more\n    self.sync()\n    self.sync()\n"
-             "    return self.state\n")
-    round_trip(before, after, patch(above=["self.init()"], below=["self.sync()"], before="",
-                                    after="    self.sync()  # Uky: once more\n"))
+    after = (
+        "def fit(self):\n    self.init()\n    self.sync()  # Uky: once more\n    self.sync()\n    self.sync()\n"
+        "    return self.state\n"
+    )
+    round_trip(
+        before,
+        after,
+        patch(above=["self.init()"], below=["self.sync()"], before="", after="    self.sync()  # Uky: once more\n"),
+    )
 
 
 # was: already-applied, check present on the unpatched file (the example in issue 10)
@@ -89,15 +107,19 @@ def test_deleting_one_of_two_identical_adjacent_statements_is_ambiguous() -> Non
     assert found.presence is Presence.MISSING and "fits 2 places" in found.reason
     assert KIND.revert(before, p, CTX).status is EditStatus.AMBIGUOUS
     # the anchors capture grows until they name one place: then it applies and round-trips
-    round_trip(before, "def fit(self):\n    self.init()\n    self.sync()\n",
-               patch(above=["self.init()", "self.sync()"], before="    self.sync()\n", after=""))
+    round_trip(
+        before,
+        "def fit(self):\n    self.init()\n    self.sync()\n",
+        patch(above=["self.init()", "self.sync()"], before="    self.sync()\n", after=""),
+    )
 
 
 # was: applied, but check then said missing and a second apply inserted it again
 def test_a_change_that_makes_its_own_anchor_repeat_is_refused() -> None:
     before = "def fit(self):\n    self.init()\n    self.sync()\n    return self.state\n"
-    p = patch(above=["self.init()"], below=["self.sync()"], before="",
-              after="    self.sync()\n    self.log()  # Uky\n")  # `capture --all` takes the untagged line too
+    p = patch(
+        above=["self.init()"], below=["self.sync()"], before="", after="    self.sync()\n    self.log()  # Uky\n"
+    )  # `capture --all` takes the untagged line too
     edit = KIND.apply(before, p, CTX)
     assert edit.status is EditStatus.AMBIGUOUS
     assert "after the change fits 2 places, lines 3 (unpatched), 3-4 (patched)" in edit.reason
@@ -113,8 +135,12 @@ def test_a_change_that_leaves_a_body_empty_is_a_conflict() -> None:
 def test_revert_restores_the_trees_own_spacing_and_comments_not_the_manifests() -> None:
     before = "def fit(self):\n    self.init()\n    self.sync( )  # wait for the workers\n    return self.state\n"
     after = "def fit(self):\n    self.init()\n    self.sync(blocking=True)  # Uky\n    return self.state\n"
-    p = patch(above=["self.init()"], below=["return self.state"], before="    self.sync()\n",
-              after="    self.sync(blocking=True)  # Uky\n")
+    p = patch(
+        above=["self.init()"],
+        below=["return self.state"],
+        before="    self.sync()\n",
+        after="    self.sync(blocking=True)  # Uky\n",
+    )
     edit = KIND.apply(before, p, CTX)
     assert edit.status is EditStatus.CHANGED and edit.text == after
     assert edit.undo == {"before": "    self.sync( )  # wait for the workers\n"}
@@ -128,12 +154,21 @@ def test_only_after_is_required_and_it_never_creates_its_target(tmp_path: Path) 
     every optional param made required, creates_target flipped)."""
     from patchctl.patchsets.loader import load_patchset
 
-    (tmp_path / "patchset.toml").write_text('[patchset]\nname = "s"\ntag = "Uky"\n\n[[patch]]\nid = "p"\n'
-                                            'title = "t"\nwhy = "w"\nkind = "structural"\ntarget = ["m.py"]\n'
-                                            '[patch.params]\nafter = "import os  # Uky\\n"\n')
+    (tmp_path / "patchset.toml").write_text(
+        '[patchset]\nname = "s"\ntag = "Uky"\n\n[[patch]]\nid = "p"\n'
+        'title = "t"\nwhy = "w"\nkind = "structural"\ntarget = ["m.py"]\n'
+        '[patch.params]\nafter = "import os  # Uky\\n"\n'
+    )
     p = load_patchset(tmp_path).get("p")
-    assert (p.params.mode, p.params.scope, p.params.above, p.params.below, p.params.indent, p.params.before,
-            p.params.occurrence) == ("statements", "", (), (), "", "", None)
+    assert (
+        p.params.mode,
+        p.params.scope,
+        p.params.above,
+        p.params.below,
+        p.params.indent,
+        p.params.before,
+        p.params.occurrence,
+    ) == ("statements", "", (), (), "", "", None)
     assert KIND.creates_target is False
 
 
@@ -143,8 +178,14 @@ def test_reasons_name_the_place_and_owned_lines_cover_the_whole_site() -> None:
 
     from patchctl.errors import ManifestError
 
-    p = patch(scope="", indent="", above=["import os"], below=["y = 2"], before="x = 1\n",
-              after="x = 3  # Uky\nz = 4  # Uky\n")
+    p = patch(
+        scope="",
+        indent="",
+        above=["import os"],
+        below=["y = 2"],
+        before="x = 1\n",
+        after="x = 3  # Uky\nz = 4  # Uky\n",
+    )
     before, after = "import os\nx = 1\ny = 2\n", "import os\nx = 3  # Uky\nz = 4  # Uky\ny = 2\n"
     assert KIND.check(before, p, CTX).reason == "the module after `import os`: not present"
     found = KIND.check(after, p, CTX)
@@ -173,16 +214,24 @@ def test_params_checks_and_their_boundaries() -> None:
 
 
 def test_check_names_a_modified_change_an_absent_scope_and_two_fits() -> None:
-    p = patch(scope="", indent="", above=["import os"], below=["y = 2"], before="x = 1\n",
-              after="x = 3  # Uky\nz = 4  # Uky\n")
+    p = patch(
+        scope="",
+        indent="",
+        above=["import os"],
+        below=["y = 2"],
+        before="x = 1\n",
+        after="x = 3  # Uky\nz = 4  # Uky\n",
+    )
     edited = KIND.check("import os\nx = 5  # Uky\nz = 4  # Uky\ny = 2\n", p, CTX)
     assert edited.presence is Presence.MODIFIED and edited.owned_lines == {2, 3}
     assert edited.reason == "the module after `import os`: the tagged text at lines 2-3 differs from the patch"
     assert edited.detail == ("--- patch\n+++ m.py:2\n@@ -1,2 +1,2 @@\n-x = 3  # Uky\n+x = 5  # Uky\n z = 4  # Uky\n")
     assert KIND.apply(None, p, CTX).reason == "m.py does not exist"
     assert KIND.revert(None, p, CTX).reason == "m.py does not exist"
-    assert KIND.check("def g():\n    pass\n", patch(above=["a()"], before="b()\n", after="c()  # Uky\n"),
-                      CTX).reason == "no fit scope in m.py"
+    assert (
+        KIND.check("def g():\n    pass\n", patch(above=["a()"], before="b()\n", after="c()  # Uky\n"), CTX).reason
+        == "no fit scope in m.py"
+    )
     twice = KIND.check("import os\nx = 1\ny = 2\nimport os\nx = 1\ny = 2\n", p, CTX)
     assert twice.presence is Presence.MISSING and "fits 2 places, lines 2 (unpatched), 5 (unpatched)" in twice.reason
 
@@ -201,7 +250,9 @@ def test_apply_says_why_no_place_fits() -> None:
 def test_a_deletion_needs_no_after(tmp_path: Path) -> None:
     from patchctl.patchsets.loader import load_patchset
 
-    (tmp_path / "patchset.toml").write_text('[patchset]\nname = "s"\ntag = "Uky"\n\n[[patch]]\nid = "p"\n'
-                                            'title = "t"\nwhy = "w"\nkind = "structural"\ntarget = ["m.py"]\n'
-                                            '[patch.params]\nabove = ["import os"]\nbefore = "x = 1\\n"\n')
+    (tmp_path / "patchset.toml").write_text(
+        '[patchset]\nname = "s"\ntag = "Uky"\n\n[[patch]]\nid = "p"\n'
+        'title = "t"\nwhy = "w"\nkind = "structural"\ntarget = ["m.py"]\n'
+        '[patch.params]\nabove = ["import os"]\nbefore = "x = 1\\n"\n'
+    )
     assert load_patchset(tmp_path).get("p").params.after == ""

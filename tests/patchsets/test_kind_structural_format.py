@@ -46,8 +46,10 @@ RUFF = str(Path(sys.executable).with_name("ruff"))
 
 def ruff(*options: str) -> Callable[[str], str]:
     def run(text: str) -> str:
-        return subprocess.run([RUFF, "format", "--isolated", *options, "-"], input=text, capture_output=True,
-                              text=True, check=True).stdout
+        return subprocess.run(
+            [RUFF, "format", "--isolated", *options, "-"], input=text, capture_output=True, text=True, check=True
+        ).stdout
+
     return run
 
 
@@ -71,12 +73,14 @@ def tokens_edit(text: str, change: Callable[[tokenize.TokenInfo], str | None]) -
 
 def numbers(text: str) -> str:
     """``0.0`` -> ``0.``, ``1e-06`` -> ``1E-06``: the same values, spelled another way."""
+
     def change(tok: tokenize.TokenInfo) -> str | None:
         if tok.type != tokenize.NUMBER:
             return None
         if re.fullmatch(r"\d+\.0", tok.string):
             return tok.string[:-1]
         return tok.string.upper() if "e" in tok.string else None
+
     return tokens_edit(text, change)
 
 
@@ -88,6 +92,7 @@ def comments(text: str) -> str:
         if tok.type != tokenize.NEWLINE or "#" in lines[tok.start[0] - 1]:
             return None
         return "  # upstream\n"
+
     return tokens_edit(text, change)
 
 
@@ -125,8 +130,11 @@ def points(text: str) -> list[int]:
 
 def insert_after(text: str, line: int, n: int) -> str:
     lines = split_lines(text)
-    stmt = next(s for s in ast.walk(ast.parse(text)) if isinstance(s, ast.stmt) and s.end_lineno == line
-                and not hasattr(s, "body"))
+    stmt = next(
+        s
+        for s in ast.walk(ast.parse(text))
+        if isinstance(s, ast.stmt) and s.end_lineno == line and not hasattr(s, "body")
+    )
     indent = lines[stmt.lineno - 1][: len(lines[stmt.lineno - 1]) - len(lines[stmt.lineno - 1].lstrip())]
     return "".join([*lines[:line], f"{indent}uky_probe = {n}  # Uky\n", *lines[line:]])
 
@@ -189,7 +197,7 @@ def rename(text: str, stmt: ast.stmt, first_line: bool = False) -> tuple[str, st
     None when the statement has no name (``pass``, ``return 0``), or none on its first line
     where ``first_line`` asks for one there (an anchor is a first line)."""
     lines = split_lines(text)
-    src = "".join(lines[stmt.lineno - 1: stmt.end_lineno])
+    src = "".join(lines[stmt.lineno - 1 : stmt.end_lineno])
     try:
         toks = list(tokenize.generate_tokens(io.StringIO(src).readline))
     except (tokenize.TokenError, SyntaxError):
@@ -199,7 +207,7 @@ def rename(text: str, stmt: ast.stmt, first_line: bool = False) -> tuple[str, st
         return None
     row = stmt.lineno - 1 + tok.start[0] - 1
     new = f"renamed_{tok.string}"
-    lines[row] = lines[row][: tok.start[1]] + new + lines[row][tok.end[1]:]
+    lines[row] = lines[row][: tok.start[1]] + new + lines[row][tok.end[1] :]
     return "".join(lines), new
 
 
@@ -219,8 +227,11 @@ def test_conflict_messages_name_the_real_difference(cases, rel: str, how: str) -
             status, reason = apply(REFORMAT[how](above[0]), patch)
             assert status is EditStatus.CONFLICT and f"`{p.above[-1]}`" in reason, reason
             assert "has no statement" in reason or "not next to each other" in reason, reason
-            assert all(f"`{a}`" not in reason.split("has no statement")[-1] for a in p.above[:-1]
-                       if "has no statement" in reason and a != p.above[-1]), reason
+            assert all(
+                f"`{a}`" not in reason.split("has no statement")[-1]
+                for a in p.above[:-1]
+                if "has no statement" in reason and a != p.above[-1]
+            ), reason
             checked += 1
         inner = next((r for r in (rename(text, s) for s in w.inner) if r is not None), None)
         if inner is not None:

@@ -171,7 +171,7 @@ def test_prelude_properties(src: str) -> None:
     block_lines = STUBS.params.block.splitlines()
     lines = edit.text.splitlines()
     first = min(found.owned_lines)
-    assert lines[first - 1: first - 1 + len(block_lines)] == block_lines  # byte-exact block
+    assert lines[first - 1 : first - 1 + len(block_lines)] == block_lines  # byte-exact block
     assert lines[first - 1 + len(block_lines)] == ""  # one blank line after
     if first > 1:
         assert lines[first - 2] == ""  # and one before

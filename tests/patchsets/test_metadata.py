@@ -49,8 +49,12 @@ def test_list_shows_the_metadata(tmp_path: Path) -> None:
     out = CliRunner().invoke(cli, ["list", "--patchset", str(ps), "--json"]).stdout
     note = json.loads(out)[0]["patches"][0]
     assert {k: note[k] for k in ("origin", "forwarded", "applied_upstream", "drop_when", "captured_against")} == {
-        "origin": "https://example.org/fork/commit/abc123", "forwarded": "no", "applied_upstream": "0.9.0",
-        "drop_when": ">=0.8", "captured_against": "verl 0.6.1"}
+        "origin": "https://example.org/fork/commit/abc123",
+        "forwarded": "no",
+        "applied_upstream": "0.9.0",
+        "drop_when": ">=0.8",
+        "captured_against": "verl 0.6.1",
+    }
     human = CliRunner().invoke(cli, ["list", "--patchset", str(ps)]).output
     assert "    drop_when: >=0.8" in human and "    forwarded: no" in human
 

@@ -13,7 +13,10 @@ from patchctl.cli.main import cli
 
 EXPECTED = {
     "vllm-enable-log-requests": {
-        "0.4.1": "not-applicable", "0.5.0": "not-applicable", "0.6.0": "applied", "0.6.1": "applied",
+        "0.4.1": "not-applicable",
+        "0.5.0": "not-applicable",
+        "0.6.0": "applied",
+        "0.6.1": "applied",
         "0.7.0": "superseded-upstream",
     },
     "triton-cuda-stubs": {v: "applied" for v in RELEASES},
@@ -139,8 +142,11 @@ def test_commit_makes_a_branch_and_one_commit(release_tree) -> None:
 def test_conflict_leaves_every_file_untouched(release_tree) -> None:
     tree = release_tree("0.6.1")
     server = tree / "verl/workers/rollout/vllm_rollout/vllm_async_server.py"
-    server.write_text(server.read_text().replace(
-        "disable_log_requests=engine_args.disable_log_requests,", "disable_log_requests=True,"))
+    server.write_text(
+        server.read_text().replace(
+            "disable_log_requests=engine_args.disable_log_requests,", "disable_log_requests=True,"
+        )
+    )
     git(tree, "commit", "-qam", "local change")
     before = snapshot(tree)
     code, out = run("apply", "--target", str(tree), "--json", *CODE_PATCHES)
@@ -157,7 +163,7 @@ def test_ambiguous_lists_every_match(release_tree) -> None:
     tree = release_tree("0.6.1")
     server = tree / "verl/workers/rollout/vllm_rollout/vllm_async_server.py"
     text = server.read_text()
-    call = text[text.index("        engine_client = AsyncLLM.from_vllm_config("):]
+    call = text[text.index("        engine_client = AsyncLLM.from_vllm_config(") :]
     call = call[: call.index(")\n") + 2]
     server.write_text(text.replace(call, call + call))
     git(tree, "commit", "-qam", "duplicate the call")

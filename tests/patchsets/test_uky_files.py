@@ -225,9 +225,13 @@ def test_scripts_run_with_unset_ld_library_path(stub_tree, script_runs) -> None:
         assert env["PYTHONPATH"].split(":")[0] == tree, name
         assert os.path.realpath(data["cwd"]) == os.path.realpath(tree), name
         assert os.path.realpath(data["file"]).startswith(os.path.realpath(tree)), name
-        for key, value in {**ALWAYS_EXPORTS, "TRITON_CACHE_DIR": "/tmp/triton_cache",
-                           "VLLM_USE_TRITON_FLASH_ATTN": "0", "VLLM_ATTENTION_BACKEND": "FLASH_ATTN",
-                           "VLLM_WORKER_USE_RAY": "1"}.items():
+        for key, value in {
+            **ALWAYS_EXPORTS,
+            "TRITON_CACHE_DIR": "/tmp/triton_cache",
+            "VLLM_USE_TRITON_FLASH_ATTN": "0",
+            "VLLM_ATTENTION_BACKEND": "FLASH_ATTN",
+            "VLLM_WORKER_USE_RAY": "1",
+        }.items():
             assert env[key] == value, (name, key)
         for key in GIT_IGNORE_NAMES:
             assert env[key] == stub_tree["values"][key], (name, key)
@@ -289,8 +293,9 @@ def test_log_file_written(stub_tree, script_runs) -> None:
 def test_missing_git_ignore_is_one_clear_line(tmp_path) -> None:
     tree = tmp_path / "tree"
     shutil.copytree(FILES, tree)
-    result = subprocess.run([_bash(), str(tree / "examples" / "grpo_trainer" / DEBUG.name)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [_bash(), str(tree / "examples" / "grpo_trainer" / DEBUG.name)], capture_output=True, text=True
+    )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "cp git_ignore.py.example git_ignore.py" in lines[0], result.stderr
@@ -306,8 +311,9 @@ def test_bad_git_ignore_is_reported(tmp_path, content: str, message: str) -> Non
     shutil.copytree(FILES, tree)
     (tree / "git_ignore.py").write_text(content)
     env = {k: v for k, v in os.environ.items() if k not in GIT_IGNORE_NAMES}
-    result = subprocess.run([_bash(), str(tree / "examples" / "grpo_trainer" / STANDARD.name)],
-                            capture_output=True, text=True, env=env)
+    result = subprocess.run(
+        [_bash(), str(tree / "examples" / "grpo_trainer" / STANDARD.name)], capture_output=True, text=True, env=env
+    )
     assert result.returncode == 1
     assert message in result.stderr, result.stderr
 
@@ -318,8 +324,12 @@ def test_missing_data_fails_fast(stub_tree, tmp_path) -> None:
     values = dict(stub_tree["values"], VERL_ROOT=str(tree), DATA_DIR=str(tmp_path / "nodata"))
     example = (tree / "git_ignore.py.example").read_text(encoding="utf-8")
     (tree / "git_ignore.py").write_text(_render_git_ignore(example, values), encoding="utf-8")
-    result = subprocess.run([_bash(), str(tree / "examples" / "grpo_trainer" / DEBUG.name)],
-                            capture_output=True, text=True, env={**os.environ, "STUB_OUT": str(tmp_path / "o.json")})
+    result = subprocess.run(
+        [_bash(), str(tree / "examples" / "grpo_trainer" / DEBUG.name)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "STUB_OUT": str(tmp_path / "o.json")},
+    )
     assert result.returncode == 1
     assert "train_tiny.parquet" in result.stderr and "create_tiny_dataset.py" in result.stderr
     assert not (tmp_path / "o.json").exists()
@@ -343,9 +353,23 @@ def _verl_source() -> Path:
     if not archive.is_file():
         try:
             result = subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                 f"verl=={VERL_VERSION}", "-d", str(CACHE_DIR), "--disable-pip-version-check", "-q"],
-                capture_output=True, text=True, timeout=300,
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--no-binary",
+                    ":all:",
+                    f"verl=={VERL_VERSION}",
+                    "-d",
+                    str(CACHE_DIR),
+                    "--disable-pip-version-check",
+                    "-q",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=300,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             pytest.skip(f"cannot download verl {VERL_VERSION}: {exc}")
@@ -485,8 +509,12 @@ def test_create_tiny_dataset_writes_two_rows(tmp_path) -> None:
     pd = pytest.importorskip("pandas")
     pytest.importorskip("pyarrow")
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, str(FILES / "create_tiny_dataset.py"), "--out", str(out)],
-                            capture_output=True, text=True, cwd=tmp_path)
+    result = subprocess.run(
+        [sys.executable, str(FILES / "create_tiny_dataset.py"), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     df = pd.read_parquet(out / "train_tiny.parquet")
     assert len(df) == 2
@@ -508,8 +536,13 @@ def test_create_tiny_dataset_env_dir_and_samples(tmp_path) -> None:
     pd = pytest.importorskip("pandas")
     pytest.importorskip("pyarrow")
     env = dict(os.environ, DATA_OUTPUT_DIR=str(tmp_path / "env"))
-    result = subprocess.run([sys.executable, str(FILES / "create_tiny_dataset.py"), "--samples", "5"],
-                            capture_output=True, text=True, env=env, cwd=tmp_path)
+    result = subprocess.run(
+        [sys.executable, str(FILES / "create_tiny_dataset.py"), "--samples", "5"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert len(pd.read_parquet(tmp_path / "env" / "train_tiny.parquet")) == 5
 
@@ -523,8 +556,9 @@ def test_test_components_on_cpu_machine(tmp_path) -> None:
         pytest.skip("vLLM is installed here; the missing-vLLM report cannot be checked")
     env = {k: v for k, v in os.environ.items() if k != "DATA_DIR"}
     script = str(FILES / "test_components.py")
-    result = subprocess.run([sys.executable, script], capture_output=True, text=True, env=env,
-                            cwd=tmp_path, timeout=120)
+    result = subprocess.run(
+        [sys.executable, script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 1, output
     assert "Traceback" not in output
@@ -532,8 +566,9 @@ def test_test_components_on_cpu_machine(tmp_path) -> None:
     for title in ("PyTorch + CUDA", "Data files", "vLLM import", "verl import", "Ray init/shutdown"):
         assert re.search(rf"^\[(PASS|FAIL)\] {re.escape(title)}", result.stdout, re.MULTILINE), title
 
-    as_json = subprocess.run([sys.executable, script, "--json"], capture_output=True, text=True, env=env,
-                             cwd=tmp_path, timeout=120)
+    as_json = subprocess.run(
+        [sys.executable, script, "--json"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
     assert as_json.returncode == 1
     report = json.loads(as_json.stdout)
     checks = {c["name"]: c for c in report["checks"]}
@@ -546,8 +581,13 @@ def test_test_components_data_check_uses_env(tmp_path) -> None:
     for name in ("train.parquet", "test.parquet", "train_tiny.parquet"):
         (tmp_path / name).write_bytes(b"x")
     env = dict(os.environ, DATA_DIR=str(tmp_path))
-    result = subprocess.run([sys.executable, str(FILES / "test_components.py"), "--json"],
-                            capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run(
+        [sys.executable, str(FILES / "test_components.py"), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert checks["data_files"]["ok"] is True, checks["data_files"]
 
@@ -559,14 +599,16 @@ def test_warmup_model_reads_files(tmp_path) -> None:
     (model / "sub" / "model-00001.safetensors").write_bytes(os.urandom(3_000_000))
     (model / "weights.bin").write_bytes(os.urandom(1_000_000))
     (model / "README.md").write_text("not read")
-    result = subprocess.run([sys.executable, str(FILES / "warmup_model.py"), str(model), "--chunk-mb", "1"],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, str(FILES / "warmup_model.py"), str(model), "--chunk-mb", "1"], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     assert "MB/s" in result.stdout
     assert "3 file(s)" in result.stdout and "README" not in result.stdout
 
-    missing = subprocess.run([sys.executable, str(FILES / "warmup_model.py"), str(tmp_path / "nope")],
-                             capture_output=True, text=True)
+    missing = subprocess.run(
+        [sys.executable, str(FILES / "warmup_model.py"), str(tmp_path / "nope")], capture_output=True, text=True
+    )
     assert missing.returncode != 0 and "Traceback" not in missing.stderr
 
 
@@ -594,8 +636,16 @@ def test_fix_triton(tmp_path, monkeypatch) -> None:
 def test_docs_cover_the_known_errors() -> None:
     tips = (FILES / "DEBUG_TIPS.md").read_text(encoding="utf-8")
     card = (FILES / "QUICK_FIX.md").read_text(encoding="utf-8")
-    for needle in ("disable_log_requests", "cannot find -lcuda", "Backend TORCH_SDPA must be registered before use",
-                   "Failed to register worker to Raylet", "ray_init.num_cpus", "load_format=safetensors",
-                   "enforce_eager=True", "warmup_model.py", "test_components.py"):
+    for needle in (
+        "disable_log_requests",
+        "cannot find -lcuda",
+        "Backend TORCH_SDPA must be registered before use",
+        "Failed to register worker to Raylet",
+        "ray_init.num_cpus",
+        "load_format=safetensors",
+        "enforce_eager=True",
+        "warmup_model.py",
+        "test_components.py",
+    ):
         assert needle in tips, needle
         assert needle in card, needle

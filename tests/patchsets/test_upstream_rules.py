@@ -13,10 +13,17 @@ from patchctl.patchsets.loader import load_patchset, load_patchsets
 
 VLLM = "verl/workers/rollout/vllm_rollout/vllm_async_server.py"
 ENGINE = "verl/workers/engine/fsdp/transformer_impl.py"
-RULE = upstream.make_rule({"kind": "call-keyword", "call": "AsyncLLM.from_vllm_config",
-                           "old_keyword": "disable_log_requests", "new_keyword": "enable_log_requests"})
-DTYPE = upstream.make_rule({"kind": "call-keyword", "call": "auto_class.from_pretrained",
-                            "old_keyword": "torch_dtype", "new_keyword": "dtype"})
+RULE = upstream.make_rule(
+    {
+        "kind": "call-keyword",
+        "call": "AsyncLLM.from_vllm_config",
+        "old_keyword": "disable_log_requests",
+        "new_keyword": "enable_log_requests",
+    }
+)
+DTYPE = upstream.make_rule(
+    {"kind": "call-keyword", "call": "auto_class.from_pretrained", "old_keyword": "torch_dtype", "new_keyword": "dtype"}
+)
 
 
 def find(rule: upstream.UpstreamRule, text: str) -> str | None:
@@ -94,8 +101,10 @@ def test_builtin_rule_on_the_releases(release_cache: Path, version: str) -> None
     tree = releases.materialize(version)
     said = upstream.find(RULE, VLLM, lambda rel: (tree / rel).read_text(), "Uky")
     if version == "0.7.0":
-        assert said == (f"upstream's AsyncLLM.from_vllm_config(...) at {VLLM}:418 passes enable_log_requests= "
-                        "through **kwargs (built at line 414) and no disable_log_requests=; the patch is not needed")
+        assert said == (
+            f"upstream's AsyncLLM.from_vllm_config(...) at {VLLM}:418 passes enable_log_requests= "
+            "through **kwargs (built at line 414) and no disable_log_requests=; the patch is not needed"
+        )
     else:
         assert said is None
 
@@ -140,11 +149,16 @@ new_value = "1"
 """
 
 
-@pytest.mark.parametrize("upstream_table, message", [
-    ('kind = "call-keyword"\ncall = "f"\nold_keyword = "a"\n',
-     "key 'patch[0].upstream.new_keyword': missing for call-keyword; write new_keyword = ..."),
-    ('kind = "call"\n', "key 'patch[0].upstream.kind'"),
-])
+@pytest.mark.parametrize(
+    "upstream_table, message",
+    [
+        (
+            'kind = "call-keyword"\ncall = "f"\nold_keyword = "a"\n',
+            "key 'patch[0].upstream.new_keyword': missing for call-keyword; write new_keyword = ...",
+        ),
+        ('kind = "call"\n', "key 'patch[0].upstream.kind'"),
+    ],
+)
 def test_manifest_errors_name_the_key(tmp_path: Path, upstream_table: str, message: str) -> None:
     (tmp_path / "patchset.toml").write_text(MANIFEST + upstream_table)
     with pytest.raises(ManifestError) as info:
@@ -175,13 +189,16 @@ def test_a_tagged_first_or_last_line_is_the_forks(rule: upstream.UpstreamRule, e
     assert said is not None and "m.py:3" in said, said
 
 
-@pytest.mark.parametrize("text, line", [
-    ("import os\nflag = enable_log_requests\n", 2),
-    ("import os\nflag = cfg.enable_log_requests\n", 2),
-    ("import os\nf(enable_log_requests=True)\n", 2),
-    ("import os\nflag = cfg['enable_log_requests']\n", 2),
-    ("x = enable_log_requests  # Uky\ny = 1\nz = enable_log_requests\n", 3),
-])
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("import os\nflag = enable_log_requests\n", 2),
+        ("import os\nflag = cfg.enable_log_requests\n", 2),
+        ("import os\nf(enable_log_requests=True)\n", 2),
+        ("import os\nflag = cfg['enable_log_requests']\n", 2),
+        ("x = enable_log_requests  # Uky\ny = 1\nz = enable_log_requests\n", 3),
+    ],
+)
 def test_python_name_finds_each_way_of_naming(text: str, line: int) -> None:
     """A name, an attribute, a keyword and a string key each say upstream has the change, at the
     first untagged line (what `apply` shows as the patch's reason)."""

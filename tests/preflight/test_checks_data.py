@@ -83,8 +83,12 @@ def test_data_dir_absent_or_unknown(one, make_ctx, tmp_path):
 
 
 def safetensors(path: Path, tensor_bytes: int = 16, cut: int = 0) -> Path:
-    header = json.dumps({"w": {"dtype": "F32", "shape": [tensor_bytes // 4], "data_offsets": [0, tensor_bytes]},
-                         "__metadata__": {"format": "pt"}}).encode()
+    header = json.dumps(
+        {
+            "w": {"dtype": "F32", "shape": [tensor_bytes // 4], "data_offsets": [0, tensor_bytes]},
+            "__metadata__": {"format": "pt"},
+        }
+    ).encode()
     blob = struct.pack("<Q", len(header)) + header + b"\0" * tensor_bytes
     path.write_bytes(blob[: len(blob) - cut])
     return path
@@ -94,12 +98,14 @@ def safetensors(path: Path, tensor_bytes: int = 16, cut: int = 0) -> Path:
 def model(tmp_path):
     m = tmp_path / "Qwen2.5-VL-3B-Instruct"
     m.mkdir()
-    (m / "config.json").write_text(json.dumps({"architectures": ["Qwen2_5_VLForConditionalGeneration"],
-                                               "model_type": "qwen2_5_vl"}))
+    (m / "config.json").write_text(
+        json.dumps({"architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl"})
+    )
     safetensors(m / "model-00001-of-00002.safetensors")
     safetensors(m / "model-00002-of-00002.safetensors")
-    (m / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
-        "a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    (m / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})
+    )
     (m / "tokenizer.json").write_text("{}")
     return m
 
@@ -113,15 +119,21 @@ def test_model_check_through_the_registry(one, make_ctx, model):
     assert one(make_ctx(paths={"MODEL_PATH": str(model)}), "model").status is Status.PASS
 
 
-@pytest.mark.parametrize("breakage,status,text", [
-    (lambda m: (m / "config.json").unlink(), Status.FAIL, "no config.json"),
-    (lambda m: (m / "config.json").write_text("{not json"), Status.FAIL, "config.json is not valid JSON"),
-    (lambda m: safetensors(m / "model-00002-of-00002.safetensors", cut=5), Status.FAIL, "truncated"),
-    (lambda m: (m / "model-00002-of-00002.safetensors").unlink(), Status.FAIL, "lists 1 missing shard"),
-    (lambda m: (m / "model-00001-of-00002.safetensors").write_bytes(b"PK\x03\x04 a zip, not safetensors"),
-     Status.FAIL, "header length exceeds the file"),
-    (lambda m: (m / "tokenizer.json").unlink(), Status.WARN, "no tokenizer files"),
-])
+@pytest.mark.parametrize(
+    "breakage,status,text",
+    [
+        (lambda m: (m / "config.json").unlink(), Status.FAIL, "no config.json"),
+        (lambda m: (m / "config.json").write_text("{not json"), Status.FAIL, "config.json is not valid JSON"),
+        (lambda m: safetensors(m / "model-00002-of-00002.safetensors", cut=5), Status.FAIL, "truncated"),
+        (lambda m: (m / "model-00002-of-00002.safetensors").unlink(), Status.FAIL, "lists 1 missing shard"),
+        (
+            lambda m: (m / "model-00001-of-00002.safetensors").write_bytes(b"PK\x03\x04 a zip, not safetensors"),
+            Status.FAIL,
+            "header length exceeds the file",
+        ),
+        (lambda m: (m / "tokenizer.json").unlink(), Status.WARN, "no tokenizer files"),
+    ],
+)
 def test_broken_model_dir(model, breakage, status, text):
     breakage(model)
     v = judge_model(str(model), "cluster gpu")

@@ -29,8 +29,9 @@ class cuda:
 
 
 def torch_site(fake_site, version="2.8.0+cu128", cuda="12.8", available=True, count=2):
-    return fake_site({"torch/__init__.py": FAKE_TORCH.format(version=version, cuda=cuda, available=available,
-                                                            count=count)})
+    return fake_site(
+        {"torch/__init__.py": FAKE_TORCH.format(version=version, cuda=cuda, available=available, count=count)}
+    )
 
 
 def test_torch_with_gpus(one, make_ctx, fake_site):
@@ -90,7 +91,7 @@ VLLM_OLD = {
     "vllm/__init__.py": "__version__ = '0.8.5'\n",
     "vllm/platforms/__init__.py": "",
     "vllm/platforms/interface.py": "import enum\nclass _Backend(enum.Enum):\n    FLASH_ATTN = 1\n    XFORMERS = 2\n"
-                                   "    TORCH_SDPA = 3\n",
+    "    TORCH_SDPA = 3\n",
 }
 
 
@@ -135,10 +136,21 @@ def test_backend_without_vllm_is_skipped(one, make_ctx):
 def test_vllm_inside_and_outside_the_declared_range(one, make_ctx, fake_site, tmp_path):
     target = Target(tmp_path, "0.6.1", "verl==0.6.1", None, False)
     spec = {"vllm": ">=0.8.5,<=0.11.0"}
-    inside = one(vllm_ctx(make_ctx, fake_site, version="0.10.1", target=target, requirements=spec,
-                          requirements_source="verl 0.6.1 setup.py"), "vllm")
-    assert inside.status is Status.PASS and "inside verl 0.6.1 (verl 0.6.1 setup.py)'s range >=0.8.5,<=0.11.0" \
-        in inside.value
+    inside = one(
+        vllm_ctx(
+            make_ctx,
+            fake_site,
+            version="0.10.1",
+            target=target,
+            requirements=spec,
+            requirements_source="verl 0.6.1 setup.py",
+        ),
+        "vllm",
+    )
+    assert (
+        inside.status is Status.PASS
+        and "inside verl 0.6.1 (verl 0.6.1 setup.py)'s range >=0.8.5,<=0.11.0" in inside.value
+    )
     outside = one(vllm_ctx(make_ctx, fake_site, version="0.12.0", target=target, requirements=spec), "vllm")
     assert outside.status is Status.WARN and "outside" in outside.value and "vllm>=0.8.5,<=0.11.0" in outside.fix
 
@@ -203,9 +215,14 @@ def shutdown(): pass
 """
 
 
-@pytest.mark.parametrize("fail,status,text", [(None, Status.PASS, "local, num_cpus=2"),
-                                               ("init", Status.FAIL, "ray.init (local, num_cpus=2) failed"),
-                                               ("task", Status.FAIL, "a task did not run")])
+@pytest.mark.parametrize(
+    "fail,status,text",
+    [
+        (None, Status.PASS, "local, num_cpus=2"),
+        ("init", Status.FAIL, "ray.init (local, num_cpus=2) failed"),
+        ("task", Status.FAIL, "a task did not run"),
+    ],
+)
 def test_ray_stages(one, make_ctx, fake_site, fail, status, text):
     site = fake_site({"ray/__init__.py": FAKE_RAY})
     r = one(make_ctx({"PYTHONPATH": site, **({"FAKE_RAY_FAIL": fail} if fail else {})}), "ray")
@@ -256,7 +273,14 @@ def test_ray_on_this_machine(one, make_ctx):
 def test_driver_version_from_proc():
     from patchctl.preflight.probes.torch_info import kernel_module
 
-    assert kernel_module("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Tue Oct 10 19:42:23 UTC 2023") \
+    assert (
+        kernel_module("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Tue Oct 10 19:42:23 UTC 2023")
         == "535.129.03"
-    assert kernel_module("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  "
-                         "(dvs-builder@U16-I3-B03-4-3)  Tue Sep 23 09:28:39 UTC 2025") == "580.95.05"
+    )
+    assert (
+        kernel_module(
+            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  "
+            "(dvs-builder@U16-I3-B03-4-3)  Tue Sep 23 09:28:39 UTC 2025"
+        )
+        == "580.95.05"
+    )

@@ -10,12 +10,23 @@ from patchctl.preflight import Status
 from patchctl.preflight.checks_system import judge_open_files
 
 
-@pytest.mark.parametrize("env,status,text", [
-    ({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}, Status.PASS, "OMP_NUM_THREADS=1"),
-    ({"OMP_NUM_THREADS": "1"}, Status.WARN, "MKL_NUM_THREADS unset"),
-    ({"OMP_NUM_THREADS": "0", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}, Status.FAIL, "OMP_NUM_THREADS=0"),
-    ({"OMP_NUM_THREADS": "four", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}, Status.FAIL, "four"),
-])
+@pytest.mark.parametrize(
+    "env,status,text",
+    [
+        (
+            {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
+            Status.PASS,
+            "OMP_NUM_THREADS=1",
+        ),
+        ({"OMP_NUM_THREADS": "1"}, Status.WARN, "MKL_NUM_THREADS unset"),
+        (
+            {"OMP_NUM_THREADS": "0", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
+            Status.FAIL,
+            "OMP_NUM_THREADS=0",
+        ),
+        ({"OMP_NUM_THREADS": "four", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}, Status.FAIL, "four"),
+    ],
+)
 def test_thread_variables(one, make_ctx, env, status, text):
     r = one(make_ctx(env), "threads")
     assert r.status is status and text in r.value
@@ -23,25 +34,31 @@ def test_thread_variables(one, make_ctx, env, status, text):
         assert "=1" in r.fix
 
 
-@pytest.mark.parametrize("env,status,text", [
-    ({"RAY_num_prestart_python_workers": "1", "RAY_worker_register_timeout_seconds": "600"}, Status.PASS, "=600"),
-    ({}, Status.WARN, "RAY_worker_register_timeout_seconds unset"),
-    ({"RAY_num_prestart_python_workers": "1", "RAY_worker_register_timeout_seconds": "30"}, Status.WARN, "=30"),
-    ({"RAY_num_prestart_python_workers": "one", "RAY_worker_register_timeout_seconds": "600"}, Status.FAIL, "one"),
-])
+@pytest.mark.parametrize(
+    "env,status,text",
+    [
+        ({"RAY_num_prestart_python_workers": "1", "RAY_worker_register_timeout_seconds": "600"}, Status.PASS, "=600"),
+        ({}, Status.WARN, "RAY_worker_register_timeout_seconds unset"),
+        ({"RAY_num_prestart_python_workers": "1", "RAY_worker_register_timeout_seconds": "30"}, Status.WARN, "=30"),
+        ({"RAY_num_prestart_python_workers": "one", "RAY_worker_register_timeout_seconds": "600"}, Status.FAIL, "one"),
+    ],
+)
 def test_ray_variables(one, make_ctx, env, status, text):
     r = one(make_ctx(env), "ray_env")
     assert r.status is status and text in r.value
 
 
-@pytest.mark.parametrize("value,status,text", [
-    (None, Status.PASS, "unset"),
-    ("0,1,2,3", Status.PASS, "4 GPUs"),
-    ("GPU-8f3a,MIG-1c2d", Status.PASS, "2 GPUs"),
-    ("0,1,0,1", Status.FAIL, "lists 0, 1 more than once"),
-    ("", Status.FAIL, "CUDA sees no GPU"),
-    ("0,gpu1,2", Status.WARN, "'gpu1' is not a GPU index"),
-])
+@pytest.mark.parametrize(
+    "value,status,text",
+    [
+        (None, Status.PASS, "unset"),
+        ("0,1,2,3", Status.PASS, "4 GPUs"),
+        ("GPU-8f3a,MIG-1c2d", Status.PASS, "2 GPUs"),
+        ("0,1,0,1", Status.FAIL, "lists 0, 1 more than once"),
+        ("", Status.FAIL, "CUDA sees no GPU"),
+        ("0,gpu1,2", Status.WARN, "'gpu1' is not a GPU index"),
+    ],
+)
 def test_cuda_visible_devices(one, make_ctx, value, status, text):
     r = one(make_ctx({} if value is None else {"CUDA_VISIBLE_DEVICES": value}), "cuda_visible_devices")
     assert r.status is status and text in r.value
@@ -72,8 +89,10 @@ def test_shm_missing(one, make_ctx, tmp_path):
     assert r.status is Status.FAIL and "absent" in r.value
 
 
-@pytest.mark.parametrize("soft,hard,status", [(65536, 65536, Status.PASS), (1024, 1048576, Status.WARN),
-                                              (4096, 4096, Status.WARN), (256, 256, Status.FAIL)])
+@pytest.mark.parametrize(
+    "soft,hard,status",
+    [(65536, 65536, Status.PASS), (1024, 1048576, Status.WARN), (4096, 4096, Status.WARN), (256, 256, Status.FAIL)],
+)
 def test_open_files(soft, hard, status):
     v = judge_open_files(soft, hard)
     assert v.status is status

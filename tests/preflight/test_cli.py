@@ -60,8 +60,10 @@ def test_cluster_paths(tmp_path):
     for name in ("train.parquet", "test.parquet", "train_tiny.parquet"):
         pq.write_table(pa.table({"prompt": [[{"role": "user", "content": "q"}]]}), data / name)
     config = tmp_path / "patchctl.toml"
-    config.write_text(f'[clusters.gpu]\nhosts = ["node1"]\nroot = "/root/verl_Uky"\n'
-                      f'[clusters.gpu.paths]\nDATA_DIR = "{data}"\nMODEL_PATH = "{tmp_path / "no-model"}"\n')
+    config.write_text(
+        f'[clusters.gpu]\nhosts = ["node1"]\nroot = "/root/verl_Uky"\n'
+        f'[clusters.gpu.paths]\nDATA_DIR = "{data}"\nMODEL_PATH = "{tmp_path / "no-model"}"\n'
+    )
     result = invoke("verify", "--env", "--cluster", "gpu", "--config", str(config), "--json")
     by = {c["name"]: c for c in json.loads(result.output)["checks"]}
     assert by["data"]["status"] == "pass" and f"cluster gpu in {config}" in by["data"]["value"]

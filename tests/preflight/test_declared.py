@@ -20,8 +20,10 @@ def test_real_setup_py_ranges(release_tree):
 
 def test_setup_py_is_parsed_not_run(tmp_path):
     witness = tmp_path / "executed"
-    (tmp_path / "setup.py").write_text(f"open({str(witness)!r}, 'w').write('x')\nREQ = ['vllm==0.9.2', 'not a req!']\n"
-                                       "setup(python_requires='>=3.10')\n")
+    (tmp_path / "setup.py").write_text(
+        f"open({str(witness)!r}, 'w').write('x')\nREQ = ['vllm==0.9.2', 'not a req!']\n"
+        "setup(python_requires='>=3.10')\n"
+    )
     reqs, _ = read_requirements(tmp_path)
     assert reqs == {"vllm": "==0.9.2", "python": ">=3.10"}
     assert not witness.exists()

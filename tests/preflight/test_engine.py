@@ -8,11 +8,15 @@ from patchctl.preflight import Context, Status, Verdict, run
 from patchctl.preflight.base import Check
 from patchctl.preflight.probe import Probe, ProbeResult, ProbeState, run_probe
 
-SEGFAULT = Probe("boom", "import os, signal\nprint('about to crash', flush=True)\nos.kill(os.getpid(), signal.SIGSEGV)",
-                 inline=True)
+SEGFAULT = Probe(
+    "boom", "import os, signal\nprint('about to crash', flush=True)\nos.kill(os.getpid(), signal.SIGSEGV)", inline=True
+)
 HANG = Probe("hang", "import time\ntime.sleep(60)", inline=True)
-NOISY = Probe("noisy", "import json\nprint('library chatter')\nprint('@@patchctl-probe@@ ' + json.dumps({'x': 1}))\n"
-                       "print('more chatter')", inline=True)
+NOISY = Probe(
+    "noisy",
+    "import json\nprint('library chatter')\nprint('@@patchctl-probe@@ ' + json.dumps({'x': 1}))\nprint('more chatter')",
+    inline=True,
+)
 RAISES = Probe("raises", "raise RuntimeError('probe bug')", inline=True)
 
 
@@ -62,8 +66,16 @@ def test_uncaught_exception_keeps_the_last_stderr_line(make_ctx):
 
 
 def test_one_crashing_check_does_not_stop_the_others(make_ctx):
-    checks = {c.name: c for c in (ProbeCheck("segv", SEGFAULT), ProbeCheck("hung", HANG), BrokenJudge(), Fine(),
-                                  ProbeCheck("noisy", NOISY))}
+    checks = {
+        c.name: c
+        for c in (
+            ProbeCheck("segv", SEGFAULT),
+            ProbeCheck("hung", HANG),
+            BrokenJudge(),
+            Fine(),
+            ProbeCheck("noisy", NOISY),
+        )
+    }
     report = run(make_ctx(timeout=2.0), checks)
     by = {r.name: r for r in report.results}
     assert [r.name for r in report.results] == list(checks)
@@ -84,8 +96,11 @@ def test_a_missing_interpreter_is_a_fail_not_an_exception(make_ctx, tmp_path):
 
 def test_probes_shared_by_checks_run_once(make_ctx, tmp_path):
     marker = tmp_path / "runs"
-    counting = Probe("count", f"import json\nopen({str(marker)!r}, 'a').write('x')\n"
-                              "print('@@patchctl-probe@@ ' + json.dumps({}))", inline=True)
+    counting = Probe(
+        "count",
+        f"import json\nopen({str(marker)!r}, 'a').write('x')\nprint('@@patchctl-probe@@ ' + json.dumps({{}}))",
+        inline=True,
+    )
     checks = {"a": ProbeCheck("a", counting), "b": ProbeCheck("b", counting)}
     assert run(make_ctx(), checks).ok
     assert marker.read_text() == "x"

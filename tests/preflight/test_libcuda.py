@@ -22,8 +22,17 @@ def _touch(path: Path) -> Path:
 def machine(tmp_path, make_ctx):
     """Build a machine: ``machine(so1=..., so=..., stubs=..., listed=..., env=...)`` -> (ctx, paths)."""
 
-    def build(*, so1: bool = True, so: bool = False, stubs: bool = True, stub_so1: bool = False,
-              listed: bool = True, driver: bool = True, env: dict | None = None, ldconfig: bool = True):
+    def build(
+        *,
+        so1: bool = True,
+        so: bool = False,
+        stubs: bool = True,
+        stub_so1: bool = False,
+        listed: bool = True,
+        driver: bool = True,
+        env: dict | None = None,
+        ldconfig: bool = True,
+    ):
         drv = tmp_path / "driver"
         drv.mkdir(exist_ok=True)
         if so1:
@@ -39,12 +48,17 @@ def machine(tmp_path, make_ctx):
                 _touch(stubs_dir / "libcuda.so.1")
         fake = tmp_path / "ldconfig"
         lines = [f"\tlibcuda.so.1 (libc6,x86-64) => {drv}/libcuda.so.1"] if listed else []
-        fake.write_text(f"#!/bin/sh\necho '{len(lines)} libs found in cache'\n"
-                        + "".join(f"echo '{ln}'\n" for ln in lines))
+        fake.write_text(
+            f"#!/bin/sh\necho '{len(lines)} libs found in cache'\n" + "".join(f"echo '{ln}'\n" for ln in lines)
+        )
         fake.chmod(0o755)
         ctl = _touch(tmp_path / "nvidiactl") if driver else tmp_path / "no-nvidiactl"
-        ctx = make_ctx({"CUDA_HOME": str(cuda), **(env or {})}, ldconfig=str(fake if ldconfig else tmp_path / "none"),
-                       system_lib_dirs=(), nvidia_ctl=ctl)
+        ctx = make_ctx(
+            {"CUDA_HOME": str(cuda), **(env or {})},
+            ldconfig=str(fake if ldconfig else tmp_path / "none"),
+            system_lib_dirs=(),
+            nvidia_ctl=ctl,
+        )
         return ctx, drv, stubs_dir
 
     return build
@@ -129,8 +143,12 @@ def test_missing_ldconfig(machine):
 
 
 def test_the_probe_reads_how_installed_triton_links(one, machine, fake_site):
-    site = fake_site({"triton/__init__.py": "raise SystemExit('the probe must not import triton')\n",
-                      "triton/backends/nvidia/driver.py": "libraries = ['libcuda.so.1']\n"})
+    site = fake_site(
+        {
+            "triton/__init__.py": "raise SystemExit('the probe must not import triton')\n",
+            "triton/backends/nvidia/driver.py": "libraries = ['libcuda.so.1']\n",
+        }
+    )
     ctx, _, _ = machine(so1=True, so=False)
     ctx = replace(ctx, env={**ctx.env, "PYTHONPATH": site})
     r = one(ctx, "libcuda")

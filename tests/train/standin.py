@@ -11,7 +11,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE = FIXTURES / "smoke_h200_pass.log"
 #: verl's composed trainer config, copied from the releases' sdists
 CONFIGS = {v: FIXTURES / "config" / f"verl-{v}.yaml" for v in ("0.5.0", "0.6.1")}
-TRAINER = '''
+TRAINER = """
 import os, sys, time
 mode = os.environ.get("FAKE_MODE", "pass")
 lines = open(os.environ["FAKE_LOG"], encoding="utf-8").read().splitlines()
@@ -31,7 +31,7 @@ for i in range(steps):
     print(step_lines[min(i, len(step_lines) - 1)].replace(f"step:{min(i, len(step_lines) - 1) + 1} ", f"step:{i + 1} "),
           flush=True)
 print(" ".join(sys.argv[1:]), file=open(os.environ["FAKE_ARGV"], "w"))
-'''
+"""
 
 
 def stand_in(root: Path, version: str = "0.5.0") -> Path:
@@ -44,7 +44,8 @@ def stand_in(root: Path, version: str = "0.5.0") -> Path:
     (root / "verl/trainer/__init__.py").write_text("")
     shutil.copyfile(CONFIGS[version], config / "_generated_ppo_trainer.yaml")
     # what launcher.has_ray_kwargs reads: 0.5 has ray_init at the top, 0.6 under ray_kwargs
-    (config / "ppo_trainer.yaml").write_text("ray_init:\n  num_cpus: null\n" if version == "0.5.0"
-                                             else "ray_kwargs:\n  ray_init:\n    num_cpus: null\n")
+    (config / "ppo_trainer.yaml").write_text(
+        "ray_init:\n  num_cpus: null\n" if version == "0.5.0" else "ray_kwargs:\n  ray_init:\n    num_cpus: null\n"
+    )
     (root / "verl/trainer/main_ppo.py").write_text(TRAINER)
     return root

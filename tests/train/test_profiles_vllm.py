@@ -77,28 +77,35 @@ def test_a_user_override_replaces_the_adapted_one(tmp_path: Path) -> None:
     assert [a for a in plan.launch.argv if "attention_backend" in a] == [mine]
 
 
-@pytest.mark.parametrize("table, message", [
-    ('verl = "0.9"\nwhy = "x"', "not a version range"),
-    ('why = "x"', "missing"),
-    ('verl = ">=0.9"\nwhy = "x"\nenv = { A = 1 }', "expected a string"),
-    ('verl = ">=0.9"\nwhy = "x"\noverrides = ["novalue"]', "not KEY=VALUE"),
-    ('verl = ">=0.9"\nwhy = "x"\nextra = 1', "unknown key"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ('verl = "0.9"\nwhy = "x"', "not a version range"),
+        ('why = "x"', "missing"),
+        ('verl = ">=0.9"\nwhy = "x"\nenv = { A = 1 }', "expected a string"),
+        ('verl = ">=0.9"\nwhy = "x"\noverrides = ["novalue"]', "not KEY=VALUE"),
+        ('verl = ">=0.9"\nwhy = "x"\nextra = 1', "unknown key"),
+    ],
+)
 def test_bad_adapt_tables(tmp_path: Path, table: str, message: str) -> None:
     f = tmp_path / "profiles.toml"
-    f.write_text('[profile.p]\ndescription = "d"\nrollout = "vllm"\nassets = "cluster"\noverrides = ["a=1"]\n'
-                 f"[[profile.p.adapt]]\n{table}\n")
+    f.write_text(
+        '[profile.p]\ndescription = "d"\nrollout = "vllm"\nassets = "cluster"\noverrides = ["a=1"]\n'
+        f"[[profile.p.adapt]]\n{table}\n"
+    )
     with pytest.raises(ManifestError, match=message):
         load_profiles(f)
 
 
 def test_adapt_tables_apply_in_order(tmp_path: Path) -> None:
     f = tmp_path / "profiles.toml"
-    f.write_text('[profile.p]\ndescription = "d"\nrollout = "vllm"\nassets = "cluster"\noverrides = ["a=1"]\n'
-                 '[profile.p.env]\nX = "1"\nY = "2"\n'
-                 '[[profile.p.adapt]]\nverl = ">=0.8"\nwhy = "one"\nunset_env = ["X"]\noverrides = ["b=2"]\n'
-                 '[[profile.p.adapt]]\nverl = ">=0.9,<0.10"\nwhy = "two"\nenv = { X = "3" }\noverrides = ["c=3"]\n'
-                 '[[profile.p.adapt]]\nverl = "<0.8"\nwhy = "never"\noverrides = ["d=4"]\n')
+    f.write_text(
+        '[profile.p]\ndescription = "d"\nrollout = "vllm"\nassets = "cluster"\noverrides = ["a=1"]\n'
+        '[profile.p.env]\nX = "1"\nY = "2"\n'
+        '[[profile.p.adapt]]\nverl = ">=0.8"\nwhy = "one"\nunset_env = ["X"]\noverrides = ["b=2"]\n'
+        '[[profile.p.adapt]]\nverl = ">=0.9,<0.10"\nwhy = "two"\nenv = { X = "3" }\noverrides = ["c=3"]\n'
+        '[[profile.p.adapt]]\nverl = "<0.8"\nwhy = "never"\noverrides = ["d=4"]\n'
+    )
     p = load_profiles(f)["p"]
     adapted, applied = adapt(p, "0.9.1")
     assert [a.why for a in applied] == ["one", "two"]

@@ -35,10 +35,13 @@ def test_dry_run_prints_command_and_env(tree: Path, tmp_path: Path) -> None:
 
 def test_dry_run_json_of_a_cluster_profile(tree: Path, tmp_path: Path) -> None:
     config = tmp_path / "patchctl.toml"
-    config.write_text('[clusters.lab]\nhosts = ["node1"]\nroot = "/root/verl_Uky"\n'
-                      '[clusters.lab.paths]\nMODEL_PATH = "/models/qwen"\nDATA_DIR = "/data"\n')
-    done = invoke("--target", str(tree), "--profile", "debug", "--cluster", "lab", "--config", str(config),
-                  "--dry-run", "--json")
+    config.write_text(
+        '[clusters.lab]\nhosts = ["node1"]\nroot = "/root/verl_Uky"\n'
+        '[clusters.lab.paths]\nMODEL_PATH = "/models/qwen"\nDATA_DIR = "/data"\n'
+    )
+    done = invoke(
+        "--target", str(tree), "--profile", "debug", "--cluster", "lab", "--config", str(config), "--dry-run", "--json"
+    )
     assert done.exit_code == 0, done.output
     doc = json.loads(done.output)
     assert "actor_rollout_ref.model.path=/models/qwen" in doc["command"]
@@ -57,9 +60,16 @@ def test_smoke_run_passes_and_reports(tree: Path, tmp_path: Path) -> None:
     doc = json.loads(done.stdout)
     assert doc["verdict"] == "pass"
     assert {g["name"]: g["status"] for g in doc["gates"]} == {
-        "exit-code": "pass", "steps-logged": "pass", "metrics-finite": "pass", "time-to-first-step": "pass",
-        "learning": "pass", "rollout-agrees": "skip", "update-applied": "pass", "weights-synced": "skip",
-        "patched-code-ran": "skip"}
+        "exit-code": "pass",
+        "steps-logged": "pass",
+        "metrics-finite": "pass",
+        "time-to-first-step": "pass",
+        "learning": "pass",
+        "rollout-agrees": "skip",
+        "update-applied": "pass",
+        "weights-synced": "skip",
+        "patched-code-ran": "skip",
+    }
     assert len(doc["steps"]) == 40 and doc["total_steps"] == 40
     assert doc["tree"]["version"] == "0.5.0" and doc["packages"]["python"]
     assert set(doc["breakdown"]) == {"startup", "ray", "workers", "first_step", "steps", "teardown", "report"}
@@ -105,10 +115,22 @@ def test_debug_profile_writes_the_tiny_dataset_first(tree: Path, tmp_path: Path)
     data.mkdir()
     model.mkdir()
     config = tmp_path / "patchctl.toml"
-    config.write_text(f'[clusters.lab]\nhosts = ["node1"]\nroot = "/root/verl_Uky"\n'
-                      f'[clusters.lab.paths]\nMODEL_PATH = "{model}"\nDATA_DIR = "{data}"\n')
-    done = invoke("--target", str(tree), "--profile", "debug", "--cluster", "lab", "--config", str(config),
-                  "--out", str(tmp_path / "run"))
+    config.write_text(
+        f'[clusters.lab]\nhosts = ["node1"]\nroot = "/root/verl_Uky"\n'
+        f'[clusters.lab.paths]\nMODEL_PATH = "{model}"\nDATA_DIR = "{data}"\n'
+    )
+    done = invoke(
+        "--target",
+        str(tree),
+        "--profile",
+        "debug",
+        "--cluster",
+        "lab",
+        "--config",
+        str(config),
+        "--out",
+        str(tmp_path / "run"),
+    )
     assert done.exit_code == 0, done.output
     assert (data / "train_tiny.parquet").is_file()
     assert "train: PASS" in done.stdout
@@ -119,17 +141,31 @@ def test_debug_profile_writes_the_tiny_dataset_first(tree: Path, tmp_path: Path)
 def test_debug_profile_names_a_missing_model(tree: Path, tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
     config = tmp_path / "patchctl.toml"
-    config.write_text(f'[clusters.lab]\nhosts = ["node1"]\nroot = "/r"\n'
-                      f'[clusters.lab.paths]\nMODEL_PATH = "{tmp_path}/nope"\nDATA_DIR = "{tmp_path}/d"\n')
-    done = invoke("--target", str(tree), "--profile", "debug", "--cluster", "lab", "--config", str(config),
-                  "--out", str(tmp_path / "run"))
+    config.write_text(
+        f'[clusters.lab]\nhosts = ["node1"]\nroot = "/r"\n'
+        f'[clusters.lab.paths]\nMODEL_PATH = "{tmp_path}/nope"\nDATA_DIR = "{tmp_path}/d"\n'
+    )
+    done = invoke(
+        "--target",
+        str(tree),
+        "--profile",
+        "debug",
+        "--cluster",
+        "lab",
+        "--config",
+        str(config),
+        "--out",
+        str(tmp_path / "run"),
+    )
     assert done.exit_code == 2
-    assert done.stderr.endswith(f"error: {tmp_path}/nope: not found (profile debug needs it); check MODEL_PATH "
-                                "from cluster lab, or create it\n")
+    assert done.stderr.endswith(
+        f"error: {tmp_path}/nope: not found (profile debug needs it); check MODEL_PATH from cluster lab, or create it\n"
+    )
 
 
-def test_in_process_runs_do_not_count_the_host_process_age(tree: Path, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_in_process_runs_do_not_count_the_host_process_age(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Timings start at the interpreter's launch only for the `patchctl` command itself: called
     in-process (CliRunner, a long pytest session) the host's age is not patchctl's start-up."""
     pytest.importorskip("tokenizers")
@@ -144,16 +180,23 @@ def test_in_process_runs_do_not_count_the_host_process_age(tree: Path, tmp_path:
 def test_a_timeout_must_be_positive(tree: Path, value: str, shown: str) -> None:
     done = CliRunner().invoke(cli, ["train", "--target", str(tree), "--dry-run", "--timeout", value])
     assert done.exit_code == 2
-    assert (f"Invalid value for '--timeout': {shown} is not a number of seconds above 0; write e.g. --timeout 3600"
-            in done.output)
+    assert (
+        f"Invalid value for '--timeout': {shown} is not a number of seconds above 0; write e.g. --timeout 3600"
+        in done.output
+    )
 
 
-@pytest.mark.parametrize(("override", "problem"), [
-    ("=2", "there is no key"), ("trainer n=2", "hydra cannot read ' n=2' at column 8"),
-    ("data.train_batch_size=[1,2", "it ends before the value is complete"),
-])
-def test_malformed_overrides_are_usage_errors_before_anything_runs(tree: Path, tmp_path: Path, override: str,
-                                                                   problem: str) -> None:
+@pytest.mark.parametrize(
+    ("override", "problem"),
+    [
+        ("=2", "there is no key"),
+        ("trainer n=2", "hydra cannot read ' n=2' at column 8"),
+        ("data.train_batch_size=[1,2", "it ends before the value is complete"),
+    ],
+)
+def test_malformed_overrides_are_usage_errors_before_anything_runs(
+    tree: Path, tmp_path: Path, override: str, problem: str
+) -> None:
     done = CliRunner().invoke(cli, ["train", "--target", str(tree), "--out", str(tmp_path / "run"), override])
     assert done.exit_code == 2
     assert done.output.startswith(f"error: override {override!r}: {problem}") and done.output.count("\n") == 1

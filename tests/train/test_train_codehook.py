@@ -19,7 +19,7 @@ from patchctl.train.codehook import Process, Proof, Watch
 from patchctl.train.gates import GateStatus
 
 PATCHED = "verl/workers/rollout/vllm_rollout/__init__.py"
-MAIN = '''
+MAIN = """
 import multiprocessing, os, subprocess, sys
 
 def child():
@@ -44,24 +44,48 @@ if __name__ == "__main__":
         subprocess.run([sys.executable, "-c", "import verl.workers.rollout.vllm_rollout"], env=env, check=True,
                        cwd=os.environ["SHADOW"])
     print("step:1 - actor/pg_loss:0.0 - critic/score/mean:0.5", flush=True)
-'''
+"""
 
 
 def verl_tree(root: Path, record: bool = True) -> Path:
     """A verl package whose rollout __init__ is patched, with the apply record that says so."""
-    for rel, text in {"verl/__init__.py": "", "verl/trainer/__init__.py": "", "verl/trainer/main_ppo.py": MAIN,
-                      "verl/workers/__init__.py": "", "verl/workers/rollout/__init__.py": "",
-                      PATCHED: "cuda_stubs = '/usr/local/cuda/lib64/stubs'  # Uky\n"}.items():
+    for rel, text in {
+        "verl/__init__.py": "",
+        "verl/trainer/__init__.py": "",
+        "verl/trainer/main_ppo.py": MAIN,
+        "verl/workers/__init__.py": "",
+        "verl/workers/rollout/__init__.py": "",
+        PATCHED: "cuda_stubs = '/usr/local/cuda/lib64/stubs'  # Uky\n",
+    }.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     if record:
-        entries = [{"patchset": "uky", "patch": "triton-cuda-stubs", "kind": "prelude", "path": PATCHED,
-                    "sha256_before": None, "sha256_after": None, "applied_at": "now"},
-                   {"patchset": "uky", "patch": "fix-triton", "kind": "add-file", "path": "fix_triton.py",
-                    "sha256_before": None, "sha256_after": None, "applied_at": "now"}]
+        entries = [
+            {
+                "patchset": "uky",
+                "patch": "triton-cuda-stubs",
+                "kind": "prelude",
+                "path": PATCHED,
+                "sha256_before": None,
+                "sha256_after": None,
+                "applied_at": "now",
+            },
+            {
+                "patchset": "uky",
+                "patch": "fix-triton",
+                "kind": "add-file",
+                "path": "fix_triton.py",
+                "sha256_before": None,
+                "sha256_after": None,
+                "applied_at": "now",
+            },
+        ]
         (root / ".patchctl").mkdir()
-        (root / ".patchctl/applied.json").write_text(json.dumps(
-            {"format": 1, "upstream": {"version": "0.9.1", "commit": None}, "patchsets": {}, "patches": entries}))
+        (root / ".patchctl/applied.json").write_text(
+            json.dumps(
+                {"format": 1, "upstream": {"version": "0.9.1", "commit": None}, "patchsets": {}, "patches": entries}
+            )
+        )
     return root
 
 
@@ -111,9 +135,11 @@ def test_a_patched_module_never_imported_on_its_path_fails(tmp_path: Path) -> No
     tree = verl_tree(tmp_path / "t")
     gate = codehook.gate(run_driver(tree, tmp_path / "run", IMPORT_PATCHED="package"))
     assert gate.status is GateStatus.FAIL
-    assert gate.reason == ("patch triton-cuda-stubs (uky) edits verl.workers.rollout.vllm_rollout: the run imported "
-                           "its package verl.workers.rollout but no process imported the module, so the patched code "
-                           "never ran")
+    assert gate.reason == (
+        "patch triton-cuda-stubs (uky) edits verl.workers.rollout.vllm_rollout: the run imported "
+        "its package verl.workers.rollout but no process imported the module, so the patched code "
+        "never ran"
+    )
 
 
 def test_a_patch_off_the_runs_path_is_listed_not_failed(tmp_path: Path) -> None:
@@ -122,8 +148,9 @@ def test_a_patch_off_the_runs_path_is_listed_not_failed(tmp_path: Path) -> None:
     proof = run_driver(tree, tmp_path / "run", IMPORT_PATCHED="0")
     gate = codehook.gate(proof)
     assert gate.status is GateStatus.SKIP
-    assert gate.reason == ("no code patch is on this run's path; off this run's path (their packages never "
-                           "imported): triton-cuda-stubs")
+    assert gate.reason == (
+        "no code patch is on this run's path; off this run's path (their packages never imported): triton-cuda-stubs"
+    )
     assert proof.to_json()["patches"][0]["on_path"] is False
 
 
@@ -141,8 +168,11 @@ def test_the_environments_sitecustomize_still_runs(tmp_path: Path) -> None:
     (theirs / "sitecustomize.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'a').write('x')\n")
     run_dir = tmp_path / "run"
     codehook.install(run_dir)
-    env = {**os.environ, **codehook.env(run_dir, codehook.watches(tree)),
-           "PYTHONPATH": os.pathsep.join([str(tree), str(run_dir / codehook.DIR_NAME), str(theirs)])}
+    env = {
+        **os.environ,
+        **codehook.env(run_dir, codehook.watches(tree)),
+        "PYTHONPATH": os.pathsep.join([str(tree), str(run_dir / codehook.DIR_NAME), str(theirs)]),
+    }
     subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
     assert (tmp_path / "ran").read_text() == "x"
 
@@ -173,9 +203,11 @@ def test_train_puts_the_hook_in_every_process_and_reports_it(tmp_path: Path) -> 
     (tree / "verl/version").mkdir()
     (tree / "verl/version/version").write_text("0.9.1\n")
     run = tmp_path / "run"
-    done = CliRunner().invoke(cli, ["train", "--target", str(tree), "--profile", "debug", "--out", str(run), "--json",
-                                    "trainer.total_epochs=1"],
-                              env={"MODEL_PATH": str(tmp_path), "DATA_DIR": str(tmp_path)})
+    done = CliRunner().invoke(
+        cli,
+        ["train", "--target", str(tree), "--profile", "debug", "--out", str(run), "--json", "trainer.total_epochs=1"],
+        env={"MODEL_PATH": str(tmp_path), "DATA_DIR": str(tmp_path)},
+    )
     doc = json.loads(run.joinpath("report.json").read_text())
     assert doc["env"]["PYTHONPATH"].split(os.pathsep)[:2] == [str(tree), str(run.resolve() / "codehook")]
     gates = {g["name"]: g for g in doc["gates"]}
@@ -186,8 +218,17 @@ def test_train_puts_the_hook_in_every_process_and_reports_it(tmp_path: Path) -> 
 def test_a_hook_that_reached_only_the_driver_says_so() -> None:
     """Ray workers started without the trainer's environment: no proof where the patch acts."""
     w = Watch("uky", "triton-cuda-stubs", "verl.workers.rollout.vllm_rollout", PATCHED)
-    proof = Proof("/t", (w,), (Process(1, "driver", {"verl": "/t/verl/__init__.py",
-                                                      "verl.workers.rollout": "/t/verl/workers/rollout/__init__.py"}),))
+    proof = Proof(
+        "/t",
+        (w,),
+        (
+            Process(
+                1,
+                "driver",
+                {"verl": "/t/verl/__init__.py", "verl.workers.rollout": "/t/verl/workers/rollout/__init__.py"},
+            ),
+        ),
+    )
     gate = codehook.gate(proof)
     assert gate.status is GateStatus.FAIL and "only the driver loaded the code hook" in gate.reason
 

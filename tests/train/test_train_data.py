@@ -47,8 +47,9 @@ def test_tiny_dataset_is_the_records(tmp_path: Path) -> None:
     check_rows(ours, images=True)
     assert list(ours["data_source"]) == ["hiyouga/geometry3k"] * 2
     if RECORD_MAKER.is_file():  # the uky patchset's own script writes the same table
-        subprocess.run([sys.executable, str(RECORD_MAKER), "--out", str(tmp_path / "theirs")], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, str(RECORD_MAKER), "--out", str(tmp_path / "theirs")], check=True, capture_output=True
+        )
         theirs = pq.read_table(tmp_path / "theirs" / "train_tiny.parquet")
         assert pq.read_table(ds.train).equals(theirs)
 

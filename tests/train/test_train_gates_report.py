@@ -14,8 +14,9 @@ from patchctl.train.logparse import LogScan, scan_text
 from patchctl.train.profiles import Gates
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SMOKE = Gates(min_steps=30, first_step_max_s=60, learning_metric="critic/score/mean", learning_window=5,
-              learning_min_gain=0.3)
+SMOKE = Gates(
+    min_steps=30, first_step_max_s=60, learning_metric="critic/score/mean", learning_window=5, learning_min_gain=0.3
+)
 
 
 def by_name(gates: list) -> dict:
@@ -68,10 +69,26 @@ def test_report_json_and_plot(tmp_path: Path) -> None:
     scan = scan_of([0.1 * i for i in range(10)], loss=math.inf)
     gates = evaluate(0, scan, SMOKE, 1.0)
     timings = report.Timings(0.5, 0.5, 8.0, 15.0, 26.0, 27.0, 31.0, 34.0, 34.1)
-    assert timings.breakdown() == {"startup": 8.0, "ray": 7.0, "workers": 11.0, "first_step": 1.0, "steps": 4.0,
-                                   "teardown": 3.0, "report": 0.1}
-    doc = report.document(run={"profile": "smoke"}, tree={"root": "/t"}, versions={"torch": "2"}, gpus=[],
-                          timings=timings, scan=scan, gates=gates, passed=verdict(gates), doctor=None)
+    assert timings.breakdown() == {
+        "startup": 8.0,
+        "ray": 7.0,
+        "workers": 11.0,
+        "first_step": 1.0,
+        "steps": 4.0,
+        "teardown": 3.0,
+        "report": 0.1,
+    }
+    doc = report.document(
+        run={"profile": "smoke"},
+        tree={"root": "/t"},
+        versions={"torch": "2"},
+        gpus=[],
+        timings=timings,
+        scan=scan,
+        gates=gates,
+        passed=verdict(gates),
+        doctor=None,
+    )
     path = report.write_json(tmp_path / "report.json", doc)
     back = json.loads(path.read_text())
     assert back["verdict"] == "fail" and back["profile"] == "smoke"
@@ -85,7 +102,6 @@ def test_plot(tmp_path: Path) -> None:
     png = report.plot(tmp_path / "report.png", scan, "title")
     assert png is not None and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report.plot(tmp_path / "none.png", LogScan(), "title") is None
-
 
 
 def test_a_run_that_stops_before_its_announced_total_fails_however_low_min_steps() -> None:
@@ -103,8 +119,9 @@ def test_a_run_that_stops_before_its_announced_total_fails_however_low_min_steps
     assert by_name(evaluate(0, scan, Gates(min_steps=9), 1.0))["steps-logged"].threshold == ">= 9"
 
 
-@pytest.mark.parametrize(("last", "status"), [(0.75, GateStatus.PASS), (0.7499, GateStatus.FAIL),
-                                              (0.7501, GateStatus.PASS)])
+@pytest.mark.parametrize(
+    ("last", "status"), [(0.75, GateStatus.PASS), (0.7499, GateStatus.FAIL), (0.7501, GateStatus.PASS)]
+)
 def test_the_learning_bar_includes_its_boundary(last: float, status: GateStatus) -> None:
     """A gain of exactly learning_min_gain passes; a hair below fails (#18 audit)."""
     gates = Gates(learning_metric="critic/score/mean", learning_window=2, learning_min_gain=0.25)
@@ -121,9 +138,14 @@ def test_the_learning_check_needs_two_full_windows() -> None:
     assert full.status is GateStatus.PASS and full.value == 1.0
 
 
-@pytest.mark.parametrize(("code", "reason"), [
-    (None, "the trainer was stopped (timeout or interrupt)"),
-    (2, "the trainer exited with 2; the log's last lines say why"), (0, "the trainer exited cleanly")])
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        (None, "the trainer was stopped (timeout or interrupt)"),
+        (2, "the trainer exited with 2; the log's last lines say why"),
+        (0, "the trainer exited cleanly"),
+    ],
+)
 def test_the_exit_code_gate_says_how_the_trainer_ended(code: int | None, reason: str) -> None:
     gate = by_name(evaluate(code, scan_of([0.1]), Gates(), 1.0))["exit-code"]
     assert (gate.status is GateStatus.PASS, gate.value, gate.reason) == (code == 0, code, reason)

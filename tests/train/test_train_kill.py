@@ -53,9 +53,12 @@ def test_a_killed_train_leaves_its_trainer_group_to_the_next_run(tree: Path, tmp
     main_ppo = tree / "verl/trainer/main_ppo.py"
     main_ppo.write_text(TRAINER + main_ppo.read_text())
     mark = f"mark-{uuid.uuid4().hex}"
-    child = subprocess.Popen([sys.executable, "-m", "patchctl", "train", "--target", str(tree), "--out",
-                              str(tmp_path / "run1")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env={**os.environ, "FAKE_MODE": "spawn", "MARK": mark})
+    child = subprocess.Popen(
+        [sys.executable, "-m", "patchctl", "train", "--target", str(tree), "--out", str(tmp_path / "run1")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "FAKE_MODE": "spawn", "MARK": mark},
+    )
     assert _settle(lambda: _with_marker(mark), True, 60), "the trainer never started its child"
     trainer = [p for p in _with_marker(mark) if b"main_ppo" in Path(f"/proc/{p}/cmdline").read_bytes()]
     os.kill(child.pid, signal.SIGKILL)

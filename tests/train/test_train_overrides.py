@@ -15,36 +15,79 @@ from patchctl.train.overrides import BadOverride, parse
 
 #: forms verl users write, all of which hydra 1.3 accepts in a single run
 VALID = [
-    "trainer.total_epochs=2", "+actor_rollout_ref.model.override_config.attn_implementation=sdpa", "~trainer.logger",
-    "~trainer.logger=console", "++trainer.nnodes=2", "trainer.logger=[console,wandb]", 'trainer.logger=["console"]',
-    "trainer.project_name='my run'", 'trainer.project_name="a,b"', "critic.model.path=null",
-    "actor_rollout_ref.actor.optim.lr=1e-3", "actor_rollout_ref.actor.optim.lr=-1.5e-06", "data.train_batch_size=1_024",
-    "data.train_files=/data/fake/train_tiny.parquet", "trainer.default_local_dir=${oc.env:HOME}/ckpt",
-    "key=", "x.y={a:1,b:[2,3]}", "x=int(3)", "x=sort([3,1])", "hydra/job_logging=disabled",
-    "actor@actor_rollout_ref.actor=dp_actor", "hydra.run.dir=/tmp/run", "a.0=1", "x=a:b", "x=[a b, c]", "x=1 ",
-    "+actor_rollout_ref.rollout.engine_kwargs.vllm.attention_backend=FLASH_ATTN", "x=\\,", "x=inf", "x=.5",
+    "trainer.total_epochs=2",
+    "+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
+    "~trainer.logger",
+    "~trainer.logger=console",
+    "++trainer.nnodes=2",
+    "trainer.logger=[console,wandb]",
+    'trainer.logger=["console"]',
+    "trainer.project_name='my run'",
+    'trainer.project_name="a,b"',
+    "critic.model.path=null",
+    "actor_rollout_ref.actor.optim.lr=1e-3",
+    "actor_rollout_ref.actor.optim.lr=-1.5e-06",
+    "data.train_batch_size=1_024",
+    "data.train_files=/data/fake/train_tiny.parquet",
+    "trainer.default_local_dir=${oc.env:HOME}/ckpt",
+    "key=",
+    "x.y={a:1,b:[2,3]}",
+    "x=int(3)",
+    "x=sort([3,1])",
+    "hydra/job_logging=disabled",
+    "actor@actor_rollout_ref.actor=dp_actor",
+    "hydra.run.dir=/tmp/run",
+    "a.0=1",
+    "x=a:b",
+    "x=[a b, c]",
+    "x=1 ",
+    "+actor_rollout_ref.rollout.engine_kwargs.vllm.attention_backend=FLASH_ATTN",
+    "x=\\,",
+    "x=inf",
+    "x=.5",
 ]
 
 #: (override, the message patchctl prints)
 REFUSED = [
     ("=2", "override '=2': there is no key; write KEY=VALUE, e.g. trainer.total_epochs=2"),
-    ("trainer n=2", "override 'trainer n=2': hydra cannot read ' n=2' at column 8; no spaces in the key; write "
-                    "KEY=VALUE as one argument, e.g. trainer.n_gpus_per_node=2"),
-    ("a.b=[1,2", "override 'a.b=[1,2': it ends before the value is complete (expected ] or ,); close every [, ( "
-                 "and { and every quote"),
-    ("x=(", "override 'x=(': unexpected '(' at column 3 (expected a value); check the brackets, quotes and commas; "
-            "quote a value with special characters, e.g. key='a b'"),
+    (
+        "trainer n=2",
+        "override 'trainer n=2': hydra cannot read ' n=2' at column 8; no spaces in the key; write "
+        "KEY=VALUE as one argument, e.g. trainer.n_gpus_per_node=2",
+    ),
+    (
+        "a.b=[1,2",
+        "override 'a.b=[1,2': it ends before the value is complete (expected ] or ,); close every [, ( "
+        "and { and every quote",
+    ),
+    (
+        "x=(",
+        "override 'x=(': unexpected '(' at column 3 (expected a value); check the brackets, quotes and commas; "
+        "quote a value with special characters, e.g. key='a b'",
+    ),
     ("oops", "override 'oops': no '=' after the key; write KEY=VALUE, e.g. trainer.total_epochs=2"),
-    ("x='abc", "override \"x='abc\": hydra cannot read \"'abc\" at column 3; close the quote"),
-    ("data.train_files=~/data/x.parquet", "override 'data.train_files=~/data/x.parquet': hydra cannot read "
-                                          "'~/data/x.p' at column 18; quote the value, e.g. key='...'"),
-    ("x=a,b", "override 'x=a,b': it is a sweep, which a single run refuses; write a list as key=[a,b], or quote "
-              "the value as key='a,b'"),
-    ("x=choice(1,2)", "override 'x=choice(1,2)': it is a sweep, which a single run refuses; write a list as "
-                      "key=[a,b], or quote the value as key='a,b'"),
+    ("x='abc", 'override "x=\'abc": hydra cannot read "\'abc" at column 3; close the quote'),
+    (
+        "data.train_files=~/data/x.parquet",
+        "override 'data.train_files=~/data/x.parquet': hydra cannot read "
+        "'~/data/x.p' at column 18; quote the value, e.g. key='...'",
+    ),
+    (
+        "x=a,b",
+        "override 'x=a,b': it is a sweep, which a single run refuses; write a list as key=[a,b], or quote "
+        "the value as key='a,b'",
+    ),
+    (
+        "x=choice(1,2)",
+        "override 'x=choice(1,2)': it is a sweep, which a single run refuses; write a list as "
+        "key=[a,b], or quote the value as key='a,b'",
+    ),
     ("x=foo(1)", "override 'x=foo(1)': foo(...) is not a hydra function; quote the value, e.g. x='foo(1)'"),
-    ("x=a=b", "override 'x=a=b': unexpected '=' at column 4 (expected the end of the override); check the "
-              "brackets, quotes and commas; quote a value with special characters, e.g. key='a b'"),
+    (
+        "x=a=b",
+        "override 'x=a=b': unexpected '=' at column 4 (expected the end of the override); check the "
+        "brackets, quotes and commas; quote a value with special characters, e.g. key='a b'",
+    ),
 ]
 
 
@@ -84,10 +127,43 @@ def _hydra_accepts(text: str) -> bool:
 
 
 TRICKY = [
-    *VALID, *(t for t, _ in REFUSED), "x=[", "x=]", "x={a}", "x={a:}", "x={:1}", "x={'a':1}", "x=[a,]", "x=${a",
-    "x=a{b}", "x=(1)", "x=1(2)", "a..b=1", "a.=1", "0=1", "-a=1", "x=a&b", "x=a#b", "x=日本", " x=1",
-    "x=  [1 , 2 ]  ", "x=a ,b", "x=shuffle(choice(1,2))", "x=a'b'", "x='a'b", "a/=1", "/a=1", "a@b@c=1",
-    "x={a:1,}", "x=int(1", "x={a:[1}", "$a=1", "x=${}", "x=glob(*)", "x=interval(0,1)", "a/b@c.d=e",
+    *VALID,
+    *(t for t, _ in REFUSED),
+    "x=[",
+    "x=]",
+    "x={a}",
+    "x={a:}",
+    "x={:1}",
+    "x={'a':1}",
+    "x=[a,]",
+    "x=${a",
+    "x=a{b}",
+    "x=(1)",
+    "x=1(2)",
+    "a..b=1",
+    "a.=1",
+    "0=1",
+    "-a=1",
+    "x=a&b",
+    "x=a#b",
+    "x=日本",
+    " x=1",
+    "x=  [1 , 2 ]  ",
+    "x=a ,b",
+    "x=shuffle(choice(1,2))",
+    "x=a'b'",
+    "x='a'b",
+    "a/=1",
+    "/a=1",
+    "a@b@c=1",
+    "x={a:1,}",
+    "x=int(1",
+    "x={a:[1}",
+    "$a=1",
+    "x=${}",
+    "x=glob(*)",
+    "x=interval(0,1)",
+    "a/b@c.d=e",
 ]
 
 

@@ -18,8 +18,21 @@ import pytest
 
 from patchctl.train import assets
 
-HEAVY = ("numpy", "torch", "transformers", "pandas", "pyarrow", "tokenizers", "matplotlib", "safetensors", "yaml",
-         "hydra", "omegaconf", "ray", "vllm")
+HEAVY = (
+    "numpy",
+    "torch",
+    "transformers",
+    "pandas",
+    "pyarrow",
+    "tokenizers",
+    "matplotlib",
+    "safetensors",
+    "yaml",
+    "hydra",
+    "omegaconf",
+    "ray",
+    "vllm",
+)
 BLOCKER = f"""
 import sys
 class Blocker:
@@ -32,8 +45,13 @@ sys.meta_path.insert(0, Blocker())
 
 def _patchctl(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     code = BLOCKER + "from patchctl.cli.main import main\nsys.argv[0] = 'patchctl'\nmain()\n"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_the_blocker_blocks() -> None:
@@ -43,8 +61,16 @@ def test_the_blocker_blocks() -> None:
 
 def test_dry_run_without_heavy_packages(tree: Path, tmp_path: Path) -> None:
     for profile in ("smoke", "debug"):
-        done = _patchctl("train", "--target", str(tree), "--profile", profile, "--dry-run", "--json",
-                         env={"MODEL_PATH": "/m", "DATA_DIR": "/d"})
+        done = _patchctl(
+            "train",
+            "--target",
+            str(tree),
+            "--profile",
+            profile,
+            "--dry-run",
+            "--json",
+            env={"MODEL_PATH": "/m", "DATA_DIR": "/d"},
+        )
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["command"][1:3] == ["-m", "verl.trainer.main_ppo"]
 
@@ -74,12 +100,16 @@ def test_smoke_run_without_heavy_packages(tree: Path, tmp_path: Path) -> None:
 def test_an_interpreter_without_the_builders_packages_is_one_line(tmp_path: Path) -> None:
     """--python without pyarrow: the error names the interpreter, what it lacks and what to do."""
     fake = tmp_path / "python-without-pyarrow"
-    fake.write_text(f"#!{sys.executable}\n" + BLOCKER.replace(repr(HEAVY), "('pyarrow',)") +
-                    "code = sys.argv[2]\nsys.argv = ['-c', *sys.argv[3:]]\nexec(compile(code, '<boot>', 'exec'))\n")
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        + BLOCKER.replace(repr(HEAVY), "('pyarrow',)")
+        + "code = sys.argv[2]\nsys.argv = ['-c', *sys.argv[3:]]\nexec(compile(code, '<boot>', 'exec'))\n"
+    )
     fake.chmod(0o755)
     with pytest.raises(assets.AssetsFailed) as caught:
         assets.build("tiny-dataset", tmp_path / "data", str(fake))
     assert str(caught.value) == (
         f"building the tiny-dataset files in {tmp_path / 'data'} with {fake} failed (ModuleNotFoundError: No module "
         "named 'pyarrow' (blocked: a plain pip install has none)); that interpreter runs verl and needs pyarrow "
-        "(verl's own dependencies): install them there, or pass --python with verl's interpreter")
+        "(verl's own dependencies): install them there, or pass --python with verl's interpreter"
+    )

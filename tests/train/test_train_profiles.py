@@ -30,8 +30,14 @@ PATHS = {"DATA_DIR": "/data/fake", "MODEL_PATH": "/models/Qwen2.5-VL-3B-Instruct
 
 
 def cluster(paths: dict[str, str] = PATHS, env: dict[str, str] | None = None) -> Cluster:
-    return Cluster("c", (Host("node1", "/root/verl_Uky"),), "/root/verl_Uky", Path("patchctl.toml"),
-                   paths=dict(paths), env=env or {})
+    return Cluster(
+        "c",
+        (Host("node1", "/root/verl_Uky"),),
+        "/root/verl_Uky",
+        Path("patchctl.toml"),
+        paths=dict(paths),
+        env=env or {},
+    )
 
 
 def fake_tree(root: Path, ray_kwargs: bool) -> Path:
@@ -67,8 +73,14 @@ json.dump({{"argv": sys.argv[3:], "env": dict(os.environ)}}, open({str(dump)!r},
 """)
     fake.chmod(0o755)
     env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "SKIP_PATH_CHECKS": "1", "LD_LIBRARY_PATH": "/opt/x"}
-    subprocess.run(["bash", str(root / "examples/grpo_trainer" / script.name)], env=env, check=True,
-                   capture_output=True, text=True, cwd=tmp)
+    subprocess.run(
+        ["bash", str(root / "examples/grpo_trainer" / script.name)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+    )
     doc = json.loads(dump.read_text())
     return doc["argv"], doc["env"]
 
@@ -88,8 +100,11 @@ def test_record_profiles_reproduce_the_scripts(name: str, tmp_path: Path, monkey
             assert env[key] == value, key
     assert plan.launch.env["LD_LIBRARY_PATH"] == "/usr/local/cuda/lib64/stubs:/opt/x"
     # every variable the script exports with the record's tag is in the profile
-    tagged = {ln.split("=", 1)[0].split()[-1] for ln in (SCRIPTS / SCRIPT_OF[name]).read_text().splitlines()
-              if ln.startswith("export ") and "# Uky" in ln}
+    tagged = {
+        ln.split("=", 1)[0].split()[-1]
+        for ln in (SCRIPTS / SCRIPT_OF[name]).read_text().splitlines()
+        if ln.startswith("export ") and "# Uky" in ln
+    }
     assert tagged - {"PYTHONPATH"} <= set(plan.launch.env)
 
 
@@ -130,10 +145,17 @@ def test_cluster_profiles_need_paths(tmp_path: Path) -> None:
     tree = open_tree(fake_tree(tmp_path / "t", True))
     with pytest.raises(PatchctlError, match=r"profile debug needs MODEL_PATH, DATA_DIR; set them in \[clusters"):
         run.plan(tree, load_profile("debug"), None, [], "python3")
-    plan = run.plan(tree, load_profile("debug"), cluster({"DATA_DIR": "/d", "MODEL_PATH": "/m"}, {"EXTRA": "1"}), [],
-                    "python3", tmp_path / "run")
-    assert f"trainer.default_local_dir={tmp_path / 'run'}/checkpoints/qwen2_5_vl_3b_fake_dataset_debug" \
-        in plan.launch.argv
+    plan = run.plan(
+        tree,
+        load_profile("debug"),
+        cluster({"DATA_DIR": "/d", "MODEL_PATH": "/m"}, {"EXTRA": "1"}),
+        [],
+        "python3",
+        tmp_path / "run",
+    )
+    assert (
+        f"trainer.default_local_dir={tmp_path / 'run'}/checkpoints/qwen2_5_vl_3b_fake_dataset_debug" in plan.launch.argv
+    )
     assert plan.launch.env["EXTRA"] == "1"
     with pytest.raises(PatchctlError, match="override 'oops': no '=' after the key; write KEY=VALUE"):
         run.plan(tree, load_profile("smoke"), None, ["oops"], "python3")
@@ -151,8 +173,10 @@ def test_bad_profiles_file(tmp_path: Path) -> None:
     bad.write_text('[profile.x]\ndescription = "d"\nrollout = "hf"\nassets = "smoke"\noverrides = []\ncolour = 1\n')
     with pytest.raises(ManifestError, match=r"key 'profile.x.colour': unknown key"):
         load_profiles(bad)
-    bad.write_text('[profile.x]\ndescription = "d"\nrollout = "hf"\nassets = "smoke"\noverrides = ["a=1"]\n'
-                   '[profile.x.gates]\nlearning_min_gain = "0.3"\n')
+    bad.write_text(
+        '[profile.x]\ndescription = "d"\nrollout = "hf"\nassets = "smoke"\noverrides = ["a=1"]\n'
+        '[profile.x.gates]\nlearning_min_gain = "0.3"\n'
+    )
     with pytest.raises(ManifestError, match="learning_min_gain"):
         load_profiles(bad)
     bad.write_text('[profile.x]\ndescription = "d"\nrollout = "tpu"\nassets = "smoke"\noverrides = []\n')

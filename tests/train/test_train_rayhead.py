@@ -26,8 +26,9 @@ time.sleep(60)
 
 
 def start(tmp_path: Path, address: str = "127.0.0.1:43117") -> tuple[rayhead.Head, Path]:
-    spec = rayhead.HeadSpec((sys.executable, "-c", FAKE_HEAD, address), address, tmp_path / "ray-head.log",
-                            tmp_path / "ray-auth-token")
+    spec = rayhead.HeadSpec(
+        (sys.executable, "-c", FAKE_HEAD, address), address, tmp_path / "ray-head.log", tmp_path / "ray-auth-token"
+    )
     head = rayhead.Head(spec, {"RAY_TMPDIR": str(tmp_path / "raytmp")}, tmp_path)
     path = tmp_path / "raytmp" / "ray" / "ray_current_cluster"
     deadline = time.monotonic() + 20

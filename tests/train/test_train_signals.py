@@ -26,8 +26,12 @@ REPO = Path(__file__).resolve().parents[2]
 VLLM_RUN = REPO / "docs/validation/vllm/runs/a-debug-report.json"
 HF_RUN = Path(__file__).with_name("fixtures") / "smoke_h200_pass.log"
 GATES = load_profiles()["smoke-vllm"].gates
-AGREE = ("training/rollout_actor_probs_pearson_corr", "training/rollout_probs_diff_mean", "rollout_corr/kl",
-         "training/rollout_probs_diff_valid")
+AGREE = (
+    "training/rollout_actor_probs_pearson_corr",
+    "training/rollout_probs_diff_mean",
+    "rollout_corr/kl",
+    "training/rollout_probs_diff_valid",
+)
 
 
 def report_scan(path: Path) -> LogScan:
@@ -45,8 +49,9 @@ def learning_vllm() -> LogScan:
     scan = LogScan()
     for i, s in enumerate(hf.steps):
         extra = {k: agree[i % len(agree)].metrics[k] for k in AGREE}
-        scan.steps.append(Step(s.step, s.at, {**s.metrics, **extra, "actor/ppo_kl": 2e-3 if signals.has_advantage(s)
-                                              else 0.0}))
+        scan.steps.append(
+            Step(s.step, s.at, {**s.metrics, **extra, "actor/ppo_kl": 2e-3 if signals.has_advantage(s) else 0.0})
+        )
     return scan
 
 
@@ -89,25 +94,38 @@ def test_healthy_learning_vllm_run_passes() -> None:
 
 def test_weight_sync_off_fails_weights_synced_only() -> None:
     """The rollout keeps the first policy: step 1 agrees, then the trainer moves away from it."""
-    broken = changed(learning_vllm(), 1, **named(training__rollout_actor_probs_pearson_corr=0.93,
-                                                 training__rollout_probs_diff_mean=0.04, rollout_corr__kl=0.2))
+    broken = changed(
+        learning_vllm(),
+        1,
+        **named(
+            training__rollout_actor_probs_pearson_corr=0.93,
+            training__rollout_probs_diff_mean=0.04,
+            rollout_corr__kl=0.2,
+        ),
+    )
     assert status(broken) == {"rollout-agrees": "pass", "update-applied": "pass", "weights-synced": "fail"}
 
 
 def test_corrupted_sampling_fails_from_the_first_step() -> None:
-    broken = changed(learning_vllm(), 0, **named(training__rollout_actor_probs_pearson_corr=0.7,
-                                                 training__rollout_probs_diff_mean=0.08))
+    broken = changed(
+        learning_vllm(),
+        0,
+        **named(training__rollout_actor_probs_pearson_corr=0.7, training__rollout_probs_diff_mean=0.08),
+    )
     got = {g.name: g for g in signals.evaluate(broken, GATES)}
     assert got["rollout-agrees"].status is GateStatus.FAIL and got["weights-synced"].status is GateStatus.FAIL
     assert got["rollout-agrees"].reason.startswith("step 1: training/rollout_actor_probs_pearson_corr = 0.7")
 
 
-@pytest.mark.parametrize(("metric", "value", "says"), [
-    ("actor/grad_norm", 0.0, "the loss does not reach the weights"),
-    ("actor/lr", 0.0, "the optimizer does not move the weights"),
-    ("actor/ppo_kl", 0.0, "the optimizer step did not move the weights"),
-    ("actor/grad_norm", float("nan"), "is not finite"),
-])
+@pytest.mark.parametrize(
+    ("metric", "value", "says"),
+    [
+        ("actor/grad_norm", 0.0, "the loss does not reach the weights"),
+        ("actor/lr", 0.0, "the optimizer does not move the weights"),
+        ("actor/ppo_kl", 0.0, "the optimizer step did not move the weights"),
+        ("actor/grad_norm", float("nan"), "is not finite"),
+    ],
+)
 def test_an_update_that_does_nothing_fails(metric: str, value: float, says: str) -> None:
     got = {g.name: g for g in signals.evaluate(changed(learning_vllm(), 0, **{metric: value}), GATES)}
     assert got["update-applied"].status is GateStatus.FAIL and says in got["update-applied"].reason
@@ -123,8 +141,11 @@ def test_no_bar_is_a_skip_that_says_so() -> None:
 
 def test_invalid_steps_are_not_judged() -> None:
     """verl writes nan and valid 0 when a batch has no response token: not a disagreement."""
-    scan = changed(learning_vllm(), 0, **named(training__rollout_probs_diff_valid=0.0,
-                                               training__rollout_actor_probs_pearson_corr=float("nan")))
+    scan = changed(
+        learning_vllm(),
+        0,
+        **named(training__rollout_probs_diff_valid=0.0, training__rollout_actor_probs_pearson_corr=float("nan")),
+    )
     got = signals.evaluate(scan, replace(GATES, agree_probs_diff_max=None, agree_kl_max=None))[0]
     assert got.status is GateStatus.SKIP
 
@@ -136,6 +157,9 @@ def test_margins_of_a_healthy_and_a_broken_run() -> None:
     assert healthy["time-to-first-step"] == pytest.approx(GATES.first_step_max_s / 95, abs=0.01)
     assert healthy["agree-pearson"] == pytest.approx(0.02 / (1 - 0.9999581575393677), rel=0.01)
     assert min(healthy.values()) > 1  # every gate passes with room
-    broken = margins(changed(learning_vllm(), 1, **named(training__rollout_actor_probs_pearson_corr=0.93,
-                                                         actor__ppo_kl=0.0)), GATES, 400.0)
+    broken = margins(
+        changed(learning_vllm(), 1, **named(training__rollout_actor_probs_pearson_corr=0.93, actor__ppo_kl=0.0)),
+        GATES,
+        400.0,
+    )
     assert broken["agree-pearson"] < 1 and broken["time-to-first-step"] < 1 and broken["update-kl"] < 1

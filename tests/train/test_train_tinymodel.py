@@ -32,9 +32,14 @@ def test_files_and_config(model_dir: Path) -> None:
     cfg = json.loads((model_dir / "config.json").read_text())
     assert cfg["model_type"] == "qwen2" and cfg["architectures"] == ["Qwen2ForCausalLM"]
     assert cfg["vocab_size"] == 12 and cfg["eos_token_id"] == 3 and cfg["pad_token_id"] == 0
-    assert {p.name for p in model_dir.iterdir()} == {"config.json", "generation_config.json", "model.safetensors",
-                                                     "tokenizer.json", "tokenizer_config.json",
-                                                     "special_tokens_map.json"}
+    assert {p.name for p in model_dir.iterdir()} == {
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+    }
 
 
 def test_safetensors_layout(tmp_path: Path) -> None:
@@ -88,12 +93,20 @@ def _qwen2_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
     out = {"model.embed_tokens.weight": (vocab, hidden), "model.norm.weight": (hidden,)}
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
-        out |= {p + "self_attn.q_proj.weight": (hidden, hidden), p + "self_attn.q_proj.bias": (hidden,),
-                p + "self_attn.k_proj.weight": (kv, hidden), p + "self_attn.k_proj.bias": (kv,),
-                p + "self_attn.v_proj.weight": (kv, hidden), p + "self_attn.v_proj.bias": (kv,),
-                p + "self_attn.o_proj.weight": (hidden, hidden), p + "mlp.gate_proj.weight": (inter, hidden),
-                p + "mlp.up_proj.weight": (inter, hidden), p + "mlp.down_proj.weight": (hidden, inter),
-                p + "input_layernorm.weight": (hidden,), p + "post_attention_layernorm.weight": (hidden,)}
+        out |= {
+            p + "self_attn.q_proj.weight": (hidden, hidden),
+            p + "self_attn.q_proj.bias": (hidden,),
+            p + "self_attn.k_proj.weight": (kv, hidden),
+            p + "self_attn.k_proj.bias": (kv,),
+            p + "self_attn.v_proj.weight": (kv, hidden),
+            p + "self_attn.v_proj.bias": (kv,),
+            p + "self_attn.o_proj.weight": (hidden, hidden),
+            p + "mlp.gate_proj.weight": (inter, hidden),
+            p + "mlp.up_proj.weight": (inter, hidden),
+            p + "mlp.down_proj.weight": (hidden, inter),
+            p + "input_layernorm.weight": (hidden,),
+            p + "post_attention_layernorm.weight": (hidden,),
+        }
     return out
 
 
@@ -111,7 +124,7 @@ def _qwen2_logits(w: dict[str, np.ndarray], cfg: dict, ids: list[int]) -> np.nda
     angles = np.concatenate([np.outer(np.arange(n), inv)] * 2, axis=-1)[:, None, :]
 
     def rotate(x: np.ndarray) -> np.ndarray:  # (n, heads, dim)
-        half = np.concatenate([-x[..., dim // 2:], x[..., :dim // 2]], axis=-1)
+        half = np.concatenate([-x[..., dim // 2 :], x[..., : dim // 2]], axis=-1)
         return x * np.cos(angles) + half * np.sin(angles)
 
     x = w["model.embed_tokens.weight"][ids]

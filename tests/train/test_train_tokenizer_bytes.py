@@ -31,9 +31,12 @@ def as_qwen2(model_dir: Path) -> tokenizers.Tokenizer:
     doc = json.loads((model_dir / "tokenizer.json").read_text())
     merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in doc["model"].get("merges", [])]
     tok = Tokenizer(models.BPE(vocab=doc["model"]["vocab"], merges=merges))
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
     return tok
 

@@ -48,8 +48,10 @@ def test_yaml_keys_equal_pyyaml_on_every_config_file(version: str, release_cache
 
 
 def test_yaml_keys_forms() -> None:
-    text = ("a:\n  # comment\n  b: 1\n  c:\n    - x\n    - y: 2\n  d: ${oc.select:a.b,\n    null}\n"
-            "  e: {f: 1, g: [1, 2]}\n  'h.i': 3\nlist:\n- 1\nz: |\n  k: not a key\n")
+    text = (
+        "a:\n  # comment\n  b: 1\n  c:\n    - x\n    - y: 2\n  d: ${oc.select:a.b,\n    null}\n"
+        "  e: {f: 1, g: [1, 2]}\n  'h.i': 3\nlist:\n- 1\nz: |\n  k: not a key\n"
+    )
     assert yaml_keys(text) == {"a", "a.b", "a.c", "a.d", "a.e", "a.e.f", "a.e.g", "a.h.i", "list", "z"}
 
 
@@ -61,15 +63,20 @@ def test_unknown_key_names_the_key_and_the_version(tmp_path: Path) -> None:
     root = _tree(tmp_path, "0.6.1")
     with pytest.raises(UnknownKey) as caught:
         treeconfig.check(root, "0.6.1", ["trainer.total_epochs=1", "trainer.n_gpu=2"])
-    assert str(caught.value) == ("override 'trainer.n_gpu=2': verl 0.6.1 has no key trainer.n_gpu "
-                                 "(verl/trainer/config/_generated_ppo_trainer.yaml); check the spelling, or add "
-                                 "a new key with +trainer.n_gpu=2")
+    assert str(caught.value) == (
+        "override 'trainer.n_gpu=2': verl 0.6.1 has no key trainer.n_gpu "
+        "(verl/trainer/config/_generated_ppo_trainer.yaml); check the spelling, or add "
+        "a new key with +trainer.n_gpu=2"
+    )
     with pytest.raises(UnknownKey, match=r"did you mean trainer\.total_epochs\?"):
         treeconfig.check(root, "0.6.1", ["trainer.total_epoch=1"])
     with pytest.raises(UnknownKey, match=r"verl 0.6.1 has no key trainer.nope to delete"):
         treeconfig.check(root, "0.6.1", ["~trainer.nope"])
-    with pytest.raises(UnknownKey, match=r"verl 0.6.1 already has trainer.nnodes, and \+ only adds a new key \(.*\); "
-                                         r"drop the \+ to change it \(trainer.nnodes=2\), or write \+\+"):
+    with pytest.raises(
+        UnknownKey,
+        match=r"verl 0.6.1 already has trainer.nnodes, and \+ only adds a new key \(.*\); "
+        r"drop the \+ to change it \(trainer.nnodes=2\), or write \+\+",
+    ):
         treeconfig.check(root, "0.6.1", ["+trainer.nnodes=2"])
     with pytest.raises(UnknownKey, match="this verl tree has no config group nope"):
         treeconfig.check(root, None, ["nope/x=y"])
@@ -78,10 +85,20 @@ def test_unknown_key_names_the_key_and_the_version(tmp_path: Path) -> None:
 def test_additions_hydras_own_keys_and_groups_pass(tmp_path: Path) -> None:
     root = _tree(tmp_path, "0.6.1")
     (root / "verl/trainer/config/actor").mkdir()
-    treeconfig.check(root, "0.6.1", [
-        "+actor_rollout_ref.rollout.engine_kwargs.vllm.attention_backend=FLASH_ATTN", "++trainer.nnodes=2",
-        "++brand.new=1", "~trainer.logger", "hydra.run.dir=/tmp/x", "hydra/job_logging=disabled",
-        "actor@actor_rollout_ref.actor=dp_actor", "ray_kwargs.ray_init.num_cpus=null"])
+    treeconfig.check(
+        root,
+        "0.6.1",
+        [
+            "+actor_rollout_ref.rollout.engine_kwargs.vllm.attention_backend=FLASH_ATTN",
+            "++trainer.nnodes=2",
+            "++brand.new=1",
+            "~trainer.logger",
+            "hydra.run.dir=/tmp/x",
+            "hydra/job_logging=disabled",
+            "actor@actor_rollout_ref.actor=dp_actor",
+            "ray_kwargs.ray_init.num_cpus=null",
+        ],
+    )
 
 
 def test_a_stand_in_config_is_not_judged(tmp_path: Path) -> None:
@@ -121,17 +138,27 @@ def test_profiles_on_the_releases(release_tree: Callable[[str], Path], tmp_path:
                     run.plan(tree, profile, cluster, [], "python3", tmp_path / "r")
                 assert str(caught.value).startswith(
                     "override 'data.dataloader_num_workers=0': verl 0.4.1 has no key data.dataloader_num_workers "
-                    "(verl/trainer/config/ppo_trainer.yaml)")
+                    "(verl/trainer/config/ppo_trainer.yaml)"
+                )
             else:
                 run.plan(tree, profile, cluster, [], "python3", tmp_path / "r")
         shutil.rmtree(tree.root)
 
 
-@pytest.mark.parametrize(("override", "accepted"), [
-    ("trainer.total_epochs=2", True), ("trainer.n_gpu=2", False), ("+trainer.nnodes=2", False),
-    ("+trainer.brand_new=1", True), ("~trainer.nope", False), ("~trainer.logger", True), ("++trainer.nnodes=3", True),
-    ("actor_rollout_ref.rollout.engine_kwargs.vllm.x=1", False),
-    ("+actor_rollout_ref.rollout.engine_kwargs.vllm.x=1", True)])
+@pytest.mark.parametrize(
+    ("override", "accepted"),
+    [
+        ("trainer.total_epochs=2", True),
+        ("trainer.n_gpu=2", False),
+        ("+trainer.nnodes=2", False),
+        ("+trainer.brand_new=1", True),
+        ("~trainer.nope", False),
+        ("~trainer.logger", True),
+        ("++trainer.nnodes=3", True),
+        ("actor_rollout_ref.rollout.engine_kwargs.vllm.x=1", False),
+        ("+actor_rollout_ref.rollout.engine_kwargs.vllm.x=1", True),
+    ],
+)
 def test_agrees_with_hydra_compose(override: str, accepted: bool, tmp_path: Path) -> None:
     """hydra composes verl 0.6.1's real config exactly when patchctl lets the key pass. Only
     hydra's refusal of the override counts as a refusal: any other exception (a config it cannot
@@ -157,10 +184,11 @@ def test_agrees_with_hydra_compose(override: str, accepted: bool, tmp_path: Path
 
 
 def test_cli_refuses_before_launch(tree: Path, tmp_path: Path) -> None:
-    done = CliRunner().invoke(cli, ["train", "--target", str(tree), "--out", str(tmp_path / "run"),
-                                    "trainer.n_gpu=2"])
+    done = CliRunner().invoke(cli, ["train", "--target", str(tree), "--out", str(tmp_path / "run"), "trainer.n_gpu=2"])
     assert done.exit_code == 2
-    assert done.output == ("error: override 'trainer.n_gpu=2': verl 0.5.0 has no key trainer.n_gpu "
-                           "(verl/trainer/config/_generated_ppo_trainer.yaml); check the spelling, or add a new key "
-                           "with +trainer.n_gpu=2\n")
+    assert done.output == (
+        "error: override 'trainer.n_gpu=2': verl 0.5.0 has no key trainer.n_gpu "
+        "(verl/trainer/config/_generated_ppo_trainer.yaml); check the spelling, or add a new key "
+        "with +trainer.n_gpu=2\n"
+    )
     assert not (tmp_path / "run").exists() and not (tmp_path / "argv.txt").exists()

@@ -67,10 +67,27 @@ class StrangerNode:
         self.dir = Path(tempfile.mkdtemp(prefix="pcs-", dir="/tmp"))  # short: Ray's socket paths
         self.log = self.dir / "start.log"
         with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen([*RAY, "start", "--block", "--address", gcs, "--node-ip-address", STRANGER,
-                                          "--num-cpus", "1", "--temp-dir", str(self.dir), "--disable-usage-stats"],
-                                         env=stranger_env(token), stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [
+                    *RAY,
+                    "start",
+                    "--block",
+                    "--address",
+                    gcs,
+                    "--node-ip-address",
+                    STRANGER,
+                    "--num-cpus",
+                    "1",
+                    "--temp-dir",
+                    str(self.dir),
+                    "--disable-usage-stats",
+                ],
+                env=stranger_env(token),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def joined(self, timeout: float = 60) -> bool:
         """True once Ray says the node started; False when ``ray start`` gives up first."""
@@ -107,8 +124,14 @@ except Exception as exc:
 
 def stranger_runs_code(gcs: str, token: str | None = None) -> bool:
     """A driver tries to run a task on the cluster: True when the task ran."""
-    done = subprocess.run([sys.executable, "-c", _DRIVER, gcs], env=stranger_env(token), capture_output=True,
-                          text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _DRIVER, gcs],
+        env=stranger_env(token),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     return bool(lines) and "ran" in json.loads(lines[-1])
 

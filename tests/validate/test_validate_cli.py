@@ -27,17 +27,32 @@ def test_dry_run_prints_every_remote_command_and_the_trainer_command(site: Site)
     assert code == 0, out
     lines = out.splitlines()
     purposes = [ln[2:] for ln in lines if ln.startswith("# node")]
-    assert purposes == ["node1: ship", "node2: ship", "node1: preflight", "node2: preflight", "node1: ray-head",
-                        "node2: ray-worker", "node1: form", "node1: train", "node1: census",
-                        "node1: fetch", "node1: reap", "node2: reap"]
+    assert purposes == [
+        "node1: ship",
+        "node2: ship",
+        "node1: preflight",
+        "node2: preflight",
+        "node1: ray-head",
+        "node2: ray-worker",
+        "node1: form",
+        "node1: train",
+        "node1: census",
+        "node1: fetch",
+        "node1: reap",
+        "node2: reap",
+    ]
     ray_head = shlex.split(lines[lines.index("# node1: ray-head") + 1])
     assert ray_head[0] == "ssh" and "node1" in ray_head
-    remote = shlex.split(" ".join(ray_head[ray_head.index("node1") + 1:]))  # what the remote shell runs
+    remote = shlex.split(" ".join(ray_head[ray_head.index("node1") + 1 :]))  # what the remote shell runs
     assert remote[:2] == ["sh", "-c"] and remote[4] == str(site.root("node1"))
     assert "CUDA_VISIBLE_DEVICES=0" in remote and "NCCL_NVLS_ENABLE=0" in remote
     assert remote[-3:] == ["-m", "patchctl.validate.host", "node"]
-    trainer = shlex.split(lines[lines.index("# the trainer, on the head (trainer.nnodes / n_gpus_per_node: what Ray "
-                                            "reports at run time)") + 1])
+    trainer = shlex.split(
+        lines[
+            lines.index("# the trainer, on the head (trainer.nnodes / n_gpus_per_node: what Ray reports at run time)")
+            + 1
+        ]
+    )
     assert trainer[1:3] == ["-m", "verl.trainer.main_ppo"]
     assert "trainer.nnodes=2" in trainer and "trainer.n_gpus_per_node=1" in trainer
     assert trainer[-1] == "trainer.total_epochs=2"
@@ -49,7 +64,7 @@ def test_ifname_reaches_nccl_and_gloo_on_that_host(site: Site) -> None:
     site.config([host_entry("node1", site.root("node1"), "0")[:-2] + ', ifname = "lo" }'])
     _code, out = invoke("loop", "--config", str(site.dir / "patchctl.toml"), "--dry-run", "--json")
     argv = json.loads(out)["commands"][2]["argv"]
-    remote = shlex.split(" ".join(argv[argv.index("node1") + 1:]))
+    remote = shlex.split(" ".join(argv[argv.index("node1") + 1 :]))
     assert "NCCL_SOCKET_IFNAME=lo" in remote and "GLOO_SOCKET_IFNAME=lo" in remote
 
 
@@ -61,17 +76,23 @@ def test_dry_run_json_names_the_run_and_starts_nothing(site: Site) -> None:
     assert not (site.root("node1") / ".patchctl").exists()
 
 
-@pytest.mark.parametrize("entry, key, problem", [
-    ('{ ssh = "n1", address = "-oProxyCommand=x" }', "clusters.c.hosts[0].address", "is not an address"),
-    ('{ ssh = "n1", ifname = "eth0;reboot" }', "clusters.c.hosts[0].ifname", "is not an address or interface"),
-    ('{ ssh = "n1", gpus = -1 }', "clusters.c.hosts[0].gpus", "out of range"),
-    ('{ ssh = "n1", ray_port = 0 }', "clusters.c.hosts[0].ray_port", "out of range"),
-    ('{ ssh = "n1", env = { "1X" = "a" } }', "clusters.c.hosts[0].env.1X", "not a shell variable name"),
-    ('{ ssh = "n1", env = { A = 1 } }', "clusters.c.hosts[0].env.A", "expected a string"),
-    ('{ ssh = "n1", gpus = 2, env = { CUDA_VISIBLE_DEVICES = "0" } }', "clusters.c.hosts[0].gpus",
-     "CUDA_VISIBLE_DEVICES='0' shows 1"),
-    ('{ ssh = "n1", gpu = 2 }', "clusters.c.hosts[0].gpu", "unknown key"),
-])
+@pytest.mark.parametrize(
+    "entry, key, problem",
+    [
+        ('{ ssh = "n1", address = "-oProxyCommand=x" }', "clusters.c.hosts[0].address", "is not an address"),
+        ('{ ssh = "n1", ifname = "eth0;reboot" }', "clusters.c.hosts[0].ifname", "is not an address or interface"),
+        ('{ ssh = "n1", gpus = -1 }', "clusters.c.hosts[0].gpus", "out of range"),
+        ('{ ssh = "n1", ray_port = 0 }', "clusters.c.hosts[0].ray_port", "out of range"),
+        ('{ ssh = "n1", env = { "1X" = "a" } }', "clusters.c.hosts[0].env.1X", "not a shell variable name"),
+        ('{ ssh = "n1", env = { A = 1 } }', "clusters.c.hosts[0].env.A", "expected a string"),
+        (
+            '{ ssh = "n1", gpus = 2, env = { CUDA_VISIBLE_DEVICES = "0" } }',
+            "clusters.c.hosts[0].gpus",
+            "CUDA_VISIBLE_DEVICES='0' shows 1",
+        ),
+        ('{ ssh = "n1", gpu = 2 }', "clusters.c.hosts[0].gpu", "unknown key"),
+    ],
+)
 def test_per_host_settings_are_validated_naming_the_key(tmp_path: Path, entry: str, key: str, problem: str) -> None:
     cfg = tmp_path / "patchctl.toml"
     cfg.write_text(f'[clusters.c]\nhosts = [{entry}]\nroot = "/r"\n')
@@ -82,9 +103,11 @@ def test_per_host_settings_are_validated_naming_the_key(tmp_path: Path, entry: s
 
 def test_cluster_level_node_settings_apply_to_every_host_and_a_host_overrides(tmp_path: Path) -> None:
     cfg = tmp_path / "patchctl.toml"
-    cfg.write_text('[clusters.c]\nhosts = ["a", { ssh = "b", gpus = 1, ray_port = 7000, ifname = "ib0", '
-                   'env = { CUDA_VISIBLE_DEVICES = "1" } }]\nroot = "/r"\ngpus = 2\nifname = "eth0"\n'
-                   'env = { NCCL_NVLS_ENABLE = "0" }\n')
+    cfg.write_text(
+        '[clusters.c]\nhosts = ["a", { ssh = "b", gpus = 1, ray_port = 7000, ifname = "ib0", '
+        'env = { CUDA_VISIBLE_DEVICES = "1" } }]\nroot = "/r"\ngpus = 2\nifname = "eth0"\n'
+        'env = { NCCL_NVLS_ENABLE = "0" }\n'
+    )
     a, b = load_cluster("c", cfg).hosts
     assert (a.gpus, a.ray_port, a.ifname, a.env) == (2, 6379, "eth0", {"NCCL_NVLS_ENABLE": "0"})
     assert (b.gpus, b.ray_port, b.ifname) == (1, 7000, "ib0")
@@ -138,11 +161,20 @@ def _report(d: Path, nodes: int, rewards: list[float], ray: str) -> Path:
     d.mkdir(parents=True)
     steps = [{"step": i + 1, "at": 30.0 + 0.5 * i, "metrics": {"critic/score/mean": r}} for i, r in enumerate(rewards)]
     patches = ["p1", "p2"] if nodes == 2 else ["p1"]
-    (d / "report.json").write_text(json.dumps({
-        "verdict": "pass", "steps": steps, "timings": {"first_step": 30.0, "verdict": 40.0},
-        "packages": {"ray": ray, "torch": "2.9"}, "tree": {"patchsets": {"uky": {"patches": patches}}}}))
-    (d / "validate.json").write_text(json.dumps({"ray": {"nodes": [
-        {"gpus": 1, "gpu_names": ["Stub GPU"]} for _ in range(nodes)]}}))
+    (d / "report.json").write_text(
+        json.dumps(
+            {
+                "verdict": "pass",
+                "steps": steps,
+                "timings": {"first_step": 30.0, "verdict": 40.0},
+                "packages": {"ray": ray, "torch": "2.9"},
+                "tree": {"patchsets": {"uky": {"patches": patches}}},
+            }
+        )
+    )
+    (d / "validate.json").write_text(
+        json.dumps({"ray": {"nodes": [{"gpus": 1, "gpu_names": ["Stub GPU"]} for _ in range(nodes)]}})
+    )
     return d / "report.json"
 
 
@@ -164,7 +196,10 @@ def test_the_profile_makes_some_checks_moot(tmp_path: Path) -> None:
     cfg.write_text('[clusters.c]\nhosts = ["a"]\nroot = "/r"\npreflight_skip = ["torch"]\n')
     cluster = load_cluster("c", cfg)
     assert skipped(planning.make(cluster, planning.Options("smoke"))) == {
-        "torch": "clusters.c.preflight_skip", "vllm": "not needed by profile smoke",
-        "vllm_attention_backend": "not needed by profile smoke", "data": "not needed by profile smoke",
-        "model": "not needed by profile smoke"}
+        "torch": "clusters.c.preflight_skip",
+        "vllm": "not needed by profile smoke",
+        "vllm_attention_backend": "not needed by profile smoke",
+        "data": "not needed by profile smoke",
+        "model": "not needed by profile smoke",
+    }
     assert skipped(planning.make(cluster, planning.Options("debug"))) == {"torch": "clusters.c.preflight_skip"}

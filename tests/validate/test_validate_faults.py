@@ -22,11 +22,24 @@ from patchctl.cli.main import cli
 
 
 def run_json(site: Site, *args: str) -> tuple[int, dict]:
-    done = CliRunner().invoke(cli, ["validate", "loop", "--config", str(site.dir / "patchctl.toml"), "--json",
-                                    "--ray-cpus", "1", "--out", str(site.dir / "run"), *args])
+    done = CliRunner().invoke(
+        cli,
+        [
+            "validate",
+            "loop",
+            "--config",
+            str(site.dir / "patchctl.toml"),
+            "--json",
+            "--ray-cpus",
+            "1",
+            "--out",
+            str(site.dir / "run"),
+            *args,
+        ],
+    )
     out = done.output
     assert "{" in out, out
-    return done.exit_code, json.loads(out[out.index("{\n"):])
+    return done.exit_code, json.loads(out[out.index("{\n") :])
 
 
 def two_hosts(site: Site, **env: str) -> None:
@@ -75,8 +88,10 @@ def test_two_nodes_on_one_gpu_is_named_with_their_cuda_visible_devices(site: Sit
     site.migrate(site.cluster(hosts))
     code, doc = run_json(site)
     assert code == 1 and doc["stage"] == "ray-up"
-    assert doc["cause"].startswith("node1: GPU GPU-5a1e0000-0000-0000-0000-000000000001 is seen by more than one Ray "
-                                   "node or rank: node1 (CUDA_VISIBLE_DEVICES=1), node2 (CUDA_VISIBLE_DEVICES=1)")
+    assert doc["cause"].startswith(
+        "node1: GPU GPU-5a1e0000-0000-0000-0000-000000000001 is seen by more than one Ray "
+        "node or rank: node1 (CUDA_VISIBLE_DEVICES=1), node2 (CUDA_VISIBLE_DEVICES=1)"
+    )
     assert doc["trained"] is None
 
 
@@ -164,11 +179,32 @@ def test_a_ray_already_running_is_refused_then_joined_with_join_and_left_alone(s
     env = {**os.environ, "RAY_TMPDIR": str(theirs), "HOME": str(site.loop.host("node1").home)}
     env.pop("PATCHCTL_VALIDATE_RUN", None)
     ray = [sys.executable, "-c", "import sys; from ray.scripts.scripts import main; sys.argv[0]='ray'; main()"]
-    head = subprocess.Popen([*ray, "start", "--block", "--head", "--port", "0", "--node-ip-address", ADDRESS["node1"],
-                             "--num-cpus", "1", "--num-gpus", "1", "--include-dashboard=false", "--disable-usage-stats",
-                             "--temp-dir", str(theirs), "--dashboard-agent-listen-port", "0"],
-                            env={**env, "CUDA_VISIBLE_DEVICES": "0"}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    head = subprocess.Popen(
+        [
+            *ray,
+            "start",
+            "--block",
+            "--head",
+            "--port",
+            "0",
+            "--node-ip-address",
+            ADDRESS["node1"],
+            "--num-cpus",
+            "1",
+            "--num-gpus",
+            "1",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+            "--temp-dir",
+            str(theirs),
+            "--dashboard-agent-listen-port",
+            "0",
+        ],
+        env={**env, "CUDA_VISIBLE_DEVICES": "0"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         _wait_for_raylet(ADDRESS["node1"])
         code, doc = run_json(site)

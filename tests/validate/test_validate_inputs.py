@@ -46,5 +46,7 @@ def test_a_cluster_env_name_that_is_no_variable_is_refused_when_the_config_loads
     config.write_text(config.read_text() + '[clusters.loop.env]\n"BAD NAME;x" = "1"\n')
     code, out = invoke(config)
     assert code == 2, out
-    assert out.endswith("patchctl.toml: key 'clusters.loop.env.BAD NAME;x': is not a shell variable name; use letters, "
-                        "digits and _ (not starting with a digit)\n")
+    assert out.endswith(
+        "patchctl.toml: key 'clusters.loop.env.BAD NAME;x': is not a shell variable name; use letters, "
+        "digits and _ (not starting with a digit)\n"
+    )

@@ -47,8 +47,9 @@ def test_a_planted_link_or_another_users_folder_is_refused(root: Path, tmp_path:
         procs.private_root()
 
 
-def test_a_session_dir_leaves_room_for_rays_socket_paths(root: Path, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_session_dir_leaves_room_for_rays_socket_paths(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = procs.make_session_dir("0123456789ab.1")
     assert len(path) + procs.RAY_SOCKET_TAIL < procs.SUN_PATH
     assert Path(path).parent == root and Path(path).name.startswith("0123456789ab-1-")

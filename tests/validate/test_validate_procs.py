@@ -31,8 +31,11 @@ def spawn(tmp_path: Path) -> Iterator:
             link.symlink_to(sys.executable)
             exe = str(link)
         script = args if args[:1] == ("-c",) else ("-c", "import time; time.sleep(60)", *args)
-        p = subprocess.Popen([exe, *script], env={**os.environ, procs.MARKER: marker},
-                             stdout=subprocess.PIPE if args[:1] == ("-c",) else None)
+        p = subprocess.Popen(
+            [exe, *script],
+            env={**os.environ, procs.MARKER: marker},
+            stdout=subprocess.PIPE if args[:1] == ("-c",) else None,
+        )
         if p.stdout is not None:
             assert p.stdout.readline() == b"ready\n"  # its SIGTERM handler is in place
         started.append(p)
@@ -106,10 +109,12 @@ def test_temp_dirs_are_a_nodes_own_and_only_dead_nodes_are_swept(spawn, tmp_path
 
 
 #: a process that handles SIGTERM: after ``delay`` seconds it runs ``code`` (exit, or carry on)
-_ON_TERM = ("import signal, sys, time\n"
-            "signal.signal(signal.SIGTERM, lambda *_: (time.sleep({delay}), {code}))\n"
-            "print('ready', flush=True)\n"
-            "while True: time.sleep(0.05)\n")
+_ON_TERM = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, lambda *_: (time.sleep({delay}), {code}))\n"
+    "print('ready', flush=True)\n"
+    "while True: time.sleep(0.05)\n"
+)
 
 
 def test_stop_gives_a_process_its_grace_before_sigkill(spawn) -> None:

@@ -25,11 +25,14 @@ def test_three_hosts_form_one_cluster_train_and_come_home(site: Site) -> None:
     out = site.dir / "run"
     code, output = run_cli(site, "--out", str(out), "--ray-timeout", "60", "--ray-cpus", "1", "--json")
     assert code == 0, output
-    doc = json.loads(output[output.index("{"):])
+    doc = json.loads(output[output.index("{") :])
     assert doc["verdict"] == "pass", doc["cause"]
     nodes = doc["ray"]["nodes"]
     assert [(n["label"], n["address"], n["gpus"]) for n in nodes] == [
-        ("node1", ADDRESS["node1"], 1), ("node2", ADDRESS["node2"], 1), ("node3", ADDRESS["node3"], 1)]
+        ("node1", ADDRESS["node1"], 1),
+        ("node2", ADDRESS["node2"], 1),
+        ("node3", ADDRESS["node3"], 1),
+    ]
     # the NVLink-multicast variables of the hosts' env reached a Ray worker on every node
     for n in nodes:
         assert n["worker_env"]["NCCL_NVLS_ENABLE"] == "0" and n["worker_env"]["NVSHMEM_DISABLE_NVLS"] == "1"

@@ -38,11 +38,24 @@ from patchctl.validate.host import procs
 
 
 def run_json(site: Site, *args: str) -> tuple[int, dict, str]:
-    done = CliRunner().invoke(cli, ["validate", "loop", "--config", str(site.dir / "patchctl.toml"), "--json",
-                                    "--ray-cpus", "1", "--out", str(site.dir / "run"), *args])
+    done = CliRunner().invoke(
+        cli,
+        [
+            "validate",
+            "loop",
+            "--config",
+            str(site.dir / "patchctl.toml"),
+            "--json",
+            "--ray-cpus",
+            "1",
+            "--out",
+            str(site.dir / "run"),
+            *args,
+        ],
+    )
     out = done.output
     assert "{\n" in out, out
-    return done.exit_code, json.loads(out[out.index("{\n"):]), out
+    return done.exit_code, json.loads(out[out.index("{\n") :]), out
 
 
 def one_host(site: Site, **env: str) -> None:
@@ -51,10 +64,27 @@ def one_host(site: Site, **env: str) -> None:
 
 def spawn(site: Site, *args: str) -> subprocess.Popen[str]:
     """patchctl in a session of its own, as a terminal's foreground job would be."""
-    return subprocess.Popen([sys.executable, "-m", "patchctl", "validate", "loop", "--config",
-                             str(site.dir / "patchctl.toml"), "--out", str(site.dir / "run"), "--ray-cpus", "1", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "patchctl",
+            "validate",
+            "loop",
+            "--config",
+            str(site.dir / "patchctl.toml"),
+            "--out",
+            str(site.dir / "run"),
+            "--ray-cpus",
+            "1",
+            *args,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
 
 
 def test_a_stranger_without_the_token_neither_joins_nor_runs_code(site: Site) -> None:
@@ -93,15 +123,18 @@ def test_a_stranger_without_the_token_neither_joins_nor_runs_code(site: Site) ->
     assert doc["insecure_ray"] is False
 
 
-def test_a_cluster_that_lets_a_stranger_in_is_stopped_unless_insecure_ray(site: Site,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cluster_that_lets_a_stranger_in_is_stopped_unless_insecure_ray(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # sabotage: the run's processes get no token, as on a Ray that ignores it
     monkeypatch.setattr(planning.Plan, "ray_auth", property(lambda self: {"RAY_AUTH_MODE": "disabled"}))
     one_host(site)
     code, doc, _ = run_json(site)
     assert code == 1 and doc["stage"] == "ray-up" and doc["host"] == "node1", doc["cause"]
-    assert doc["cause"].startswith("node1: the run's Ray cluster did not prove that it refuses callers without the "
-                                   "token (driver: accepted (a driver without the token ran a task")
+    assert doc["cause"].startswith(
+        "node1: the run's Ray cluster did not prove that it refuses callers without the "
+        "token (driver: accepted (a driver without the token ran a task"
+    )
     assert doc["trained"] is None and [t["status"] for t in doc["teardown"]] == ["stopped"]
     code, doc, out = run_json(site, "--insecure-ray")
     assert code == 0 and doc["insecure_ray"] is True, doc["cause"]
@@ -242,9 +275,9 @@ def test_ctrl_c_during_ray_start_up_is_interrupted(site: Site) -> None:
     assert "teardown: node1 stopped" in output and ours() == []
 
 
-
-def test_a_sigint_that_some_code_swallows_still_ends_the_run_interrupted(site: Site,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_sigint_that_some_code_swallows_still_ends_the_run_interrupted(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Python drops a KeyboardInterrupt raised inside a finalizer, and a library may catch it: the
     # SIGINT must count anyway. Planted here: the bring-up's last check swallows it.
     from patchctl.validate import guard

@@ -61,11 +61,19 @@ def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackClust
 
 
 def host_entry(alias: str, root: Path, cvd: str | None = "0", gpus: int = 1, env: dict[str, str] | None = None) -> str:
-    table = {"PATH": STUB_PATH, "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-             "NVSHMEM_DISABLE_NVLS": "1", **({"CUDA_VISIBLE_DEVICES": cvd} if cvd is not None else {}), **(env or {})}
+    table = {
+        "PATH": STUB_PATH,
+        "NCCL_NVLS_ENABLE": "0",
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+        "NVSHMEM_DISABLE_NVLS": "1",
+        **({"CUDA_VISIBLE_DEVICES": cvd} if cvd is not None else {}),
+        **(env or {}),
+    }
     inline = ", ".join(f'{k} = "{v}"' for k, v in table.items())
-    return (f'{{ ssh = "{alias}", root = "{root}", address = "{ADDRESS[alias]}", gpus = {gpus}, '
-            f"ray_port = {_free_port(ADDRESS[alias])}, env = {{ {inline} }} }}")
+    return (
+        f'{{ ssh = "{alias}", root = "{root}", address = "{ADDRESS[alias]}", gpus = {gpus}, '
+        f"ray_port = {_free_port(ADDRESS[alias])}, env = {{ {inline} }} }}"
+    )
 
 
 def _free_port(address: str) -> int:
@@ -86,9 +94,11 @@ class Site:
 
     def config(self, hosts: list[str], name: str = "loop", extra: str = "") -> Path:
         path = self.dir / "patchctl.toml"
-        path.write_text(f"[clusters.{name}]\nhosts = [\n  " + ",\n  ".join(hosts) + "\n]\n"
-                        f'root = "/unused"\nssh_config = "{self.loop.ssh_config}"\npython = "{sys.executable}"\n'
-                        f"preflight_skip = {SKIP}\ntimeout = 20\n{extra}")
+        path.write_text(
+            f"[clusters.{name}]\nhosts = [\n  " + ",\n  ".join(hosts) + "\n]\n"
+            f'root = "/unused"\nssh_config = "{self.loop.ssh_config}"\npython = "{sys.executable}"\n'
+            f"preflight_skip = {SKIP}\ntimeout = 20\n{extra}"
+        )
         return path
 
     def cluster(self, hosts: list[str], **kw: str) -> Cluster:

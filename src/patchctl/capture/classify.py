@@ -77,9 +77,21 @@ def _new_file(req: Request, rel: str, data: bytes, taken: Set[str]) -> Classifie
     tagged_at = [n for n, ln in enumerate(lines, 1) if req.rx.search(ln)]
     mode = stat.S_IMODE(os.stat(req.fork.root / rel).st_mode)
     stem = Path(rel).name.replace(".", "-") if Path(rel).suffix not in (".py",) else Path(rel).stem
-    return Classified((Draft(new_id(stem, taken), "add-file", rel, None, tagged, f"add {rel}",
-                             why_from(lines, tagged_at[:1], req.tag),
-                             {"source": f"files/{rel}", "mode": f"{mode & 0o777:04o}"}, content=data),))
+    return Classified(
+        (
+            Draft(
+                new_id(stem, taken),
+                "add-file",
+                rel,
+                None,
+                tagged,
+                f"add {rel}",
+                why_from(lines, tagged_at[:1], req.tag),
+                {"source": f"files/{rel}", "mode": f"{mode & 0o777:04o}"},
+                content=data,
+            ),
+        )
+    )
 
 
 def _ignored(req: Request, taken: Set[str]) -> Classified:
@@ -96,6 +108,12 @@ def _ignored(req: Request, taken: Set[str]) -> Classified:
         found += [mine, Classified(notes=(f"{rel}: git ignores it in FORK ({rule}), but it carries the tag: {what}",))]
     if ignored.unread:
         limit = sources.IGNORED_READ_LIMIT >> 20
-        found.append(Classified(notes=(f"{len(ignored.unread)} file(s) git ignores are over {limit} MiB and were "
-                                       f"not searched for the tag (first: {ignored.unread[0]})",)))
+        found.append(
+            Classified(
+                notes=(
+                    f"{len(ignored.unread)} file(s) git ignores are over {limit} MiB and were "
+                    f"not searched for the tag (first: {ignored.unread[0]})",
+                )
+            )
+        )
     return Classified.join(found)

@@ -39,7 +39,9 @@ def diff(base: list[str], fork: list[str], tag: re.Pattern[str]) -> list[Hunk]:
     while tail < min(len(base), len(fork)) - head and base[-1 - tail] == fork[-1 - tail]:
         tail += 1
     out = []
-    matcher = difflib.SequenceMatcher(None, base[head: len(base) - tail], fork[head: len(fork) - tail], autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        None, base[head : len(base) - tail], fork[head : len(fork) - tail], autojunk=False
+    )
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
             continue

@@ -33,8 +33,9 @@ def changed(req: Request, rel: str, base_data: bytes, fork_data: bytes, taken: S
     found = diff(split_lines(base_text), split_lines(fork_text), req.rx)
     chosen = [h for h in found if h.tagged or req.all_]
     skipped = len(found) - len(chosen)
-    said = Classified(notes=(f"{rel}: {skipped} untagged change(s) not captured (pass --all to capture them)",)
-                      if skipped else ())
+    said = Classified(
+        notes=(f"{rel}: {skipped} untagged change(s) not captured (pass --all to capture them)",) if skipped else ()
+    )
     if not chosen:
         return said
     if rel.endswith(".py"):
@@ -42,8 +43,7 @@ def changed(req: Request, rel: str, base_data: bytes, fork_data: bytes, taken: S
     return Classified.join([said, _shell(req, rel, base_text, fork_text, chosen, taken)])
 
 
-def _python(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[Hunk],
-            taken: Set[str]) -> Classified:
+def _python(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[Hunk], taken: Set[str]) -> Classified:
     try:
         fork_tree, base_tree = ast.parse(fork_text), ast.parse(base_text)
     except SyntaxError as exc:
@@ -59,30 +59,47 @@ def _python(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[
         tagged = any(h.tagged for h in u.hunks)
         loose = pyunits.untagged_code(u, flines, free, req.rx) if tagged else []
         if loose and not forced:
-            left.append(LeftOut(rel, loose[0], f"line {loose[0]} changes code without the tag inside a "
-                                f"tagged edit (line {u.line}); tag it, or pass --include {rel}:{u.line}"))
+            left.append(
+                LeftOut(
+                    rel,
+                    loose[0],
+                    f"line {loose[0]} changes code without the tag inside a "
+                    f"tagged edit (line {u.line}); tag it, or pass --include {rel}:{u.line}",
+                )
+            )
             continue
-        touched = {i for o in units if o is not u and o.node is u.node and o.mode == "statements"
-                   for i in range(o.above + 1, o.below)}
+        touched = {
+            i
+            for o in units
+            if o is not u and o.node is u.node and o.mode == "statements"
+            for i in range(o.above + 1, o.below)
+        }
         problem = nested.place_narrowest(u, flines, base_tree, blines, touched, forced)
         if problem:
             left.append(LeftOut(rel, problem.line, problem.reason.replace("FILE:LINE", f"{rel}:{problem.line}")))
             continue
         before, after = str(u.params["before"]), str(u.params["after"])
         if whitespace_only(before, after):
-            notes.append(f"{rel}:{u.line}: an edit of only blank lines or trailing spaces; not captured, since it "
-                         "changes no code")
+            notes.append(
+                f"{rel}:{u.line}: an edit of only blank lines or trailing spaces; not captured, since it "
+                "changes no code"
+            )
             continue
-        kind, params = _narrowest(req.tag, rel, u, before, after, base_text, base_tree,
-                                  splice(blines, [(u.base_span, after)]))
+        kind, params = _narrowest(
+            req.tag, rel, u, before, after, base_text, base_tree, splice(blines, [(u.base_span, after)])
+        )
         why = why_from(flines, sorted(n for h in u.hunks for n in h.tagged_lines), req.tag)
         scope = u.scope or "module"
-        what = {"structural": f"{'header of ' if u.mode == 'header' else ''}{scope}", "prelude": "prelude block",
-                "keyword-rename": f"{params.get('old_keyword')}= -> {params.get('new_keyword')}="}[kind]
+        what = {
+            "structural": f"{'header of ' if u.mode == 'header' else ''}{scope}",
+            "prelude": "prelude block",
+            "keyword-rename": f"{params.get('old_keyword')}= -> {params.get('new_keyword')}=",
+        }[kind]
         pid = new_id(f"{Path(rel).stem}-{scope.split('.')[-1]}", taken)
         taken = taken | {pid}
-        draft = Draft(pid, kind, rel, u.line, tagged, f"{rel}: {what}", why, params, part=(u.base_span, after),
-                      base_lines=blines)
+        draft = Draft(
+            pid, kind, rel, u.line, tagged, f"{rel}: {what}", why, params, part=(u.base_span, after), base_lines=blines
+        )
         if kind == "keyword-rename":
             rule, note = _call_rule(draft, base_text, req.tag)
             draft = replace(draft, upstream=rule)
@@ -98,6 +115,7 @@ def whitespace_only(before: str, after: str) -> bool:
     empty), and it changes no code; it is skipped with a note rather than written as a patch
     the loader refuses (issue 27).
     """
+
     def lines(text: str) -> list[str]:
         return [ln.rstrip() for ln in text.splitlines() if ln.strip()]
 
@@ -112,13 +130,16 @@ def _call_rule(draft: Draft, base_text: str, tag: str) -> tuple[dict[str, Any] |
     rule = {"kind": "call-keyword", "call": p["call"], "old_keyword": p["old_keyword"], "new_keyword": p["new_keyword"]}
     holds = upstream.find(upstream.make_rule(rule), rel, lambda path: base_text if path == rel else None, tag)
     if holds:
-        return None, (f"{rel}:{draft.line}: patch {draft.id} has no upstream rule: the one capture writes for it "
-                      f"already holds on BASE ({holds}); add one by hand if upstream may take this change")
+        return None, (
+            f"{rel}:{draft.line}: patch {draft.id} has no upstream rule: the one capture writes for it "
+            f"already holds on BASE ({holds}); add one by hand if upstream may take this change"
+        )
     return rule, None
 
 
-def _narrowest(tag: str, rel: str, u: pyunits.Unit, before: str, after: str, base_text: str,
-               base_tree: ast.Module, expected: str) -> tuple[str, dict[str, Any]]:
+def _narrowest(
+    tag: str, rel: str, u: pyunits.Unit, before: str, after: str, base_text: str, base_tree: ast.Module, expected: str
+) -> tuple[str, dict[str, Any]]:
     if u.mode == "statements" and not u.scope and narrow.before_first_import(base_tree, u.base_span):
         block = narrow.prelude(before, after)
         if block and narrow.reproduces("prelude", block, base_text, expected, rel, tag):
@@ -130,13 +151,12 @@ def _narrowest(tag: str, rel: str, u: pyunits.Unit, before: str, after: str, bas
     return "structural", dict(u.params)
 
 
-def _shell(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[Hunk],
-           taken: Set[str]) -> Classified:
+def _shell(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[Hunk], taken: Set[str]) -> Classified:
     blines, fork_lines = split_lines(base_text), split_lines(fork_text)
     drafts: list[Draft] = []
     left: list[LeftOut] = []
     for h in hunks:
-        added = fork_lines[h.fork[0]: h.fork[1]]
+        added = fork_lines[h.fork[0] : h.fork[1]]
         line = h.fork[0] + 1
         want = splice(blines, [((h.base[0] + 1, h.base[0]), "".join(added))]) if h.base[0] == h.base[1] else None
         nxt = blines[h.base[0]] if h.base[0] < len(blines) else None
@@ -144,10 +164,28 @@ def _shell(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[H
             if narrow.reproduces("shell-env", raw, base_text, want, rel, req.tag):  # type: ignore[arg-type] # want is set: the loop runs only then
                 pid = new_id(f"{Path(rel).stem}-env", taken)
                 taken = taken | {pid}
-                drafts.append(Draft(pid, "shell-env", rel, line, h.tagged, f"{rel}: tagged exports", "", raw,
-                                    part=((h.base[0] + 1, h.base[0]), "".join(added)), base_lines=blines))
+                drafts.append(
+                    Draft(
+                        pid,
+                        "shell-env",
+                        rel,
+                        line,
+                        h.tagged,
+                        f"{rel}: tagged exports",
+                        "",
+                        raw,
+                        part=((h.base[0] + 1, h.base[0]), "".join(added)),
+                        base_lines=blines,
+                    )
+                )
                 break
         else:
-            left.append(LeftOut(rel, line, "no patch kind edits this shell script that way (shell-env "
-                                "adds tagged exports only); ship the script whole as a new file instead"))
+            left.append(
+                LeftOut(
+                    rel,
+                    line,
+                    "no patch kind edits this shell script that way (shell-env "
+                    "adds tagged exports only); ship the script whole as a new file instead",
+                )
+            )
     return Classified(tuple(drafts), tuple(left))

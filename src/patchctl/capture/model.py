@@ -76,9 +76,15 @@ class Report:
         return not self.left_out and not self.outside
 
     def to_json(self) -> dict[str, Any]:
-        return {"fork": self.fork, "base": self.base, "out": str(self.out) if self.out else None,
-                "patches": [asdict(p) for p in self.patches], "left_out": [asdict(x) for x in self.left_out],
-                "notes": list(self.notes), "outside": list(self.outside)}
+        return {
+            "fork": self.fork,
+            "base": self.base,
+            "out": str(self.out) if self.out else None,
+            "patches": [asdict(p) for p in self.patches],
+            "left_out": [asdict(x) for x in self.left_out],
+            "notes": list(self.notes),
+            "outside": list(self.outside),
+        }
 
 
 @dataclass(frozen=True)
@@ -141,10 +147,14 @@ class Draft:
         """The ``[[patch]]`` table of the manifest."""
         where = self.captured.where
         doc = {
-            "id": self.id, "title": self.title + ("" if self.tagged else " (untagged)"),
+            "id": self.id,
+            "title": self.title + ("" if self.tagged else " (untagged)"),
             "why": self.why or f"TODO: say why this change exists (captured from {where}; the tag carried no text)",
-            "kind": self.kind, "target": [self.path], "origin": f"captured from {fork} ({where})",
-            "captured_against": base, "params": self.params,
+            "kind": self.kind,
+            "target": [self.path],
+            "origin": f"captured from {fork} ({where})",
+            "captured_against": base,
+            "params": self.params,
         }
         if self.needs:
             doc["needs"] = list(self.needs)
@@ -173,8 +183,11 @@ class Classified:
     @classmethod
     def join(cls, parts: Iterable[Classified]) -> Classified:
         parts = list(parts)
-        return cls(tuple(d for p in parts for d in p.drafts), tuple(x for p in parts for x in p.left_out),
-                   tuple(n for p in parts for n in p.notes))
+        return cls(
+            tuple(d for p in parts for d in p.drafts),
+            tuple(x for p in parts for x in p.left_out),
+            tuple(n for p in parts for n in p.notes),
+        )
 
     @property
     def ids(self) -> frozenset[str]:
@@ -196,10 +209,10 @@ def splice(base_lines: Sequence[str], parts: Iterable[tuple[tuple[int, int], str
     out: list[str] = []
     at = 1
     for (first, last), text in sorted(parts, key=lambda part: part[0]):  # stable: two insertions keep their order
-        out += base_lines[at - 1: first - 1]
+        out += base_lines[at - 1 : first - 1]
         out.append(text)
         at = max(last + 1, first)
-    out += base_lines[at - 1:]
+    out += base_lines[at - 1 :]
     return "".join(out)
 
 

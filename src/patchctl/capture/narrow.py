@@ -73,9 +73,13 @@ def keyword_rename(before: str, after: str) -> dict[str, Any] | None:
         (old_kw,), (new_kw,) = gone, came
         old_val = next(k.value for k in old.keywords if k.arg == old_kw)
         new_val = next(k.value for k in new.keywords if k.arg == new_kw)
-        found = {"call": dotted_ast(old.func), "old_keyword": old_kw, "new_keyword": new_kw,
-                 "new_value": ast.get_source_segment(new_src, new_val) or "",
-                 "old_value": ast.get_source_segment(old_src, old_val) or ""}
+        found = {
+            "call": dotted_ast(old.func),
+            "old_keyword": old_kw,
+            "new_keyword": new_kw,
+            "new_value": ast.get_source_segment(new_src, new_val) or "",
+            "old_value": ast.get_source_segment(old_src, old_val) or "",
+        }
     return found
 
 

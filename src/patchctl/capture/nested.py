@@ -37,14 +37,22 @@ def narrower(unit: Unit, fork_lines: list[str]) -> list[Unit]:
         if not isinstance(stmt, _BLOCKS) or not all(_holds(stmt.body, lo, hi) for lo, hi in spans):
             break
         edges = [around(stmt.body, lo, hi) for lo, hi in spans]
-        cur = Unit("statements", cur.scope, stmt, min(a for a, _ in edges), max(b for _, b in edges), list(cur.hunks),
-                   blocks=[*cur.blocks, st.head(fork_lines, stmt)])
+        cur = Unit(
+            "statements",
+            cur.scope,
+            stmt,
+            min(a for a, _ in edges),
+            max(b for _, b in edges),
+            list(cur.hunks),
+            blocks=[*cur.blocks, st.head(fork_lines, stmt)],
+        )
         out.append(cur)
     return out
 
 
-def place_narrowest(unit: Unit, fork_lines: list[str], base_tree: ast.Module, base_lines: list[str],
-                    touched: set[int], force: bool) -> Problem | None:
+def place_narrowest(
+    unit: Unit, fork_lines: list[str], base_tree: ast.Module, base_lines: list[str], touched: set[int], force: bool
+) -> Problem | None:
     """Place the narrowest unit inside ``unit`` that BASE holds at one place; else ``unit`` itself.
 
     ``unit`` is filled in as :func:`~patchctl.capture.pyunits.place` would, from whichever won.

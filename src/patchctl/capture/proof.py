@@ -48,8 +48,10 @@ def prove(staged: Staged, base: Tree) -> Proven:
             loaded = load_patchset(staged.where)
         except ManifestError as exc:  # a draft the loader refuses: leave it out, never abort on it
             if exc.patch is None or exc.patch not in alone:
-                raise PatchctlError(f"capture drafted a manifest its loader refuses ({exc.key}: {exc.problem}); "
-                                    "nothing was written; report this as a capture bug") from None
+                raise PatchctlError(
+                    f"capture drafted a manifest its loader refuses ({exc.key}: {exc.problem}); "
+                    "nothing was written; report this as a capture bug"
+                ) from None
             found = [Blame(exc.patch, alone[exc.patch][0], f"the patch's {exc.key} {exc.problem}")]
         else:
             found = blame(loaded, target, expected(staged.drafts), alone)
@@ -57,9 +59,16 @@ def prove(staged: Staged, base: Tree) -> Proven:
             break
         blamed = {b.patch: b for b in found}
         shutil.rmtree(staged.where)
-        left += [LeftOut(d.path, d.line or 1, f"patch {d.id} ({d.kind}) does not reproduce its edit from BASE: "
-                         f"{blamed[d.id].cause}; this edit is left out, the file's other captured edits are kept")
-                 for d in staged.drafts if d.id in blamed]
+        left += [
+            LeftOut(
+                d.path,
+                d.line or 1,
+                f"patch {d.id} ({d.kind}) does not reproduce its edit from BASE: "
+                f"{blamed[d.id].cause}; this edit is left out, the file's other captured edits are kept",
+            )
+            for d in staged.drafts
+            if d.id in blamed
+        ]
         staged = stage([d for d in staged.drafts if d.id not in blamed], staged.header, staged.where)
     return Proven(staged, tuple(left))
 
@@ -95,16 +104,20 @@ class Blame:
     cause: str
 
 
-def blame(patchset: Patchset, target: Target, expected: dict[str, str | None],
-          alone: dict[str, tuple[str, str | None]]) -> list[Blame]:
+def blame(
+    patchset: Patchset, target: Target, expected: dict[str, str | None], alone: dict[str, tuple[str, str | None]]
+) -> list[Blame]:
     """The patches that keep ``patchset`` from reproducing ``expected`` on BASE; [] when it does.
 
     ``expected`` maps each captured file to the fork's text (less edits not captured);
     ``alone`` maps each patch id to its file and the text that patch alone makes of BASE's.
     """
     plan = plan_apply(target, [patchset])
-    out = [Blame(r.patch, alone[r.patch][0], f"applied to BASE it ends {r.status.value}: {r.reason}")
-           for r in plan.results if r.status is not Outcome.APPLIED and r.patch in alone]
+    out = [
+        Blame(r.patch, alone[r.patch][0], f"applied to BASE it ends {r.status.value}: {r.reason}")
+        for r in plan.results
+        if r.status is not Outcome.APPLIED and r.patch in alone
+    ]
     explained = {b.path for b in out}
     for rel, want in sorted(expected.items()):
         if rel not in explained and _after(plan, target, rel) != want:
@@ -119,8 +132,9 @@ def _after(plan: Plan, target: Target, rel: str) -> str | None:
     return path.read_bytes().decode("utf-8", "surrogateescape") if path.is_file() else None
 
 
-def _isolate(patchset: Patchset, target: Target, rel: str, want: str | None,
-             alone: dict[str, tuple[str, str | None]]) -> list[Blame]:
+def _isolate(
+    patchset: Patchset, target: Target, rel: str, want: str | None, alone: dict[str, tuple[str, str | None]]
+) -> list[Blame]:
     """Each patch of ``rel`` applied to BASE on its own: those that miss their own edit are to blame;
     if none does, they clash with each other and all of them are."""
     ids = [pid for pid, (path, _) in alone.items() if path == rel]
@@ -132,8 +146,14 @@ def _isolate(patchset: Patchset, target: Target, rel: str, want: str | None,
     if out or not ids:
         return out
     together = _after(plan_apply(target, [patchset], only=set(ids)), target, rel)
-    return [Blame(pid, rel, f"each of {', '.join(ids)} reproduces its own edit, but together they write "
-                  f"{difference(together, want)}") for pid in ids]
+    return [
+        Blame(
+            pid,
+            rel,
+            f"each of {', '.join(ids)} reproduces its own edit, but together they write {difference(together, want)}",
+        )
+        for pid in ids
+    ]
 
 
 def difference(got: str | None, want: str | None) -> str:

@@ -164,8 +164,9 @@ def untagged_code(unit: Unit, lines: list[str], free: set[int], tag_rx: re.Patte
     return out
 
 
-def place(unit: Unit, fork_lines: list[str], base_tree: ast.Module, base_lines: list[str],
-          touched: set[int], force: bool) -> Problem | None:
+def place(
+    unit: Unit, fork_lines: list[str], base_tree: ast.Module, base_lines: list[str], touched: set[int], force: bool
+) -> Problem | None:
     """Fill ``unit.params`` from BASE; a Problem when BASE has no single place for it."""
     if unit.mode == "header":
         nodes = [n for n in st.find_scopes(base_tree, unit.scope) if not isinstance(n, ast.Module)]
@@ -176,12 +177,17 @@ def place(unit: Unit, fork_lines: list[str], base_tree: ast.Module, base_lines: 
             )
         b1, b2 = st.header_span(base_lines, nodes[0])  # type: ignore[arg-type] # nodes are defs or classes
         f1, f2 = st.header_span(fork_lines, unit.node)  # type: ignore[arg-type] # a header unit's node is a def or class
-        if base_lines[b1 - 1: nodes[0].lineno - 1] == fork_lines[f1 - 1: unit.node.lineno - 1]:  # type: ignore[attr-defined] # statements have line numbers; ast.AST does not say so
+        if base_lines[b1 - 1 : nodes[0].lineno - 1] == fork_lines[f1 - 1 : unit.node.lineno - 1]:  # type: ignore[attr-defined] # statements have line numbers; ast.AST does not say so
             b1, f1 = nodes[0].lineno, unit.node.lineno  # type: ignore[attr-defined]  # decorators untouched: leave them out
         line = fork_lines[unit.node.lineno - 1]  # type: ignore[attr-defined] # as above
         indent = line[: len(line) - len(line.lstrip())]
-        unit.params = {"mode": "header", "scope": unit.scope, "indent": indent,
-                       "before": "".join(base_lines[b1 - 1: b2]), "after": "".join(fork_lines[f1 - 1: f2])}
+        unit.params = {
+            "mode": "header",
+            "scope": unit.scope,
+            "indent": indent,
+            "before": "".join(base_lines[b1 - 1 : b2]),
+            "after": "".join(fork_lines[f1 - 1 : f2]),
+        }
         unit.base_span, unit.fork_span = (b1, b2), (f1, f2)
         return None
     w = st.window(fork_lines, unit.node, unit.above, unit.below)
@@ -220,10 +226,22 @@ def place(unit: Unit, fork_lines: list[str], base_tree: ast.Module, base_lines: 
             return Problem(
                 unit.line, f"the place its neighbours name in {scope} in BASE does not hold the lines it changes"
             )
-        return Problem(unit.line, f"its neighbours in {scope} fit {seen} places in BASE even with up to {MAX_ANCHORS} "
-                       "statements of context; pass --include FILE:LINE to take the one at this line")
-    unit.params.update({"mode": "statements", "scope": unit.scope, **({"blocks": unit.blocks} if unit.blocks else {}),
-                        "above": up, "below": down, "indent": w.indent,
-                        "before": chosen.text(base_lines), "after": w.text(fork_lines)})
+        return Problem(
+            unit.line,
+            f"its neighbours in {scope} fit {seen} places in BASE even with up to {MAX_ANCHORS} "
+            "statements of context; pass --include FILE:LINE to take the one at this line",
+        )
+    unit.params.update(
+        {
+            "mode": "statements",
+            "scope": unit.scope,
+            **({"blocks": unit.blocks} if unit.blocks else {}),
+            "above": up,
+            "below": down,
+            "indent": w.indent,
+            "before": chosen.text(base_lines),
+            "after": w.text(fork_lines),
+        }
+    )
     unit.base_span, unit.fork_span = (chosen.first, chosen.last), (w.first, w.last)
     return None

@@ -24,8 +24,16 @@ from patchctl.capture.stage import Header, stage
 from patchctl.errors import BadOptionValue, PatchctlError
 
 
-def capture(fork: Path, base: str, out: Path | None, *, tag: str = "Uky", all_: bool = False,
-            include: set[tuple[str, int]] | None = None, name: str | None = None) -> Report:
+def capture(
+    fork: Path,
+    base: str,
+    out: Path | None,
+    *,
+    tag: str = "Uky",
+    all_: bool = False,
+    include: set[tuple[str, int]] | None = None,
+    name: str | None = None,
+) -> Report:
     """Capture FORK's edits against BASE into ``out`` (None: report only, write nothing)."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", tag):
         raise BadOptionValue("--tag", repr(tag), "use letters, digits, '_', '.' or '-' (the word after '#')")
@@ -47,10 +55,15 @@ def capture(fork: Path, base: str, out: Path | None, *, tag: str = "Uky", all_: 
     left = classified.left_out + proven.left_out
     notes = ((recovered,) if recovered else ()) + classified.notes + ((published.note,) if published.note else ())
     if left and published.out is not None:
-        notes += ((f"{len(left)} edit(s) left out, each listed with its reason; the patchset re-creates the "
-                   "fork's other captured edits, not these"),)
-    return Report(header.fork, header.base, published.out, tuple(d.captured for d in proven.staged.drafts),
-                  left, notes, beyond)
+        notes += (
+            (
+                f"{len(left)} edit(s) left out, each listed with its reason; the patchset re-creates the "
+                "fork's other captured edits, not these"
+            ),
+        )
+    return Report(
+        header.fork, header.base, published.out, tuple(d.captured for d in proven.staged.drafts), left, notes, beyond
+    )
 
 
 @contextmanager

@@ -46,8 +46,13 @@ def stage(drafts: Sequence[Draft], header: Header, where: Path) -> Staged:
             dest = where / "files" / d.path
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(d.content)
-    head = {"name": header.name, "description": f"Captured from {header.fork} against {header.base} on "
-            f"{_dt.date.today().isoformat()} by patchctl capture", "tag": header.tag, "format": 1}
+    head = {
+        "name": header.name,
+        "description": f"Captured from {header.fork} against {header.base} on "
+        f"{_dt.date.today().isoformat()} by patchctl capture",
+        "tag": header.tag,
+        "format": 1,
+    }
     ids = {d.id for d in drafts}
     # a partner the proof left out is no longer in the manifest: the note on it says so
     tables = [replace(d, needs=tuple(n for n in d.needs if n in ids)).table(header.fork, header.base) for d in drafts]

@@ -20,8 +20,13 @@ from patchctl.patchsets.loader import load_patchsets
 @click.argument("patch_id", metavar="PATCH")
 @click.option("--good", "good", required=True, metavar="REF", help="A ref where the patch has its old outcome.")
 @click.option("--bad", "bad", required=True, metavar="REF", help="A ref where its outcome differs.")
-@click.option("--repo", "repo", required=True, type=NonEmptyPath(path_type=Path, file_okay=False),
-              help="A verl git repository (a checkout or a bare mirror); read with git cat-file, never changed.")
+@click.option(
+    "--repo",
+    "repo",
+    required=True,
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    help="A verl git repository (a checkout or a bare mirror); read with git cat-file, never changed.",
+)
 @patchset_option
 @json_option
 @handled
@@ -53,8 +58,10 @@ def _side(p: Probe) -> str:
 def show(found: Bisection, good: str, bad: str) -> None:
     click.echo(f"bisect {found.patch}: {good} -> {bad}")
     if found.base:
-        click.echo(f"  {good} is not an ancestor of {bad}: searched from their merge base {found.base[:12]}, "
-                   f"which has {good}'s outcome")
+        click.echo(
+            f"  {good} is not an ancestor of {bad}: searched from their merge base {found.base[:12]}, "
+            f"which has {good}'s outcome"
+        )
     for p in found.skipped:
         click.echo(f"  skipped {p.sha[:12]}: {render.printable(p.skipped or p.reason)}")
     if found.first:
@@ -70,20 +77,49 @@ def show(found: Bisection, good: str, bad: str) -> None:
 
 
 @click.command("retire")
-@click.option("--target", "-t", "target", required=True, metavar="T", type=SPEC,
-              help="Where to look: a release (0.7.0), a ref of --repo, a directory, or a name from [targets].")
-@click.option("--out", "out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
-              help="A new folder for the patchset without the retired patches (default: only report).")
-@click.option("--repo", "repo", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
-              help="A verl git repository: with --since, bisect each retired patch to the commit that absorbed it.")
-@click.option("--since", "since", default=None, metavar="REF",
-              help="A ref of --repo where the patches were still needed (the version you are on).")
+@click.option(
+    "--target",
+    "-t",
+    "target",
+    required=True,
+    metavar="T",
+    type=SPEC,
+    help="Where to look: a release (0.7.0), a ref of --repo, a directory, or a name from [targets].",
+)
+@click.option(
+    "--out",
+    "out",
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    default=None,
+    help="A new folder for the patchset without the retired patches (default: only report).",
+)
+@click.option(
+    "--repo",
+    "repo",
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    default=None,
+    help="A verl git repository: with --since, bisect each retired patch to the commit that absorbed it.",
+)
+@click.option(
+    "--since",
+    "since",
+    default=None,
+    metavar="REF",
+    help="A ref of --repo where the patches were still needed (the version you are on).",
+)
 @patchset_option
 @json_option
 @config_option
 @handled
-def retire_cmd(target: str, out: Path | None, repo: Path | None, since: str | None, patchsets: tuple[str, ...],
-               as_json: bool, config: Path | None) -> int:
+def retire_cmd(
+    target: str,
+    out: Path | None,
+    repo: Path | None,
+    since: str | None,
+    patchsets: tuple[str, ...],
+    as_json: bool,
+    config: Path | None,
+) -> int:
     """Write a patchset without the patches superseded upstream on T, each with a record of why.
 
     The record (retired.json in the new patchset) names, per retired patch, the reason, and with

@@ -30,22 +30,48 @@ def _include(values: tuple[str, ...]) -> set[tuple[str, int]]:
 
 
 @click.command("capture")
-@click.option("--from", "fork", required=True, type=NonEmptyPath(path_type=Path, file_okay=False),
-              help="The modified tree: a git checkout or a plain directory.")
-@click.option("--base", required=True, type=SPEC,
-              help="What FORK was made from: a directory, verl==X.Y.Z, or a git ref of FORK's repository.")
-@click.option("--out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
-              help="The patchset directory to write (replaced if it already holds a patchset).")
+@click.option(
+    "--from",
+    "fork",
+    required=True,
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    help="The modified tree: a git checkout or a plain directory.",
+)
+@click.option(
+    "--base",
+    required=True,
+    type=SPEC,
+    help="What FORK was made from: a directory, verl==X.Y.Z, or a git ref of FORK's repository.",
+)
+@click.option(
+    "--out",
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    default=None,
+    help="The patchset directory to write (replaced if it already holds a patchset).",
+)
 @click.option("--tag", default="Uky", show_default=True, help="The comment tag that marks the fork's edits.")
 @click.option("--all", "all_", is_flag=True, help="Capture untagged edits and new files too (listed as untagged).")
-@click.option("--include", multiple=True, metavar="FILE:LINE",
-              help="Capture the edit at this fork line although it is ambiguous (repeatable).")
+@click.option(
+    "--include",
+    multiple=True,
+    metavar="FILE:LINE",
+    help="Capture the edit at this fork line although it is ambiguous (repeatable).",
+)
 @click.option("--name", default=None, help="The patchset's name (default: the --out directory's name).")
 @click.option("--dry-run", is_flag=True, help="Report what would be captured; write nothing.")
 @json_option
 @handled
-def capture_cmd(fork: Path, base: str, out: Path | None, tag: str, all_: bool, include: tuple[str, ...],
-                name: str | None, dry_run: bool, as_json: bool) -> int:
+def capture_cmd(
+    fork: Path,
+    base: str,
+    out: Path | None,
+    tag: str,
+    all_: bool,
+    include: tuple[str, ...],
+    name: str | None,
+    dry_run: bool,
+    as_json: bool,
+) -> int:
     """Turn FORK's edits tagged `# TAG` into a patchset that re-creates them on BASE.
 
     Each edit becomes the narrowest kind that reproduces it exactly (keyword-rename, prelude,
@@ -81,12 +107,16 @@ def _show(report: Report, dry_run: bool) -> None:
         click.echo(f"wrote {len(report.patches)} patch(es) to {report.out}; proven byte-identical on {report.base}")
     elif report.out:
         lost = f"; {len(report.left_out)} edit(s) left out are not in it" if report.left_out else ""
-        click.echo(f"wrote {len(report.patches)} patch(es) to {report.out}; proven on {report.base} for the edits "
-                   f"captured{lost}")
+        click.echo(
+            f"wrote {len(report.patches)} patch(es) to {report.out}; proven on {report.base} for the edits "
+            f"captured{lost}"
+        )
         if report.outside:
             names = ", ".join(render.quote_path(p) for p in report.outside[:5])
             more = f" and {len(report.outside) - 5} more" if len(report.outside) > 5 else ""
-            click.echo(f"outside the captured scope: {len(report.outside)} file(s) the fork changed are not "
-                       f"re-created by it: {names}{more} (the notes above say why)")
+            click.echo(
+                f"outside the captured scope: {len(report.outside)} file(s) the fork changed are not "
+                f"re-created by it: {names}{more} (the notes above say why)"
+            )
     elif dry_run:
         click.echo(f"{len(report.patches)} patch(es) would be written (dry run)")

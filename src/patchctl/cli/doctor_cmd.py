@@ -29,11 +29,21 @@ ROLE = ("root cause", "also")
 
 @click.command("doctor")
 @click.argument("log", required=False, type=NonEmptyPath(path_type=Path, dir_okay=False, allow_dash=True))
-@click.option("--signatures", "table", type=NonEmptyPath(path_type=Path, dir_okay=False), default=None,
-              help="Another signature table (TOML) instead of the shipped one.")
+@click.option(
+    "--signatures",
+    "table",
+    type=NonEmptyPath(path_type=Path, dir_okay=False),
+    default=None,
+    help="Another signature table (TOML) instead of the shipped one.",
+)
 @click.option("--list", "list_only", is_flag=True, help="List the known signatures and exit.")
-@click.option("--verl", "verl_tree", type=NonEmptyPath(path_type=Path, file_okay=False, exists=True), default=None,
-              help="A verl tree whose pins a version mismatch is compared with (default: the installed verl).")
+@click.option(
+    "--verl",
+    "verl_tree",
+    type=NonEmptyPath(path_type=Path, file_okay=False, exists=True),
+    default=None,
+    help="A verl tree whose pins a version mismatch is compared with (default: the installed verl).",
+)
 @json_option
 @handled
 def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, verl_tree: Path | None, as_json: bool) -> int:
@@ -50,8 +60,9 @@ def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, verl_tree:
         if as_json:
             render.emit_json([{"id": s.id, "title": s.title, "source": s.source} for s in signatures])
         else:
-            render.table("known failure signatures", ["id", "title", "source"],
-                         [[s.id, s.title, s.source] for s in signatures])
+            render.table(
+                "known failure signatures", ["id", "title", "source"], [[s.id, s.title, s.source] for s in signatures]
+            )
         return 0
     if log is None or str(log) == "-":
         if log is None and sys.stdin.isatty():
@@ -64,27 +75,38 @@ def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, verl_tree:
         result = diagnose(reader, signatures, reader.source)
     pins = verl_pins(verl_tree) if any(m.versions or m.signature.versions for m in result.matches) else None
     if as_json:
-        render.emit_json({**result.to_json(), "compression": reader.compression, "damage": reader.damage,
-                          "verl_pins": None if pins is None else {"from": pins[0], "requires": list(pins[1])}})
+        render.emit_json(
+            {
+                **result.to_json(),
+                "compression": reader.compression,
+                "damage": reader.damage,
+                "verl_pins": None if pins is None else {"from": pins[0], "requires": list(pins[1])},
+            }
+        )
     else:
         show(result, pins)
     if reader.damage:
-        click.echo(f"doctor: {reader.source}: {reader.damage}; the findings above are from the lines before it",
-                   err=True)
+        click.echo(
+            f"doctor: {reader.source}: {reader.damage}; the findings above are from the lines before it", err=True
+        )
     return 0
 
 
 def show(d: Diagnosis, pins: tuple[str, tuple[str, ...]] | None = None) -> None:
     if not d.matches:
-        click.echo(f"doctor: no known failure signature in {d.lines} lines of {d.source} ({d.tried} known); "
-                   "the first Traceback or 'Error' line of the earliest failing process is the place to start")
+        click.echo(
+            f"doctor: no known failure signature in {d.lines} lines of {d.source} ({d.tried} known); "
+            "the first Traceback or 'Error' line of the earliest failing process is the place to start"
+        )
         return
     for i, m in enumerate(d.matches, 1):
         _finding(i, m, pins)
     root = d.matches[0]
     others = f"; {len(d.matches) - 1} more finding(s) below it" if len(d.matches) > 1 else ""
-    click.echo(f"doctor: root cause: {root.headline} [{root.signature.id}] at line {root.line} of {d.source} "
-               f"({d.lines} lines){others}")
+    click.echo(
+        f"doctor: root cause: {root.headline} [{root.signature.id}] at line {root.line} of {d.source} "
+        f"({d.lines} lines){others}"
+    )
 
 
 def _finding(i: int, m: Match, pins: tuple[str, tuple[str, ...]] | None) -> None:

@@ -17,25 +17,50 @@ from patchctl.drift.refs import find_patch, open_repo
 from patchctl.drift.watch import Watch
 from patchctl.patchsets.loader import load_patchsets
 
-markdown_option = click.option("--markdown", "as_markdown", is_flag=True,
-                               help="Print GitHub Markdown (a table, then each patch's diffs) instead.")
-repo_option = click.option("--repo", "repo", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
-                           help="A verl git repository (checkout or bare mirror) whose refs --from/--to name.")
+markdown_option = click.option(
+    "--markdown", "as_markdown", is_flag=True, help="Print GitHub Markdown (a table, then each patch's diffs) instead."
+)
+repo_option = click.option(
+    "--repo",
+    "repo",
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    default=None,
+    help="A verl git repository (checkout or bare mirror) whose refs --from/--to name.",
+)
 
 
 @click.command("drift")
-@click.option("--from", "source", required=True, metavar="A", type=SPEC,
-              help="The version you are on: a release, a ref, a path, a name from [targets].")
-@click.option("--to", "dest", required=True, metavar="B", type=SPEC,
-              help="The version you consider: a release, a ref, a path, a name from [targets].")
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    metavar="A",
+    type=SPEC,
+    help="The version you are on: a release, a ref, a path, a name from [targets].",
+)
+@click.option(
+    "--to",
+    "dest",
+    required=True,
+    metavar="B",
+    type=SPEC,
+    help="The version you consider: a release, a ref, a path, a name from [targets].",
+)
 @repo_option
 @patchset_option
 @json_option
 @markdown_option
 @config_option
 @handled
-def drift_cmd(source: str, dest: str, repo: Path | None, patchsets: tuple[str, ...], as_json: bool,
-              as_markdown: bool, config: Path | None) -> int:
+def drift_cmd(
+    source: str,
+    dest: str,
+    repo: Path | None,
+    patchsets: tuple[str, ...],
+    as_json: bool,
+    as_markdown: bool,
+    config: Path | None,
+) -> int:
     """Show what upstream changed under each patch between A and B, even where it still applies.
 
     Per patch: its outcome on both sides; the function or class around its anchor, the callee's
@@ -50,8 +75,12 @@ def drift_cmd(source: str, dest: str, repo: Path | None, patchsets: tuple[str, .
     """
     if as_json and as_markdown:
         raise click.UsageError("pass at most one of --json and --markdown")
-    found = drift(expand(source, config), expand(dest, config), load_patchsets(patchsets),
-                  open_repo(repo) if repo is not None else None)
+    found = drift(
+        expand(source, config),
+        expand(dest, config),
+        load_patchsets(patchsets),
+        open_repo(repo) if repo is not None else None,
+    )
     if as_json:
         render.emit_json(found.to_json())
     elif as_markdown:
@@ -66,11 +95,15 @@ def _under(p: PatchDrift) -> str:
 
 
 def show(found: Drift) -> None:
-    rows = [[p.patch, p.before.status.value, p.after.status.value, _under(p), "; ".join(p.flags) or "-"]
-            for p in found.patches]
-    render.table(f"drift {found.source} ({found.source_version or '?'}) -> {found.dest} "
-                 f"({found.dest_version or '?'})", ["patch", found.source, found.dest, "changed under it", "flags"],
-                 rows)
+    rows = [
+        [p.patch, p.before.status.value, p.after.status.value, _under(p), "; ".join(p.flags) or "-"]
+        for p in found.patches
+    ]
+    render.table(
+        f"drift {found.source} ({found.source_version or '?'}) -> {found.dest} ({found.dest_version or '?'})",
+        ["patch", found.source, found.dest, "changed under it", "flags"],
+        rows,
+    )
     for p in found.patches:
         if not p.changed:
             continue
@@ -87,12 +120,16 @@ def show(found: Drift) -> None:
                 if r.diff:
                     click.echo("    " + r.diff.rstrip("\n").replace("\n", "\n    "))
     changed = [p.patch for p in found.patches if p.changed]
-    click.echo(f"drift: upstream changed under {len(changed)} patch(es): {', '.join(changed)}" if changed
-               else "drift: nothing changed under any patch")
+    click.echo(
+        f"drift: upstream changed under {len(changed)} patch(es): {', '.join(changed)}"
+        if changed
+        else "drift: nothing changed under any patch"
+    )
 
 
 def markdown(found: Drift) -> str:
     """A GitHub table, then a collapsed section per changed patch with its flags and diffs."""
+
     def cell(text: str) -> str:
         return render.printable(text).replace("|", "\\|")
 
@@ -102,14 +139,20 @@ def markdown(found: Drift) -> str:
         f"| patch | {cell(found.source)} | {cell(found.dest)} | changed under it | flags |",
         "|---|---|---|---|---|",
     ]
-    lines += [f"| {p.patch} | {p.before.status.value} | {p.after.status.value} | {cell(_under(p))} | "
-              f"{cell('; '.join(p.flags)) or '-'} |" for p in found.patches]
+    lines += [
+        f"| {p.patch} | {p.before.status.value} | {p.after.status.value} | {cell(_under(p))} | "
+        f"{cell('; '.join(p.flags)) or '-'} |"
+        for p in found.patches
+    ]
     for p in found.patches:
         if not p.changed:
             continue
         lines += ["", f"<details><summary>{p.patch}</summary>", ""]
-        lines += [f"- **{r.what}** `{r.name}`: {r.status}" + "".join(f"\n  - {cell(f)}" for f in r.flags)
-                  for r in p.regions if r.changed]
+        lines += [
+            f"- **{r.what}** `{r.name}`: {r.status}" + "".join(f"\n  - {cell(f)}" for f in r.flags)
+            for r in p.regions
+            if r.changed
+        ]
         for r in p.regions:
             if r.changed and r.diff:
                 lines += ["", "```diff", r.diff.rstrip("\n").replace("```", "` ` `"), "```"]
@@ -118,19 +161,36 @@ def markdown(found: Drift) -> str:
 
 
 @click.command("watch")
-@click.option("--repo", "repo", required=True, type=NonEmptyPath(path_type=Path, file_okay=False),
-              help="A verl git repository kept up to date (a checkout or a bare mirror; fetch it first).")
-@click.option("--since", "since", required=True, metavar="REF",
-              help="The upstream version the patchset is on now, e.g. v0.7.0 (a release branch's tag is fine).")
-@click.option("--branch", "branch", default="main", show_default=True, metavar="REF",
-              help="The upstream line to watch.")
-@click.option("--skip", "skip", multiple=True, metavar="PATCH",
-              help="Leave this patch out (repeatable), e.g. a top-level file that any README change would wake.")
+@click.option(
+    "--repo",
+    "repo",
+    required=True,
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    help="A verl git repository kept up to date (a checkout or a bare mirror; fetch it first).",
+)
+@click.option(
+    "--since",
+    "since",
+    required=True,
+    metavar="REF",
+    help="The upstream version the patchset is on now, e.g. v0.7.0 (a release branch's tag is fine).",
+)
+@click.option(
+    "--branch", "branch", default="main", show_default=True, metavar="REF", help="The upstream line to watch."
+)
+@click.option(
+    "--skip",
+    "skip",
+    multiple=True,
+    metavar="PATCH",
+    help="Leave this patch out (repeatable), e.g. a top-level file that any README change would wake.",
+)
 @patchset_option
 @json_option
 @handled
-def watch_cmd(repo: Path, since: str, branch: str, skip: tuple[str, ...], patchsets: tuple[str, ...],
-              as_json: bool) -> int:
+def watch_cmd(
+    repo: Path, since: str, branch: str, skip: tuple[str, ...], patchsets: tuple[str, ...], as_json: bool
+) -> int:
     """Report the first commit of BRANCH since REF that changed any outcome or any code under a patch.
 
     Quiet (exit 0, one line) when nothing changed; exit 1 with a Markdown report otherwise, so a
@@ -168,12 +228,20 @@ def watch_markdown(found: Watch, since: str, branch: str, repo: str) -> str:
         if not p.changed:
             continue
         touched = f"`{p.touched.sha[:12]}` {render.printable(p.touched.subject)}" if p.touched else "-"
-        moved = f"`{p.outcome_changed.sha[:12]}` {render.printable(p.outcome_changed.subject)}" \
-            if p.outcome_changed else (render.printable(p.note) or "-")
+        moved = (
+            f"`{p.outcome_changed.sha[:12]}` {render.printable(p.outcome_changed.subject)}"
+            if p.outcome_changed
+            else (render.printable(p.note) or "-")
+        )
         lines.append(
             f"| {p.patch} | {touched.replace('|', '/')} | {p.before} -> {p.after} | {moved.replace('|', '/')} |"
         )
     to = first.sha[:12] if first else branch
-    lines += ["", (f"Details: `patchctl drift --repo {repo} --from {since} --to {to}` "
-                   f"(or `--to {branch}`), then `patchctl bisect PATCH --good {since} --bad {branch} --repo {repo}`.")]
+    lines += [
+        "",
+        (
+            f"Details: `patchctl drift --repo {repo} --from {since} --to {to}` "
+            f"(or `--to {branch}`), then `patchctl bisect PATCH --good {since} --bad {branch} --repo {repo}`."
+        ),
+    ]
     return "\n".join(lines) + "\n"

@@ -17,8 +17,9 @@ from patchctl.target import Target
 COLOURS = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "red", Status.SKIP: "bright_black"}
 
 
-def run_env(target: str, target_given: bool, cluster: str | None, config: Path | None,
-            patchsets: tuple[str, ...], as_json: bool) -> int:
+def run_env(
+    target: str, target_given: bool, cluster: str | None, config: Path | None, patchsets: tuple[str, ...], as_json: bool
+) -> int:
     """A defaulted ``--target .`` outside a verl tree means "no target": the checks that need
     one are skipped instead of the whole preflight failing."""
     tree: Target | None = None
@@ -39,8 +40,13 @@ def show(report: EnvReport, tree: Target | None, cluster: str | None) -> None:
     and a soft-wrapped line still copies whole from a terminal."""
     rows = [[r.name, r.status.value, f"{r.seconds:.2f}s", r.value] for r in report.results]
     where = f"verl {tree.version or '?'} at {tree.root}" if tree else "no target"
-    render.table(f"environment preflight ({where}{f', cluster {cluster}' if cluster else ''})",
-                 ["check", "status", "time", "measured"], rows, 1, {s.value: c for s, c in COLOURS.items()})
+    render.table(
+        f"environment preflight ({where}{f', cluster {cluster}' if cluster else ''})",
+        ["check", "status", "time", "measured"],
+        rows,
+        1,
+        {s.value: c for s, c in COLOURS.items()},
+    )
     fixes = [r for r in report.results if r.fix and r.status is not Status.PASS]
     if fixes:
         click.echo("fixes:")

@@ -91,8 +91,12 @@ def crash(exc: BaseException, as_json: bool = False) -> NoReturn:
     fd, log = tempfile.mkstemp(prefix="patchctl-crash-", suffix=".log")
     with os.fdopen(fd, "w") as f:
         traceback.print_exception(exc, file=f)
-    fail(f"internal error {type(exc).__name__}: {exc} (traceback in {log}); please report it", INTERNAL,
-         "please report it", as_json)
+    fail(
+        f"internal error {type(exc).__name__}: {exc} (traceback in {log}); please report it",
+        INTERNAL,
+        "please report it",
+        as_json,
+    )
 
 
 def usage_error(exc: click.ClickException, as_json: bool) -> NoReturn:

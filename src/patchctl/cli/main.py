@@ -108,8 +108,13 @@ def _chdir(ctx: click.Context, param: click.Parameter, value: str | None) -> Non
 )
 @click.version_option(__version__, prog_name="patchctl")
 @click.option(
-    "-C", "chdir", metavar="DIR", type=click.Path(exists=True, file_okay=False), callback=_chdir,
-    expose_value=False, help="Run as if patchctl was started in DIR.",
+    "-C",
+    "chdir",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False),
+    callback=_chdir,
+    expose_value=False,
+    help="Run as if patchctl was started in DIR.",
 )
 def cli() -> None:
     """Carry tagged local modifications of verl across releases and clusters."""

@@ -18,22 +18,46 @@ from patchctl.patchsets.model import Outcome
 
 
 @click.command("matrix")
-@click.option("--versions", "versions", required=True, metavar="V1,V2,...",
-              help="Comma-separated, oldest first: releases (0.6.1 or verl==0.6.1), names from patchctl.toml "
-                   "[targets] (a checkout is read at its HEAD commit); with --repo, git refs (commits, branches, "
-                   "tags) of that checkout, and releases written verl==X.Y.Z.")
-@click.option("--repo", "repo", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
-              help="A local verl git checkout whose refs --versions names (read with git archive; not changed).")
+@click.option(
+    "--versions",
+    "versions",
+    required=True,
+    metavar="V1,V2,...",
+    help="Comma-separated, oldest first: releases (0.6.1 or verl==0.6.1), names from patchctl.toml "
+    "[targets] (a checkout is read at its HEAD commit); with --repo, git refs (commits, branches, "
+    "tags) of that checkout, and releases written verl==X.Y.Z.",
+)
+@click.option(
+    "--repo",
+    "repo",
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    default=None,
+    help="A local verl git checkout whose refs --versions names (read with git archive; not changed).",
+)
 @patchset_option
-@click.option("--jobs", "-j", "jobs", type=click.IntRange(min=1), default=None,
-              help="Scratch copies worked on at once (default: the CPUs available).")
+@click.option(
+    "--jobs",
+    "-j",
+    "jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Scratch copies worked on at once (default: the CPUs available).",
+)
 @json_option
 @click.option("--markdown", "as_markdown", is_flag=True, help="Print a GitHub Markdown table instead of a table.")
 @click.option("--diff", "show_diff", is_flag=True, help="Print the diff behind each conflict under its line.")
 @config_option
 @handled
-def matrix_cmd(versions: str, repo: Path | None, patchsets: tuple[str, ...], jobs: int | None, as_json: bool,
-               as_markdown: bool, show_diff: bool, config: Path | None) -> int:
+def matrix_cmd(
+    versions: str,
+    repo: Path | None,
+    patchsets: tuple[str, ...],
+    jobs: int | None,
+    as_json: bool,
+    as_markdown: bool,
+    show_diff: bool,
+    config: Path | None,
+) -> int:
     """Apply the patchsets to each version in a scratch copy; show the outcome per patch and version.
 
     Each version is unpacked pristine (a release from its cached sdist, a ref with git archive)
@@ -80,8 +104,15 @@ def markdown(matrix: Matrix) -> str:
 
 
 #: a cell's outcome in the compact table (when the full words do not fit the width), with a legend
-CODES = {"applied": "app", "already-applied": "had", "superseded-upstream": "sup", "not-applicable": "n/a",
-         "ambiguous": "AMB", "conflict": "CONF", "held-back": "held"}
+CODES = {
+    "applied": "app",
+    "already-applied": "had",
+    "superseded-upstream": "sup",
+    "not-applicable": "n/a",
+    "ambiguous": "AMB",
+    "conflict": "CONF",
+    "held-back": "held",
+}
 
 
 def _table(matrix: Matrix, compact: bool) -> Any:
@@ -114,8 +145,12 @@ def _show(matrix: Matrix, show_diff: bool = False) -> None:
     else:
         render.show(_table(matrix, compact=True))
         click.echo(textwrap.fill(legend(matrix), render.width(), subsequent_indent="  ", break_on_hyphens=False))
-    failed = [(row, c) for row in matrix.rows for c in matrix.columns
-              if isinstance(s := matrix.cell(row, c).status, Outcome) and s.is_failure]
+    failed = [
+        (row, c)
+        for row in matrix.rows
+        for c in matrix.columns
+        if isinstance(s := matrix.cell(row, c).status, Outcome) and s.is_failure
+    ]
     _conflicts(matrix, failed, show_diff)
     if failed:
         click.echo(f"matrix: {len(failed)} cell(s) conflict or ambiguous", err=True)
@@ -129,8 +164,10 @@ def _conflicts(matrix: Matrix, failed: list[tuple[tuple[str, str], Column]], sho
     for row, c in failed:
         cell = matrix.cell(row, c)
         reason = " ".join(render.printable(cell.reason).split())
-        click.echo(f"{matrix.name(row)} on {c.source.label}: {cell.status.value} in "
-                   f"{render.quote_path(cell.path or '-')}: {reason}")
+        click.echo(
+            f"{matrix.name(row)} on {c.source.label}: {cell.status.value} in "
+            f"{render.quote_path(cell.path or '-')}: {reason}"
+        )
         if show_diff and cell.detail:
             click.echo(cell.detail.rstrip("\n"))
     hidden = sum(1 for row, c in failed if matrix.cell(row, c).detail)
@@ -140,5 +177,7 @@ def _conflicts(matrix: Matrix, failed: list[tuple[tuple[str, str], Column]], sho
         for c in matrix.columns:
             cell = matrix.cell(row, c)
             if cell.status is Outcome.HELD_BACK or "warning: needed by" in cell.reason:
-                click.echo(f"{matrix.name(row)} on {c.source.label}: {cell.status.value}: "
-                           f"{' '.join(render.printable(cell.reason).split())}")
+                click.echo(
+                    f"{matrix.name(row)} on {c.source.label}: {cell.status.value}: "
+                    f"{' '.join(render.printable(cell.reason).split())}"
+                )

@@ -25,8 +25,14 @@ if TYPE_CHECKING:
     from patchctl.patchsets.model import Patchset
     from patchctl.target import Target
 
-STATUS_STYLE = {"ok": "green", "repaired": "yellow", "planned": "cyan", "mismatch": "red", "unreachable": "red",
-                "failed": "red"}
+STATUS_STYLE = {
+    "ok": "green",
+    "repaired": "yellow",
+    "planned": "cyan",
+    "mismatch": "red",
+    "unreachable": "red",
+    "failed": "red",
+}
 
 
 class LiveTable:
@@ -47,8 +53,13 @@ class LiveTable:
             t.add_column(col)
         for host, p in self.rows.items():
             phase = p.status.value if p.status else p.phase.value
-            t.add_row(host, f"[{STATUS_STYLE.get(phase, 'white')}]{phase}[/]", str(p.files), human(p.bytes),
-                      p.phases.describe() if p.phases else "")
+            t.add_row(
+                host,
+                f"[{STATUS_STYLE.get(phase, 'white')}]{phase}[/]",
+                str(p.files),
+                human(p.bytes),
+                p.phases.describe() if p.phases else "",
+            )
         return t
 
     def update(self, event: Progress) -> None:
@@ -89,14 +100,30 @@ class PlainLines:
 
 
 def _report(result: MigrateResult, source: SourceCheck, full: bool) -> None:
-    rows = [[h.host, h.status.value, str(h.files_sent), human(h.bytes_sent), f"{h.seconds:.2f}",
-             "yes" if h.verified else "no", h.reason or "-"] for h in result.hosts]
+    rows = [
+        [
+            h.host,
+            h.status.value,
+            str(h.files_sent),
+            human(h.bytes_sent),
+            f"{h.seconds:.2f}",
+            "yes" if h.verified else "no",
+            h.reason or "-",
+        ]
+        for h in result.hosts
+    ]
     files_col = "would send" if result.dry_run else "files"
     # the source path stays out of the table's title: rich folds a title to the table's width
     click.echo(f"{result.source} at {(result.commit or 'no commit')[:12]}: {result.files} files")
     title = f"migrate {result.cluster}{' (dry run)' if result.dry_run else ''}"
-    if render.table(title, ["host", "status", files_col, "bytes", "seconds", "verified", "reason"], rows, 1,
-                    STATUS_STYLE, drop_to_fit=6):  # a reason folded into a narrow column reads badly: whole lines
+    if render.table(
+        title,
+        ["host", "status", files_col, "bytes", "seconds", "verified", "reason"],
+        rows,
+        1,
+        STATUS_STYLE,
+        drop_to_fit=6,
+    ):  # a reason folded into a narrow column reads badly: whole lines
         for h in result.hosts:
             if h.reason:
                 click.echo(f"{h.host}: {render.printable(h.reason)}")
@@ -120,8 +147,10 @@ def _report(result: MigrateResult, source: SourceCheck, full: bool) -> None:
         verb = "planned" if result.dry_run else "ok and verified"
         repaired = sum(1 for h in result.hosts if h.repaired)
         note = f" ({repaired} repaired)" if repaired else ""
-        click.echo(f"migrate {result.cluster}: {len(result.hosts)}/{len(result.hosts)} hosts {verb}{note}; "
-                   f"{_source_words(source, result.dry_run)}")
+        click.echo(
+            f"migrate {result.cluster}: {len(result.hosts)}/{len(result.hosts)} hosts {verb}{note}; "
+            f"{_source_words(source, result.dry_run)}"
+        )
     else:
         click.echo(f"migrate {result.cluster}: {len(bad)} of {len(result.hosts)} host(s) failed", err=True)
         for h in bad:
@@ -147,8 +176,11 @@ def _check_source(tree: Target, sets: list[Patchset], allow: bool, dry_run: bool
         return source
     if source.patched and not (allow or dry_run):
         raise SourceFailsVerify(tree.root, source.describe())
-    why = f"fails patchctl verify ({source.describe()})" if source.patched else \
-        f"carries none of the patches ({' + '.join(source.patchsets)}: patchctl verify fails)"
+    why = (
+        f"fails patchctl verify ({source.describe()})"
+        if source.patched
+        else f"carries none of the patches ({' + '.join(source.patchsets)}: patchctl verify fails)"
+    )
     click.echo(f"warning: {tree.root} {why}; it {'would be' if dry_run else 'is'} sent as it is", err=True)
     return source
 
@@ -157,25 +189,56 @@ def _check_source(tree: Target, sets: list[Patchset], allow: bool, dry_run: bool
 @click.argument("cluster", shell_complete=completion.clusters)
 @target_option
 @patchset_option
-@click.option("--dry-run", is_flag=True, help="Show what would be sent, deleted and rendered on each host (a summary; "
-              "--list for every file); change nothing.")
-@click.option("--delete", is_flag=True,
-              help="Also remove from the hosts files deleted at the source (inside the root, at most max_delete).")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Show what would be sent, deleted and rendered on each host (a summary; "
+    "--list for every file); change nothing.",
+)
+@click.option(
+    "--delete",
+    is_flag=True,
+    help="Also remove from the hosts files deleted at the source (inside the root, at most max_delete).",
+)
 @click.option("--checksum", is_flag=True, help="Compare by content, not size and time (resends files altered there).")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Hosts at a time (default: all).")
-@click.option("--host", "hosts", multiple=True, metavar="NAME",
-              help="Only this host of the cluster, as its hosts list spells it (repeatable): re-run a subset.")
-@click.option("--allow-unverified", is_flag=True,
-              help="Send a patched tree although patchctl verify fails on it (say, a hand-edited patch).")
-@click.option("--list", "full_list", is_flag=True,
-              help="With --dry-run: list every file to send, not the summary per top-level folder.")
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N", help="Hosts at a time (default: all)."
+)
+@click.option(
+    "--host",
+    "hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Only this host of the cluster, as its hosts list spells it (repeatable): re-run a subset.",
+)
+@click.option(
+    "--allow-unverified",
+    is_flag=True,
+    help="Send a patched tree although patchctl verify fails on it (say, a hand-edited patch).",
+)
+@click.option(
+    "--list",
+    "full_list",
+    is_flag=True,
+    help="With --dry-run: list every file to send, not the summary per top-level folder.",
+)
 @json_option
 @config_option
 @handled
-def migrate_cmd(cluster: str, target: str, patchsets: tuple[str, ...], dry_run: bool, delete: bool, checksum: bool,
-                jobs: int | None, hosts: tuple[str, ...], allow_unverified: bool, full_list: bool, as_json: bool,
-                config: Path | None) -> int:
+def migrate_cmd(
+    cluster: str,
+    target: str,
+    patchsets: tuple[str, ...],
+    dry_run: bool,
+    delete: bool,
+    checksum: bool,
+    jobs: int | None,
+    hosts: tuple[str, ...],
+    allow_unverified: bool,
+    full_list: bool,
+    as_json: bool,
+    config: Path | None,
+) -> int:
     """Send TARGET to every host of CLUSTER (rsync over ssh, in parallel) and verify it on each.
 
     CLUSTER names a table of the config file; every key it may hold is listed at the end.

@@ -49,12 +49,23 @@ EMPTY = "an empty path names nothing; pass a path (. is the current folder)"
 SPEC = NonEmptyText()
 
 target_option = click.option(
-    "--target", "-t", "target", default=".", show_default=True, type=SPEC, shell_complete=completion.targets,
+    "--target",
+    "-t",
+    "target",
+    default=".",
+    show_default=True,
+    type=SPEC,
+    shell_complete=completion.targets,
     help="A verl checkout (default: the one around the current folder, searched upward as git does), "
     "a source release such as verl==0.6.1, or a name from patchctl.toml [targets].",
 )
 patchset_option = click.option(
-    "--patchset", "-p", "patchsets", multiple=True, type=SPEC, shell_complete=completion.patchsets,
+    "--patchset",
+    "-p",
+    "patchsets",
+    multiple=True,
+    type=SPEC,
+    shell_complete=completion.patchsets,
     help="A built-in patchset name or a patchset directory (repeatable). Default: uky.",
 )
 only_option = click.option(
@@ -62,7 +73,10 @@ only_option = click.option(
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of a table.")
 config_option = click.option(
-    "--config", "config", type=NonEmptyPath(path_type=Path, dir_okay=False), default=None,
+    "--config",
+    "config",
+    type=NonEmptyPath(path_type=Path, dir_okay=False),
+    default=None,
     is_eager=True,  # read first, so that completing a cluster or target name can use it
     help="Config file (default: ./patchctl.toml, then ~/.config/patchctl/config.toml).",
 )

@@ -42,14 +42,30 @@ def _show(result: engine.RunResult, title: str) -> None:
 @click.option("--commit", "commit", is_flag=True, help="Commit the changes on a new git branch.")
 @click.option("--branch", default=None, help="Branch name for --commit (default patchctl/<patchsets>).")
 @click.option("--force", is_flag=True, help="Change files even if they have uncommitted changes.")
-@click.option("--conflicts", "on_conflict", type=click.Choice(["refuse", "markers"]), default="refuse",
-              show_default=True, help="markers: write a conflicting patch at its best candidate place with conflict "
-              "markers (upstream, the patch's original, its change) to resolve, then run `patchctl refresh`.")
+@click.option(
+    "--conflicts",
+    "on_conflict",
+    type=click.Choice(["refuse", "markers"]),
+    default="refuse",
+    show_default=True,
+    help="markers: write a conflicting patch at its best candidate place with conflict "
+    "markers (upstream, the patch's original, its change) to resolve, then run `patchctl refresh`.",
+)
 @json_option
 @config_option
 @handled
-def apply_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], dry_run: bool, commit: bool,
-              branch: str | None, force: bool, on_conflict: str, as_json: bool, config: Path | None) -> int:
+def apply_cmd(
+    target: str,
+    patchsets: tuple[str, ...],
+    only: tuple[str, ...],
+    dry_run: bool,
+    commit: bool,
+    branch: str | None,
+    force: bool,
+    on_conflict: str,
+    as_json: bool,
+    config: Path | None,
+) -> int:
     """Re-create every patch of the patchsets on TARGET (all-or-nothing)."""
     if commit and on_conflict == "markers":
         raise click.UsageError("--commit would commit conflict markers: drop it, or --conflicts=markers")
@@ -57,8 +73,16 @@ def apply_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], dr
     tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
     chosen = _only(sets, only)
     # a call site without its callee is broken code: --only brings in what the chosen patches need
-    result = engine.apply(tree, sets, only=needs.closure(sets, chosen) if chosen else None, dry_run=dry_run,
-                          force=force, commit=commit, branch=branch, markers=on_conflict == "markers")
+    result = engine.apply(
+        tree,
+        sets,
+        only=needs.closure(sets, chosen) if chosen else None,
+        dry_run=dry_run,
+        force=force,
+        commit=commit,
+        branch=branch,
+        markers=on_conflict == "markers",
+    )
     if as_json:
         render.emit_json(result.to_json())
     else:
@@ -68,14 +92,19 @@ def apply_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], dr
         if not result.ok:
             click.echo("nothing was written: fix the conflicts above, or leave those patches out with --only", err=True)
         elif result.written:
-            click.echo(f"wrote {len(result.written)} file(s)" + (f"; committed {result.commit[:12]} on {result.branch}"
-                                                                 if result.commit else ""))
+            click.echo(
+                f"wrote {len(result.written)} file(s)"
+                + (f"; committed {result.commit[:12]} on {result.branch}" if result.commit else "")
+            )
         elif not dry_run:
             click.echo("nothing to write")
     marked = [r.patch for r in result.results if r.status is Outcome.CONFLICT_MARKED]
     if marked and not as_json:
-        click.echo(f"{len(marked)} conflict(s) written with markers ({', '.join(marked)}): resolve them, then run "
-                   f"patchctl refresh --target {target} " + " ".join(f"--patchset {p}" for p in patchsets), err=True)
+        click.echo(
+            f"{len(marked)} conflict(s) written with markers ({', '.join(marked)}): resolve them, then run "
+            f"patchctl refresh --target {target} " + " ".join(f"--patchset {p}" for p in patchsets),
+            err=True,
+        )
     return 0 if result.ok and not marked else 1
 
 
@@ -88,8 +117,15 @@ def apply_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], dr
 @json_option
 @config_option
 @handled
-def revert_cmd(target: str, patchsets: tuple[str, ...], only: tuple[str, ...], dry_run: bool, force: bool,
-               as_json: bool, config: Path | None) -> int:
+def revert_cmd(
+    target: str,
+    patchsets: tuple[str, ...],
+    only: tuple[str, ...],
+    dry_run: bool,
+    force: bool,
+    as_json: bool,
+    config: Path | None,
+) -> int:
     """Undo what patchctl applied to TARGET, byte for byte."""
     sets = load_patchsets(patchsets)
     tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
@@ -112,8 +148,10 @@ def _revert_verdict(result: engine.RunResult, dry_run: bool) -> None:
     if not result.results:
         click.echo("revert: nothing to do (nothing recorded as applied there)")
     elif not result.ok:
-        click.echo("revert: FAILED, nothing was written: fix the conflicts above, or leave those patches out with "
-                   "--only", err=True)
+        click.echo(
+            "revert: FAILED, nothing was written: fix the conflicts above, or leave those patches out with --only",
+            err=True,
+        )
     elif dry_run:
         click.echo(f"revert: ok (dry run), {reverted} patch(es) would be reverted")
     else:
@@ -130,20 +168,54 @@ def list_cmd(patchsets: tuple[str, ...], as_json: bool) -> int:
 
     sets = load_patchsets(patchsets or tuple(builtin_names()))
     if as_json:
-        render.emit_json([{"patchset": ps.name, "description": ps.description, "patches": [
-            {"id": p.id, "title": p.title, "kind": p.kind, "tag": p.tag, "target": list(p.target), "why": p.why,
-             "versions": p.versions, **p.meta} for p in ps.patches]} for ps in sets])
+        render.emit_json(
+            [
+                {
+                    "patchset": ps.name,
+                    "description": ps.description,
+                    "patches": [
+                        {
+                            "id": p.id,
+                            "title": p.title,
+                            "kind": p.kind,
+                            "tag": p.tag,
+                            "target": list(p.target),
+                            "why": p.why,
+                            "versions": p.versions,
+                            **p.meta,
+                        }
+                        for p in ps.patches
+                    ],
+                }
+                for ps in sets
+            ]
+        )
         return 0
     import textwrap
 
     for ps in sets:
         click.echo(f"{ps.name}: {ps.description} ({len(ps.patches)} patches, {ps.manifest})")
         for p in ps.patches:
-            click.echo("\n" + textwrap.fill(f"  {p.id}  [{p.kind}]  {p.title}", min(render.width(), 100),
-                                            subsequent_indent="    ", break_on_hyphens=False, break_long_words=False))
+            click.echo(
+                "\n"
+                + textwrap.fill(
+                    f"  {p.id}  [{p.kind}]  {p.title}",
+                    min(render.width(), 100),
+                    subsequent_indent="    ",
+                    break_on_hyphens=False,
+                    break_long_words=False,
+                )
+            )
             click.echo(f"    target: {' | '.join(render.quote_path(t) for t in p.target)}")
-            click.echo(textwrap.fill(" ".join(p.why.split()), min(render.width(), 100), initial_indent="    why: ",
-                                     subsequent_indent="         ", break_on_hyphens=False))
+            click.echo(
+                textwrap.fill(
+                    " ".join(p.why.split()),
+                    min(render.width(), 100),
+                    initial_indent="    why: ",
+                    subsequent_indent="         ",
+                    break_on_hyphens=False,
+                )
+            )
             for k, v in p.meta.items():
                 click.echo(f"    {k}: {v}")
     return 0

@@ -15,8 +15,18 @@ from patchctl.quoting import printable, quote_path
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
-__all__ = ["STYLE", "console", "emit_json", "fits", "printable", "progress_line", "quote_path", "show", "table",
-           "width"]
+__all__ = [
+    "STYLE",
+    "console",
+    "emit_json",
+    "fits",
+    "printable",
+    "progress_line",
+    "quote_path",
+    "show",
+    "table",
+    "width",
+]
 
 #: the width of output that reaches no terminal at all (a CI log, a file from cron): wide enough
 #: that a path or a matrix row stays on one line, since nobody's window folds it
@@ -25,9 +35,17 @@ NO_TERMINAL_WIDTH = 160
 _TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
 
 STYLE = {
-    "applied": "green", "already-applied": "cyan", "superseded-upstream": "blue", "not-applicable": "yellow",
-    "ambiguous": "red", "conflict": "red", "reverted": "green", "not-applied": "yellow",
-    "present": "green", "missing": "red", "modified": "red",
+    "applied": "green",
+    "already-applied": "cyan",
+    "superseded-upstream": "blue",
+    "not-applicable": "yellow",
+    "ambiguous": "red",
+    "conflict": "red",
+    "reverted": "green",
+    "not-applied": "yellow",
+    "present": "green",
+    "missing": "red",
+    "modified": "red",
 }
 
 
@@ -70,8 +88,14 @@ def fits(renderable: RenderableType) -> bool:
     return Measurement.get(out, wide, renderable).maximum <= out.width
 
 
-def table(title: str, columns: list[str], rows: list[list[str]], status_col: int | None = None,
-          styles: Mapping[str, str] = STYLE, drop_to_fit: int | None = None) -> bool:
+def table(
+    title: str,
+    columns: list[str],
+    rows: list[list[str]],
+    status_col: int | None = None,
+    styles: Mapping[str, str] = STYLE,
+    drop_to_fit: int | None = None,
+) -> bool:
     """Cells are plain text, never rich markup, with control characters escaped: a reason or a
     path from a tree must not style the table, break it (``[/]``), or add a line to it. The
     ``status_col`` cell is coloured by ``styles``. The title is a line of its own: rich would
@@ -85,8 +109,9 @@ def table(title: str, columns: list[str], rows: list[list[str]], status_col: int
         for i in keep:  # the row's name (a patch, a check, a host) and its status are never folded
             t.add_column(columns[i], overflow="fold", no_wrap=i in (0, status_col))
         for row in rows:
-            t.add_row(*(Text(printable(row[i]), style=styles.get(row[i], "white") if i == status_col else "")
-                        for i in keep))
+            t.add_row(
+                *(Text(printable(row[i]), style=styles.get(row[i], "white") if i == status_col else "") for i in keep)
+            )
         return t
 
     t = build(list(range(len(columns))))

@@ -54,26 +54,64 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 
 @click.command("train", context_settings={"ignore_unknown_options": True})
 @target_option
-@click.option("--profile", "profile_name", default="smoke", show_default=True, type=Choice(_profile_names()),
-              help="Which run: smoke needs no model or data; debug/fast-load/standard are the record's scripts.")
-@click.option("--cluster", "cluster_name", default=None, shell_complete=completion.clusters,
-              help="Take MODEL_PATH, DATA_DIR, ... from this cluster's paths (else the environment, else the "
-                   "tree's git_ignore.py).")
+@click.option(
+    "--profile",
+    "profile_name",
+    default="smoke",
+    show_default=True,
+    type=Choice(_profile_names()),
+    help="Which run: smoke needs no model or data; debug/fast-load/standard are the record's scripts.",
+)
+@click.option(
+    "--cluster",
+    "cluster_name",
+    default=None,
+    shell_complete=completion.clusters,
+    help="Take MODEL_PATH, DATA_DIR, ... from this cluster's paths (else the environment, else the "
+    "tree's git_ignore.py).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the exact command and environment; run nothing.")
-@click.option("--out", "out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
-              help="Run directory for the log, report and plot (default: TARGET/.patchctl/runs/PROFILE-TIME).")
-@click.option("--python", "python", default=sys.executable, type=SPEC, show_default="this interpreter",
-              help="The interpreter that runs verl.")
-@click.option("--timeout", "timeout", type=float, default=None, callback=_seconds,
-              help="Stop the trainer after this many seconds (more than 0).")
+@click.option(
+    "--out",
+    "out",
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    default=None,
+    help="Run directory for the log, report and plot (default: TARGET/.patchctl/runs/PROFILE-TIME).",
+)
+@click.option(
+    "--python",
+    "python",
+    default=sys.executable,
+    type=SPEC,
+    show_default="this interpreter",
+    help="The interpreter that runs verl.",
+)
+@click.option(
+    "--timeout",
+    "timeout",
+    type=float,
+    default=None,
+    callback=_seconds,
+    help="Stop the trainer after this many seconds (more than 0).",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Echo the trainer's output as it comes.")
 @json_option
 @config_option
 @click.argument("overrides", nargs=-1, type=click.UNPROCESSED)
 @handled
-def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run: bool, out: Path | None, python: str,
-              timeout: float | None, verbose: bool, as_json: bool, config: Path | None,
-              overrides: tuple[str, ...]) -> int:
+def train_cmd(
+    target: str,
+    profile_name: str,
+    cluster_name: str | None,
+    dry_run: bool,
+    out: Path | None,
+    python: str,
+    timeout: float | None,
+    verbose: bool,
+    as_json: bool,
+    config: Path | None,
+    overrides: tuple[str, ...],
+) -> int:
     """Run GRPO on TARGET with a profile's settings and judge it by its gates.
 
     OVERRIDES are hydra overrides (key=value) added after the profile's, so they win. They and the
@@ -126,18 +164,28 @@ def train_cmd(target: str, profile_name: str, cluster_name: str | None, dry_run:
     if as_json:
         render.emit_json(result.to_json())
         return 0 if result.passed else 1
-    rows = [[g.name, g.status.value, "-" if g.value is None else str(g.value), g.threshold, g.reason]
-            for g in result.gates]
+    rows = [
+        [g.name, g.status.value, "-" if g.value is None else str(g.value), g.threshold, g.reason] for g in result.gates
+    ]
     render.table(f"train {profile.name}: gates", ["gate", "status", "value", "bar", "detail"], rows, 1)
     br = result.timings.breakdown()
-    click.echo("time (s): " + ", ".join(f"{k} {v}" for k, v in br.items() if v is not None)
-               + f"; verdict at {result.timings.verdict}")
+    click.echo(
+        "time (s): "
+        + ", ".join(f"{k} {v}" for k, v in br.items() if v is not None)
+        + f"; verdict at {result.timings.verdict}"
+    )
     click.echo(f"log: {result.log}\nreport: {result.report}" + (f"\nplot: {result.plot}" if result.plot else ""))
     findings = [f.to_json() for f in result.doctor or ()]  # doctor ranks the root cause first
     for i, doc in enumerate(findings):
-        click.echo(f"doctor: {'also' if i else 'root cause'}: {doc['title']} (log line {doc['line']}): {doc['excerpt']}"
-                   if "title" in doc else f"doctor: {doc['error']}")
+        click.echo(
+            f"doctor: {'also' if i else 'root cause'}: {doc['title']} (log line {doc['line']}): {doc['excerpt']}"
+            if "title" in doc
+            else f"doctor: {doc['error']}"
+        )
     root = next((doc for doc in findings if "title" in doc), None)
-    click.echo("train: " + ("PASS" if result.passed else "FAIL")
-               + (f" (root cause: {root['title']}, log line {root['line']})" if root and not result.passed else ""))
+    click.echo(
+        "train: "
+        + ("PASS" if result.passed else "FAIL")
+        + (f" (root cause: {root['title']}, log line {root['line']})" if root and not result.passed else "")
+    )
     return 0 if result.passed else 1

@@ -31,47 +31,95 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
     """A finite number above 0, as ``train --timeout``: 0 or less would end the step at once,
     nan and inf never."""
     if value is not None and not (math.isfinite(value) and value > 0):
-        raise click.BadParameter(f"{value} is not a number of seconds above 0; write e.g. --{param.name} 600"
-                                 .replace("_", "-"))
+        raise click.BadParameter(
+            f"{value} is not a number of seconds above 0; write e.g. --{param.name} 600".replace("_", "-")
+        )
     return value
 
 
 @click.command("validate", context_settings={"ignore_unknown_options": True}, epilog=cluster_keys.EPILOG)
 @click.argument("cluster_name", metavar="CLUSTER", required=False, shell_complete=completion.clusters)
-@click.option("--profile", "profile", default="smoke", show_default=True, type=Choice(_profile_names()),
-              help="The training run, as for `patchctl train`.")
+@click.option(
+    "--profile",
+    "profile",
+    default="smoke",
+    show_default=True,
+    type=Choice(_profile_names()),
+    help="The training run, as for `patchctl train`.",
+)
 @click.option("--dry-run", is_flag=True, help="Print every remote command and the trainer command; start nothing.")
-@click.option("--compare", "compare", type=NonEmptyPath(path_type=Path), multiple=True,
-              help="An earlier report.json (or its run directory) to put beside this run's; twice and no CLUSTER: "
-                   "compare those two reports only, OLD first (--compare OLD --compare NEW), as diff takes them.")
-@click.option("--join", is_flag=True,
-              help="Use a Ray node already running on a host instead of refusing (it is never stopped).")
-@click.option("--ray-timeout", type=float, default=60.0, show_default=True, callback=_seconds,
-              help="Seconds to wait for Ray to list every host with its GPUs.")
+@click.option(
+    "--compare",
+    "compare",
+    type=NonEmptyPath(path_type=Path),
+    multiple=True,
+    help="An earlier report.json (or its run directory) to put beside this run's; twice and no CLUSTER: "
+    "compare those two reports only, OLD first (--compare OLD --compare NEW), as diff takes them.",
+)
+@click.option(
+    "--join", is_flag=True, help="Use a Ray node already running on a host instead of refusing (it is never stopped)."
+)
+@click.option(
+    "--ray-timeout",
+    type=float,
+    default=60.0,
+    show_default=True,
+    callback=_seconds,
+    help="Seconds to wait for Ray to list every host with its GPUs.",
+)
 @click.option(
     "--timeout", type=float, default=None, callback=_seconds, help="Stop the trainer after this many seconds."
 )
-@click.option("--ray-cpus", type=click.IntRange(min=0), default=None,
-              help="CPUs each Ray node offers (default: Ray counts them).")
-@click.option("--lease", type=float, default=60.0, show_default=True, callback=_seconds,
-              help="Seconds a host waits without a heartbeat from patchctl (a frozen or suspended machine, a "
-                   "partitioned network) before it stops the run's Ray.")
-@click.option("--insecure-ray", is_flag=True,
-              help="Run even where Ray cannot prove it refuses callers without the run's token (Ray < 2.52). Only "
-                   "for a cluster firewalled from everyone else; the report records it.")
+@click.option(
+    "--ray-cpus", type=click.IntRange(min=0), default=None, help="CPUs each Ray node offers (default: Ray counts them)."
+)
+@click.option(
+    "--lease",
+    type=float,
+    default=60.0,
+    show_default=True,
+    callback=_seconds,
+    help="Seconds a host waits without a heartbeat from patchctl (a frozen or suspended machine, a "
+    "partitioned network) before it stops the run's Ray.",
+)
+@click.option(
+    "--insecure-ray",
+    is_flag=True,
+    help="Run even where Ray cannot prove it refuses callers without the run's token (Ray < 2.52). Only "
+    "for a cluster firewalled from everyone else; the report records it.",
+)
 @validate_health.checks_option
 @click.option("--dashboard", is_flag=True, help="Start Ray's dashboard on the head (bound on its address).")
 @click.option("--ray-client", is_flag=True, help="Start Ray's client server on the head (bound on its address).")
-@click.option("--out", type=NonEmptyPath(path_type=Path, file_okay=False), default=None,
-              help="Local run directory (default: ./.patchctl/validate/CLUSTER-PROFILE-TIME).")
+@click.option(
+    "--out",
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    default=None,
+    help="Local run directory (default: ./.patchctl/validate/CLUSTER-PROFILE-TIME).",
+)
 @json_option
 @config_option
 @click.argument("overrides", nargs=-1, type=click.UNPROCESSED)
 @handled
-def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare: tuple[Path, ...], join: bool,
-                 ray_timeout: float, timeout: float | None, ray_cpus: int | None, lease: float, insecure_ray: bool,
-                 checks: tuple[str, ...] | None, dashboard: bool, ray_client: bool, out: Path | None, as_json: bool,
-                 config: Path | None, overrides: tuple[str, ...]) -> int:
+def validate_cmd(
+    cluster_name: str | None,
+    profile: str,
+    dry_run: bool,
+    compare: tuple[Path, ...],
+    join: bool,
+    ray_timeout: float,
+    timeout: float | None,
+    ray_cpus: int | None,
+    lease: float,
+    insecure_ray: bool,
+    checks: tuple[str, ...] | None,
+    dashboard: bool,
+    ray_client: bool,
+    out: Path | None,
+    as_json: bool,
+    config: Path | None,
+    overrides: tuple[str, ...],
+) -> int:
     """Prove the migrated tree on CLUSTER: preflight every host, bring Ray up across them, run the
     profile's training on the head, bring the log and report home, stop what was started.
 
@@ -85,8 +133,11 @@ def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare:
     if cluster_name is None or (cluster_name.endswith(".json") and len(compare) == 1):
         reports = ([Path(cluster_name)] if cluster_name else []) + list(compare)
         if len(reports) != 2:
-            raise MissingOption("validate", "name a CLUSTER, or give two reports to compare "
-                                "(--compare OLD --compare NEW); see patchctl validate --help")
+            raise MissingOption(
+                "validate",
+                "name a CLUSTER, or give two reports to compare "
+                "(--compare OLD --compare NEW); see patchctl validate --help",
+            )
         old, new = reports  # OLD first, as diff takes them
         doc = run.compare_reports(new, old, (out or new.parent))
         render.emit_json(doc) if as_json else _show_compare(doc)
@@ -94,9 +145,20 @@ def validate_cmd(cluster_name: str | None, profile: str, dry_run: bool, compare:
     if len(compare) > 1:
         raise MissingOption("--compare", "give one earlier report when validating a cluster")
     cluster = load_cluster(cluster_name, config)
-    options = Options(profile, tuple(overrides), join, ray_timeout, timeout, out, ray_cpus, insecure_ray=insecure_ray,
-                      lease=lease, dashboard=dashboard, ray_client=ray_client,
-                      checks=validate_health.checks_for(profile, checks))
+    options = Options(
+        profile,
+        tuple(overrides),
+        join,
+        ray_timeout,
+        timeout,
+        out,
+        ray_cpus,
+        insecure_ray=insecure_ray,
+        lease=lease,
+        dashboard=dashboard,
+        ray_client=ray_client,
+        checks=validate_health.checks_for(profile, checks),
+    )
     if dry_run:
         result = run.dry_run(cluster, options)
         render.emit_json(result.to_json()) if as_json else _show_plan(result)
@@ -119,7 +181,7 @@ def _note(n: Any) -> None:
 def _unprefixed(text: str, who: str) -> str:
     """``text`` without a leading ``WHO: ``: the validate errors name their host first, and the
     line already does (``node1: node1: unreachable`` read as two hosts)."""
-    return text[len(who) + 2:] if who and text.startswith(f"{who}: ") else text
+    return text[len(who) + 2 :] if who and text.startswith(f"{who}: ") else text
 
 
 def _progress(live: bool) -> Any:
@@ -152,8 +214,13 @@ def _show(result: Any) -> None:
             cells = []
             for h in result.preflight:
                 row = next((r for r in h.rows if r.check == check), None)
-                cells.append("-" if row is None else row.status if row.status in ("pass", "skip") else
-                             f"{row.status}: {row.value}")
+                cells.append(
+                    "-"
+                    if row is None
+                    else row.status
+                    if row.status in ("pass", "skip")
+                    else f"{row.status}: {row.value}"
+                )
             rows.append([check, *cells])
         render.table("preflight (host x check)", ["check", *[h.label for h in result.preflight]], rows)
         for h in result.preflight:
@@ -161,30 +228,49 @@ def _show(result: Any) -> None:
                 click.echo(f"  {h.label}: {r.check}: {r.fix}")
     validate_health.show(result.health)
     if result.ray:
-        render.table(f"Ray cluster {result.ray.address} ({result.ray.seconds:.1f} s)",
-                     ["host", "address", "GPUs", "CUDA_VISIBLE_DEVICES", "GPU", "joined (s)"],
-                     [[n.label, n.address, str(n.gpus), str(n.cuda_visible_devices or "-"),
-                       ", ".join(n.gpu_names) or "-",
-                       f"{n.joined_at:.1f}" + (" (existing)" if n.joined_existing else "")]
-                      for n in result.ray.nodes])
+        render.table(
+            f"Ray cluster {result.ray.address} ({result.ray.seconds:.1f} s)",
+            ["host", "address", "GPUs", "CUDA_VISIBLE_DEVICES", "GPU", "joined (s)"],
+            [
+                [
+                    n.label,
+                    n.address,
+                    str(n.gpus),
+                    str(n.cuda_visible_devices or "-"),
+                    ", ".join(n.gpu_names) or "-",
+                    f"{n.joined_at:.1f}" + (" (existing)" if n.joined_existing else ""),
+                ]
+                for n in result.ray.nodes
+            ],
+        )
     if result.trained:
-        gates = [[g.get("name", ""), g.get("status", ""), str(g.get("value")), g.get("reason", "")]
-                 for g in result.trained.gates]
+        gates = [
+            [g.get("name", ""), g.get("status", ""), str(g.get("value")), g.get("reason", "")]
+            for g in result.trained.gates
+        ]
         if gates:
             render.table("train gates (on the head)", ["gate", "status", "value", "detail"], gates, 1)
     if result.teardown:
-        click.echo("teardown: " + "; ".join(f"{t.label} {t.status}" + (f" ({t.stopped} processes)" if t.stopped else "")
-                                            for t in result.teardown))
+        click.echo(
+            "teardown: "
+            + "; ".join(
+                f"{t.label} {t.status}" + (f" ({t.stopped} processes)" if t.stopped else "") for t in result.teardown
+            )
+        )
     click.echo("time (s): " + ", ".join(f"{k} {v}" for k, v in result.timings.items() if v is not None))
     if result.run_dir and Path(result.run_dir).is_dir():  # a run stopped before it made one has none
-        click.echo(f"run directory: {result.run_dir}" + (f" ({', '.join(Path(f).name for f in result.fetched)})"
-                                                         if result.fetched else ""))
+        click.echo(
+            f"run directory: {result.run_dir}"
+            + (f" ({', '.join(Path(f).name for f in result.fetched)})" if result.fetched else "")
+        )
     if result.comparison:
         _show_compare(result.comparison)
     if result.insecure_ray:
         auth = result.ray.auth if result.ray else {}
-        click.echo("WARNING: --insecure-ray: this run did not insist that its Ray cluster refuses callers without the "
-                   "token" + (" (" + ", ".join(f"{k}: {v['outcome']}" for k, v in auth.items()) + ")" if auth else ""))
+        click.echo(
+            "WARNING: --insecure-ray: this run did not insist that its Ray cluster refuses callers without the "
+            "token" + (" (" + ", ".join(f"{k}: {v['outcome']}" for k, v in auth.items()) + ")" if auth else "")
+        )
     cause = _unprefixed(result.cause, "validate")
     click.echo(f"validate: {result.verdict.value.upper()}" + (f" — {cause}" if cause else ""))
 
@@ -196,8 +282,10 @@ def _show_compare(doc: dict[str, Any]) -> None:
     else:
         click.echo("package versions: the same")
     p = doc["patches"]
-    click.echo(f"patches: {len(p['both'])} in both"
-               + (f"; only new: {', '.join(p['only_new'])}" if p["only_new"] else "")
-               + (f"; only old: {', '.join(p['only_old'])}" if p["only_old"] else ""))
+    click.echo(
+        f"patches: {len(p['both'])} in both"
+        + (f"; only new: {', '.join(p['only_new'])}" if p["only_new"] else "")
+        + (f"; only old: {', '.join(p['only_old'])}" if p["only_old"] else "")
+    )
     if doc.get("plot"):
         click.echo(f"reward curves: {doc['plot']}")

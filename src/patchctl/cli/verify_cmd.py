@@ -29,8 +29,15 @@ from patchctl.verify.patches import verify
 @json_option
 @config_option
 @handled
-def verify_cmd(target: str, patchsets: tuple[str, ...], strict: bool, env: bool, cluster: str | None,
-               as_json: bool, config: Path | None) -> int:
+def verify_cmd(
+    target: str,
+    patchsets: tuple[str, ...],
+    strict: bool,
+    env: bool,
+    cluster: str | None,
+    as_json: bool,
+    config: Path | None,
+) -> int:
     """Check that every patch is present and intact in TARGET; list tags no patch accounts for.
 
     With --env: run the environment preflight (one verdict and fix per check)."""

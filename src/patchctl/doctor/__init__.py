@@ -12,5 +12,15 @@ from patchctl.doctor.matcher import Diagnosis, Match, diagnose
 from patchctl.doctor.signatures import Resolution, Signature, load_signatures
 from patchctl.doctor.versions import verl_pins
 
-__all__ = ["Diagnosis", "LogReader", "Match", "NotALog", "Resolution", "Signature", "diagnose", "load_signatures",
-           "open_log", "verl_pins"]
+__all__ = [
+    "Diagnosis",
+    "LogReader",
+    "Match",
+    "NotALog",
+    "Resolution",
+    "Signature",
+    "diagnose",
+    "load_signatures",
+    "open_log",
+    "verl_pins",
+]

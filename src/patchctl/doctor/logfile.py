@@ -30,11 +30,16 @@ COMPRESSED: dict[bytes, tuple[str, Callable[[IO[bytes]], IO[bytes]]]] = {
 }
 #: binary formats a log is mistaken for: magic -> what it is
 BINARY = {
-    b"\x7fELF": "an ELF executable or library", b"PK\x03\x04": "a zip archive (a torch checkpoint?)",
-    b"PAR1": "a parquet file", b"\x93NUMPY": "a numpy array", b"\x89PNG": "a PNG image",
+    b"\x7fELF": "an ELF executable or library",
+    b"PK\x03\x04": "a zip archive (a torch checkpoint?)",
+    b"PAR1": "a parquet file",
+    b"\x93NUMPY": "a numpy array",
+    b"\x89PNG": "a PNG image",
     b"\xff\xd8\xff": "a JPEG image",
-    b"(\xb5/\xfd": "zstd-compressed data (decompress it first: zstd -d FILE)", b"%PDF": "a PDF document",
-    b"\xca\xfe\xba\xbe": "a Mach-O or Java binary", b"\xcf\xfa\xed\xfe": "a Mach-O binary",
+    b"(\xb5/\xfd": "zstd-compressed data (decompress it first: zstd -d FILE)",
+    b"%PDF": "a PDF document",
+    b"\xca\xfe\xba\xbe": "a Mach-O or Java binary",
+    b"\xcf\xfa\xed\xfe": "a Mach-O binary",
 }
 #: bytes that occur in text logs: printable ASCII, UTF-8 and other 8-bit text, tab, newlines, ANSI escapes
 _TEXT = bytes(range(0x20, 0x7F)) + bytes(range(0x80, 0x100)) + b"\t\n\r\f\b\x1b"
@@ -80,7 +85,7 @@ class _Prefixed(io.RawIOBase):
             view[:n], self._head = self._head[:n], self._head[n:]
             return n
         data = self._rest.read(len(view))
-        view[:len(data)] = data
+        view[: len(data)] = data
         return len(data)
 
 
@@ -128,8 +133,9 @@ class LogReader:
                 self.lines_read += 1
                 yield line
         except _DAMAGED as exc:
-            self.damage = (f"the {self.compression or 'log'} data is cut off or damaged after line "
-                           f"{self.lines_read} ({exc})")
+            self.damage = (
+                f"the {self.compression or 'log'} data is cut off or damaged after line {self.lines_read} ({exc})"
+            )
 
     def close(self) -> None:
         if self._close:

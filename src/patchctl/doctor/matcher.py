@@ -80,11 +80,25 @@ class Match:
         resolves: dict[str, list[str]] = {}
         for kind, text in self.resolves():
             resolves.setdefault(kind, []).append(text)
-        return {"id": s.id, "title": s.title, "headline": self.headline, "confidence": self.confidence,
-                "fatal": self.fatal, "generic": s.generic, "line": self.line, "first_line": self.first_line,
-                "count": self.count, "processes": self.processes, "excerpt": self.excerpt, "cause": s.cause,
-                "fix": s.fix, "resolves": resolves, "captures": dict(self.captures),
-                "versions": {p: list(v) for p, v in self.versions}, "source": s.source}
+        return {
+            "id": s.id,
+            "title": s.title,
+            "headline": self.headline,
+            "confidence": self.confidence,
+            "fatal": self.fatal,
+            "generic": s.generic,
+            "line": self.line,
+            "first_line": self.first_line,
+            "count": self.count,
+            "processes": self.processes,
+            "excerpt": self.excerpt,
+            "cause": s.cause,
+            "fix": s.fix,
+            "resolves": resolves,
+            "captures": dict(self.captures),
+            "versions": {p: list(v) for p, v in self.versions},
+            "source": s.source,
+        }
 
 
 @dataclass(frozen=True)
@@ -103,9 +117,13 @@ class Diagnosis:
         return self.matches[0] if self.matches else None
 
     def to_json(self) -> dict[str, object]:
-        return {"source": self.source, "lines": self.lines, "signatures": self.tried,
-                "root": self.root.signature.id if self.root else None,
-                "matches": [m.to_json() for m in self.matches]}
+        return {
+            "source": self.source,
+            "lines": self.lines,
+            "signatures": self.tried,
+            "root": self.root.signature.id if self.root else None,
+            "matches": [m.to_json() for m in self.matches],
+        }
 
 
 def _match(sig: Signature, scan: Scan, sigs: dict[str, Signature]) -> Match | None:
@@ -122,8 +140,18 @@ def _match(sig: Signature, scan: Scan, sigs: dict[str, Signature]) -> Match | No
         return None  # an unconfirmed refinement of a generic finding on the same lines adds nothing to it
     confidence = "likely" if sig.confidence == "likely" and confirmed else "possible"
     seen = tuple((p, tuple(v)) for p, v in scan.versions.items()) if sig.versions else ()
-    return Match(sig, evidence[0], evidence[1], count, h.first[0], confidence, h.fatal is not None,
-                 len(h.processes), tuple(sorted(h.captures.items())), seen)
+    return Match(
+        sig,
+        evidence[0],
+        evidence[1],
+        count,
+        h.first[0],
+        confidence,
+        h.fatal is not None,
+        len(h.processes),
+        tuple(sorted(h.captures.items())),
+        seen,
+    )
 
 
 def rank_key(m: Match) -> tuple[int, int, int, int]:

@@ -37,8 +37,9 @@ SIGNATURE_SCHEMA = {
     "severity": Field(str, False, '"fatal" (ends a run; the default) or "warning"', choices=SEVERITIES),
     "generic": Field(bool, False, "true when the failure only points at another one (a worker died, a timeout)"),
     "confidence": Field(str, False, '"likely" (the default) or "possible"', choices=CONFIDENCES),
-    "confirm": Field(list, False, "regular expressions; without one of them near a hit, the finding is only possible",
-                     item=str),
+    "confirm": Field(
+        list, False, "regular expressions; without one of them near a hit, the finding is only possible", item=str
+    ),
     "unless": Field(list, False, "regular expressions; a hit line matching one is not a hit", item=str),
     "refines": Field(list, False, "ids of more generic signatures this one explains on the same line", item=str),
     "versions": Field(bool, False, "true to list the package versions the log shows, and verl's pins"),
@@ -117,28 +118,53 @@ def _signature(raw: dict[str, Any], i: int, file: Path) -> Signature:
     if not ID.match(raw["id"]):
         raise ManifestError(file, f"{key}.id", f"{raw['id']!r} is not kebab-case", 'write e.g. "nccl-timeout"')
     if not raw.get("patterns") and not raw.get("functions"):
-        raise ManifestError(file, f"{key}.patterns", "is empty and there are no functions",
-                            "list at least one regular expression or function name")
+        raise ManifestError(
+            file,
+            f"{key}.patterns",
+            "is empty and there are no functions",
+            "list at least one regular expression or function name",
+        )
     compiled: list[re.Pattern[str]] = []
     extra = {k: _regexes(raw.get(k, []), file, f"{key}.{k}") for k in ("confirm", "unless")}
     for j, name in enumerate(raw.get("functions", [])):
         if not FUNCTION.match(name):
-            raise ManifestError(file, f"{key}.functions[{j}]", f"{name!r} is not a Python name",
-                                'write the bare name, e.g. "compile_module_from_src"')
+            raise ManifestError(
+                file,
+                f"{key}.functions[{j}]",
+                f"{name!r} is not a Python name",
+                'write the bare name, e.g. "compile_module_from_src"',
+            )
         compiled.extend(function_patterns(name))
     compiled.extend(_regexes(raw.get("patterns", []), file, f"{key}.patterns"))
     resolves = check(raw["resolves"], RESOLVES_SCHEMA, file=file, prefix=f"{key}.resolves.")
     if not any(resolves.values()):
-        raise ManifestError(file, f"{key}.resolves", "names nothing",
-                            "name at least one patch, env, override, package or command")
+        raise ManifestError(
+            file, f"{key}.resolves", "names nothing", "name at least one patch, env, override, package or command"
+        )
     for j, ref in enumerate(resolves.get("patch", [])):
         if ref.count("/") != 1:
-            raise ManifestError(file, f"{key}.resolves.patch[{j}]", f"{ref!r} is not patchset/patch-id",
-                                'write e.g. "uky/triton-cuda-stubs"')
-    return Signature(raw["id"], raw["title"], tuple(compiled), raw["cause"].strip(), raw["fix"].strip(),
-                     Resolution(**{k: tuple(v) for k, v in resolves.items()}), raw.get("source", ""),
-                     raw.get("severity", "fatal"), raw.get("generic", False), raw.get("confidence", "likely"),
-                     extra["confirm"], extra["unless"], tuple(raw.get("refines", [])), raw.get("versions", False))
+            raise ManifestError(
+                file,
+                f"{key}.resolves.patch[{j}]",
+                f"{ref!r} is not patchset/patch-id",
+                'write e.g. "uky/triton-cuda-stubs"',
+            )
+    return Signature(
+        raw["id"],
+        raw["title"],
+        tuple(compiled),
+        raw["cause"].strip(),
+        raw["fix"].strip(),
+        Resolution(**{k: tuple(v) for k, v in resolves.items()}),
+        raw.get("source", ""),
+        raw.get("severity", "fatal"),
+        raw.get("generic", False),
+        raw.get("confidence", "likely"),
+        extra["confirm"],
+        extra["unless"],
+        tuple(raw.get("refines", [])),
+        raw.get("versions", False),
+    )
 
 
 def _regexes(patterns: list[str], file: Path, key: str) -> tuple[re.Pattern[str], ...]:
@@ -147,8 +173,12 @@ def _regexes(patterns: list[str], file: Path, key: str) -> tuple[re.Pattern[str]
         try:
             out.append(re.compile(pattern))
         except re.error as exc:
-            raise ManifestError(file, f"{key}[{j}]", f"not a regular expression ({exc})",
-                                "fix the pattern (backslashes are doubled in TOML basic strings)") from None
+            raise ManifestError(
+                file,
+                f"{key}[{j}]",
+                f"not a regular expression ({exc})",
+                "fix the pattern (backslashes are doubled in TOML basic strings)",
+            ) from None
     return tuple(out)
 
 
@@ -173,6 +203,10 @@ def load_signatures(path: Path | None = None) -> list[Signature]:
     for i, s in enumerate(sigs):
         for j, ref in enumerate(s.refines):
             if ref not in seen:
-                raise ManifestError(file, f"signature[{i}].refines[{j}]", f"{ref!r} is no signature's id",
-                                    "name the id of a signature in this table")
+                raise ManifestError(
+                    file,
+                    f"signature[{i}].refines[{j}]",
+                    f"{ref!r} is no signature's id",
+                    "name the id of a signature in this table",
+                )
     return sigs

@@ -53,12 +53,20 @@ class Bisection:
     probed: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"patch": self.patch, "good": self.good, "bad": self.bad, "merge_base": self.base,
-                "first": self.first.to_json() if self.first else None,
-                "candidates": [c.to_json() for c in self.candidates],
-                "before": self.before.to_json(), "after": self.after.to_json(),
-                "skipped": [p.to_json() for p in self.skipped], "span": self.span, "probes": self.probes,
-                "probed": list(self.probed)}
+        return {
+            "patch": self.patch,
+            "good": self.good,
+            "bad": self.bad,
+            "merge_base": self.base,
+            "first": self.first.to_json() if self.first else None,
+            "candidates": [c.to_json() for c in self.candidates],
+            "before": self.before.to_json(),
+            "after": self.after.to_json(),
+            "skipped": [p.to_json() for p in self.skipped],
+            "span": self.span,
+            "probes": self.probes,
+            "probed": list(self.probed),
+        }
 
 
 class _Search:
@@ -90,14 +98,26 @@ def bisect(repo: Path, patchset: Patchset, patch: Patch, good: tuple[str, str], 
         lo, hi, skipped = _narrow(search, chain, g, b)
         before = search.at(chain[lo]) if lo >= 0 else search.at(start)
         after = search.at(chain[hi])
-        between = [history.info(repo, sha) for sha in chain[lo + 1: hi + 1]]
-        return Bisection(patch.id, good_sha, bad_sha, base, before, after,
-                         between[0] if len(between) == 1 else None, tuple(between) if len(between) > 1 else (),
-                         tuple(skipped), len(chain), len(search.seen), tuple(search.seen))
+        between = [history.info(repo, sha) for sha in chain[lo + 1 : hi + 1]]
+        return Bisection(
+            patch.id,
+            good_sha,
+            bad_sha,
+            base,
+            before,
+            after,
+            between[0] if len(between) == 1 else None,
+            tuple(between) if len(between) > 1 else (),
+            tuple(skipped),
+            len(chain),
+            len(search.seen),
+            tuple(search.seen),
+        )
 
 
-def _start(repo: Path, search: _Search, patch: Patch, good_text: str, good_sha: str, bad_sha: str,
-           g: Probe) -> tuple[str, str | None]:
+def _start(
+    repo: Path, search: _Search, patch: Patch, good_text: str, good_sha: str, bad_sha: str, g: Probe
+) -> tuple[str, str | None]:
     """Where the search starts: ``good`` itself, or the merge base when ``good`` is on another branch."""
     if history.is_ancestor(repo, good_sha, bad_sha):
         return good_sha, None
@@ -108,8 +128,9 @@ def _start(repo: Path, search: _Search, patch: Patch, good_text: str, good_sha: 
         raise NoCommonHistory(good_text, bad_sha[:12])
     at_base = search.at(base)
     if at_base.status is not g.status or at_base.skipped:
-        raise ChangedBeforeBranch(patch.id, good_text, base,
-                                  at_base.status.value if at_base.status else f"unjudgeable ({at_base.skipped})")
+        raise ChangedBeforeBranch(
+            patch.id, good_text, base, at_base.status.value if at_base.status else f"unjudgeable ({at_base.skipped})"
+        )
     return base, base
 
 

@@ -29,9 +29,18 @@ def drift(source: str, dest: str, patchsets: list[Patchset], repo: Path | None =
         a, b = open_side(a_spec, Path(tmp) / "from"), open_side(b_spec, Path(tmp) / "to")
         before, after = _outcomes(a, patchsets), _outcomes(b, patchsets)
         finders = (Finder(a), Finder(b))
-        out = [PatchDrift(ps.name, p.id, p.kind, before[(ps.name, p.id)], after[(ps.name, p.id)],
-                          tuple(_regions(ps, p, a, b, finders)))
-               for ps in patchsets for p in ps.patches]
+        out = [
+            PatchDrift(
+                ps.name,
+                p.id,
+                p.kind,
+                before[(ps.name, p.id)],
+                after[(ps.name, p.id)],
+                tuple(_regions(ps, p, a, b, finders)),
+            )
+            for ps in patchsets
+            for p in ps.patches
+        ]
     return Drift(a.label, b.label, a.target.version, b.target.version, tuple(out))
 
 
@@ -57,22 +66,47 @@ def _regions(ps: Patchset, patch: Patch, a: Side, b: Side, finders: tuple[Finder
     if path_b is not None and path_b != path_a:
         flags.append(f"patch target moved: {path_a} -> {path_b}")
     text_a, text_b = a.read(path_a) or "", b.read(compared) if compared else None
-    status = "deleted" if text_b is None else "renamed" if compared != path_a else \
-        "changed" if text_a != text_b else "unchanged"
+    status = (
+        "deleted"
+        if text_b is None
+        else "renamed"
+        if compared != path_a
+        else "changed"
+        if text_a != text_b
+        else "unchanged"
+    )
     name = path_a if compared in (None, path_a) else f"{path_a} -> {compared}"
-    out = [Region("file", name, status, tuple(flags),
-                  regions.trimmed_diff(text_a, text_b, f"{a.label}/{path_a}", f"{b.label}/{compared}")
-                  if text_b is not None and text_a != text_b else "")]
+    out = [
+        Region(
+            "file",
+            name,
+            status,
+            tuple(flags),
+            regions.trimmed_diff(text_a, text_b, f"{a.label}/{path_a}", f"{b.label}/{compared}")
+            if text_b is not None and text_a != text_b
+            else "",
+        )
+    ]
     tree_a, tree_b = regions.parse(text_a), regions.parse(text_b)
     if tree_a is not None:
-        out += [_scope(scope, path_a, tree_a, text_a, compared, tree_b, text_b, finders[1])
-                for scope in regions.anchor_scopes(patch, tree_a)]
+        out += [
+            _scope(scope, path_a, tree_a, text_a, compared, tree_b, text_b, finders[1])
+            for scope in regions.anchor_scopes(patch, tree_a)
+        ]
         out += [_callee(callee, finders) for callee in regions.callees(patch)]
     return out
 
 
-def _scope(scope: str, path_a: str, tree_a: ast.Module, text_a: str, path_b: str | None,
-           tree_b: ast.Module | None, text_b: str | None, find_b: Finder) -> Region:
+def _scope(
+    scope: str,
+    path_a: str,
+    tree_a: ast.Module,
+    text_a: str,
+    path_b: str | None,
+    tree_b: ast.Module | None,
+    text_b: str | None,
+    find_b: Finder,
+) -> Region:
     node_a = regions.definitions(tree_a).get(scope)
     name = f"{path_a}:{scope}"
     if node_a is None:
@@ -83,8 +117,13 @@ def _scope(scope: str, path_a: str, tree_a: ast.Module, text_a: str, path_b: str
     if node_b is None:
         moved = find_b.moved(scope, path_b)
         if moved is None:
-            return Region("scope", name, "deleted", (f"deleted: {scope} (was in {path_a})",),
-                          regions.trimmed_diff(old, "", f"a/{path_a}", "/dev/null"))
+            return Region(
+                "scope",
+                name,
+                "deleted",
+                (f"deleted: {scope} (was in {path_a})",),
+                regions.trimmed_diff(old, "", f"a/{path_a}", "/dev/null"),
+            )
         file_b, qual_b, node_b, text_b = moved
         where_b = f"{file_b}:{qual_b}"
         flag: tuple[str, ...] = (f"moved: {scope} -> {where_b}",)
@@ -94,8 +133,13 @@ def _scope(scope: str, path_a: str, tree_a: ast.Module, text_a: str, path_b: str
     new = regions.source(text_b, node_b)
     flags = flag + tuple(regions.signature_flags(scope, regions.signature(node_a), regions.signature(node_b)))
     status = "moved" if flag else "changed" if old != new else "unchanged"
-    return Region("scope", name, status, flags,
-                  regions.trimmed_diff(old, new, f"a/{path_a}:{scope}", f"b/{where_b}") if old != new else "")
+    return Region(
+        "scope",
+        name,
+        status,
+        flags,
+        regions.trimmed_diff(old, new, f"a/{path_a}:{scope}", f"b/{where_b}") if old != new else "",
+    )
 
 
 def _callee(callee: str, finders: tuple[Finder, Finder]) -> Region:
@@ -115,8 +159,13 @@ def _callee(callee: str, finders: tuple[Finder, Finder]) -> Region:
     flags = [f"moved: {qual_a} -> {path_b}:{qual_b}"] if (path_a, qual_a) != (path_b, qual_b) else []
     flags += regions.signature_flags(callee, regions.signature(node_a), regions.signature(node_b))
     status = "moved" if (path_a, qual_a) != (path_b, qual_b) else "changed" if old != new else "unchanged"
-    return Region("callee", f"{callee} ({path_b}:{qual_b})", status, tuple(flags),
-                  regions.trimmed_diff(old, new, f"a/{path_a}", f"b/{path_b}") if old != new else "")
+    return Region(
+        "callee",
+        f"{callee} ({path_b}:{qual_b})",
+        status,
+        tuple(flags),
+        regions.trimmed_diff(old, new, f"a/{path_a}", f"b/{path_b}") if old != new else "",
+    )
 
 
 def _beside(target: str, a: Side, b: Side) -> Region:
@@ -136,6 +185,6 @@ def _beside(target: str, a: Side, b: Side) -> Region:
     shown = diffs
     lines = shown.splitlines(keepends=True)
     if len(lines) > regions.DIFF_LINES:
-        shown = "".join(lines[:regions.DIFF_LINES]) + f"... ({len(lines) - regions.DIFF_LINES} more diff lines)\n"
+        shown = "".join(lines[: regions.DIFF_LINES]) + f"... ({len(lines) - regions.DIFF_LINES} more diff lines)\n"
     name = f"{folder or '.'}/ beside {target.rsplit('/', 1)[-1]} (+{len(came)} -{len(went)} ~{len(changed)})"
     return Region("beside", name, status, tuple(flags), shown)

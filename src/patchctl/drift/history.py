@@ -27,8 +27,9 @@ class Commit:
 
 
 def info(repo: Path, sha: str) -> Commit:
-    out = proc.run(["git", "-C", str(repo), "log", "-1", "--no-show-signature", "--format=%H%x00%cI%x00%s",
-                    sha, "--"]).stdout
+    out = proc.run(
+        ["git", "-C", str(repo), "log", "-1", "--no-show-signature", "--format=%H%x00%cI%x00%s", sha, "--"]
+    ).stdout
     full, date, subject = out.rstrip("\n").split("\0", 2)
     return Commit(full, date, subject)
 
@@ -69,8 +70,9 @@ def changed_paths(repo: Path, a: str, b: str, paths: list[str]) -> dict[str, str
     """``git diff --name-status -M`` between two commits over ``paths``: new path -> old path for
     renames, path -> path for other changes. Rename detection is what tells a moved file from a
     deleted one."""
-    out = proc.run(["git", "-C", str(repo), "-c", "core.quotePath=false", "diff", "--name-status", "-z", "-M",
-                    a, b, "--", *paths]).stdout.split("\0")
+    out = proc.run(
+        ["git", "-C", str(repo), "-c", "core.quotePath=false", "diff", "--name-status", "-z", "-M", a, b, "--", *paths]
+    ).stdout.split("\0")
     found: dict[str, str] = {}
     i = 0
     while i < len(out) - 1:

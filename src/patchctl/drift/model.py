@@ -31,8 +31,13 @@ class Region:
         return self.status not in QUIET
 
     def to_json(self) -> dict[str, Any]:
-        return {"what": self.what, "name": self.name, "status": self.status, "flags": list(self.flags),
-                "diff": self.diff}
+        return {
+            "what": self.what,
+            "name": self.name,
+            "status": self.status,
+            "flags": list(self.flags),
+            "diff": self.diff,
+        }
 
 
 @dataclass(frozen=True)
@@ -58,10 +63,15 @@ class PatchDrift:
         return out + [f for r in self.regions for f in r.flags]
 
     def to_json(self) -> dict[str, Any]:
-        return {"patchset": self.patchset, "patch": self.patch, "kind": self.kind, "changed": self.changed,
-                "outcome": {"from": self.before.to_json(), "to": self.after.to_json(),
-                            "changed": self.outcome_changed},
-                "flags": self.flags, "regions": [r.to_json() for r in self.regions]}
+        return {
+            "patchset": self.patchset,
+            "patch": self.patch,
+            "kind": self.kind,
+            "changed": self.changed,
+            "outcome": {"from": self.before.to_json(), "to": self.after.to_json(), "changed": self.outcome_changed},
+            "flags": self.flags,
+            "regions": [r.to_json() for r in self.regions],
+        }
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,9 @@ class Drift:
         return any(p.changed for p in self.patches)
 
     def to_json(self) -> dict[str, Any]:
-        return {"from": {"label": self.source, "version": self.source_version},
-                "to": {"label": self.dest, "version": self.dest_version},
-                "changed": self.changed, "patches": [p.to_json() for p in self.patches]}
+        return {
+            "from": {"label": self.source, "version": self.source_version},
+            "to": {"label": self.dest, "version": self.dest_version},
+            "changed": self.changed,
+            "patches": [p.to_json() for p in self.patches],
+        }

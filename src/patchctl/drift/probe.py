@@ -46,8 +46,13 @@ class Probe:
         return self.status is Outcome.NOT_APPLICABLE and self.reason.startswith(NO_FILE)
 
     def to_json(self) -> dict[str, Any]:
-        return {"commit": self.sha, "status": self.status.value if self.status else None, "path": self.path,
-                "reason": self.reason, "skipped": self.skipped}
+        return {
+            "commit": self.sha,
+            "status": self.status.value if self.status else None,
+            "path": self.path,
+            "reason": self.reason,
+            "skipped": self.skipped,
+        }
 
 
 def files_of(patch: Patch, manifest: Path) -> list[str]:

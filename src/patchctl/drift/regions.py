@@ -83,7 +83,7 @@ def source(text: str, node: ast.AST) -> str:
     """A definition's lines, its decorators included."""
     decorators = getattr(node, "decorator_list", None) or []
     first = min([node.lineno, *(d.lineno for d in decorators)])  # type: ignore[attr-defined] # node is a def or class: it has line numbers
-    return "".join(text.splitlines(keepends=True)[first - 1: node.end_lineno])  # type: ignore[attr-defined] # as above
+    return "".join(text.splitlines(keepends=True)[first - 1 : node.end_lineno])  # type: ignore[attr-defined] # as above
 
 
 def find_callee(tree: ast.Module, callee: str) -> str | None:
@@ -99,8 +99,14 @@ def find_callee(tree: ast.Module, callee: str) -> str | None:
     if len(parts) == 1:
         return callee if isinstance(defs.get(callee), (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else None
     owner = ".".join(parts[-2:])
-    return next((q for q in defs if (q == owner or q.endswith("." + owner))
-                 and isinstance(defs[q], (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    return next(
+        (
+            q
+            for q in defs
+            if (q == owner or q.endswith("." + owner)) and isinstance(defs[q], (ast.FunctionDef, ast.AsyncFunctionDef))
+        ),
+        None,
+    )
 
 
 def header(text: str, node: ast.AST) -> str:
@@ -109,7 +115,7 @@ def header(text: str, node: ast.AST) -> str:
     decorators = getattr(node, "decorator_list", None) or []
     first = min([node.lineno, *(d.lineno for d in decorators)])  # type: ignore[attr-defined] # node is a def or class: it has line numbers
     last = body[0].lineno - 1 if body and body[0].lineno > node.lineno else node.lineno  # type: ignore[attr-defined] # as above
-    return "".join(text.splitlines(keepends=True)[first - 1: last])
+    return "".join(text.splitlines(keepends=True)[first - 1 : last])
 
 
 @dataclass(frozen=True)
@@ -159,8 +165,7 @@ def signature_flags(name: str, old: list[Param] | None, new: list[Param] | None)
             came.remove(new[i].name)
     flags += [f"parameter renamed: {name}({a} -> {b})" for a, b in renamed]
     flags += [f"parameter removed: {name}({g})" for g in gone]
-    flags += [f"parameter added: {name}({c}{'=' + (after[c].default or '') if after[c].default else ''})"
-              for c in came]
+    flags += [f"parameter added: {name}({c}{'=' + (after[c].default or '') if after[c].default else ''})" for c in came]
     for p in old:
         q = after.get(p.name)
         if q is not None and q.default != p.default:

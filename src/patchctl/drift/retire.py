@@ -41,9 +41,15 @@ class Retired:
     drop_when: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"patch": self.patch, "title": self.title, "reason": self.reason,
-                "absorbed_by": self.absorbed_by.to_json() if self.absorbed_by else None, "release": self.release,
-                "applied_upstream": self.applied_upstream, "drop_when": self.drop_when}
+        return {
+            "patch": self.patch,
+            "title": self.title,
+            "reason": self.reason,
+            "absorbed_by": self.absorbed_by.to_json() if self.absorbed_by else None,
+            "release": self.release,
+            "applied_upstream": self.applied_upstream,
+            "drop_when": self.drop_when,
+        }
 
 
 def release_of(repo: Path, sha: str) -> str | None:
@@ -58,8 +64,9 @@ def release_of(repo: Path, sha: str) -> str | None:
     return min(versions)[1] if versions else None
 
 
-def absorbed(repo: Path | None, since: str | None, side: Side, patchset: Patchset, patch: Patch,
-             result: PatchResult) -> Retired:
+def absorbed(
+    repo: Path | None, since: str | None, side: Side, patchset: Patchset, patch: Patch, result: PatchResult
+) -> Retired:
     """The record of one retired patch; bisected when there is history to bisect."""
     commit = rel = None
     bad = _commit_of(repo, side) if repo is not None else None
@@ -67,8 +74,15 @@ def absorbed(repo: Path | None, since: str | None, side: Side, patchset: Patchse
         found = bisect(repo, patchset, patch, resolve(repo, "--since", since), bad)
         commit = found.first
         rel = release_of(repo, commit.sha) if commit else None
-    return Retired(patch.id, patch.title, result.reason, commit, rel, patch.meta.get("applied_upstream"),
-                   patch.meta.get("drop_when"))
+    return Retired(
+        patch.id,
+        patch.title,
+        result.reason,
+        commit,
+        rel,
+        patch.meta.get("applied_upstream"),
+        patch.meta.get("drop_when"),
+    )
 
 
 def _commit_of(repo: Path, side: Side) -> tuple[str, str] | None:
@@ -95,19 +109,22 @@ def disagreements(retired: list[Retired], kept: list[tuple[Patch, PatchResult]],
     for r in retired:
         found = r.release.lstrip("v") if r.release else None
         if found and r.applied_upstream and Version(found) != _version(r.applied_upstream):
-            out.append(f"{r.patch}: applied_upstream = {r.applied_upstream!r}, but bisect found it absorbed by "
-                       f"{r.absorbed_by.sha[:12] if r.absorbed_by else '?'}, first released in {r.release}")
+            out.append(
+                f"{r.patch}: applied_upstream = {r.applied_upstream!r}, but bisect found it absorbed by "
+                f"{r.absorbed_by.sha[:12] if r.absorbed_by else '?'}, first released in {r.release}"
+            )
         if found and _contains(r.drop_when, found) is False:
             out.append(f"{r.patch}: drop_when = {r.drop_when!r} excludes {found}, the first release that has it")
         if _contains(r.drop_when, version) is False:
-            out.append(f"{r.patch}: superseded upstream on verl {version}, but drop_when = {r.drop_when!r} "
-                       "excludes it")
+            out.append(f"{r.patch}: superseded upstream on verl {version}, but drop_when = {r.drop_when!r} excludes it")
         if not r.drop_when and not r.applied_upstream:
             out.append(f"{r.patch}: superseded upstream, and it has neither applied_upstream nor drop_when")
     for patch, result in kept:
         if _contains(patch.meta.get("drop_when"), version) and result.status is not Outcome.SUPERSEDED_UPSTREAM:
-            out.append(f"{patch.id}: drop_when = {patch.meta['drop_when']!r} says drop it on verl {version}, "
-                       f"but upstream does not have it there ({result.status.value})")
+            out.append(
+                f"{patch.id}: drop_when = {patch.meta['drop_when']!r} says drop it on verl {version}, "
+                f"but upstream does not have it there ({result.status.value})"
+            )
     return out
 
 
@@ -131,5 +148,7 @@ def without(manifest_text: str, ids: set[str]) -> str:
 
 def record(retired: list[Retired], target: str, problems: list[str]) -> str:
     """``retired.json``: what was retired from the patchset, on which target, and why."""
-    return json.dumps({"target": target, "retired": [r.to_json() for r in retired], "disagreements": problems},
-                      indent=2) + "\n"
+    return (
+        json.dumps({"target": target, "retired": [r.to_json() for r in retired], "disagreements": problems}, indent=2)
+        + "\n"
+    )

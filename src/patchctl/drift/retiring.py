@@ -27,8 +27,10 @@ class OutExists(PatchctlError):
 
 class AllRetired(PatchctlError):
     def __init__(self, patchset: str, target: str) -> None:
-        super().__init__(f"patchset {patchset}: every patch is superseded upstream on {target}, so no patchset "
-                         "is left to write; run without --out to see the record, and stop loading this patchset")
+        super().__init__(
+            f"patchset {patchset}: every patch is superseded upstream on {target}, so no patchset "
+            "is left to write; run without --out to see the record, and stop loading this patchset"
+        )
 
 
 @dataclass(frozen=True)
@@ -44,13 +46,20 @@ class Retirement:
     out: Path | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"target": self.target, "version": self.version, "patchset": self.patchset,
-                "retired": [r.to_json() for r in self.retired], "kept": list(self.kept),
-                "disagreements": list(self.problems), "out": str(self.out) if self.out else None}
+        return {
+            "target": self.target,
+            "version": self.version,
+            "patchset": self.patchset,
+            "retired": [r.to_json() for r in self.retired],
+            "kept": list(self.kept),
+            "disagreements": list(self.problems),
+            "out": str(self.out) if self.out else None,
+        }
 
 
-def retire(target: str, patchset: Patchset, out: Path | None, repo: Path | None = None,
-           since: str | None = None) -> Retirement:
+def retire(
+    target: str, patchset: Patchset, out: Path | None, repo: Path | None = None, since: str | None = None
+) -> Retirement:
     """Retire ``patchset``'s patches superseded on ``target``; write the rest to ``out`` (None: dry run)."""
     if out is not None and os.path.lexists(out):
         raise OutExists(out)
@@ -64,8 +73,15 @@ def retire(target: str, patchset: Patchset, out: Path | None, repo: Path | None 
     if out is not None and retired and not kept:
         raise AllRetired(patchset.name, target)
     written = _write(patchset, out, retired, target, problems) if out is not None and retired else None
-    return Retirement(side.label, side.target.version, patchset.name, tuple(retired), tuple(p.id for p, _ in kept),
-                      tuple(problems), written)
+    return Retirement(
+        side.label,
+        side.target.version,
+        patchset.name,
+        tuple(retired),
+        tuple(p.id for p, _ in kept),
+        tuple(problems),
+        written,
+    )
 
 
 def _write(patchset: Patchset, out: Path, retired: list[Retired], target: str, problems: list[str]) -> Path:
@@ -76,8 +92,9 @@ def _write(patchset: Patchset, out: Path, retired: list[Retired], target: str, p
         new = stage / "patchset"
         shutil.copytree(patchset.root, new, symlinks=True, ignore=shutil.ignore_patterns(".git", "__pycache__"))
         manifest = new / MANIFEST
-        manifest.write_text(without(patchset.manifest.read_text(encoding="utf-8"), {r.patch for r in retired}),
-                            encoding="utf-8")
+        manifest.write_text(
+            without(patchset.manifest.read_text(encoding="utf-8"), {r.patch for r in retired}), encoding="utf-8"
+        )
         load_patchset(new)  # the cut manifest must still be a valid patchset
         earlier = json.loads((new / RECORD).read_text())["retired"] if (new / RECORD).is_file() else []
         doc = json.loads(record(retired, target, problems))

@@ -20,8 +20,10 @@ from patchctl.target import Target, open_tree
 
 class NotATree(PatchctlError):
     def __init__(self, option: str, text: str) -> None:
-        super().__init__(f"{option} {text}: not a release (X.Y.Z or verl==X.Y.Z) and not a directory; "
-                         "to name a git ref, pass --repo PATH")
+        super().__init__(
+            f"{option} {text}: not a release (X.Y.Z or verl==X.Y.Z) and not a directory; "
+            "to name a git ref, pass --repo PATH"
+        )
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,9 @@ class Side:
         folder = self.target.root / rel if rel else self.target.root
         if (rel and why_outside(self.target.root, rel)) or not folder.is_dir() or folder.is_symlink():
             return []
-        return sorted(f"{rel}/{p.name}" if rel else p.name for p in folder.iterdir()
-                      if p.is_file() and not p.is_symlink())
+        return sorted(
+            f"{rel}/{p.name}" if rel else p.name for p in folder.iterdir() if p.is_file() and not p.is_symlink()
+        )
 
 
 def spec(text: str, repo: Path | None, option: str) -> trees.TreeSpec:

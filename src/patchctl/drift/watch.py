@@ -50,11 +50,18 @@ class Watched:
         return self.touched is not None or self.before != self.after
 
     def to_json(self) -> dict[str, Any]:
-        return {"patch": self.patch, "paths": list(self.paths), "changed": self.changed,
-                "touched": self.touched.to_json() if self.touched else None,
-                "outcome": {"from": self.before, "to": self.after,
-                            "first": self.outcome_changed.to_json() if self.outcome_changed else None},
-                "note": self.note}
+        return {
+            "patch": self.patch,
+            "paths": list(self.paths),
+            "changed": self.changed,
+            "touched": self.touched.to_json() if self.touched else None,
+            "outcome": {
+                "from": self.before,
+                "to": self.after,
+                "first": self.outcome_changed.to_json() if self.outcome_changed else None,
+            },
+            "note": self.note,
+        }
 
 
 @dataclass(frozen=True)
@@ -80,9 +87,15 @@ class Watch:
 
     def to_json(self) -> dict[str, Any]:
         first = self.first
-        return {"since": self.since, "base": self.base, "head": self.head, "commits": self.commits,
-                "changed": self.changed, "first": first.to_json() if first else None,
-                "patches": [p.to_json() for p in self.patches]}
+        return {
+            "since": self.since,
+            "base": self.base,
+            "head": self.head,
+            "commits": self.commits,
+            "changed": self.changed,
+            "first": first.to_json() if first else None,
+            "patches": [p.to_json() for p in self.patches],
+        }
 
 
 def paths_of(repo: Path, base: str, patch: Patch) -> list[str]:
@@ -102,15 +115,19 @@ def paths_of(repo: Path, base: str, patch: Patch) -> list[str]:
 
 
 def first_touching(repo: Path, base: str, head: str, paths: list[str]) -> str | None:
-    out = proc.run(["git", "-C", str(repo), "rev-list", "--first-parent", "--reverse", f"{base}..{head}", "--",
-                    *paths]).stdout.split()
+    out = proc.run(
+        ["git", "-C", str(repo), "rev-list", "--first-parent", "--reverse", f"{base}..{head}", "--", *paths]
+    ).stdout.split()
     return out[0] if out else None
 
 
 def watch(repo: Path, patchsets: list[Patchset], since: tuple[str, str], head: tuple[str, str]) -> Watch:
     (since_text, since_sha), (_, head_sha) = since, head
-    base = since_sha if history.is_ancestor(repo, since_sha, head_sha) else \
-        history.merge_base(repo, since_sha, head_sha) or since_sha
+    base = (
+        since_sha
+        if history.is_ancestor(repo, since_sha, head_sha)
+        else history.merge_base(repo, since_sha, head_sha) or since_sha
+    )
     chain = history.first_parent_chain(repo, base, head_sha)
     out = []
     with tempfile.TemporaryDirectory(prefix="patchctl-watch-") as tmp:
@@ -129,6 +146,15 @@ def watch(repo: Path, patchsets: list[Patchset], since: tuple[str, str], head: t
                         note = "" if first else f"one of {len(found.candidates)} commits (others skipped)"
                     except PatchctlError as exc:  # the report still says that the outcome changed
                         note = str(exc)
-                out.append(Watched(patch.id, tuple(paths), history.info(repo, touched) if touched else None,
-                                   before, after, first, note))
+                out.append(
+                    Watched(
+                        patch.id,
+                        tuple(paths),
+                        history.info(repo, touched) if touched else None,
+                        before,
+                        after,
+                        first,
+                        note,
+                    )
+                )
     return Watch(since_text, base, head_sha, len(chain), tuple(out), tuple(chain))

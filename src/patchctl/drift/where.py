@@ -32,9 +32,13 @@ class Finder:
         """Python files of the tree, the package first (a test helper of the same name comes last)."""
         if self._files is None:
             root = self.side.target.root
-            found = [p.relative_to(root).as_posix() for p in root.rglob("*.py")
-                     if p.is_file() and not p.is_symlink()
-                     and not any(part.startswith(".") for part in p.relative_to(root).parts)]
+            found = [
+                p.relative_to(root).as_posix()
+                for p in root.rglob("*.py")
+                if p.is_file()
+                and not p.is_symlink()
+                and not any(part.startswith(".") for part in p.relative_to(root).parts)
+            ]
             self._files = sorted(found, key=lambda rel: (not rel.startswith("verl/"), rel))
         return self._files
 
@@ -90,8 +94,9 @@ def _similar(a: Side, b: Side, rel: str) -> str | None:
     text = a.read(rel) or ""
     name, folder = Path(rel).name, str(Path(rel).parent)
     root_a, root_b = a.target.root, b.target.root
-    fresh = [p.relative_to(root_b).as_posix() for p in root_b.rglob(name)] + \
-        [p.relative_to(root_b).as_posix() for p in (root_b / folder).glob("*.py")]
+    fresh = [p.relative_to(root_b).as_posix() for p in root_b.rglob(name)] + [
+        p.relative_to(root_b).as_posix() for p in (root_b / folder).glob("*.py")
+    ]
     best, score = None, SIMILAR
     for cand in dict.fromkeys(fresh):
         if (root_a / cand).exists():

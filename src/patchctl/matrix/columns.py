@@ -90,8 +90,10 @@ def parse_versions(text: str, repo: Path | None = None, names: Mapping[str, str]
     if "" in items:
         raise BadVersionList(text, "has an empty entry", "remove the extra comma")
     top = _repo_root(repo) if repo is not None else None
-    sources = [_named(item, names[item]) if names and item in names and not trees.release(item) else
-               _source(item, top) for item in items]
+    sources = [
+        _named(item, names[item]) if names and item in names and not trees.release(item) else _source(item, top)
+        for item in items
+    ]
     labels = [s.label for s in sources]
     for label in labels:
         if labels.count(label) > 1:
@@ -115,8 +117,11 @@ def _named(name: str, spec: str) -> Source:
     top = git.toplevel(Path(spec)) if Path(spec).is_dir() else None
     commit = git.head(top) if top is not None else None
     if top is None or commit is None:
-        raise BadVersionList(name, f"names {spec}, which is not a git checkout with a commit",
-                             "a matrix reads releases and commits: commit that tree, or name a release")
+        raise BadVersionList(
+            name,
+            f"names {spec}, which is not a git checkout with a commit",
+            "a matrix reads releases and commits: commit that tree, or name a release",
+        )
     if not git.has_file_at(top, commit, "verl/__init__.py"):
         raise NotAVerlRef(top, name, commit)
     return Source(name, repo=top.resolve(), commit=commit)
@@ -128,8 +133,11 @@ def _source(item: str, repo: Path | None) -> Source:
         assert spec.release is not None
         return Source(spec.release, release=spec.release)
     if repo is None:
-        raise BadVersionList(item, "not a release version (X.Y.Z or verl==X.Y.Z)",
-                             "to name git refs of a local checkout, pass --repo PATH")
+        raise BadVersionList(
+            item,
+            "not a release version (X.Y.Z or verl==X.Y.Z)",
+            "to name git refs of a local checkout, pass --repo PATH",
+        )
     if item.startswith("-"):
         raise BadVersionList(item, "a git ref cannot start with '-'", "name a commit, branch or tag")
     try:

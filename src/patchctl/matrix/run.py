@@ -60,13 +60,15 @@ class Matrix:
 
     def first_superseded(self, row: tuple[str, str]) -> str | None:
         """The first column, in the order given, where upstream has the change itself."""
-        return next((c.source.label for c in self.columns
-                     if self.cell(row, c).status is Outcome.SUPERSEDED_UPSTREAM), None)
+        return next(
+            (c.source.label for c in self.columns if self.cell(row, c).status is Outcome.SUPERSEDED_UPSTREAM), None
+        )
 
     def problems(self, row: tuple[str, str]) -> list[str]:
         """The columns where the patch ends in conflict or ambiguous."""
-        return [c.source.label for c in self.columns
-                if isinstance(s := self.cell(row, c).status, Outcome) and s.is_failure]
+        return [
+            c.source.label for c in self.columns if isinstance(s := self.cell(row, c).status, Outcome) and s.is_failure
+        ]
 
     @property
     def ok(self) -> bool:
@@ -76,12 +78,26 @@ class Matrix:
         """The --json document; its keys are stable."""
         return {
             "patchsets": list(self.patchsets),
-            "versions": [{"label": c.source.label, "kind": c.source.kind, "version": c.version,
-                          "commit": c.source.commit, "written": len(c.written)} for c in self.columns],
+            "versions": [
+                {
+                    "label": c.source.label,
+                    "kind": c.source.kind,
+                    "version": c.version,
+                    "commit": c.source.commit,
+                    "written": len(c.written),
+                }
+                for c in self.columns
+            ],
             "patches": [{"name": self.name(row), "patchset": row[0], "patch": row[1]} for row in self.rows],
-            "cells": [{"patch": self.name(row), "version": c.source.label,
-                       **{k: v for k, v in self.cell(row, c).to_json().items() if k not in ("patchset", "patch")}}
-                      for row in self.rows for c in self.columns],
+            "cells": [
+                {
+                    "patch": self.name(row),
+                    "version": c.source.label,
+                    **{k: v for k, v in self.cell(row, c).to_json().items() if k not in ("patchset", "patch")},
+                }
+                for row in self.rows
+                for c in self.columns
+            ],
             "first_superseded": {self.name(row): self.first_superseded(row) for row in self.rows},
             "problems": {self.name(row): self.problems(row) for row in self.rows},
             "ok": self.ok,

@@ -18,12 +18,19 @@ if TYPE_CHECKING:
     from patchctl.migrate.results import HostResult, HostStatus, MigrateResult, Phase, Progress
     from patchctl.migrate.session import Session, migrate, start
 
-_WHERE = {"HostResult": "results", "HostStatus": "results", "MigrateResult": "results", "Phase": "results",
-          "Progress": "results", "Options": "options", "Session": "session", "start": "session",
-          "migrate": "session"}
+_WHERE = {
+    "HostResult": "results",
+    "HostStatus": "results",
+    "MigrateResult": "results",
+    "Phase": "results",
+    "Progress": "results",
+    "Options": "options",
+    "Session": "session",
+    "start": "session",
+    "migrate": "session",
+}
 
-__all__ = ["HostResult", "HostStatus", "MigrateResult", "Options", "Phase", "Progress", "Session", "migrate",
-           "start"]
+__all__ = ["HostResult", "HostStatus", "MigrateResult", "Options", "Phase", "Progress", "Session", "migrate", "start"]
 
 
 def __getattr__(name: str) -> Any:

@@ -30,8 +30,14 @@ OUTPUT_DIRS = ("checkpoints", "outputs", "logs", "wandb")
 #: files at least this large are hashed on worker threads (see _entries)
 BIG = 1 << 20
 #: files patchctl writes on each host itself; the source's copies (if any) never travel
-HOST_FILES = (".patchctl/env.sh", ".patchctl/provenance.json", ".patchctl/manifest.json", lock_agent.SESSION,
-              lock_agent.TRANSFER, remote_agent.CACHE)
+HOST_FILES = (
+    ".patchctl/env.sh",
+    ".patchctl/provenance.json",
+    ".patchctl/manifest.json",
+    lock_agent.SESSION,
+    lock_agent.TRANSFER,
+    remote_agent.CACHE,
+)
 #: the debris of a write cut off here (temp files, the journal that rolls it back): it belongs to
 #: this tree's next patchctl command, never to a host, whatever git or include say
 DEBRIS_SUFFIX = journal.TMP_SUFFIX
@@ -153,8 +159,9 @@ def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = (), cache
         return _collect(root, cluster, generated, cache, top, tracked_changes)
 
 
-def _collect(root: Path, cluster: Cluster, generated: tuple[str, ...], cache: Any, top: Path,
-             tracked_changes: Future[list[str]]) -> FileSet:
+def _collect(
+    root: Path, cluster: Cluster, generated: tuple[str, ...], cache: Any, top: Path, tracked_changes: Future[list[str]]
+) -> FileSet:
     """collect's work once git was found; ``tracked_changes``: the tracked files that differ from
     HEAD, coming from git; the untracked ones are those ls-files lists (one walk, not two)."""
     listed = git.worktree_files(root)

@@ -82,8 +82,16 @@ class HostRun:
     ``label`` names it in the results, ``rendered`` are its generated files, every step goes
     through its ssh ``master``, and the agents it starts are closed with ``agents``."""
 
-    def __init__(self, tree: Prepared, host: Host, label: str, rendered: dict[str, str], master: ssh.Master,
-                 emit: ProgressFn, agents: ExitStack) -> None:
+    def __init__(
+        self,
+        tree: Prepared,
+        host: Host,
+        label: str,
+        rendered: dict[str, str],
+        master: ssh.Master,
+        emit: ProgressFn,
+        agents: ExitStack,
+    ) -> None:
         self.tree, self.cluster, self.host, self.label, self.rendered = tree, tree.cluster, host, label, rendered
         self.master, self.emit, self.agents = master, emit, agents
         #: what the host holds once it verified this tree, as the local state records it
@@ -144,10 +152,15 @@ class HostRun:
         changes, files, size = verdicts.planned_changes(self.tree, reply.data)
         would = Tally(files, size)
         if reply.data["delete_refused"]:
-            return self.end(would, HostStatus.FAILED, verdicts.guard(self.cluster, len(reply.data["deletions"])),
-                            changes=changes)
-        return self.end(would, HostStatus.PLANNED, "" if reply.data["root_exists"] else f"{self.host.root} does "
-                        "not exist yet", changes=changes)
+            return self.end(
+                would, HostStatus.FAILED, verdicts.guard(self.cluster, len(reply.data["deletions"])), changes=changes
+            )
+        return self.end(
+            would,
+            HostStatus.PLANNED,
+            "" if reply.data["root_exists"] else f"{self.host.root} does not exist yet",
+            changes=changes,
+        )
 
     def check(self, agent: Agent, tally: Tally) -> Checked | HostResult:
         """The agent's ``finish`` before a transfer: it creates the root, applies the delete guard,
@@ -159,8 +172,9 @@ class HostRun:
             return self.end(tally, HostStatus.FAILED, verdicts.guard(self.cluster, len(reply.data["deletions"])))
         return Checked(reply, Found.of(reply))
 
-    def send(self, files_from: Path, tally: Tally, checksum: bool | None = None,
-             phase: Phase = Phase.TRANSFERRING) -> Sent:
+    def send(
+        self, files_from: Path, tally: Tally, checksum: bool | None = None, phase: Phase = Phase.TRANSFERRING
+    ) -> Sent:
         """rsync of ``files_from`` over the host's master connection, each file sent shown live;
         ``checksum``: compare by content (default: as the options say)."""
         running = tally
@@ -173,13 +187,20 @@ class HostRun:
 
         self.emit(Progress(self.label, phase, tally.files, tally.bytes, phases=self.clock.phases()))
         with self.clock.transferring():
-            done = transfer.send(self.cluster, self.host, self.tree.fs.root, files_from,
-                                 checksum=self.tree.options.checksum if checksum is None else checksum,
-                                 control=self.master.socket, on_item=on_item)
+            done = transfer.send(
+                self.cluster,
+                self.host,
+                self.tree.fs.root,
+                files_from,
+                checksum=self.tree.options.checksum if checksum is None else checksum,
+                control=self.master.socket,
+                on_item=on_item,
+            )
         return Sent(done, running)
 
-    def verify(self, agent: Agent, tally: Tally, found: Found | None, unverified: str,
-               earlier: tuple[str, ...] = ()) -> Checked | HostResult:
+    def verify(
+        self, agent: Agent, tally: Tally, found: Found | None, unverified: str, earlier: tuple[str, ...] = ()
+    ) -> Checked | HostResult:
         """The agent's ``finish`` after a transfer (no deleting): what differs on the host now.
         ``unverified`` begins the reason when the check cannot run; ``earlier``: the differences
         a repair set out to fix, listed when it cannot be verified."""
@@ -196,8 +217,7 @@ class HostRun:
         earlier = verify_remote.mismatches(verified.reply)
         if sent.returncode != 0:
             return self.transfer_failed(sent, verified.found, earlier)
-        again = self.verify(agent, sent.tally, verified.found, "re-sent differing files, but not verified: ",
-                            earlier)
+        again = self.verify(agent, sent.tally, verified.found, "re-sent differing files, but not verified: ", earlier)
         if isinstance(again, HostResult):
             return again
         return self.verdict(again, sent.tally, verdicts.repair_items(verified.reply, differing))
@@ -207,9 +227,16 @@ class HostRun:
         options; ``extra`` overrides (``delete=False`` for a verification)."""
         self.emit(Progress(self.label, phase, tally.files, tally.bytes, phases=self.clock.phases()))
         opts, tree = self.tree.options, self.tree
-        request = {"rendered": self.rendered, "delete": opts.delete,
-                   "max_delete": self.cluster.max_delete, "tags": tree.tags, "provenance": tree.provenance,
-                   "action": action, "rehash": opts.checksum, **extra}
+        request = {
+            "rendered": self.rendered,
+            "delete": opts.delete,
+            "max_delete": self.cluster.max_delete,
+            "tags": tree.tags,
+            "provenance": tree.provenance,
+            "action": action,
+            "rehash": opts.checksum,
+            **extra,
+        }
         began = time.monotonic()
         reply = agent.ask(request, tree.timeout, tree.manifest)
         self.clock.checked(time.monotonic() - began, reply.data)
@@ -227,20 +254,53 @@ class HostRun:
         if not left and not repaired:
             return self.end(tally, HostStatus.OK, "", checked.found, verified=True)
         if not left:
-            return self.end(tally, HostStatus.REPAIRED, verdicts.repaired_reason(len(repaired)), checked.found,
-                            verified=True, repaired=repaired)
-        return self.end(tally, HostStatus.MISMATCH, verdicts.mismatch_reason(checked.reply.data, len(left),
-                        bool(repaired)), checked.found, mismatches=left)
+            return self.end(
+                tally,
+                HostStatus.REPAIRED,
+                verdicts.repaired_reason(len(repaired)),
+                checked.found,
+                verified=True,
+                repaired=repaired,
+            )
+        return self.end(
+            tally,
+            HostStatus.MISMATCH,
+            verdicts.mismatch_reason(checked.reply.data, len(left), bool(repaired)),
+            checked.found,
+            mismatches=left,
+        )
 
-    def end(self, tally: Tally, status: HostStatus, reason: str, found: Found | None = None, *,
-            verified: bool = False, mismatches: tuple[str, ...] = (), repaired: tuple[str, ...] = (),
-            changes: tuple[str, ...] = ()) -> HostResult:
+    def end(
+        self,
+        tally: Tally,
+        status: HostStatus,
+        reason: str,
+        found: Found | None = None,
+        *,
+        verified: bool = False,
+        mismatches: tuple[str, ...] = (),
+        repaired: tuple[str, ...] = (),
+        changes: tuple[str, ...] = (),
+    ) -> HostResult:
         """The host's result, timed from its login; a verified host's tree is remembered (see state)."""
         found = found or Found()
-        result = HostResult(self.label, self.host.root, status, tally.files, tally.bytes,
-                            time.monotonic() - self.master.started, verified, reason, mismatches=mismatches,
-                            deleted=found.deleted, changes=changes, rendered=found.rendered, repaired=repaired,
-                            phases=self.clock.phases(), files_read=self.clock.files_read)
+        result = HostResult(
+            self.label,
+            self.host.root,
+            status,
+            tally.files,
+            tally.bytes,
+            time.monotonic() - self.master.started,
+            verified,
+            reason,
+            mismatches=mismatches,
+            deleted=found.deleted,
+            changes=changes,
+            rendered=found.rendered,
+            repaired=repaired,
+            phases=self.clock.phases(),
+            files_read=self.clock.files_read,
+        )
         self.emit(Progress(self.label, Phase.DONE, result.files_sent, result.bytes_sent, status, result.phases))
         if verified:
             state.remember(self.cluster, self.host, self.expected)

@@ -45,8 +45,9 @@ class Prepared:
     seconds: float = 0.0
 
 
-def prepare(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], generated: tuple[str, ...],
-            options: Options, tmp: Path) -> Prepared:
+def prepare(
+    cluster: Cluster, root: Path, patchsets: Sequence[Patchset], generated: tuple[str, ...], options: Options, tmp: Path
+) -> Prepared:
     """Everything the hosts share; ``tmp`` holds the file list (the session's private directory)."""
     began = time.monotonic()
     rule = verify_remote.tag_rule({p.tag for ps in patchsets for p in ps.patches})
@@ -57,9 +58,17 @@ def prepare(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], generat
     files_from = tmp / "files"
     write_list(files_from, fs.paths)
     manifest = json.dumps([e.as_manifest() for e in fs.entries], separators=(",", ":")).encode()
-    return Prepared(cluster, fs, files_from, manifest, tags,
-                    provenance.build(fs, cluster), options, cluster.timeout + fs.size / 20e6,
-                    time.monotonic() - began)
+    return Prepared(
+        cluster,
+        fs,
+        files_from,
+        manifest,
+        tags,
+        provenance.build(fs, cluster),
+        options,
+        cluster.timeout + fs.size / 20e6,
+        time.monotonic() - began,
+    )
 
 
 def write_list(path: Path, paths: Sequence[str]) -> None:

@@ -39,7 +39,8 @@ def build(fs: FileSet, cluster: Cluster) -> dict[str, Any]:
         "upstream": {"version": record.upstream_version, "commit": record.upstream_commit} if record else None,
         "patchsets": record.patchsets if record else {},
         "patches": [{"patchset": e.patchset, "patch": e.patch, "path": e.path} for e in record.entries]
-        if record else [],
+        if record
+        else [],
         "migrated_at": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
         "source_host": socket.gethostname(),
         "source_root": str(fs.root),

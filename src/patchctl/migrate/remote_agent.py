@@ -41,8 +41,22 @@ MANIFEST = ".patchctl/manifest.json"
 PROVENANCE = ".patchctl/provenance.json"
 CACHE = ".patchctl/hashes.json"
 TRANSFER_LOCK = ".patchctl/transfer.lock"  # remote/lock_agent.py's TRANSFER: rsync holds it too
-SKIP_DIRS = {".git", ".hg", ".patchctl", "__pycache__", ".venv", "node_modules", ".mypy_cache", ".pytest_cache",
-             ".rsync-partial", ".~tmp~", "checkpoints", "outputs", "logs", "wandb"}
+SKIP_DIRS = {
+    ".git",
+    ".hg",
+    ".patchctl",
+    "__pycache__",
+    ".venv",
+    "node_modules",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".rsync-partial",
+    ".~tmp~",
+    "checkpoints",
+    "outputs",
+    "logs",
+    "wandb",
+}
 
 
 _INSIDE = {}  # type: dict[tuple[str, str], bool]
@@ -120,7 +134,7 @@ def walk(root, leave_out):
     root = root.rstrip(os.sep)
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        prefix = dirpath[len(root) + 1:].replace(os.sep, "/")
+        prefix = dirpath[len(root) + 1 :].replace(os.sep, "/")
         for name in sorted(filenames):
             rel = prefix + "/" + name if prefix else name
             if rel not in leave_out:
@@ -247,8 +261,9 @@ class Prescan:
         placed = read_json(os.path.join(root, MANIFEST), {}).get("files", [])
         placed = placed if isinstance(placed, list) else []  # the host's file: anything may be there
         pattern, needles = self.order["rule"]
-        cache = load_cache(kept, self.order["rule"], self.since, not self.order["rehash"],
-                           (64 << 20) + 4096 * len(placed))
+        cache = load_cache(
+            kept, self.order["rule"], self.since, not self.order["rehash"], (64 << 20) + 4096 * len(placed)
+        )
         rx, words = re.compile(pattern), [n.encode() for n in needles]
         for rel in placed:
             full = inside(root, rel) if isinstance(rel, str) else None
@@ -281,9 +296,18 @@ def main(req, early=None):
     # type: (dict[str, Any], Optional[Prescan]) -> dict[str, Any]
     """One request; ``early``: the prescan started for it, if any."""
     root, rendered, manifest = req["root"], req.get("rendered", {}), req["manifest"]
-    reply = {"python": sys.version.split()[0], "root_exists": os.path.isdir(root), "deletions": [],
-             "delete_refused": False, "problems": [], "rendered": [], "tags_only_here": [], "tags_missing_here": [],
-             "read": 0, "render_seconds": 0.0}  # type: dict[str, Any]
+    reply = {
+        "python": sys.version.split()[0],
+        "root_exists": os.path.isdir(root),
+        "deletions": [],
+        "delete_refused": False,
+        "problems": [],
+        "rendered": [],
+        "tags_only_here": [],
+        "tags_missing_here": [],
+        "read": 0,
+        "render_seconds": 0.0,
+    }  # type: dict[str, Any]
     finish = req["action"] == "finish"
     if finish:
         os.makedirs(root, exist_ok=True)

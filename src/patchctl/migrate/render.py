@@ -62,9 +62,14 @@ def _settings(tree: ast.Module) -> dict[str, ast.Constant]:
     """Top-level one-line ``NAME = "..."`` assignments, by name."""
     out: dict[str, ast.Constant] = {}
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-                and node.value.lineno == node.value.end_lineno):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+            and node.value.lineno == node.value.end_lineno
+        ):
             out[node.targets[0].id] = node.value
     return out
 
@@ -83,7 +88,7 @@ def render_git_ignore(example: str, values: dict[str, str], *, source: Path, clu
         node = settings[name]
         raw = lines[node.lineno - 1].encode()  # ast offsets count UTF-8 bytes
         literal = json.dumps(value, ensure_ascii=False).encode()  # JSON escapes are valid Python
-        lines[node.lineno - 1] = (raw[:node.col_offset] + literal + raw[node.end_col_offset:]).decode()
+        lines[node.lineno - 1] = (raw[: node.col_offset] + literal + raw[node.end_col_offset :]).decode()
     return "".join(lines)
 
 
@@ -98,8 +103,12 @@ def render_env(cluster: Cluster, host: Host) -> str:
     out += [f"export {k}={v}" for k, v in PROFILE_ENV[cluster.profile]]  # the record's lines, verbatim
     for key, value in {**cluster.env, **host.env}.items():
         if not _SHELL_NAME.match(key):
-            raise ManifestError(cluster.source, f"clusters.{cluster.name}.env.{key}", "is not a shell variable name",
-                                "use letters, digits and _ (not starting with a digit)")
+            raise ManifestError(
+                cluster.source,
+                f"clusters.{cluster.name}.env.{key}",
+                "is not a shell variable name",
+                "use letters, digits and _ (not starting with a digit)",
+            )
         out.append(f"export {key}={shlex.quote(value)}")
     return "\n".join(out) + "\n"
 
@@ -109,9 +118,12 @@ def rendered_files(cluster: Cluster, host: Host, example: Path | None) -> dict[s
     files = {ENV_FILE: render_env(cluster, host)}
     if example is None:
         if cluster.paths:
-            raise ManifestError(cluster.source, f"clusters.{cluster.name}.paths",
-                                f"there is no {EXAMPLE} to render git_ignore.py from",
-                                "apply the uky patchset to the tree (patchctl apply) or remove the paths table")
+            raise ManifestError(
+                cluster.source,
+                f"clusters.{cluster.name}.paths",
+                f"there is no {EXAMPLE} to render git_ignore.py from",
+                "apply the uky patchset to the tree (patchctl apply) or remove the paths table",
+            )
         return files
     values = {"VERL_ROOT": host.root, **cluster.paths}
     text = example.read_text(encoding="utf-8")

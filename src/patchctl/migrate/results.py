@@ -54,12 +54,18 @@ class Phases:
     render: float = 0.0
 
     def to_json(self) -> dict[str, float]:
-        return {"fileset": round(self.fileset, 3), "transfer": round(self.transfer, 3),
-                "verify": round(self.verify, 3), "render": round(self.render, 3)}
+        return {
+            "fileset": round(self.fileset, 3),
+            "transfer": round(self.transfer, 3),
+            "verify": round(self.verify, 3),
+            "render": round(self.render, 3),
+        }
 
     def describe(self) -> str:
-        return (f"file set {self.fileset:.2f} s, transfer {self.transfer:.2f} s, verification {self.verify:.2f} s, "
-                f"rendering {self.render:.2f} s")
+        return (
+            f"file set {self.fileset:.2f} s, transfer {self.transfer:.2f} s, verification {self.verify:.2f} s, "
+            f"rendering {self.render:.2f} s"
+        )
 
 
 @dataclass(frozen=True)
@@ -119,11 +125,23 @@ class HostResult:
     files_read: int = 0
 
     def to_json(self) -> dict[str, object]:
-        return {"host": self.host, "status": self.status.value, "files_sent": self.files_sent,
-                "bytes_sent": self.bytes_sent, "seconds": round(self.seconds, 3), "verified": self.verified,
-                "root": self.root, "reason": self.reason, "mismatches": list(self.mismatches),
-                "deleted": list(self.deleted), "changes": list(self.changes), "rendered": list(self.rendered),
-                "repaired": list(self.repaired), "phases": self.phases.to_json(), "files_read": self.files_read}
+        return {
+            "host": self.host,
+            "status": self.status.value,
+            "files_sent": self.files_sent,
+            "bytes_sent": self.bytes_sent,
+            "seconds": round(self.seconds, 3),
+            "verified": self.verified,
+            "root": self.root,
+            "reason": self.reason,
+            "mismatches": list(self.mismatches),
+            "deleted": list(self.deleted),
+            "changes": list(self.changes),
+            "rendered": list(self.rendered),
+            "repaired": list(self.repaired),
+            "phases": self.phases.to_json(),
+            "files_read": self.files_read,
+        }
 
 
 @dataclass(frozen=True)
@@ -151,5 +169,12 @@ class MigrateResult:
         return tuple(h for h in self.hosts if not h.status.passes)
 
     def to_json(self) -> dict[str, object]:
-        return {"cluster": self.cluster, "source": self.source, "commit": self.commit, "files": self.files,
-                "dry_run": self.dry_run, "ok": self.ok, "hosts": [h.to_json() for h in self.hosts]}
+        return {
+            "cluster": self.cluster,
+            "source": self.source,
+            "commit": self.commit,
+            "files": self.files,
+            "dry_run": self.dry_run,
+            "ok": self.ok,
+            "hosts": [h.to_json() for h in self.hosts],
+        }

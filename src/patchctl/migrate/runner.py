@@ -30,8 +30,14 @@ from patchctl.remote.hosts import labels as host_labels
 from patchctl.remote.lock import RootLock
 
 
-def run(cluster: Cluster, options: Options, conns: ssh.Connections, root: Path, patchsets: Sequence[Patchset],
-        progress: ProgressFn | None) -> MigrateResult:
+def run(
+    cluster: Cluster,
+    options: Options,
+    conns: ssh.Connections,
+    root: Path,
+    patchsets: Sequence[Patchset],
+    progress: ProgressFn | None,
+) -> MigrateResult:
     """Every host of the cluster on its own worker thread (as far as --jobs allows), over the
     session's ``conns``, each a ``HostRun`` once the tree is prepared here, which happens while
     they log in."""
@@ -53,8 +59,10 @@ def run(cluster: Cluster, options: Options, conns: ssh.Connections, root: Path, 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         # the hosts log in (and start their agents) while the tree is listed and hashed here
         ready: Future[Prepared] = Future()
-        futures = [pool.submit(_connected, ready, h, label, files, emit, master, prescan)
-                   for h, label, files, master in zip(cluster.hosts, labels, rendered, conns.masters, strict=True)]
+        futures = [
+            pool.submit(_connected, ready, h, label, files, emit, master, prescan)
+            for h, label, files, master in zip(cluster.hosts, labels, rendered, conns.masters, strict=True)
+        ]
         try:
             tree = prepare(cluster, root, patchsets, generated, options, conns.dir)
         except BaseException as exc:
@@ -67,8 +75,15 @@ def run(cluster: Cluster, options: Options, conns: ssh.Connections, root: Path, 
     return MigrateResult(cluster.name, str(root), tree.fs.commit, len(tree.fs.entries), results, options.dry_run)
 
 
-def _connected(ready: Future[Prepared], host: Host, label: str, rendered: dict[str, str], emit: ProgressFn,
-               master: ssh.Master, prescan: dict[str, Any] | None) -> HostResult:
+def _connected(
+    ready: Future[Prepared],
+    host: Host,
+    label: str,
+    rendered: dict[str, str],
+    emit: ProgressFn,
+    master: ssh.Master,
+    prescan: dict[str, Any] | None,
+) -> HostResult:
     """One host's run over its own master connection, closed after. As soon as the host is logged
     in, before the tree is ready, the host's root is requested (remote.lock: one migrate per root
     at a time; not for a dry run, which writes nothing: ``prescan`` None) and its first agent
@@ -77,8 +92,9 @@ def _connected(ready: Future[Prepared], host: Host, label: str, rendered: dict[s
     try:
         failed = master.open()
         if failed:
-            result = HostResult(label, host.root, HostStatus.UNREACHABLE, 0, 0, time.monotonic() - master.started,
-                                False, failed)
+            result = HostResult(
+                label, host.root, HostStatus.UNREACHABLE, 0, 0, time.monotonic() - master.started, False, failed
+            )
             emit(Progress(label, Phase.DONE, status=result.status))
             return result
         with ExitStack() as agents:  # closed in reverse: the agents end, then the root is let go

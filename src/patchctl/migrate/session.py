@@ -56,8 +56,13 @@ def start(cluster: Cluster, options: Options = Options()) -> Session:
     return Session(cluster, options)
 
 
-def migrate(cluster: Cluster, root: Path, patchsets: Sequence[Patchset], options: Options = Options(),
-            progress: ProgressFn | None = None) -> MigrateResult:
+def migrate(
+    cluster: Cluster,
+    root: Path,
+    patchsets: Sequence[Patchset],
+    options: Options = Options(),
+    progress: ProgressFn | None = None,
+) -> MigrateResult:
     """Log in to the hosts and migrate ``root`` to them. A caller with more to load first (the
     CLI) calls :func:`start` itself, so that the logins overlap its loading."""
     return start(cluster, options).run(root, patchsets, progress)

@@ -24,6 +24,7 @@ from patchctl.remote import rsync
 PARTIAL_DIR = ".rsync-partial"
 _FORMAT = "%i %b %l %n"  # itemized changes, bytes sent, file length, name
 
+
 @dataclass(frozen=True)
 class Item:
     #: rsync's itemize string, e.g. "<f+++++++++" (new file sent) or "<f.st......" (changed)
@@ -54,10 +55,30 @@ def parse_line(line: str) -> Item | None:
     return Item(parts[0], int(parts[1]), int(parts[2]), parts[3])
 
 
-def rsync_argv(cluster: Cluster, host: Host, source: Path, files_from: Path, *, dry_run: bool,
-               checksum: bool = False, control: Path | None = None) -> list[str]:
-    argv = rsync.argv(cluster, control, "-rlpt", "--omit-dir-times", "--files-from", str(files_from), "--from0",
-                      "--partial-dir", PARTIAL_DIR, "--delay-updates", "--out-format", _FORMAT)
+def rsync_argv(
+    cluster: Cluster,
+    host: Host,
+    source: Path,
+    files_from: Path,
+    *,
+    dry_run: bool,
+    checksum: bool = False,
+    control: Path | None = None,
+) -> list[str]:
+    argv = rsync.argv(
+        cluster,
+        control,
+        "-rlpt",
+        "--omit-dir-times",
+        "--files-from",
+        str(files_from),
+        "--from0",
+        "--partial-dir",
+        PARTIAL_DIR,
+        "--delay-updates",
+        "--out-format",
+        _FORMAT,
+    )
     if cluster.bwlimit:
         argv += ["--bwlimit", str(cluster.bwlimit)]
     if checksum:
@@ -70,9 +91,17 @@ def rsync_argv(cluster: Cluster, host: Host, source: Path, files_from: Path, *, 
     return [*argv, "--", f"{source}/", f"{host.ssh}:{host.root.rstrip('/')}/"]
 
 
-def send(cluster: Cluster, host: Host, source: Path, files_from: Path, *, dry_run: bool = False,
-         checksum: bool = False, control: Path | None = None,
-         on_item: Callable[[Item], None] | None = None) -> TransferResult:
+def send(
+    cluster: Cluster,
+    host: Host,
+    source: Path,
+    files_from: Path,
+    *,
+    dry_run: bool = False,
+    checksum: bool = False,
+    control: Path | None = None,
+    on_item: Callable[[Item], None] | None = None,
+) -> TransferResult:
     """Run rsync for one host, reporting each item as rsync prints it."""
     argv = rsync_argv(cluster, host, source, files_from, dry_run=dry_run, checksum=checksum, control=control)
     if shutil.which("rsync") is None:

@@ -15,8 +15,10 @@ from patchctl.remote import rsync
 
 def guard(cluster: Cluster, count: int) -> str:
     """The delete guard stopped the host: nothing was sent or deleted there."""
-    return (f"--delete would remove {count} files, more than max_delete = {cluster.max_delete}; nothing was sent "
-            f"or deleted — check the source tree, or raise clusters.{cluster.name}.max_delete in {cluster.source}")
+    return (
+        f"--delete would remove {count} files, more than max_delete = {cluster.max_delete}; nothing was sent "
+        f"or deleted — check the source tree, or raise clusters.{cluster.name}.max_delete in {cluster.source}"
+    )
 
 
 def transfer_failed(returncode: int, stderr: str, lost: bool) -> tuple[HostStatus, str]:
@@ -48,8 +50,12 @@ def mismatch_reason(data: dict[str, Any], count: int, resent: bool) -> str:
     """Why the host still differs, with what the user can do about each kind of difference."""
     hints = []
     if data.get("problems"):
-        hints.append("they still differ after being re-sent by content: something on the host changes them, or "
-                     "cannot be replaced there (a directory in the way?)" if resent else "see the list")
+        hints.append(
+            "they still differ after being re-sent by content: something on the host changes them, or "
+            "cannot be replaced there (a directory in the way?)"
+            if resent
+            else "see the list"
+        )
     if data.get("tags_only_here"):
         hints.append("--delete removes files deleted at the source; other tagged files there are hand edits")
     return f"{count} difference(s) on the host after the transfer; " + "; ".join(hints or ["see the list"])
@@ -60,7 +66,9 @@ def planned_changes(tree: Prepared, data: dict[str, Any]) -> tuple[tuple[str, ..
     bytes it would send (the files' sizes: rsync's delta is not known without sending)."""
     sizes = {e.path: e.size for e in tree.fs.entries}
     would = [path for path, _why in data["problems"] if path in sizes]
-    changes = ([f"send {quoting.quote_path(p)}" for p in would]
-               + [f"delete {quoting.quote_path(p)}" for p in data["deletions"]]
-               + [f"render {quoting.quote_path(p)}" for p in data["rendered"]])
+    changes = (
+        [f"send {quoting.quote_path(p)}" for p in would]
+        + [f"delete {quoting.quote_path(p)}" for p in data["deletions"]]
+        + [f"render {quoting.quote_path(p)}" for p in data["rendered"]]
+    )
     return tuple(changes), len(would), sum(sizes[p] for p in would)

@@ -61,15 +61,20 @@ class Agent:
     starts reading the host's tree while the source is still hashed here (remote_agent.Prescan).
     """
 
-    def __init__(self, cluster: Cluster, host: Host, control: Path | None = None,
-                 prescan: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, cluster: Cluster, host: Host, control: Path | None = None, prescan: dict[str, Any] | None = None
+    ) -> None:
         self.cluster, self.host = cluster, host
         self._err = tempfile.TemporaryFile()  # noqa: SIM115 - outlives __init__: close() closes it
         self._missing = ""
         self._proc: subprocess.Popen[bytes] | None = None
         try:
-            self._proc = proc.spawn(ssh.python_argv(cluster, host, _agent_b64(), control),
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err)
+            self._proc = proc.spawn(
+                ssh.python_argv(cluster, host, _agent_b64(), control),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._err,
+            )
         except PatchctlError as exc:  # ssh itself is missing
             self._missing = str(exc)
         if prescan is not None and self._proc is not None and self._proc.stdin is not None:
@@ -94,8 +99,12 @@ class Agent:
         except subprocess.TimeoutExpired:
             p.kill()
             p.communicate()
-            return AgentReply({}, HostStatus.FAILED, f"no answer within {timeout:.0f} s; check the host's load, "
-                                                     f"or raise clusters.{self.cluster.name}.timeout")
+            return AgentReply(
+                {},
+                HostStatus.FAILED,
+                f"no answer within {timeout:.0f} s; check the host's load, "
+                f"or raise clusters.{self.cluster.name}.timeout",
+            )
         self._err.seek(0)
         stderr = self._err.read().decode("utf-8", "replace")
         return _reply(self.cluster, self.host, p.returncode, out.decode("utf-8", "replace"), stderr)
@@ -118,8 +127,9 @@ class Agent:
         self.close()
 
 
-def call(cluster: Cluster, host: Host, request: dict[str, Any], timeout: float,
-         control: Path | None = None) -> AgentReply:
+def call(
+    cluster: Cluster, host: Host, request: dict[str, Any], timeout: float, control: Path | None = None
+) -> AgentReply:
     """One request, one round trip, started now."""
     with Agent(cluster, host, control) as agent:
         return agent.ask(request, timeout)
@@ -134,9 +144,12 @@ def _reply(cluster: Cluster, host: Host, returncode: int, stdout: str, stderr: s
         data = None
     if not isinstance(data, dict):
         tail = (stderr.strip().splitlines() or ["no output"])[-1]
-        why = (f"{cluster.python} is not installed there (the check needs python3 >= 3.6; "
-               f"set clusters.{cluster.name}.python)" if returncode == 127
-               else f"the check exited with {returncode}: {tail}")
+        why = (
+            f"{cluster.python} is not installed there (the check needs python3 >= 3.6; "
+            f"set clusters.{cluster.name}.python)"
+            if returncode == 127
+            else f"the check exited with {returncode}: {tail}"
+        )
         return AgentReply({}, HostStatus.FAILED, why)
     if "error" in data:
         return AgentReply(data, HostStatus.FAILED, f"the check failed on the host: {data['error']}")
@@ -158,8 +171,11 @@ def tags_request(fs: FileSet, rule: list[Any], generated: Iterable[str], cache: 
         return {"pattern": pattern, "needles": [], "expected": []}
     leave_out = set(generated)
     paths = [p for p in fs.paths if p not in leave_out and not remote_agent.skipped(p)]
-    return {"pattern": pattern, "needles": needles,
-            "expected": remote_agent.tag_lines(str(fs.root), paths, pattern, needles, cache)}
+    return {
+        "pattern": pattern,
+        "needles": needles,
+        "expected": remote_agent.tag_lines(str(fs.root), paths, pattern, needles, cache),
+    }
 
 
 def mismatches(reply: AgentReply) -> tuple[str, ...]:
@@ -167,10 +183,14 @@ def mismatches(reply: AgentReply) -> tuple[str, ...]:
     d = reply.data
     # names and lines come from the host: quoted, so none can forge a line of the report
     items = [f"{quote_path(path)}: {printable(why)}" for path, why in d.get("problems", [])]
-    items += [f"{quote_path(p)}:{n}: tagged line on the host that the source lacks: {printable(t.strip())}"
-              for p, n, t in d.get("tags_only_here", [])]
-    items += [f"{quote_path(p)}:{n}: tagged line missing on the host: {printable(t.strip())}"
-              for p, n, t in d.get("tags_missing_here", [])]
+    items += [
+        f"{quote_path(p)}:{n}: tagged line on the host that the source lacks: {printable(t.strip())}"
+        for p, n, t in d.get("tags_only_here", [])
+    ]
+    items += [
+        f"{quote_path(p)}:{n}: tagged line missing on the host: {printable(t.strip())}"
+        for p, n, t in d.get("tags_missing_here", [])
+    ]
     if len(items) > SHOWN:
         items = [*items[:SHOWN], f"... and {len(items) - SHOWN} more"]
     return tuple(items)

@@ -59,17 +59,31 @@ class RunResult:
         return not any(r.status.is_failure for r in self.results if isinstance(r.status, Outcome))
 
     def to_json(self) -> dict[str, Any]:
-        return {"target": str(self.target.root), "version": self.target.version, "dry_run": self.dry_run,
-                "results": [r.to_json() for r in self.results], "written": list(self.written),
-                "commit": self.commit}
+        return {
+            "target": str(self.target.root),
+            "version": self.target.version,
+            "dry_run": self.dry_run,
+            "results": [r.to_json() for r in self.results],
+            "written": list(self.written),
+            "commit": self.commit,
+        }
 
 
 def default_branch(patchsets: list[Patchset]) -> str:
     return "patchctl/" + "+".join(ps.name for ps in patchsets)
 
 
-def apply(target: Target, patchsets: list[Patchset], *, only: set[str] | None = None, dry_run: bool = False,
-          force: bool = False, commit: bool = False, branch: str | None = None, markers: bool = False) -> RunResult:
+def apply(
+    target: Target,
+    patchsets: list[Patchset],
+    *,
+    only: set[str] | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+    commit: bool = False,
+    branch: str | None = None,
+    markers: bool = False,
+) -> RunResult:
     """Plan every patch, then write the plan all-or-nothing; with ``commit`` on a new branch
     (``patchctl/<patchsets>`` unless named) in one commit listing the applied patch ids. With
     ``markers`` a conflicting patch is written at its best candidate place with conflict markers
@@ -82,13 +96,18 @@ def apply(target: Target, patchsets: list[Patchset], *, only: set[str] | None = 
     if not dry_run and plan.ok:
         ids = [r.patch for r in plan.results if r.status is Outcome.APPLIED]
         message = f"patchctl: apply {', '.join(ps.name for ps in patchsets)}\n\nPatches: {', '.join(ids)}\n"
-        written = execute(plan, force=force, message=message,
-                          commit_branch=(branch or default_branch(patchsets)) if commit and ids else None)
+        written = execute(
+            plan,
+            force=force,
+            message=message,
+            commit_branch=(branch or default_branch(patchsets)) if commit and ids else None,
+        )
     return _result("apply", plan, patchsets, dry_run, written)
 
 
-def revert(target: Target, patchsets: list[Patchset], *, only: set[str] | None = None,
-           dry_run: bool = False) -> RunResult:
+def revert(
+    target: Target, patchsets: list[Patchset], *, only: set[str] | None = None, dry_run: bool = False
+) -> RunResult:
     """Undo what was applied. Revert rewrites only files whose patch it found intact, so local
     edits elsewhere in those files are never at stake: uncommitted changes do not stop it."""
     plan = plan_revert(target, patchsets, only)
@@ -98,5 +117,14 @@ def revert(target: Target, patchsets: list[Patchset], *, only: set[str] | None =
 
 def _result(command: str, plan: Plan, patchsets: list[Patchset], dry_run: bool, written: Written) -> RunResult:
     plan.hold_back()
-    return RunResult(command, plan.target, tuple(ps.name for ps in patchsets), tuple(plan.results), dry_run,
-                     plan.diff() if dry_run else "", tuple(written.paths), written.commit, written.branch)
+    return RunResult(
+        command,
+        plan.target,
+        tuple(ps.name for ps in patchsets),
+        tuple(plan.results),
+        dry_run,
+        plan.diff() if dry_run else "",
+        tuple(written.paths),
+        written.commit,
+        written.branch,
+    )

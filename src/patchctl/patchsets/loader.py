@@ -94,20 +94,34 @@ def _patch(raw: dict[str, Any], index: int, root: Path, file: Path, default_tag:
         raise ManifestError(file, f"patch[{index}].upstream.pattern", "missing", "write a regular expression", pid)
     for key in ("call", "old_keyword", "new_keyword") if up["kind"] == "call-keyword" else ():
         if not up.get(key):
-            raise ManifestError(file, f"patch[{index}].upstream.{key}", "missing for call-keyword",
-                                f"write {key} = ... ({UPSTREAM_SCHEMA[key].hint})", pid)
+            raise ManifestError(
+                file,
+                f"patch[{index}].upstream.{key}",
+                "missing for call-keyword",
+                f"write {key} = ... ({UPSTREAM_SCHEMA[key].hint})",
+                pid,
+            )
     if up.get("pattern"):
         try:
             re.compile(up["pattern"])
         except re.error as exc:
-            raise ManifestError(file, f"patch[{index}].upstream.pattern", f"not a regular expression ({exc})",
-                                "fix the pattern (Python re syntax)", pid) from None
+            raise ManifestError(
+                file,
+                f"patch[{index}].upstream.pattern",
+                f"not a regular expression ({exc})",
+                "fix the pattern (Python re syntax)",
+                pid,
+            ) from None
     _inside(up.get("files", []), file, f"patch[{index}].upstream.files", pid)
     for key in ("versions", "drop_when"):
         if key in raw:
             _spec(raw[key], file, f"patch[{index}].{key}", pid)
     return Patch(
-        id=raw["id"], title=raw["title"], why=raw["why"].strip(), tag=tag, kind=raw["kind"],
+        id=raw["id"],
+        title=raw["title"],
+        why=raw["why"].strip(),
+        tag=tag,
+        kind=raw["kind"],
         target=tuple(raw["target"]),
         params=kind.parse_params(params, root, file, pid),
         upstream=upstream.make_rule(up),
@@ -123,12 +137,22 @@ def _inside(paths: list[str], file: Path, key: str, patch_id: str) -> None:
     for i, rel in enumerate(paths):
         problem = relative_inside(rel)
         if problem:
-            raise ManifestError(file, f"{key}[{i}]", f"{rel!r} {problem}",
-                                "write a path relative to the tree's root, inside it", patch_id)
+            raise ManifestError(
+                file,
+                f"{key}[{i}]",
+                f"{rel!r} {problem}",
+                "write a path relative to the tree's root, inside it",
+                patch_id,
+            )
         folder = in_metadata(rel)
         if folder:
-            raise ManifestError(file, f"{key}[{i}]", f"{rel!r} is inside {folder}, which belongs to version control "
-                                "or patchctl", "write a path to a file of the tree itself", patch_id)
+            raise ManifestError(
+                file,
+                f"{key}[{i}]",
+                f"{rel!r} is inside {folder}, which belongs to version control or patchctl",
+                "write a path to a file of the tree itself",
+                patch_id,
+            )
 
 
 def load_patchset(directory: Path, *, builtin: bool = False) -> Patchset:
@@ -153,11 +177,23 @@ def load_patchset(directory: Path, *, builtin: bool = False) -> Patchset:
     for i, p in enumerate(patches):
         for j, need in enumerate(p.needs):
             if need not in seen or need == p.id:
-                raise ManifestError(file, f"patch[{i}].needs[{j}]", f"{need!r} is not another patch of this patchset",
-                                    "name the id of a patch in this manifest, or drop it", p.id)
+                raise ManifestError(
+                    file,
+                    f"patch[{i}].needs[{j}]",
+                    f"{need!r} is not another patch of this patchset",
+                    "name the id of a patch in this manifest, or drop it",
+                    p.id,
+                )
     patches = resolutions.attach(directory, patches)
-    return Patchset(meta["name"], meta.get("description", ""), directory, file, tuple(patches),
-                    hashlib.sha256(data).hexdigest(), builtin)
+    return Patchset(
+        meta["name"],
+        meta.get("description", ""),
+        directory,
+        file,
+        tuple(patches),
+        hashlib.sha256(data).hexdigest(),
+        builtin,
+    )
 
 
 def builtin_dir() -> Path:

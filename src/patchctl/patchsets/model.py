@@ -59,8 +59,14 @@ class PatchResult:
     detail: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"patchset": self.patchset, "patch": self.patch, "status": self.status.value, "path": self.path,
-                "reason": self.reason, **({"detail": self.detail} if self.detail else {})}
+        return {
+            "patchset": self.patchset,
+            "patch": self.patch,
+            "status": self.status.value,
+            "path": self.path,
+            "reason": self.reason,
+            **({"detail": self.detail} if self.detail else {}),
+        }
 
 
 @dataclass(frozen=True)

@@ -50,11 +50,23 @@ class Plan:
         """When the change is refused as a whole, no row may claim it was applied or reverted."""
         if self.ok:
             return
-        verb = {Outcome.APPLIED: "applied", Outcome.REVERTED: "reverted",
-                Outcome.CONFLICT_MARKED: "written with conflict markers"}
-        self.results = [PatchResult(r.patchset, r.patch, Outcome.HELD_BACK, r.path,
-                                    f"would be {verb[r.status]}, but nothing was written: see the conflicts")
-                        if isinstance(r.status, Outcome) and r.status in verb else r for r in self.results]
+        verb = {
+            Outcome.APPLIED: "applied",
+            Outcome.REVERTED: "reverted",
+            Outcome.CONFLICT_MARKED: "written with conflict markers",
+        }
+        self.results = [
+            PatchResult(
+                r.patchset,
+                r.patch,
+                Outcome.HELD_BACK,
+                r.path,
+                f"would be {verb[r.status]}, but nothing was written: see the conflicts",
+            )
+            if isinstance(r.status, Outcome) and r.status in verb
+            else r
+            for r in self.results
+        ]
 
     @property
     def changed_paths(self) -> list[str]:
@@ -66,9 +78,11 @@ class Plan:
     @staticmethod
     def unified(path: str, a: str | None, b: str | None) -> str:
         out = difflib.unified_diff(
-            (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True),
+            (a or "").splitlines(keepends=True),
+            (b or "").splitlines(keepends=True),
             quote_path(f"a/{path}") if a is not None else "/dev/null",
-            quote_path(f"b/{path}") if b is not None else "/dev/null")
+            quote_path(f"b/{path}") if b is not None else "/dev/null",
+        )
         return "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in out)
 
 
@@ -98,8 +112,10 @@ def plan_apply(target: Target, patchsets: list[Patchset], only: set[str] | None 
             break
         held.update(more)
     warn = needs.orphaned(patchsets, plan.results)
-    plan.results = [replace(r, reason=f"{r.reason}; {warn[(r.patchset, r.patch)]}")
-                    if (r.patchset, r.patch) in warn else r for r in plan.results]
+    plan.results = [
+        replace(r, reason=f"{r.reason}; {warn[(r.patchset, r.patch)]}") if (r.patchset, r.patch) in warn else r
+        for r in plan.results
+    ]
     return plan
 
 
@@ -113,8 +129,11 @@ def _plan(target: Target, patchsets: list[Patchset], only: set[str] | None, held
             if only and patch.id not in only:
                 continue
             why = held.get((ps.name, patch.id))
-            plan.results.append(PatchResult(ps.name, patch.id, Outcome.HELD_BACK, None, why) if why is not None
-                                else _apply_one(ps, patch, tree, new_record))
+            plan.results.append(
+                PatchResult(ps.name, patch.id, Outcome.HELD_BACK, None, why)
+                if why is not None
+                else _apply_one(ps, patch, tree, new_record)
+            )
     if any(r.status is Outcome.APPLIED for r in plan.results):
         for ps in patchsets:
             new_record.patchsets[ps.name] = {"digest": ps.digest, "source": "builtin" if ps.builtin else str(ps.root)}
@@ -143,8 +162,15 @@ def _apply_one(ps: Patchset, patch: Patch, tree: TreeReader, record: rec.Record)
         tree.write(path, edit.text, edit.mode)
         for other, other_text, other_mode in edit.also:
             tree.write(other, other_text, other_mode)
-        entry = rec.Entry(ps.name, patch.id, patch.kind, path,
-                          fsutil.sha256_bytes(to_bytes(before)) if before is not None else None,
-                          None, _now(), edit.undo)
+        entry = rec.Entry(
+            ps.name,
+            patch.id,
+            patch.kind,
+            path,
+            fsutil.sha256_bytes(to_bytes(before)) if before is not None else None,
+            None,
+            _now(),
+            edit.undo,
+        )
         record.entries = [e for e in record.entries if not (e.patchset == ps.name and e.patch == patch.id)] + [entry]
     return result(edit.status.outcome(), path, edit.reason, edit.detail)

@@ -28,8 +28,13 @@ class TreeReader:
     its own dictionaries, which :meth:`write` fills.
     """
 
-    def __init__(self, target: Target, after: dict[str, str | None] | None = None,
-                 before: dict[str, str | None] | None = None, modes: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        target: Target,
+        after: dict[str, str | None] | None = None,
+        before: dict[str, str | None] | None = None,
+        modes: dict[str, int] | None = None,
+    ) -> None:
         self.target = target
         #: relative path -> text after the pending changes (None: deleted)
         self.after = after if after is not None else {}
@@ -128,8 +133,7 @@ def assess(patch: Patch, tree: TreeReader, patchset_root: Path) -> Assessment:
         skip = "none of its target files exists: " + ", ".join(patch.target)
     if skip is not None or path is None:
         return Assessment(path, skip)
-    found = KINDS[patch.kind].check(tree.read_for(patch, path), patch,
-                                    Context(patchset_root, path, read=tree.confined))
+    found = KINDS[patch.kind].check(tree.read_for(patch, path), patch, Context(patchset_root, path, read=tree.confined))
     superseded = (
         upstream.find(patch.upstream, path, tree.read, patch.tag) if found.presence is Presence.MISSING else None
     )

@@ -45,8 +45,12 @@ class Record:
         return next((e for e in self.entries if e.patchset == patchset and e.patch == patch), None)
 
     def to_bytes(self) -> bytes:
-        doc = {"format": FORMAT, "upstream": {"version": self.upstream_version, "commit": self.upstream_commit},
-               "patchsets": self.patchsets, "patches": [asdict(e) for e in self.entries]}
+        doc = {
+            "format": FORMAT,
+            "upstream": {"version": self.upstream_version, "commit": self.upstream_commit},
+            "patchsets": self.patchsets,
+            "patches": [asdict(e) for e in self.entries],
+        }
         return (json.dumps(doc, indent=2, sort_keys=False) + "\n").encode()
 
 
@@ -58,16 +62,22 @@ def load(root: Path) -> Record | None:
     the tree, or revert and verify would read and hash files elsewhere.
     """
     path = root / RECORD_PATH
-    for why in (not_a_real_folder(path.parent),
-                f"{path.name} is a symbolic link (to {os.readlink(path)})" if path.is_symlink() else None):
+    for why in (
+        not_a_real_folder(path.parent),
+        f"{path.name} is a symbolic link (to {os.readlink(path)})" if path.is_symlink() else None,
+    ):
         if why:
             raise RecordDamaged(path, why)
     if not path.is_file():
         return None
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        record = Record(doc["upstream"]["version"], doc["upstream"]["commit"], doc.get("patchsets", {}),
-                        [Entry(**e) for e in doc["patches"]])
+        record = Record(
+            doc["upstream"]["version"],
+            doc["upstream"]["commit"],
+            doc.get("patchsets", {}),
+            [Entry(**e) for e in doc["patches"]],
+        )
     except (ValueError, KeyError, TypeError) as exc:
         raise RecordDamaged(path, str(exc)) from None
     for e in record.entries:
@@ -82,6 +92,8 @@ class RecordDamaged(PatchctlError):
 
     def __init__(self, path: Path, problem: str) -> None:
         self.path = path
-        super().__init__(f"{path}: the apply record is damaged ({problem}); restore it with git "
-                         f"(git checkout -- {RECORD_PATH}), or delete it and run `patchctl revert` again, "
-                         "which then reverts every patch it finds intact")
+        super().__init__(
+            f"{path}: the apply record is damaged ({problem}); restore it with git "
+            f"(git checkout -- {RECORD_PATH}), or delete it and run `patchctl revert` again, "
+            "which then reverts every patch it finds intact"
+        )

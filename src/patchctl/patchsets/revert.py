@@ -53,8 +53,15 @@ def plan_revert(target: Target, patchsets: list[Patchset], only: set[str] | None
             continue
         if not KINDS[patch.kind].creates_target and path in removed_whole:
             continue  # the patch that added this file takes these lines with it
-        result = _revert_one(patch, entry, path, tree, befores.get(entry.path, set()), by_name[entry.patchset].root,
-                             recorded=old is not None)
+        result = _revert_one(
+            patch,
+            entry,
+            path,
+            tree,
+            befores.get(entry.path, set()),
+            by_name[entry.patchset].root,
+            recorded=old is not None,
+        )
         if result is None:
             continue
         plan.results.append(result)
@@ -72,15 +79,21 @@ def _patch_of(entry: rec.Entry, by_name: dict[str, Patchset]) -> Patch | None:
     return ps.get(entry.patch) if ps is not None else None
 
 
-def _files_removed_whole(entries: list[rec.Entry], by_name: dict[str, Patchset], tree: TreeReader,
-                         only: set[str] | None) -> set[str]:
+def _files_removed_whole(
+    entries: list[rec.Entry], by_name: dict[str, Patchset], tree: TreeReader, only: set[str] | None
+) -> set[str]:
     """Files an intact add-file patch will delete: other patches' lines in them go with the file."""
     out = set()
     for e in entries:
         patch = _patch_of(e, by_name)
         kind = KINDS[patch.kind] if patch is not None else None
-        if patch is None or kind is None or (only and e.patch not in only) or not kind.creates_target \
-                or not getattr(kind, "takes_lines_along", True):
+        if (
+            patch is None
+            or kind is None
+            or (only and e.patch not in only)
+            or not kind.creates_target
+            or not getattr(kind, "takes_lines_along", True)
+        ):
             continue
         path = e.path or locate(patch, tree)
         ctx = Context(by_name[e.patchset].root, path or "", e.undo, tree.confined)
@@ -89,8 +102,16 @@ def _files_removed_whole(entries: list[rec.Entry], by_name: dict[str, Patchset],
     return out
 
 
-def _revert_one(patch: Patch, entry: rec.Entry, path: str, tree: TreeReader, befores: set[str | None],
-                patchset_root: Path, *, recorded: bool) -> PatchResult | None:
+def _revert_one(
+    patch: Patch,
+    entry: rec.Entry,
+    path: str,
+    tree: TreeReader,
+    befores: set[str | None],
+    patchset_root: Path,
+    *,
+    recorded: bool,
+) -> PatchResult | None:
     ctx = Context(patchset_root, path, entry.undo, tree.confined, tree.mode_of)
     kind = KINDS[patch.kind]
     text = tree.read_for(patch, path)
@@ -103,8 +124,12 @@ def _revert_one(patch: Patch, entry: rec.Entry, path: str, tree: TreeReader, bef
         return git.diff_file(tree.target.root, path) if tree.target.is_git else ""
 
     if found.presence is Presence.MODIFIED:
-        return result(Outcome.CONFLICT, f"{found.reason}: edited since it was applied; restore its lines "
-                      f"(git diff {path}) or leave it out with --only, then revert again", found.detail or committed())
+        return result(
+            Outcome.CONFLICT,
+            f"{found.reason}: edited since it was applied; restore its lines "
+            f"(git diff {path}) or leave it out with --only, then revert again",
+            found.detail or committed(),
+        )
     if found.presence is Presence.MISSING:
         if not recorded:
             return None
@@ -117,9 +142,13 @@ def _revert_one(patch: Patch, entry: rec.Entry, path: str, tree: TreeReader, bef
         else:
             detail = edit.detail or found.detail or committed()
             shows = f"{edit.reason}; the diff shows the file against its last commit" if detail else edit.reason
-        return result(Outcome.CONFLICT, f"{path} changed since apply and the patch's lines are not intact there "
-                      f"(edited by hand?): {shows}; restore them or leave the patch out with --only, "
-                      "then revert again", detail)
+        return result(
+            Outcome.CONFLICT,
+            f"{path} changed since apply and the patch's lines are not intact there "
+            f"(edited by hand?): {shows}; restore them or leave the patch out with --only, "
+            "then revert again",
+            detail,
+        )
     if found.presence is not Presence.PRESENT:
         return None
     edit = kind.revert(text, patch, ctx)

@@ -41,8 +41,13 @@ def make_rule(raw: dict[str, Any]) -> UpstreamRule:
     """The rule a manifest's (already validated) ``upstream`` table describes."""
     files = tuple(raw.get("files", ()))
     if raw["kind"] == "call-keyword":
-        return CallKeywordRule("call-keyword", files=files, call=raw["call"], old_keyword=raw["old_keyword"],
-                               new_keyword=raw["new_keyword"])
+        return CallKeywordRule(
+            "call-keyword",
+            files=files,
+            call=raw["call"],
+            old_keyword=raw["old_keyword"],
+            new_keyword=raw["new_keyword"],
+        )
     return UpstreamRule(raw["kind"], tuple(raw.get("names", ())), raw.get("pattern", ""), files)
 
 
@@ -105,8 +110,10 @@ def _call_keyword(rule: UpstreamRule, rel: str, text: str, untagged: Callable[[i
             return None  # upstream still passes the old keyword there: the patch is needed
         how = _passes(call, rule.new_keyword, scope, untagged)
         if how and found is None:
-            found = f"upstream's {rule.call}(...) at {rel}:{call.lineno} passes {rule.new_keyword}= {how} " \
-                    f"and no {rule.old_keyword}=; the patch is not needed"
+            found = (
+                f"upstream's {rule.call}(...) at {rel}:{call.lineno} passes {rule.new_keyword}= {how} "
+                f"and no {rule.old_keyword}=; the patch is not needed"
+            )
     return found
 
 
@@ -141,8 +148,12 @@ def find(rule: UpstreamRule, path: str, read: Callable[[str], str | None], tag: 
 
 def _function_of(tree: ast.Module, call: ast.Call) -> ast.AST:
     """The innermost function holding ``call`` (the module at top level): where its ``**kwargs`` is built."""
-    holding = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-               and node.lineno <= call.lineno <= (node.end_lineno or 0)]
+    holding = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.lineno <= call.lineno <= (node.end_lineno or 0)
+    ]
     return max(holding, key=lambda node: node.lineno, default=tree)
 
 
@@ -184,8 +195,9 @@ def _holds(expr: ast.AST, key: str, untagged: Callable[[int], bool]) -> bool:
     if isinstance(expr, ast.Dict):
         return any(k is not None and _key(k) == key and untagged(k.lineno) for k in expr.keys)
     if isinstance(expr, ast.Call) and _is_name(expr.func, "dict"):
-        return any(kw.arg == key and untagged(kw.lineno) for kw in expr.keywords) \
-            or any(_holds(a, key, untagged) for a in expr.args)
+        return any(kw.arg == key and untagged(kw.lineno) for kw in expr.keywords) or any(
+            _holds(a, key, untagged) for a in expr.args
+        )
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitOr):
         return _holds(expr.left, key, untagged) or _holds(expr.right, key, untagged)
     return False
@@ -204,8 +216,10 @@ def _builds(scope: ast.AST, name: str, key: str, untagged: Callable[[int], bool]
                 if whole or (item and untagged(t.lineno)):
                     lines.append(node.lineno)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_name(node.func.value, name):
-            update = node.func.attr == "update" and (any(kw.arg == key and untagged(kw.lineno) for kw in node.keywords)
-                                                     or any(_holds(a, key, untagged) for a in node.args))
+            update = node.func.attr == "update" and (
+                any(kw.arg == key and untagged(kw.lineno) for kw in node.keywords)
+                or any(_holds(a, key, untagged) for a in node.args)
+            )
             default = node.func.attr == "setdefault" and bool(node.args) and _key(node.args[0]) == key
             if update or (default and untagged(node.lineno)):
                 lines.append(node.lineno)

@@ -35,8 +35,9 @@ def check_can_commit(root: Path, is_git: bool, branch: str) -> None:
         )
 
 
-def execute(plan: Plan, *, force: bool = False, commit_branch: str | None = None, message: str = "",
-            command: str = "apply") -> Written:
+def execute(
+    plan: Plan, *, force: bool = False, commit_branch: str | None = None, message: str = "", command: str = "apply"
+) -> Written:
     """Write the plan all-or-nothing (refusing dirty files unless ``force``); maybe commit it.
 
     With ``commit_branch`` the commit is part of the change: when git refuses it (a hook, say),
@@ -44,13 +45,17 @@ def execute(plan: Plan, *, force: bool = False, commit_branch: str | None = None
     """
     if not plan.ok:
         bad = [r for r in plan.results if isinstance(r.status, Outcome) and r.status.is_failure]
-        raise PatchFailed(f"{bad[0].patch}: {bad[0].status.value} in {bad[0].path}: {bad[0].reason}; "
-                          f"nothing was written ({len(bad)} patch(es) failed)")
+        raise PatchFailed(
+            f"{bad[0].patch}: {bad[0].status.value} in {bad[0].path}: {bad[0].reason}; "
+            f"nothing was written ({len(bad)} patch(es) failed)"
+        )
     root = plan.target.root
     if commit_branch:
         check_can_commit(root, plan.target.is_git, commit_branch)
-    changes = {p: fsutil.FileChange(p, None if (new := plan.after[p]) is None else to_bytes(new), plan.modes.get(p))
-               for p in plan.changed_paths}
+    changes = {
+        p: fsutil.FileChange(p, None if (new := plan.after[p]) is None else to_bytes(new), plan.modes.get(p))
+        for p in plan.changed_paths
+    }
     record = plan.record
     if plan.record_changed and record is not None:
         for e in record.entries:
@@ -68,8 +73,11 @@ def execute(plan: Plan, *, force: bool = False, commit_branch: str | None = None
     if plan.target.is_git and not force:
         _refuse_dirty(plan, [p for p in changes if p != rec.RECORD_PATH])
     shas: list[str] = []
-    commit = (lambda: shas.append(git.commit_on_branch(root, commit_branch, sorted(changes), message))) \
-        if commit_branch else None
+    commit = (
+        (lambda: shas.append(git.commit_on_branch(root, commit_branch, sorted(changes), message)))
+        if commit_branch
+        else None
+    )
     fsutil.write_all(root, changes, command=command, before_commit=commit)
     return Written(sorted(changes), shas[0] if shas else None, commit_branch if shas else None)
 

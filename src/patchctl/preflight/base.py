@@ -30,12 +30,14 @@ class Check(abc.ABC):
     def probe_failed(self, ctx: Context, result: ProbeResult) -> Verdict:
         """The verdict when a probe crashed or hung: a fail that says how, never a traceback."""
         what = self.title or self.name
-        return Verdict(Status.FAIL, f"the {result.name} probe {result.failure(ctx.timeout)}",
-                       f"run `{ctx.python} -c 'import {result.name}'` to see the {what} failure in full")
+        return Verdict(
+            Status.FAIL,
+            f"the {result.name} probe {result.failure(ctx.timeout)}",
+            f"run `{ctx.python} -c 'import {result.name}'` to see the {what} failure in full",
+        )
 
 
-def not_installed(package: str, ctx: Context, consequence: str, install: str,
-                  status: Status = Status.FAIL) -> Verdict:
+def not_installed(package: str, ctx: Context, consequence: str, install: str, status: Status = Status.FAIL) -> Verdict:
     """The one phrasing for a missing package: what cannot run, and the install line as the fix."""
     return Verdict(status, f"{package} is not installed in {ctx.python}: {consequence}", install)
 

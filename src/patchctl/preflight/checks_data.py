@@ -40,33 +40,51 @@ class DataCheck(Check):
             return Verdict(Status.SKIP, "no DATA_DIR known", WHERE_FIX.format(key="DATA_DIR"))
         origin = f"DATA_DIR={data_dir} ({ctx.paths_source})"
         if not Path(data_dir).is_dir():
-            return Verdict(Status.FAIL, f"{origin}: no such directory",
-                           f"copy the data there or fix DATA_DIR in {ctx.paths_source}")
+            return Verdict(
+                Status.FAIL,
+                f"{origin}: no such directory",
+                f"copy the data there or fix DATA_DIR in {ctx.paths_source}",
+            )
         found = data["data"].data
         files: dict[str, dict[str, Any]] = found.get("files", {})
         if not files:
-            return Verdict(Status.FAIL, f"{origin}: no .parquet files", "create the dataset (train.parquet, "
-                           "test.parquet; python3 create_tiny_dataset.py for train_tiny.parquet)")
+            return Verdict(
+                Status.FAIL,
+                f"{origin}: no .parquet files",
+                "create the dataset (train.parquet, "
+                "test.parquet; python3 create_tiny_dataset.py for train_tiny.parquet)",
+            )
         broken = {Path(p).name: f["error"] for p, f in files.items() if "error" in f}
         if broken:
             listed = "; ".join(f"{n}: {e}" for n, e in broken.items())
-            return Verdict(Status.FAIL, f"{origin}: {listed}", "copy the files again (a partial copy loses the "
-                           "footer) or regenerate them")
+            return Verdict(
+                Status.FAIL,
+                f"{origin}: {listed}",
+                "copy the files again (a partial copy loses the footer) or regenerate them",
+            )
         names = {Path(p).name for p in files}
-        rows = ", ".join(f"{Path(p).name} {f['rows']} rows" if "rows" in f else f"{Path(p).name} ok"
-                         for p, f in files.items())
+        rows = ", ".join(
+            f"{Path(p).name} {f['rows']} rows" if "rows" in f else f"{Path(p).name} ok" for p, f in files.items()
+        )
         value = f"{origin}: {rows} (read with {found.get('reader')})"
         missing = [n for n in REQUIRED if n not in names]
         if missing:
-            return Verdict(Status.FAIL, f"{value}; missing {', '.join(missing)}",
-                           "the standard and FAST_LOAD scripts read train.parquet and test.parquet from DATA_DIR")
+            return Verdict(
+                Status.FAIL,
+                f"{value}; missing {', '.join(missing)}",
+                "the standard and FAST_LOAD scripts read train.parquet and test.parquet from DATA_DIR",
+            )
         no_prompt = [Path(p).name for p, f in files.items() if "columns" in f and "prompt" not in f["columns"]]
         if no_prompt:
-            return Verdict(Status.WARN, f"{value}; no 'prompt' column in {', '.join(no_prompt)}",
-                           "verl's RLHF dataset reads data.prompt_key (default prompt): set it to the column name")
+            return Verdict(
+                Status.WARN,
+                f"{value}; no 'prompt' column in {', '.join(no_prompt)}",
+                "verl's RLHF dataset reads data.prompt_key (default prompt): set it to the column name",
+            )
         if DEBUG_ONLY not in names:
-            return Verdict(Status.WARN, f"{value}; no {DEBUG_ONLY}",
-                           "the DEBUG script needs it: python3 create_tiny_dataset.py")
+            return Verdict(
+                Status.WARN, f"{value}; no {DEBUG_ONLY}", "the DEBUG script needs it: python3 create_tiny_dataset.py"
+            )
         return Verdict(Status.PASS, value)
 
 
@@ -102,8 +120,11 @@ def judge_model(path_str: str | None, source: str) -> Verdict:
     config = path / "config.json"
     if not config.is_file():
         snaps = sorted((path / "snapshots").glob("*/config.json")) if (path / "snapshots").is_dir() else []
-        fix = f"point MODEL_PATH at the snapshot: {snaps[-1].parent}" if snaps else \
-            "MODEL_PATH must be the directory holding config.json and the weights"
+        fix = (
+            f"point MODEL_PATH at the snapshot: {snaps[-1].parent}"
+            if snaps
+            else "MODEL_PATH must be the directory holding config.json and the weights"
+        )
         return Verdict(Status.FAIL, f"{origin}: no config.json" + (" (a hub cache folder)" if snaps else ""), fix)
     try:
         cfg = json.loads(config.read_text(encoding="utf-8"))
@@ -119,13 +140,19 @@ def judge_model(path_str: str | None, source: str) -> Verdict:
             return Verdict(Status.FAIL, f"{origin}: {index.name} is damaged", "download it again")
         absent = [w for w in wanted if not (path / w).is_file()]
         if absent:
-            return Verdict(Status.FAIL, f"{origin}: {index.name} lists {len(absent)} missing shard(s): "
-                           f"{', '.join(absent[:3])}", "finish the download (huggingface-cli download resumes)")
+            return Verdict(
+                Status.FAIL,
+                f"{origin}: {index.name} lists {len(absent)} missing shard(s): {', '.join(absent[:3])}",
+                "finish the download (huggingface-cli download resumes)",
+            )
     if not shards:
         if list(path.glob("*.bin")) or list(path.glob("*.pt")):
-            return Verdict(Status.WARN, f"{origin}: {arch}, only PyTorch .bin weights",
-                           "load_format=safetensors (the FAST_LOAD script) needs safetensors; convert or download "
-                           "the safetensors version")
+            return Verdict(
+                Status.WARN,
+                f"{origin}: {arch}, only PyTorch .bin weights",
+                "load_format=safetensors (the FAST_LOAD script) needs safetensors; convert or download "
+                "the safetensors version",
+            )
         return Verdict(Status.FAIL, f"{origin}: {arch}, no weights (*.safetensors)", "download the weights")
     for shard in shards:
         problem = safetensors_problem(shard)

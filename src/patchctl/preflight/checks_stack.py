@@ -19,15 +19,22 @@ from patchctl.preflight.probe import Probe, ProbeResult
 
 #: seconds the probe's one Ray task may wait for a worker to register
 TASK_TIMEOUT = 30
-RAY = Probe("ray", "ray_info.py", args=lambda ctx: {"num_cpus": ctx.ray_num_cpus,
-                                                    "task_timeout": min(TASK_TIMEOUT, ctx.timeout)})
+RAY = Probe(
+    "ray",
+    "ray_info.py",
+    args=lambda ctx: {"num_cpus": ctx.ray_num_cpus, "task_timeout": min(TASK_TIMEOUT, ctx.timeout)},
+)
 VERL = Probe("verl", "verl_info.py", cwd=lambda ctx: ctx.target.root if ctx.target else None)
-NUM_CPUS_FIX = ("set ray_kwargs.ray_init.num_cpus=<N> (verl >= 0.6; ray_init.num_cpus before) to the CPUs "
-                "the job may use, and export RAY_worker_register_timeout_seconds=600")
+NUM_CPUS_FIX = (
+    "set ray_kwargs.ray_init.num_cpus=<N> (verl >= 0.6; ray_init.num_cpus before) to the CPUs "
+    "the job may use, and export RAY_worker_register_timeout_seconds=600"
+)
 
-STALE_ADDRESS_FIX = ("if no Ray cluster should be running, `ray stop` (it removes {path}) or delete that file; to "
-                     "use the cluster at {address}, export RAY_ADDRESS={address} and set "
-                     "ray_kwargs.ray_init.num_cpus=null (ray_init.num_cpus before verl 0.6)")
+STALE_ADDRESS_FIX = (
+    "if no Ray cluster should be running, `ray stop` (it removes {path}) or delete that file; to "
+    "use the cluster at {address}, export RAY_ADDRESS={address} and set "
+    "ray_kwargs.ray_init.num_cpus=null (ray_init.num_cpus before verl 0.6)"
+)
 
 
 class RayCheck(Check):
@@ -43,16 +50,25 @@ class RayCheck(Check):
         head = f"ray {r['version']}"
         if r.get("stage") == "init" and r.get("address_file"):
             f = r["address_file"]
-            return Verdict(Status.FAIL, f"{head}: ray.init ({r['mode']}) failed: {r['error']}; {f['path']} names "
-                           f"{f['address']} (written by an earlier `ray start`), so a bare ray.init() joins that "
-                           "cluster instead of starting one, as verl's does", STALE_ADDRESS_FIX.format(**f))
+            return Verdict(
+                Status.FAIL,
+                f"{head}: ray.init ({r['mode']}) failed: {r['error']}; {f['path']} names "
+                f"{f['address']} (written by an earlier `ray start`), so a bare ray.init() joins that "
+                "cluster instead of starting one, as verl's does",
+                STALE_ADDRESS_FIX.format(**f),
+            )
         if r.get("stage") == "init":
             return Verdict(Status.FAIL, f"{head}: ray.init ({r['mode']}) failed: {r['error']}", NUM_CPUS_FIX)
         if r.get("stage") == "task":
-            return Verdict(Status.FAIL, f"{head}: started, but a task did not run: {r['error']}",
-                           "a worker could not register with the raylet; " + NUM_CPUS_FIX)
-        value = (f"{head}: {r['mode']}, up in {r['init_seconds']}s, {r['cpus']:g} CPUs / {r['gpus']:g} GPUs, "
-                 f"a task ran in {r['task_seconds']}s")
+            return Verdict(
+                Status.FAIL,
+                f"{head}: started, but a task did not run: {r['error']}",
+                "a worker could not register with the raylet; " + NUM_CPUS_FIX,
+            )
+        value = (
+            f"{head}: {r['mode']}, up in {r['init_seconds']}s, {r['cpus']:g} CPUs / {r['gpus']:g} GPUs, "
+            f"a task ran in {r['task_seconds']}s"
+        )
         spec = ctx.requirements.get("ray")
         try:
             outside = not SpecifierSet(spec).contains(r["version"], prereleases=True) if spec else False
@@ -76,20 +92,28 @@ class VerlCheck(Check):
         location = Path(v["location"])
         if "error" in v:
             missing = v.get("missing")
-            fix = f"install the missing package {missing!r} (verl's dependencies: pip install -e " \
-                  f"{expected.parent if expected else location.parent})" if missing else "fix the import error"
+            fix = (
+                f"install the missing package {missing!r} (verl's dependencies: pip install -e "
+                f"{expected.parent if expected else location.parent})"
+                if missing
+                else "fix the import error"
+            )
             return Verdict(Status.FAIL, f"verl at {location} does not import: {v['error']}", fix)
         head = f"verl {v.get('version', '?')} from {location}"
         if expected is None:
             return Verdict(Status.PASS, f"{head} (no --target: not compared)")
         if location != expected:
-            return Verdict(Status.FAIL, f"{head}, not from the target {expected}",
-                           f"another copy shadows the target: {install}")
+            return Verdict(
+                Status.FAIL, f"{head}, not from the target {expected}", f"another copy shadows the target: {install}"
+            )
         elsewhere = v.get("elsewhere")
         if elsewhere and Path(elsewhere) != expected:
-            return Verdict(Status.WARN, f"{head} (the target) when launched from its root, but {elsewhere} "
-                           "everywhere else", "processes started elsewhere (Ray workers with another working "
-                           f"directory, scripts) import that copy, without the patches: {install}")
+            return Verdict(
+                Status.WARN,
+                f"{head} (the target) when launched from its root, but {elsewhere} everywhere else",
+                "processes started elsewhere (Ray workers with another working "
+                f"directory, scripts) import that copy, without the patches: {install}",
+            )
         where = "everywhere" if elsewhere else f"when launched from {expected.parent} (not installed)"
         return Verdict(Status.PASS, f"{head} (the target), {where}")
 
@@ -121,7 +145,10 @@ class PatchesCheck(Check):
         bad = [c for c in report.checks if not (isinstance(c.status, Presence) and c.status.passes)]
         if bad:
             listed = ", ".join(f"{c.patch} {c.status.value}" for c in bad)
-            how = "patchctl verify shows how they differ" if any(c.status is Presence.MODIFIED for c in bad) \
+            how = (
+                "patchctl verify shows how they differ"
+                if any(c.status is Presence.MODIFIED for c in bad)
                 else f"patchctl apply --target {root}"
+            )
             return Verdict(Status.FAIL, f"{value}; not carried: {listed}", how)
         return Verdict(Status.PASS, value)

@@ -15,8 +15,12 @@ from patchctl.preflight.base import Check
 from patchctl.preflight.model import Context, Status, Verdict
 from patchctl.preflight.probe import Probe, ProbeResult
 
-PYTHON = Probe("python", "import json, platform, sys\nprint('@@patchctl-probe@@ ' + json.dumps("
-                         "{'version': platform.python_version(), 'executable': sys.executable}))", inline=True)
+PYTHON = Probe(
+    "python",
+    "import json, platform, sys\nprint('@@patchctl-probe@@ ' + json.dumps("
+    "{'version': platform.python_version(), 'executable': sys.executable}))",
+    inline=True,
+)
 #: verl >= 0.6 needs 3.10 (match statements, PEP 604 unions at run time)
 MIN_PYTHON = "3.10"
 #: the record's values (environment-variable table of the modification record)
@@ -40,8 +44,11 @@ class PythonCheck(Check):
         if ok:
             return Verdict(Status.PASS, value)
         whose = ctx.requirements_source or "verl >= 0.6"
-        return Verdict(Status.FAIL, f"{value}; {whose} requires Python {spec}",
-                       f"use a Python {spec} environment (e.g. python3.10 -m venv .venv)")
+        return Verdict(
+            Status.FAIL,
+            f"{value}; {whose} requires Python {spec}",
+            f"use a Python {spec} environment (e.g. python3.10 -m venv .venv)",
+        )
 
 
 class ThreadsCheck(Check):
@@ -60,13 +67,20 @@ class ThreadsCheck(Check):
                 bad.append(var)
         value = ", ".join(shown)
         if bad:
-            return Verdict(Status.FAIL, value, f"{', '.join(bad)} must be a positive integer: export "
-                           + " ".join(f"{v}=1" for v in bad))
+            return Verdict(
+                Status.FAIL,
+                value,
+                f"{', '.join(bad)} must be a positive integer: export " + " ".join(f"{v}=1" for v in bad),
+            )
         if unset:
-            return Verdict(Status.WARN, value + f" (this machine has {os.cpu_count()} CPUs)",
-                           "every Ray worker then starts one thread per core, which ends in 'pthread_create "
-                           "failed' with many workers; export " + " ".join(f"{v}=1" for v in unset)
-                           + " (the uky training scripts do)")
+            return Verdict(
+                Status.WARN,
+                value + f" (this machine has {os.cpu_count()} CPUs)",
+                "every Ray worker then starts one thread per core, which ends in 'pthread_create "
+                "failed' with many workers; export "
+                + " ".join(f"{v}=1" for v in unset)
+                + " (the uky training scripts do)",
+            )
         return Verdict(Status.PASS, value)
 
 
@@ -86,11 +100,20 @@ class RayEnvCheck(Check):
                 low.append(f"{var}={wanted}")
         value = ", ".join(shown)
         if bad:
-            return Verdict(Status.FAIL, value, f"Ray refuses to start with a non-integer {', '.join(bad)}; "
-                           "export " + " ".join(f"{v}={RAY_VARS[v]}" for v in bad))
+            return Verdict(
+                Status.FAIL,
+                value,
+                f"Ray refuses to start with a non-integer {', '.join(bad)}; "
+                "export " + " ".join(f"{v}={RAY_VARS[v]}" for v in bad),
+            )
         if unset or low:
-            return Verdict(Status.WARN, value, "slow clusters then fail with 'Failed to register worker'; export "
-                           + " ".join(unset + low) + " (the record's values, set by the uky training scripts)")
+            return Verdict(
+                Status.WARN,
+                value,
+                "slow clusters then fail with 'Failed to register worker'; export "
+                + " ".join(unset + low)
+                + " (the record's values, set by the uky training scripts)",
+            )
         return Verdict(Status.PASS, value)
 
 
@@ -103,20 +126,28 @@ class CudaVisibleDevicesCheck(Check):
             return Verdict(Status.PASS, "unset: every GPU is visible")
         tokens = [t.strip() for t in raw.split(",")]
         if raw.strip() == "":
-            return Verdict(Status.FAIL, "set but empty: CUDA sees no GPU",
-                           "unset CUDA_VISIBLE_DEVICES or list the GPUs to use, e.g. 0,1")
+            return Verdict(
+                Status.FAIL,
+                "set but empty: CUDA sees no GPU",
+                "unset CUDA_VISIBLE_DEVICES or list the GPUs to use, e.g. 0,1",
+            )
         dupes = sorted({t for t in tokens if tokens.count(t) > 1})
         if dupes:
-            return Verdict(Status.FAIL, f"{raw!r} lists {', '.join(dupes)} more than once",
-                           "duplicates fail with 'CUDA initialization: Unexpected error from cudaGetDeviceCount()' "
-                           "or NCCL 'Duplicate GPU detected'; list each GPU once, e.g. "
-                           + ",".join(dict.fromkeys(tokens)))
+            return Verdict(
+                Status.FAIL,
+                f"{raw!r} lists {', '.join(dupes)} more than once",
+                "duplicates fail with 'CUDA initialization: Unexpected error from cudaGetDeviceCount()' "
+                "or NCCL 'Duplicate GPU detected'; list each GPU once, e.g. " + ",".join(dict.fromkeys(tokens)),
+            )
         for i, t in enumerate(tokens):
             valid = t.isdigit() or t.startswith(("GPU-", "MIG-"))
             if not valid:
-                return Verdict(Status.WARN, f"{raw!r}: entry {t!r} is not a GPU index or UUID",
-                               f"CUDA ignores it and every entry after it ({len(tokens) - i} of {len(tokens)}); "
-                               "use indices such as 0,1 or GPU-/MIG- UUIDs from nvidia-smi -L")
+                return Verdict(
+                    Status.WARN,
+                    f"{raw!r}: entry {t!r} is not a GPU index or UUID",
+                    f"CUDA ignores it and every entry after it ({len(tokens) - i} of {len(tokens)}); "
+                    "use indices such as 0,1 or GPU-/MIG- UUIDs from nvidia-smi -L",
+                )
         return Verdict(Status.PASS, f"{raw} ({len(tokens)} GPU{'s' if len(tokens) != 1 else ''})")
 
 
@@ -141,9 +172,11 @@ class ShmCheck(Check):
         try:
             st = os.statvfs(ctx.shm)
         except OSError as exc:
-            return Verdict(Status.FAIL, f"{ctx.shm}: {exc.strerror}",
-                           "Ray's object store and NCCL need shared memory; mount a tmpfs there "
-                           "(docker run --shm-size=...)")
+            return Verdict(
+                Status.FAIL,
+                f"{ctx.shm}: {exc.strerror}",
+                "Ray's object store and NCCL need shared memory; mount a tmpfs there (docker run --shm-size=...)",
+            )
         total, free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
         ram = _mem_total(ctx.meminfo)
         value = f"{ctx.shm}: {_gib(total)}, {_gib(free)} free" + (f", RAM {_gib(ram)}" if ram else "")
@@ -151,10 +184,13 @@ class ShmCheck(Check):
         wanted = int(ram * 0.3) if ram else 2**30
         if free < wanted:
             size = max(1, math.ceil(wanted / 2**30))
-            return Verdict(Status.WARN, value + f"; Ray's object store wants {_gib(wanted)}",
-                           "Ray will put its object store in /tmp (slow, 'The object store is using /tmp instead "
-                           f"of /dev/shm'); start the container with --shm-size={size}g, or "
-                           f"mount -o remount,size={size}G {ctx.shm}")
+            return Verdict(
+                Status.WARN,
+                value + f"; Ray's object store wants {_gib(wanted)}",
+                "Ray will put its object store in /tmp (slow, 'The object store is using /tmp instead "
+                f"of /dev/shm'); start the container with --shm-size={size}g, or "
+                f"mount -o remount,size={size}G {ctx.shm}",
+            )
         return Verdict(Status.PASS, value)
 
 
@@ -181,8 +217,11 @@ def judge_open_files(soft: int, hard: int) -> Verdict:
             f"docker run --ulimit nofile={OPEN_FILES_WANTED}:{OPEN_FILES_WANTED}), then ulimit -n {OPEN_FILES_WANTED}"
         )
     status = Status.FAIL if soft < 1024 else Status.WARN
-    return Verdict(status, value + f"; Ray with many workers wants {OPEN_FILES_WANTED}",
-                   "too few descriptors end in 'Too many open files' from Ray and NCCL; " + fix)
+    return Verdict(
+        status,
+        value + f"; Ray with many workers wants {OPEN_FILES_WANTED}",
+        "too few descriptors end in 'Too many open files' from Ray and NCCL; " + fix,
+    )
 
 
 class TritonCacheCheck(Check):

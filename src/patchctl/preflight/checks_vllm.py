@@ -46,11 +46,17 @@ class VllmCheck(Check):
         if not v.get("installed"):
             hf = _has_hf_rollout(ctx)
             if hf is False:
-                return Verdict(Status.FAIL, f"vLLM is not installed: the vllm rollout cannot run, and verl "
-                               f"{ctx.target.version if ctx.target else ''} has no hf rollout (only vllm/sglang)",
-                               install)
-            hf_note = "the hf rollout can (actor_rollout_ref.rollout.name=hf)" if hf else \
-                "the hf rollout can, where the verl release still has it (<= 0.5)"
+                return Verdict(
+                    Status.FAIL,
+                    f"vLLM is not installed: the vllm rollout cannot run, and verl "
+                    f"{ctx.target.version if ctx.target else ''} has no hf rollout (only vllm/sglang)",
+                    install,
+                )
+            hf_note = (
+                "the hf rollout can (actor_rollout_ref.rollout.name=hf)"
+                if hf
+                else "the hf rollout can, where the verl release still has it (<= 0.5)"
+            )
             return Verdict(Status.WARN, f"vLLM is not installed: the vllm rollout cannot run; {hf_note}", install)
         if "error" in v:
             error = v["error"]
@@ -64,8 +70,7 @@ class VllmCheck(Check):
         version = v.get("version", "?")
         spec = ctx.requirements.get("vllm")
         if not spec:
-            note = "no --target, range not checked" if ctx.target is None else \
-                f"{_whose(ctx)} declares no vllm range"
+            note = "no --target, range not checked" if ctx.target is None else f"{_whose(ctx)} declares no vllm range"
             return Verdict(Status.PASS, f"vLLM {version} ({note})")
         try:
             inside = SpecifierSet(spec).contains(version, prereleases=True)
@@ -73,9 +78,12 @@ class VllmCheck(Check):
             inside = True
         if inside:
             return Verdict(Status.PASS, f"vLLM {version}, inside {_whose(ctx)}'s range {spec}")
-        return Verdict(Status.WARN, f"vLLM {version} is outside {_whose(ctx)}'s declared range {spec}",
-                       f"{install}, or keep it and rely on patches for the API changes (the uky patch "
-                       "vllm-enable-log-requests covers disable_log_requests)")
+        return Verdict(
+            Status.WARN,
+            f"vLLM {version} is outside {_whose(ctx)}'s declared range {spec}",
+            f"{install}, or keep it and rely on patches for the API changes (the uky patch "
+            "vllm-enable-log-requests covers disable_log_requests)",
+        )
 
 
 class AttentionBackendCheck(Check):
@@ -91,16 +99,25 @@ class AttentionBackendCheck(Check):
         known = v.get("backends")
         version = v.get("version", "?")
         if not known:
-            return Verdict(Status.WARN, f"VLLM_ATTENTION_BACKEND={raw}; cannot list vLLM {version}'s backends",
-                           f"if vLLM rejects it, export VLLM_ATTENTION_BACKEND={SAFE_BACKEND}")
+            return Verdict(
+                Status.WARN,
+                f"VLLM_ATTENTION_BACKEND={raw}; cannot list vLLM {version}'s backends",
+                f"if vLLM rejects it, export VLLM_ATTENTION_BACKEND={SAFE_BACKEND}",
+            )
         name = raw.strip().removesuffix("_VLLM_V1")
         fix = f"export VLLM_ATTENTION_BACKEND={SAFE_BACKEND} (the uky scripts' value) or unset it"
         if name not in known["names"]:
             listed = ", ".join(n for n in known["names"] if n not in known["unregistered"])
-            return Verdict(Status.FAIL, f"VLLM_ATTENTION_BACKEND={raw} is not a backend vLLM {version} knows "
-                           f"(it has: {listed})", fix)
+            return Verdict(
+                Status.FAIL,
+                f"VLLM_ATTENTION_BACKEND={raw} is not a backend vLLM {version} knows (it has: {listed})",
+                fix,
+            )
         if name in known["unregistered"]:
-            return Verdict(Status.FAIL, f"VLLM_ATTENTION_BACKEND={raw}: vLLM {version} names it but implements no "
-                           f"backend for it, so engines fail with 'Backend {name} must be registered before use'",
-                           fix)
+            return Verdict(
+                Status.FAIL,
+                f"VLLM_ATTENTION_BACKEND={raw}: vLLM {version} names it but implements no "
+                f"backend for it, so engines fail with 'Backend {name} must be registered before use'",
+                fix,
+            )
         return Verdict(Status.PASS, f"VLLM_ATTENTION_BACKEND={raw}, implemented by vLLM {version}")

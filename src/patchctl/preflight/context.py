@@ -28,8 +28,15 @@ def paths_for(target: Target | None, cluster: Cluster | None, env: Mapping[str, 
     return {}, ""
 
 
-def build(target: Target | None = None, cluster: Cluster | None = None, *, patchsets: tuple[str, ...] = (),
-          env: Mapping[str, str] | None = None, python: str | None = None, timeout: float = 60.0) -> Context:
+def build(
+    target: Target | None = None,
+    cluster: Cluster | None = None,
+    *,
+    patchsets: tuple[str, ...] = (),
+    env: Mapping[str, str] | None = None,
+    python: str | None = None,
+    timeout: float = 60.0,
+) -> Context:
     env = dict(os.environ if env is None else env)
     requirements: dict[str, str] = {}
     source = ""
@@ -37,9 +44,17 @@ def build(target: Target | None = None, cluster: Cluster | None = None, *, patch
         requirements, file = read_requirements(target.root)
         source = f"verl {target.version or '?'} {file}".strip() if file else ""
     paths, paths_source = paths_for(target, cluster, env)
-    return Context(env=env, python=python or sys.executable, target=target, requirements=requirements,
-                   requirements_source=source, patchsets=patchsets, paths=paths, paths_source=paths_source,
-                   timeout=timeout)
+    return Context(
+        env=env,
+        python=python or sys.executable,
+        target=target,
+        requirements=requirements,
+        requirements_source=source,
+        patchsets=patchsets,
+        paths=paths,
+        paths_source=paths_source,
+        timeout=timeout,
+    )
 
 
 def default_target(cwd: Path) -> bool:

@@ -23,8 +23,10 @@ else:  # pragma: no cover
 def _string_lists(tree: ast.AST) -> list[list[str]]:
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, (ast.List, ast.Tuple)) and node.elts and all(
-            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+        if (
+            isinstance(node, (ast.List, ast.Tuple))
+            and node.elts
+            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
         ):
             found.append([e.value for e in node.elts])  # type: ignore[attr-defined] # every element was checked to be a str Constant just above
     return found
@@ -95,8 +97,13 @@ def read_settings(path: Path) -> dict[str, str]:
         return {}
     settings = {}
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and node.targets[0].id.isupper() and isinstance(node.value, ast.Constant)
-                and isinstance(node.value.value, str)):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id.isupper()
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             settings[node.targets[0].id] = node.value.value
     return settings

@@ -43,8 +43,11 @@ def _judge(check: Check, ctx: Context, probes: Mapping[str, Future[ProbeResult]]
         except PatchctlError as exc:
             verdict = Verdict(Status.FAIL, str(exc), "fix the error above, then rerun")
         except Exception as exc:  # a bug in one check must not cost the other verdicts
-            verdict = Verdict(Status.FAIL, f"the {check.name} check itself failed: {type(exc).__name__}: {exc}",
-                              "please report this patchctl bug")
+            verdict = Verdict(
+                Status.FAIL,
+                f"the {check.name} check itself failed: {type(exc).__name__}: {exc}",
+                "please report this patchctl bug",
+            )
     own = time.monotonic() - judged
     seconds = waited + own if check.probes else time.monotonic() - start
     return CheckResult(check.name, check.title or check.name, verdict.status, verdict.value, seconds, verdict.fix)

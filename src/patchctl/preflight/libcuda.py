@@ -22,7 +22,7 @@ from patchctl.preflight.base import Check
 from patchctl.preflight.model import Context, Status, Verdict
 from patchctl.preflight.probe import Probe, ProbeResult
 
-_TRITON_SCRIPT = r'''
+_TRITON_SCRIPT = r"""
 import importlib.metadata, importlib.util, json, os
 out = {"installed": False}
 spec = importlib.util.find_spec("triton")
@@ -43,7 +43,7 @@ if spec is not None and spec.origin:
             out["links"] = "libcuda.so.1"
         break
 print("@@patchctl-probe@@ " + json.dumps(out))
-'''
+"""
 TRITON = Probe("triton", _TRITON_SCRIPT, inline=True)
 
 
@@ -72,38 +72,62 @@ def triton_dirs(ldconfig_out: str | None, env: Mapping[str, str]) -> tuple[list[
 def judge_libcuda(ctx: Context, ldconfig_out: str | None, links: str, triton: str) -> Verdict:
     env = ctx.env
     stubs = ctx.cuda_home / "lib64" / "stubs"
-    stub_fix = (f"export TRITON_LIBCUDA_PATH={stubs} (Triton then links the stub and the driver's libcuda.so.1 "
-                "is loaded at run time)") if (stubs / "libcuda.so").exists() else ""
+    stub_fix = (
+        (
+            f"export TRITON_LIBCUDA_PATH={stubs} (Triton then links the stub and the driver's libcuda.so.1 "
+            "is loaded at run time)"
+        )
+        if (stubs / "libcuda.so").exists()
+        else ""
+    )
     if ldconfig_out is None and not env.get("TRITON_LIBCUDA_PATH"):
-        return Verdict(Status.FAIL, f"{ctx.ldconfig} is missing; Triton runs it to find libcuda.so.1 ({triton})",
-                       stub_fix or "export TRITON_LIBCUDA_PATH=<the directory holding libcuda.so>")
+        return Verdict(
+            Status.FAIL,
+            f"{ctx.ldconfig} is missing; Triton runs it to find libcuda.so.1 ({triton})",
+            stub_fix or "export TRITON_LIBCUDA_PATH=<the directory holding libcuda.so>",
+        )
     dirs, source, locs = triton_dirs(ldconfig_out, env)
     dirs_with_so1 = [d for d in dirs if os.path.exists(os.path.join(d, "libcuda.so.1"))]
     if source != "TRITON_LIBCUDA_PATH" and not dirs_with_so1:
         if not locs and not ctx.nvidia_ctl.exists():
-            return Verdict(Status.SKIP, f"no NVIDIA driver on this machine (no {ctx.nvidia_ctl}, no libcuda.so.1 "
-                           f"in ldconfig or LD_LIBRARY_PATH); {triton}")
-        where = f"ldconfig lists {', '.join(locs)} but the file is gone" if locs else \
-            "neither ldconfig nor any LD_LIBRARY_PATH directory has libcuda.so.1"
+            return Verdict(
+                Status.SKIP,
+                f"no NVIDIA driver on this machine (no {ctx.nvidia_ctl}, no libcuda.so.1 "
+                f"in ldconfig or LD_LIBRARY_PATH); {triton}",
+            )
+        where = (
+            f"ldconfig lists {', '.join(locs)} but the file is gone"
+            if locs
+            else "neither ldconfig nor any LD_LIBRARY_PATH directory has libcuda.so.1"
+        )
         fixes = ["run ldconfig as root so its cache lists the driver's libcuda.so.1"] + ([stub_fix] if stub_fix else [])
-        return Verdict(Status.FAIL, f"Triton stops with 'libcuda.so cannot found!': {where} ({triton})",
-                       "; or ".join(fixes))
+        return Verdict(
+            Status.FAIL, f"Triton stops with 'libcuda.so cannot found!': {where} ({triton})", "; or ".join(fixes)
+        )
     if links == "libcuda.so.1" and dirs_with_so1:
-        return Verdict(Status.PASS, f"libcuda.so.1 in {', '.join(dirs_with_so1)} (via {source}); "
-                       f"{triton} links -l:libcuda.so.1")
+        return Verdict(
+            Status.PASS, f"libcuda.so.1 in {', '.join(dirs_with_so1)} (via {source}); {triton} links -l:libcuda.so.1"
+        )
     search = dirs + [d for d in env.get("LIBRARY_PATH", "").split(":") if d] + list(ctx.system_lib_dirs)
     hit = next((d for d in search if os.path.exists(os.path.join(d, "libcuda.so"))), None)
     if hit:
-        return Verdict(Status.PASS, f"driver dirs {', '.join(dirs)} (via {source}); -lcuda links with "
-                       f"{hit}/libcuda.so ({triton})")
+        return Verdict(
+            Status.PASS, f"driver dirs {', '.join(dirs)} (via {source}); -lcuda links with {hit}/libcuda.so ({triton})"
+        )
     first = (dirs_with_so1 or dirs)[0]
     fixes = ([stub_fix] if stub_fix else []) + [f"ln -s {first}/libcuda.so.1 {first}/libcuda.so (as root)"]
     if source == "ldconfig":
-        fixes.append(f"putting {stubs} on LD_LIBRARY_PATH (the uky patch triton-cuda-stubs) does not help here: "
-                     "Triton reads LD_LIBRARY_PATH only when ldconfig lists no libcuda.so.1")
-    return Verdict(Status.FAIL, f"Triton's build will fail with 'cannot find -lcuda': libcuda.so.1 is in {first} "
-                   f"(via {source}) but no libcuda.so is there, on LIBRARY_PATH or in the linker's default "
-                   f"directories ({triton})", "; or ".join(fixes))
+        fixes.append(
+            f"putting {stubs} on LD_LIBRARY_PATH (the uky patch triton-cuda-stubs) does not help here: "
+            "Triton reads LD_LIBRARY_PATH only when ldconfig lists no libcuda.so.1"
+        )
+    return Verdict(
+        Status.FAIL,
+        f"Triton's build will fail with 'cannot find -lcuda': libcuda.so.1 is in {first} "
+        f"(via {source}) but no libcuda.so is there, on LIBRARY_PATH or in the linker's default "
+        f"directories ({triton})",
+        "; or ".join(fixes),
+    )
 
 
 class LibcudaCheck(Check):

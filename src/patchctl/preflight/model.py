@@ -49,8 +49,14 @@ class CheckResult:
     fix: str = ""
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "title": self.title, "status": self.status.value, "value": self.value,
-                "seconds": round(self.seconds, 3), "fix": self.fix or None}
+        return {
+            "name": self.name,
+            "title": self.title,
+            "status": self.status.value,
+            "value": self.value,
+            "seconds": round(self.seconds, 3),
+            "fix": self.fix or None,
+        }
 
 
 @dataclass(frozen=True)
@@ -69,15 +75,28 @@ class EnvReport:
 
     def to_json(self, target: Target | None = None, cluster: str | None = None) -> dict[str, object]:
         """The ``verify --env --json`` document (``target``: the Target checked, if any)."""
-        return {"ok": self.ok, "seconds": round(self.seconds, 3),
-                "target": str(target.root) if target else None, "version": target.version if target else None,
-                "cluster": cluster, "counts": self.counts(), "checks": [r.to_json() for r in self.results]}
+        return {
+            "ok": self.ok,
+            "seconds": round(self.seconds, 3),
+            "target": str(target.root) if target else None,
+            "version": target.version if target else None,
+            "cluster": cluster,
+            "counts": self.counts(),
+            "checks": [r.to_json() for r in self.results],
+        }
 
 
 def _default_lib_dirs() -> tuple[str, ...]:
     # the directories GNU ld searches for -l without any -L (Debian/Ubuntu and RHEL layouts)
-    return ("/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/lib64",
-            "/usr/lib", "/lib")
+    return (
+        "/usr/local/lib",
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib64",
+        "/lib64",
+        "/usr/lib",
+        "/lib",
+    )
 
 
 @dataclass(frozen=True)

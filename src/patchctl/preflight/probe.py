@@ -106,9 +106,8 @@ def run_probe(probe: Probe, ctx: Context) -> ProbeResult:
     for line in reversed(done.stdout.splitlines()):
         if line.startswith(MARKER):
             try:
-                data = json.loads(line[len(MARKER):])
+                data = json.loads(line[len(MARKER) :])
             except ValueError:
                 break
             return ProbeResult(probe.name, ProbeState.DONE, data, seconds, done.returncode)
-    return ProbeResult(probe.name, ProbeState.CRASHED, {}, seconds, done.returncode,
-                       _tail(done.stderr or done.stdout))
+    return ProbeResult(probe.name, ProbeState.CRASHED, {}, seconds, done.returncode, _tail(done.stderr or done.stdout))

@@ -24,9 +24,23 @@ from patchctl.preflight.libcuda import LibcudaCheck
 CHECKS: dict[str, Check] = {
     c.name: c
     for c in (
-        PythonCheck(), TorchCheck(), LibcudaCheck(), CudaVisibleDevicesCheck(), VllmCheck(),
-        AttentionBackendCheck(), FlashAttnCheck(), RayCheck(), RayEnvCheck(), VerlCheck(), PatchesCheck(),
-        DataCheck(), ModelCheck(), ShmCheck(), OpenFilesCheck(), ThreadsCheck(), TritonCacheCheck(),
+        PythonCheck(),
+        TorchCheck(),
+        LibcudaCheck(),
+        CudaVisibleDevicesCheck(),
+        VllmCheck(),
+        AttentionBackendCheck(),
+        FlashAttnCheck(),
+        RayCheck(),
+        RayEnvCheck(),
+        VerlCheck(),
+        PatchesCheck(),
+        DataCheck(),
+        ModelCheck(),
+        ShmCheck(),
+        OpenFilesCheck(),
+        ThreadsCheck(),
+        TritonCacheCheck(),
     )
 }
 

@@ -16,8 +16,12 @@ class DuplicateHost(ManifestError):
     def __init__(self, cluster: Cluster, index: int) -> None:
         host = cluster.hosts[index]
         self.cluster, self.index, self.host = cluster.name, index, host
-        super().__init__(cluster.source, f"clusters.{cluster.name}.hosts[{index}]",
-                         f"{host.ssh}:{host.root} is listed twice", "remove the duplicate")
+        super().__init__(
+            cluster.source,
+            f"clusters.{cluster.name}.hosts[{index}]",
+            f"{host.ssh}:{host.root} is listed twice",
+            "remove the duplicate",
+        )
 
 
 def labels(cluster: Cluster) -> list[str]:

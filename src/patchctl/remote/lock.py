@@ -54,8 +54,12 @@ class RootLock:
         self._proc: subprocess.Popen[bytes] | None = None
         self._missing = ""
         try:
-            self._proc = proc.spawn(ssh.python_argv(cluster, host, agent_b64(), control, ["hold"]),
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err)
+            self._proc = proc.spawn(
+                ssh.python_argv(cluster, host, agent_b64(), control, ["hold"]),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._err,
+            )
         except PatchctlError as exc:  # ssh itself is missing
             self._missing = str(exc)
 
@@ -84,8 +88,10 @@ class RootLock:
         if isinstance(reply, dict) and "error" in reply:
             return f"could not lock {self.host.root} on the host: {reply['error']}"
         if isinstance(reply, dict) and "busy" in reply:
-            return (f"{self.host.root} is being migrated by another patchctl ({reply['busy']}); "
-                    f"waited {self.wait_s:.0f} s: run migrate again once it has ended")
+            return (
+                f"{self.host.root} is being migrated by another patchctl ({reply['busy']}); "
+                f"waited {self.wait_s:.0f} s: run migrate again once it has ended"
+            )
         if not ready:
             return f"the host's lock keeper did not answer within {limit:.0f} s"
         code = self._proc.wait()
@@ -94,8 +100,10 @@ class RootLock:
         if code == 255:
             return ssh.unreachable_reason(self.cluster, self.host, stderr)
         if code == 127:
-            return (f"{self.cluster.python} is not installed there (migrate needs python3 >= 3.6; "
-                    f"set clusters.{self.cluster.name}.python)")
+            return (
+                f"{self.cluster.python} is not installed there (migrate needs python3 >= 3.6; "
+                f"set clusters.{self.cluster.name}.python)"
+            )
         tail = (stderr.strip().splitlines() or ["no output"])[-1]
         return f"could not lock {self.host.root} on the host (exit {code}: {tail})"
 
@@ -122,5 +130,3 @@ class RootLock:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-

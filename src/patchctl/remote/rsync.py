@@ -32,8 +32,6 @@ CAUSES = {
 LOST = "ssh could not reach the host any more (it went down, or the network dropped)"
 
 
-
-
 def cause(returncode: int, stderr: str, *, connected: bool = False) -> str:
     """The rsync exit code as a plain cause, with rsync's own last line as evidence.
 
@@ -47,7 +45,6 @@ def cause(returncode: int, stderr: str, *, connected: bool = False) -> str:
         what = "rsync is not installed on the host"
     detail = next((ln for ln in reversed(lines) if "rsync error:" not in ln), lines[-1] if lines else "")
     return f"rsync exit {returncode}: {what}" + (f" ({detail.strip()})" if detail else "")
-
 
 
 def argv(cluster: Cluster, control: Path | None, *options: str) -> list[str]:

@@ -38,13 +38,18 @@ def ssh_options(cluster: Cluster, control: Path | None = None) -> list[str]:
         opts += ["-F", str(cluster.ssh_config)]
     alive = max(1, min(15, cluster.timeout // 4))
     opts += [
-        "-o", "BatchMode=yes",  # never prompt: a password prompt in a worker thread would hang
+        "-o",
+        "BatchMode=yes",  # never prompt: a password prompt in a worker thread would hang
         # a cluster's network outruns ssh's zlib: a "Compression yes" in ~/.ssh/config would
         # cost CPU on both ends and slow the transfer (rsync's own -z is not used either)
-        "-o", "Compression=no",
-        "-o", f"ConnectTimeout={min(cluster.timeout, 20)}",
-        "-o", f"ServerAliveInterval={alive}",
-        "-o", f"ServerAliveCountMax={max(2, cluster.timeout // alive)}",
+        "-o",
+        "Compression=no",
+        "-o",
+        f"ConnectTimeout={min(cluster.timeout, 20)}",
+        "-o",
+        f"ServerAliveInterval={alive}",
+        "-o",
+        f"ServerAliveCountMax={max(2, cluster.timeout // alive)}",
     ]
     if control is not None:
         opts += ["-o", f"ControlPath={control}", "-o", "ControlMaster=no"]
@@ -67,8 +72,9 @@ def python_words(cluster: Cluster, code_b64: str, args: Sequence[str] = ()) -> l
     return [cluster.python, "-I", "-S", "-c", _BOOTSTRAP.format(code=code_b64), *args]
 
 
-def python_argv(cluster: Cluster, host: Host, code_b64: str, control: Path | None = None,
-                args: Sequence[str] = ()) -> list[str]:
+def python_argv(
+    cluster: Cluster, host: Host, code_b64: str, control: Path | None = None, args: Sequence[str] = ()
+) -> list[str]:
     """ssh to ``host`` running :func:`python_words` there."""
     return ssh_argv(cluster, host, python_words(cluster, code_b64, args), control)
 
@@ -80,8 +86,7 @@ def rsh_command(cluster: Cluster, control: Path | None = None) -> str:
     each word that needs it is wrapped that way; no shell is involved.
     """
     words = ["ssh", *ssh_options(cluster, control)]
-    return " ".join(w if w and not any(c in w for c in " '\"\t\\") else "'" + w.replace("'", "''") + "'"
-                    for w in words)
+    return " ".join(w if w and not any(c in w for c in " '\"\t\\") else "'" + w.replace("'", "''") + "'" for w in words)
 
 
 def unreachable_reason(cluster: Cluster, host: Host, stderr: str) -> str:
@@ -125,8 +130,18 @@ class Master:
     def _start(self) -> None:
         if self._proc is not None or self._outcome is not None:
             return
-        argv = ["ssh", *ssh_options(self.cluster), "-M", "-N", "-o", f"ControlPath={self.socket}",
-                "-o", "ControlPersist=no", "--", self.host.ssh]
+        argv = [
+            "ssh",
+            *ssh_options(self.cluster),
+            "-M",
+            "-N",
+            "-o",
+            f"ControlPath={self.socket}",
+            "-o",
+            "ControlPersist=no",
+            "--",
+            self.host.ssh,
+        ]
         self.started = time.monotonic()
         self._err = tempfile.TemporaryFile()  # noqa: SIM115 - outlives start(): close() closes it
         try:
@@ -177,8 +192,20 @@ class Master:
             return
         if self.socket.exists():
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.run(["ssh", *ssh_options(self.cluster), "-o", f"ControlPath={self.socket}", "-O", "exit",
-                          "--", self.host.ssh], check=False, timeout=5)
+                proc.run(
+                    [
+                        "ssh",
+                        *ssh_options(self.cluster),
+                        "-o",
+                        f"ControlPath={self.socket}",
+                        "-O",
+                        "exit",
+                        "--",
+                        self.host.ssh,
+                    ],
+                    check=False,
+                    timeout=5,
+                )
         else:  # still logging in (migrate stopped early, e.g. on a bad --target): nothing to close cleanly
             self._proc.terminate()
         try:
@@ -199,7 +226,7 @@ class Connections:
         # owned, so that the next run removes it after a kill -9 of this one
         self.dir = orphans.owned_dir(PREFIX)
         self.masters = [Master(cluster, h, self.dir, i) for i, h in enumerate(cluster.hosts)]
-        for master in self.masters[:jobs or len(self.masters)]:
+        for master in self.masters[: jobs or len(self.masters)]:
             master.start()
 
     def close(self) -> None:

@@ -27,8 +27,11 @@ BOOT = (
     "sys.exit(main(sys.argv[2:]))\n"
 )
 #: what each kind of asset needs in the interpreter that builds it
-NEEDS = {"smoke": "numpy, pyarrow and tokenizers", "smoke-bytes": "numpy, pyarrow and tokenizers",
-         "tiny-dataset": "pyarrow"}
+NEEDS = {
+    "smoke": "numpy, pyarrow and tokenizers",
+    "smoke-bytes": "numpy, pyarrow and tokenizers",
+    "tiny-dataset": "pyarrow",
+}
 #: the profiles' ``assets`` values whose model and data patchctl builds itself (-> the kind built)
 OWN = {"smoke": "smoke", "smoke-bytes": "smoke-bytes"}
 
@@ -36,9 +39,11 @@ OWN = {"smoke": "smoke", "smoke-bytes": "smoke-bytes"}
 class AssetsFailed(PatchctlError):
     def __init__(self, kind: str, python: str, dest: Path, detail: str) -> None:
         self.kind, self.python, self.dest = kind, python, dest
-        super().__init__(f"building the {kind} files in {dest} with {python} failed ({detail}); that interpreter "
-                         f"runs verl and needs {NEEDS[kind]} (verl's own dependencies): install them there, "
-                         "or pass --python with verl's interpreter")
+        super().__init__(
+            f"building the {kind} files in {dest} with {python} failed ({detail}); that interpreter "
+            f"runs verl and needs {NEEDS[kind]} (verl's own dependencies): install them there, "
+            "or pass --python with verl's interpreter"
+        )
 
 
 def build(kind: str, dest: Path, python: str, env: Mapping[str, str] | None = None, timeout: float = 300) -> None:

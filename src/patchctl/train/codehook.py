@@ -92,11 +92,23 @@ class Proof:
                 if w.module in p.imports and _inside(p.imports[w.module], self.tree) == inside
             ]
 
-        return {"tree": self.tree, "processes": len(self.processes),
-                "verl_from": sorted({p.imports["verl"] for p in self.processes if "verl" in p.imports}),
-                "patches": [{"patchset": w.patchset, "patch": w.patch, "module": w.module, "file": w.path,
-                             "on_path": self.on_path(w), "from_tree": procs(w, True),
-                             "from_elsewhere": procs(w, False)} for w in self.watches]}
+        return {
+            "tree": self.tree,
+            "processes": len(self.processes),
+            "verl_from": sorted({p.imports["verl"] for p in self.processes if "verl" in p.imports}),
+            "patches": [
+                {
+                    "patchset": w.patchset,
+                    "patch": w.patch,
+                    "module": w.module,
+                    "file": w.path,
+                    "on_path": self.on_path(w),
+                    "from_tree": procs(w, True),
+                    "from_elsewhere": procs(w, False),
+                }
+                for w in self.watches
+            ],
+        }
 
 
 def module_of(path: str) -> str | None:
@@ -131,8 +143,10 @@ def env(run_dir: Path, found: tuple[Watch, ...]) -> dict[str, str]:
     the trainer's children inherit them; the workers of a Ray cluster started elsewhere (validate's
     nodes) get them only from the environment their raylet was started with.
     """
-    return {ENV_DIR: str(run_dir / DIR_NAME / "records"),
-            ENV_WATCH: ",".join(sorted({"verl", *(w.module for w in found), *(w.package for w in found)}))}
+    return {
+        ENV_DIR: str(run_dir / DIR_NAME / "records"),
+        ENV_WATCH: ",".join(sorted({"verl", *(w.module for w in found), *(w.package for w in found)})),
+    }
 
 
 def node_env(root: Path, run_dir: Path, pythonpath: str = "") -> dict[str, str]:
@@ -192,39 +206,74 @@ def _inside(file: str, tree: str) -> bool:
 def gate(proof: Proof | None) -> Gate:
     name, bar = "patched-code-ran", "every code patch imported from the tree; no verl from elsewhere"
     if proof is None or not proof.watches:
-        return Gate(name, GateStatus.SKIP, None, bar, "no code patch in the tree's .patchctl/applied.json: "
-                    "nothing to prove")
+        return Gate(
+            name, GateStatus.SKIP, None, bar, "no code patch in the tree's .patchctl/applied.json: nothing to prove"
+        )
     if not proof.processes:
-        return Gate(name, GateStatus.FAIL, 0, bar, "no process of the run loaded patchctl's code hook (was "
-                    "PYTHONPATH replaced?), so nothing shows that the patched code ran")
+        return Gate(
+            name,
+            GateStatus.FAIL,
+            0,
+            bar,
+            "no process of the run loaded patchctl's code hook (was "
+            "PYTHONPATH replaced?), so nothing shows that the patched code ran",
+        )
     away = proof.elsewhere()
     if away:
         p, module, file = away[0]
         where = "a copy Ray uploaded" if "runtime_resources" in file else "not the tree"
-        return Gate(name, GateStatus.FAIL, len({q.pid for q, _, _ in away}), bar,
-                    f"pid {p.pid} ({p.role}) ran {module} from {file} ({where}: {proof.tree}); a verl installed in "
-                    "site-packages or put first on sys.path shadows the tree: remove it (pip uninstall verl)")
+        return Gate(
+            name,
+            GateStatus.FAIL,
+            len({q.pid for q, _, _ in away}),
+            bar,
+            f"pid {p.pid} ({p.role}) ran {module} from {file} ({where}: {proof.tree}); a verl installed in "
+            "site-packages or put first on sys.path shadows the tree: remove it (pip uninstall verl)",
+        )
     on_path = [w for w in proof.watches if proof.on_path(w)]
     for w in on_path:
         users = [p for p in proof.processes if w.module in p.imports]
         if not users and all(p.role == "driver" for p in proof.processes):
-            return Gate(name, GateStatus.FAIL, 0, bar, f"patch {w.patch} ({w.patchset}): only the driver loaded the "
-                        "code hook, so nothing shows where the patched code ran; Ray's workers did not inherit the "
-                        f"trainer's environment (a Ray cluster started without {ENV_DIR}, {ENV_WATCH} and the hook "
-                        "folder on PYTHONPATH: see codehook.env)")
+            return Gate(
+                name,
+                GateStatus.FAIL,
+                0,
+                bar,
+                f"patch {w.patch} ({w.patchset}): only the driver loaded the "
+                "code hook, so nothing shows where the patched code ran; Ray's workers did not inherit the "
+                f"trainer's environment (a Ray cluster started without {ENV_DIR}, {ENV_WATCH} and the hook "
+                "folder on PYTHONPATH: see codehook.env)",
+            )
         if not users:
-            return Gate(name, GateStatus.FAIL, 0, bar, f"patch {w.patch} ({w.patchset}) edits {w.module}: the run "
-                        f"imported its package {w.package} but no process imported the module, so the patched code "
-                        "never ran")
+            return Gate(
+                name,
+                GateStatus.FAIL,
+                0,
+                bar,
+                f"patch {w.patch} ({w.patchset}) edits {w.module}: the run "
+                f"imported its package {w.package} but no process imported the module, so the patched code "
+                "never ran",
+            )
         for package, title in ENGINE_WORKERS.items():
             engines = [p for p in proof.processes if p.role == title]
             if (w.module + ".").startswith(package + ".") and engines and not any(p in engines for p in users):
-                return Gate(name, GateStatus.FAIL, 0, bar, f"patch {w.patch} edits {w.module}, which acts in "
-                            f"{title} processes; none of the run's {len(engines)} imported it")
+                return Gate(
+                    name,
+                    GateStatus.FAIL,
+                    0,
+                    bar,
+                    f"patch {w.patch} edits {w.module}, which acts in "
+                    f"{title} processes; none of the run's {len(engines)} imported it",
+                )
     off = [w.patch for w in proof.watches if w not in on_path]
     note = f"; off this run's path (their packages never imported): {', '.join(off)}" if off else ""
     if not on_path:
         return Gate(name, GateStatus.SKIP, len(proof.processes), bar, "no code patch is on this run's path" + note)
     counts = ", ".join(f"{w.patch}: {sum(w.module in p.imports for p in proof.processes)} processes" for w in on_path)
-    return Gate(name, GateStatus.PASS, len(proof.processes), bar,
-                f"{len(proof.processes)} processes recorded, verl from the tree in each; {counts}{note}")
+    return Gate(
+        name,
+        GateStatus.PASS,
+        len(proof.processes),
+        bar,
+        f"{len(proof.processes)} processes recorded, verl from the tree in each; {counts}{note}",
+    )

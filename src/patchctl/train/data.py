@@ -22,8 +22,9 @@ SMOKE_LETTERS = ("a", "b", "c", "d")
 #: the record's tiny set uses verl's geo3k rule reward (answer in \boxed{})
 TINY_SOURCE = "hiyouga/geometry3k"
 TINY_NAME = "train_tiny.parquet"
-VL_INSTRUCTION = ("Think about the question step by step inside <think> </think> tags, "
-                  "then give the final answer inside \\boxed{}.")
+VL_INSTRUCTION = (
+    "Think about the question step by step inside <think> </think> tags, then give the final answer inside \\boxed{}."
+)
 SQUARES_QUESTION = "How many red squares are in the image?"
 
 
@@ -44,8 +45,12 @@ def schema(with_images: bool) -> Any:
         ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
         ("ability", pa.string()),
         ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
-        ("extra_info", pa.struct([("split", pa.string()), ("index", pa.int64()), ("answer", pa.string()),
-                                  ("question", pa.string())])),
+        (
+            "extra_info",
+            pa.struct(
+                [("split", pa.string()), ("index", pa.int64()), ("answer", pa.string()), ("question", pa.string())]
+            ),
+        ),
     ]
     if with_images:
         fields.insert(2, ("images", pa.list_(pa.struct([("bytes", pa.binary())]))))
@@ -68,6 +73,7 @@ def write_rows(path: Path, rows: list[dict[str, Any]], with_images: bool) -> Pat
 
 def png(width: int, height: int, rows: list[bytearray]) -> bytes:
     """8-bit RGB PNG from rows of ``3 * width`` bytes; no imaging library needed."""
+
     def chunk(kind: bytes, payload: bytes) -> bytes:
         return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
 
@@ -86,7 +92,7 @@ def squares(count: int, size: int = 56, square: int = 8) -> bytes:
         top, left = (i // per_row) * 2 * square + square // 2, (i % per_row) * 2 * square + square // 2
         for y in range(top, min(top + square, size)):
             for x in range(left, min(left + square, size)):
-                rows[y][3 * x: 3 * x + 3] = b"\xdc\x14\x14"
+                rows[y][3 * x : 3 * x + 3] = b"\xdc\x14\x14"
     return png(size, size, rows)
 
 
@@ -98,14 +104,16 @@ def _vl_rows(n: int, split: str, source: str, size: int, rng: random.Random | No
     for i in range(n):
         count = rng.randint(1, 9) if rng else i % 9 + 1
         answer = str(count)
-        rows.append({
-            "data_source": source,
-            "prompt": [{"role": "user", "content": f"<image>{SQUARES_QUESTION} {VL_INSTRUCTION}"}],
-            "images": [{"bytes": squares(count, size=size, square=max(4, size // 7))}],
-            "ability": "math",
-            "reward_model": {"style": "rule", "ground_truth": answer},
-            "extra_info": {"split": split, "index": i, "answer": answer, "question": SQUARES_QUESTION},
-        })
+        rows.append(
+            {
+                "data_source": source,
+                "prompt": [{"role": "user", "content": f"<image>{SQUARES_QUESTION} {VL_INSTRUCTION}"}],
+                "images": [{"bytes": squares(count, size=size, square=max(4, size // 7))}],
+                "ability": "math",
+                "reward_model": {"style": "rule", "ground_truth": answer},
+                "extra_info": {"split": split, "index": i, "answer": answer, "question": SQUARES_QUESTION},
+            }
+        )
     return rows
 
 
@@ -134,8 +142,9 @@ def letter_prompt(letter: str) -> str:
     return f"say {letter}"
 
 
-def synthetic_text(out_dir: Path, train: int = 256, val: int = 32, seed: int = 0,
-                   letters: tuple[str, ...] = SMOKE_LETTERS) -> DataSet:
+def synthetic_text(
+    out_dir: Path, train: int = 256, val: int = 32, seed: int = 0, letters: tuple[str, ...] = SMOKE_LETTERS
+) -> DataSet:
     """The smoke task: "say b" -> the reward is the share of response words equal to "b".
 
     A randomly initialised model starts near 1/vocabulary and learns within ~40 GRPO steps to
@@ -148,13 +157,15 @@ def synthetic_text(out_dir: Path, train: int = 256, val: int = 32, seed: int = 0
         made = []
         for i in range(n):
             letter = rng.choice(letters)
-            made.append({
-                "data_source": SMOKE_SOURCE,
-                "prompt": [{"role": "user", "content": letter_prompt(letter)}],
-                "ability": "copy",
-                "reward_model": {"style": "rule", "ground_truth": letter},
-                "extra_info": {"split": split, "index": i, "answer": letter, "question": letter_prompt(letter)},
-            })
+            made.append(
+                {
+                    "data_source": SMOKE_SOURCE,
+                    "prompt": [{"role": "user", "content": letter_prompt(letter)}],
+                    "ability": "copy",
+                    "reward_model": {"style": "rule", "ground_truth": letter},
+                    "extra_info": {"split": split, "index": i, "answer": letter, "question": letter_prompt(letter)},
+                }
+            )
         return made
 
     tr = write_rows(out / "train.parquet", rows(train, "train"), False)

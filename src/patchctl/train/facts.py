@@ -14,8 +14,24 @@ from patchctl.patchsets import record as rec
 from patchctl.target import Target
 
 #: distributions whose versions decide whether a verl run works
-PACKAGES = ("torch", "transformers", "tokenizers", "ray", "tensordict", "hydra-core", "omegaconf", "numpy",
-            "pandas", "pyarrow", "datasets", "accelerate", "vllm", "sglang", "flash-attn", "flash_attn")
+PACKAGES = (
+    "torch",
+    "transformers",
+    "tokenizers",
+    "ray",
+    "tensordict",
+    "hydra-core",
+    "omegaconf",
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "datasets",
+    "accelerate",
+    "vllm",
+    "sglang",
+    "flash-attn",
+    "flash_attn",
+)
 
 _VERSIONS = """
 import json, sys
@@ -40,8 +56,14 @@ def tree(target: Target) -> dict[str, Any]:
     if record:
         for name, meta in record.patchsets.items():
             patchsets[name] = {**meta, "patches": [e.patch for e in record.entries if e.patchset == name]}
-    return {"root": str(target.root), "version": target.version, "commit": target.commit, "is_git": target.is_git,
-            "upstream_version": record.upstream_version if record else None, "patchsets": patchsets}
+    return {
+        "root": str(target.root),
+        "version": target.version,
+        "commit": target.commit,
+        "is_git": target.is_git,
+        "upstream_version": record.upstream_version if record else None,
+        "patchsets": patchsets,
+    }
 
 
 def package_versions(python: str, env: dict[str, str] | None = None) -> dict[str, str]:
@@ -56,8 +78,11 @@ def package_versions(python: str, env: dict[str, str] | None = None) -> dict[str
 def gpus() -> list[dict[str, str]]:
     """What nvidia-smi reports, or an empty list where there is none."""
     try:
-        done = proc.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version",
-                         "--format=csv,noheader"], check=False, timeout=30)
+        done = proc.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+            check=False,
+            timeout=30,
+        )
     except (PatchctlError, OSError):
         return []
     out = []
@@ -89,8 +114,9 @@ class Gathering:
     def __init__(self, python: str, env: Mapping[str, str], also: Callable[[], None] | None = None) -> None:
         self._packages: dict[str, str] = {}
         self._gpus: list[dict[str, str]] = []
-        self._thread = threading.Thread(target=self._work, args=(python, dict(env), also), name="train-facts",
-                                         daemon=True)
+        self._thread = threading.Thread(
+            target=self._work, args=(python, dict(env), also), name="train-facts", daemon=True
+        )
         self._thread.start()
 
     def _work(self, python: str, env: dict[str, str], also: Callable[[], None] | None) -> None:

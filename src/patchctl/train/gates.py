@@ -36,32 +36,71 @@ def evaluate(returncode: int | None, scan: LogScan, gates: Gates, first_step_s: 
     """Every gate of the profile, in a fixed order; none is skipped silently."""
     out = []
     ok = returncode == 0
-    out.append(Gate("exit-code", GateStatus.PASS if ok else GateStatus.FAIL, returncode, "== 0",
-                    "the trainer exited cleanly" if ok else
-                    ("the trainer was stopped (timeout or interrupt)" if returncode is None else
-                     f"the trainer exited with {returncode}; the log's last lines say why")))
+    out.append(
+        Gate(
+            "exit-code",
+            GateStatus.PASS if ok else GateStatus.FAIL,
+            returncode,
+            "== 0",
+            "the trainer exited cleanly"
+            if ok
+            else (
+                "the trainer was stopped (timeout or interrupt)"
+                if returncode is None
+                else f"the trainer exited with {returncode}; the log's last lines say why"
+            ),
+        )
+    )
 
     expected = max(gates.min_steps, scan.total_steps or 0)
     n = len({s.step for s in scan.steps})
     ok = n >= expected
-    out.append(Gate("steps-logged", GateStatus.PASS if ok else GateStatus.FAIL, n, f">= {expected}",
-                    f"{n} training steps logged" + ("" if ok else f", expected {expected}")))
+    out.append(
+        Gate(
+            "steps-logged",
+            GateStatus.PASS if ok else GateStatus.FAIL,
+            n,
+            f">= {expected}",
+            f"{n} training steps logged" + ("" if ok else f", expected {expected}"),
+        )
+    )
 
     bad = scan.non_finite()
     if not scan.steps:
         out.append(Gate("metrics-finite", GateStatus.FAIL, 0, "all finite", "no metrics were logged"))
     else:
         count = sum(len(s.metrics) for s in scan.steps)
-        out.append(Gate("metrics-finite", GateStatus.FAIL if bad else GateStatus.PASS, len(bad), "0 non-finite",
-                        f"step {bad[0][0]}: {bad[0][1]} = {bad[0][2]}" if bad else f"all {count} logged values finite"))
+        out.append(
+            Gate(
+                "metrics-finite",
+                GateStatus.FAIL if bad else GateStatus.PASS,
+                len(bad),
+                "0 non-finite",
+                f"step {bad[0][0]}: {bad[0][1]} = {bad[0][2]}" if bad else f"all {count} logged values finite",
+            )
+        )
 
     if first_step_s is None:
-        out.append(Gate("time-to-first-step", GateStatus.FAIL, None, _limit(gates.first_step_max_s),
-                        "no training step was logged"))
+        out.append(
+            Gate(
+                "time-to-first-step",
+                GateStatus.FAIL,
+                None,
+                _limit(gates.first_step_max_s),
+                "no training step was logged",
+            )
+        )
     else:
         ok = gates.first_step_max_s is None or first_step_s <= gates.first_step_max_s
-        out.append(Gate("time-to-first-step", GateStatus.PASS if ok else GateStatus.FAIL, round(first_step_s, 1),
-                        _limit(gates.first_step_max_s), f"first step {first_step_s:.1f} s after launch"))
+        out.append(
+            Gate(
+                "time-to-first-step",
+                GateStatus.PASS if ok else GateStatus.FAIL,
+                round(first_step_s, 1),
+                _limit(gates.first_step_max_s),
+                f"first step {first_step_s:.1f} s after launch",
+            )
+        )
 
     if gates.learning_metric:
         out.append(_learning(scan, gates))
@@ -77,14 +116,20 @@ def _learning(scan: LogScan, gates: Gates) -> Gate:
     values = [v for _, v in scan.series((metric,))]
     bar = f"last {w} - first {w} >= {gates.learning_min_gain:g}"
     if len(values) < 2 * w:
-        return Gate("learning", GateStatus.FAIL, None, bar, f"{metric}: {len(values)} steps logged, "
-                    f"the check needs {2 * w}")
+        return Gate(
+            "learning", GateStatus.FAIL, None, bar, f"{metric}: {len(values)} steps logged, the check needs {2 * w}"
+        )
     first, last = _mean(values[:w]), _mean(values[-w:])
     gain = last - first
     ok = gain >= gates.learning_min_gain
-    return Gate("learning", GateStatus.PASS if ok else GateStatus.FAIL, round(gain, 4), bar,
-                f"{metric} mean {first:.3f} over the first {w} steps -> {last:.3f} over the last {w}"
-                + ("" if ok else "; the policy did not learn: check the reward, lr and rollout"))
+    return Gate(
+        "learning",
+        GateStatus.PASS if ok else GateStatus.FAIL,
+        round(gain, 4),
+        bar,
+        f"{metric} mean {first:.3f} over the first {w} steps -> {last:.3f} over the last {w}"
+        + ("" if ok else "; the policy did not learn: check the reward, lr and rollout"),
+    )
 
 
 def verdict(gates: list[Gate]) -> bool:

@@ -42,8 +42,16 @@ def _record(event: str, **fields: object) -> None:
         import json
         import time
 
-        line = json.dumps({"event": event, "pid": os.getpid(), "ppid": os.getppid(), "t": round(time.time(), 3),
-                           "cmd": _cmdline(), **fields})
+        line = json.dumps(
+            {
+                "event": event,
+                "pid": os.getpid(),
+                "ppid": os.getppid(),
+                "t": round(time.time(), 3),
+                "cmd": _cmdline(),
+                **fields,
+            }
+        )
         with open(os.path.join(_DIR, f"{os.getpid()}.jsonl"), "a", encoding="utf-8") as f:
             f.write(line + "\n")
     except Exception:  # noqa: S110 - the hook never breaks the run

@@ -36,5 +36,7 @@ def diagnose(log: Path) -> tuple[Finding | DoctorFailed, ...] | None:
     except (PatchctlError, OSError) as exc:
         return (DoctorFailed(str(exc)),)
     # root cause first; the title says "possibly" where doctor could not confirm it
-    return tuple(Finding(m.signature.id, m.headline, m.line, m.excerpt, m.signature.cause,
-                         m.signature.fix) for m in found.matches)
+    return tuple(
+        Finding(m.signature.id, m.headline, m.line, m.excerpt, m.signature.cause, m.signature.fix)
+        for m in found.matches
+    )

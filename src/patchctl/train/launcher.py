@@ -63,15 +63,23 @@ def override_key(override: str) -> str:
 
 def adapt_override(override: str, ray_kwargs: bool) -> str:
     if not ray_kwargs and override.startswith("ray_kwargs.ray_init."):
-        return override[len("ray_kwargs."):]
+        return override[len("ray_kwargs.") :]
     if ray_kwargs and override.startswith("ray_init."):
         return "ray_kwargs." + override
     return override
 
 
-def build(root: Path, profile: Profile, values: dict[str, str], overrides: list[str] | tuple[str, ...],
-          python: str, log: Path, extra_env: dict[str, str] | None = None,
-          environ: dict[str, str] | None = None, hook: Path | None = None) -> Launch:
+def build(
+    root: Path,
+    profile: Profile,
+    values: dict[str, str],
+    overrides: list[str] | tuple[str, ...],
+    python: str,
+    log: Path,
+    extra_env: dict[str, str] | None = None,
+    environ: dict[str, str] | None = None,
+    hook: Path | None = None,
+) -> Launch:
     """The argv and environment of the run: profile overrides, then the user's, which win.
 
     ``hook`` (patchctl's code hook folder) comes right after the tree on ``PYTHONPATH``: its
@@ -83,18 +91,32 @@ def build(root: Path, profile: Profile, values: dict[str, str], overrides: list[
     mine = [adapt_override(parse_override(o).text, ray_kwargs) for o in overrides]
     # hydra refuses a key given twice: a user override replaces the profile's for that key
     taken = {override_key(o) for o in mine}
-    args = [a for a in (adapt_override(fill(o, values, f"profile {profile.name}, override {o!r}"), ray_kwargs)
-                        for o in profile.overrides) if override_key(a) not in taken] + mine
-    env = {k: expand_env(fill(v, values, f"profile {profile.name}, env {k}"), environ)
-           for k, v in {**profile.env, **(extra_env or {})}.items()}
+    args = [
+        a
+        for a in (
+            adapt_override(fill(o, values, f"profile {profile.name}, override {o!r}"), ray_kwargs)
+            for o in profile.overrides
+        )
+        if override_key(a) not in taken
+    ] + mine
+    env = {
+        k: expand_env(fill(v, values, f"profile {profile.name}, env {k}"), environ)
+        for k, v in {**profile.env, **(extra_env or {})}.items()
+    }
     inherited = env.get("PYTHONPATH", environ.get("PYTHONPATH", ""))
-    env["PYTHONPATH"] = os.pathsep.join([str(root), *([str(hook)] if hook else []),
-                                         *[p for p in inherited.split(os.pathsep) if p]])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(root), *([str(hook)] if hook else []), *[p for p in inherited.split(os.pathsep) if p]]
+    )
     return Launch((python, *ENTRY, *args), root, env, log)
 
 
-def execute(launch: Launch, t0: float, on_line: Callable[[str, float], None],
-            timeout: float | None = None, while_starting: Callable[[], None] | None = None) -> Finished:
+def execute(
+    launch: Launch,
+    t0: float,
+    on_line: Callable[[str, float], None],
+    timeout: float | None = None,
+    while_starting: Callable[[], None] | None = None,
+) -> Finished:
     """Run the trainer, streaming its merged output into the log and ``on_line``.
 
     ``t0`` is the ``time.monotonic()`` of the launch, so every time is "seconds since the user
@@ -106,8 +128,15 @@ def execute(launch: Launch, t0: float, on_line: Callable[[str, float], None],
     as the smoke assets); if it raises, the trainer is stopped and the error propagates.
     """
     launch.log.parent.mkdir(parents=True, exist_ok=True)
-    child = proc.spawn(launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env}, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, new_session=True, why="it runs the trainer; pass --python PATH")
+    child = proc.spawn(
+        launch.argv,
+        cwd=launch.cwd,
+        env={**os.environ, **launch.env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        new_session=True,
+        why="it runs the trainer; pass --python PATH",
+    )
     assert child.stdout is not None
     # text as Popen(text=True) reads it: the locale's encoding, undecodable bytes replaced, and
     # universal newlines (a progress bar's \r ends a line too)

@@ -22,8 +22,11 @@ CAP = 1e6
 
 
 def _values(scan: LogScan, metric: str) -> list[float]:
-    return [s.metrics[metric] for s in scan.steps if metric in s.metrics and math.isfinite(s.metrics[metric])
-            and s.metrics.get(signals.DIFF_VALID, 1.0) == 1.0]
+    return [
+        s.metrics[metric]
+        for s in scan.steps
+        if metric in s.metrics and math.isfinite(s.metrics[metric]) and s.metrics.get(signals.DIFF_VALID, 1.0) == 1.0
+    ]
 
 
 def _ratio(allowed: float, used: float) -> float | None:
@@ -46,13 +49,18 @@ def margins(scan: LogScan, gates: Gates, first_step_s: float | None) -> dict[str
     pearson = _values(scan, signals.PEARSON)
     if gates.agree_pearson_min is not None and pearson:
         out["agree-pearson"] = _ratio(1 - gates.agree_pearson_min, 1 - min(pearson))
-    for key, metric, bar in (("agree-probs-diff", signals.PROBS_DIFF, gates.agree_probs_diff_max),
-                             ("agree-kl", signals.CORR_KL, gates.agree_kl_max)):
+    for key, metric, bar in (
+        ("agree-probs-diff", signals.PROBS_DIFF, gates.agree_probs_diff_max),
+        ("agree-kl", signals.CORR_KL, gates.agree_kl_max),
+    ):
         values = [abs(v) for v in _values(scan, metric)]
         if bar is not None and values:
             out[key] = _ratio(bar, max(values))
-    kls = [abs(s.metrics[signals.PPO_KL]) for s in scan.steps if signals.has_advantage(s)
-           and signals.PPO_KL in s.metrics and math.isfinite(s.metrics[signals.PPO_KL])]
+    kls = [
+        abs(s.metrics[signals.PPO_KL])
+        for s in scan.steps
+        if signals.has_advantage(s) and signals.PPO_KL in s.metrics and math.isfinite(s.metrics[signals.PPO_KL])
+    ]
     if gates.update_kl_min and kls:
         out["update-kl"] = round(statistics.median(kls) / gates.update_kl_min, 2)
     return out

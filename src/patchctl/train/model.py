@@ -44,10 +44,16 @@ class Plan:
 
     def to_json(self) -> dict[str, Any]:
         """``--dry-run --json``: the command, its environment and where the run will write."""
-        return {"profile": self.profile.name, "cwd": str(self.launch.cwd), "env": self.launch.env,
-                "command": list(self.launch.argv), "run_dir": str(self.run_dir),
-                "ray_head": list(self.head.argv) if self.head else None,
-                "adapted": [{"verl": a.verl, "why": a.why} for a in self.adapted], "settings": self.settings()}
+        return {
+            "profile": self.profile.name,
+            "cwd": str(self.launch.cwd),
+            "env": self.launch.env,
+            "command": list(self.launch.argv),
+            "run_dir": str(self.run_dir),
+            "ray_head": list(self.head.argv) if self.head else None,
+            "adapted": [{"verl": a.verl, "why": a.why} for a in self.adapted],
+            "settings": self.settings(),
+        }
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,7 @@ class Timings:
 
     def breakdown(self) -> dict[str, float | None]:
         """Durations of the phases: where the time to the verdict went."""
+
         def span(a: float | None, b: float | None) -> float | None:
             return round(b - a, 2) if a is not None and b is not None else None
 

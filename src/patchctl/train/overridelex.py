@@ -20,22 +20,45 @@ _KEY_SPECIAL = r"[A-Za-z_$][A-Za-z0-9_$-]*"
 _WS = r"[ \t]*"
 
 #: DEFAULT_MODE (the key), in the grammar's order: a tie in length goes to the earlier rule
-KEY_TOKENS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((n, re.compile(p)) for n, p in (
-    ("EQUAL", r"=[ \t]*"), ("TILDE", r"~"), ("PLUS", r"\+"), ("AT", "@"), ("COLON", ":"), ("SLASH", "/"),
-    ("ID", r"[A-Za-z_][A-Za-z0-9_-]*"), ("KEY_SPECIAL", _KEY_SPECIAL),
-    ("DOT_PATH", rf"(?:{_KEY_SPECIAL}|{_IU})(?:\.(?:{_KEY_SPECIAL}|{_IU}))+"),
-))
+KEY_TOKENS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (n, re.compile(p))
+    for n, p in (
+        ("EQUAL", r"=[ \t]*"),
+        ("TILDE", r"~"),
+        ("PLUS", r"\+"),
+        ("AT", "@"),
+        ("COLON", ":"),
+        ("SLASH", "/"),
+        ("ID", r"[A-Za-z_][A-Za-z0-9_-]*"),
+        ("KEY_SPECIAL", _KEY_SPECIAL),
+        ("DOT_PATH", rf"(?:{_KEY_SPECIAL}|{_IU})(?:\.(?:{_KEY_SPECIAL}|{_IU}))+"),
+    )
+)
 #: VALUE_MODE, in the grammar's order
-VALUE_TOKENS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((n, re.compile(p, re.S)) for n, p in (
-    ("POPEN", rf"{_WS}\({_WS}"), ("COMMA", rf"{_WS},{_WS}"), ("PCLOSE", rf"{_WS}\)"),
-    ("BRACKET_OPEN", rf"\[{_WS}"), ("BRACKET_CLOSE", rf"{_WS}\]"), ("BRACE_OPEN", rf"\{{{_WS}"),
-    ("BRACE_CLOSE", rf"{_WS}\}}"), ("COLON", rf"{_WS}:{_WS}"), ("EQUAL", rf"{_WS}={_WS}"),
-    ("FLOAT", rf"[+-]?(?:{_EXP}|{_POINT}|[Ii][Nn][Ff]|[Nn][Aa][Nn])"), ("INT", rf"[+-]?{_IU}"),
-    ("BOOL", r"(?i:true|false)"), ("NULL", r"(?i:null)"), ("UNQUOTED_CHAR", r"[/\-\\+.$%*@?|]"),
-    ("ID", r"[A-Za-z_][A-Za-z0-9_-]*"), ("ESC", r"(?:\\\\|\\[()\[\]{}:=, \t])+"), ("WS", r"[ \t]+"),
-    ("QUOTED_VALUE", r"\"(?:(?:\\\\)*|.*?[^\\](?:\\\\)*)\"|'(?:(?:\\\\)*|.*?[^\\](?:\\\\)*)'"),
-    ("INTERPOLATION", r"\$\{[^}]+\}"),
-))
+VALUE_TOKENS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (n, re.compile(p, re.S))
+    for n, p in (
+        ("POPEN", rf"{_WS}\({_WS}"),
+        ("COMMA", rf"{_WS},{_WS}"),
+        ("PCLOSE", rf"{_WS}\)"),
+        ("BRACKET_OPEN", rf"\[{_WS}"),
+        ("BRACKET_CLOSE", rf"{_WS}\]"),
+        ("BRACE_OPEN", rf"\{{{_WS}"),
+        ("BRACE_CLOSE", rf"{_WS}\}}"),
+        ("COLON", rf"{_WS}:{_WS}"),
+        ("EQUAL", rf"{_WS}={_WS}"),
+        ("FLOAT", rf"[+-]?(?:{_EXP}|{_POINT}|[Ii][Nn][Ff]|[Nn][Aa][Nn])"),
+        ("INT", rf"[+-]?{_IU}"),
+        ("BOOL", r"(?i:true|false)"),
+        ("NULL", r"(?i:null)"),
+        ("UNQUOTED_CHAR", r"[/\-\\+.$%*@?|]"),
+        ("ID", r"[A-Za-z_][A-Za-z0-9_-]*"),
+        ("ESC", r"(?:\\\\|\\[()\[\]{}:=, \t])+"),
+        ("WS", r"[ \t]+"),
+        ("QUOTED_VALUE", r"\"(?:(?:\\\\)*|.*?[^\\](?:\\\\)*)\"|'(?:(?:\\\\)*|.*?[^\\](?:\\\\)*)'"),
+        ("INTERPOLATION", r"\$\{[^}]+\}"),
+    )
+)
 
 
 class BadOverride(PatchctlError):
@@ -66,9 +89,12 @@ def tokens(text: str) -> list[Token]:
             if m and m.end() > pos and (best is None or m.end() > best[0]):
                 best = (m.end(), kind)
         if best is None:
-            raise BadOverride(text, f"hydra cannot read {text[pos:pos + 10]!r} at column {pos + 1}",
-                              _char_fix(text[pos], in_key=table is KEY_TOKENS))
-        out.append(Token(best[1], text[pos:best[0]], pos))
+            raise BadOverride(
+                text,
+                f"hydra cannot read {text[pos : pos + 10]!r} at column {pos + 1}",
+                _char_fix(text[pos], in_key=table is KEY_TOKENS),
+            )
+        out.append(Token(best[1], text[pos : best[0]], pos))
         if best[1] == "EQUAL" and table is KEY_TOKENS:
             table = VALUE_TOKENS
         pos = best[0]

@@ -73,11 +73,14 @@ class _Parser:
     def fail(self, expected: str) -> NoReturn:
         if self.i < len(self.tokens):
             t = self.tokens[self.i]
-            raise BadOverride(self.text, f"unexpected {t.text.strip() or t.text!r} at column {t.at + 1} ({expected})",
-                              "check the brackets, quotes and commas; quote a value with special characters, "
-                              "e.g. key='a b'")
-        raise BadOverride(self.text, f"it ends before the value is complete ({expected})",
-                          "close every [, ( and { and every quote")
+            raise BadOverride(
+                self.text,
+                f"unexpected {t.text.strip() or t.text!r} at column {t.at + 1} ({expected})",
+                "check the brackets, quotes and commas; quote a value with special characters, e.g. key='a b'",
+            )
+        raise BadOverride(
+            self.text, f"it ends before the value is complete ({expected})", "close every [, ( and { and every quote"
+        )
 
     def override(self) -> Override:
         prefix = ""
@@ -91,7 +94,7 @@ class _Parser:
             if self.peek() == "EOF":
                 raise BadOverride(self.text, "no '=' after the key")
             equal = self.take("EQUAL", "expected '=' after the key")
-            value = self.text[equal.at + len(equal.text):]
+            value = self.text[equal.at + len(equal.text) :]
             self.value()
         if self.peek() != "EOF":
             self.fail("expected the end of the override")
@@ -192,12 +195,18 @@ def parse(override: str) -> Override:
     # shuffle(choice(...)) and sort(range(...)) are sweeps too
     wrapped = parser.outer in ("shuffle", "sort") and bool(SWEEPS & set(parser.functions))
     if parser.sweep or parser.outer in SWEEPS or wrapped:
-        raise BadOverride(override, "it is a sweep, which a single run refuses",
-                          "write a list as key=[a,b], or quote the value as key='a,b'")
+        raise BadOverride(
+            override,
+            "it is a sweep, which a single run refuses",
+            "write a list as key=[a,b], or quote the value as key='a,b'",
+        )
     unknown = sorted(set(parser.functions) - FUNCTIONS)
     if unknown:
-        raise BadOverride(override, f"{unknown[0]}(...) is not a hydra function",
-                          f"quote the value, e.g. {parsed.prefix}{parsed.key}='{parsed.value}'")
+        raise BadOverride(
+            override,
+            f"{unknown[0]}(...) is not a hydra function",
+            f"quote the value, e.g. {parsed.prefix}{parsed.key}='{parsed.value}'",
+        )
     return parsed
 
 

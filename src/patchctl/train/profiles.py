@@ -145,8 +145,12 @@ def _profile(name: str, raw: Any, file: Path) -> Profile:
         if key not in gates:
             continue
         if isinstance(gates[key], bool) or not isinstance(gates[key], (int, float)):
-            raise ManifestError(file, f"{prefix}gates.{key}", f"expected a number, got {type(gates[key]).__name__}",
-                                "write a number such as 0.3")
+            raise ManifestError(
+                file,
+                f"{prefix}gates.{key}",
+                f"expected a number, got {type(gates[key]).__name__}",
+                "write a number such as 0.3",
+            )
         gates[key] = float(gates[key])
     check(gates, GATES_SCHEMA, file=file, prefix=prefix + "gates.")
     adapts = []
@@ -167,12 +171,30 @@ def _profile(name: str, raw: Any, file: Path) -> Profile:
         for j, ov in enumerate(a.get("overrides", [])):
             if "=" not in ov:
                 raise ManifestError(file, f"{where}overrides[{j}]", f"{ov!r} is not KEY=VALUE", "write key=value")
-        adapts.append(Adapt(a["verl"], a["why"], tuple(a.get("unset_env", ())), dict(a.get("env", {})),
-                            tuple(a.get("overrides", ()))))
-    return Profile(name, raw["description"], raw["rollout"], raw["assets"], tuple(raw["overrides"]),
-                   tuple(raw.get("needs", ())), tuple(raw.get("prepare", ())), tuple(raw.get("requires", ())),
-                   dict(raw.get("env", {})), dict(raw.get("defaults", {})), Gates(**gates), raw.get("ray_head_cpus"),
-                   tuple(adapts))
+        adapts.append(
+            Adapt(
+                a["verl"],
+                a["why"],
+                tuple(a.get("unset_env", ())),
+                dict(a.get("env", {})),
+                tuple(a.get("overrides", ())),
+            )
+        )
+    return Profile(
+        name,
+        raw["description"],
+        raw["rollout"],
+        raw["assets"],
+        tuple(raw["overrides"]),
+        tuple(raw.get("needs", ())),
+        tuple(raw.get("prepare", ())),
+        tuple(raw.get("requires", ())),
+        dict(raw.get("env", {})),
+        dict(raw.get("defaults", {})),
+        Gates(**gates),
+        raw.get("ray_head_cpus"),
+        tuple(adapts),
+    )
 
 
 def load_profiles(file: Path | None = None) -> dict[str, Profile]:
@@ -218,6 +240,7 @@ def adapt(profile: Profile, verl_version: str | None) -> tuple[Profile, tuple[Ad
 
 def fill(text: str, values: dict[str, str], where: str) -> str:
     """Replace ``{NAME}`` from ``values``; a missing one is an error naming where it was used."""
+
     def sub(m: re.Match[str]) -> str:
         if m.group(1) not in values:
             raise PlaceholderMissing(where, m.group(1))

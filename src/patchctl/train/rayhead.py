@@ -40,8 +40,10 @@ from patchctl.errors import ToolMissing
 
 #: ``ray start --head`` starts Ray's client server on the fixed port 10001 whenever ray[client] is
 #: installed, with no option to leave it out: this tells it the client is missing (validate's node.py)
-_CLI = ("import sys; import ray.scripts.scripts as s; s.get_ray_client_dependency_error = "
-        "lambda: 'not asked for'; sys.argv[0] = 'ray'; s.main()")
+_CLI = (
+    "import sys; import ray.scripts.scripts as s; s.get_ray_client_dependency_error = "
+    "lambda: 'not asked for'; sys.argv[0] = 'ray'; s.main()"
+)
 
 
 def free_port() -> int:
@@ -86,9 +88,20 @@ def auth_env(head: HeadSpec) -> dict[str, str]:
 
 def spec(python: str, num_cpus: int, log: Path, port: int | None = None) -> HeadSpec:
     port = port or free_port()
-    argv = (python, "-c", _CLI, "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1",
-            f"--num-cpus={num_cpus}", "--include-dashboard=false", "--disable-usage-stats",
-            f"--dashboard-agent-listen-port={free_port()}", "--block")
+    argv = (
+        python,
+        "-c",
+        _CLI,
+        "start",
+        "--head",
+        f"--port={port}",
+        "--node-ip-address=127.0.0.1",
+        f"--num-cpus={num_cpus}",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+        f"--dashboard-agent-listen-port={free_port()}",
+        "--block",
+    )
     return HeadSpec(argv, f"127.0.0.1:{port}", log, log.parent / "ray-auth-token")
 
 
@@ -108,8 +121,15 @@ class Head:
         self._address_file = address_file(env)
         self._previous = _read(self._address_file)
         try:
-            self.proc = proc.spawn(head.argv, cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                   new_session=True, why="it starts the Ray head node; pass --python PATH")
+            self.proc = proc.spawn(
+                head.argv,
+                cwd=cwd,
+                env=env,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                new_session=True,
+                why="it starts the Ray head node; pass --python PATH",
+            )
         except ToolMissing:
             self._log.close()
             raise

@@ -63,19 +63,37 @@ class TrainReport:
     def to_json(self) -> dict[str, Any]:
         """The document report.json holds (before nan/inf become null), key for key."""
         p, done = self.plan, self.ran.finished
-        run = {"profile": p.profile.name, "rollout": p.profile.rollout, "command": list(p.launch.argv),
-               "ray_head": {"command": list(p.head.argv), "log": str(p.head.log)} if p.head else None,
-               "cwd": str(p.launch.cwd), "env": p.launch.env, "returncode": done.returncode,
-               "timed_out": done.timed_out, "log": str(p.launch.log),
-               "adapted": [asdict(a) for a in p.adapted], "settings": p.settings(),
-               "plot": str(self.plot) if self.plot else NO_PLOT}
+        run = {
+            "profile": p.profile.name,
+            "rollout": p.profile.rollout,
+            "command": list(p.launch.argv),
+            "ray_head": {"command": list(p.head.argv), "log": str(p.head.log)} if p.head else None,
+            "cwd": str(p.launch.cwd),
+            "env": p.launch.env,
+            "returncode": done.returncode,
+            "timed_out": done.timed_out,
+            "log": str(p.launch.log),
+            "adapted": [asdict(a) for a in p.adapted],
+            "settings": p.settings(),
+            "plot": str(self.plot) if self.plot else NO_PLOT,
+        }
         doctor = None if self.doctor is None else [f.to_json() for f in self.doctor]
         proof = self.judgement.proof
-        return {**document(run=run, tree=self.facts.tree, versions=self.facts.packages, gpus=list(self.facts.gpus),
-                           timings=self.timings, scan=self.ran.scan, gates=list(self.gates), passed=self.passed,
-                           doctor=doctor),
-                "patched_code": proof.to_json() if proof else None,
-                "margins": margins(self.ran.scan, p.profile.gates, self.timings.first_step)}
+        return {
+            **document(
+                run=run,
+                tree=self.facts.tree,
+                versions=self.facts.packages,
+                gpus=list(self.facts.gpus),
+                timings=self.timings,
+                scan=self.ran.scan,
+                gates=list(self.gates),
+                passed=self.passed,
+                doctor=doctor,
+            ),
+            "patched_code": proof.to_json() if proof else None,
+            "margins": margins(self.ran.scan, p.profile.gates, self.timings.first_step),
+        }
 
 
 def write(plan: Plan, ran: Ran, judgement: Judgement, facts: Facts, t0: float) -> TrainReport:
@@ -89,9 +107,18 @@ def write(plan: Plan, ran: Ran, judgement: Judgement, facts: Facts, t0: float) -
     return done
 
 
-def document(*, run: dict[str, Any], tree: dict[str, Any], versions: dict[str, str], gpus: list[dict[str, str]],
-             timings: Timings, scan: LogScan, gates: list[Gate], passed: bool,
-             doctor: list[Any] | None) -> dict[str, Any]:
+def document(
+    *,
+    run: dict[str, Any],
+    tree: dict[str, Any],
+    versions: dict[str, str],
+    gpus: list[dict[str, str]],
+    timings: Timings,
+    scan: LogScan,
+    gates: list[Gate],
+    passed: bool,
+    doctor: list[Any] | None,
+) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "verdict": "pass" if passed else "fail",
@@ -102,8 +129,10 @@ def document(*, run: dict[str, Any], tree: dict[str, Any], versions: dict[str, s
         "timings": {k: (round(v, 2) if isinstance(v, float) else v) for k, v in asdict(timings).items()},
         "breakdown": timings.breakdown(),
         "total_steps": scan.total_steps,
-        "steps": [{"step": s.step, "at": round(s.at, 2) if s.at is not None else None, "metrics": s.metrics}
-                  for s in scan.steps],
+        "steps": [
+            {"step": s.step, "at": round(s.at, 2) if s.at is not None else None, "metrics": s.metrics}
+            for s in scan.steps
+        ],
         "gates": [{**asdict(g), "status": g.status.value} for g in gates],
         "doctor": doctor,
     }
@@ -155,8 +184,10 @@ def plot(path: Path, scan: LogScan, title: str) -> Path | None:
     import matplotlib.pyplot as plt
 
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5.5), sharex=True)
-    for ax, series, label, colour in ((top, reward, "reward (critic/score/mean)", "tab:green"),
-                                      (bottom, loss, "policy loss (actor/pg_loss)", "tab:red")):
+    for ax, series, label, colour in (
+        (top, reward, "reward (critic/score/mean)", "tab:green"),
+        (bottom, loss, "policy loss (actor/pg_loss)", "tab:red"),
+    ):
         if series:
             ax.plot([s for s, _ in series], [v for _, v in series], marker="o", markersize=3, color=colour)
         ax.set_ylabel(label)

@@ -30,10 +30,15 @@ class RolloutMissing(PatchctlError):
 
     def __init__(self, profile: str, rollout: str, verl: str, have: tuple[str, ...], instead: tuple[str, ...]) -> None:
         self.profile, self.rollout, self.have = profile, rollout, have
-        fix = (f"use --profile {' or --profile '.join(instead)}" if instead else
-               "pick a profile whose rollout it has (patchctl train --help lists them)")
-        super().__init__(f"profile {profile} rolls out with {rollout}, which {verl} does not have "
-                         f"(its rollouts: {', '.join(have) or 'none found'}); {fix}")
+        fix = (
+            f"use --profile {' or --profile '.join(instead)}"
+            if instead
+            else "pick a profile whose rollout it has (patchctl train --help lists them)"
+        )
+        super().__init__(
+            f"profile {profile} rolls out with {rollout}, which {verl} does not have "
+            f"(its rollouts: {', '.join(have) or 'none found'}); {fix}"
+        )
 
 
 def available(root: Path) -> tuple[str, ...] | None:
@@ -79,8 +84,13 @@ def _registry(file: Path) -> list[tuple[str, str]] | None:
         if isinstance(target, ast.Name) and target.id == "_ROLLOUT_REGISTRY" and isinstance(value, ast.Dict):
             out = []
             for key, module in zip(value.keys, value.values, strict=True):
-                if (isinstance(key, ast.Tuple) and key.elts and isinstance(key.elts[0], ast.Constant)
-                        and isinstance(module, ast.Constant) and isinstance(module.value, str)):
+                if (
+                    isinstance(key, ast.Tuple)
+                    and key.elts
+                    and isinstance(key.elts[0], ast.Constant)
+                    and isinstance(module, ast.Constant)
+                    and isinstance(module.value, str)
+                ):
                     out.append((str(key.elts[0].value), module.value.rsplit(".", 1)[0]))
             return out
     return None
@@ -101,8 +111,11 @@ def _branches(file: Path) -> set[str] | None:
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
             left, right = node.left, node.comparators[0]
             subject = ast.unparse(left)
-            if (subject == "rollout_name" or subject.endswith("rollout.name")) and isinstance(right, ast.Constant) \
-                    and isinstance(right.value, str):
+            if (
+                (subject == "rollout_name" or subject.endswith("rollout.name"))
+                and isinstance(right, ast.Constant)
+                and isinstance(right.value, str)
+            ):
                 names.add(right.value)
     return names or None
 

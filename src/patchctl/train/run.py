@@ -48,8 +48,14 @@ def default_run_dir(target: Target, profile: str) -> Path:
     return target.root / ".patchctl" / "runs" / f"{profile}-{stamp}"
 
 
-def plan(target: Target, profile: Profile, cluster: Cluster | None, overrides: list[str] | tuple[str, ...],
-         python: str, run_dir: Path | None = None) -> Plan:
+def plan(
+    target: Target,
+    profile: Profile,
+    cluster: Cluster | None,
+    overrides: list[str] | tuple[str, ...],
+    python: str,
+    run_dir: Path | None = None,
+) -> Plan:
     """Fill the profile into an exact command; nothing is written."""
     profile, adapted = adapt(profile, target.version)
     run_dir = (run_dir or default_run_dir(target, profile.name)).resolve()
@@ -72,10 +78,11 @@ def plan(target: Target, profile: Profile, cluster: Cluster | None, overrides: l
     if watched:
         extra_env.update(codehook.env(run_dir, watched))
     hook = run_dir / codehook.DIR_NAME if watched else None
-    trainer = launcher.build(target.root, profile, values, overrides, python, run_dir / "train.log", extra_env,
-                             hook=hook)
+    trainer = launcher.build(
+        target.root, profile, values, overrides, python, run_dir / "train.log", extra_env, hook=hook
+    )
     check_rollout(target, profile, trainer.argv)
-    treeconfig.check(target.root, target.version, trainer.argv[1 + len(launcher.ENTRY):])
+    treeconfig.check(target.root, target.version, trainer.argv[1 + len(launcher.ENTRY) :])
     return Plan(profile, run_dir, trainer, values, head, adapted, sources, watched)
 
 
@@ -85,8 +92,11 @@ def check_rollout(target: Target, profile: Profile, argv: tuple[str, ...] | list
     have = rollouts.available(target.root)
     if have is None or rollout in have:
         return
-    instead = tuple(n for n, p in sorted(load_profiles().items())
-                    if p.rollout in have and p.needs == profile.needs and n != profile.name)
+    instead = tuple(
+        n
+        for n, p in sorted(load_profiles().items())
+        if p.rollout in have and p.needs == profile.needs and n != profile.name
+    )
     verl = f"verl {target.version} at {target.root}" if target.version else f"the verl tree at {target.root}"
     raise rollouts.RolloutMissing(profile.name, rollout, verl, have, instead)
 
@@ -103,8 +113,9 @@ def prepare(p: Plan) -> None:
     for raw in p.profile.requires:
         path = Path(fill(raw, p.values, f"profile {p.profile.name}, requires"))
         if not path.exists():
-            raise RequiredPathMissing(path, p.profile.name,
-                                      [f"{k} from {p.sources[k]}" for k in p.sources if "{" + k + "}" in raw])
+            raise RequiredPathMissing(
+                path, p.profile.name, [f"{k} from {p.sources[k]}" for k in p.sources if "{" + k + "}" in raw]
+            )
 
 
 def _trainer_env(p: Plan) -> dict[str, str]:
@@ -112,9 +123,15 @@ def _trainer_env(p: Plan) -> dict[str, str]:
     return {**os.environ, **p.launch.env}
 
 
-def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
-          on_progress: Callable[[Progress], None] | None = None,
-          on_line: Callable[[str, float], None] | None = None) -> TrainReport:
+def train(
+    p: Plan,
+    target: Target,
+    t0: float,
+    *,
+    timeout: float | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_line: Callable[[str, float], None] | None = None,
+) -> TrainReport:
     """Run the plan: launch → judge → report; ``t0`` is the ``time.monotonic()`` that counts as the launch."""
     p.run_dir.mkdir(parents=True, exist_ok=True)
     prepare(p)
@@ -136,9 +153,14 @@ def train(p: Plan, target: Target, t0: float, *, timeout: float | None = None,
     return done
 
 
-def launch(p: Plan, t0: float, *, timeout: float | None = None,
-           on_progress: Callable[[Progress], None] | None = None,
-           on_line: Callable[[str, float], None] | None = None) -> Ran:
+def launch(
+    p: Plan,
+    t0: float,
+    *,
+    timeout: float | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_line: Callable[[str, float], None] | None = None,
+) -> Ran:
     """Run the trainer to its end, reading each line it prints into the log scan as it comes.
 
     The smoke assets are built once the trainer is launched: verl reads the model and data only in
@@ -156,8 +178,9 @@ def launch(p: Plan, t0: float, *, timeout: float | None = None,
         # (without the code hook's variables: that process is no part of the run it proves)
         if p.profile.rollout == "vllm" and p.values.get("MODEL_PATH"):
             env = {k: v for k, v in _trainer_env(p).items() if k not in (codehook.ENV_DIR, codehook.ENV_WATCH)}
-            warming.append(modelinfo.Warming(p.launch.argv[0], Path(p.values["MODEL_PATH"]), env,
-                                             p.run_dir / modelinfo.LOG_NAME))
+            warming.append(
+                modelinfo.Warming(p.launch.argv[0], Path(p.values["MODEL_PATH"]), env, p.run_dir / modelinfo.LOG_NAME)
+            )
 
     def seen(line: str, at: float) -> None:
         step = scan.feed(line, at)
@@ -172,15 +195,23 @@ def launch(p: Plan, t0: float, *, timeout: float | None = None,
     finally:
         for w in warming:
             w.stop()
-    timings = Timings(ready[0] if ready else None, started, scan.moments.get("ray_start"),
-                      scan.moments.get("task_runner"), scan.moments.get("workers_ready"),
-                      scan.steps[0].at if scan.steps else None, scan.steps[-1].at if scan.steps else None,
-                      done.ended_at, None)
+    timings = Timings(
+        ready[0] if ready else None,
+        started,
+        scan.moments.get("ray_start"),
+        scan.moments.get("task_runner"),
+        scan.moments.get("workers_ready"),
+        scan.steps[0].at if scan.steps else None,
+        scan.steps[-1].at if scan.steps else None,
+        done.ended_at,
+        None,
+    )
     return Ran(done, scan, timings)
 
 
 def _progress(step: Step, scan: LogScan, at: float) -> Progress:
     first = scan.steps[0]
     per = (at - first.at) / (len(scan.steps) - 1) if len(scan.steps) > 1 and first.at is not None else None
-    return Progress(step.step, scan.total_steps, pick(step.metrics, REWARD_KEYS), pick(step.metrics, LOSS_KEYS),
-                    per, at)
+    return Progress(
+        step.step, scan.total_steps, pick(step.metrics, REWARD_KEYS), pick(step.metrics, LOSS_KEYS), per, at
+    )

@@ -26,8 +26,10 @@ ENVIRONMENT = "the environment"
 class BadGitIgnore(PatchctlError):
     def __init__(self, path: Path, line: int, problem: str) -> None:
         self.path, self.line = path, line
-        super().__init__(f"{path}:{line}: {problem}; fix the file (keep NAME = \"path\" lines), or pass the paths "
-                         "with --cluster NAME or in the environment")
+        super().__init__(
+            f'{path}:{line}: {problem}; fix the file (keep NAME = "path" lines), or pass the paths '
+            "with --cluster NAME or in the environment"
+        )
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,11 @@ def read_git_ignore(path: Path) -> dict[str, str]:
         raise BadGitIgnore(path, exc.lineno or 1, f"not valid Python ({exc.msg})") from None
     out: dict[str, str] = {}
     for node in module.body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
-            node.target if isinstance(node, ast.AnnAssign) else None)
+        target = (
+            node.targets[0]
+            if isinstance(node, ast.Assign) and len(node.targets) == 1
+            else (node.target if isinstance(node, ast.AnnAssign) else None)
+        )
         value = getattr(node, "value", None)
         if isinstance(target, ast.Name) and isinstance(value, ast.Constant) and isinstance(value.value, str):
             out[target.id] = value.value
@@ -64,12 +69,14 @@ def wanted(profile: Profile, cluster: Cluster | None) -> list[str]:
     """The names to look up: what the profile needs, the path settings it uses, what the cluster sets."""
     texts = [*profile.overrides, *profile.env.values(), *profile.requires, *profile.defaults.values()]
     used = {m for t in texts for m in _PLACEHOLDER.findall(t)}
-    return list(dict.fromkeys([*profile.needs, *(s for s in SETTINGS if s in used),
-                               *(cluster.paths if cluster else ())]))
+    return list(
+        dict.fromkeys([*profile.needs, *(s for s in SETTINGS if s in used), *(cluster.paths if cluster else ())])
+    )
 
 
-def resolve(names: Iterable[str], root: Path, cluster: Cluster | None = None,
-            environ: Mapping[str, str] | None = None) -> dict[str, Setting]:
+def resolve(
+    names: Iterable[str], root: Path, cluster: Cluster | None = None, environ: Mapping[str, str] | None = None
+) -> dict[str, Setting]:
     """Each name from the first source that has it; a name none has is left out.
 
     ``git_ignore.py`` is read only when the cluster and the environment leave a name open, so a

@@ -45,17 +45,21 @@ GRAD_NORM, LR, PPO_KL = "actor/grad_norm", "actor/lr", "actor/ppo_kl"
 ADV_MAX, ADV_MIN = "critic/advantages/max", "critic/advantages/min"
 #: below this an advantage is 0 (GRPO's advantages of a group of equal rewards are exactly 0)
 ADV_EPS = 1e-8
-NOT_LOGGED = ("verl logged no rollout log-probs ({keys}): not available on this version or rollout; where the "
-              "config has it, set actor_rollout_ref.rollout.calculate_log_probs=True")
+NOT_LOGGED = (
+    "verl logged no rollout log-probs ({keys}): not available on this version or rollout; where the "
+    "config has it, set actor_rollout_ref.rollout.calculate_log_probs=True"
+)
 
 
 def evaluate(scan: LogScan, gates: Gates) -> list[Gate]:
     """The three gates, in a fixed order."""
     applied = _updated_steps(scan, gates)
     before = [s for s in scan.steps if s.step - 1 not in applied]
-    return [_agreement("rollout-agrees", before, gates, f"the {len(before)} steps no applied update preceded"),
-            _update(scan, gates),
-            _synced(scan, gates, applied)]
+    return [
+        _agreement("rollout-agrees", before, gates, f"the {len(before)} steps no applied update preceded"),
+        _update(scan, gates),
+        _synced(scan, gates, applied),
+    ]
 
 
 def has_advantage(step: Step) -> bool:
@@ -95,8 +99,11 @@ def _agreement(name: str, steps: list[Step], gates: Gates, which: str) -> Gate:
         return Gate(name, GateStatus.SKIP, None, threshold, "the profile sets no agree_* bar in its gates table")
     seen, worst, failed = 0, [], None
     for metric, words, bar, higher in bars:
-        values = [(s.step, abs(s.metrics[metric]) if not higher else s.metrics[metric]) for s in steps
-                  if metric in s.metrics and s.metrics.get(DIFF_VALID, 1.0) == 1.0 and math.isfinite(s.metrics[metric])]
+        values = [
+            (s.step, abs(s.metrics[metric]) if not higher else s.metrics[metric])
+            for s in steps
+            if metric in s.metrics and s.metrics.get(DIFF_VALID, 1.0) == 1.0 and math.isfinite(s.metrics[metric])
+        ]
         if not values:
             continue
         seen += 1
@@ -107,20 +114,27 @@ def _agreement(name: str, steps: list[Step], gates: Gates, which: str) -> Gate:
     if not seen:
         if not steps:
             return Gate(name, GateStatus.SKIP, None, threshold, f"no step to judge ({which})")
-        return Gate(name, GateStatus.SKIP, None, threshold,
-                    NOT_LOGGED.format(keys=", ".join(m for m, *_ in bars)))
+        return Gate(name, GateStatus.SKIP, None, threshold, NOT_LOGGED.format(keys=", ".join(m for m, *_ in bars)))
     summary = "; ".join(worst)
     if failed:
-        return Gate(name, GateStatus.FAIL, summary, threshold,
-                    f"{failed}: the rollout sampled from other probabilities than the trainer computes "
-                    f"({which}); check weight sync, sampling settings, kernels and dtypes")
+        return Gate(
+            name,
+            GateStatus.FAIL,
+            summary,
+            threshold,
+            f"{failed}: the rollout sampled from other probabilities than the trainer computes "
+            f"({which}); check weight sync, sampling settings, kernels and dtypes",
+        )
     return Gate(name, GateStatus.PASS, summary, threshold, f"worst over {which}: {summary}")
 
 
 def _update(scan: LogScan, gates: Gates) -> Gate:
     name = "update-applied"
-    bar = "grad norm > 0, lr > 0" + (f", median |ppo_kl| >= {gates.update_kl_min:g}"
-                                     if gates.update_kl_min is not None else "") + " on steps with an advantage"
+    bar = (
+        "grad norm > 0, lr > 0"
+        + (f", median |ppo_kl| >= {gates.update_kl_min:g}" if gates.update_kl_min is not None else "")
+        + " on steps with an advantage"
+    )
     if not any(GRAD_NORM in s.metrics for s in scan.steps):
         return Gate(name, GateStatus.SKIP, None, bar, f"verl logged no {GRAD_NORM}")
     for s in scan.steps:
@@ -128,27 +142,60 @@ def _update(scan: LogScan, gates: Gates) -> Gate:
             return Gate(name, GateStatus.FAIL, s.metrics[GRAD_NORM], bar, f"step {s.step}: {GRAD_NORM} is not finite")
     judged = [s for s in scan.steps if has_advantage(s)]
     if not judged:
-        return Gate(name, GateStatus.SKIP, 0, bar, "every advantage was 0 (equal rewards in every group): no step "
-                    "asked the update to move the policy, so whether it can is not shown")
+        return Gate(
+            name,
+            GateStatus.SKIP,
+            0,
+            bar,
+            "every advantage was 0 (equal rewards in every group): no step "
+            "asked the update to move the policy, so whether it can is not shown",
+        )
     for s in judged:
         m = s.metrics
         if m.get(GRAD_NORM, 0.0) <= 0:
-            return Gate(name, GateStatus.FAIL, 0.0, bar, f"step {s.step}: {GRAD_NORM} = 0 with advantages in "
-                        f"[{m.get(ADV_MIN, 0):.3g}, {m.get(ADV_MAX, 0):.3g}]: the loss does not reach the weights")
+            return Gate(
+                name,
+                GateStatus.FAIL,
+                0.0,
+                bar,
+                f"step {s.step}: {GRAD_NORM} = 0 with advantages in "
+                f"[{m.get(ADV_MIN, 0):.3g}, {m.get(ADV_MAX, 0):.3g}]: the loss does not reach the weights",
+            )
         if m.get(LR, 1.0) <= 0:
-            return Gate(name, GateStatus.FAIL, m[LR], bar, f"step {s.step}: {LR} = {m[LR]:g}: the optimizer "
-                        "does not move the weights")
+            return Gate(
+                name,
+                GateStatus.FAIL,
+                m[LR],
+                bar,
+                f"step {s.step}: {LR} = {m[LR]:g}: the optimizer does not move the weights",
+            )
     kls = [abs(s.metrics[PPO_KL]) for s in judged if PPO_KL in s.metrics and math.isfinite(s.metrics[PPO_KL])]
     if gates.update_kl_min is not None and kls:
         median = statistics.median(kls)
         if median < gates.update_kl_min:
-            return Gate(name, GateStatus.FAIL, f"{median:.3g}", bar,
-                        f"median |{PPO_KL}| {median:.3g} over {len(kls)} steps with an advantage: the second "
-                        "mini-batch saw the policy unchanged, so the optimizer step did not move the weights")
-        return Gate(name, GateStatus.PASS, f"{median:.3g}", bar,
-                    f"{len(judged)} steps with an advantage; median |{PPO_KL}| {median:.3g}")
-    return Gate(name, GateStatus.PASS, len(judged), bar, f"{len(judged)} steps with an advantage, grad norm and lr "
-                f"above 0 on each" + ("" if gates.update_kl_min is None else f" ({PPO_KL} not logged)"))
+            return Gate(
+                name,
+                GateStatus.FAIL,
+                f"{median:.3g}",
+                bar,
+                f"median |{PPO_KL}| {median:.3g} over {len(kls)} steps with an advantage: the second "
+                "mini-batch saw the policy unchanged, so the optimizer step did not move the weights",
+            )
+        return Gate(
+            name,
+            GateStatus.PASS,
+            f"{median:.3g}",
+            bar,
+            f"{len(judged)} steps with an advantage; median |{PPO_KL}| {median:.3g}",
+        )
+    return Gate(
+        name,
+        GateStatus.PASS,
+        len(judged),
+        bar,
+        f"{len(judged)} steps with an advantage, grad norm and lr "
+        f"above 0 on each" + ("" if gates.update_kl_min is None else f" ({PPO_KL} not logged)"),
+    )
 
 
 def _synced(scan: LogScan, gates: Gates, applied: set[int]) -> Gate:
@@ -156,6 +203,11 @@ def _synced(scan: LogScan, gates: Gates, applied: set[int]) -> Gate:
     gate = _agreement("weights-synced", after, gates, f"the {len(after)} steps after an applied update")
     if after or gate.status is not GateStatus.SKIP:
         return gate
-    return Gate(gate.name, GateStatus.SKIP, None, gate.threshold,
-                "no step followed an applied update (see update-applied): before the trainer moves, the rollout "
-                "agrees with it whether or not weights are synced, so the sync is not shown")
+    return Gate(
+        gate.name,
+        GateStatus.SKIP,
+        None,
+        gate.threshold,
+        "no step followed an applied update (see update-applied): before the trainer moves, the rollout "
+        "agrees with it whether or not weights are synced, so the sync is not shown",
+    )

@@ -29,8 +29,12 @@ def sampler_file() -> Path:
 
 def paths(assets: Path) -> dict[str, str]:
     """The placeholder values of the smoke profile, whether or not the assets exist yet."""
-    return {"MODEL_PATH": str(assets / "model"), "DATA_DIR": str(assets / "data"), "REWARD_FILE": str(reward_file()),
-            "SAMPLER_FILE": str(sampler_file())}
+    return {
+        "MODEL_PATH": str(assets / "model"),
+        "DATA_DIR": str(assets / "data"),
+        "REWARD_FILE": str(reward_file()),
+        "SAMPLER_FILE": str(sampler_file()),
+    }
 
 
 def build(assets: Path, tokenizer: str = "word") -> dict[str, str]:

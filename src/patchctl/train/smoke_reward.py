@@ -23,8 +23,9 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_
     return sum(w == ground_truth for w in words) / len(words)
 
 
-def compute_char_score(data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None,
-                       **_: Any) -> float:
+def compute_char_score(
+    data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None, **_: Any
+) -> float:
     chars = [c for c in solution_str if not c.isspace()]
     if not chars:
         return 0.0

@@ -80,24 +80,28 @@ def _tensors(spec: TinyModelSpec, vocab_size: int) -> dict[str, np.ndarray]:
     def normal(*shape: int) -> np.ndarray:
         return (rng.standard_normal(shape) * 0.02).astype(np.float32)
 
-    t = {"model.embed_tokens.weight": normal(vocab_size, spec.hidden),
-         "model.norm.weight": np.ones(spec.hidden, np.float32)}
+    t = {
+        "model.embed_tokens.weight": normal(vocab_size, spec.hidden),
+        "model.norm.weight": np.ones(spec.hidden, np.float32),
+    }
     for i in range(spec.layers):
         p = f"model.layers.{i}."
-        t.update({
-            p + "self_attn.q_proj.weight": normal(spec.hidden, spec.hidden),
-            p + "self_attn.q_proj.bias": np.zeros(spec.hidden, np.float32),
-            p + "self_attn.k_proj.weight": normal(kv, spec.hidden),
-            p + "self_attn.k_proj.bias": np.zeros(kv, np.float32),
-            p + "self_attn.v_proj.weight": normal(kv, spec.hidden),
-            p + "self_attn.v_proj.bias": np.zeros(kv, np.float32),
-            p + "self_attn.o_proj.weight": normal(spec.hidden, spec.hidden),
-            p + "mlp.gate_proj.weight": normal(spec.intermediate, spec.hidden),
-            p + "mlp.up_proj.weight": normal(spec.intermediate, spec.hidden),
-            p + "mlp.down_proj.weight": normal(spec.hidden, spec.intermediate),
-            p + "input_layernorm.weight": np.ones(spec.hidden, np.float32),
-            p + "post_attention_layernorm.weight": np.ones(spec.hidden, np.float32),
-        })
+        t.update(
+            {
+                p + "self_attn.q_proj.weight": normal(spec.hidden, spec.hidden),
+                p + "self_attn.q_proj.bias": np.zeros(spec.hidden, np.float32),
+                p + "self_attn.k_proj.weight": normal(kv, spec.hidden),
+                p + "self_attn.k_proj.bias": np.zeros(kv, np.float32),
+                p + "self_attn.v_proj.weight": normal(kv, spec.hidden),
+                p + "self_attn.v_proj.bias": np.zeros(kv, np.float32),
+                p + "self_attn.o_proj.weight": normal(spec.hidden, spec.hidden),
+                p + "mlp.gate_proj.weight": normal(spec.intermediate, spec.hidden),
+                p + "mlp.up_proj.weight": normal(spec.intermediate, spec.hidden),
+                p + "mlp.down_proj.weight": normal(spec.hidden, spec.intermediate),
+                p + "input_layernorm.weight": np.ones(spec.hidden, np.float32),
+                p + "post_attention_layernorm.weight": np.ones(spec.hidden, np.float32),
+            }
+        )
     return t
 
 
@@ -124,20 +128,37 @@ def write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
 
 def _config(spec: TinyModelSpec, vocab: tuple[str, ...]) -> dict[str, object]:
     return {
-        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "torch_dtype": "float32",
-        "vocab_size": len(vocab), "hidden_size": spec.hidden, "intermediate_size": spec.intermediate,
-        "num_hidden_layers": spec.layers, "num_attention_heads": spec.heads, "num_key_value_heads": spec.kv_heads,
-        "max_position_embeddings": spec.max_positions, "max_window_layers": spec.layers,
-        "hidden_act": "silu", "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "initializer_range": 0.02,
-        "attention_dropout": 0.0, "use_cache": True, "use_sliding_window": False, "sliding_window": None,
-        "tie_word_embeddings": True, "bos_token_id": vocab.index(BOS), "eos_token_id": vocab.index(EOS),
+        "architectures": ["Qwen2ForCausalLM"],
+        "model_type": "qwen2",
+        "torch_dtype": "float32",
+        "vocab_size": len(vocab),
+        "hidden_size": spec.hidden,
+        "intermediate_size": spec.intermediate,
+        "num_hidden_layers": spec.layers,
+        "num_attention_heads": spec.heads,
+        "num_key_value_heads": spec.kv_heads,
+        "max_position_embeddings": spec.max_positions,
+        "max_window_layers": spec.layers,
+        "hidden_act": "silu",
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0,
+        "initializer_range": 0.02,
+        "attention_dropout": 0.0,
+        "use_cache": True,
+        "use_sliding_window": False,
+        "sliding_window": None,
+        "tie_word_embeddings": True,
+        "bos_token_id": vocab.index(BOS),
+        "eos_token_id": vocab.index(EOS),
         "pad_token_id": vocab.index(PAD),
     }
 
 
 #: Qwen2's pre-tokenizer split (the one Qwen2Tokenizer uses), then byte-level
-QWEN2_SPLIT = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
-               r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
+QWEN2_SPLIT = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+    r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
 TOKENIZERS = ("word", "bytes")
 
 
@@ -150,16 +171,24 @@ def bpe_tokenizer_json(texts: list[str] | tuple[str, ...], vocab_size: int = 96)
         raise TokenizersMissing() from None
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
     # the newline too, which the task's words lack but the chat template has: verl 0.9.1's agent
     # loop refuses a tokenizer that does not encode "\n" to exactly one token (found on the H100:
     # "Expected Qwen newline to tokenize to one token, got []")
     alphabet = sorted({c for t in [*texts, "\n"] for c in pre_tokenizers.ByteLevel.alphabet() if c in _bytelevel(t)})
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL), show_progress=False,
-                                  initial_alphabet=alphabet, limit_alphabet=len(alphabet))
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL),
+        show_progress=False,
+        initial_alphabet=alphabet,
+        limit_alphabet=len(alphabet),
+    )
     tok.train_from_iterator(list(texts), trainer)
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL])
     return tok.to_str()
@@ -186,8 +215,9 @@ def _tokenizer_json(vocab: tuple[str, ...]) -> str:
     return tok.to_str()
 
 
-def make_tiny_model(dest: Path, words: list[str] | tuple[str, ...], spec: TinyModelSpec = TinyModelSpec(),
-                    tokenizer: str = "word") -> TinyModel:
+def make_tiny_model(
+    dest: Path, words: list[str] | tuple[str, ...], spec: TinyModelSpec = TinyModelSpec(), tokenizer: str = "word"
+) -> TinyModel:
     """Write a loadable Qwen2 checkpoint with tokenizer into ``dest`` (created).
 
     ``tokenizer`` is "word" (transformers 4.x) or "bytes" (a byte-level BPE over ``words``, the
@@ -209,9 +239,18 @@ def make_tiny_model(dest: Path, words: list[str] | tuple[str, ...], spec: TinyMo
     write_safetensors(dest / "model.safetensors", tensors)
     cfg = _config(spec, vocab)
     (dest / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    (dest / "generation_config.json").write_text(json.dumps({
-        "bos_token_id": cfg["bos_token_id"], "eos_token_id": cfg["eos_token_id"], "pad_token_id": cfg["pad_token_id"],
-        "do_sample": True}, indent=2) + "\n")
+    (dest / "generation_config.json").write_text(
+        json.dumps(
+            {
+                "bos_token_id": cfg["bos_token_id"],
+                "eos_token_id": cfg["eos_token_id"],
+                "pad_token_id": cfg["pad_token_id"],
+                "do_sample": True,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     (dest / "tokenizer.json").write_text(tok_json)
     (dest / "tokenizer_config.json").write_text(
         json.dumps(
@@ -230,6 +269,7 @@ def make_tiny_model(dest: Path, words: list[str] | tuple[str, ...], spec: TinyMo
         )
         + "\n"
     )
-    (dest / "special_tokens_map.json").write_text(json.dumps(
-        {"bos_token": BOS, "eos_token": EOS, "pad_token": PAD, "unk_token": UNK}, indent=2) + "\n")
+    (dest / "special_tokens_map.json").write_text(
+        json.dumps({"bos_token": BOS, "eos_token": EOS, "pad_token": PAD, "unk_token": UNK}, indent=2) + "\n"
+    )
     return TinyModel(dest, vocab, sum(int(a.size) for a in tensors.values()))

@@ -33,8 +33,10 @@ MAIN_SECTIONS = frozenset({"data", "actor_rollout_ref", "trainer"})
 #: hydra's own config (hydra.run.dir=..., hydra/job_logging=...) is not verl's
 HYDRA_OWN = ("hydra.", "hydra/")
 #: a block mapping's key at the start of a line: quoted, or plain (not starting with an indicator)
-_KEY = re.compile(r"""(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'"""
-                  r"""|[^\s#'"{\[\]}&*!|>%@`,:-][^:#]*?|-[^\s:#][^:#]*?)\s*:(?:\s|$)""")
+_KEY = re.compile(
+    r"""(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'"""
+    r"""|[^\s#'"{\[\]}&*!|>%@`,:-][^:#]*?|-[^\s:#][^:#]*?)\s*:(?:\s|$)"""
+)
 
 
 class UnknownKey(PatchctlError):
@@ -84,7 +86,7 @@ def yaml_keys(text: str) -> set[str]:
             stack.pop()
         path = _join(stack[-1][1], _unquote(m.group("key")))
         keys.add(path)
-        rest = body[m.end():].strip()
+        rest = body[m.end() :].strip()
         if not rest or rest.startswith("#"):
             stack.append((indent, path))
         else:
@@ -174,8 +176,10 @@ def _problem(config: TreeConfig, o: Override) -> tuple[str, str] | None:
     present = o.key in config.keys
     if o.prefix == "+":
         if present:
-            return ("{verl} already has {key}, and + only adds a new key",
-                    f"drop the + to change it ({o.text[1:]}), or write ++ to add or change it")
+            return (
+                "{verl} already has {key}, and + only adds a new key",
+                f"drop the + to change it ({o.text[1:]}), or write ++ to add or change it",
+            )
         return None
     if present:
         return None

@@ -70,6 +70,7 @@ def _per_step(r: Report) -> float | None:
 
 def compare(new: Report, old: Report) -> dict[str, Any]:
     """Rows of (what, new, old) plus the package versions that differ and the patch ids."""
+
     def fmt(v: Any) -> str:
         return "-" if v is None else str(v)
 
@@ -91,8 +92,11 @@ def compare(new: Report, old: Report) -> dict[str, Any]:
     pn, po = new.doc.get("packages") or {}, old.doc.get("packages") or {}
     versions = [(k, pn.get(k, "-"), po.get(k, "-")) for k in sorted(set(pn) | set(po)) if pn.get(k) != po.get(k)]
     a, b = _patches(new), _patches(old)
-    return {"rows": rows, "versions": versions,
-            "patches": {"both": sorted(a & b), "only_new": sorted(a - b), "only_old": sorted(b - a)}}
+    return {
+        "rows": rows,
+        "versions": versions,
+        "patches": {"both": sorted(a & b), "only_new": sorted(a - b), "only_old": sorted(b - a)},
+    }
 
 
 def plot(new: Report, old: Report, path: Path) -> Path | None:

@@ -49,8 +49,10 @@ class RayAlreadyRunning(ValidateFailed):
 
     def __init__(self, host: str, address: str, pid: int, gcs: str) -> None:
         self.host, self.address, self.pid, self.gcs = host, address, pid, gcs
-        super().__init__(f"{host}: a Ray node is already running at {address} (raylet pid {pid}, cluster {gcs}); "
-                         "validate leaves it alone: stop it there (`ray stop`), or pass --join to use it")
+        super().__init__(
+            f"{host}: a Ray node is already running at {address} (raylet pid {pid}, cluster {gcs}); "
+            "validate leaves it alone: stop it there (`ray stop`), or pass --join to use it"
+        )
 
 
 class RayStartFailed(ValidateFailed):
@@ -66,9 +68,11 @@ class WorkerNeverJoined(ValidateFailed):
 
     def __init__(self, host: str, address: str, waited: float, tail: str) -> None:
         self.host, self.address, self.waited, self.tail = host, address, waited, tail
-        super().__init__(f"{host}: its Ray node ({address}) did not join the head within {waited:.0f} s; check that "
-                         f"it reaches the head's address and port (firewall, proxy variables, address); its Ray log "
-                         f"ends: {tail or 'nothing logged'}")
+        super().__init__(
+            f"{host}: its Ray node ({address}) did not join the head within {waited:.0f} s; check that "
+            f"it reaches the head's address and port (firewall, proxy variables, address); its Ray log "
+            f"ends: {tail or 'nothing logged'}"
+        )
 
 
 class DuplicateGpu(ValidateFailed):
@@ -78,8 +82,10 @@ class DuplicateGpu(ValidateFailed):
         self.gpu, self.holders = gpu, holders
         self.host = holders[0][0]
         who = ", ".join(f"{h} (CUDA_VISIBLE_DEVICES={v or 'unset'})" for h, v in holders)
-        super().__init__(f"{self.host}: GPU {gpu} is seen by more than one Ray node or rank: {who}; give each host "
-                         "its own GPUs with hosts[i].env.CUDA_VISIBLE_DEVICES in the cluster config")
+        super().__init__(
+            f"{self.host}: GPU {gpu} is seen by more than one Ray node or rank: {who}; give each host "
+            "its own GPUs with hosts[i].env.CUDA_VISIBLE_DEVICES in the cluster config"
+        )
 
 
 class UnevenGpus(ValidateFailed):
@@ -89,8 +95,10 @@ class UnevenGpus(ValidateFailed):
         self.counts = counts
         self.host = counts[0][0]
         shown = ", ".join(f"{h}: {n}" for h, n in counts)
-        super().__init__(f"{self.host}: the hosts offer different GPU counts ({shown}); verl needs the same on "
-                         "every node: set gpus (or hosts[i].gpus) so they agree")
+        super().__init__(
+            f"{self.host}: the hosts offer different GPU counts ({shown}); verl needs the same on "
+            "every node: set gpus (or hosts[i].gpus) so they agree"
+        )
 
 
 class AuthNotEnforced(ValidateFailed):
@@ -103,9 +111,11 @@ class AuthNotEnforced(ValidateFailed):
         what = "; ".join(
             f"{k}: {v['outcome']} ({v['detail']})" for k, v in findings.items() if v["outcome"] != "refused"
         )
-        super().__init__(f"{host}: the run's Ray cluster did not prove that it refuses callers without the token "
-                         f"({what}); it was stopped. Install Ray >= 2.52 on the hosts, or pass --insecure-ray on a "
-                         "cluster firewalled from everyone else")
+        super().__init__(
+            f"{host}: the run's Ray cluster did not prove that it refuses callers without the token "
+            f"({what}); it was stopped. Install Ray >= 2.52 on the hosts, or pass --insecure-ray on a "
+            "cluster firewalled from everyone else"
+        )
 
 
 class ForeignNode(ValidateFailed):
@@ -114,8 +124,10 @@ class ForeignNode(ValidateFailed):
     def __init__(self, host: str, stage: str, nodes: list[dict[str, str]]) -> None:
         self.host, self.stage, self.nodes = host, stage, nodes
         who = ", ".join(f"{n['address']} (node {n['node_id'][:12]}, host {n['host'] or '?'})" for n in nodes)
-        super().__init__(f"{host}: {len(nodes)} node(s) not started by this run joined its Ray cluster: {who}; the "
-                         "run was stopped. Find who started them; keep the hosts' Ray ports firewalled")
+        super().__init__(
+            f"{host}: {len(nodes)} node(s) not started by this run joined its Ray cluster: {who}; the "
+            "run was stopped. Find who started them; keep the hosts' Ray ports firewalled"
+        )
 
 
 class TrainerFailed(ValidateFailed):
@@ -129,8 +141,9 @@ class TrainerFailed(ValidateFailed):
 class HostLost(ValidateFailed):
     def __init__(self, host: str, stage: str, role: str, reason: str) -> None:
         self.host, self.stage, self.role, self.reason = host, stage, role, reason
-        super().__init__(f"{host}: the {role} host was lost during {stage} ({reason}); check the host, then run "
-                         "validate again")
+        super().__init__(
+            f"{host}: the {role} host was lost during {stage} ({reason}); check the host, then run validate again"
+        )
 
 
 class Interrupted(ValidateFailed):
@@ -144,15 +157,18 @@ class TimedOut(ValidateFailed):
 
     def __init__(self, host: str, seconds: float) -> None:
         self.host, self.seconds = host, seconds
-        super().__init__(f"{host}: the run passed --timeout ({seconds:g} s) and was stopped; raise --timeout or "
-                         "look at the log for where it hung")
+        super().__init__(
+            f"{host}: the run passed --timeout ({seconds:g} s) and was stopped; raise --timeout or "
+            "look at the log for where it hung"
+        )
 
 
 class ReportUnreadable(PatchctlError):
     def __init__(self, path: str, problem: str) -> None:
         self.path, self.problem = path, problem
-        super().__init__(f"{path}: not a patchctl run report ({problem}); pass the report.json that train or "
-                         "validate wrote")
+        super().__init__(
+            f"{path}: not a patchctl run report ({problem}); pass the report.json that train or validate wrote"
+        )
 
 
 class StackMismatch(ValidateFailed):
@@ -163,8 +179,10 @@ class StackMismatch(ValidateFailed):
     def __init__(self, mismatches: tuple[str, ...], table: Any) -> None:
         self.mismatches, self.table = mismatches, table
         self.host = table.hosts[-1] if table.hosts else ""
-        super().__init__(f"{'; '.join(mismatches)}: Ray or NCCL cannot run across these hosts; install the same "
-                         "versions everywhere (the stack table lists each host's)")
+        super().__init__(
+            f"{'; '.join(mismatches)}: Ray or NCCL cannot run across these hosts; install the same "
+            "versions everywhere (the stack table lists each host's)"
+        )
 
 
 class HealthCheckFailed(ValidateFailed):

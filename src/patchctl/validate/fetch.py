@@ -23,7 +23,10 @@ def run(plan: planning.Plan, trained: Trained, master: ssh.Master) -> tuple[str,
     plan.run_dir.mkdir(parents=True, exist_ok=True)
     done = proc.run(planning.fetch_argv(plan, files, master.socket), check=False, timeout=plan.cluster.timeout * 4)
     if done.returncode != 0:
-        raise HostNotReady(plan.head.label, "fetch", f"the run's files could not be copied back "
-                           f"({cause(done.returncode, done.stderr)})",
-                           f"they are on the head in {plan.remote_run_dir}")
+        raise HostNotReady(
+            plan.head.label,
+            "fetch",
+            f"the run's files could not be copied back ({cause(done.returncode, done.stderr)})",
+            f"they are on the head in {plan.remote_run_dir}",
+        )
     return tuple(str(Path(plan.run_dir) / f) for f in files if (plan.run_dir / f).exists())

@@ -31,8 +31,9 @@ def resource(plan: planning.Plan, started: Started, node: Node) -> str | None:
     return None if node.index in started.joined else own_resource(plan.marker(node))
 
 
-def judge(plan: planning.Plan, auth: dict[str, dict[str, str]], foreign: list[dict[str, str]],
-          stage: str = "ray-up") -> dict[str, dict[str, str]]:
+def judge(
+    plan: planning.Plan, auth: dict[str, dict[str, str]], foreign: list[dict[str, str]], stage: str = "ray-up"
+) -> dict[str, dict[str, str]]:
     """Raise for a stranger node, then for a cluster that let a caller without the token in
     (unless --insecure-ray); returns the authentication findings for the report."""
     if foreign:
@@ -48,9 +49,12 @@ def judge(plan: planning.Plan, auth: dict[str, dict[str, str]], foreign: list[di
 def census(plan: planning.Plan, started: Started, ray: RayCluster) -> None:
     """Before the verdict: Ray's node table once more, for nodes that joined while the run went."""
     head = plan.head
-    request = {"gcs": ray.address, "ray_auth": plan.ray_auth,
-               "resources": [r for n in plan.nodes if (r := resource(plan, started, n))],
-               "joined": [ray.nodes[n.index].address for n in plan.nodes if n.index in started.joined]}
+    request = {
+        "gcs": ray.address,
+        "ray_auth": plan.ray_auth,
+        "resources": [r for n in plan.nodes if (r := resource(plan, started, n))],
+        "joined": [ray.nodes[n.index].address for n in plan.nodes if n.index in started.joined],
+    }
     try:
         reply = remote.call(plan.cluster, head, "census", request, timeout=120, control=started.conns.masters[0].socket)
     except remote.Ended as exc:

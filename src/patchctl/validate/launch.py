@@ -27,10 +27,16 @@ ProgressFn = Callable[[Progress], None]
 
 def launch(plan: planning.Plan, started: Started, ray: RayCluster) -> remote.Session:
     overrides = planning.trainer_overrides(plan.options, ray.nnodes, ray.gpus_per_node)
-    request = {"profile": plan.options.profile, "overrides": overrides, "run_dir": plan.remote_run_dir,
-               "paths": dict(plan.cluster.paths), "timeout": plan.options.timeout,
-               "env": {"RAY_ADDRESS": ray.address, MARKER: plan.marker(plan.head)}, "ray_auth": plan.ray_auth,
-               "lease": plan.options.lease}
+    request = {
+        "profile": plan.options.profile,
+        "overrides": overrides,
+        "run_dir": plan.remote_run_dir,
+        "paths": dict(plan.cluster.paths),
+        "timeout": plan.options.timeout,
+        "env": {"RAY_ADDRESS": ray.address, MARKER: plan.marker(plan.head)},
+        "ray_auth": plan.ray_auth,
+        "lease": plan.options.lease,
+    }
     session = remote.Session(plan.cluster, plan.head, "train", request, started.conns.masters[0].socket)
     started.trainer = session
     return session
@@ -60,8 +66,13 @@ def watch(plan: planning.Plan, session: remote.Session, note: NoteFn, progress: 
             name = event.get("event")
             if name == "plan":
                 command = tuple(event["argv"])
-                note(Note("launch", head, f"trainer started (verl {event.get('version') or '?'}): "
-                          + planning.show(command[:3]) + " ..."))
+                note(
+                    Note(
+                        "launch",
+                        head,
+                        f"trainer started (verl {event.get('version') or '?'}): " + planning.show(command[:3]) + " ...",
+                    )
+                )
             elif name == "line":
                 text = event["text"]
                 log.write(text + "\n")
@@ -71,12 +82,24 @@ def watch(plan: planning.Plan, session: remote.Session, note: NoteFn, progress: 
                 if step is not None:
                     progress(_progress(scan, step.step, event.get("at") or 0.0))
             elif name == "error":
-                raise HostNotReady(head, "training", f"the trainer could not start: {event['error']}",
-                                   "fix the cause above (profile, tree or paths) and run validate again")
+                raise HostNotReady(
+                    head,
+                    "training",
+                    f"the trainer could not start: {event['error']}",
+                    "fix the cause above (profile, tree or paths) and run validate again",
+                )
             elif name == "reply":
-                return Trained(bool(event["passed"]), event.get("returncode"), len(scan.steps), event["run_dir"],
-                               tuple(event.get("command") or command), tuple(event.get("gates", ())),
-                               tuple(event.get("doctor", ())), tuple(tail), tuple(event.get("files", ())))
+                return Trained(
+                    bool(event["passed"]),
+                    event.get("returncode"),
+                    len(scan.steps),
+                    event["run_dir"],
+                    tuple(event.get("command") or command),
+                    tuple(event.get("gates", ())),
+                    tuple(event.get("doctor", ())),
+                    tuple(tail),
+                    tuple(event.get("files", ())),
+                )
 
 
 def _progress(scan: LogScan, step: int, at: float) -> Progress:
@@ -91,12 +114,15 @@ def summary(trained: Trained) -> str:
     if trained.doctor:
         d = trained.doctor[0]
         if "title" in d:
-            return (f"trainer exited with {trained.returncode}; doctor: {d['title']} (log line {d.get('line')}): "
-                    f"{d.get('fix', '')}")
+            return (
+                f"trainer exited with {trained.returncode}; doctor: {d['title']} (log line {d.get('line')}): "
+                f"{d.get('fix', '')}"
+            )
     failed = [g for g in trained.gates if g.get("status") == "fail"]
     if failed:
         g = failed[0]
         last = next((ln for ln in reversed(trained.tail) if ln.strip()), "")
-        return f"gate {g['name']} failed: {g.get('reason', '')}" + (f"; the log ends: {last.strip()[:200]}"
-                                                                   if g["name"] == "exit-code" and last else "")
+        return f"gate {g['name']} failed: {g.get('reason', '')}" + (
+            f"; the log ends: {last.strip()[:200]}" if g["name"] == "exit-code" and last else ""
+        )
     return f"trainer exited with {trained.returncode}"

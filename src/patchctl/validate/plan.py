@@ -179,8 +179,12 @@ def ship_argv(plan: Plan, node: Node, stage: Path | None = None, control: Path |
     """
     staged = f"{stage or '$STAGE'}/./{remote.PKG_DIR.split('/', 1)[1]}/patchctl"
     dest = str(PurePosixPath(node.host.root) / ".patchctl")
-    return [*rsync.argv(plan.cluster, control, "-rLtR", "--delete", "--exclude", "__pycache__"), "--", staged,
-            f"{node.host.ssh}:{dest}/"]
+    return [
+        *rsync.argv(plan.cluster, control, "-rLtR", "--delete", "--exclude", "__pycache__"),
+        "--",
+        staged,
+        f"{node.host.ssh}:{dest}/",
+    ]
 
 
 def stage_package(into: Path) -> Path:
@@ -192,8 +196,9 @@ def stage_package(into: Path) -> Path:
     return into
 
 
-def fetch_argv(plan: Plan, files: tuple[str, ...] = ("train.log", "report.json", "report.png"),
-               control: Path | None = None) -> list[str]:
+def fetch_argv(
+    plan: Plan, files: tuple[str, ...] = ("train.log", "report.json", "report.png"), control: Path | None = None
+) -> list[str]:
     """rsync of the head's run files into the local run directory (one connection for all)."""
     where = plan.remote_run_dir
     sources = [f"{plan.head.host.ssh}:{where}/{files[0]}", *(f":{where}/{f}" for f in files[1:])]

@@ -28,16 +28,18 @@ def ship(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path) -> No
     failed = master.open()
     if failed:
         raise HostUnreachable(node.label, "preflight", failed)
-    done = proc.run(planning.ship_argv(plan, node, stage, master.socket), check=False,
-                    timeout=plan.cluster.timeout * 4)
+    done = proc.run(planning.ship_argv(plan, node, stage, master.socket), check=False, timeout=plan.cluster.timeout * 4)
     if done.returncode == 255:
         raise HostUnreachable(node.label, "preflight", ssh.unreachable_reason(plan.cluster, node.host, done.stderr))
     if done.returncode != 0:
         missing = "No such file or directory" in done.stderr
         why = cause(done.returncode, done.stderr)
-        raise HostNotReady(node.label, "preflight", f"patchctl's package could not be sent ({why})",
-                           f"run `patchctl migrate {plan.cluster.name}` first" if missing
-                           else "check the disk and rsync there")
+        raise HostNotReady(
+            node.label,
+            "preflight",
+            f"patchctl's package could not be sent ({why})",
+            f"run `patchctl migrate {plan.cluster.name}` first" if missing else "check the disk and rsync there",
+        )
 
 
 def skipped(plan: planning.Plan) -> dict[str, str]:
@@ -48,8 +50,10 @@ def skipped(plan: planning.Plan) -> dict[str, str]:
 
     out = {name: f"clusters.{plan.cluster.name}.preflight_skip" for name in plan.cluster.preflight_skip}
     if not plan.options.trains:  # --profile health: nothing is rolled out, loaded or read
-        return {**{n: "not needed by profile health" for n in ("vllm", "vllm_attention_backend", "data", "model")},
-                **out}
+        return {
+            **{n: "not needed by profile health" for n in ("vllm", "vllm_attention_backend", "data", "model")},
+            **out,
+        }
     profile = load_profile(plan.options.profile)
     moot = [] if profile.rollout == "vllm" else ["vllm", "vllm_attention_backend"]
     moot += [name for key, name in (("DATA_DIR", "data"), ("MODEL_PATH", "model")) if key not in profile.needs]
@@ -61,29 +65,47 @@ def skipped(plan: planning.Plan) -> dict[str, str]:
 def check_host(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path) -> HostPreflight:
     t0 = time.monotonic()
     ship(plan, node, master, stage)
-    request = {"address": node.host.address, "gpus": node.host.gpus, "run": plan.run_id, "join": plan.options.join,
-               "skip": skipped(plan), "insecure_ray": plan.options.insecure_ray, "ray_port": node.host.ray_port,
-               "head": node.index == 0,
-               # the host refuses a rollout its tree lacks (train/rollouts.py); health rolls nothing out
-               "profile": plan.options.profile if plan.options.trains else None}
+    request = {
+        "address": node.host.address,
+        "gpus": node.host.gpus,
+        "run": plan.run_id,
+        "join": plan.options.join,
+        "skip": skipped(plan),
+        "insecure_ray": plan.options.insecure_ray,
+        "ray_port": node.host.ray_port,
+        "head": node.index == 0,
+        # the host refuses a rollout its tree lacks (train/rollouts.py); health rolls nothing out
+        "profile": plan.options.profile if plan.options.trains else None,
+    }
     try:
-        reply = remote.call(plan.cluster, node, "preflight", request, timeout=plan.cluster.timeout + 120,
-                            control=master.socket)
+        reply = remote.call(
+            plan.cluster, node, "preflight", request, timeout=plan.cluster.timeout + 120, control=master.socket
+        )
     except remote.Ended as exc:
         kind, problem, fix = remote.failure(plan.cluster, node, exc.returncode, exc.stderr)
         if kind == "unreachable":
             raise HostUnreachable(node.label, "preflight", problem) from None
         raise HostNotReady(node.label, "preflight", problem, fix) from None
     except queue.Empty:
-        raise HostNotReady(node.label, "preflight", "the preflight did not answer in time",
-                           f"check the host's load, or raise clusters.{plan.cluster.name}.timeout") from None
+        raise HostNotReady(
+            node.label,
+            "preflight",
+            "the preflight did not answer in time",
+            f"check the host's load, or raise clusters.{plan.cluster.name}.timeout",
+        ) from None
     rows = tuple(CheckRow(r["check"], r["status"], r["value"], r.get("fix", "")) for r in reply["rows"])
-    return HostPreflight(node.label, rows, reply["address"], int(reply["gpus"]), reply.get("existing"),
-                         time.monotonic() - t0, dict(reply.get("stack") or {}))
+    return HostPreflight(
+        node.label,
+        rows,
+        reply["address"],
+        int(reply["gpus"]),
+        reply.get("existing"),
+        time.monotonic() - t0,
+        dict(reply.get("stack") or {}),
+    )
 
 
-def run(plan: planning.Plan, masters: list[ssh.Master], stage: Path,
-        note: NoteFn) -> tuple[HostPreflight, ...]:
+def run(plan: planning.Plan, masters: list[ssh.Master], stage: Path, note: NoteFn) -> tuple[HostPreflight, ...]:
     """Every host's preflight; once all ended, raises the first host's failure (in host order)
     with the hosts that answered attached as ``.preflight``, so the table still shows them."""
     with ThreadPoolExecutor(max_workers=len(plan.nodes)) as pool:

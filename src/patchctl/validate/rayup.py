@@ -27,13 +27,25 @@ NoteFn = Callable[[Note], None]
 
 def _request(plan: planning.Plan, node: Node, pre: HostPreflight, gcs: str | None) -> dict[str, object]:
     o = plan.options
-    return {"role": node.role, "address": pre.address, "gpus": pre.gpus, "port": node.host.ray_port, "gcs": gcs,
-            "marker": plan.marker(node), "join": o.join, "num_cpus": o.num_cpus,
-            "object_store_bytes": o.object_store_bytes, "ray_auth": plan.ray_auth, "lease": o.lease,
-            "ceiling": plan.ceiling, "dashboard": o.dashboard, "ray_client": o.ray_client,
-            # each node's workers record which patched modules they import (train/codehook.py), into
-            # the run folder at this path inside that host's own tree
-            "run_rel": str(PurePosixPath(plan.remote_run_dir).relative_to(plan.nodes[0].host.root))}
+    return {
+        "role": node.role,
+        "address": pre.address,
+        "gpus": pre.gpus,
+        "port": node.host.ray_port,
+        "gcs": gcs,
+        "marker": plan.marker(node),
+        "join": o.join,
+        "num_cpus": o.num_cpus,
+        "object_store_bytes": o.object_store_bytes,
+        "ray_auth": plan.ray_auth,
+        "lease": o.lease,
+        "ceiling": plan.ceiling,
+        "dashboard": o.dashboard,
+        "ray_client": o.ray_client,
+        # each node's workers record which patched modules they import (train/codehook.py), into
+        # the run folder at this path inside that host's own tree
+        "run_rel": str(PurePosixPath(plan.remote_run_dir).relative_to(plan.nodes[0].host.root)),
+    }
 
 
 def start_node(plan: planning.Plan, started: Started, node: Node, pre: HostPreflight, gcs: str | None) -> str:
@@ -48,8 +60,11 @@ def start_node(plan: planning.Plan, started: Started, node: Node, pre: HostPrefl
         event = session.until([*wanted, "joined", "refused", "failed", "error"], timeout=180)
     except remote.Ended as exc:
         kind, problem, fix = remote.failure(plan.cluster, node, exc.returncode, exc.stderr)
-        raise (HostUnreachable(node.label, "ray-up", problem) if kind == "unreachable"
-               else RayStartFailed(node.label, f"{problem}; {fix}", "")) from None
+        raise (
+            HostUnreachable(node.label, "ray-up", problem)
+            if kind == "unreachable"
+            else RayStartFailed(node.label, f"{problem}; {fix}", "")
+        ) from None
     except queue.Empty:
         raise RayStartFailed(node.label, "ray start gave no answer in 180 s", "") from None
     kind = event["event"]
@@ -59,8 +74,11 @@ def start_node(plan: planning.Plan, started: Started, node: Node, pre: HostPrefl
         started.joined.add(node.index)
         return str(event["gcs"])
     if kind in ("failed", "error"):
-        raise RayStartFailed(node.label, event.get("error") or f"ray start exited with {event.get('returncode')}",
-                             " | ".join(event.get("tail", [])[-3:]))
+        raise RayStartFailed(
+            node.label,
+            event.get("error") or f"ray start exited with {event.get('returncode')}",
+            " | ".join(event.get("tail", [])[-3:]),
+        )
     return gcs or f"{pre.address}:{node.host.ray_port}"
 
 
@@ -77,8 +95,14 @@ def run(plan: planning.Plan, started: Started, pre: tuple[HostPreflight, ...], n
             for f in futures:
                 f.result()
     expected: list[dict[str, Any]] = [
-        {"label": n.label, "address": by_label[n.label].address, "gpus": by_label[n.label].gpus,
-         "resource": guard.resource(plan, started, n)} for n in plan.nodes]
+        {
+            "label": n.label,
+            "address": by_label[n.label].address,
+            "gpus": by_label[n.label].gpus,
+            "resource": guard.resource(plan, started, n),
+        }
+        for n in plan.nodes
+    ]
     request = {"gcs": gcs, "expected": expected, "timeout": plan.options.ray_timeout, "ray_auth": plan.ray_auth}
     form = remote.Session(plan.cluster, head, "form", request, started.conns.masters[0].socket)
     label_of: dict[str, str] = {e["address"]: e["label"] for e in expected}
@@ -95,12 +119,18 @@ def run(plan: planning.Plan, started: Started, pre: tuple[HostPreflight, ...], n
                 continue
             if event["event"] == "joined":
                 joined[event["address"]] = time.monotonic() - t0
-                note(Note("ray-up", label_of[event["address"]], f"node joined with {event['gpus']} GPU(s) "
-                          f"({joined[event['address']]:.1f} s)"))
+                note(
+                    Note(
+                        "ray-up",
+                        label_of[event["address"]],
+                        f"node joined with {event['gpus']} GPU(s) ({joined[event['address']]:.1f} s)",
+                    )
+                )
             elif event["event"] == "timeout":
                 missing = label_of[event["missing"][0]]
-                raise WorkerNeverJoined(missing, event["missing"][0], float(event["waited"]),
-                                        _tail(started, plan.nodes, missing))
+                raise WorkerNeverJoined(
+                    missing, event["missing"][0], float(event["waited"]), _tail(started, plan.nodes, missing)
+                )
             elif event["event"] == "error":
                 raise RayStartFailed(head.label, f"the head could not be asked for its nodes: {event['error']}", "")
             else:
@@ -128,8 +158,13 @@ def run(plan: planning.Plan, started: Started, pre: tuple[HostPreflight, ...], n
     auth = guard.judge(plan, event.get("auth") or {}, event.get("foreign") or [])
     gpus.check(nodes, configured)
     cluster = RayCluster(gcs, nodes, round(time.monotonic() - t0, 3), auth)
-    note(Note("ray-up", head.label, f"{cluster.nnodes} node(s), {cluster.gpus_per_node} GPU(s) each, "
-              f"in {cluster.seconds:.1f} s"))
+    note(
+        Note(
+            "ray-up",
+            head.label,
+            f"{cluster.nnodes} node(s), {cluster.gpus_per_node} GPU(s) each, in {cluster.seconds:.1f} s",
+        )
+    )
     return cluster
 
 

@@ -36,21 +36,34 @@ from patchctl.validate.model import Node
 PKG_DIR = ".patchctl/validate/pkg"
 #: exit codes of the wrapper script, told apart from the host side's own failures
 NO_ROOT, NO_ENV = 97, 98
-_SCRIPT = ('R="$1"; shift; cd "$R" || exit 97; [ -r .patchctl/env.sh ] || { echo "no .patchctl/env.sh in $R" >&2; '
-           'exit 98; }; . ./.patchctl/env.sh || exit 98; while [ $# -gt 0 ]; do case "$1" in *=*) export "$1"; '
-           f'shift;; *) break;; esac; done; PYTHONPATH="$R/{PKG_DIR}${{PYTHONPATH:+:$PYTHONPATH}}"; export PYTHONPATH; '
-           'exec "$@"')
+_SCRIPT = (
+    'R="$1"; shift; cd "$R" || exit 97; [ -r .patchctl/env.sh ] || { echo "no .patchctl/env.sh in $R" >&2; '
+    'exit 98; }; . ./.patchctl/env.sh || exit 98; while [ $# -gt 0 ]; do case "$1" in *=*) export "$1"; '
+    f'shift;; *) break;; esac; done; PYTHONPATH="$R/{PKG_DIR}${{PYTHONPATH:+:$PYTHONPATH}}"; export PYTHONPATH; '
+    'exec "$@"'
+)
 
 
 def host_words(cluster: Cluster, node: Node, action: str, extra_env: dict[str, str] | None = None) -> list[str]:
     """The remote argv of one host action (before ssh quotes it)."""
     env = {**node.env, **(extra_env or {})}
-    return ["sh", "-c", _SCRIPT, "patchctl-validate", node.host.root, *(f"{k}={v}" for k, v in env.items()),
-            cluster.python, "-m", "patchctl.validate.host", action]
+    return [
+        "sh",
+        "-c",
+        _SCRIPT,
+        "patchctl-validate",
+        node.host.root,
+        *(f"{k}={v}" for k, v in env.items()),
+        cluster.python,
+        "-m",
+        "patchctl.validate.host",
+        action,
+    ]
 
 
-def host_argv(cluster: Cluster, node: Node, action: str, control: Path | None = None,
-              extra_env: dict[str, str] | None = None) -> list[str]:
+def host_argv(
+    cluster: Cluster, node: Node, action: str, control: Path | None = None, extra_env: dict[str, str] | None = None
+) -> list[str]:
     return ssh.ssh_argv(cluster, node.host, host_words(cluster, node, action, extra_env), control)
 
 
@@ -64,11 +77,17 @@ def failure(cluster: Cluster, node: Node, returncode: int | None, stderr: str) -
     if returncode == NO_ROOT:
         return "not-ready", f"the tree {node.host.root} is not there", f"run `patchctl migrate {cluster.name}` first"
     if returncode == NO_ENV:
-        return "not-ready", f"{node.host.root}/.patchctl/env.sh is missing", \
-            f"run `patchctl migrate {cluster.name}` first (it renders the env file validate sources)"
+        return (
+            "not-ready",
+            f"{node.host.root}/.patchctl/env.sh is missing",
+            f"run `patchctl migrate {cluster.name}` first (it renders the env file validate sources)",
+        )
     if returncode == 127:
-        return "not-ready", f"{cluster.python} is not there (exit 127: {tail})", \
-            f"set clusters.{cluster.name}.python to the interpreter verl is installed in"
+        return (
+            "not-ready",
+            f"{cluster.python} is not there (exit 127: {tail})",
+            f"set clusters.{cluster.name}.python to the interpreter verl is installed in",
+        )
     if "No module named 'patchctl" in stderr:
         return "not-ready", f"patchctl's package did not arrive in {PKG_DIR} ({tail})", "run validate again"
     return "not-ready", f"the host side exited with {returncode}: {tail}", "see the host's message above"
@@ -77,15 +96,23 @@ def failure(cluster: Cluster, node: Node, returncode: int | None, stderr: str) -
 class Session:
     """One host action over ssh, with its JSON lines read on a thread as they come."""
 
-    def __init__(self, cluster: Cluster, node: Node, action: str, request: dict[str, Any],
-                 control: Path | None = None, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        node: Node,
+        action: str,
+        request: dict[str, Any],
+        control: Path | None = None,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
         self.cluster, self.node, self.action = cluster, node, action
         self.argv = host_argv(cluster, node, action, control, extra_env)
         self._err = tempfile.TemporaryFile()  # noqa: SIM115 - outlives __init__: close() closes it
         self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._send_lock = threading.Lock()  # the heartbeat thread writes too: one whole line at a time
-        self._proc = proc.spawn(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
-                                new_session=True)
+        self._proc = proc.spawn(
+            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err, new_session=True
+        )
         self._reader = threading.Thread(target=self._read, name=f"validate-{action}-{node.label}", daemon=True)
         self._reader.start()
         self.send(request)
@@ -168,8 +195,15 @@ class Ended(PatchctlError):
         super().__init__(f"the host session ended (exit {returncode})")
 
 
-def call(cluster: Cluster, node: Node, action: str, request: dict[str, Any], timeout: float,
-         control: Path | None = None, answer: str = "reply") -> dict[str, Any]:
+def call(
+    cluster: Cluster,
+    node: Node,
+    action: str,
+    request: dict[str, Any],
+    timeout: float,
+    control: Path | None = None,
+    answer: str = "reply",
+) -> dict[str, Any]:
     """One request, its one answer (the event named ``answer``). Raises :class:`Ended` when the
     host side ended without answering and ``queue.Empty`` after ``timeout``."""
     session = Session(cluster, node, action, request, control)

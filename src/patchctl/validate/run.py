@@ -44,25 +44,39 @@ def trainer_command(plan: planning.Plan) -> tuple[str, ...]:
 
     head = plan.head
     gpus: int | str = head.host.gpus if head.host.gpus is not None else "GPUS_COUNTED_BY_PREFLIGHT"
-    view = Cluster(plan.cluster.name, (), head.host.root, plan.cluster.source, paths=dict(plan.cluster.paths),
-                   env={"RAY_ADDRESS": f"{head.host.address or 'HEAD_ADDRESS'}:{head.host.ray_port}"})
+    view = Cluster(
+        plan.cluster.name,
+        (),
+        head.host.root,
+        plan.cluster.source,
+        paths=dict(plan.cluster.paths),
+        env={"RAY_ADDRESS": f"{head.host.address or 'HEAD_ADDRESS'}:{head.host.ray_port}"},
+    )
     tree = Target(Path(head.host.root), None, head.label, None, False)
     overrides = planning.trainer_overrides(plan.options, len(plan.nodes), gpus)
-    p = train_run.plan(tree, load_profile(plan.options.profile), view, overrides, plan.cluster.python,
-                       Path(plan.remote_run_dir))
+    p = train_run.plan(
+        tree, load_profile(plan.options.profile), view, overrides, plan.cluster.python, Path(plan.remote_run_dir)
+    )
     return tuple(p.launch.argv)
 
 
 def dry_run(cluster: Cluster, options: planning.Options) -> ValidateResult:
     plan = planning.make(cluster, options)
-    return ValidateResult(cluster.name, options.profile, Verdict.PLANNED, run_id=plan.run_id, run_dir=str(plan.run_dir),
-                          commands=planning.commands(plan),
-                          trainer_command=trainer_command(plan) if options.trains else (),
-                          insecure_ray=options.insecure_ray)
+    return ValidateResult(
+        cluster.name,
+        options.profile,
+        Verdict.PLANNED,
+        run_id=plan.run_id,
+        run_dir=str(plan.run_dir),
+        commands=planning.commands(plan),
+        trainer_command=trainer_command(plan) if options.trains else (),
+        insecure_ray=options.insecure_ray,
+    )
 
 
-def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress: ProgressFn,
-             compare_with: Path | None = None) -> ValidateResult:
+def validate(
+    cluster: Cluster, options: planning.Options, note: NoteFn, progress: ProgressFn, compare_with: Path | None = None
+) -> ValidateResult:
     plan = planning.make(cluster, options)
     old_stack = None
     if compare_with is not None:  # an unreadable report stops the run before it starts
@@ -75,8 +89,14 @@ def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress
     out: dict[str, Any] = {}
     failure: ValidateFailed | None = None
     if options.insecure_ray:
-        note(Note("preflight", "validate", "--insecure-ray: the cluster is NOT required to refuse callers without "
-                  "its token; anyone who reaches the hosts' Ray ports may run code as you"))
+        note(
+            Note(
+                "preflight",
+                "validate",
+                "--insecure-ray: the cluster is NOT required to refuse callers without "
+                "its token; anyone who reaches the hosts' Ray ports may run code as you",
+            )
+        )
     with Interrupts() as interrupts, ssh.Connections(cluster) as conns, orphans.scratch("pcv-stage-") as stage_dir:
         started = Started(plan, conns)
         try:
@@ -138,13 +158,27 @@ def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress
                 if not trained.passed and failure is None:
                     failure = TrainerFailed(plan.head.label, launch.summary(trained))
     result = ValidateResult(
-        cluster.name, options.profile, Verdict.PASS if failure is None else
-        (Verdict.INTERRUPTED if isinstance(failure, Interrupted) else Verdict.FAIL),
-        str(failure) if failure else "", failure.host if failure else "",
-        (failure.stage or stage) if failure else "done", plan.run_id, str(plan.run_dir), planning.commands(plan),
-        tuple(out["trained"].command) if out.get("trained") else (), tuple(out.get("preflight", ())),
-        out.get("ray"), out.get("trained"), tuple(out.get("fetched", ())), tuple(out.get("teardown", ())),
-        _timings(t0, marks), insecure_ray=options.insecure_ray, health=out.get("health"))
+        cluster.name,
+        options.profile,
+        Verdict.PASS
+        if failure is None
+        else (Verdict.INTERRUPTED if isinstance(failure, Interrupted) else Verdict.FAIL),
+        str(failure) if failure else "",
+        failure.host if failure else "",
+        (failure.stage or stage) if failure else "done",
+        plan.run_id,
+        str(plan.run_dir),
+        planning.commands(plan),
+        tuple(out["trained"].command) if out.get("trained") else (),
+        tuple(out.get("preflight", ())),
+        out.get("ray"),
+        out.get("trained"),
+        tuple(out.get("fetched", ())),
+        tuple(out.get("teardown", ())),
+        _timings(t0, marks),
+        insecure_ray=options.insecure_ray,
+        health=out.get("health"),
+    )
     if not options.trains:
         plan.run_dir.mkdir(parents=True, exist_ok=True)  # no fetch made it: the checks' report goes there
     _write(plan.run_dir, result)
@@ -157,8 +191,9 @@ def validate(cluster: Cluster, options: planning.Options, note: NoteFn, progress
 def _write(run_dir: Path, result: ValidateResult) -> None:
     """``validate.json`` beside the fetched report: the whole result (nodes, GPUs, timings)."""
     if run_dir.is_dir():
-        (run_dir / "validate.json").write_text(json.dumps(result.to_json(), indent=2, default=str) + "\n",
-                                               encoding="utf-8")
+        (run_dir / "validate.json").write_text(
+            json.dumps(result.to_json(), indent=2, default=str) + "\n", encoding="utf-8"
+        )
 
 
 def _compare(run_dir: Path, other: Path) -> dict[str, Any]:
@@ -170,12 +205,17 @@ def _timings(t0: float, m: dict[str, float]) -> dict[str, float | None]:
         start = t0 if a == "start" else m.get(str(a))
         return round(m[b] - start, 2) if start is not None and b in m else None
 
-    return {"preflight": span("start", "preflight"), "checks": span("preflight", "checks"),
-            "ray_up": span("checks", "ray_up"),
-            "startup": span("ray_up", "first_step"), "steps": span("first_step", "last_step"),
-            "trainer_exit": span("last_step", "trainer_done"), "teardown": span("teardown_start", "teardown"),
-            "fetch": span("teardown", "fetch") if "teardown" in m else span("teardown_start", "fetch"),
-            "total": round(time.monotonic() - t0, 2)}
+    return {
+        "preflight": span("start", "preflight"),
+        "checks": span("preflight", "checks"),
+        "ray_up": span("checks", "ray_up"),
+        "startup": span("ray_up", "first_step"),
+        "steps": span("first_step", "last_step"),
+        "trainer_exit": span("last_step", "trainer_done"),
+        "teardown": span("teardown_start", "teardown"),
+        "fetch": span("teardown", "fetch") if "teardown" in m else span("teardown_start", "fetch"),
+        "total": round(time.monotonic() - t0, 2),
+    }
 
 
 def compare_reports(new: Path, old: Path, out_dir: Path) -> dict[str, Any]:

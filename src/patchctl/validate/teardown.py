@@ -81,8 +81,13 @@ class Started:
                 event = session.until(["stopped"], timeout=60)
                 session.close(wait=10)
                 left = tuple(event.get("left", ()))
-                return HostTeardown(node.label, "stopped" if not left else "left-behind", int(event.get("stopped", 0)),
-                                    left, f"pids {list(left)} would not stop" if left else "")
+                return HostTeardown(
+                    node.label,
+                    "stopped" if not left else "left-behind",
+                    int(event.get("stopped", 0)),
+                    left,
+                    f"pids {list(left)} would not stop" if left else "",
+                )
             except (remote.Ended, queue.Empty):
                 session.close(wait=5)
         elif session is not None:
@@ -95,18 +100,24 @@ class Started:
         try:
             failed = master.open()
             if failed:
-                return HostTeardown(node.label, "unreachable", reason=f"{failed}; its Ray node stops by itself when "
-                                    "its ssh session ends (the supervisor ends Ray on end-of-file)")
-            reply = remote.call(self.plan.cluster, node, "reap", {"marker": self.plan.marker(node)}, timeout=60,
-                                control=master.socket)
+                return HostTeardown(
+                    node.label,
+                    "unreachable",
+                    reason=f"{failed}; its Ray node stops by itself when "
+                    "its ssh session ends (the supervisor ends Ray on end-of-file)",
+                )
+            reply = remote.call(
+                self.plan.cluster, node, "reap", {"marker": self.plan.marker(node)}, timeout=60, control=master.socket
+            )
         except (remote.Ended, queue.Empty) as exc:
             return HostTeardown(node.label, "unreachable", reason=f"reap did not answer ({exc})")
         finally:
             master.close()
         left = tuple(reply.get("left", ()))
         status = "left-behind" if left else "stopped"
-        return HostTeardown(node.label, status, int(reply.get("stopped", 0)), left,
-                            f"pids {list(left)} would not stop" if left else "")
+        return HostTeardown(
+            node.label, status, int(reply.get("stopped", 0)), left, f"pids {list(left)} would not stop" if left else ""
+        )
 
 
 class Interrupts:

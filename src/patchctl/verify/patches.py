@@ -49,11 +49,18 @@ class Report:
         return self.ok and not (strict and self.unaccounted)
 
     def to_json(self, strict: bool = False) -> dict[str, Any]:
-        return {"target": str(self.target.root), "version": self.target.version, "ok": self.passes(strict),
-                "patches": [c.to_json() for c in self.checks],
-                "tags": {"accounted": len(self.accounted),
-                         "unaccounted": [{"path": h.path, "line": h.line, "text": h.text} for h in self.unaccounted]},
-                "leftover_temp_files": list(self.leftovers), "conflicts": list(self.conflicts)}
+        return {
+            "target": str(self.target.root),
+            "version": self.target.version,
+            "ok": self.passes(strict),
+            "patches": [c.to_json() for c in self.checks],
+            "tags": {
+                "accounted": len(self.accounted),
+                "unaccounted": [{"path": h.path, "line": h.line, "text": h.text} for h in self.unaccounted],
+            },
+            "leftover_temp_files": list(self.leftovers),
+            "conflicts": list(self.conflicts),
+        }
 
 
 def verify(target: Target, patchsets: list[Patchset]) -> Report:
@@ -67,9 +74,16 @@ def verify(target: Target, patchsets: list[Patchset]) -> Report:
         for patch in ps.patches:
             entry = record.find(ps.name, patch.id) if record else None
             if any(t in marked for t in patch.target):  # markers make the file unreadable as code
-                checks.append(PatchResult(ps.name, patch.id, Presence.MISSING, next(t for t in patch.target
-                              if t in marked), "needs resolution: its file holds conflict markers that apply "
-                              "--conflicts=markers wrote; resolve them, then run patchctl refresh"))
+                checks.append(
+                    PatchResult(
+                        ps.name,
+                        patch.id,
+                        Presence.MISSING,
+                        next(t for t in patch.target if t in marked),
+                        "needs resolution: its file holds conflict markers that apply "
+                        "--conflicts=markers wrote; resolve them, then run patchctl refresh",
+                    )
+                )
                 continue
             checks.append(_check(ps, patch, entry, tree, owned))
     accounted: list[TagHit] = []
@@ -77,12 +91,19 @@ def verify(target: Target, patchsets: list[Patchset]) -> Report:
     tags = {p.tag for ps in patchsets for p in ps.patches}
     for hit in scan(target.root, tags):
         (accounted if hit.line in owned.get(hit.path, ()) else unaccounted).append(hit)
-    return Report(target, tuple(checks), tuple(accounted), tuple(unaccounted), tuple(leftover_temp_files(target.root)),
-                  tuple(f"{m.patch} in {m.path}" for m in pending))
+    return Report(
+        target,
+        tuple(checks),
+        tuple(accounted),
+        tuple(unaccounted),
+        tuple(leftover_temp_files(target.root)),
+        tuple(f"{m.patch} in {m.path}" for m in pending),
+    )
 
 
-def _check(ps: Patchset, patch: Patch, entry: rec.Entry | None, tree: TreeReader,
-           owned: dict[str, set[int]]) -> PatchResult:
+def _check(
+    ps: Patchset, patch: Patch, entry: rec.Entry | None, tree: TreeReader, owned: dict[str, set[int]]
+) -> PatchResult:
     def result(presence: Presence, path: str | None, reason: str, detail: str = "") -> PatchResult:
         return PatchResult(ps.name, patch.id, presence, path, reason, detail)
 

@@ -41,25 +41,45 @@ class AddFile:
     def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
         problem = relative_inside(raw["source"])
         if problem:
-            raise ManifestError(manifest, "params.source", f"{raw['source']!r} {problem}",
-                                "ship the file inside the patchset directory and name it relative to it", patch_id)
+            raise ManifestError(
+                manifest,
+                "params.source",
+                f"{raw['source']!r} {problem}",
+                "ship the file inside the patchset directory and name it relative to it",
+                patch_id,
+            )
         src = patchset_root / raw["source"]
         real_root = patchset_root.resolve()
         if real_root not in src.resolve().parents:  # a symlink to /etc/passwd would be shipped into the tree
-            raise ManifestError(manifest, "params.source", f"{raw['source']!r} leads out of the patchset folder "
-                                f"through a symlink (to {src.resolve()})",
-                                "ship the file inside the patchset directory and name it relative to it", patch_id)
+            raise ManifestError(
+                manifest,
+                "params.source",
+                f"{raw['source']!r} leads out of the patchset folder through a symlink (to {src.resolve()})",
+                "ship the file inside the patchset directory and name it relative to it",
+                patch_id,
+            )
         if src.is_dir():
-            raise ManifestError(manifest, "params.source", f"{src} is a folder, not a file",
-                                "name the file to ship, e.g. files/QUICK_FIX.md", patch_id)
+            raise ManifestError(
+                manifest,
+                "params.source",
+                f"{src} is a folder, not a file",
+                "name the file to ship, e.g. files/QUICK_FIX.md",
+                patch_id,
+            )
         if not src.is_file():
-            raise ManifestError(manifest, "params.source", f"{src} does not exist",
-                                "ship the file in the patchset directory or fix the path", patch_id)
+            raise ManifestError(
+                manifest,
+                "params.source",
+                f"{src} does not exist",
+                "ship the file in the patchset directory or fix the path",
+                patch_id,
+            )
         try:
             mode = int(raw.get("mode", "0644"), 8)
         except ValueError:
-            raise ManifestError(manifest, "params.mode", f"{raw['mode']!r} is not octal",
-                                'write it like "0755"', patch_id) from None
+            raise ManifestError(
+                manifest, "params.mode", f"{raw['mode']!r} is not octal", 'write it like "0755"', patch_id
+            ) from None
         if mode & ~0o7777:
             raise ManifestError(manifest, "params.mode", "is out of range", 'write it like "0644"', patch_id)
         return Params(raw["source"], src.read_text(encoding="utf-8"), mode, raw.get("existing", "conflict"))
@@ -71,8 +91,9 @@ class AddFile:
         owned = frozenset(range(1, text.count("\n") + 2))
         if text == p.content:
             return Check(Presence.PRESENT, f"{ctx.path} matches the shipped file", owned)
-        diff = "\n".join(difflib.unified_diff(p.content.splitlines(), text.splitlines(), p.source, quote_path(ctx.path),
-                                         lineterm=""))
+        diff = "\n".join(
+            difflib.unified_diff(p.content.splitlines(), text.splitlines(), p.source, quote_path(ctx.path), lineterm="")
+        )
         return Check(Presence.MODIFIED, f"{ctx.path} differs from the shipped {p.source}", owned, diff)
 
     def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
@@ -83,16 +104,22 @@ class AddFile:
             )
         if p.existing == "keep":
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} already exists with other content; kept as it is")
-        diff = "\n".join(difflib.unified_diff(p.content.splitlines(), text.splitlines(), p.source, quote_path(ctx.path),
-                                         lineterm=""))
-        return Edit(EditStatus.CONFLICT, f"{ctx.path} already exists with other content; move it away "
-                    "or run with --only for the other patches", detail=diff)
+        diff = "\n".join(
+            difflib.unified_diff(p.content.splitlines(), text.splitlines(), p.source, quote_path(ctx.path), lineterm="")
+        )
+        return Edit(
+            EditStatus.CONFLICT,
+            f"{ctx.path} already exists with other content; move it away or run with --only for the other patches",
+            detail=diff,
+        )
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} is already gone")
         if text != p.content:
-            return Edit(EditStatus.CONFLICT, f"{ctx.path} was edited after it was added; "
-                        "delete it yourself or restore the shipped content")
+            return Edit(
+                EditStatus.CONFLICT,
+                f"{ctx.path} was edited after it was added; delete it yourself or restore the shipped content",
+            )
         return Edit(EditStatus.CHANGED, f"{ctx.path} removed", None)

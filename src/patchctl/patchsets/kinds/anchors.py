@@ -42,7 +42,7 @@ def head(lines: list[str], stmt: ast.stmt) -> str:
 
 def header_end(lines: list[str], node: ast.stmt) -> int:
     """The line of the colon that ends a ``def``/``class`` header (annotations may hold colons)."""
-    source = iter(lines[node.lineno - 1:])
+    source = iter(lines[node.lineno - 1 :])
     depth = 0
     try:
         for tok in tokenize.generate_tokens(lambda: next(source, "")):
@@ -72,8 +72,12 @@ def descend(lines: list[str], nodes: list[ast.AST], blocks: list[str]) -> list[a
     turn under ``nodes``: each a header, read by syntax, whose body holds the next."""
     for header in blocks:
         want = sx.anchor(header)
-        nodes = [s for n in nodes for s in getattr(n, "body", []) if isinstance(s, _BLOCKS)
-                 and sx.reads(want, sx.Stmt(s, lines))]
+        nodes = [
+            s
+            for n in nodes
+            for s in getattr(n, "body", [])
+            if isinstance(s, _BLOCKS) and sx.reads(want, sx.Stmt(s, lines))
+        ]
     return nodes
 
 
@@ -106,10 +110,10 @@ class Window:
 
     @property
     def inner(self) -> list[ast.stmt]:
-        return self.stmts[self.above + 1: self.below]
+        return self.stmts[self.above + 1 : self.below]
 
     def text(self, lines: list[str]) -> str:
-        return "".join(lines[self.first - 1: self.last])
+        return "".join(lines[self.first - 1 : self.last])
 
 
 def window(lines: list[str], node: ast.AST, above: int, below: int) -> Window | None:
@@ -119,7 +123,7 @@ def window(lines: list[str], node: ast.AST, above: int, below: int) -> Window | 
     whose edge falls between them has no gap.
     """
     stmts: list[ast.stmt] = node.body  # type: ignore[attr-defined] # node is a Module, def, class or block: it has a body
-    inner = stmts[above + 1: below]
+    inner = stmts[above + 1 : below]
     first = stmts[above].end_lineno + 1 if above >= 0 else body_start(lines, node)  # type: ignore[operator] # end_lineno is set on every statement ast.parse makes
     if below < len(stmts):
         last = first_line(stmts[below]) - 1
@@ -142,7 +146,7 @@ def ends(keys: list[sx.Stmt], p: int, below: list[str], exact: bool = False) -> 
     if not below:
         return [len(keys)]
     want = [sx.anchor(b) for b in below]
-    return [q for q in range(p + 1, len(keys) - len(below) + 1) if sx.run_reads(want, keys[q: q + len(below)], exact)]
+    return [q for q in range(p + 1, len(keys) - len(below) + 1) if sx.run_reads(want, keys[q : q + len(below)], exact)]
 
 
 def keys_of(lines: list[str], stmts: list[ast.stmt]) -> list[sx.Stmt]:
@@ -150,8 +154,15 @@ def keys_of(lines: list[str], stmts: list[ast.stmt]) -> list[sx.Stmt]:
     return [sx.Stmt(s, lines) for s in stmts]
 
 
-def candidates(lines: list[str], tree: ast.Module, scope: str, above: list[str], below: list[str],
-               exact: bool = False, blocks: list[str] | None = None) -> list[Window]:
+def candidates(
+    lines: list[str],
+    tree: ast.Module,
+    scope: str,
+    above: list[str],
+    below: list[str],
+    exact: bool = False,
+    blocks: list[str] | None = None,
+) -> list[Window]:
     """The nearest window after each place where ``scope``'s statements read ``above``, in source order.
 
     ``above`` lists first lines in file order (the nearest last); an empty list means the
@@ -168,8 +179,15 @@ def candidates(lines: list[str], tree: ast.Module, scope: str, above: list[str],
         stmts: list[ast.stmt] = node.body  # type: ignore[attr-defined] # node is a Module, def, class or block: it has a body
         keys = keys_of(lines, stmts)
         want = [sx.anchor(a) for a in above]
-        starts = [-1] if not above else [p for p in range(len(above) - 1, len(stmts))
-                                         if sx.run_reads(want, keys[p - len(above) + 1: p + 1], exact)]
+        starts = (
+            [-1]
+            if not above
+            else [
+                p
+                for p in range(len(above) - 1, len(stmts))
+                if sx.run_reads(want, keys[p - len(above) + 1 : p + 1], exact)
+            ]
+        )
         for p in starts:
             q = next(iter(ends(keys, p, below, exact)), None)
             if q is not None:
@@ -220,7 +238,7 @@ def reindent(text: str, old: str, new: str) -> str | None:
         if not line.strip():
             out.append(line)
         elif line.startswith(old):
-            out.append(new + line[len(old):])
+            out.append(new + line[len(old) :])
         else:
             return None
     return "".join(out)

@@ -122,7 +122,10 @@ def enclosing_statement(tree: ast.Module, call: ast.Call) -> ast.stmt | None:
 
 
 def rewrite_site(
-    text: str, path: str, callee: str, site: Site,
+    text: str,
+    path: str,
+    callee: str,
+    site: Site,
     make_change: Callable[[cst.Module], Callable[[cst.Call], cst.BaseExpression]],
 ) -> str:
     """``text`` with the call at ``site`` replaced by ``make_change(module)(call)``.
@@ -139,7 +142,7 @@ def rewrite_site(
     lines = split_lines(text)
     if stmt is not None:
         first = structure.first_line(stmt)
-        chunk = "".join(lines[first - 1: stmt.end_lineno])
+        chunk = "".join(lines[first - 1 : stmt.end_lineno])
         indent = lines[first - 1][: len(lines[first - 1]) - len(lines[first - 1].lstrip())]
         wrapper = "if True:\n" if indent else ""
         eol = "" if chunk.endswith(("\n", "\r")) else "\n"
@@ -154,8 +157,8 @@ def rewrite_site(
             stmt = None
         else:
             code = rewrite_call(module, callee, rank, make_change(module)).code
-            code = code[len(wrapper):] if wrapper else code
+            code = code[len(wrapper) :] if wrapper else code
             code = code[: len(code) - len(eol)] if eol else code
-            return "".join([*lines[: first - 1], code, *lines[stmt.end_lineno:]])
+            return "".join([*lines[: first - 1], code, *lines[stmt.end_lineno :]])
     module = parse_module(text, path)
     return rewrite_call(module, callee, site.rank, make_change(module)).code

@@ -15,8 +15,9 @@ from patchctl.patchsets.kinds import anchors as st
 from patchctl.patchsets.kinds import syntax as sx
 
 
-def anchors(lines: list[str], tree: ast.Module, scope: str, above: list[str], below: list[str],
-            blocks: list[str]) -> str:
+def anchors(
+    lines: list[str], tree: ast.Module, scope: str, above: list[str], below: list[str], blocks: list[str]
+) -> str:
     """Which block or anchor of the patch the scope lacks; or, when it has them all, that they
     are no longer next to each other."""
     where = scope or "the module"
@@ -30,8 +31,10 @@ def anchors(lines: list[str], tree: ast.Module, scope: str, above: list[str], be
     if gone:
         names = ", ".join(f"`{a}`" for a in gone)
         return f"{where} has no statement {names} (an anchor of the patch; by syntax, not spelling)"
-    return (f"{where} has the statements around the change ({', '.join(f'`{a}`' for a in [*above, *below])}), "
-            "but not next to each other in that order")
+    return (
+        f"{where} has the statements around the change ({', '.join(f'`{a}`' for a in [*above, *below])}), "
+        "but not next to each other in that order"
+    )
 
 
 def _stmts(text: str) -> list[ast.stmt] | None:
@@ -76,8 +79,10 @@ def difference(expected: str, found: str, first: int) -> str:
         )
     a, b = _leaf(f, w, f, w)
     at_a, at_b = a.lineno, b.lineno  # type: ignore[attr-defined] # _leaf gives statements or expressions: lines
-    return (f"line {first + at_a - 1} reads `{f_lines[at_a - 1].strip()}` where the patch expects "
-            f"`{w_lines[at_b - 1].strip()}`")
+    return (
+        f"line {first + at_a - 1} reads `{f_lines[at_a - 1].strip()}` where the patch expects "
+        f"`{w_lines[at_b - 1].strip()}`"
+    )
 
 
 def _leaf(a: ast.AST, b: ast.AST, at_a: ast.AST, at_b: ast.AST) -> tuple[ast.AST, ast.AST]:

@@ -73,8 +73,12 @@ class GuardImport(LineRewrite):
     params_schema: ClassVar[Schema] = {
         "module": Field(str, True, 'the imported module, e.g. "flash_attn.bert_padding"'),
         "fallback": Field(str, False, 'the except block\'s code, default "pass"'),
-        "exception": Field(str, False, '"ImportError" (default) or "ModuleNotFoundError"',
-                           choices=("ImportError", "ModuleNotFoundError")),
+        "exception": Field(
+            str,
+            False,
+            '"ImportError" (default) or "ModuleNotFoundError"',
+            choices=("ImportError", "ModuleNotFoundError"),
+        ),
     }
 
     def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
@@ -82,11 +86,17 @@ class GuardImport(LineRewrite):
         try:
             ast.parse(fallback + "\n")
         except SyntaxError as exc:
-            raise ManifestError(manifest, "params.fallback", f"is not valid Python ({exc.msg})",
-                                "fix the fallback code", patch_id) from None
+            raise ManifestError(
+                manifest, "params.fallback", f"is not valid Python ({exc.msg})", "fix the fallback code", patch_id
+            ) from None
         if any(ln.startswith((" ", "\t")) for ln in fallback.splitlines()) or not fallback.strip():
-            raise ManifestError(manifest, "params.fallback", "must be unindented statements",
-                                'write e.g. "pass" or "unpad_input = None"', patch_id)
+            raise ManifestError(
+                manifest,
+                "params.fallback",
+                "must be unindented statements",
+                'write e.g. "pass" or "unpad_input = None"',
+                patch_id,
+            )
         return Params(raw["module"], tuple(fallback.splitlines()), raw.get("exception", "ImportError"))
 
     # -- helpers ---------------------------------------------------------------------------
@@ -108,17 +118,22 @@ class GuardImport(LineRewrite):
             if body.endswith(tag):
                 continue
             if stmt.col_offset != len(body) - len(body.lstrip()):
-                problems.append(f"line {first}: the import of {p.module} shares its line with other code; "
-                                "put it on a line of its own")
+                problems.append(
+                    f"line {first}: the import of {p.module} shares its line with other code; "
+                    "put it on a line of its own"
+                )
                 continue
-            nl = raw[len(body):] or "\n"
+            nl = raw[len(body) :] or "\n"
             indent = body[: len(body) - len(body.lstrip())]
             unit = _unit(indent)
-            block = [f"{indent}try:{tag}{nl}", f"{indent}{unit}{body[len(indent):]}{tag}{nl}",
-                     f"{indent}except {p.exception}:{tag}{nl}",
-                     *[f"{indent}{unit}{ln}{tag}{nl}" for ln in p.fallback]]
-            block[-1] = block[-1][: len(block[-1]) - len(nl)] + raw[len(body):]
-            lines[first - 1: first] = block
+            block = [
+                f"{indent}try:{tag}{nl}",
+                f"{indent}{unit}{body[len(indent) :]}{tag}{nl}",
+                f"{indent}except {p.exception}:{tag}{nl}",
+                *[f"{indent}{unit}{ln}{tag}{nl}" for ln in p.fallback],
+            ]
+            block[-1] = block[-1][: len(block[-1]) - len(nl)] + raw[len(body) :]
+            lines[first - 1 : first] = block
             changed.append(first)
         return "".join(lines), sorted(changed), problems
 
@@ -131,7 +146,7 @@ class GuardImport(LineRewrite):
         while i < len(lines):
             body = lines[i].rstrip("\r\n")
             indent = body[: len(body) - len(body.lstrip())]
-            window = [ln.rstrip("\r\n") for ln in lines[i: i + size]]
+            window = [ln.rstrip("\r\n") for ln in lines[i : i + size]]
             if body == f"{indent}try:{tag}" and len(window) == size:
                 unit = _unit(indent)
                 moved = window[1]
@@ -160,8 +175,10 @@ class GuardImport(LineRewrite):
         return f"import of {p.module} guarded at line {owned[0]}"
 
     def _say_differs(self, p: Params, path: str) -> str:
-        return (f"the tagged guard of {p.module} in {path} differs from what the patch writes (edited by hand, "
-                "or an import is still unguarded)")
+        return (
+            f"the tagged guard of {p.module} in {path} differs from what the patch writes (edited by hand, "
+            "or an import is still unguarded)"
+        )
 
     def _say_edited(self, p: Params, path: str) -> str:
         return (

@@ -91,13 +91,19 @@ class KeywordRename:
         for site in tagged:
             if self._shape(lines, site, patch) is None:
                 n = site.keyword.lineno  # type: ignore[union-attr] # tagged holds only sites with a keyword
-                return Check(Presence.PRESENT, f"{p.call}(...) at line {site.line} passes {p.new_keyword}= tagged",
-                             frozenset({n - 1, n}))
+                return Check(
+                    Presence.PRESENT,
+                    f"{p.call}(...) at line {site.line} passes {p.new_keyword}= tagged",
+                    frozenset({n - 1, n}),
+                )
         for site in tagged:
             n = site.keyword.lineno  # type: ignore[union-attr] # as above
             if tag_comment(patch.tag) in lines[n - 1]:
-                return Check(Presence.MODIFIED, f"{p.call}(...) at line {site.line}: {self._shape(lines, site, patch)}",
-                             frozenset({n}))
+                return Check(
+                    Presence.MODIFIED,
+                    f"{p.call}(...) at line {site.line}: {self._shape(lines, site, patch)}",
+                    frozenset({n}),
+                )
         return Check(Presence.MISSING, f"no tagged {p.new_keyword}= in {p.call}(...)")
 
     def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
@@ -112,20 +118,25 @@ class KeywordRename:
             lines = ", ".join(str(s.line) for s in sites)
             return Edit(EditStatus.NOT_APPLICABLE, f"{p.call}(...) at line {lines} passes no {p.old_keyword}= keyword")
         if len(hits) > 1:
-            return Edit(EditStatus.AMBIGUOUS, f"{p.call}(...) passes {p.old_keyword}= at lines "
-                        f"{', '.join(str(s.line) for s in hits)}; narrow the patch's call or target")
+            return Edit(
+                EditStatus.AMBIGUOUS,
+                f"{p.call}(...) passes {p.old_keyword}= at lines "
+                f"{', '.join(str(s.line) for s in hits)}; narrow the patch's call or target",
+            )
         site = hits[0]
         found = ast.get_source_segment(text, site.keyword.value) or ""  # type: ignore[union-attr] # hits are sites passing the keyword
         if p.old_value is not None and not same_expr(found, p.old_value):
-            return Edit(EditStatus.CONFLICT, f"line {site.line}: {p.old_keyword}={found}, "
-                        f"the patch expects {p.old_keyword}={p.old_value}")
+            return Edit(
+                EditStatus.CONFLICT,
+                f"line {site.line}: {p.old_keyword}={found}, the patch expects {p.old_keyword}={p.old_value}",
+            )
         problem: list[str] = []
-        out = calls.rewrite_site(text, ctx.path, p.call, site,
-                                 lambda module: lambda call: self._forward(module, call, patch, problem))
+        out = calls.rewrite_site(
+            text, ctx.path, p.call, site, lambda module: lambda call: self._forward(module, call, patch, problem)
+        )
         if problem:
             return Edit(EditStatus.CONFLICT, f"line {site.line}: {problem[0]}")
-        return Edit(EditStatus.CHANGED, f"{p.call}(...) at line {site.line}: {p.old_keyword}= -> {p.new_keyword}=",
-                    out)
+        return Edit(EditStatus.CHANGED, f"{p.call}(...) at line {site.line}: {p.old_keyword}= -> {p.new_keyword}=", out)
 
     def _forward(self, module: cst.Module, call: cst.Call, patch: Patch, problem: list[str]) -> cst.Call:
         import libcst as cst
@@ -144,13 +155,22 @@ class KeywordRename:
                 f"{p.old_keyword}= carries a comment ({trail.first_line.comment.value}); remove it and apply again"
             )
             return call
-        bare = arg.with_changes(comma=cst.Comma() if isinstance(arg.comma, cst.Comma) else cst.MaybeSentinel.DEFAULT,
-                                whitespace_after_arg=cst.SimpleWhitespace(""))
-        comment = cst.EmptyLine(indent=True, whitespace=before.last_line,
-                                comment=cst.Comment(f"# {module.code_for_node(bare)} {tag_comment(patch.tag)}"))
+        bare = arg.with_changes(
+            comma=cst.Comma() if isinstance(arg.comma, cst.Comma) else cst.MaybeSentinel.DEFAULT,
+            whitespace_after_arg=cst.SimpleWhitespace(""),
+        )
+        comment = cst.EmptyLine(
+            indent=True,
+            whitespace=before.last_line,
+            comment=cst.Comment(f"# {module.code_for_node(bare)} {tag_comment(patch.tag)}"),
+        )
         first = trail.first_line
-        new_trail = trail.with_changes(first_line=first.with_changes(
-            whitespace=cst.SimpleWhitespace(first.whitespace.value + " "), comment=cst.Comment(tag_comment(patch.tag))))
+        new_trail = trail.with_changes(
+            first_line=first.with_changes(
+                whitespace=cst.SimpleWhitespace(first.whitespace.value + " "),
+                comment=cst.Comment(tag_comment(patch.tag)),
+            )
+        )
         new_arg = calls.with_trail(
             arg.with_changes(keyword=cst.Name(p.new_keyword), value=cst.parse_expression(p.new_value)), new_trail
         )
@@ -190,13 +210,14 @@ class KeywordRename:
         arg, before, trail = call.args[index], calls.before(call, index), calls.trail(call.args[index])
         assert isinstance(before, cst.ParenthesizedWhitespace) and isinstance(trail, cst.ParenthesizedWhitespace)
         commented = before.empty_lines[-1].comment.value  # type: ignore[union-attr] # the line above a renamed argument is its tagged comment
-        old_arg = cst.parse_expression(f"f({commented[2: -len(' ' + tag_comment(patch.tag))]})").args[0]  # type: ignore[attr-defined] # parse_expression of a call gives a Call
+        old_arg = cst.parse_expression(f"f({commented[2 : -len(' ' + tag_comment(patch.tag))]})").args[0]  # type: ignore[attr-defined] # parse_expression of a call gives a Call
         if isinstance(arg.comma, cst.Comma) != isinstance(old_arg.comma, cst.Comma):
             problem.append("the commented line and the argument disagree on a trailing comma")
             return call
         first = trail.first_line
-        restored = trail.with_changes(first_line=first.with_changes(
-            whitespace=cst.SimpleWhitespace(first.whitespace.value[:-1]), comment=None))
+        restored = trail.with_changes(
+            first_line=first.with_changes(whitespace=cst.SimpleWhitespace(first.whitespace.value[:-1]), comment=None)
+        )
         new_arg = calls.with_trail(
             arg.with_changes(keyword=old_arg.keyword, equal=old_arg.equal, value=old_arg.value), restored
         )

@@ -58,8 +58,6 @@ def _suffix(tag: str) -> str:
     return f"  # {tag}"
 
 
-
-
 def _col(line: str, byte_col: int) -> int:
     """ast counts columns in UTF-8 bytes; slicing needs characters."""
     return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
@@ -105,8 +103,14 @@ class KeywordValue(LineRewrite):
         if action == "set" and "value" not in raw:
             raise ManifestError(manifest, "params.value", "missing", "write the new value's expression", patch_id)
         check_expressions(raw, ("value", "old_value"), manifest, patch_id, '"sdpa"')
-        return Params(raw["keyword"], tuple(raw.get("calls", ())), tuple(raw.get("dicts", ())), action,
-                      raw.get("value"), raw.get("old_value"))
+        return Params(
+            raw["keyword"],
+            tuple(raw.get("calls", ())),
+            tuple(raw.get("dicts", ())),
+            action,
+            raw.get("value"),
+            raw.get("old_value"),
+        )
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -127,7 +131,7 @@ class KeywordValue(LineRewrite):
                 at += 1
             if not is_kw:
                 # ast's span of a parenthesised dict value stops inside its parentheses
-                opened = body[at:_col(body, last.col_offset)].count("(")  # type: ignore[attr-defined] # as above
+                opened = body[at : _col(body, last.col_offset)].count("(")  # type: ignore[attr-defined] # as above
                 while opened and end < len(body) and body[end] in " \t)":
                     opened -= body[end] == ")"
                     end += 1
@@ -152,18 +156,19 @@ class KeywordValue(LineRewrite):
         for s in sorted(todo, key=lambda s: -s.line):
             raw = lines[s.line - 1]
             body = raw.rstrip("\r\n")
-            nl = raw[len(body):]
+            nl = raw[len(body) :]
             indent = body[: len(body) - len(body.lstrip())]
-            comment = f"{indent}# {body[len(indent):]}{suffix}"
+            comment = f"{indent}# {body[len(indent) :]}{suffix}"
             if p.action == "remove":
-                if body[: s.start].strip() or body[s.end:].strip() not in ("", ","):
-                    problems.append(f"line {s.line}: {p.keyword} shares its line with other code; "
-                                    "put it on a line of its own")
+                if body[: s.start].strip() or body[s.end :].strip() not in ("", ","):
+                    problems.append(
+                        f"line {s.line}: {p.keyword} shares its line with other code; put it on a line of its own"
+                    )
                     continue
-                lines[s.line - 1: s.line] = [comment + nl]
+                lines[s.line - 1 : s.line] = [comment + nl]
             else:
-                new = body[: s.value_at] + str(p.value) + body[s.end:]
-                lines[s.line - 1: s.line] = [comment + (nl or "\n"), f"{new}{suffix}{nl}"]
+                new = body[: s.value_at] + str(p.value) + body[s.end :]
+                lines[s.line - 1 : s.line] = [comment + (nl or "\n"), f"{new}{suffix}{nl}"]
         return "".join(lines), sorted(s.line for s in todo), problems
 
     def _backward(self, text: str, patch: Patch) -> tuple[str, list[int]]:
@@ -176,11 +181,11 @@ class KeywordValue(LineRewrite):
         out, owned, i = [], [], 0
         while i < len(lines):
             body = lines[i].rstrip("\r\n")
-            nl = lines[i][len(body):]
+            nl = lines[i][len(body) :]
             stripped = body.lstrip()
             indent = body[: len(body) - len(stripped)]
             if stripped.startswith("# ") and body.endswith(suffix):
-                orig = stripped[2: -len(suffix)]
+                orig = stripped[2 : -len(suffix)]
                 mentions = mention.search(orig) is not None
                 if mentions and p.action == "remove":
                     out.append(f"{indent}{orig}{nl}")
@@ -190,7 +195,7 @@ class KeywordValue(LineRewrite):
                 if mentions and i + 1 < len(lines):
                     nxt = lines[i + 1].rstrip("\r\n")
                     if nxt.endswith(suffix) and not nxt.lstrip().startswith("#") and nxt.startswith(indent):
-                        out.append(f"{indent}{orig}{lines[i + 1][len(nxt):]}")
+                        out.append(f"{indent}{orig}{lines[i + 1][len(nxt) :]}")
                         owned += [i + 1, i + 2]
                         i += 2
                         continue
@@ -204,20 +209,26 @@ class KeywordValue(LineRewrite):
         try:
             ast.parse(new)
         except SyntaxError as exc:
-            return (f"{path}: the edit would break the syntax at line {exc.lineno} (a backslash continuation?); "
-                    "change it by hand")
+            return (
+                f"{path}: the edit would break the syntax at line {exc.lineno} (a backslash continuation?); "
+                "change it by hand"
+            )
         return None
 
     def _say_absent(self, p: Params, path: str) -> str:
         return f"no tagged {p.keyword} change in {path}"
 
     def _say_present(self, p: Params, owned: list[int]) -> str:
-        return f"{p.keyword} {'removed' if p.action == 'remove' else 'set'} at " \
-               f"{len(owned) // (1 if p.action == 'remove' else 2)} site(s)"
+        return (
+            f"{p.keyword} {'removed' if p.action == 'remove' else 'set'} at "
+            f"{len(owned) // (1 if p.action == 'remove' else 2)} site(s)"
+        )
 
     def _say_differs(self, p: Params, path: str) -> str:
-        return (f"the tagged {p.keyword} lines in {path} differ from what the patch writes (edited by hand, "
-                "or a site is still unpatched)")
+        return (
+            f"the tagged {p.keyword} lines in {path} differ from what the patch writes (edited by hand, "
+            "or a site is still unpatched)"
+        )
 
     def _say_edited(self, p: Params, path: str) -> str:
         return (

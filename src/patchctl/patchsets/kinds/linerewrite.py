@@ -33,13 +33,26 @@ class LineRewrite:
         """Why the changed text must not be written, if it must not (default: nothing)."""
         return None
 
-    def _say_absent(self, p: Any, path: str) -> str: raise NotImplementedError
-    def _say_present(self, p: Any, owned: list[int]) -> str: raise NotImplementedError
-    def _say_differs(self, p: Any, path: str) -> str: raise NotImplementedError
-    def _say_edited(self, p: Any, path: str) -> str: raise NotImplementedError
-    def _say_nothing(self, p: Any, path: str) -> str: raise NotImplementedError
-    def _say_done(self, p: Any, changed: list[int]) -> str: raise NotImplementedError
-    def _say_restored(self, p: Any, owned: list[int]) -> str: raise NotImplementedError
+    def _say_absent(self, p: Any, path: str) -> str:
+        raise NotImplementedError
+
+    def _say_present(self, p: Any, owned: list[int]) -> str:
+        raise NotImplementedError
+
+    def _say_differs(self, p: Any, path: str) -> str:
+        raise NotImplementedError
+
+    def _say_edited(self, p: Any, path: str) -> str:
+        raise NotImplementedError
+
+    def _say_nothing(self, p: Any, path: str) -> str:
+        raise NotImplementedError
+
+    def _say_done(self, p: Any, changed: list[int]) -> str:
+        raise NotImplementedError
+
+    def _say_restored(self, p: Any, owned: list[int]) -> str:
+        raise NotImplementedError
 
     # -- the three operations ----------------------------------------------------------------
 

@@ -108,8 +108,11 @@ class Found:
 
     def tagged_other(self, tag: str) -> list[Site]:
         """Places holding tagged text unlike either side, away from every fitting place."""
-        return [s for s in self.near if s.match == "other" and f"# {tag}" in s.text
-                and all(s.first != f.first for f in self.fits)]
+        return [
+            s
+            for s in self.near
+            if s.match == "other" and f"# {tag}" in s.text and all(s.first != f.first for f in self.fits)
+        ]
 
 
 def find(text: str, p: Params, path: str) -> Found:
@@ -119,7 +122,7 @@ def find(text: str, p: Params, path: str) -> Found:
     if p.mode == "header":
         nodes = [n for n in st.find_scopes(tree, p.scope) if not isinstance(n, ast.Module)]
         if p.occurrence is not None:
-            nodes = nodes[p.occurrence - 1: p.occurrence]
+            nodes = nodes[p.occurrence - 1 : p.occurrence]
         near = [_site(lines, *_header(lines, n, p), p) for n in nodes]
         return Found(_best(near), near, bool(nodes))
     exists = bool(st.find_scopes(tree, p.scope))
@@ -127,7 +130,7 @@ def find(text: str, p: Params, path: str) -> Found:
     for exact in (True, False):  # anchors as text first; by syntax where text finds no fit
         nearest = st.candidates(lines, tree, p.scope, list(p.above), list(p.below), exact, list(p.blocks))
         if p.occurrence is not None:
-            nearest = nearest[p.occurrence - 1: p.occurrence]
+            nearest = nearest[p.occurrence - 1 : p.occurrence]
         every = [w for n in nearest for w in st.spread(lines, n, list(p.below), _sizes(p))]
         near = [_site(lines, w.first, w.last, w.indent, p) for w in nearest]
         found = Found(_best([_site(lines, w.first, w.last, w.indent, p) for w in every]), near, exists)
@@ -147,5 +150,5 @@ def _header(lines: list[str], node: ast.AST, p: Params) -> tuple[int, int, str]:
 
 def _site(lines: list[str], first: int, last: int, indent: str, p: Params) -> Site:
     """Lines ``first`` to ``last`` as a :class:`Site`, classified against the patch."""
-    body = "".join(lines[first - 1: last])
+    body = "".join(lines[first - 1 : last])
     return Site(first, last, indent, body, _classify(body, indent, p))

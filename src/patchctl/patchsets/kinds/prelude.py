@@ -75,8 +75,9 @@ class Prelude:
         try:
             stmts = ast.parse(block + "\n").body
         except SyntaxError as exc:
-            raise ManifestError(manifest, "params.block", f"is not valid Python ({exc.msg})",
-                                "fix the block's code", patch_id) from None
+            raise ManifestError(
+                manifest, "params.block", f"is not valid Python ({exc.msg})", "fix the block's code", patch_id
+            ) from None
         if not stmts:
             raise ManifestError(manifest, "params.block", "holds no statement", "add the block's code", patch_id)
         return Params(block)
@@ -110,7 +111,7 @@ class Prelude:
         lines, out = text.splitlines(), []
         for stmt in tree.body:
             first = stmt.lineno - n_comments
-            if first >= 1 and lines[first - 1: first - 1 + len(want)] == want:
+            if first >= 1 and lines[first - 1 : first - 1 + len(want)] == want:
                 out.append((first, first + len(want) - 1))
         return out
 
@@ -133,9 +134,10 @@ class Prelude:
         hits = [n for n, ln in enumerate(lines, 1) if ln.strip() in marks]
         if hits:
             start = hits[0]
-            have = lines[start - 1: start - 1 + len(p.block.splitlines())]
-            diff = "\n".join(difflib.unified_diff(p.block.splitlines(), have, "expected", quote_path(ctx.path),
-                                                     lineterm=""))
+            have = lines[start - 1 : start - 1 + len(p.block.splitlines())]
+            diff = "\n".join(
+                difflib.unified_diff(p.block.splitlines(), have, "expected", quote_path(ctx.path), lineterm="")
+            )
             return Check(
                 Presence.MODIFIED, f"the tagged block at line {start} differs from the patch", frozenset(hits), diff
             )
@@ -165,8 +167,12 @@ class Prelude:
         body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(), *rest])
         new = module.with_changes(body=[*body[:at], *block, *body[at:]])
         first_import = module.code_for_node(body[at].with_changes(leading_lines=[])).strip().splitlines()[0]
-        return Edit(EditStatus.CHANGED, f"block inserted before `{first_import}`", new.code + tail,
-                    undo={"blank_before": len(blanks) + header_blanks})
+        return Edit(
+            EditStatus.CHANGED,
+            f"block inserted before `{first_import}`",
+            new.code + tail,
+            undo={"blank_before": len(blanks) + header_blanks},
+        )
 
     @staticmethod
     def _split_after_first_import(text: str, path: str) -> tuple[str, str]:
@@ -175,7 +181,7 @@ class Prelude:
         if first is None or first.end_lineno is None:
             return text, ""
         lines = split_lines(text)
-        return "".join(lines[: first.end_lineno]), "".join(lines[first.end_lineno:])
+        return "".join(lines[: first.end_lineno]), "".join(lines[first.end_lineno :])
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         """Remove the block, the blank line apply put after it, and restore the blank lines above."""

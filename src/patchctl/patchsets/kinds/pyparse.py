@@ -36,22 +36,34 @@ def parse_module(text: str, path: str) -> cst.Module:
         raise SourceSyntaxError(path, exc.raw_line, exc.message) from None
 
 
-def check_expressions(raw: dict[str, object], keys: tuple[str, ...], manifest: Path, patch_id: str,
-                      example: str) -> None:
+def check_expressions(
+    raw: dict[str, object], keys: tuple[str, ...], manifest: Path, patch_id: str, example: str
+) -> None:
     """Raise a manifest error naming the key when a parameter among ``keys`` is not an expression."""
     for key in keys:
         if key in raw:
             try:
                 ast.parse(str(raw[key]), mode="eval")
             except SyntaxError:
-                raise ManifestError(manifest, f"params.{key}", "is not a Python expression",
-                                    f"write an expression such as {example}", patch_id) from None
+                raise ManifestError(
+                    manifest,
+                    f"params.{key}",
+                    "is not a Python expression",
+                    f"write an expression such as {example}",
+                    patch_id,
+                ) from None
 
 
 def first_import(tree: ast.Module) -> ast.stmt | None:
     """The module's first top-level import, ``from __future__`` ones aside (they must stay first)."""
-    return next((st for st in tree.body if isinstance(st, ast.Import)
-                 or (isinstance(st, ast.ImportFrom) and st.module != "__future__")), None)
+    return next(
+        (
+            st
+            for st in tree.body
+            if isinstance(st, ast.Import) or (isinstance(st, ast.ImportFrom) and st.module != "__future__")
+        ),
+        None,
+    )
 
 
 def dotted_ast(node: ast.expr) -> str | None:

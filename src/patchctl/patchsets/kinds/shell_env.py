@@ -46,8 +46,13 @@ class ShellEnv:
         for i, item in enumerate(raw["env"]):
             name, sep, value = item.partition("=")
             if not sep or not _NAME.match(name):
-                raise ManifestError(manifest, f"params.env[{i}]", f"{item!r} is not NAME=VALUE",
-                                    'write entries like "OMP_NUM_THREADS=1"', patch_id)
+                raise ManifestError(
+                    manifest,
+                    f"params.env[{i}]",
+                    f"{item!r} is not NAME=VALUE",
+                    'write entries like "OMP_NUM_THREADS=1"',
+                    patch_id,
+                )
             pairs.append((name, value))
         before = raw.get("before", r"^\s*(python3?|torchrun|ray)\b")
         try:
@@ -108,8 +113,12 @@ class ShellEnv:
         nl = "\r\n" if lines[at].endswith("\r\n") else "\n"
         new = [self._line(n, v, patch.tag) + nl for n, v in absent]
         out = "".join([*lines[:at], *new, *lines[at:]])
-        return Edit(EditStatus.CHANGED, f"{len(new)} exports added before line {at + 1}", out,
-                    undo={"added": [n for n, _ in absent]})
+        return Edit(
+            EditStatus.CHANGED,
+            f"{len(new)} exports added before line {at + 1}",
+            out,
+            undo={"added": [n for n, _ in absent]},
+        )
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         """Drop the tagged export lines this patch writes; other lines stay untouched."""

@@ -56,6 +56,7 @@ def _region(stmts: list[ast.stmt], lo: int, hi: int, path: Path) -> tuple[Path, 
     """(path, k1, k2, up, down): statements ``k1..k2`` of the innermost list holding lines
     ``lo..hi`` (``hi < lo``: an insertion before line ``lo``); ``up``/``down`` when the change
     reaches into the blank or comment lines above/below them. ``k2 < k1``: a gap only."""
+
     def end(s: ast.stmt) -> int:
         return s.end_lineno or s.lineno
 
@@ -74,8 +75,7 @@ def _region(stmts: list[ast.stmt], lo: int, hi: int, path: Path) -> tuple[Path, 
     if over:
         k1, k2 = over[0], over[-1]
         return path, k1, k2, lo < first_line(stmts[k1]), hi > end(stmts[k2])
-    k = next((i for i, s in enumerate(stmts) if (first_line(s) > hi if hi >= lo else first_line(s) >= lo)),
-             len(stmts))
+    k = next((i for i, s in enumerate(stmts) if (first_line(s) > hi if hi >= lo else first_line(s) >= lo)), len(stmts))
     return path, k, k - 1, True, True
 
 
@@ -137,8 +137,8 @@ def fine(before: str, after: str, found: str) -> str | None:
     out = list(t)
     for lo, hi, i in reversed(cover):
         t1, t2 = _span(t_tree, t, regions[i])
-        new = a[_boundary(ops, lo - 1, -1): _boundary(ops, hi, 1)]
-        out[t1 - 1: t2] = new
+        new = a[_boundary(ops, lo - 1, -1) : _boundary(ops, hi, 1)]
+        out[t1 - 1 : t2] = new
     text = "".join(out)
     result = _parse(text)
     return text if result is not None and code_dump(result) == code_dump(a_tree) else None

@@ -63,17 +63,31 @@ class Structural:
         "before": Field(str, False, "the original text (absent or empty for an insertion)"),
         "after": Field(str, False, "the text the change puts there (absent or empty for a deletion)"),
         "occurrence": Field(int, False, "which of several fitting places, counted from 1"),
-        "blocks": Field(list, False, "headers of the statements inside scope whose body holds the change, "
-                        "outermost first", item=str),
+        "blocks": Field(
+            list, False, "headers of the statements inside scope whose body holds the change, outermost first", item=str
+        ),
     }
 
     def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
-        p = Params(raw.get("mode", "statements"), raw.get("scope", ""), tuple(raw.get("above", ())),
-                   tuple(raw.get("below", ())), raw.get("indent", ""), raw.get("before", ""), raw.get("after", ""),
-                   raw.get("occurrence"), tuple(raw.get("blocks", ())))
+        p = Params(
+            raw.get("mode", "statements"),
+            raw.get("scope", ""),
+            tuple(raw.get("above", ())),
+            tuple(raw.get("below", ())),
+            raw.get("indent", ""),
+            raw.get("before", ""),
+            raw.get("after", ""),
+            raw.get("occurrence"),
+            tuple(raw.get("blocks", ())),
+        )
         if p.mode == "header" and not p.scope:
-            raise ManifestError(manifest, "params.scope", "is empty, but a header belongs to a class or function",
-                                'name the definition, e.g. scope = "compute_score"', patch_id)
+            raise ManifestError(
+                manifest,
+                "params.scope",
+                "is empty, but a header belongs to a class or function",
+                'name the definition, e.g. scope = "compute_score"',
+                patch_id,
+            )
         if p.before == p.after:
             raise ManifestError(
                 manifest, "params.after", "equals params.before", "the patch must change something", patch_id
@@ -106,8 +120,12 @@ class Structural:
             p = replace(patch.params, before=r.before, after=r.after, indent=r.indent)
             if r.above:  # the patch's own anchors led nowhere there: the place's own
                 p = replace(p, above=r.above, below=r.below, blocks=r.blocks)
-            out.append((replace(patch, params=p, resolutions=()), f" (the resolution recorded on "
-                        f"{r.recorded_on or 'another tree'}, key {r.context[:12]})"))
+            out.append(
+                (
+                    replace(patch, params=p, resolutions=()),
+                    f" (the resolution recorded on {r.recorded_on or 'another tree'}, key {r.context[:12]})",
+                )
+            )
         return out
 
     def check(self, text: str | None, patch: Patch, ctx: Context) -> Check:
@@ -137,16 +155,18 @@ class Structural:
                     return replace(edit, reason=edit.reason + how)
         return own
 
-
     @staticmethod
     def _places(sites: list[places.Site]) -> str:
         """Lines of each place, with which side of the patch it holds."""
-        return ", ".join(f"{Structural._lines([s])} ({'patched' if s.match.startswith('after') else 'unpatched'})"
-                         for s in sites)
+        return ", ".join(
+            f"{Structural._lines([s])} ({'patched' if s.match.startswith('after') else 'unpatched'})" for s in sites
+        )
 
     def _ambiguous(self, p: Params, fits: list[places.Site], when: str = "") -> str:
-        return (f"{self._where(p)}{when} fits {len(fits)} places, lines {self._places(fits)}; its anchors repeat, so "
-                "nothing is guessed: add params.occurrence or more anchors")
+        return (
+            f"{self._where(p)}{when} fits {len(fits)} places, lines {self._places(fits)}; its anchors repeat, so "
+            "nothing is guessed: add params.occurrence or more anchors"
+        )
 
     def _check(self, text: str | None, patch: Patch, ctx: Context) -> Check:
         p: Params = patch.params
@@ -156,15 +176,22 @@ class Structural:
         s = found.one
         if s is not None and s.match.startswith("after"):
             how = "" if s.match == "after" else " (same code; spacing or comments differ)"
-            return Check(Presence.PRESENT, f"{self._where(p)}: present at lines {self._lines([s])}{how}",
-                         frozenset(range(s.first, s.last + 1)))
+            return Check(
+                Presence.PRESENT,
+                f"{self._where(p)}: present at lines {self._lines([s])}{how}",
+                frozenset(range(s.first, s.last + 1)),
+            )
         if len(found.fits) > 1:  # present or not cannot be told: never a confident answer
             return Check(Presence.MISSING, self._ambiguous(p, found.fits))
         tagged = found.tagged_other(patch.tag)
         if tagged:
             s = tagged[0]
-            return Check(Presence.MODIFIED, f"{self._where(p)}: the tagged text at lines {self._lines([s])} differs "
-                         "from the patch", frozenset(range(s.first, s.last + 1)), self._diff(p.after, s, p, ctx.path))
+            return Check(
+                Presence.MODIFIED,
+                f"{self._where(p)}: the tagged text at lines {self._lines([s])} differs from the patch",
+                frozenset(range(s.first, s.last + 1)),
+                self._diff(p.after, s, p, ctx.path),
+            )
         if not found.exists:
             return Check(Presence.MISSING, f"no {p.scope or 'module'} scope in {ctx.path}")
         return Check(Presence.MISSING, f"{self._where(p)}: not present")
@@ -172,8 +199,11 @@ class Structural:
     @staticmethod
     def _diff(expected: str, site: places.Site, p: Params, path: str) -> str:
         want = st.reindent(expected, p.indent, site.indent) or expected
-        return "".join(difflib.unified_diff(want.splitlines(keepends=True), site.text.splitlines(keepends=True),
-                                            "patch", f"{path}:{site.first}"))
+        return "".join(
+            difflib.unified_diff(
+                want.splitlines(keepends=True), site.text.splitlines(keepends=True), "patch", f"{path}:{site.first}"
+            )
+        )
 
     def _apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
@@ -189,25 +219,33 @@ class Structural:
             return Edit(EditStatus.UNCHANGED, f"{self._where(p)}: already there")
         after = st.reindent(p.after, p.indent, site.indent)
         if after is None:
-            return Edit(EditStatus.CONFLICT, f"{self._where(p)}: the scope moved to another indentation and the "
-                        "patch's text cannot follow it")
+            return Edit(
+                EditStatus.CONFLICT,
+                f"{self._where(p)}: the scope moved to another indentation and the patch's text cannot follow it",
+            )
         if site.match == "before-code":  # upstream's spelling of the lines the fork did not change stays
             before = st.reindent(p.before, p.indent, site.indent)
-            after = (splice.fine(before, after, site.text) if before is not None and p.mode == "statements"
-                     else None) or after
+            after = (
+                splice.fine(before, after, site.text) if before is not None and p.mode == "statements" else None
+            ) or after
         lines = split_lines(text)
-        new = "".join([*lines[: site.first - 1], after, *lines[site.last:]])
+        new = "".join([*lines[: site.first - 1], after, *lines[site.last :]])
         try:
             ast.parse(new)
         except SyntaxError as exc:  # e.g. a body left empty: better no patch than a broken module
-            return Edit(EditStatus.CONFLICT, f"{self._where(p)}: the result would not be valid Python "
-                        f"(line {exc.lineno}: {exc.msg})")
+            return Edit(
+                EditStatus.CONFLICT,
+                f"{self._where(p)}: the result would not be valid Python (line {exc.lineno}: {exc.msg})",
+            )
         later = places.find(new, p, ctx.path).fits
         if len(later) > 1:  # check and revert could not tell the change from the original: do not make it
             return Edit(EditStatus.AMBIGUOUS, self._ambiguous(p, later, " after the change"))
         if not later or not later[0].match.startswith("after") or later[0].first != site.first:
-            return Edit(EditStatus.CONFLICT, f"{self._where(p)}: after the change its anchors would not lead back to "
-                        "it, so check and revert could not find it; the patch's after text does not fit between them")
+            return Edit(
+                EditStatus.CONFLICT,
+                f"{self._where(p)}: after the change its anchors would not lead back to "
+                "it, so check and revert could not find it; the patch's after text does not fit between them",
+            )
         undo = None if site.match == "before" else {"before": site.text}
         return Edit(EditStatus.CHANGED, f"{self._where(p)}: lines {self._lines([site])} replaced", new, undo=undo)
 
@@ -217,14 +255,18 @@ class Structural:
         if not found.exists:
             return Edit(EditStatus.NOT_APPLICABLE, f"{path} has no {p.scope or 'module'} scope")
         if not found.near:
-            why = explain.anchors(split_lines(text), parse_ast(text, path), p.scope, list(p.above), list(p.below),
-                                  list(p.blocks))
+            why = explain.anchors(
+                split_lines(text), parse_ast(text, path), p.scope, list(p.above), list(p.below), list(p.blocks)
+            )
             return Edit(EditStatus.CONFLICT, f"{self._where(p)}: {why}")
         near = found.near[0]
         before = st.reindent(p.before, p.indent, near.indent) or p.before
         why = explain.difference(before, near.text, near.first) if p.mode == "statements" else "its header differs"
-        return Edit(EditStatus.CONFLICT, f"{self._where(p)}: lines {self._lines(found.near)} hold other code than the "
-                    f"patch expects: {why}", detail=self._diff(p.before, near, p, path))
+        return Edit(
+            EditStatus.CONFLICT,
+            f"{self._where(p)}: lines {self._lines(found.near)} hold other code than the patch expects: {why}",
+            detail=self._diff(p.before, near, p, path),
+        )
 
     def _revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
@@ -244,5 +286,5 @@ class Structural:
         if "before" not in undo and site.match == "after-code" and after is not None and p.mode == "statements":
             before = splice.fine(after, before, site.text) or before  # the tree's spelling elsewhere stays
         lines = split_lines(text)
-        new = "".join([*lines[: site.first - 1], before, *lines[site.last:]])
+        new = "".join([*lines[: site.first - 1], before, *lines[site.last :]])
         return Edit(EditStatus.CHANGED, f"{self._where(p)}: lines {self._lines([site])} restored", new)

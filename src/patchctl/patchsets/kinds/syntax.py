@@ -38,8 +38,12 @@ def code_dump(tree: ast.AST) -> str:
     for node in ast.walk(tree):
         if isinstance(node, ast.Delete) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
             node.targets = node.targets[0].elts
-        elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-              and isinstance(node.value.value, str) and "\n" in node.value.value):
+        elif (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+            and "\n" in node.value.value
+        ):
             node.value.value = "\n".join(ln.strip() for ln in node.value.value.strip().splitlines())
     return ast.dump(tree)
 
@@ -128,7 +132,7 @@ class Stmt:
         body = getattr(self.node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
             end = max(self.node.lineno, body[0].lineno - 1)
-        src = "".join(self.lines[self.node.lineno - 1: end]).lstrip()
+        src = "".join(self.lines[self.node.lineno - 1 : end]).lstrip()
         return norm_tokens(src)[0]
 
 

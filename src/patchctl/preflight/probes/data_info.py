@@ -41,8 +41,11 @@ def main(args: "dict[str, Any]") -> "dict[str, Any]":
                 files[path] = by_footer(path)
                 continue
             pf = pq.ParquetFile(path)
-            files[path] = {"bytes": os.path.getsize(path), "rows": pf.metadata.num_rows,
-                                  "columns": list(pf.schema_arrow.names)}
+            files[path] = {
+                "bytes": os.path.getsize(path),
+                "rows": pf.metadata.num_rows,
+                "columns": list(pf.schema_arrow.names),
+            }
         except Exception as exc:
             files[path] = {"error": f"{type(exc).__name__}: {exc}".strip()[:300]}
     return out

@@ -50,8 +50,9 @@ def main() -> "dict[str, Any]":
     devices = []
     for i in range(out["device_count"]):
         p = torch.cuda.get_device_properties(i)
-        devices.append({"name": p.name, "memory_gib": round(p.total_memory / 2**30, 1),
-                        "capability": f"{p.major}.{p.minor}"})
+        devices.append(
+            {"name": p.name, "memory_gib": round(p.total_memory / 2**30, 1), "capability": f"{p.major}.{p.minor}"}
+        )
     out["devices"] = devices
     return out
 

@@ -17,10 +17,12 @@ if TYPE_CHECKING:
 
 
 def backends() -> "dict[str, Any] | None":
-    for module, attr in (("vllm.v1.attention.backends.registry", "AttentionBackendEnum"),
-                         ("vllm.attention.backends.registry", "AttentionBackendEnum"),
-                         ("vllm.attention.backends.registry", "_Backend"),
-                         ("vllm.platforms.interface", "_Backend")):
+    for module, attr in (
+        ("vllm.v1.attention.backends.registry", "AttentionBackendEnum"),
+        ("vllm.attention.backends.registry", "AttentionBackendEnum"),
+        ("vllm.attention.backends.registry", "_Backend"),
+        ("vllm.platforms.interface", "_Backend"),
+    ):
         try:
             enum_cls = getattr(importlib.import_module(module), attr)
             members = list(enum_cls.__members__.values())

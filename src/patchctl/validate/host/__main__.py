@@ -9,8 +9,16 @@ from typing import Any
 
 #: action -> module under patchctl.validate.host holding ``run(request, emit)``; imported on use,
 #: so a preflight never pays for Ray's import and a Ray node never for the trainer's
-ACTIONS = {"preflight": "preflight", "node": "node", "form": "form", "census": "census", "train": "train",
-           "reap": "procs", "allreduce": "allreduce", "storage": "storage"}
+ACTIONS = {
+    "preflight": "preflight",
+    "node": "node",
+    "form": "form",
+    "census": "census",
+    "train": "train",
+    "reap": "procs",
+    "allreduce": "allreduce",
+    "storage": "storage",
+}
 
 
 def emit(event: dict[str, Any]) -> None:
@@ -31,6 +39,7 @@ def _tomllib_fallback() -> None:
     except ImportError:
         try:
             from pip._vendor import tomli as vendored
+
             sys.modules["tomli"] = vendored
         except ImportError:
             pass

@@ -47,9 +47,17 @@ def stranger_env() -> dict[str, str]:
 
 def start(gcs: str) -> dict[str, subprocess.Popen[str]]:
     """Both strangers, running (they take a few seconds: started beside the node probes)."""
-    return {name: subprocess.Popen([sys.executable, "-c", code, gcs], stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=stranger_env())
-            for name, code in (("driver", _DRIVER), ("gcs", _RAW))}
+    return {
+        name: subprocess.Popen(
+            [sys.executable, "-c", code, gcs],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=stranger_env(),
+        )
+        for name, code in (("driver", _DRIVER), ("gcs", _RAW))
+    }
 
 
 def verdicts(running: dict[str, subprocess.Popen[str]], timeout: float = 90.0) -> dict[str, dict[str, str]]:

@@ -28,8 +28,13 @@ def foreign(nodes: Iterable[dict[str, Any]], resources: Iterable[str], joined: I
     for n in nodes:
         if not n.get("Alive") or own & set(n.get("Resources", {})) or n.get("NodeManagerAddress") in existing:
             continue
-        out.append({"node_id": str(n.get("NodeID", "")), "address": str(n.get("NodeManagerAddress", "")),
-                    "host": str(n.get("NodeManagerHostname", ""))})
+        out.append(
+            {
+                "node_id": str(n.get("NodeID", "")),
+                "address": str(n.get("NodeManagerAddress", "")),
+                "host": str(n.get("NodeManagerHostname", "")),
+            }
+        )
     return out
 
 

@@ -23,15 +23,25 @@ from typing import Any
 from patchctl.validate.host import authprobe, census
 
 #: variables a rank on every node must see as the cluster config set them
-WATCHED_ENV = ("CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
-               "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
+WATCHED_ENV = (
+    "CUDA_VISIBLE_DEVICES",
+    "NCCL_NVLS_ENABLE",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "NVSHMEM_DISABLE_NVLS",
+    "NCCL_SOCKET_IFNAME",
+    "GLOO_SOCKET_IFNAME",
+)
 
 
 def gpu_table() -> list[list[str]]:
     """``[index, uuid, name]`` per GPU of the machine (nvidia-smi ignores CUDA_VISIBLE_DEVICES)."""
     try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,name", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,uuid,name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return []
     rows = [[c.strip() for c in line.split(",", 2)] for line in done.stdout.splitlines() if line.strip()]
@@ -45,8 +55,9 @@ def visible(table: list[list[str]], cvd: str | None) -> list[list[str]]:
         return list(table)
     out = []
     for token in (t.strip() for t in cvd.split(",") if t.strip()):
-        row = next((r for r in table if r[0] == token or r[1] == token or (len(token) > 4 and r[1].startswith(token))),
-                   None)
+        row = next(
+            (r for r in table if r[0] == token or r[1] == token or (len(token) > 4 and r[1].startswith(token))), None
+        )
         out.append(row or [token, f"unknown:{token}", "?"])
     return out
 
@@ -56,9 +67,14 @@ def probe_node(keys: tuple[str, ...]) -> dict[str, Any]:
 
     cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
     rows = visible(gpu_table(), cvd) if ray.get_gpu_ids() else []
-    return {"address": ray.util.get_node_ip_address(), "cuda_visible_devices": cvd,
-            "uuids": [r[1] for r in rows], "names": [r[2] for r in rows],
-            "env": {k: os.environ.get(k) for k in keys}, "host": os.uname().nodename}
+    return {
+        "address": ray.util.get_node_ip_address(),
+        "cuda_visible_devices": cvd,
+        "uuids": [r[1] for r in rows],
+        "names": [r[2] for r in rows],
+        "env": {k: os.environ.get(k) for k in keys},
+        "host": os.uname().nodename,
+    }
 
 
 def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
@@ -78,13 +94,24 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
             ip = e["address"]
             if n is not None and ip not in seen and n["Resources"].get("GPU", 0) >= expected[ip]:
                 seen[ip] = n
-                emit({"event": "joined", "address": ip, "gpus": int(n["Resources"].get("GPU", 0)),
-                      "at": round(time.monotonic() - t0, 3)})
+                emit(
+                    {
+                        "event": "joined",
+                        "address": ip,
+                        "gpus": int(n["Resources"].get("GPU", 0)),
+                        "at": round(time.monotonic() - t0, 3),
+                    }
+                )
         if len(seen) == len(expected):
             break
         if time.monotonic() > deadline:
-            emit({"event": "timeout", "missing": sorted(set(expected) - set(seen)),
-                  "waited": round(time.monotonic() - t0, 1)})
+            emit(
+                {
+                    "event": "timeout",
+                    "missing": sorted(set(expected) - set(seen)),
+                    "waited": round(time.monotonic() - t0, 1),
+                }
+            )
             ray.shutdown()
             return 0
         time.sleep(0.1)
@@ -101,8 +128,11 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     try:
         probed = ray.get(refs, timeout=float(request.get("probe_timeout", 120)))
         auth = authprobe.verdicts(strangers)
-        extra = census.foreign(ray.nodes(), [e["resource"] for e in request["expected"] if e.get("resource")],
-                               [e["address"] for e in request["expected"] if not e.get("resource")])
+        extra = census.foreign(
+            ray.nodes(),
+            [e["resource"] for e in request["expected"] if e.get("resource")],
+            [e["address"] for e in request["expected"] if not e.get("resource")],
+        )
     finally:
         for p in strangers.values():
             if p.poll() is None:

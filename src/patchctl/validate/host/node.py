@@ -34,8 +34,10 @@ from patchctl.validate.host import census, procs
 _CLI = "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"
 #: ``ray start`` starts Ray's client server on port 10001 whenever ray[client] is installed, with
 #: no option to leave it out: this tells it the client is missing, unless the run asked for it
-_NO_CLIENT = ("import sys; import ray.scripts.scripts as s; s.get_ray_client_dependency_error = "
-              "lambda: 'not asked for'; sys.argv[0] = 'ray'; s.main()")
+_NO_CLIENT = (
+    "import sys; import ray.scripts.scripts as s; s.get_ray_client_dependency_error = "
+    "lambda: 'not asked for'; sys.argv[0] = 'ray'; s.main()"
+)
 _UP = "Ray runtime started"
 
 
@@ -52,18 +54,39 @@ def ray_argv(request: dict[str, Any], temp_dir: str) -> list[str]:
     own resource (census.py) so the run can tell its nodes from any other."""
     address = request["address"]
     client = request["role"] == "head" and bool(request.get("ray_client"))
-    argv = [sys.executable, "-c", _CLI if client else _NO_CLIENT, "start", "--block", "--node-ip-address", address,
-            "--num-gpus", str(request["gpus"]), "--temp-dir", temp_dir, "--disable-usage-stats",
-            "--dashboard-agent-listen-port", str(_free_port(address)),
-            "--resources", json.dumps({census.own_resource(request["marker"]): 1})]
+    argv = [
+        sys.executable,
+        "-c",
+        _CLI if client else _NO_CLIENT,
+        "start",
+        "--block",
+        "--node-ip-address",
+        address,
+        "--num-gpus",
+        str(request["gpus"]),
+        "--temp-dir",
+        temp_dir,
+        "--disable-usage-stats",
+        "--dashboard-agent-listen-port",
+        str(_free_port(address)),
+        "--resources",
+        json.dumps({census.own_resource(request["marker"]): 1}),
+    ]
     if request.get("num_cpus") is not None:
         argv += ["--num-cpus", str(request["num_cpus"])]
     if request.get("object_store_bytes"):
         argv += ["--object-store-memory", str(request["object_store_bytes"])]
     if request["role"] == "head":
-        argv += ["--head", "--port", str(request["port"]), "--dashboard-host", address,
-                 "--dashboard-port", str(_free_port(address)),
-                 "--include-dashboard=" + ("true" if request.get("dashboard") else "false")]
+        argv += [
+            "--head",
+            "--port",
+            str(request["port"]),
+            "--dashboard-host",
+            address,
+            "--dashboard-port",
+            str(_free_port(address)),
+            "--include-dashboard=" + ("true" if request.get("dashboard") else "false"),
+        ]
         if client:
             argv += ["--ray-client-server-port", str(_free_port(address))]
     else:
@@ -124,8 +147,13 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         emit({"event": "stopped", "stopped": 0, "left": [], "reason": reason})
         return 0
     if request["role"] == "head" and request.get("ray_client") and not _has_ray_client():
-        emit({"event": "error", "error": "--ray-client: Ray's client server needs ray[client] on this host "
-                                         "(pip install 'ray[client]' into the cluster's python)"})
+        emit(
+            {
+                "event": "error",
+                "error": "--ray-client: Ray's client server needs ray[client] on this host "
+                "(pip install 'ray[client]' into the cluster's python)",
+            }
+        )
         return 0
     procs.sweep_stale()
     temp_dir = procs.make_session_dir(request["marker"])
@@ -135,8 +163,9 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     env.update(_code_hook(request.get("run_rel"), env.get("PYTHONPATH", "")))
     argv = ray_argv(request, temp_dir)
     with open(start_log, "wb") as log:
-        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                 start_new_session=True)
+        child = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
     emit({"event": "starting", "pid": child.pid, "temp_dir": temp_dir})
     reason, last = "", []
     try:
@@ -172,9 +201,14 @@ def _lease(request: dict[str, Any]) -> tuple[float | None, float | None]:
     return request.get("lease"), request.get("ceiling")
 
 
-def _serve(child: subprocess.Popen[bytes] | None, emit: Callable[[dict[str, Any]], None], temp_dir: str = "",
-           start_log: str = "", start_timeout: float = 120.0,
-           lease: tuple[float | None, float | None] = (None, None)) -> str:
+def _serve(
+    child: subprocess.Popen[bytes] | None,
+    emit: Callable[[dict[str, Any]], None],
+    temp_dir: str = "",
+    start_log: str = "",
+    start_timeout: float = 120.0,
+    lease: tuple[float | None, float | None] = (None, None),
+) -> str:
     """Until "stop", end-of-file, silence past the lease or the hard ceiling: say "up" once Ray
     has started (or "failed" when ray start ends or outlasts ``start_timeout`` first), answer
     "tail", report a Ray that ends by itself. Any line (a heartbeat) renews the lease."""
@@ -212,8 +246,13 @@ def _serve(child: subprocess.Popen[bytes] | None, emit: Callable[[dict[str, Any]
             emit({"event": "up", "pid": child.pid, "temp_dir": temp_dir, "argv": child.args})
         elif child.poll() is not None:
             reported = True
-            emit({"event": "failed" if not up else "exited", "returncode": child.returncode,
-                  "tail": log_tail(temp_dir, start_log)})
+            emit(
+                {
+                    "event": "failed" if not up else "exited",
+                    "returncode": child.returncode,
+                    "tail": log_tail(temp_dir, start_log),
+                }
+            )
         elif not up and time.monotonic() - started > start_timeout:
             reported = True
             emit({"event": "failed", "returncode": None, "tail": log_tail(temp_dir, start_log)})

@@ -44,14 +44,22 @@ def _address(configured: str | None) -> tuple[str, dict[str, str]]:
         parts = os.environ.get("SSH_CONNECTION", "").split()
         address, how = (parts[2], "the address ssh reached") if len(parts) == 4 else ("", "")
     if not address:
-        return "", _row("address", "fail", "no address configured and none known from ssh",
-                        "set hosts[i].address to the IP the other hosts reach this one at")
+        return "", _row(
+            "address",
+            "fail",
+            "no address configured and none known from ssh",
+            "set hosts[i].address to the IP the other hosts reach this one at",
+        )
     try:
         with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as s:
             s.bind((address, 0))
     except OSError as exc:
-        return address, _row("address", "fail", f"{address} ({how}) is not an address of this host ({exc})",
-                             "set hosts[i].address to one of this host's IPs (`hostname -I`)")
+        return address, _row(
+            "address",
+            "fail",
+            f"{address} ({how}) is not an address of this host ({exc})",
+            "set hosts[i].address to one of this host's IPs (`hostname -I`)",
+        )
     return address, _row("address", "pass", f"{address} ({how})")
 
 
@@ -61,16 +69,28 @@ def _gpus(configured: int | None, table: list[list[str]]) -> tuple[int, dict[str
     where = f" within CUDA_VISIBLE_DEVICES={cvd}" if cvd is not None else ""
     if configured is None:
         if not table:
-            return 0, _row("gpus", "warn", "no nvidia-smi here: Ray offers 0 GPUs",
-                           "set gpus (or hosts[i].gpus) if this host has GPUs")
+            return 0, _row(
+                "gpus",
+                "warn",
+                "no nvidia-smi here: Ray offers 0 GPUs",
+                "set gpus (or hosts[i].gpus) if this host has GPUs",
+            )
         return len(seen), _row("gpus", "pass", f"{len(seen)} counted{where}: {', '.join(r[2] for r in seen)}")
     if not table:
         status = "warn" if configured else "pass"
-        return configured, _row("gpus", status, f"{configured} configured; no nvidia-smi here to count them",
-                                "check the driver (nvidia-smi) on this host" if configured else "")
+        return configured, _row(
+            "gpus",
+            status,
+            f"{configured} configured; no nvidia-smi here to count them",
+            "check the driver (nvidia-smi) on this host" if configured else "",
+        )
     if configured > len(seen):
-        return configured, _row("gpus", "fail", f"{configured} configured, {len(seen)} visible{where}",
-                                "lower gpus, or list more GPUs in hosts[i].env.CUDA_VISIBLE_DEVICES")
+        return configured, _row(
+            "gpus",
+            "fail",
+            f"{configured} configured, {len(seen)} visible{where}",
+            "lower gpus, or list more GPUs in hosts[i].env.CUDA_VISIBLE_DEVICES",
+        )
     return configured, _row("gpus", "pass", f"{configured} configured, {len(seen)} visible{where}")
 
 
@@ -81,19 +101,31 @@ def _existing(address: str, run: str, join: bool) -> tuple[dict[str, Any] | None
     what = f"raylet pid {found['pid']} at {address}, cluster {found['gcs']}"
     if join:
         return found, _row("ray_running", "pass", f"{what}: joining it (--join)")
-    return found, _row("ray_running", "fail", f"a Ray node is already running here ({what})",
-                       "stop it (`ray stop` on the host) or pass --join to use it; validate never stops it")
+    return found, _row(
+        "ray_running",
+        "fail",
+        f"a Ray node is already running here ({what})",
+        "stop it (`ray stop` on the host) or pass --join to use it; validate never stops it",
+    )
 
 
 def _migrated(root: Path) -> dict[str, str]:
     try:
         prov = json.loads((root / ".patchctl" / "provenance.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return _row("migrated", "warn", "no migrate record in .patchctl/provenance.json",
-                    "send the tree with `patchctl migrate CLUSTER` so it is verified on arrival")
+        return _row(
+            "migrated",
+            "warn",
+            "no migrate record in .patchctl/provenance.json",
+            "send the tree with `patchctl migrate CLUSTER` so it is verified on arrival",
+        )
     if not prov.get("verified"):
-        return _row("migrated", "fail", "migrate found differences on this host last time",
-                    "run `patchctl migrate CLUSTER --checksum` and fix what it lists")
+        return _row(
+            "migrated",
+            "fail",
+            "migrate found differences on this host last time",
+            "run `patchctl migrate CLUSTER --checksum` and fix what it lists",
+        )
     return _row("migrated", "pass", f"verified on arrival (commit {str(prov.get('commit') or '-')[:12]})")
 
 
@@ -107,13 +139,22 @@ def _environment(root: Path, skip: dict[str, str], facts: dict[str, Any]) -> lis
 
     unknown = [s for s in skip if s not in CHECKS]
     if unknown:
-        return [_row("preflight_skip", "fail", f"no check named {', '.join(unknown)}",
-                     f"use names from: {', '.join(sorted(CHECKS))}")]
+        return [
+            _row(
+                "preflight_skip",
+                "fail",
+                f"no check named {', '.join(unknown)}",
+                f"use names from: {', '.join(sorted(CHECKS))}",
+            )
+        ]
     wanted = [n for n in CHECKS if n not in skip and n not in NOT_HERE]
     ctx = preflight.build(open_tree(root), None, python=sys.executable)
     # the checks that import a package judge what stack.py found instead (found.py), at once
-    imported = [n for n in wanted if n not in found.FOUND and (n != "vllm_attention_backend"
-                                                                or "VLLM_ATTENTION_BACKEND" in ctx.env)]
+    imported = [
+        n
+        for n in wanted
+        if n not in found.FOUND and (n != "vllm_attention_backend" or "VLLM_ATTENTION_BACKEND" in ctx.env)
+    ]
     with ThreadPoolExecutor(max_workers=1) as pool:
         by_facts = pool.submit(found.rows, ctx, root, facts, wanted)
         report = preflight.run(ctx, only=imported)
@@ -123,8 +164,11 @@ def _environment(root: Path, skip: dict[str, str], facts: dict[str, Any]) -> lis
         done["vllm_attention_backend"] = _row(
             "vllm_attention_backend", "pass", "unset: vLLM picks a backend for the GPU"
         )
-    left_out = {n: _row(n, "skip", f"left out ({skip.get(n) or 'validate starts Ray itself right after'})")
-                for n in CHECKS if n not in done}
+    left_out = {
+        n: _row(n, "skip", f"left out ({skip.get(n) or 'validate starts Ray itself right after'})")
+        for n in CHECKS
+        if n not in done
+    }
     return [done.get(n) or left_out[n] for n in CHECKS]
 
 
@@ -140,9 +184,20 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         from patchctl.train.rollouts import preflight_row
 
         rows.append(preflight_row(root, str(request["profile"])))
-    facts = stack.facts(root, [r[2] for r in form.visible(table, os.environ.get("CUDA_VISIBLE_DEVICES"))
-                               if not r[1].startswith("unknown:")])
+    facts = stack.facts(
+        root,
+        [r[2] for r in form.visible(table, os.environ.get("CUDA_VISIBLE_DEVICES")) if not r[1].startswith("unknown:")],
+    )
     rows += _environment(root, dict(request.get("skip", {})), facts)
-    emit({"event": "reply", "rows": rows, "address": address, "gpus": gpus, "existing": existing, "stack": facts,
-          "seconds": round(time.monotonic() - t0, 3)})
+    emit(
+        {
+            "event": "reply",
+            "rows": rows,
+            "address": address,
+            "gpus": gpus,
+            "existing": existing,
+            "stack": facts,
+            "seconds": round(time.monotonic() - t0, 3),
+        }
+    )
     return 0

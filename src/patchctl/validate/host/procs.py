@@ -126,8 +126,14 @@ def raylets(exclude: str | None = None) -> list[dict[str, Any]]:
         if not _alive(pid) or (exclude and _marker_of(pid, exclude)):
             continue
         flags = dict(a.split("=", 1) for a in args if a.startswith("--") and "=" in a)
-        out.append({"pid": pid, "address": flags.get("--node_ip_address", ""), "gcs": flags.get("--gcs-address", ""),
-                    "session": flags.get("--session_dir", "")})
+        out.append(
+            {
+                "pid": pid,
+                "address": flags.get("--node_ip_address", ""),
+                "gcs": flags.get("--gcs-address", ""),
+                "session": flags.get("--session_dir", ""),
+            }
+        )
     return out
 
 
@@ -161,8 +167,9 @@ def private_root() -> str:
     try:
         st = os.fstat(fd)
         if st.st_uid != os.getuid():
-            raise PrivateStateRefused(f"{path} belongs to uid {st.st_uid}, not to this user (uid {os.getuid()}); "
-                                      "remove it and run again")
+            raise PrivateStateRefused(
+                f"{path} belongs to uid {st.st_uid}, not to this user (uid {os.getuid()}); remove it and run again"
+            )
         if stat.S_IMODE(st.st_mode) != 0o700:
             os.fchmod(fd, 0o700)
     finally:
@@ -181,8 +188,7 @@ def make_session_dir(value: str) -> str:
     path = tempfile.mkdtemp(prefix=session_prefix(value), dir=private_root())
     if len(path.encode()) + RAY_SOCKET_TAIL >= SUN_PATH:
         os.rmdir(path)
-        raise PrivateStateRefused(f"{path} is too long for Ray's socket paths ({SUN_PATH} bytes); "
-                                  "use a shorter /tmp")
+        raise PrivateStateRefused(f"{path} is too long for Ray's socket paths ({SUN_PATH} bytes); use a shorter /tmp")
     with open(os.path.join(path, BORN), "w", encoding="ascii") as f:
         f.write(f"{born}\n")  # no process of the node is older: the sweep's proof (marked)
     return path
@@ -223,8 +229,12 @@ def sweep_stale(older_than: float = 60.0) -> list[str]:
             continue
         try:
             info = os.lstat(d)
-            if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid()
-                    or time.time() - info.st_mtime < older_than or marked(f"{parts[0]}.{parts[1]}", unknown=_born(d))):
+            if (
+                not stat.S_ISDIR(info.st_mode)
+                or info.st_uid != os.getuid()
+                or time.time() - info.st_mtime < older_than
+                or marked(f"{parts[0]}.{parts[1]}", unknown=_born(d))
+            ):
                 continue
         except OSError:
             continue

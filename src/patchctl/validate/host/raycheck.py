@@ -14,8 +14,11 @@ from typing import Any
 TOKEN_AUTH_SINCE = (2, 52)
 #: what Ray binds on every interface whatever --node-ip-address says (true of every Ray up to
 #: the newest tested, 2.60); the ports patchctl chooses itself are bound on the node's address
-ALL_INTERFACES = ("GCS (the head's ray_port)", "raylet node manager and object manager (random ports)",
-                  "worker processes (10002-19999)")
+ALL_INTERFACES = (
+    "GCS (the head's ray_port)",
+    "raylet node manager and object manager (random ports)",
+    "worker processes (10002-19999)",
+)
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -37,21 +40,41 @@ def rows(request: dict[str, Any]) -> list[dict[str, str]]:
     try:
         version = metadata.version("ray")
     except metadata.PackageNotFoundError:
-        return [_row("ray_auth", "fail", "Ray is not installed for this interpreter",
-                     "pip install 'ray>=2.52' into the cluster's python")]
+        return [
+            _row(
+                "ray_auth",
+                "fail",
+                "Ray is not installed for this interpreter",
+                "pip install 'ray>=2.52' into the cluster's python",
+            )
+        ]
     need = ".".join(map(str, TOKEN_AUTH_SINCE))
     if _version(version) < TOKEN_AUTH_SINCE:
         value = f"Ray {version} ignores the run's token: anyone who reaches its ports can run code as this user"
         if insecure:
-            auth = _row("ray_auth", "warn", value + " (--insecure-ray: accepted, recorded in the report)",
-                        f"pip install 'ray>={need}' into the cluster's python")
+            auth = _row(
+                "ray_auth",
+                "warn",
+                value + " (--insecure-ray: accepted, recorded in the report)",
+                f"pip install 'ray>={need}' into the cluster's python",
+            )
         else:
-            auth = _row("ray_auth", "fail", value, f"pip install 'ray>={need}' into the cluster's python; or, on a "
-                        "cluster firewalled from everyone else, pass --insecure-ray")
+            auth = _row(
+                "ray_auth",
+                "fail",
+                value,
+                f"pip install 'ray>={need}' into the cluster's python; or, on a "
+                "cluster firewalled from everyone else, pass --insecure-ray",
+            )
     else:
         auth = _row("ray_auth", "pass", f"Ray {version} enforces the run's token (>= {need})")
     port = request.get("ray_port")
-    listen = _row("ray_listen", "warn", f"Ray {version} binds on all interfaces: " + "; ".join(ALL_INTERFACES)
-                  + (f" (GCS port {port})" if port and request.get("head") else ""),
-                  "firewall these ports to the cluster's hosts; the token guards them (README: What listens where)")
+    listen = _row(
+        "ray_listen",
+        "warn",
+        f"Ray {version} binds on all interfaces: "
+        + "; ".join(ALL_INTERFACES)
+        + (f" (GCS port {port})" if port and request.get("head") else ""),
+        "firewall these ports to the cluster's hosts; the token guards them (README: What listens where)",
+    )
     return [auth, listen]

@@ -62,8 +62,14 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     tree = open_tree(Path.cwd())
     profile = load_profile(request["profile"])
     # the cluster's paths fill the profile; env reaches the trainer (RAY_ADDRESS: the formed cluster)
-    view = Cluster("validate", (), str(tree.root), Path(".patchctl/env.sh"), paths=dict(request.get("paths", {})),
-                   env=dict(request.get("env", {})))
+    view = Cluster(
+        "validate",
+        (),
+        str(tree.root),
+        Path(".patchctl/env.sh"),
+        paths=dict(request.get("paths", {})),
+        env=dict(request.get("env", {})),
+    )
     plan = train_run.plan(tree, profile, view, list(request["overrides"]), sys.executable, Path(request["run_dir"]))
     emit({"event": "plan", "argv": list(plan.launch.argv), "run_dir": str(plan.run_dir), "version": tree.version})
     finished = threading.Event()
@@ -71,16 +77,32 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         target=_watch_stdin, args=(finished, request.get("lease")), name="validate-stdin", daemon=True
     ).start()
     try:
-        result = train_run.train(plan, tree, t0, timeout=request.get("timeout"),
-                                 on_line=lambda line, at: emit({"event": "line", "text": line, "at": round(at, 3)}))
+        result = train_run.train(
+            plan,
+            tree,
+            t0,
+            timeout=request.get("timeout"),
+            on_line=lambda line, at: emit({"event": "line", "text": line, "at": round(at, 3)}),
+        )
     except KeyboardInterrupt:
         emit({"event": "stopped", "run_dir": str(plan.run_dir)})
         return 130
     finally:
         finished.set()
     doc = result.to_json()
-    emit({"event": "reply", "passed": result.passed, "returncode": result.returncode, "run_dir": str(plan.run_dir),
-          "files": [p.name for p in (result.log, result.report, result.plot) if p is not None and p.exists()],
-          "gates": doc.get("gates", []), "doctor": doc.get("doctor") or [], "steps": len(doc.get("steps", [])),
-          "command": list(plan.launch.argv), "timings": doc.get("timings", {}), "pid": os.getpid()})
+    emit(
+        {
+            "event": "reply",
+            "passed": result.passed,
+            "returncode": result.returncode,
+            "run_dir": str(plan.run_dir),
+            "files": [p.name for p in (result.log, result.report, result.plot) if p is not None and p.exists()],
+            "gates": doc.get("gates", []),
+            "doctor": doc.get("doctor") or [],
+            "steps": len(doc.get("steps", [])),
+            "command": list(plan.launch.argv),
+            "timings": doc.get("timings", {}),
+            "pid": os.getpid(),
+        }
+    )
     return 0

@@ -36,8 +36,12 @@ def main(argv):
         keys = ("CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
         return ray.util.get_node_ip_address(), {k: os.environ.get(k) for k in keys}
 
-    refs = [where.options(num_gpus=gpus, scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
-            .remote() for n in nodes]
+    refs = [
+        where.options(
+            num_gpus=gpus, scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
+        ).remote()
+        for n in nodes
+    ]
     for ip, env in sorted(ray.get(refs, timeout=120)):
         print(
             f"(WorkerDict pid={os.getpid()}) rank on {ip}: " + " ".join(f"{k}={v}" for k, v in env.items()), flush=True
@@ -53,8 +57,11 @@ def main(argv):
             print("RuntimeError: CUDA error: an illegal memory access was encountered", flush=True)
             sys.exit(1)
         reward = 0.1 + 0.8 * step / total
-        print(f"step:{step} - critic/score/mean:np.float64({reward:.4f}) - actor/pg_loss:{-0.01 * step:.4f} - "
-              f"timing_s/step:{pause:.3f}", flush=True)
+        print(
+            f"step:{step} - critic/score/mean:np.float64({reward:.4f}) - actor/pg_loss:{-0.01 * step:.4f} - "
+            f"timing_s/step:{pause:.3f}",
+            flush=True,
+        )
     ray.shutdown()
 
 
