@@ -170,7 +170,7 @@ def test_needs_naming_no_patch_is_refused(captured: Path, tmp_path: Path) -> Non
         manifest.read_text(encoding="utf-8").replace('needs = ["', 'needs = ["nope-', 1), encoding="utf-8"
     )
     code, out = run("list", "--patchset", str(ps))
-    assert code == 1 and "needs[0]" in out and "is not another patch of this patchset" in out
+    assert code == 2 and "needs[0]" in out and "is not another patch of this patchset" in out
 
 
 def _draft(pid: str, scope: str, before: str, after: str, path: str = "m.py") -> Draft:

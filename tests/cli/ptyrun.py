@@ -13,7 +13,10 @@ import threading
 
 
 def run_on_pty(args: list[str], env: dict[str, str], timeout: float = 300) -> tuple[int, str, str]:
-    """Exit code, stdout (a pipe) and what the terminal on stderr received."""
+    """Exit code, stdout (a pipe) and what the terminal on stderr received.
+
+    Progress lines appear at once here (``PATCHCTL_PROGRESS_DELAY=0`` unless ``env`` says
+    otherwise): on a fast machine a release unpacks before the default delay has passed."""
     leader, terminal = pty.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # as a terminal window would
     child = subprocess.Popen(
@@ -21,7 +24,7 @@ def run_on_pty(args: list[str], env: dict[str, str], timeout: float = 300) -> tu
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=terminal,
-        env={**os.environ, **env},
+        env={**os.environ, "PATCHCTL_PROGRESS_DELAY": "0", **env},
     )
     os.close(terminal)
     chunks: list[bytes] = []

@@ -33,6 +33,7 @@ def _result(run_dir: str, cause: str, verdict: str = "interrupted") -> SimpleNam
         fetched=(),
         comparison=None,
         insecure_ray=False,
+        health=None,
         verdict=SimpleNamespace(value=verdict),
         cause=cause,
     )
