@@ -123,3 +123,15 @@ def test_drift_takes_target_names(in_empty_folder: Path, release_tree: Callable[
     assert done.exit_code == 0, done.output  # the same tree on both sides: nothing changed
     doc = json.loads(done.stdout)
     assert doc["from"]["label"] == "verl==0.6.1" and doc["to"]["label"] == str(tree)
+
+
+def test_capture_takes_a_target_name_as_its_base(in_empty_folder: Path, tmp_path: Path) -> None:
+    base, fork = tmp_path / "base", tmp_path / "fork"
+    (base / "pkg").mkdir(parents=True)
+    (base / "pkg" / "mod.py").write_text("def f():\n    return 1\n")
+    (fork / "pkg").mkdir(parents=True)
+    (fork / "pkg" / "mod.py").write_text("def f():\n    return 2  # Uky\n")
+    (in_empty_folder / "patchctl.toml").write_text(f'[targets]\npristine = "{base}"\n')
+    done = run("capture", "--from", str(fork), "--base", "pristine", "--dry-run", "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["base"].startswith(f"{base}, content sha256:")  # the directory, not a ref

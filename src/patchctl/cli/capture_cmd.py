@@ -10,7 +10,8 @@ import click
 from patchctl import lock
 from patchctl.cli import render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import SPEC, NonEmptyPath, json_option
+from patchctl.cli.options import SPEC, NonEmptyPath, config_option, json_option
+from patchctl.config import expand
 from patchctl.errors import BadOptionValue, MissingOption
 
 if TYPE_CHECKING:  # `patchctl --help` loads every command module; the core loads when capture runs
@@ -41,7 +42,8 @@ def _include(values: tuple[str, ...]) -> set[tuple[str, int]]:
     "--base",
     required=True,
     type=SPEC,
-    help="What FORK was made from: a directory, verl==X.Y.Z, or a git ref of FORK's repository.",
+    help="What FORK was made from: a directory, verl==X.Y.Z, a name from patchctl.toml [targets], or a git ref "
+    "of FORK's repository.",
 )
 @click.option(
     "--out",
@@ -60,6 +62,7 @@ def _include(values: tuple[str, ...]) -> set[tuple[str, int]]:
 @click.option("--name", default=None, help="The patchset's name (default: the --out directory's name).")
 @click.option("--dry-run", is_flag=True, help="Report what would be captured; write nothing.")
 @json_option
+@config_option
 @handled
 def capture_cmd(
     fork: Path,
@@ -71,6 +74,7 @@ def capture_cmd(
     name: str | None,
     dry_run: bool,
     as_json: bool,
+    config: Path | None,
 ) -> int:
     """Turn FORK's edits tagged `# TAG` into a patchset that re-creates them on BASE.
 
@@ -88,6 +92,7 @@ def capture_cmd(
         raise MissingOption("capture", "pass --out DIR (the patchset to write), or --dry-run to only report")
     if out is not None and not dry_run:  # one capture at a time writes (and mends) --out: see lock.beside
         click.get_current_context().with_resource(lock.hold(lock.beside(out), what=f"--out {out}"))
+    base = expand(base, config)  # a [targets] name, as everywhere a tree is named (#19)
     report = capture(fork, base, None if dry_run else out, tag=tag, all_=all_, include=_include(include), name=name)
     if as_json:
         render.emit_json(report.to_json())
