@@ -32,23 +32,8 @@ def worktree_files(root: Path) -> dict[str, bool]:
     Git's answer, not rsync's or a walk's: gitignore rules (anchoring, negation, nested files)
     are git's to apply. Tracked files deleted from the work tree are still listed.
     """
-    done = proc.run(
-        [
-            "git",
-            "-C",
-            str(root),
-            "-c",
-            "core.quotePath=false",
-            "ls-files",
-            "-z",
-            "-t",
-            "--cached",
-            "--others",
-            "--exclude-standard",
-        ]
-    )
     out: dict[str, bool] = {}
-    for item in done.stdout.split("\0"):
+    for item in _ls_files(root, "-t", "--cached", "--others", "--exclude-standard"):
         if len(item) > 2 and not item.endswith("/"):  # "dir/": an untracked nested repository
             out[item[2:]] = out.get(item[2:], False) or item[0] != "?"
     return out
@@ -185,21 +170,14 @@ def archive(repo: Path, commit: str, dest: Path, prefix: str = "") -> Path:
 
 def ignored_files(root: Path) -> list[str]:
     """Untracked files git ignores under ``root`` (build outputs, but also a user's ignored edits)."""
-    done = proc.run(
-        [
-            "git",
-            "-C",
-            str(root),
-            "-c",
-            "core.quotePath=false",
-            "ls-files",
-            "-z",
-            "--others",
-            "--ignored",
-            "--exclude-standard",
-        ]
-    )
-    return [n for n in done.stdout.split("\0") if n]
+    return [n for n in _ls_files(root, "--others", "--ignored", "--exclude-standard") if n]
+
+
+def _ls_files(root: Path, *options: str) -> list[str]:
+    """``git ls-files`` NUL-separated and unquoted, so every name (spaces, line breaks, non-ASCII)
+    comes back exactly as it is on disk; the last item is the empty string after the final NUL."""
+    done = proc.run(["git", "-C", str(root), "-c", "core.quotePath=false", "ls-files", "-z", *options])
+    return done.stdout.split("\0")
 
 
 def ignore_rules(root: Path, names: list[str]) -> dict[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 
@@ -16,6 +17,23 @@ def git(root: Path, *args: str) -> str:
         "GIT_COMMITTER_EMAIL": "t@t",
     }
     return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True, env=env).stdout
+
+
+def migrate_argv(tree: Path, config: Path, *args: str) -> list[str]:
+    """``patchctl migrate loop`` as a child process of its own: the tests that signal it or give
+    it a terminal cannot run it inside pytest's process through click's runner."""
+    return [
+        sys.executable,
+        "-c",
+        "from patchctl.cli.main import main; main()",
+        "migrate",
+        "loop",
+        "--target",
+        str(tree),
+        "--config",
+        str(config),
+        *args,
+    ]
 
 
 def make_repo(root: Path, files: dict[str, str], *, untracked: dict[str, str] | None = None) -> Path:

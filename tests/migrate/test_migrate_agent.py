@@ -8,12 +8,20 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agent_helpers import agent, entry, placed, req
 
 from patchctl.migrate import remote_agent, verify_remote
 from patchctl.remote import ssh
+
+
+def finish_a_py_with_tags(root: Path, expected: list[list[object]]) -> dict[str, Any]:
+    """``finish`` of ``a.py`` with the ``# Uky`` tag inventory this side expects: the tag tests
+    differ only in what the host's tree holds besides it and in that expectation."""
+    tags = {"pattern": r"#\s*(Uky)\b", "needles": ["Uky"], "expected": expected}
+    return agent(req(root, "finish", [entry(root, "a.py")], tags=tags))
 
 
 def test_runs_on_python_3_6_grammar() -> None:
@@ -66,14 +74,7 @@ def test_tag_inventory_is_compared(tmp_path: Path) -> None:
     (root / "checkpoints").mkdir()
     (root / "checkpoints" / "notes.py").write_text("# Uky in an output dir is not code\n")
     expected = [["a.py", 1, "x = 1  # Uky"], ["b.py", 3, "y = 2  # Uky"]]
-    reply = agent(
-        req(
-            root,
-            "finish",
-            [entry(root, "a.py")],
-            tags={"pattern": r"#\s*(Uky)\b", "needles": ["Uky"], "expected": expected},
-        )
-    )
+    reply = finish_a_py_with_tags(root, expected)
     assert reply["tags_only_here"] == [["sub/stale.py", 1, "# Uky: left from an older tree"]]
     assert reply["tags_missing_here"] == [["b.py", 3, "y = 2  # Uky"]]
 
@@ -96,14 +97,7 @@ def test_provenance_is_verified_only_when_the_tags_agree_too(
     (root / "a.py").write_text("x = 1  # Uky\n")
     if stale:
         (root / "stale.py").write_text("y = 2  # Uky\n")
-    reply = agent(
-        req(
-            root,
-            "finish",
-            [entry(root, "a.py")],
-            tags={"pattern": r"#\s*(Uky)\b", "needles": ["Uky"], "expected": expected},
-        )
-    )
+    reply = finish_a_py_with_tags(root, expected)
     assert reply["problems"] == []
     assert json.loads((root / ".patchctl" / "provenance.json").read_text())["verified"] is verified
 

@@ -9,13 +9,12 @@ import pty
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from click.testing import CliRunner
 from migrate_fixtures import Site
-from migrate_helpers import make_repo
+from migrate_helpers import make_repo, migrate_argv
 
 from patchctl.cli.main import cli
 
@@ -133,17 +132,7 @@ def test_ctrl_c_stops_every_host_and_a_re_run_completes(site: Site, tmp_path: Pa
     payload = os.urandom(3 << 20)
     (tree / "big.bin").write_bytes(payload)
     config = site.config("bwlimit = 1024\n", ["node1", "node2"])
-    argv = [
-        sys.executable,
-        "-c",
-        "from patchctl.cli.main import main; main()",
-        "migrate",
-        "loop",
-        "--target",
-        str(tree),
-        "--config",
-        str(config),
-    ]
+    argv = migrate_argv(tree, config)
     env = {**os.environ, "PATCHCTL_CACHE": str(tmp_path / "cache")}  # the ordering state stays private
     child = subprocess.Popen(
         argv, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
@@ -169,17 +158,7 @@ def test_ctrl_c_stops_every_host_and_a_re_run_completes(site: Site, tmp_path: Pa
 def test_a_terminal_gets_a_live_row_per_host_with_files_and_bytes(site: Site, tmp_path: Path) -> None:
     tree = make_repo(tmp_path / "src", {"verl/__init__.py": "", **{f"verl/m{i}.py": "x" * 15_000 for i in range(20)}})
     config = site.config("bwlimit = 150\n", ["node1", "node2"])  # KiB/s: ~2 s, so the table shows progress
-    argv = [
-        sys.executable,
-        "-c",
-        "from patchctl.cli.main import main; main()",
-        "migrate",
-        "loop",
-        "--target",
-        str(tree),
-        "--config",
-        str(config),
-    ]
+    argv = migrate_argv(tree, config)
     env = {**os.environ, "PATCHCTL_CACHE": str(tmp_path / "cache"), "COLUMNS": "100"}
     leader, terminal = pty.openpty()
     child = subprocess.Popen(argv, stdin=terminal, stdout=terminal, stderr=terminal, env=env)

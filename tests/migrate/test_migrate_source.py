@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 from click.testing import CliRunner
 from migrate_fixtures import Site
-from migrate_helpers import make_repo
+from migrate_helpers import make_repo, migrate_argv
 
 from patchctl.cli.main import cli
 from patchctl.migrate.source import check
@@ -127,18 +126,7 @@ def test_a_first_transfer_shows_progress_on_a_terminal_only(site: Site, tmp_path
 
     tree = make_repo(tmp_path / "src", {"verl/__init__.py": "", **{f"verl/m{i}.py": "x" * 15_000 for i in range(10)}})
     config = site.config("bwlimit = 150\n", ["node1"])  # KiB/s: about a second of transfer
-    argv = [
-        sys.executable,
-        "-c",
-        "from patchctl.cli.main import main; main()",
-        "migrate",
-        "loop",
-        "--target",
-        str(tree),
-        "--config",
-        str(config),
-        "--json",
-    ]
+    argv = migrate_argv(tree, config, "--json")
     code, out, screen = run_on_pty(argv, {"PATCHCTL_CACHE": str(tmp_path / "cache")})
     assert code == 0 and json.loads(out)["ok"] is True  # stdout stays the JSON document alone
     assert re.search(r"migrate loop: 1 host\(s\) at work, [1-9]\d* files, [\d.]+ kB sent", screen), screen[-2000:]

@@ -186,6 +186,13 @@ def test_requirement_refuses_a_line_for_another_package(tmp_path: Path) -> None:
         patch("requirement", "requirements.txt", tmp_path, package="numpy", now="torch==2.4")
 
 
+def test_requirement_refuses_params_that_swap_nothing(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError, match=re.escape("key 'params.now': is params.was again")):
+        patch("requirement", "requirements.txt", tmp_path, package="numpy", was="numpy<2.0.0", now="numpy<2.0.0  ")
+    with pytest.raises(ManifestError, match=re.escape("key 'params.now': missing (and so is params.was)")):
+        patch("requirement", "requirements.txt", tmp_path, package="numpy")
+
+
 # -- text-hunk -------------------------------------------------------------------------------
 
 HUNK = {

@@ -13,13 +13,35 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from patchctl.cli.main import cli
 
 
-def invoke(*args: str) -> CliRunner:
+def invoke(*args: str) -> Result:
     return CliRunner().invoke(cli, ["train", *args], catch_exceptions=False)
+
+
+def debug_profile(tree: Path, tmp_path: Path, model: str, data: str) -> Result:
+    """``train --profile debug`` on cluster ``lab`` of a config naming these model and data paths:
+    the debug profile's tests differ only in whether those paths exist."""
+    config = tmp_path / "patchctl.toml"
+    config.write_text(
+        f'[clusters.lab]\nhosts = ["node1"]\nroot = "/root/verl_Uky"\n'
+        f'[clusters.lab.paths]\nMODEL_PATH = "{model}"\nDATA_DIR = "{data}"\n'
+    )
+    return invoke(
+        "--target",
+        str(tree),
+        "--profile",
+        "debug",
+        "--cluster",
+        "lab",
+        "--config",
+        str(config),
+        "--out",
+        str(tmp_path / "run"),
+    )
 
 
 def test_dry_run_prints_command_and_env(tree: Path, tmp_path: Path) -> None:
@@ -114,23 +136,7 @@ def test_debug_profile_writes_the_tiny_dataset_first(tree: Path, tmp_path: Path)
     data, model = tmp_path / "data", tmp_path / "model"
     data.mkdir()
     model.mkdir()
-    config = tmp_path / "patchctl.toml"
-    config.write_text(
-        f'[clusters.lab]\nhosts = ["node1"]\nroot = "/root/verl_Uky"\n'
-        f'[clusters.lab.paths]\nMODEL_PATH = "{model}"\nDATA_DIR = "{data}"\n'
-    )
-    done = invoke(
-        "--target",
-        str(tree),
-        "--profile",
-        "debug",
-        "--cluster",
-        "lab",
-        "--config",
-        str(config),
-        "--out",
-        str(tmp_path / "run"),
-    )
+    done = debug_profile(tree, tmp_path, str(model), str(data))
     assert done.exit_code == 0, done.output
     assert (data / "train_tiny.parquet").is_file()
     assert "train: PASS" in done.stdout
@@ -140,23 +146,7 @@ def test_debug_profile_writes_the_tiny_dataset_first(tree: Path, tmp_path: Path)
 
 def test_debug_profile_names_a_missing_model(tree: Path, tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
-    config = tmp_path / "patchctl.toml"
-    config.write_text(
-        f'[clusters.lab]\nhosts = ["node1"]\nroot = "/r"\n'
-        f'[clusters.lab.paths]\nMODEL_PATH = "{tmp_path}/nope"\nDATA_DIR = "{tmp_path}/d"\n'
-    )
-    done = invoke(
-        "--target",
-        str(tree),
-        "--profile",
-        "debug",
-        "--cluster",
-        "lab",
-        "--config",
-        str(config),
-        "--out",
-        str(tmp_path / "run"),
-    )
+    done = debug_profile(tree, tmp_path, f"{tmp_path}/nope", f"{tmp_path}/d")
     assert done.exit_code == 2
     assert done.stderr.endswith(
         f"error: {tmp_path}/nope: not found (profile debug needs it); check MODEL_PATH from cluster lab, or create it\n"

@@ -43,21 +43,7 @@ def test_the_patched_module_is_seen_in_the_ray_workers_of_every_node(site: Site)
     cluster = site.cluster([host_entry("node1", site.root("node1"), "0"), *site.hosts({"node2": "1"}, gpus=1)])
     site.migrate(cluster)
     out = site.dir / "run"
-    done = CliRunner().invoke(
-        cli,
-        [
-            "validate",
-            "loop",
-            "--config",
-            str(site.dir / "patchctl.toml"),
-            "--out",
-            str(out),
-            "--ray-timeout",
-            "60",
-            "--ray-cpus",
-            "1",
-        ],
-    )
+    done = site.validate("--out", str(out), "--ray-timeout", "60", "--ray-cpus", "1")
     assert done.exit_code == 0, done.output
     report = json.loads((out / "report.json").read_text())
     gate = {g["name"]: g for g in report["gates"]}["patched-code-ran"]

@@ -15,31 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from click.testing import CliRunner
 from validate_helpers import ADDRESS, Site, host_entry, ours
-
-from patchctl.cli.main import cli
-
-
-def run_json(site: Site, *args: str) -> tuple[int, dict]:
-    done = CliRunner().invoke(
-        cli,
-        [
-            "validate",
-            "loop",
-            "--config",
-            str(site.dir / "patchctl.toml"),
-            "--json",
-            "--ray-cpus",
-            "1",
-            "--out",
-            str(site.dir / "run"),
-            *args,
-        ],
-    )
-    out = done.output
-    assert "{" in out, out
-    return done.exit_code, json.loads(out[out.index("{\n") :])
 
 
 def two_hosts(site: Site, **env: str) -> None:
@@ -51,7 +27,7 @@ def test_unreachable_host_stops_before_anything_starts(site: Site) -> None:
     hosts = [host_entry("node1", site.root("node1"), "0")]
     site.migrate(site.cluster(hosts))
     site.config([*hosts, '{ ssh = "node-down", root = "/tmp/nowhere", address = "127.0.0.9" }'])
-    code, doc = run_json(site)
+    code, doc, _ = site.run_json()
     assert code == 1 and doc["verdict"] == "fail" and doc["host"] == "node-down" and doc["stage"] == "preflight"
     assert doc["cause"].startswith("node-down: unreachable (ssh could not connect")
     assert doc["ray"] is None and doc["teardown"] == []
@@ -60,7 +36,7 @@ def test_unreachable_host_stops_before_anything_starts(site: Site) -> None:
 def test_worker_that_never_joins_times_out_naming_it_with_its_ray_log(site: Site) -> None:
     # one host's env sends Ray's gRPC through a proxy that is not there: it never reaches the head's GCS
     two_hosts(site, RAY_grpc_enable_http_proxy="1", grpc_proxy="http://127.0.0.1:9", http_proxy="http://127.0.0.1:9")
-    code, doc = run_json(site, "--ray-timeout", "8")
+    code, doc, _ = site.run_json("--ray-timeout", "8")
     assert code == 1 and doc["host"] == "node2" and doc["stage"] == "ray-up"
     assert doc["cause"].startswith(f"node2: its Ray node ({ADDRESS['node2']}) did not join the head within 8 s")
     assert (
@@ -76,7 +52,7 @@ def test_a_worker_whose_ray_fails_to_start_is_named_at_once_with_its_log(site: S
     (broken / "ray" / "__init__.py").write_text("raise ImportError('this ray is broken')\n")
     two_hosts(site, PYTHONPATH=str(broken))
     t0 = time.monotonic()
-    code, doc = run_json(site, "--ray-timeout", "60")
+    code, doc, _ = site.run_json("--ray-timeout", "60")
     assert code == 1 and doc["host"] == "node2" and doc["stage"] == "ray-up"
     assert doc["cause"].startswith("node2: Ray did not start (ray start exited with 1); its log ends:")
     assert "this ray is broken" in doc["cause"]
@@ -86,7 +62,7 @@ def test_a_worker_whose_ray_fails_to_start_is_named_at_once_with_its_log(site: S
 def test_two_nodes_on_one_gpu_is_named_with_their_cuda_visible_devices(site: Site) -> None:
     hosts = [host_entry("node1", site.root("node1"), "1"), host_entry("node2", site.root("node2"), "1")]
     site.migrate(site.cluster(hosts))
-    code, doc = run_json(site)
+    code, doc, _ = site.run_json()
     assert code == 1 and doc["stage"] == "ray-up"
     assert doc["cause"].startswith(
         "node1: GPU GPU-5a1e0000-0000-0000-0000-000000000001 is seen by more than one Ray "
@@ -97,7 +73,7 @@ def test_two_nodes_on_one_gpu_is_named_with_their_cuda_visible_devices(site: Sit
 
 def test_trainer_that_dies_gets_doctors_findings_in_the_report(site: Site) -> None:
     two_hosts(site)
-    code, doc = run_json(site, "+standin.fail_at=3")
+    code, doc, _ = site.run_json("+standin.fail_at=3")
     assert code == 1 and doc["host"] == "node1" and doc["stage"] == "watch"
     assert doc["cause"].startswith("node1: trainer exited with 1; doctor: ")
     assert "illegal memory access" in doc["cause"].lower() or "CUDA" in doc["cause"]
@@ -121,7 +97,7 @@ def test_head_lost_mid_run(site: Site) -> None:
 
     killer = threading.Thread(target=pull_the_plug)
     killer.start()
-    code, doc = run_json(site, "+standin.step_seconds=0.5")
+    code, doc, _ = site.run_json("+standin.step_seconds=0.5")
     killer.join()
     assert code == 1 and doc["host"] == "node1" and doc["stage"] == "training", (doc["cause"], doc["trained"])
     assert doc["cause"].startswith("node1: the head host was lost during training")
@@ -138,26 +114,7 @@ def test_ctrl_c_stops_ray_on_every_host(site: Site) -> None:
     two_hosts(site)
     out = site.dir / "run"
     # a terminal's Ctrl-C reaches the whole foreground group: patchctl and its ssh clients
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "patchctl",
-            "validate",
-            "loop",
-            "--config",
-            str(site.dir / "patchctl.toml"),
-            "--out",
-            str(out),
-            "--ray-cpus",
-            "1",
-            "+standin.step_seconds=0.5",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    p = site.spawn("+standin.step_seconds=0.5")  # its --out is site.dir / "run"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (
         (out / "train.log").exists() and "step:2 " in (out / "train.log").read_text()
@@ -207,11 +164,11 @@ def test_a_ray_already_running_is_refused_then_joined_with_join_and_left_alone(s
     )
     try:
         _wait_for_raylet(ADDRESS["node1"])
-        code, doc = run_json(site)
+        code, doc, _ = site.run_json()
         assert code == 1 and doc["host"] == "node1" and doc["stage"] == "preflight"
         assert "preflight check 'ray_running' failed: a Ray node is already running here" in doc["cause"]
         assert "pass --join to use it" in doc["cause"]
-        code, doc = run_json(site, "--join")
+        code, doc, _ = site.run_json("--join")
         assert code == 0, doc["cause"]
         assert [n["joined_existing"] for n in doc["ray"]["nodes"]] == [True, False]
         assert {t["label"]: t["status"] for t in doc["teardown"]} == {"node1": "joined-left-alone", "node2": "stopped"}
@@ -235,11 +192,11 @@ def _wait_for_raylet(address: str) -> None:
 
 def test_compare_after_a_run_plots_both_reward_curves(site: Site, tmp_path: Path) -> None:
     two_hosts(site)
-    code, first = run_json(site)
+    code, first, _ = site.run_json()
     assert code == 0, first["cause"]
     earlier = tmp_path / "earlier"
     (site.dir / "run").rename(earlier)
-    code, doc = run_json(site, "--compare", str(earlier / "report.json"))
+    code, doc, _ = site.run_json("--compare", str(earlier / "report.json"))
     assert code == 0, doc["cause"]
     rows = {r[0]: r[1:] for r in doc["comparison"]["rows"]}
     assert rows["GPUs"] == ["2 node(s) x 1 = 2 x Stub GPU"] * 2

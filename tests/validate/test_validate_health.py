@@ -10,10 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from validate_helpers import Site, host_entry, ours
 
-from patchctl.cli.main import cli
 from patchctl.validate.host.allreduce import SLOW_ENV
 
 SMALL = (
@@ -39,20 +37,7 @@ def health(site: Site, slow: str | None, extra: str = "", *args: str) -> tuple[i
     site.migrate(site.cluster(hosts, extra=SMALL + extra))  # migrate renders paths from the uky example only
     site.config(hosts, extra=f'[clusters.loop.paths]\nDATA_DIR = "{site.dir / "data"}"\n' + SMALL + extra)
     out = site.dir / "run"
-    done = CliRunner().invoke(
-        cli,
-        [
-            "validate",
-            "loop",
-            "--config",
-            str(site.dir / "patchctl.toml"),
-            "--profile",
-            "health",
-            "--out",
-            str(out),
-            *args,
-        ],
-    )
+    done = site.validate("--profile", "health", "--out", str(out), *args)
     assert ours() == []
     return done.exit_code, done.output, json.loads((out / "validate.json").read_text())
 
@@ -89,22 +74,8 @@ def test_health_measures_every_group_and_storage_once_per_shared_dir(site: Site,
     assert len(set(stack["rows"]["ray"])) == 1 and stack["rows"]["ray"][0] != "-"
     assert "all-reduce busbw, gloo" in output and "stack (found, not imported)" in output
     # --compare with that run: the stack side by side (stack alone: nothing is measured again)
-    again = CliRunner().invoke(
-        cli,
-        [
-            "validate",
-            "loop",
-            "--config",
-            str(site.dir / "patchctl.toml"),
-            "--profile",
-            "health",
-            "--checks",
-            "stack",
-            "--out",
-            str(site.dir / "r2"),
-            "--compare",
-            str(site.dir / "run"),
-        ],
+    again = site.validate(
+        "--profile", "health", "--checks", "stack", "--out", str(site.dir / "r2"), "--compare", str(site.dir / "run")
     )
     assert again.exit_code == 0, again.output
     assert "stack vs the earlier run" in again.output and "all-reduce busbw" not in again.output
@@ -121,21 +92,7 @@ def test_a_ray_that_differs_on_one_host_stops_the_run_naming_it(site: Site) -> N
         for a in ("node1", "node2", "node3")
     ]
     site.migrate(site.cluster(hosts))
-    done = CliRunner().invoke(
-        cli,
-        [
-            "validate",
-            "loop",
-            "--config",
-            str(site.dir / "patchctl.toml"),
-            "--profile",
-            "health",
-            "--checks",
-            "stack",
-            "--out",
-            str(site.dir / "run"),
-        ],
-    )
+    done = site.validate("--profile", "health", "--checks", "stack", "--out", str(site.dir / "run"))
     assert done.exit_code == 1, done.output
     assert done.output.strip().splitlines()[-1] == (
         "validate: FAIL — Ray differs: 2.60.0 on node1, node2; 2.61.0 on node3: Ray or NCCL cannot run across "
@@ -170,21 +127,7 @@ def test_storage_below_its_fail_bar_stops_the_run_naming_host_and_dir(site: Site
         [host_entry(a, site.root(a), None, gpus=0) for a in ("node1", "node2", "node3")],
         extra=f'[clusters.loop.paths]\nDATA_DIR = "{site.dir / "data"}"\n' + bar,
     )
-    done = CliRunner().invoke(
-        cli,
-        [
-            "validate",
-            "loop",
-            "--config",
-            str(site.dir / "patchctl.toml"),
-            "--profile",
-            "health",
-            "--checks",
-            "storage",
-            "--out",
-            str(site.dir / "r2"),
-        ],
-    )
+    done = site.validate("--profile", "health", "--checks", "storage", "--out", str(site.dir / "r2"))
     assert done.exit_code == 1, done.output
     last = done.output.strip().splitlines()[-1]
     assert last.startswith("validate: FAIL — node1: storage check failed: tree directory "), last
@@ -200,21 +143,7 @@ def test_hosts_without_torch_fail_the_interconnect_in_one_line(site: Site) -> No
     )
     hosts = [host_entry(a, site.root(a), None, gpus=0, env={"PYTHONPATH": str(shadow)}) for a in ("node1", "node2")]
     site.migrate(site.cluster(hosts, extra=SMALL))
-    done = CliRunner().invoke(
-        cli,
-        [
-            "validate",
-            "loop",
-            "--config",
-            str(site.dir / "patchctl.toml"),
-            "--profile",
-            "health",
-            "--checks",
-            "interconnect",
-            "--out",
-            str(site.dir / "run"),
-        ],
-    )
+    done = site.validate("--profile", "health", "--checks", "interconnect", "--out", str(site.dir / "run"))
     assert done.exit_code == 1, done.output
     last = done.output.strip().splitlines()[-1]
     assert last.startswith(

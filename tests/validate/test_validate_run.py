@@ -6,15 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
 from validate_helpers import ADDRESS, Site, host_entry, ours
-
-from patchctl.cli.main import cli
-
-
-def run_cli(site: Site, *args: str) -> tuple[int, str]:
-    done = CliRunner().invoke(cli, ["validate", "loop", "--config", str(site.dir / "patchctl.toml"), *args])
-    return done.exit_code, done.output
 
 
 def test_three_hosts_form_one_cluster_train_and_come_home(site: Site) -> None:
@@ -23,9 +15,9 @@ def test_three_hosts_form_one_cluster_train_and_come_home(site: Site) -> None:
     cluster = site.cluster([host_entry("node1", site.root("node1"), "0", env={"PYTHONPATH": "/opt/extra"}), *hosts])
     site.migrate(cluster)
     out = site.dir / "run"
-    code, output = run_cli(site, "--out", str(out), "--ray-timeout", "60", "--ray-cpus", "1", "--json")
-    assert code == 0, output
-    doc = json.loads(output[output.index("{") :])
+    done = site.validate("--out", str(out), "--ray-timeout", "60", "--ray-cpus", "1", "--json")
+    assert done.exit_code == 0, done.output
+    doc = json.loads(done.output[done.output.index("{") :])
     assert doc["verdict"] == "pass", doc["cause"]
     nodes = doc["ray"]["nodes"]
     assert [(n["label"], n["address"], n["gpus"]) for n in nodes] == [

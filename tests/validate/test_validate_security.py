@@ -6,18 +6,14 @@ run; the ``site`` fixture then asserts that no process of the run is left."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from ray_attack import (
     STRANGER,
     WILDCARD,
@@ -32,59 +28,12 @@ from ray_attack import (
 )
 from validate_helpers import ADDRESS, Site, host_entry, ours
 
-from patchctl.cli.main import cli
 from patchctl.validate import plan as planning
 from patchctl.validate.host import procs
 
 
-def run_json(site: Site, *args: str) -> tuple[int, dict, str]:
-    done = CliRunner().invoke(
-        cli,
-        [
-            "validate",
-            "loop",
-            "--config",
-            str(site.dir / "patchctl.toml"),
-            "--json",
-            "--ray-cpus",
-            "1",
-            "--out",
-            str(site.dir / "run"),
-            *args,
-        ],
-    )
-    out = done.output
-    assert "{\n" in out, out
-    return done.exit_code, json.loads(out[out.index("{\n") :]), out
-
-
 def one_host(site: Site, **env: str) -> None:
     site.migrate(site.cluster([host_entry("node1", site.root("node1"), "0", env=env)]))
-
-
-def spawn(site: Site, *args: str) -> subprocess.Popen[str]:
-    """patchctl in a session of its own, as a terminal's foreground job would be."""
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "patchctl",
-            "validate",
-            "loop",
-            "--config",
-            str(site.dir / "patchctl.toml"),
-            "--out",
-            str(site.dir / "run"),
-            "--ray-cpus",
-            "1",
-            *args,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
 
 
 def test_a_stranger_without_the_token_neither_joins_nor_runs_code(site: Site) -> None:
@@ -115,7 +64,7 @@ def test_a_stranger_without_the_token_neither_joins_nor_runs_code(site: Site) ->
 
     attacker = threading.Thread(target=attack)
     attacker.start()
-    code, doc, _ = run_json(site, "+standin.step_seconds=0.5")
+    code, doc, _ = site.run_json("+standin.step_seconds=0.5")
     attacker.join()
     assert seen == {"joined": False, "ran code": False}
     assert code == 0, doc["cause"]
@@ -129,14 +78,14 @@ def test_a_cluster_that_lets_a_stranger_in_is_stopped_unless_insecure_ray(
     # sabotage: the run's processes get no token, as on a Ray that ignores it
     monkeypatch.setattr(planning.Plan, "ray_auth", property(lambda self: {"RAY_AUTH_MODE": "disabled"}))
     one_host(site)
-    code, doc, _ = run_json(site)
+    code, doc, _ = site.run_json()
     assert code == 1 and doc["stage"] == "ray-up" and doc["host"] == "node1", doc["cause"]
     assert doc["cause"].startswith(
         "node1: the run's Ray cluster did not prove that it refuses callers without the "
         "token (driver: accepted (a driver without the token ran a task"
     )
     assert doc["trained"] is None and [t["status"] for t in doc["teardown"]] == ["stopped"]
-    code, doc, out = run_json(site, "--insecure-ray")
+    code, doc, out = site.run_json("--insecure-ray")
     assert code == 0 and doc["insecure_ray"] is True, doc["cause"]
     assert doc["ray"]["auth"]["gcs"]["outcome"] == "accepted"
     assert "--insecure-ray: the cluster is NOT required to refuse callers without its token" in out
@@ -148,7 +97,7 @@ def test_a_ray_that_cannot_enforce_the_token_is_refused_before_anything_starts(s
     meta.mkdir(parents=True)
     (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: ray\nVersion: 2.49.2\n")
     one_host(site, PYTHONPATH=str(old))
-    code, doc, _ = run_json(site)
+    code, doc, _ = site.run_json()
     assert code == 1 and doc["stage"] == "preflight" and doc["ray"] is None and doc["teardown"] == []
     assert doc["cause"].startswith("node1: preflight check 'ray_auth' failed: Ray 2.49.2 ignores the run's token")
     assert "pip install 'ray>=2.52' into the cluster's python; or, on a cluster firewalled" in doc["cause"]
@@ -178,7 +127,7 @@ def test_a_live_run_listens_only_where_it_must_and_its_state_is_private(site: Si
 
     looker = threading.Thread(target=look)
     looker.start()
-    code, doc, _ = run_json(site, "+standin.step_seconds=0.3")
+    code, doc, _ = site.run_json("+standin.step_seconds=0.3")
     looker.join()
     assert code == 0, doc["cause"]
     rows = found["listeners"]
@@ -223,7 +172,7 @@ def _marker(pids: set[int]) -> str:
 def test_a_frozen_patchctl_loses_its_lease_and_the_hosts_stop_ray(site: Site) -> None:
     one_host(site)
     lease = 4.0
-    p = spawn(site, "--lease", str(lease), "+standin.step_seconds=0.5")
+    p = site.spawn("--lease", str(lease), "+standin.step_seconds=0.5")
     try:
         wait_for(training(site.dir / "run" / "train.log"), 120, "training")
         os.kill(p.pid, signal.SIGSTOP)  # a suspended laptop: its ssh connections stay up, it says nothing
@@ -253,7 +202,7 @@ def test_a_node_the_run_did_not_start_is_named_and_fails_the_run(site: Site, mon
     joiner = threading.Thread(target=join)
     joiner.start()
     try:
-        code, doc, _ = run_json(site, "+standin.step_seconds=0.3")
+        code, doc, _ = site.run_json("+standin.step_seconds=0.3")
     finally:
         joiner.join()
         for s in strangers:
@@ -266,7 +215,7 @@ def test_a_node_the_run_did_not_start_is_named_and_fails_the_run(site: Site, mon
 
 def test_ctrl_c_during_ray_start_up_is_interrupted(site: Site) -> None:
     one_host(site)
-    p = spawn(site)
+    p = site.spawn()
     run_gcs(ADDRESS["node1"])  # the head is up: the run is inside its Ray bring-up
     os.killpg(p.pid, signal.SIGINT)  # the terminal's Ctrl-C: the whole foreground group
     output, _ = p.communicate(timeout=120)
@@ -293,7 +242,7 @@ def test_a_sigint_that_some_code_swallows_still_ends_the_run_interrupted(
     monkeypatch.setattr(guard, "judge", swallowing)
     one_host(site)
     threading.Thread(target=lambda: inside.wait(120) and os.kill(os.getpid(), signal.SIGINT), daemon=True).start()
-    code, doc, _ = run_json(site)
+    code, doc, _ = site.run_json()
     assert code == 130 and doc["verdict"] == "interrupted" and doc["stage"] == "ray-up", doc["cause"]
     assert doc["trained"] is None and [t["status"] for t in doc["teardown"]] == ["stopped"]
 
@@ -305,7 +254,7 @@ def test_ray_client_asked_where_ray_has_no_client_is_one_line_before_ray_starts(
     if get_ray_client_dependency_error() is None:
         pytest.skip("this Ray has its client: --ray-client starts it")  # the venv's Ray has none
     one_host(site)
-    code, doc, _ = run_json(site, "--ray-client")
+    code, doc, _ = site.run_json("--ray-client")
     assert code == 1 and doc["stage"] == "ray-up" and doc["host"] == "node1", doc["cause"]
     assert "--ray-client: Ray's client server needs ray[client] on this host" in doc["cause"]
     assert not procs.session_dirs(f"{doc['run_id']}.0")

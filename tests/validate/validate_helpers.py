@@ -11,16 +11,19 @@ verl's own dependencies would be on a real host; nvidia-smi is a stub reporting 
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
 import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "migrate"))
@@ -28,6 +31,7 @@ sys.path.insert(0, str(HERE.parent / "migrate"))
 from migrate_helpers import git  # noqa: E402 - importable once sys.path has the folder above
 from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402 - importable once sys.path has the folder above
 
+from patchctl.cli.main import cli  # noqa: E402 - importable once sys.path has the folder above
 from patchctl.clusters import Cluster, load_cluster  # noqa: E402 - importable once sys.path has the folder above
 from patchctl.migrate import Options as MigrateOptions  # noqa: E402 - importable once sys.path has the folder above
 from patchctl.migrate import migrate, state  # noqa: E402 - as above
@@ -110,6 +114,45 @@ class Site:
     def migrate(self, cluster: Cluster) -> None:
         result = migrate(cluster, self.tree, (), MigrateOptions())
         assert result.ok, [(h.host, h.reason) for h in result.failed]
+
+    def validate(self, *args: str) -> Result:
+        """``patchctl validate loop`` in this process on the site's config: every test of a run
+        starts the same way and differs only in its options."""
+        return CliRunner().invoke(cli, ["validate", "loop", "--config", str(self.dir / "patchctl.toml"), *args])
+
+    def spawn(self, *args: str) -> subprocess.Popen[str]:
+        """A run on one Ray CPU into ``run/`` as a child in a session of its own, as a terminal's
+        foreground job would be: the tests that signal it need a process group to signal. It
+        imports the patchctl this test process runs."""
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "patchctl",
+                "validate",
+                "loop",
+                "--config",
+                str(self.dir / "patchctl.toml"),
+                "--out",
+                str(self.dir / "run"),
+                "--ray-cpus",
+                "1",
+                *args,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+
+    def run_json(self, *args: str) -> tuple[int, dict, str]:
+        """A run on one Ray CPU into ``run/`` with ``--json``: its exit code, its JSON document
+        (after the progress lines) and the whole output, for the tests that judge the verdict."""
+        done = self.validate("--json", "--ray-cpus", "1", "--out", str(self.dir / "run"), *args)
+        out = done.output
+        assert "{\n" in out, out
+        return done.exit_code, json.loads(out[out.index("{\n") :]), out
 
 
 @pytest.fixture

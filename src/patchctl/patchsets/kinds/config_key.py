@@ -52,22 +52,8 @@ class ConfigKey(Swap):
                 'write the key path as a list of key names, e.g. ["trainer", "total_epochs"]',
                 patch_id,
             )
-        if "was" not in raw and "now" not in raw:
-            raise ManifestError(
-                manifest,
-                "params.now",
-                "missing (and so is params.was)",
-                "write the key's lines as the patch sets them",
-                patch_id,
-            )
-        if "was" in raw and "now" in raw and _code(raw["was"]) == _code(raw["now"]):
-            raise ManifestError(
-                manifest,
-                "params.now",
-                "is params.was again (comments and spacing aside)",
-                "write the key's lines as the patch sets them",
-                patch_id,
-            )
+        fix = "write the key's lines as the patch sets them"
+        self._one_change(raw, manifest, patch_id, fix, "is params.was again (comments and spacing aside)")
         return Params(path, raw.get("was"), raw.get("now"), raw.get("before"))
 
     def _what(self, p: Params) -> str:

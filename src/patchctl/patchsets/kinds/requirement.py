@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
-from patchctl.patchsets.kinds.swap import Spot, Swap, normal
+from patchctl.patchsets.kinds.swap import Spot, Swap
 from patchctl.schema import Field, Schema
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -71,18 +71,7 @@ class Requirement(Swap):
                     f'write one line naming {package}, e.g. "{package}>=1.0"',
                     patch_id,
                 )
-        if "was" not in raw and "now" not in raw:
-            raise ManifestError(
-                manifest,
-                "params.now",
-                "missing (and so is params.was)",
-                "write the requirement line the patch sets",
-                patch_id,
-            )
-        if "was" in raw and "now" in raw and normal(raw["was"]) == normal(raw["now"]):
-            raise ManifestError(
-                manifest, "params.now", "is params.was again", "write the line the patch sets", patch_id
-            )
+        self._one_change(raw, manifest, patch_id, "write the requirement line the patch sets", "is params.was again")
         before = package_of(raw["before"]) if "before" in raw else None
         return Params(package, raw.get("was"), raw.get("now"), before)
 

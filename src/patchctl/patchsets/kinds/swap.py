@@ -10,8 +10,10 @@ a change someone else made, named as it stands against both (never a whole-file 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, ClassVar
 
+from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch, Presence
@@ -78,6 +80,15 @@ class Swap:
 
     def _same(self, a: str | None, b: str | None) -> bool:
         return normal(a) == normal(b)
+
+    def _one_change(self, raw: dict[str, Any], manifest: Path, patch_id: str, fix: str, again: str) -> None:
+        """Refuse params that swap nothing: neither ``was`` nor ``now``, or the two the same as this
+        kind compares pieces (``again`` says how), would make check call every file both present and
+        missing. ``fix`` is the one-line remedy in the kind's words."""
+        if "was" not in raw and "now" not in raw:
+            raise ManifestError(manifest, "params.now", "missing (and so is params.was)", fix, patch_id)
+        if "was" in raw and "now" in raw and self._same(raw["was"], raw["now"]):
+            raise ManifestError(manifest, "params.now", again, fix, patch_id)
 
     def check(self, text: str | None, patch: Patch, ctx: Context) -> Check:
         p = patch.params
