@@ -130,7 +130,7 @@ class Draft:
     params: dict[str, Any]
     #: the ``upstream`` rule, where capture writes one
     upstream: dict[str, Any] | None = None
-    #: add-file: the file's bytes, written under files/
+    #: add-file, blob: the file's bytes; rename-file: BASE's copy of the old file (its fallback)
     content: bytes | None = None
     #: in-place edits: the (first, last) BASE lines the patch replaces, and the fork's text for them
     part: tuple[tuple[int, int], str] | None = None
@@ -138,6 +138,12 @@ class Draft:
     base_lines: Sequence[str] = field(default=(), repr=False, compare=False)
     #: ids of the drafts this one needs (:mod:`patchctl.capture.links`)
     needs: tuple[str, ...] = ()
+
+    @property
+    def shipped_as(self) -> str:
+        """Where :attr:`content` is written in the patchset: rename-file's fallback names its own path
+        (BASE's old path, which no file the fork has can take)."""
+        return str(self.params["fallback"]) if self.kind == "rename-file" else f"files/{self.path}"
 
     @property
     def captured(self) -> Captured:

@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from patchctl import fsutil
 from patchctl.capture.model import Classified, Draft, Request, new_id
 from patchctl.capture.othertypes import blob, is_binary
+from patchctl.patchsets.kinds.blob import MAX_BLOB
 from patchctl.patchsets.kinds.pyparse import split_lines
 
 #: how alike a new file must be to a deleted one to count as the same file moved (git's default)
@@ -74,6 +75,16 @@ def renamed(
         mode = stat.S_IMODE(os.stat(req.fork.root / rel).st_mode) & 0o777
         return Classified.join([_delete(old, before, taken), blob(req, rel, data, None, mode, taken)])
     pid = new_id(f"move-{Path(rel).name}", taken)
+    # BASE's copy of the old file, for an upstream that has none (an sdist without examples/)
+    fallback = (
+        {
+            "fallback": f"files/{old}",
+            "fallback_sha256": fsutil.sha256_bytes(before),
+            "fallback_mode": f"{stat.S_IMODE(os.stat(req.base.root / old).st_mode) & 0o777:04o}",
+        }
+        if len(before) <= MAX_BLOB
+        else {}
+    )
     move = Draft(
         pid,
         "rename-file",
@@ -82,7 +93,8 @@ def renamed(
         bool(req.rx.search(data.decode("utf-8", errors="replace"))),
         f"move {old} to {rel}",
         "",
-        {"source": old},
+        {"source": old, **fallback},
+        content=before if fallback else None,
         part=((1, 0), ""),
         base_lines=split_lines(before.decode("utf-8", "surrogateescape")),
     )

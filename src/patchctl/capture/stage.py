@@ -43,7 +43,7 @@ def stage(drafts: Sequence[Draft], header: Header, where: Path) -> Staged:
     where.mkdir(parents=True)
     for d in drafts:
         if d.content is not None:
-            dest = where / "files" / d.path
+            dest = where / d.shipped_as
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(d.content)
     head = {

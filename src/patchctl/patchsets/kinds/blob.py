@@ -50,6 +50,66 @@ def _digest(raw: dict[str, Any], key: str, manifest: Path, patch_id: str) -> str
     return value
 
 
+@dataclass(frozen=True)
+class Shipped:
+    """A file shipped in the patchset, loaded and checked against its sha256."""
+
+    source: str
+    #: the shipped bytes, as the text pipeline carries them (surrogate escapes)
+    content: str
+    sha256: str
+    mode: int
+
+
+def load_shipped(
+    raw: dict[str, Any], keys: tuple[str, str, str], patchset_root: Path, manifest: Path, patch_id: str
+) -> Shipped:
+    """The file that ``raw[keys[0]]`` names inside the patchset, refused unless it stays inside the
+    patchset (no ``..``, no symlink out), is at most :data:`MAX_BLOB` and matches ``raw[keys[1]]``;
+    ``raw[keys[2]]`` its octal mode. Shared by every kind that ships bytes (blob, rename-file's
+    fallback), so each is confined and checked the same way."""
+    key, sha_key, mode_key = keys
+    src = raw[key]
+    path = patchset_root / src
+    problem = relative_inside(src)
+    if problem is None and patchset_root.resolve() not in path.resolve().parents:
+        problem = f"leads out of the patchset folder through a symlink (to {path.resolve()})"
+    if problem is None and not path.is_file():
+        problem = "is not a file in the patchset folder"
+    if problem is None and path.stat().st_size > MAX_BLOB:
+        problem = f"is {path.stat().st_size} bytes, over the {MAX_BLOB >> 20} MiB a blob may have"
+    if problem:
+        raise ManifestError(
+            manifest,
+            f"params.{key}",
+            f"{src!r} {problem}",
+            "ship the file inside the patchset directory and name it relative to it",
+            patch_id,
+        )
+    data = path.read_bytes()
+    want = _digest(raw, sha_key, manifest, patch_id)
+    if want is None:
+        raise ManifestError(
+            manifest, f"params.{sha_key}", "is missing", f"write the sha256 of {src} (sha256sum FILE)", patch_id
+        )
+    if fsutil.sha256_bytes(data) != want:
+        raise ManifestError(
+            manifest,
+            f"params.{sha_key}",
+            f"does not match {src} (sha256 "
+            f"{fsutil.sha256_bytes(data)[:12]}...): the shipped file was changed after capture",
+            "ship the right file, or write its sha256 if the change is yours",
+            patch_id,
+        )
+    try:
+        mode = int(raw.get(mode_key, "0644"), 8)
+    except ValueError:
+        raise ManifestError(
+            manifest, f"params.{mode_key}", f"{raw[mode_key]!r} is not octal", 'write it like "0644"', patch_id
+        ) from None
+    return Shipped(src, data.decode("utf-8", "surrogateescape"), want, mode & 0o7777)
+
+
 class Blob:
     name: ClassVar[str] = "blob"
     description: ClassVar[str] = "Add or replace a binary file with bytes shipped in the patchset (sha256 checked)."
@@ -64,47 +124,8 @@ class Blob:
     }
 
     def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
-        src = raw["source"]
-        path = patchset_root / src
-        problem = relative_inside(src)
-        if problem is None and patchset_root.resolve() not in path.resolve().parents:
-            problem = f"leads out of the patchset folder through a symlink (to {path.resolve()})"
-        if problem is None and not path.is_file():
-            problem = "is not a file in the patchset folder"
-        if problem is None and path.stat().st_size > MAX_BLOB:
-            problem = f"is {path.stat().st_size} bytes, over the {MAX_BLOB >> 20} MiB a blob may have"
-        if problem:
-            raise ManifestError(
-                manifest,
-                "params.source",
-                f"{src!r} {problem}",
-                "ship the file inside the patchset directory and name it relative to it",
-                patch_id,
-            )
-        data = path.read_bytes()
-        want = _digest(raw, "sha256", manifest, patch_id)
-        if fsutil.sha256_bytes(data) != want:
-            raise ManifestError(
-                manifest,
-                "params.sha256",
-                f"does not match {src} (sha256 "
-                f"{fsutil.sha256_bytes(data)[:12]}...): the shipped file was changed after capture",
-                "ship the right file, or write its sha256 if the change is yours",
-                patch_id,
-            )
-        try:
-            mode = int(raw.get("mode", "0644"), 8)
-        except ValueError:
-            raise ManifestError(
-                manifest, "params.mode", f"{raw['mode']!r} is not octal", 'write it like "0644"', patch_id
-            ) from None
-        return Params(
-            src,
-            data.decode("utf-8", "surrogateescape"),
-            want,
-            mode & 0o7777,
-            _digest(raw, "replaces", manifest, patch_id),
-        )
+        got = load_shipped(raw, ("source", "sha256", "mode"), patchset_root, manifest, patch_id)
+        return Params(got.source, got.content, got.sha256, got.mode, _digest(raw, "replaces", manifest, patch_id))
 
     def check(self, text: str | None, patch: Patch, ctx: Context) -> Check:
         p: Params = patch.params

@@ -3,6 +3,11 @@
 The patch's target is the new path and ``source`` the old one. Only the move is this patch: the
 fork's edits of the moved file are patches of their own on the new path, after this one in the
 manifest, so an upstream that changed the old file keeps its changes through the move.
+
+An upstream that has no old file at all (an sdist without ``examples/``) would leave those edits
+nothing to apply to, so the patch may ship BASE's copy of the old file as ``fallback`` (checked
+and confined as a blob is): apply then creates the new path from it, and the apply record notes
+that, so revert deletes the file rather than move it back to a path upstream never had.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from typing import Any, ClassVar
 from patchctl.confine import in_metadata, relative_inside
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
+from patchctl.patchsets.kinds.blob import Shipped, load_shipped
+from patchctl.patchsets.kinds.wholefile import sha256
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
 
@@ -22,6 +29,12 @@ from patchctl.schema import Field, Schema
 class Params:
     #: the old path, relative to the tree
     source: str
+    #: BASE's copy of the old file, to create the new path from where upstream has no old file
+    fallback: Shipped | None = None
+
+
+#: what the apply record keeps of a file created from the fallback, so revert deletes it
+_CREATED = {"created_from": "fallback"}
 
 
 class RenameFile:
@@ -32,6 +45,9 @@ class RenameFile:
     takes_lines_along: ClassVar[bool] = False
     params_schema: ClassVar[Schema] = {
         "source": Field(str, True, 'the old path relative to the tree, e.g. "scripts/old_name.sh"'),
+        "fallback": Field(str, False, 'BASE\'s copy of the old file in the patchset, e.g. "files/scripts/old_name.sh"'),
+        "fallback_sha256": Field(str, False, "the sha256 of the fallback file"),
+        "fallback_mode": Field(str, False, 'octal permission bits of the fallback such as "0755"'),
     }
 
     def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
@@ -47,7 +63,10 @@ class RenameFile:
                 "write the old path relative to the tree's root, inside it",
                 patch_id,
             )
-        return Params(src)
+        if "fallback" not in raw:
+            return Params(src)
+        keys = ("fallback", "fallback_sha256", "fallback_mode")
+        return Params(src, load_shipped(raw, keys, patchset_root, manifest, patch_id))
 
     def _source(self, p: Params, ctx: Context) -> str | None:
         return ctx.read(p.source) if ctx.read is not None and p.source != ctx.path else None
@@ -75,6 +94,14 @@ class RenameFile:
                 EditStatus.UNCHANGED if old is None else EditStatus.CONFLICT,
                 f"{ctx.path} exists already" + (f" beside {p.source}; move one away" if old else ""),
             )
+        if old is None and p.fallback is not None:
+            return Edit(
+                EditStatus.CHANGED,
+                f"{ctx.path} created from the base's copy ({p.fallback.source}) because upstream has no {p.source}",
+                p.fallback.content,
+                p.fallback.mode,
+                undo=dict(_CREATED),
+            )
         if old is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{p.source} does not exist here, so there is nothing to move")
         mode = ctx.mode_of(p.source) if ctx.mode_of is not None else None
@@ -84,5 +111,9 @@ class RenameFile:
         p: Params = patch.params
         if text is None or self._source(p, ctx) is not None:
             return Edit(EditStatus.CONFLICT, f"{ctx.path} is not where the patch moved {p.source}")
+        if ctx.undo == _CREATED:
+            if p.fallback is None or sha256(text) != p.fallback.sha256:
+                return Edit(EditStatus.CONFLICT, f"{ctx.path} is no longer the base's copy apply created it from")
+            return Edit(EditStatus.CHANGED, f"{ctx.path} removed: apply created it, upstream has no {p.source}", None)
         mode = ctx.mode_of(ctx.path) if ctx.mode_of is not None else None
         return Edit(EditStatus.CHANGED, f"{ctx.path} moved back to {p.source}", None, also=((p.source, text, mode),))
