@@ -11,7 +11,6 @@ imports each package for that.
 
 from __future__ import annotations
 
-import ctypes
 import importlib.metadata as metadata
 import importlib.util
 import json
@@ -84,22 +83,16 @@ def nccl_from_library(torch_dir: Path | None) -> str | None:
 
 
 def driver() -> dict[str, str]:
-    """The NVIDIA kernel module's version and the CUDA API the driver offers (ctypes: no torch)."""
+    """The NVIDIA kernel module's version and the CUDA API the driver offers (ctypes: no torch),
+    read by ``verify --env``'s torch probe; a first line without a version gives no ``driver``."""
+    from patchctl.preflight.probes import torch_info
+
+    found = torch_info.driver()
     out: dict[str, str] = {}
-    try:
-        with open("/proc/driver/nvidia/version", encoding="utf-8") as f:
-            found = re.search(r"\s(\d+\.\d+(?:\.\d+)?)\s", f.readline() + " ")
-        if found:
-            out["driver"] = found.group(1)
-    except OSError:
-        pass
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-        v = ctypes.c_int()
-        if lib.cuDriverGetVersion(ctypes.byref(v)) == 0:
-            out["cuda_api"] = f"{v.value // 1000}.{v.value % 1000 // 10}"
-    except OSError:
-        pass
+    if re.fullmatch(r"\d+\.\d+(?:\.\d+)?", found.get("kernel_module", "")):
+        out["driver"] = found["kernel_module"]
+    if "cuda_api" in found:
+        out["cuda_api"] = found["cuda_api"]
     return out
 
 
