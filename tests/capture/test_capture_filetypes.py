@@ -8,12 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from tests.capture.shapesfork import DELETED, PNG, PNG_BYTES, RENAMED, REQUIREMENTS, YAML, make_fork, upstream
+from tests.clirun import run
 from tests.conftest import snapshot
 
 from patchctl import releases
-from patchctl.cli.main import cli
 
 KINDS = {
     "ppo-trainer-uky-smoke": "config-key",
@@ -29,11 +28,6 @@ KINDS = {
     "diagnose-env-module": "structural",
     "uky-arch-png": "blob",
 }
-
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.stdout if "--json" in args else result.output
 
 
 @pytest.fixture

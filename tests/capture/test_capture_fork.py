@@ -8,12 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from tests.capture.forkmaker import GSM8K, PROBE, TRACKING, make_fork
+from tests.clirun import run
 from tests.conftest import git, snapshot
 
 from patchctl import releases
-from patchctl.cli.main import cli
 
 #: what the captured patchset does on the neighbouring releases (the add-files apply everywhere)
 NEIGHBOURS = {
@@ -42,12 +41,6 @@ NEIGHBOURS = {
         "vllm-rollout-spmd-module": "applied",
     },
 }
-
-
-def run(*args: str) -> tuple[int, str]:
-    """Exit code, and stdout alone for --json runs (stderr mixed in otherwise)."""
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.stdout if "--json" in args else result.output
 
 
 @pytest.fixture

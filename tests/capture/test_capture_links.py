@@ -10,12 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from tests.clirun import run
 from tests.conftest import git
 
 from patchctl.capture import links
 from patchctl.capture.model import Draft
-from patchctl.cli.main import cli
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -60,11 +59,6 @@ def edit(tree: Path, pairs: list[tuple[str, str]]) -> None:
         assert text.count(old) == 1, old
         text = text.replace(old, new)
     path.write_text(text, encoding="utf-8")
-
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.stdout if "--json" in args else result.output
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from tests.clirun import run
 from tests.conftest import git, snapshot
 
 from patchctl import releases
 from patchctl.capture import inplace
-from patchctl.cli.main import cli
 
 ENGINE = "verl/workers/engine/fsdp/transformer_impl.py"
 VLLM = "verl/workers/rollout/vllm_rollout/vllm_async_server.py"
@@ -29,11 +28,6 @@ MODE = ("        self.mode = None\n", '        self.mode = "init"  # Uky: a name
 RULE = (
     '{ kind = "call-keyword", call = "auto_class.from_pretrained", old_keyword = "torch_dtype", new_keyword = "dtype" }'
 )
-
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.stdout if "--json" in args else result.output
 
 
 def edit(tree: Path, rel: str, *pairs: tuple[str, str]) -> None:

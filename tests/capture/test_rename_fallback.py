@@ -9,18 +9,11 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from tests.clirun import run
 from tests.conftest import snapshot
-
-from patchctl.cli.main import cli
 
 OLD, NEW = "scripts/run_grpo.sh", "examples/grpo/run_grpo.sh"
 SCRIPT = "#!/bin/sh\nset -e\npython -m verl.trainer.main_ppo \\\n  trainer.epochs=1\n"
-
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.stdout if "--json" in args else result.output
 
 
 def tree(root: Path, files: dict[str, str]) -> Path:

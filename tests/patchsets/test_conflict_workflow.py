@@ -9,10 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from tests.clirun import run
 from tests.conftest import git
-
-from patchctl.cli.main import cli
 
 TRACKING = "verl/utils/tracking.py"
 LINE = '        data = {"step": step, "data": data}\n'
@@ -23,11 +21,6 @@ RESOLVED = '        data = {"step": step, "data": data, "ts": 0, "uky": 1}  # Uk
 LOOP = "        for default_backend, logger_instance in self.logger.items():\n"
 LOOP2 = "        for name, logger_instance in self.logger.items():\n"
 CALL = "                logger_instance.log(data=data, step=step)\n"
-
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.stdout if "--json" in args else result.output
 
 
 def replace(tree: Path, old: str, new: str) -> None:
