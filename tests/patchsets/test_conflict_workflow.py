@@ -154,7 +154,7 @@ def test_a_tampered_resolution_is_refused(patchset: Path, tmp_path: Path, tamper
     )
     code, out = run("list", "--patchset", str(ps))
     assert code == 2 and "resolutions.toml" in out
-    assert ("does not match the sha256" if tamper == "before" else "is no structural patch") in out
+    assert ("does not match the sha256" if tamper == "before" else "is no patch of the manifest") in out
 
 
 def test_matrix_shows_one_line_per_conflict_and_the_diff_behind_a_flag(patchset: Path, release_tree) -> None:

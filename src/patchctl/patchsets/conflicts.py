@@ -24,10 +24,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from patchctl.confine import not_a_real_folder, why_outside
+from patchctl.confine import in_metadata, not_a_real_folder, why_outside
 from patchctl.errors import ConflictsPending, ConflictStateDamaged
-from patchctl.patchsets.kinds import anchors as st
-from patchctl.patchsets.kinds import candidate
+from patchctl.patchsets.kinds import marking
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset
 from patchctl.patchsets.plan import Plan
@@ -61,6 +60,8 @@ class Marked:
     above: tuple[str, ...] = ()
     below: tuple[str, ...] = ()
     blocks: tuple[str, ...] = ()
+    #: the whole file is the conflict (add-file, rename-file, delete-file): its resolution replaces it
+    whole: bool = False
 
 
 def load(root: Path) -> list[Marked]:
@@ -81,10 +82,10 @@ def load(root: Path) -> list[Marked]:
         raise ConflictStateDamaged(path, str(exc)) from None
     for m in found:
         problem = why_outside(root, m.path) if isinstance(m.path, str) and m.path else "is not a path"
-        if problem or m.path.startswith(".patchctl"):
-            raise ConflictStateDamaged(
-                path, f"patch {m.patch!r} names {m.path!r}, which {problem or 'is in patchctl folder'}"
-            )
+        folder = in_metadata(m.path) if not problem else None
+        if problem or folder:
+            why = problem or f"is in {folder}"
+            raise ConflictStateDamaged(path, f"patch {m.patch!r} names {m.path!r}, which {why}")
     return found
 
 
@@ -99,25 +100,32 @@ def to_bytes(marked: list[Marked]) -> str:
 
 
 def mark(plan: Plan, patchsets: list[Patchset]) -> None:
-    """Write each conflicting structural patch of ``plan`` at its candidate place with markers
-    (in the plan, not on disk); a conflict with no candidate stays a conflict."""
+    """Write each conflicting patch of ``plan`` at its candidate place with markers (in the plan,
+    not on disk); a conflict with no candidate stays a conflict, its reason saying why."""
     by_key = {(ps.name, p.id): p for ps in patchsets for p in ps.patches}
-    chosen: dict[str, list[tuple[candidate.Candidate, Patch, PatchResult]]] = {}
+    chosen: dict[str, list[tuple[marking.Place, Patch, PatchResult]]] = {}
+    why_not: dict[tuple[str, str], str] = {}
     tree = plan.reader
     for r in plan.results:
         patch = by_key.get((r.patchset, r.patch))
-        if r.status is not Outcome.CONFLICT or patch is None or patch.kind != "structural" or r.path is None:
+        if r.status is not Outcome.CONFLICT or patch is None or r.path is None:
             continue
-        text = tree.read(r.path)
-        found = candidate.propose(text, patch.params, r.path) if text is not None else None
+        found = marking.propose(tree.read_for(patch, r.path), patch, r.path, tree.confined)
         taken = chosen.setdefault(r.path, [])
-        if found is not None and all(found.last + 1 < c.first or found.first > c.last + 1 for c, _, _ in taken):
+        if isinstance(found, str):
+            why_not[(r.patchset, r.patch)] = f"{r.reason}; no conflict markers: {found}"
+        elif all(found.last + 1 < c.first or found.first > c.last + 1 for c, _, _ in taken) and not (
+            taken and (found.whole or taken[0][0].whole)
+        ):
             taken.append((found, patch, r))
+        else:
+            why_not[(r.patchset, r.patch)] = f"{r.reason}; no conflict markers: its place overlaps another conflict's"
     reasons: dict[tuple[str, str], str] = {}
     marked: list[Marked] = []
     for rel, places in chosen.items():
         if places:
-            text, mine = _write(tree.read(rel) or "", rel, sorted(places, key=lambda f: f[0].first), plan)
+            patch = places[0][1]
+            text, mine = _write(tree.read_for(patch, rel) or "", rel, sorted(places, key=lambda f: f[0].first), plan)
             tree.write(rel, text, None)
             marked += mine
             for c, _patch, r in places:
@@ -130,33 +138,35 @@ def mark(plan: Plan, patchsets: list[Patchset]) -> None:
     plan.results = [
         replace(r, status=Outcome.CONFLICT_MARKED, reason=reasons[(r.patchset, r.patch)])
         if (r.patchset, r.patch) in reasons
+        else replace(r, reason=why_not[(r.patchset, r.patch)])
+        if (r.patchset, r.patch) in why_not
         else r
         for r in plan.results
     ]
 
 
 def _write(
-    text: str, rel: str, found: list[tuple[candidate.Candidate, Patch, PatchResult]], plan: Plan
+    text: str, rel: str, found: list[tuple[marking.Place, Patch, PatchResult]], plan: Plan
 ) -> tuple[str, list[Marked]]:
     lines = split_lines(text)
+    if lines and not lines[-1].endswith("\n"):  # a marker line must not join the file's last line
+        lines[-1] += "\n"
     out: list[str] = []
-    pending: list[tuple[list[str], Patch, PatchResult, str, candidate.Candidate]] = []
+    pending: list[tuple[list[str], Patch, PatchResult, str, marking.Place]] = []
     at = 1
     for c, patch, r in found:
         gap = lines[at - 1 : c.first - 1]
         upstream = lines[c.first - 1 : c.last]
-        p = patch.params
-        ours = st.reindent(p.before, p.indent, c.indent) or p.before
-        theirs = st.reindent(p.after, p.indent, c.indent) or p.after
         where = f"lines {c.first}-{c.last}" if c.last >= c.first else f"before line {c.first}"
+        original = "the patch's original" if c.ours else "the patch's original (none kept: empty)"
         out += [
             *gap,
             f"<<<<<<< upstream: {rel} {where}\n",
             *upstream,
-            f"||||||| {patch.id}: the patch's original\n",
-            *split_lines(ours),
+            f"||||||| {patch.id}: {original}\n",
+            *split_lines(c.ours),
             "=======\n",
-            *split_lines(theirs),
+            *split_lines(c.theirs),
             f">>>>>>> {patch.id}: the patch's change\n",
         ]
         pending.append((gap, patch, r, "".join(upstream), c))
@@ -179,6 +189,7 @@ def _write(
             c.above,
             c.below,
             c.blocks,
+            c.whole,
         )
         for i, (gap, patch, r, up, c) in enumerate(pending)
     ]

@@ -107,6 +107,8 @@ class Resolution:
     above: tuple[str, ...] = ()
     below: tuple[str, ...] = ()
     blocks: tuple[str, ...] = ()
+    #: ``before`` and ``after`` are the whole file (add-file, rename-file, delete-file; empty: deleted)
+    whole: bool = False
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,9 @@ class Refreshed:
     context: str
     #: False where the user kept upstream's text: nothing to record, the patch is dropped there
     recorded: bool
+    kind: str = "structural"
+    #: a delete-file conflict resolved to an empty file: refresh deletes it, as the patch does
+    deleted: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -153,30 +156,31 @@ def refresh(target: Target, patchsets: list[Patchset]) -> list[Refreshed]:
                     m.above,
                     m.below,
                     m.blocks,
+                    m.whole,
                 ),
             )
-        done.append(Refreshed(m.patchset, m.patch, m.path, context, resolved != m.upstream))
+        kind = by_name[m.patchset].get(m.patch).kind  # type: ignore[union-attr]  # checked above
+        gone = m.whole and not resolved and kind == "delete-file"
+        done.append(Refreshed(m.patchset, m.patch, m.path, context, resolved != m.upstream, kind, gone))
     _settle(target, patchsets, done)
     return done
 
 
 def _settle(target: Target, patchsets: list[Patchset], done: list[Refreshed]) -> None:
-    """The tree's record lists each recorded patch as applied; its conflict list goes."""
+    """The tree's record lists each recorded patch as applied; its conflict list goes (and a
+    delete-file's emptied file, which its resolution deletes)."""
     record = rec.load(target.root) or rec.Record(target.version, target.commit)
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    changes = {conflicts.STATE_PATH: fsutil.FileChange(conflicts.STATE_PATH, None)}
     for d in done:
         record.entries = [e for e in record.entries if (e.patchset, e.patch) != (d.patchset, d.patch)]
+        if d.deleted:
+            changes[d.path] = fsutil.FileChange(d.path, None)
         if d.recorded:
-            sha = fsutil.sha256_file(target.root / d.path)
-            record.entries.append(rec.Entry(d.patchset, d.patch, "structural", d.path, None, sha, now))
+            sha = None if d.deleted else fsutil.sha256_file(target.root / d.path)
+            record.entries.append(rec.Entry(d.patchset, d.patch, d.kind, d.path, None, sha, now))
     for ps in patchsets:
         if any(d.patchset == ps.name for d in done):
             record.patchsets[ps.name] = {"digest": ps.digest, "source": str(ps.root)}
-    fsutil.write_all(
-        target.root,
-        {
-            rec.RECORD_PATH: fsutil.FileChange(rec.RECORD_PATH, record.to_bytes()),
-            conflicts.STATE_PATH: fsutil.FileChange(conflicts.STATE_PATH, None),
-        },
-        command="refresh",
-    )
+    changes[rec.RECORD_PATH] = fsutil.FileChange(rec.RECORD_PATH, record.to_bytes())
+    fsutil.write_all(target.root, changes, command="refresh")

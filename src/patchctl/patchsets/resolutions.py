@@ -3,11 +3,11 @@
 ``patchctl refresh`` writes ``resolutions.toml`` beside a patchset's manifest: per resolved
 conflict the patch id, the sha256 of upstream's text at the conflict's place (the key, with the
 id), that text and what the user made of it. The ``structural`` kind tries a patch's
-resolutions where its own text does not fit, so the next version with the same upstream text
-applies without asking again.
+resolutions where its own text does not fit, and :mod:`~patchctl.patchsets.kinds.replay` does so
+for every other kind, so the next version with the same upstream text applies without asking again.
 
 The file is as untrusted as the manifest: it must be a regular file (not a symlink to elsewhere),
-every entry must name a structural patch of the manifest and carry the hash of its own text (an
+every entry must name a patch of the manifest and carry the hash of its own text (an
 edited text with a stale key is refused, not replayed where it was never resolved), and it names
 no path: a resolution is only ever written where its patch's anchors lead, inside the tree.
 """
@@ -33,7 +33,7 @@ else:  # pragma: no cover
 
 FILE = "resolutions.toml"
 SCHEMA = {
-    "patch": Field(str, True, "the id of a structural patch of the manifest"),
+    "patch": Field(str, True, "the id of a patch of the manifest"),
     "context": Field(str, True, "the sha256 of before"),
     "indent": Field(str, False, "the indentation the texts were recorded at"),
     "before": Field(str, True, "upstream's text at the conflict's place"),
@@ -42,6 +42,7 @@ SCHEMA = {
     "above": Field(list, False, "the place's own anchors above, where the patch's led nowhere", item=str),
     "below": Field(list, False, "the place's own anchors below", item=str),
     "blocks": Field(list, False, "the place's own block headers", item=str),
+    "whole": Field(bool, False, "before and after are the whole file (empty after: the file is deleted)"),
 }
 
 
@@ -75,19 +76,22 @@ def attach(directory: Path, patches: list[Patch]) -> list[Patch]:
     for i, raw in enumerate(_read(directory)):
         check(raw, SCHEMA, file=file, prefix=f"resolution[{i}].")
         pid = raw["patch"]
-        if by_id.get(pid) is None or by_id[pid].kind != "structural":
+        if by_id.get(pid) is None:
             raise ManifestError(
                 file,
                 f"resolution[{i}].patch",
-                f"{pid!r} is no structural patch of the manifest",
+                f"{pid!r} is no patch of the manifest",
                 "delete this resolution",
                 pid,
             )
-        if context_of(raw["before"]) != raw["context"] or raw["before"] == raw["after"]:
+        if context_of(raw["before"]) != raw["context"] or raw["before"] == raw["after"] or (
+            raw.get("whole") and by_id[pid].kind != "delete-file" and not raw["after"]
+        ):
             raise ManifestError(
                 file,
                 f"resolution[{i}].context",
-                "does not match the sha256 of before, or before equals after: the entry was edited",
+                "does not match the sha256 of before, before equals after, or a whole file other than a "
+                "delete-file's is emptied: the entry was edited",
                 "delete it and resolve the conflict again",
                 pid,
             )
@@ -101,6 +105,7 @@ def attach(directory: Path, patches: list[Patch]) -> list[Patch]:
                 tuple(raw.get("above", ())),
                 tuple(raw.get("below", ())),
                 tuple(raw.get("blocks", ())),
+                bool(raw.get("whole", False)),
             )
         )
     return [dataclasses.replace(p, resolutions=tuple(found[p.id])) if p.id in found else p for p in patches]
@@ -116,6 +121,8 @@ def _string(value: str) -> str:
 
 
 def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_string(str(x)) for x in v) + "]"
     return _string(str(v))
@@ -127,7 +134,7 @@ def record(directory: Path, patch: str, resolution: Resolution) -> None:
     entries.append({"patch": patch, **dataclasses.asdict(resolution)})
     out = ["# conflict resolutions recorded by `patchctl refresh`; replayed where the same conflict comes back"]
     for e in entries:
-        out += ["", "[[resolution]]"] + [f"{k} = {_value(v)}" for k, v in e.items() if v not in ((), [])]
+        out += ["", "[[resolution]]"] + [f"{k} = {_value(v)}" for k, v in e.items() if v not in ((), [], False)]
     tmp = directory / f".{FILE}.tmp"
     tmp.write_text("\n".join(out) + "\n", encoding="utf-8")
     os.replace(tmp, directory / FILE)

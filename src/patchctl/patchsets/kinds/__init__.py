@@ -12,6 +12,7 @@ from typing import cast
 
 from patchctl.patchsets.kinds.base import PatchKind
 from patchctl.patchsets.kinds.bom import KeepBom
+from patchctl.patchsets.kinds.replay import Replay
 
 #: kind name -> "module:Class" under patchctl.patchsets.kinds
 _REGISTRY = {
@@ -39,6 +40,8 @@ class _Kinds(Mapping[str, PatchKind]):
         if name not in self._loaded:
             module, cls = _REGISTRY[name].split(":")
             kind = getattr(importlib.import_module(f"{__name__}.{module}"), cls)()
+            if name != "structural":  # replays its recorded resolutions at its own anchors
+                kind = cast(PatchKind, Replay(kind))
             # a kind that edits a file in place keeps its BOM (see bom.py); add-file ships bytes as they are
             self._loaded[name] = kind if kind.creates_target else cast(PatchKind, KeepBom(kind))
         return self._loaded[name]

@@ -111,6 +111,21 @@ class ConfigKey(Swap):
             indent = holder.indent + 2 if holder is not None and fmt != "toml" else 2 if fmt == "json" else 0
         return Spot(at, at, None, hint=indent)
 
+    def place(self, lines: list[str], p: Params, path: str) -> tuple[int, int, str, str, str] | str:
+        """Where the key is; where upstream removed its parent, the end of its nearest ancestor
+        that is left (or of the file), with the key path in the reason so the user moves it."""
+        found = super().place(lines, p, path)
+        fmt = keypath.fmt_of(path)
+        if not isinstance(found, str) or fmt is None or fmt == "json" or p.now is None:
+            return found
+        by_path = {n.path: n for n in keypath.nodes(lines, fmt)}
+        holder = next((by_path[p.path[:n]] for n in range(len(p.path) - 2, 0, -1) if p.path[:n] in by_path), None)
+        at = holder.end if holder is not None else _after_last_content(lines, len(lines))
+        indent = holder.indent + 2 if holder is not None and fmt == "yaml" else 0
+        where = f"key {keypath.dotted(holder.path)}" if holder is not None else "the file"
+        how = f"the end of {where}, the nearest part of {keypath.dotted(p.path)} upstream still has"
+        return at, at, p.was or "", "".join(keypath.indent_text(p.now, indent)), how
+
     def _finish(self, text: str, path: str) -> str:
         return jsonpath.fix_commas(text) if keypath.fmt_of(path) == "json" else text
 

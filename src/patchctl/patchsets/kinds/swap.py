@@ -152,6 +152,17 @@ class Swap:
             new = self._put(lines, self._widen(lines, spot, p.was), p.was, ctx.path)
         return Edit(EditStatus.CHANGED, f"{ctx.path}: {self._what(p)} restored", new)
 
+    def place(self, lines: list[str], p: Any, path: str) -> tuple[int, int, str, str, str] | str:
+        """Where conflict markers go for a piece that conflicts: upstream's lines there (0-based,
+        end excluded), the piece as BASE had it and as the fork has it laid out there, and how
+        the place was found; or why there is none (:mod:`~patchctl.patchsets.kinds.marking`)."""
+        spot = self._spot(lines, p, path)
+        if spot.problem:
+            return spot.problem
+        spot = self._widen(lines, spot, p.now)
+        ours, theirs = ("".join(self._lay(x, spot)) if x is not None else "" for x in (p.was, p.now))
+        return spot.start, spot.end, ours, theirs, f"{self._what(p)}, where the file has it now"
+
     def part(self, lines: list[str], p: Any, path: str) -> tuple[tuple[int, int], str] | None:
         """What applying to ``lines`` replaces: the 1-based (first, last) lines and the text put there,
         as capture's proof measures a patch; None when the patch would not apply there."""

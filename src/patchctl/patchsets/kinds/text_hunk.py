@@ -108,6 +108,18 @@ class TextHunk(Swap):
         lines = split_lines(piece)
         return lines[spot.trim[0] : len(lines) - spot.trim[1]]
 
+    def place(self, lines: list[str], p: Params, path: str) -> tuple[int, int, str, str, str] | str:
+        """Where the hunk is, else the window of the file most like it (as its conflict names it)."""
+        found = super().place(lines, p, path)
+        if not isinstance(found, str):
+            return found
+        best, at = _best([ln.rstrip() for ln in lines], _rows(p.was))
+        if best <= 0:
+            return found
+        n = min(len(split_lines(p.was)), len(lines) - at)
+        how = f"lines {at + 1}-{at + n}, where {best} of the hunk's {len(split_lines(p.was))} lines match"
+        return at, at + n, p.was, p.now, how
+
 
 def _matches(text: list[str], piece: list[str]) -> list[int]:
     if not piece:
@@ -116,15 +128,21 @@ def _matches(text: list[str], piece: list[str]) -> list[int]:
     return [i for i in range(len(text) - n + 1) if text[i] == piece[0] and text[i : i + n] == piece]
 
 
-def _nowhere(text: list[str], was: list[str], path: str) -> str:
-    """The window of the file most like the hunk, and its first line that is not as the hunk expects."""
-    if not was:
-        return f"{path}: the hunk has no lines to find it by"
+def _best(text: list[str], was: list[str]) -> tuple[int, int]:
+    """The window of ``text`` with the most lines as ``was`` has them: (how many, where)."""
     best, at = -1, 0
     for i in range(max(1, len(text) - len(was) + 1)):
         score = sum(a == b for a, b in zip(text[i : i + len(was)], was, strict=False))
         if score > best:
             best, at = score, i
+    return best, at
+
+
+def _nowhere(text: list[str], was: list[str], path: str) -> str:
+    """The window of the file most like the hunk, and its first line that is not as the hunk expects."""
+    if not was:
+        return f"{path}: the hunk has no lines to find it by"
+    best, at = _best(text, was)
     if best <= 0:
         return f"{path}: none of the hunk's lines is in the file (it expects {was[0].strip()!r}); upstream rewrote it"
     k = next(k for k, want in enumerate(was) if at + k >= len(text) or text[at + k] != want)
