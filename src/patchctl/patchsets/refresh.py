@@ -122,6 +122,11 @@ def _cut(lines: list[str], marks: list[conflicts.Marked]) -> list[list[str]]:
     return out
 
 
+def kind_of(by_name: dict[str, Patchset], m: conflicts.Marked) -> str:
+    patch = by_name[m.patchset].get(m.patch)
+    return patch.kind if patch is not None else ""
+
+
 def refresh(target: Target, patchsets: list[Patchset]) -> list[Refreshed]:
     """Record every resolved conflict of ``target`` in its patchset; all or none."""
     root = target.root
@@ -140,6 +145,11 @@ def refresh(target: Target, patchsets: list[Patchset]) -> list[Refreshed]:
             raise PatchsetNotWritable(m.patchset, f"it holds the conflicting patch {m.patch!r} but was not given")
         if ps.builtin:
             raise PatchsetNotWritable(m.patchset, "it is built into patchctl and cannot record resolutions")
+    for m, resolved in todo:
+        if not resolved and resolved != m.upstream and not (m.whole and kind_of(by_name, m) == "delete-file"):
+            raise ConflictUnresolved(
+                m.path, m.patch, "is resolved to nothing; keep upstream's text there to drop the patch on this tree"
+            )
     done = []
     for m, resolved in todo:
         context = resolutions.context_of(m.upstream)
@@ -159,7 +169,7 @@ def refresh(target: Target, patchsets: list[Patchset]) -> list[Refreshed]:
                     m.whole,
                 ),
             )
-        kind = by_name[m.patchset].get(m.patch).kind  # type: ignore[union-attr]  # checked above
+        kind = kind_of(by_name, m)
         gone = m.whole and not resolved and kind == "delete-file"
         done.append(Refreshed(m.patchset, m.patch, m.path, context, resolved != m.upstream, kind, gone))
     _settle(target, patchsets, done)
@@ -174,11 +184,12 @@ def _settle(target: Target, patchsets: list[Patchset], done: list[Refreshed]) ->
     changes = {conflicts.STATE_PATH: fsutil.FileChange(conflicts.STATE_PATH, None)}
     for d in done:
         record.entries = [e for e in record.entries if (e.patchset, e.patch) != (d.patchset, d.patch)]
-        if d.deleted:
+        if d.deleted and (target.root / d.path).exists():
             changes[d.path] = fsutil.FileChange(d.path, None)
         if d.recorded:
             sha = None if d.deleted else fsutil.sha256_file(target.root / d.path)
-            record.entries.append(rec.Entry(d.patchset, d.patch, d.kind, d.path, None, sha, now))
+            undo = {"resolution": d.context}  # revert goes back through the resolution
+            record.entries.append(rec.Entry(d.patchset, d.patch, d.kind, d.path, None, sha, now, undo))
     for ps in patchsets:
         if any(d.patchset == ps.name for d in done):
             record.patchsets[ps.name] = {"digest": ps.digest, "source": str(ps.root)}

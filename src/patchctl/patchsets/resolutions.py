@@ -36,8 +36,9 @@ SCHEMA = {
     "patch": Field(str, True, "the id of a patch of the manifest"),
     "context": Field(str, True, "the sha256 of before"),
     "indent": Field(str, False, "the indentation the texts were recorded at"),
-    "before": Field(str, True, "upstream's text at the conflict's place"),
-    "after": Field(str, True, "what the conflict was resolved to"),
+    # both may be empty (an empty place; a deleted file), so not "required", which refuses ""
+    "before": Field(str, False, "upstream's text at the conflict's place"),
+    "after": Field(str, False, "what the conflict was resolved to"),
     "recorded_on": Field(str, False, "the tree it was recorded on"),
     "above": Field(list, False, "the place's own anchors above, where the patch's led nowhere", item=str),
     "below": Field(list, False, "the place's own anchors below", item=str),
@@ -75,6 +76,9 @@ def attach(directory: Path, patches: list[Patch]) -> list[Patch]:
     found: dict[str, list[Resolution]] = {}
     for i, raw in enumerate(_read(directory)):
         check(raw, SCHEMA, file=file, prefix=f"resolution[{i}].")
+        for key in ("before", "after"):
+            if key not in raw:
+                raise ManifestError(file, f"resolution[{i}].{key}", "missing", f"add it ({SCHEMA[key].hint})")
         pid = raw["patch"]
         if by_id.get(pid) is None:
             raise ManifestError(
@@ -85,13 +89,13 @@ def attach(directory: Path, patches: list[Patch]) -> list[Patch]:
                 pid,
             )
         if context_of(raw["before"]) != raw["context"] or raw["before"] == raw["after"] or (
-            raw.get("whole") and by_id[pid].kind != "delete-file" and not raw["after"]
+            not raw["after"] and not (raw.get("whole") and by_id[pid].kind == "delete-file")
         ):
             raise ManifestError(
                 file,
                 f"resolution[{i}].context",
-                "does not match the sha256 of before, before equals after, or a whole file other than a "
-                "delete-file's is emptied: the entry was edited",
+                "does not match the sha256 of before, before equals after, or after is empty (only a "
+                "delete-file's may be): the entry was edited",
                 "delete it and resolve the conflict again",
                 pid,
             )

@@ -122,9 +122,14 @@ class ConfigKey(Swap):
         holder = next((by_path[p.path[:n]] for n in range(len(p.path) - 2, 0, -1) if p.path[:n] in by_path), None)
         at = holder.end if holder is not None else _after_last_content(lines, len(lines))
         indent = holder.indent + 2 if holder is not None and fmt == "yaml" else 0
+        parents = "".join(  # YAML: the keys upstream removed, written again around the fork's key
+            " " * (indent + 2 * i) + f"{k}:\n"
+            for i, k in enumerate(p.path[len(holder.path) if holder else 0 : -1] if fmt == "yaml" else ())
+        )
+        indent += 2 * parents.count("\n")
         where = f"key {keypath.dotted(holder.path)}" if holder is not None else "the file"
         how = f"the end of {where}, the nearest part of {keypath.dotted(p.path)} upstream still has"
-        return at, at, p.was or "", "".join(keypath.indent_text(p.now, indent)), how
+        return at, at, p.was or "", parents + "".join(keypath.indent_text(p.now, indent)), how
 
     def _finish(self, text: str, path: str) -> str:
         return jsonpath.fix_commas(text) if keypath.fmt_of(path) == "json" else text

@@ -92,17 +92,18 @@ class Replay:
         return own
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
-        own = self._kind.revert(text, patch, ctx)
-        if own.status is EditStatus.CHANGED or not patch.resolutions:
-            return own
+        """A patch applied through a resolution (its record names it) is reverted through it
+        first: the kind's own revert could find its own text inside the resolved one and take
+        only that part back."""
         key = (ctx.undo or {}).get("resolution")
+        if key is None:
+            own = self._kind.revert(text, patch, ctx)
+            if own.status is EditStatus.CHANGED or not patch.resolutions:
+                return own
         tried = [r for r in patch.resolutions if key in (None, r.context)]
         found = [(r, span) for r in tried if (span := find(text, r.after, r, patch, ctx)) is not None]
         if len(found) == 1:
             r, span = found[0]
-            return Edit(
-                EditStatus.CHANGED,
-                f"{ctx.path}: upstream's text restored{_how(r)}",
-                _swap(text, span, r.before, r.whole),
-            )
-        return own
+            new = _swap(text, span, r.before, r.whole)
+            return Edit(EditStatus.CHANGED, f"{ctx.path}: upstream's text restored{_how(r)}", new)
+        return own if key is None else self._kind.revert(text, patch, ctx)
