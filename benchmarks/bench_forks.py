@@ -12,7 +12,8 @@ Per version it prints the edits placed by each, those only one placed, patchctl'
 (each with its reason in the detail file, and counted by the kind of reason: the anchor is gone,
 the code at the place differs, the anchors are out of order, other), ``fmt``: conflicts in a
 scope whose syntax tree is the same on the base and the version (caused by formatting alone),
-``marked``: conflicts ``apply --conflicts=markers`` finds a place for, git's hunks merged clean
+``marked``: conflicts ``apply --conflicts=markers`` finds a place for (``unmarked, why``: the
+others, by the reason it gives), git's hunks merged clean
 and with conflict markers, and the times. ``git, partners kept`` counts git's placements whose
 ``needs`` git placed too (a use whose import git left in conflict is broken code, which patchctl
 holds back). Per fork: capture's patches by kind, what it left out, and the structural anchor
@@ -41,7 +42,7 @@ from patchctl.capture.run import capture
 from patchctl.patchsets import conflicts as conflicts_mod
 from patchctl.patchsets.engine import plan_apply
 from patchctl.patchsets.loader import load_patchset
-from patchctl.patchsets.model import Outcome, Patchset
+from patchctl.patchsets.model import Outcome, PatchResult, Patchset
 from patchctl.target import open_tree
 
 FORKS = {
@@ -84,6 +85,11 @@ def one_version(
         log.append(f"{name} {label} only-git {pid} {by_id[pid].target[0]}")
     kept = {pid for pid in gits if all(d in gits for d in by_id[pid].needs)}  # git's, partners there too
     conflicts_mod.mark(plan, [ps])
+    unmarked: Counter[str] = Counter()
+    for r in plan.results:
+        if r.status.is_failure:  # a conflict apply --conflicts=markers could not mark: its reason
+            unmarked[unmarked_class(r)] += 1
+            log.append(f"{name} {label} unmarked {r.patch} {r.path}: {' '.join(r.reason.split()[-40:])}")
     return {
         "version": label,
         "patches": len(plan.results),
@@ -96,12 +102,31 @@ def one_version(
         "why (anchor/code/order/other)": "/".join(str(why[k]) for k in ("anchor", "code", "order", "other")),
         "fmt": fmt,
         "marked": sum(r.status is Outcome.CONFLICT_MARKED for r in plan.results),
+        "unmarked, why": ", ".join(f"{n} {k}" for k, n in sorted(unmarked.items())) or "-",
         "n/a": conflicts["not-applicable"],
         "held": conflicts["held-back"],
         "git hunks clean/marked": f"{clean}/{marked}",
         "patchctl s": f"{t_pc:.1f}",
         "git s": f"{t_git:.1f}",
     }
+
+
+def unmarked_class(r: PatchResult) -> str:
+    """Why a conflict got no markers, in a word: ``ambiguous`` (several places fit), ``no-alike``
+    (no statement reads like its anchors), ``overlap`` (another conflict's place), ``binary``,
+    ``by-syntax`` (a kind that keeps no text), ``other``."""
+    if r.status is Outcome.AMBIGUOUS:
+        return "ambiguous"
+    why = r.reason.rsplit("no conflict markers: ", 1)[-1]
+    for key, word in (
+        ("reads at least", "no-alike"),
+        ("overlaps", "overlap"),
+        ("binary", "binary"),
+        ("by syntax", "by-syntax"),
+    ):
+        if key in why:
+            return word
+    return "other"
 
 
 def table(rows: list[dict[str, object]]) -> str:

@@ -267,3 +267,63 @@ def test_a_resolutions_file_naming_a_path_or_emptying_a_file_is_refused(tmp_path
     code, out = run("apply", "--target", str(again), "--patchset", str(ps))
     assert code == 2 and "resolutions.toml" in out and says in out, out
     assert snapshot(again) == pristine
+
+
+SERVER = "engine = AsyncLLM.from_vllm_config(\n    vllm_config=cfg,\n    disable_log_requests={value},\n)\n"
+SCRIPT = "set -x\nexport VLLM_USE_V1={value}\npython3 -m verl.trainer.main_ppo a=1\n"
+MANIFEST = """[patchset]
+name = "ps"
+tag = "Uky"
+
+[[patch]]
+id = "{id}"
+title = "t"
+why = "w"
+kind = "{kind}"
+target = ["{target}"]
+
+[patch.params]
+{params}
+"""
+#: kind -> (file, upstream's text, the manifest's params, the change marked, what the user resolves it to)
+BY_SYNTAX = {
+    "keyword-rename": (
+        "verl/server.py",
+        SERVER.format(value="args.quiet"),
+        'call = "AsyncLLM.from_vllm_config"\nold_keyword = "disable_log_requests"\n'
+        'new_keyword = "enable_log_requests"\nold_value = "args.disable_log_requests"\n'
+        'new_value = "args.enable_log_requests"',
+        "    # disable_log_requests=args.disable_log_requests, # Uky\n"
+        "    enable_log_requests=args.enable_log_requests, # Uky\n",
+        "    # disable_log_requests=args.quiet, # Uky\n    enable_log_requests=not args.quiet, # Uky\n",
+    ),
+    "shell-env": (
+        "run.sh",
+        SCRIPT.format(value="0"),
+        'env = ["VLLM_USE_V1=1"]',
+        "export VLLM_USE_V1=1  # Uky\n",
+        "export VLLM_USE_V1=0  # Uky: upstream's 0 kept, tagged\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(BY_SYNTAX))
+def test_a_value_conflict_of_a_by_syntax_kind_is_marked_and_replayed(kind: str, tmp_path: Path) -> None:
+    rel, upstream, params, change, resolved = BY_SYNTAX[kind]
+    ps = tmp_path / "ps"
+    ps.mkdir()
+    (ps / "patchset.toml").write_text(MANIFEST.format(id="p", kind=kind, target=rel, params=params), encoding="utf-8")
+    tree = build(tmp_path / "v1", {rel: upstream})
+    code, out = run("apply", "--target", str(tree), "--patchset", str(ps), "--conflicts=markers", "--json")
+    (row,) = json.loads(out)["results"]
+    assert code == 1 and row["status"] == "conflict-marked", row
+    _, _, theirs, rest = view((tree / rel).read_text(encoding="utf-8"))
+    assert theirs == change
+    (tree / rel).write_text(rest.replace("\0", resolved), encoding="utf-8")
+    assert run("refresh", "--target", str(tree), "--patchset", str(ps))[0] == 0
+    assert run("verify", "--target", str(tree), "--patchset", str(ps))[0] == 0
+    again = build(tmp_path / "v2", {rel: upstream, "verl/other.py": "z = 3\n"})
+    pristine = snapshot(again)
+    code, out = run("apply", "--target", str(again), "--patchset", str(ps))
+    assert code == 0 and resolved in (again / rel).read_text(encoding="utf-8"), out
+    assert run("revert", "--target", str(again), "--patchset", str(ps))[0] == 0 and snapshot(again) == pristine

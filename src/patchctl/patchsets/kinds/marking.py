@@ -15,21 +15,27 @@ fork changed (``ours``, the 3-way view's middle) and the change (``theirs``). Ho
   as any other conflict; ``FILE.patchctl-ours``/``-theirs`` beside it would be two more files to
   compare by hand and to clean up, and a resolution not in the file apply writes.
 
+- ``keyword-rename`` whose old keyword upstream passes another value: the call, with upstream's
+  value as the original (the value put back to what the patch expects) and the kind's own edit of
+  that original as the change; ``shell-env`` exporting other values: the export lines, with the
+  patch's lines as the change (the patch keeps no original).
+
 No place is offered (the reason goes into the conflict's line instead) for a binary file, where
-markers would corrupt the bytes, and for the kinds that rewrite code by syntax rather than
-ship text (``keyword-rename``, ``keyword-value``, ``guard-import``, ``linerewrite``, ``prelude``,
-``shell-env``): they hold no text of the lines they change, so there is no original to show
-beside upstream's, and their conflict already names the one line and value that differ.
+markers would corrupt the bytes, and for ``keyword-value``, ``guard-import``, ``linerewrite`` and
+``prelude``: their conflicts are of layout (a keyword spread over lines, a line shared with other
+code, tagged lines edited since), which the message names and markers would not resolve.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from patchctl.patchsets.kinds import KINDS, candidate
+from patchctl.patchsets.kinds import KINDS, calls, candidate
 from patchctl.patchsets.kinds import anchors as st
-from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.kinds.base import Context, EditStatus
+from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
 from patchctl.patchsets.model import Patch
 
 #: the kinds whose patches are written over the whole file
@@ -38,9 +44,9 @@ WHOLE = ("add-file", "rename-file", "delete-file")
 NO_PLACE = {
     "blob": "a binary file: markers would corrupt it; copy the patchset's file over it by hand, or leave it out",
     **{
-        k: f"{k} rewrites code by syntax and keeps no text of the lines it changes, so there is no "
-        "original to show beside upstream's; edit the line the reason names by hand"
-        for k in ("keyword-rename", "keyword-value", "guard-import", "linerewrite", "prelude", "shell-env")
+        k: f"{k} conflicts on the layout of the code it rewrites, not on a text of its own; "
+        "change the line the reason names by hand"
+        for k in ("keyword-value", "guard-import", "linerewrite", "prelude")
     },
 }
 
@@ -87,6 +93,10 @@ def propose(text: str | None, patch: Patch, path: str, read: Callable[[str], str
         return _structural(text, patch, path)
     if patch.kind in WHOLE:
         return _whole(text, patch, read)
+    if patch.kind == "keyword-rename":
+        return _keyword_rename(text, patch, path)
+    if patch.kind == "shell-env":
+        return _shell_env(text, patch)
     found = KINDS[patch.kind].place(split_lines(text), patch.params, path)  # type: ignore[attr-defined]
     if isinstance(found, str):
         return found
@@ -125,3 +135,52 @@ def _whole(text: str, patch: Patch, read: Callable[[str], str | None]) -> Place 
     if _binary(theirs):
         return NO_PLACE["blob"]
     return Place(1, len(split_lines(text)), "", _ended(theirs), how, whole=True)
+
+
+def _three(upstream: str, ours: str, theirs: str, how: str) -> Place:
+    """The place where three versions of one file differ: the lines all three share at the top
+    and the bottom are left out."""
+    u, o, t = split_lines(upstream), split_lines(ours), split_lines(theirs)
+    head = 0
+    while head < min(len(u), len(o), len(t)) and u[head] == o[head] == t[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(u), len(o), len(t)) - head and u[-1 - tail] == o[-1 - tail] == t[-1 - tail]:
+        tail += 1
+    return Place(head + 1, len(u) - tail, "".join(o[head : len(o) - tail]), "".join(t[head : len(t) - tail]), how)
+
+
+def _keyword_rename(text: str, patch: Patch, path: str) -> Place | str:
+    p = patch.params
+    sites = [s for s in calls.sites(parse_ast(text, path), p.call, p.old_keyword) if s.keyword is not None]
+    if len(sites) != 1 or p.old_value is None:
+        return f"no one call to {p.call}(...) passing {p.old_keyword}= to mark"
+    value = sites[0].keyword.value  # type: ignore[union-attr]  # sites keeps calls passing it
+    raw = text.encode("utf-8")
+    offsets = [0]
+    for line in split_lines(text):
+        offsets.append(offsets[-1] + len(line.encode("utf-8")))
+    start = offsets[value.lineno - 1] + value.col_offset
+    end = offsets[(value.end_lineno or value.lineno) - 1] + (value.end_col_offset or 0)
+    ours = (raw[:start] + p.old_value.encode("utf-8") + raw[end:]).decode("utf-8")
+    edit = KINDS[patch.kind].apply(ours, patch, Context(Path("."), path))
+    if edit.status is not EditStatus.CHANGED or edit.text is None:
+        return f"the patch does not apply even with {p.old_keyword}={p.old_value} put back"
+    how = f"the call to {p.call}(...) at line {sites[0].line}, with the value the patch expects as its original"
+    return _three(text, ours, edit.text, how)
+
+
+def _shell_env(text: str, patch: Patch) -> Place | str:
+    _, other, absent = KINDS[patch.kind]._scan(text, patch)  # type: ignore[attr-defined]
+    if not other:
+        return "no export with another value to mark"
+    lines = split_lines(text)
+    first, last = min(n for *_, n in other), max(n for *_, n in other)
+    mine = {
+        n: line
+        for n, line in ((n, f"export {name}={dict(patch.params.env)[name]}  # {patch.tag}\n") for name, _, n in other)
+    }
+    theirs = [mine.get(n, lines[n - 1]) for n in range(first, last + 1)]
+    theirs += [f"export {name}={value}  # {patch.tag}\n" for name, value in absent]
+    how = f"the exports at lines {first}-{last}, with the patch's values as its change (it keeps no original)"
+    return Place(first, last, "", "".join(theirs), how)
