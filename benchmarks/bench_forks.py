@@ -113,14 +113,16 @@ def one_version(
 
 def unmarked_class(r: PatchResult) -> str:
     """Why a conflict got no markers, in a word: ``ambiguous`` (several places fit), ``no-alike``
-    (no statement reads like its anchors), ``overlap`` (another conflict's place), ``binary``,
+    (no statement reads like its anchors), ``overlap`` (another conflict's place), ``rewritten``
+    (none of a hunk's lines is left), ``binary``,
     ``by-syntax`` (a kind that keeps no text), ``other``."""
     if r.status is Outcome.AMBIGUOUS:
         return "ambiguous"
     why = r.reason.rsplit("no conflict markers: ", 1)[-1]
     for key, word in (
         ("reads at least", "no-alike"),
-        ("overlaps", "overlap"),
+        ("overlaps or touches", "overlap"),
+        ("none of the hunk's lines", "rewritten"),
         ("binary", "binary"),
         ("by syntax", "by-syntax"),
     ):

@@ -114,12 +114,20 @@ def mark(plan: Plan, patchsets: list[Patchset]) -> None:
         taken = chosen.setdefault(r.path, [])
         if isinstance(found, str):
             why_not[(r.patchset, r.patch)] = f"{r.reason}; no conflict markers: {found}"
-        elif all(found.last + 1 < c.first or found.first > c.last + 1 for c, _, _ in taken) and not (
-            taken and (found.whole or taken[0][0].whole)
-        ):
-            taken.append((found, patch, r))
         else:
-            why_not[(r.patchset, r.patch)] = f"{r.reason}; no conflict markers: its place overlaps another conflict's"
+            # refresh cuts conflicts apart by the untouched lines between them: one line at least
+            near = [
+                q
+                for c, q, _ in taken
+                if found.whole or c.whole or not (found.last + 1 < c.first or found.first > c.last + 1)
+            ]
+            if near:
+                why_not[(r.patchset, r.patch)] = (
+                    f"{r.reason}; no conflict markers: its place overlaps or touches that of {near[0].id}, "
+                    "which has them; resolve and refresh that one, then apply again"
+                )
+            else:
+                taken.append((found, patch, r))
     reasons: dict[tuple[str, str], str] = {}
     marked: list[Marked] = []
     for rel, places in chosen.items():

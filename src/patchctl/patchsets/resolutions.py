@@ -88,8 +88,10 @@ def attach(directory: Path, patches: list[Patch]) -> list[Patch]:
                 "delete this resolution",
                 pid,
             )
-        if context_of(raw["before"]) != raw["context"] or raw["before"] == raw["after"] or (
-            not raw["after"] and not (raw.get("whole") and by_id[pid].kind == "delete-file")
+        if (
+            context_of(raw["before"]) != raw["context"]
+            or raw["before"] == raw["after"]
+            or (not raw["after"] and not (raw.get("whole") and by_id[pid].kind == "delete-file"))
         ):
             raise ManifestError(
                 file,

@@ -4,8 +4,9 @@ Where the patch's anchors still lead somewhere, that place is the candidate (its
 from the patch's original: that is the conflict). Where they lead nowhere, the candidate is
 found the way a person would look: in the patch's scope, the statement whose first line reads
 most like the anchor above (at least :data:`MIN_RATIO` alike), followed by as many statements
-as the patch's original holds; for a change at the top of a body, the statement most like the
-anchor below, preceded by them. No candidate is offered below that bar: markers at a guessed
+as the patch's original holds, or the statement most like the anchor below, preceded by them,
+whichever of the two reads more alike (upstream often rewrites one neighbour and keeps the
+other). No candidate is offered below that bar: markers at a guessed
 place are worse than a refusal.
 """
 
@@ -45,21 +46,20 @@ def propose(text: str, p: Params, path: str) -> Candidate | None:
         return Candidate(s.first, s.last, s.indent, "where its anchors lead")
     if p.mode != "statements":
         return None
-    key = p.above[-1] if p.above else (p.below[0] if p.below else None)
-    if key is None:
-        return None
+    keys = ([(p.above[-1], True)] if p.above else []) + ([(p.below[0], False)] if p.below else [])
     lines = split_lines(text)
-    best: tuple[float, int, list[ast.stmt], tuple[str, ...]] | None = None
+    best: tuple[float, int, list[ast.stmt], tuple[str, ...], str, bool] | None = None
     for scope in st.find_scopes(parse_ast(text, path), p.scope):
         for i, body, blocks in _statements(lines, scope, ()):
-            ratio = difflib.SequenceMatcher(None, st.head(lines, body[i]), key).ratio()
-            if ratio >= MIN_RATIO and (best is None or ratio > best[0]):
-                best = (ratio, i, body, blocks)
+            for key, after in keys:  # the anchor above, else the one below, whichever reads more alike
+                ratio = difflib.SequenceMatcher(None, st.head(lines, body[i]), key).ratio()
+                if ratio >= MIN_RATIO and (best is None or ratio > best[0]):
+                    best = (ratio, i, body, blocks, key, after)
     if best is None:
         return None
-    ratio, i, body, blocks = best
+    ratio, i, body, blocks, key, after = best
     count = st.count_statements(p.before) or 0
-    if p.above:  # the place follows the statement most like the anchor above
+    if after:  # the place follows the statement most like the anchor above
         taken, first = body[i + 1 : i + 1 + count], (body[i].end_lineno or body[i].lineno) + 1
         last = (taken[-1].end_lineno or taken[-1].lineno) if taken else first - 1
         above, below = body[i : i + 1], body[i + 1 + count : i + 2 + count]
@@ -68,7 +68,7 @@ def propose(text: str, p: Params, path: str) -> Candidate | None:
         first = st.first_line(taken[0]) if taken else last + 1
         above, below = body[max(i - count, 0) - 1 : max(i - count, 0)] if i - count > 0 else [], body[i : i + 1]
     line = lines[body[i].lineno - 1]
-    side = "after" if p.above else "before"
+    side = "after" if after else "before"
     return Candidate(
         first,
         last,
