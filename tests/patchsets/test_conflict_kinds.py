@@ -327,3 +327,14 @@ def test_a_value_conflict_of_a_by_syntax_kind_is_marked_and_replayed(kind: str, 
     code, out = run("apply", "--target", str(again), "--patchset", str(ps))
     assert code == 0 and resolved in (again / rel).read_text(encoding="utf-8"), out
     assert run("revert", "--target", str(again), "--patchset", str(ps))[0] == 0 and snapshot(again) == pristine
+
+
+def test_a_structural_place_comes_from_the_anchor_below_when_the_one_above_is_gone() -> None:
+    from patchctl.patchsets.kinds import candidate
+    from patchctl.patchsets.kinds.places import Params
+
+    text = "def f():\n    a = fetch_everything(1, 2, 3)\n    b = 2\n    return b\n"
+    p = Params("statements", "f", ("x = totally_other()",), ("b = 2",), "    ", "", "    c = 3  # Uky\n", None, ())
+    found = candidate.propose(text, p, "f.py")
+    assert found is not None and (found.first, found.last) == (3, 2), found
+    assert "before line 3, which reads most like its anchor `b = 2`" in found.how
