@@ -204,9 +204,11 @@ def test_a_binary_conflict_says_why_it_gets_no_markers(tmp_path: Path) -> None:
     tree = build(tmp_path / "v1")
     (tree / "verl/logo.png").write_bytes(b"\x89PNG\r\n\x00theirs")
     pristine = snapshot(tree)
-    code, out = run("apply", "--target", str(tree), "--patchset", str(tmp_path / "ps"), "--conflicts=markers", "--json")
-    (row,) = json.loads(out)["results"]
-    assert code == 1 and row["status"] == "conflict" and "no conflict markers: a binary file" in row["reason"], row
+    for markers in (["--conflicts=markers"], []):  # the plain conflict's line (and so matrix's) says it too
+        code, out = run("apply", "--target", str(tree), "--patchset", str(tmp_path / "ps"), *markers, "--json")
+        (row,) = json.loads(out)["results"]
+        assert code == 1 and row["status"] == "conflict", row
+        assert row["reason"].count("no conflict markers: a binary file") == 1, row
     assert snapshot(tree) == pristine
 
 

@@ -113,7 +113,8 @@ def mark(plan: Plan, patchsets: list[Patchset]) -> None:
         found = marking.propose(tree.read_for(patch, r.path), patch, r.path, tree.confined)
         taken = chosen.setdefault(r.path, [])
         if isinstance(found, str):
-            why_not[(r.patchset, r.patch)] = f"{r.reason}; no conflict markers: {found}"
+            said = "no conflict markers: " in r.reason  # plan says it for the kinds with no place
+            why_not[(r.patchset, r.patch)] = r.reason if said else f"{r.reason}; no conflict markers: {found}"
         else:
             # refresh cuts conflicts apart by the untouched lines between them: one line at least
             near = [

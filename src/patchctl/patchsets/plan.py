@@ -17,7 +17,7 @@ from packaging.version import InvalidVersion, Version
 from patchctl import fsutil
 from patchctl.patchsets import needs
 from patchctl.patchsets import record as rec
-from patchctl.patchsets.kinds import KINDS
+from patchctl.patchsets.kinds import KINDS, marking
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset, Presence
 from patchctl.patchsets.reader import TreeReader, assess, to_bytes
@@ -143,6 +143,8 @@ def _plan(target: Target, patchsets: list[Patchset], only: set[str] | None, held
 
 def _apply_one(ps: Patchset, patch: Patch, tree: TreeReader, record: rec.Record) -> PatchResult:
     def result(status: Outcome, path: str | None, reason: str, detail: str = "") -> PatchResult:
+        if status is Outcome.CONFLICT and patch.kind in marking.NO_PLACE:  # matrix's line says so too
+            reason += f"; no conflict markers: {marking.NO_PLACE[patch.kind]}"
         return PatchResult(ps.name, patch.id, status, path, reason + _drop_note(patch, tree.target.version), detail)
 
     a = assess(patch, tree, ps.root)
