@@ -340,3 +340,22 @@ def test_a_structural_place_comes_from_the_anchor_below_when_the_one_above_is_go
     found = candidate.propose(text, p, "f.py")
     assert found is not None and (found.first, found.last) == (3, 2), found
     assert "before line 3, which reads most like its anchor `b = 2`" in found.how
+
+
+@pytest.mark.parametrize(("last", "conflict_at_end"), [("ray", False), ("pandas", True)])
+def test_a_file_without_a_final_line_break_keeps_it_unless_a_marker_follows(
+    tmp_path: Path, last: str, conflict_at_end: bool
+) -> None:
+    reqs = "numpy\npandas\nray" if last == "ray" else "numpy\nray\npandas"
+    ps = tmp_path / "ps"
+    ps.mkdir()
+    params = 'package = "pandas"\nwas = "pandas"\nnow = "pandas==2.0"'
+    manifest = MANIFEST.format(id="requirements-pandas", kind="requirement", target="requirements.txt", params=params)
+    (ps / "patchset.toml").write_text(manifest, encoding="utf-8")
+    tree = build(tmp_path / "v1", {"requirements.txt": reqs.replace("pandas", "pandas>=1.5")})
+    code, out = run("apply", "--target", str(tree), "--patchset", str(ps), "--conflicts=markers")
+    assert code == 1 and "conflict-marked" in out, out
+    text = (tree / "requirements.txt").read_text(encoding="utf-8")
+    assert text.endswith(">>>>>>> requirements-pandas: the patch's change\n") == conflict_at_end, text
+    assert text.endswith("\n") == conflict_at_end
+    assert "pandas>=1.5\n||||||| " in text  # no marker joins a line

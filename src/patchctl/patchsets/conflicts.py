@@ -158,8 +158,8 @@ def _write(
     text: str, rel: str, found: list[tuple[marking.Place, Patch, PatchResult]], plan: Plan
 ) -> tuple[str, list[Marked]]:
     lines = split_lines(text)
-    if lines and not lines[-1].endswith("\n"):  # a marker line must not join the file's last line
-        lines[-1] += "\n"
+    if lines and not lines[-1].endswith("\n") and any(c.last == len(lines) for c, _, _ in found):
+        lines[-1] += "\n"  # a marker line after the file's last line must not join it
     out: list[str] = []
     pending: list[tuple[list[str], Patch, PatchResult, str, marking.Place]] = []
     at = 1
@@ -173,9 +173,9 @@ def _write(
             f"<<<<<<< upstream: {rel} {where}\n",
             *upstream,
             f"||||||| {patch.id}: {original}\n",
-            *split_lines(c.ours),
+            *split_lines(marking.ended(c.ours)),
             "=======\n",
-            *split_lines(c.theirs),
+            *split_lines(marking.ended(c.theirs)),
             f">>>>>>> {patch.id}: the patch's change\n",
         ]
         pending.append((gap, patch, r, "".join(upstream), c))

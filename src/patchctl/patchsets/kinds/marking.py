@@ -76,7 +76,8 @@ def _binary(text: str) -> bool:
     return "\x00" in text or any("\udc80" <= c <= "\udcff" for c in text)
 
 
-def _ended(text: str) -> str:
+def ended(text: str) -> str:
+    """``text`` ending in a line break, so that the marker line after it starts a line."""
     return text if not text or text.endswith("\n") else text + "\n"
 
 
@@ -101,7 +102,7 @@ def propose(text: str | None, patch: Patch, path: str, read: Callable[[str], str
     if isinstance(found, str):
         return found
     start, end, ours, theirs, how = found
-    return Place(start + 1, end, _ended(ours), _ended(theirs), how)
+    return Place(start + 1, end, ended(ours), ended(theirs), how)
 
 
 def _structural(text: str, patch: Patch, path: str) -> Place | str:
@@ -134,7 +135,7 @@ def _whole(text: str, patch: Patch, read: Callable[[str], str | None]) -> Place 
         how = f"the whole file (upstream's, then {p.source}, which the fork moved here; it stays where it is)"
     if _binary(theirs):
         return NO_PLACE["blob"]
-    return Place(1, len(split_lines(text)), "", _ended(theirs), how, whole=True)
+    return Place(1, len(split_lines(text)), "", ended(theirs), how, whole=True)
 
 
 def _three(upstream: str, ours: str, theirs: str, how: str) -> Place:
