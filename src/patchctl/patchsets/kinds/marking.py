@@ -31,11 +31,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol, cast
 
 from patchctl.patchsets.kinds import KINDS, calls, candidate
 from patchctl.patchsets.kinds import anchors as st
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
+from patchctl.patchsets.kinds.shell_env import ShellEnv
 from patchctl.patchsets.model import Patch
 
 #: the kinds whose patches are written over the whole file
@@ -49,6 +51,12 @@ NO_PLACE = {
         for k in ("keyword-value", "guard-import", "linerewrite", "prelude")
     },
 }
+
+
+class Placed(Protocol):
+    """A kind that says where its piece is for markers (:meth:`~.swap.Swap.place`)."""
+
+    def place(self, lines: list[str], p: Any, path: str) -> tuple[int, int, str, str, str] | str: ...
 
 
 @dataclass(frozen=True)
@@ -98,7 +106,7 @@ def propose(text: str | None, patch: Patch, path: str, read: Callable[[str], str
         return _keyword_rename(text, patch, path)
     if patch.kind == "shell-env":
         return _shell_env(text, patch)
-    found = KINDS[patch.kind].place(split_lines(text), patch.params, path)  # type: ignore[attr-defined]
+    found = cast(Placed, KINDS[patch.kind]).place(split_lines(text), patch.params, path)
     if isinstance(found, str):
         return found
     start, end, ours, theirs, how = found
@@ -172,7 +180,7 @@ def _keyword_rename(text: str, patch: Patch, path: str) -> Place | str:
 
 
 def _shell_env(text: str, patch: Patch) -> Place | str:
-    _, other, absent = KINDS[patch.kind]._scan(text, patch)  # type: ignore[attr-defined]
+    _, other, absent = ShellEnv().scan(text, patch)
     if not other:
         return "no export with another value to mark"
     lines = split_lines(text)

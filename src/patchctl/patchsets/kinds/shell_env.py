@@ -67,7 +67,7 @@ class ShellEnv:
     def _line(name: str, value: str, tag: str) -> str:
         return f"export {name}={value}  # {tag}"
 
-    def _scan(self, text: str, patch: Patch) -> tuple[list[int], list[tuple[str, str, int]], list[tuple[str, str]]]:
+    def scan(self, text: str, patch: Patch) -> tuple[list[int], list[tuple[str, str, int]], list[tuple[str, str]]]:
         """Lines already right (1-based), exports with another value (name, found, line), absent pairs."""
         p: Params = patch.params
         lines = text.splitlines()
@@ -87,7 +87,7 @@ class ShellEnv:
     def check(self, text: str | None, patch: Patch, ctx: Context) -> Check:
         if text is None:
             return Check(Presence.MISSING, f"{ctx.path} does not exist")
-        good, other, absent = self._scan(text, patch)
+        good, other, absent = self.scan(text, patch)
         if not other and not absent:
             return Check(Presence.PRESENT, f"all {len(good)} exports present", frozenset(good))
         if other:
@@ -101,7 +101,7 @@ class ShellEnv:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
-        _, other, absent = self._scan(text, patch)
+        _, other, absent = self.scan(text, patch)
         if other:
             desc = "; ".join(f"line {ln}: {n}={v}" for n, v, ln in other)
             return Edit(EditStatus.CONFLICT, f"{ctx.path} exports other values ({desc}); edit them or drop this patch")
