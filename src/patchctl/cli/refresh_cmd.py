@@ -24,8 +24,9 @@ def refresh_cmd(target: str, patchsets: tuple[str, ...], as_json: bool, config: 
     """Record the conflicts resolved in TARGET into the patchset's resolutions.toml.
 
     After `apply --conflicts=markers`, edit each conflict (keep what the tree should hold, drop
-    the marker lines), then run this. Each resolution is keyed by the patch id and a hash of
-    upstream's text there, and replayed by apply and matrix wherever the same conflict comes back.
+    the marker lines; for a file the patch deletes, empty or delete the file), then run this.
+    Each resolution is keyed by the patch id and a hash of upstream's text there, and replayed
+    by apply and matrix wherever the same conflict comes back.
     """
     sets = load_patchsets(patchsets)
     tree = open_target(target, config, Use.WRITE)
@@ -35,6 +36,7 @@ def refresh_cmd(target: str, patchsets: tuple[str, ...], as_json: bool, config: 
         return 0
     for d in done:
         what = f"recorded (key {d.context[:12]})" if d.recorded else "kept upstream's text: nothing to record"
+        what += "; the file is deleted, as the patch deletes it" if d.deleted else ""
         click.echo(f"{d.patch} in {render.quote_path(d.path)}: {what}")
     click.echo(f"refresh: {sum(d.recorded for d in done)} resolution(s) recorded; the tree's conflicts are cleared")
     return 0

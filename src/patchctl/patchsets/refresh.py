@@ -48,6 +48,8 @@ class Refreshed:
             "path": self.path,
             "context": self.context,
             "recorded": self.recorded,
+            "kind": self.kind,
+            "deleted": self.deleted,
         }
 
 
