@@ -108,3 +108,25 @@ def test_a_file_without_a_final_line_break_keeps_it_unless_a_marker_follows(
     assert text.endswith(">>>>>>> requirements-pandas: the patch's change\n") == conflict_at_end, text
     assert text.endswith("\n") == conflict_at_end
     assert "pandas>=1.5\n||||||| " in text  # no marker joins a line
+
+
+def test_a_conflict_touching_a_marked_one_is_left_then_marked_once_that_one_is_refreshed(tmp_path: Path) -> None:
+    yaml = "trainer:\n  total_epochs: 3\n  project: a\nactor:\n  lr: 1\n"
+    base = {"verl/c.yaml": yaml}
+    fork = {"verl/c.yaml": yaml.replace("epochs: 3", "epochs: 5").replace("project: a", "project: f")}
+    ps = capture(tmp_path, fork, "config-key", base)
+    tree = build(
+        tmp_path / "v1", {"verl/c.yaml": yaml.replace("epochs: 3", "epochs: 4").replace("project: a", "project: u")}
+    )
+    code, out = run("apply", "--target", str(tree), "--patchset", str(ps), "--conflicts=markers", "--json")
+    rows = {r["patch"]: r for r in json.loads(out)["results"]}
+    assert code == 1 and rows["c-total-epochs"]["status"] == "conflict-marked", rows
+    assert rows["c-project"]["status"] == "conflict" and "touches that of c-total-epochs" in rows["c-project"]["reason"]
+    text = (tree / "verl/c.yaml").read_text(encoding="utf-8")  # written, though c-project got no markers
+    assert text.count("<<<<<<< ") == 1 and "  project: u\n" in text
+    start, end = text.index("<<<<<<< "), text.index("\n", text.index(">>>>>>> ")) + 1
+    (tree / "verl/c.yaml").write_text(text[:start] + "  total_epochs: 6\n" + text[end:], encoding="utf-8")
+    assert run("refresh", "--target", str(tree), "--patchset", str(ps))[0] == 0
+    code, out = run("apply", "--target", str(tree), "--patchset", str(ps), "--conflicts=markers", "--json")
+    rows = {r["patch"]: r for r in json.loads(out)["results"]}
+    assert rows["c-total-epochs"]["status"] == "already-applied" and rows["c-project"]["status"] == "conflict-marked"

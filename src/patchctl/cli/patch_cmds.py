@@ -89,13 +89,19 @@ def apply_cmd(
         if dry_run:
             click.echo(result.diff, nl=False)
         _show(result, f"apply {' + '.join(ps.name for ps in sets)} -> {tree.root} (verl {tree.version or '?'})")
-        if not result.ok:
+        if not result.ok and not result.written:
             click.echo("nothing was written: fix the conflicts above, or leave those patches out with --only", err=True)
         elif result.written:
             click.echo(
                 f"wrote {len(result.written)} file(s)"
                 + (f"; committed {result.commit[:12]} on {result.branch}" if result.commit else "")
             )
+            if not result.ok:  # --conflicts=markers: the conflicts that got no markers
+                click.echo(
+                    "the conflicts without markers above were left as they are: edit those files by hand, "
+                    "or leave those patches out with --only",
+                    err=True,
+                )
         elif not dry_run:
             click.echo("nothing to write")
     marked = [r.patch for r in result.results if r.status is Outcome.CONFLICT_MARKED]

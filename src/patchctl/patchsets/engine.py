@@ -87,13 +87,16 @@ def apply(
     """Plan every patch, then write the plan all-or-nothing; with ``commit`` on a new branch
     (``patchctl/<patchsets>`` unless named) in one commit listing the applied patch ids. With
     ``markers`` a conflicting patch is written at its best candidate place with conflict markers
-    (:mod:`~patchctl.patchsets.conflicts`) instead of refusing the change."""
+    (:mod:`~patchctl.patchsets.conflicts`) instead of refusing the change, and one with no such
+    place is left unwritten without refusing the others."""
     conflicts.refuse_pending(target.root)
     plan = plan_apply(target, patchsets, only)
     if markers:
         conflicts.mark(plan, patchsets)
     written = Written([])
-    if not dry_run and plan.ok:
+    # with markers, a conflict that got none is left as it is and the rest written: patches that
+    # need it are held back already, so what is written holds together
+    if not dry_run and (plan.ok or markers):
         ids = [r.patch for r in plan.results if r.status is Outcome.APPLIED]
         message = f"patchctl: apply {', '.join(ps.name for ps in patchsets)}\n\nPatches: {', '.join(ids)}\n"
         written = execute(
@@ -101,8 +104,9 @@ def apply(
             force=force,
             message=message,
             commit_branch=(branch or default_branch(patchsets)) if commit and ids else None,
+            leave_conflicts=markers,
         )
-    return _result("apply", plan, patchsets, dry_run, written)
+    return _result("apply", plan, patchsets, dry_run, written, hold=not markers)
 
 
 def revert(
@@ -115,8 +119,11 @@ def revert(
     return _result("revert", plan, patchsets, dry_run, written)
 
 
-def _result(command: str, plan: Plan, patchsets: list[Patchset], dry_run: bool, written: Written) -> RunResult:
-    plan.hold_back()
+def _result(
+    command: str, plan: Plan, patchsets: list[Patchset], dry_run: bool, written: Written, *, hold: bool = True
+) -> RunResult:
+    if hold:
+        plan.hold_back()
     return RunResult(
         command,
         plan.target,

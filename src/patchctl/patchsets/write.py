@@ -36,14 +36,21 @@ def check_can_commit(root: Path, is_git: bool, branch: str) -> None:
 
 
 def execute(
-    plan: Plan, *, force: bool = False, commit_branch: str | None = None, message: str = "", command: str = "apply"
+    plan: Plan,
+    *,
+    force: bool = False,
+    commit_branch: str | None = None,
+    message: str = "",
+    command: str = "apply",
+    leave_conflicts: bool = False,
 ) -> Written:
     """Write the plan all-or-nothing (refusing dirty files unless ``force``); maybe commit it.
 
     With ``commit_branch`` the commit is part of the change: when git refuses it (a hook, say),
-    the files are put back too, so a retry starts from the same tree.
+    the files are put back too, so a retry starts from the same tree. A plan with conflicts is
+    refused unless ``leave_conflicts`` (``apply --conflicts=markers``: those got no markers).
     """
-    if not plan.ok:
+    if not plan.ok and not leave_conflicts:
         bad = [r for r in plan.results if isinstance(r.status, Outcome) and r.status.is_failure]
         raise PatchFailed(
             f"{bad[0].patch}: {bad[0].status.value} in {bad[0].path}: {bad[0].reason}; "
