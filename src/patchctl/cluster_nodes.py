@@ -16,7 +16,7 @@ from patchctl.errors import ManifestError
 #: what the node settings may hold: an address or interface name never starts an option or
 #: carries a shell metacharacter (they reach ray's and NCCL's command lines)
 _NODE_WORD = re.compile(r"[A-Za-z0-9_.:%-]+\Z")
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def node_settings(raw: dict[str, Any], host: dict[str, Any], file: Path, prefix: str, where: str) -> dict[str, Any]:
@@ -43,17 +43,7 @@ def node_settings(raw: dict[str, Any], host: dict[str, Any], file: Path, prefix:
         out[key] = value
     env = dict(raw.get("env", {}))
     for k, v in host.get("env", {}).items():
-        if not ENV_NAME.match(k):
-            raise ManifestError(
-                file,
-                f"{where}env.{k}",
-                "is not a shell variable name",
-                "use letters, digits and _ (not starting with a digit)",
-            )
-        if not isinstance(v, str):
-            raise ManifestError(
-                file, f"{where}env.{k}", f"expected a string, got {type(v).__name__}", "quote the value"
-            )
+        check_entry(file, f"{where}env.", k, v, variable=True)
         env[k] = v
     visible = env.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and "gpus" in out and out["gpus"] != len([d for d in visible.split(",") if d.strip()]):
@@ -65,3 +55,18 @@ def node_settings(raw: dict[str, Any], host: dict[str, Any], file: Path, prefix:
             "make the two agree",
         )
     return {**out, "env": env}
+
+
+def check_entry(file: Path, table: str, name: str, value: Any, *, variable: bool) -> None:
+    """One entry of an ``env`` table (``variable``: its name must be a shell variable's, as the
+    rendered env file and ``export`` need) or of ``paths``: a string value. ``table`` is the
+    table's key with its dot, e.g. ``clusters.c.env.``, so the message names the entry."""
+    if variable and not _ENV_NAME.match(name):
+        raise ManifestError(
+            file,
+            f"{table}{name}",
+            "is not a shell variable name",
+            "use letters, digits and _ (not starting with a digit)",
+        )
+    if not isinstance(value, str):
+        raise ManifestError(file, f"{table}{name}", f"expected a string, got {type(value).__name__}", "quote the value")

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from patchctl import config as config_file
-from patchctl.cluster_nodes import ENV_NAME, node_settings
+from patchctl.cluster_nodes import check_entry, node_settings
 from patchctl.errors import ManifestError, NoClusterConfig, UnknownCluster
 from patchctl.schema import Field, check
 from patchctl.validate.checks import settings as health_settings
@@ -167,18 +167,8 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
     if not hosts:
         raise ManifestError(file, prefix + "hosts", "is empty", "list at least one ssh destination")
     for key in ("paths", "env"):
-        for k, v in raw.get(key, {}).items():
-            if key == "env" and not ENV_NAME.match(k):  # as migrate's env file needs; caught at load
-                raise ManifestError(
-                    file,
-                    f"{prefix}env.{k}",
-                    "is not a shell variable name",
-                    "use letters, digits and _ (not starting with a digit)",
-                )
-            if not isinstance(v, str):
-                raise ManifestError(
-                    file, f"{prefix}{key}.{k}", f"expected a string, got {type(v).__name__}", "quote the value"
-                )
+        for k, v in raw.get(key, {}).items():  # env: as migrate's env file needs; caught at load
+            check_entry(file, f"{prefix}{key}.", k, v, variable=key == "env")
     for key in ("max_delete", "bwlimit", "timeout"):
         if key in raw and raw[key] < (1 if key == "timeout" else 0):
             raise ManifestError(
