@@ -22,7 +22,6 @@ import argparse
 import json
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,9 +29,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "migrate"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402 - found through the sys.path entries above
+from sshd_harness import missing_tools, workspace  # noqa: E402 - found through the sys.path entries above
 
-from bench_validate import CPU_SKIP, MULTICAST_OFF, _standin, config, patchctl  # noqa: E402 - as above
+from bench_validate import CPU_SKIP, config, patchctl, tree_and_env  # noqa: E402 - as above
 
 PREFLIGHT_BOUND, INTERCONNECT_BOUND = 5.0, 30.0
 
@@ -90,19 +89,12 @@ def main() -> int:
     if why:
         print(f"cannot run: {why}")
         return 2
-    work = Path(tempfile.mkdtemp(prefix="pcv-health-"))
-    out = (args.out or work / "out").resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    loop = LoopbackCluster(work / "sshd", 2)
-    try:
-        tree = args.tree.resolve() if args.tree else _standin(work)
-        env = {**MULTICAST_OFF, **dict(e.split("=", 1) for e in args.env)}
-        if args.tree is None:
-            env["PATH"] = f"{REPO / 'tests' / 'validate' / 'stub_bin'}:/usr/local/bin:/usr/bin:/bin"
-        roots = {a: work / "hosts" / a / "verl_Uky" for a in ("node1", "node2")}
-        wanted = {k: v for k, v in clusters(args.gpus, roots).items() if k in args.clusters.split(",")}
+    with workspace("pcv-health-", args.out) as ws:
+        work, out = ws.work, ws.out
+        tree, env = tree_and_env(work, args.tree, args.env)
+        wanted = {k: v for k, v in clusters(args.gpus, ws.roots).items() if k in args.clusters.split(",")}
         cfg = out / "patchctl.toml"
-        config(cfg, loop, wanted, env, (CPU_SKIP if args.tree is None else []) + args.skip)
+        config(cfg, ws.loop, wanted, env, (CPU_SKIP if args.tree is None else []) + args.skip)
         log: list[str] = []
         rows = []
         for name in wanted:
@@ -140,8 +132,6 @@ def main() -> int:
         )
         print(f"runs, tables and commands in {out}")
         return 0 if all(r[1].endswith("(rc 0)") for r in rows) else 1
-    finally:
-        loop.close()
 
 
 if __name__ == "__main__":

@@ -34,14 +34,13 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "migrate"))
 
-from sshd_harness import LoopbackCluster, missing_tools  # noqa: E402 - importable once sys.path has the folder above
+from sshd_harness import LoopbackCluster, Workspace, missing_tools, workspace  # noqa: E402 - importable once sys.path has the folder above
 
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 CPU_SKIP = ["torch", "vllm", "patches"]
@@ -90,69 +89,78 @@ def main() -> int:
         print(f"cannot run: {why}")
         return 2
     cpu = args.tree is None
-    work = Path(tempfile.mkdtemp(prefix="pcv-bench-"))
-    out = (args.out or work / "out").resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    loop = LoopbackCluster(work / "sshd", 2)
+    ws = None
     try:
-        tree = args.tree.resolve() if args.tree else _standin(work)
-        env = {**MULTICAST_OFF, **dict(e.split("=", 1) for e in args.env)}
-        if cpu:
-            env["PATH"] = f"{REPO / 'tests' / 'validate' / 'stub_bin'}:/usr/local/bin:/usr/bin:/bin"
-        roots = {a: work / "hosts" / a / "verl_Uky" for a in ("node1", "node2")}
-        cfg = out / "patchctl.toml"
-        config(
-            cfg,
-            loop,
-            {
-                "two": [
-                    host("node1", "127.0.0.2", roots["node1"], "0", 1, {}),
-                    host("node2", "127.0.0.3", roots["node2"], "1", 1, {}),
-                ],
-                "one": [host("node1", "127.0.0.2", roots["node1"], "0,1", 2, {})],
-            },
-            env,
-            (CPU_SKIP if cpu else []) + args.skip,
-        )
-        log: list[str] = []
-        rows = []
-        for name in ("two", "one"):
-            code, secs, text = patchctl(["migrate", name, "--target", str(tree), "--config", str(cfg)], log, work)
-            print(f"migrate {name}: rc={code} in {secs:.1f} s")
-            if code:
-                print(text[-3000:])
-                return 1
-            run_dir = out / f"{name}-node{'s' if name == 'two' else ''}"
-            shutil.rmtree(run_dir, ignore_errors=True)
-            extra = ["--compare", str(out / "two-nodes" / "report.json")] if name == "one" else []
-            code, secs, text = patchctl(
-                ["validate", name, "--profile", args.profile, "--config", str(cfg), "--out", str(run_dir), *extra],
-                log,
-                work,
-            )
-            (out / f"validate-{name}.txt").write_text(text)
-            doc = json.loads((run_dir / "validate.json").read_text()) if (run_dir / "validate.json").exists() else {}
-            ray = doc.get("ray") or {}
-            registered = max((n["joined_at"] for n in ray.get("nodes", [])), default=None)
-            rows.append((name, code, secs, doc.get("verdict"), registered, ray.get("seconds"), doc.get("timings", {})))
-            print(f"validate {name}: rc={code}, wall {secs:.1f} s, verdict {doc.get('verdict')} {doc.get('cause', '')}")
-        (out / "commands.txt").write_text("\n".join(log) + "\n")
-        print("\n| run | verdict | wall (s) | nodes registered (s) | Ray up incl. GPU check (s) | breakdown (s) |")
-        print("|---|---|---|---|---|---|")
-        for name, code, secs, verdict, registered, ray_s, t in rows:
-            parts = ", ".join(f"{k} {v}" for k, v in t.items() if v is not None)
-            print(f"| {name} | {verdict} (rc {code}) | {secs:.1f} | {registered} | {ray_s} | {parts} |")
-        two = rows[0]
-        if not cpu:
-            print(f"\ngoal: 2-node verdict <= 90 s: {two[2]:.1f} s -> {'met' if two[2] <= 90 else 'MISSED'}")
-            if two[4] is not None:
-                print(f"goal: Ray bring-up <= 10 s: {two[4]:.1f} s -> {'met' if two[4] <= 10 else 'MISSED'}")
-        print(f"\nreports, plots, compare and commands in {out}")
-        return 0 if all(r[1] == 0 for r in rows) else 1
+        with workspace("pcv-bench-", args.out) as ws:
+            return _run(args, cpu, ws)
     finally:
-        loop.close()
-        if args.out is None:
-            print(f"(work directory kept: {work})")
+        if ws is not None and args.out is None:
+            print(f"(work directory kept: {ws.work})")
+
+
+def _run(args: argparse.Namespace, cpu: bool, ws: Workspace) -> int:
+    work, out, roots = ws.work, ws.out, ws.roots
+    tree, env = tree_and_env(work, args.tree, args.env)
+    cfg = out / "patchctl.toml"
+    config(
+        cfg,
+        ws.loop,
+        {
+            "two": [
+                host("node1", "127.0.0.2", roots["node1"], "0", 1, {}),
+                host("node2", "127.0.0.3", roots["node2"], "1", 1, {}),
+            ],
+            "one": [host("node1", "127.0.0.2", roots["node1"], "0,1", 2, {})],
+        },
+        env,
+        (CPU_SKIP if cpu else []) + args.skip,
+    )
+    log: list[str] = []
+    rows = []
+    for name in ("two", "one"):
+        code, secs, text = patchctl(["migrate", name, "--target", str(tree), "--config", str(cfg)], log, work)
+        print(f"migrate {name}: rc={code} in {secs:.1f} s")
+        if code:
+            print(text[-3000:])
+            return 1
+        run_dir = out / f"{name}-node{'s' if name == 'two' else ''}"
+        shutil.rmtree(run_dir, ignore_errors=True)
+        extra = ["--compare", str(out / "two-nodes" / "report.json")] if name == "one" else []
+        code, secs, text = patchctl(
+            ["validate", name, "--profile", args.profile, "--config", str(cfg), "--out", str(run_dir), *extra],
+            log,
+            work,
+        )
+        (out / f"validate-{name}.txt").write_text(text)
+        doc = json.loads((run_dir / "validate.json").read_text()) if (run_dir / "validate.json").exists() else {}
+        ray = doc.get("ray") or {}
+        registered = max((n["joined_at"] for n in ray.get("nodes", [])), default=None)
+        rows.append((name, code, secs, doc.get("verdict"), registered, ray.get("seconds"), doc.get("timings", {})))
+        print(f"validate {name}: rc={code}, wall {secs:.1f} s, verdict {doc.get('verdict')} {doc.get('cause', '')}")
+    (out / "commands.txt").write_text("\n".join(log) + "\n")
+    print("\n| run | verdict | wall (s) | nodes registered (s) | Ray up incl. GPU check (s) | breakdown (s) |")
+    print("|---|---|---|---|---|---|")
+    for name, code, secs, verdict, registered, ray_s, t in rows:
+        parts = ", ".join(f"{k} {v}" for k, v in t.items() if v is not None)
+        print(f"| {name} | {verdict} (rc {code}) | {secs:.1f} | {registered} | {ray_s} | {parts} |")
+    two = rows[0]
+    if not cpu:
+        print(f"\ngoal: 2-node verdict <= 90 s: {two[2]:.1f} s -> {'met' if two[2] <= 90 else 'MISSED'}")
+        if two[4] is not None:
+            print(f"goal: Ray bring-up <= 10 s: {two[4]:.1f} s -> {'met' if two[4] <= 10 else 'MISSED'}")
+    print(f"\nreports, plots, compare and commands in {out}")
+    return 0 if all(r[1] == 0 for r in rows) else 1
+
+
+def tree_and_env(work: Path, tree: Path | None, pairs: list[str]) -> tuple[Path, dict[str, str]]:
+    """The tree to migrate (``tree``, else the CPU stand-in copied into ``work``) and the cluster
+    env: NVLink multicast off, the ``--env K=V`` pairs, and in CPU mode the stub nvidia-smi first
+    on PATH."""
+    env = {**MULTICAST_OFF, **dict(e.split("=", 1) for e in pairs)}
+    if tree is not None:
+        return tree.resolve(), env
+    env["PATH"] = f"{REPO / 'tests' / 'validate' / 'stub_bin'}:/usr/local/bin:/usr/bin:/bin"
+    return _standin(work), env
 
 
 def _standin(work: Path) -> Path:

@@ -28,12 +28,12 @@ Read from ``--config FILE``, else ``./patchctl.toml``, else ``~/.config/patchctl
 from __future__ import annotations
 
 import posixpath
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from patchctl import config as config_file
+from patchctl.cluster_nodes import check_entry, node_settings
 from patchctl.errors import ManifestError, NoClusterConfig, UnknownCluster
 from patchctl.schema import Field, check
 from patchctl.validate.checks import settings as health_settings
@@ -69,10 +69,6 @@ HOST_SCHEMA = {
     "ray_port": Field(int, False, "the Ray head's GCS port when this host is the head"),
     "env": Field(dict, False, 'variables for this host only, e.g. { CUDA_VISIBLE_DEVICES = "0" }'),
 }
-#: what the node settings may hold: an address or interface name never starts an option or
-#: carries a shell metacharacter (they reach ray's and NCCL's command lines)
-_NODE_WORD = re.compile(r"[A-Za-z0-9_.:%-]+\Z")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass(frozen=True)
@@ -138,54 +134,6 @@ def _check_root(root: str, file: Path, key: str, example: str) -> None:
         )
 
 
-def _node(raw: dict[str, Any], host: dict[str, Any], file: Path, prefix: str, where: str) -> dict[str, Any]:
-    """A host's validate settings: its own keys, else the cluster's; each checked where it was written."""
-    out: dict[str, Any] = {}
-    for key in ("address", "ifname", "gpus", "ray_port"):
-        src, at = (host, where) if key in host else (raw, prefix)
-        if key not in src:
-            continue
-        value = src[key]
-        if (isinstance(value, str) and not _NODE_WORD.match(value)) or (
-            isinstance(value, str) and value.startswith("-")
-        ):
-            raise ManifestError(
-                file, at + key, f"{value!r} is not an address or interface name", 'write e.g. "10.0.0.2" or "eth0"'
-            )
-        if (key == "gpus" and value < 0) or (key == "ray_port" and not 1 <= value <= 65535):
-            raise ManifestError(
-                file,
-                at + key,
-                f"{value} is out of range",
-                "write 0 or more" if key == "gpus" else "write a port between 1 and 65535",
-            )
-        out[key] = value
-    env = dict(raw.get("env", {}))
-    for k, v in host.get("env", {}).items():
-        if not _ENV_NAME.match(k):
-            raise ManifestError(
-                file,
-                f"{where}env.{k}",
-                "is not a shell variable name",
-                "use letters, digits and _ (not starting with a digit)",
-            )
-        if not isinstance(v, str):
-            raise ManifestError(
-                file, f"{where}env.{k}", f"expected a string, got {type(v).__name__}", "quote the value"
-            )
-        env[k] = v
-    visible = env.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and "gpus" in out and out["gpus"] != len([d for d in visible.split(",") if d.strip()]):
-        raise ManifestError(
-            file,
-            f"{where}gpus",
-            f"{out['gpus']} GPUs, but CUDA_VISIBLE_DEVICES={visible!r} shows "
-            f"{len([d for d in visible.split(',') if d.strip()])}",
-            "make the two agree",
-        )
-    return {**out, "env": env}
-
-
 def _cluster(name: str, raw: Any, file: Path) -> Cluster:
     prefix = f"clusters.{name}."
     if not isinstance(raw, dict):
@@ -195,12 +143,13 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
     _check_root(root, file, prefix + "root", "/root/verl_Uky")
     hosts = []
     for i, h in enumerate(raw["hosts"]):
+        where = f"{prefix}hosts[{i}]."
         if isinstance(h, str):
-            hosts.append(Host(h, root, **_node(raw, {}, file, prefix, f"{prefix}hosts[{i}].")))
+            hosts.append(Host(h, root, **node_settings(raw, {}, file, prefix, where)))
         elif isinstance(h, dict):
-            check(h, HOST_SCHEMA, file=file, prefix=f"{prefix}hosts[{i}].")
-            hosts.append(Host(h["ssh"], h.get("root", root), **_node(raw, h, file, prefix, f"{prefix}hosts[{i}].")))
-            _check_root(hosts[-1].root, file, f"{prefix}hosts[{i}].root", "/scratch/verl_Uky")
+            check(h, HOST_SCHEMA, file=file, prefix=where)
+            hosts.append(Host(h["ssh"], h.get("root", root), **node_settings(raw, h, file, prefix, where)))
+            _check_root(hosts[-1].root, file, f"{where}root", "/scratch/verl_Uky")
         else:
             raise ManifestError(
                 file,
@@ -218,18 +167,8 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
     if not hosts:
         raise ManifestError(file, prefix + "hosts", "is empty", "list at least one ssh destination")
     for key in ("paths", "env"):
-        for k, v in raw.get(key, {}).items():
-            if key == "env" and not _ENV_NAME.match(k):  # as migrate's env file needs; caught at load
-                raise ManifestError(
-                    file,
-                    f"{prefix}env.{k}",
-                    "is not a shell variable name",
-                    "use letters, digits and _ (not starting with a digit)",
-                )
-            if not isinstance(v, str):
-                raise ManifestError(
-                    file, f"{prefix}{key}.{k}", f"expected a string, got {type(v).__name__}", "quote the value"
-                )
+        for k, v in raw.get(key, {}).items():  # env: as migrate's env file needs; caught at load
+            check_entry(file, f"{prefix}{key}.", k, v, variable=key == "env")
     for key in ("max_delete", "bwlimit", "timeout"):
         if key in raw and raw[key] < (1 if key == "timeout" else 0):
             raise ManifestError(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from tests.faults.helpers import snapshot
 
-from patchctl import journal
+from patchctl import journal, recovery
 from patchctl.fsutil import FileChange, write_all
 
 
@@ -88,7 +88,7 @@ def test_a_cut_at_every_step_recovers_and_counts_what_it_restores(tree: Path, tm
             break  # fewer steps than n: every one was cut
         sides.append(_recovered_side(copy, before, after))
         # the process itself rolled back before the commit point; past it, the next command finishes
-        journal.recover(tree)
+        recovery.recover(tree)
         assert snapshot(tree) == (before if sides[-1] == "before" else after), n
         if sides[-1] == "after":
             write_all(tree, [FileChange(c.path, before[c.path][0] if c.path in before else None) for c in CHANGES])
@@ -100,15 +100,15 @@ def _recovered_side(copy: Path, before: dict, after: dict) -> str:
     """Recover ``copy`` as the next command would; check what it says against what it did."""
     path = copy / journal.JOURNAL_DIR / journal.JOURNAL_FILE
     if not path.exists():
-        assert journal.recover(copy) in (None, journal.Recovery("patchctl", "cleaned up", 0))
+        assert recovery.recover(copy) in (None, recovery.Recovery("patchctl", "cleaned up", 0))
         assert snapshot(copy) in (before, after)
         return "before" if snapshot(copy) == before else "after"
     state, claimed = json.loads(path.read_text())["state"], _claimed(copy)
-    done = journal.recover(copy)
+    done = recovery.recover(copy)
     if state == "done":
-        assert done == journal.Recovery("apply", "finished", len(CHANGES)) and snapshot(copy) == after
+        assert done == recovery.Recovery("apply", "finished", len(CHANGES)) and snapshot(copy) == after
         return "after"
-    assert done == journal.Recovery("apply", "rolled back", claimed) and snapshot(copy) == before
+    assert done == recovery.Recovery("apply", "rolled back", claimed) and snapshot(copy) == before
     return "before"
 
 
@@ -130,7 +130,7 @@ def test_the_journal_is_replaced_by_rename_never_rewritten_in_place(tree: Path, 
     with pytest.raises(OSError):
         jr.save()
     assert (jr.folder / journal.JOURNAL_FILE).read_bytes() == saved
-    loaded = journal.load(tree)
+    loaded = recovery.load(tree)
     assert loaded is not None and loaded.state == "staging" and loaded.ops == jr.ops
 
 
@@ -148,7 +148,7 @@ def test_a_rolled_back_deletion_of_a_symlink_puts_the_link_back(tree: Path, tmp_
     _cut_before_commit(tree, [FileChange("pkg/link.py", None), FileChange("pkg/c.py", b"c\n")], copy)
     assert snapshot(tree) == before
     assert (copy / "pkg" / "a.py").read_text() == "a.py old\n" and not os.path.lexists(copy / "pkg" / "link.py")
-    assert journal.recover(copy) == journal.Recovery("apply", "rolled back", 2)
+    assert recovery.recover(copy) == recovery.Recovery("apply", "rolled back", 2)
     assert snapshot(copy) == before and os.readlink(copy / "pkg" / "link.py") == "a.py"
 
 
@@ -170,8 +170,8 @@ def test_a_second_change_is_refused_while_a_journal_waits(tree: Path) -> None:
     with pytest.raises(ChangePending):
         write_all(tree, [FileChange("pkg/a.py", b"x\n")])
     assert (tree / "pkg" / "a.py").read_text() == "a.py old\n"
-    assert journal.recover(tree) == journal.Recovery("apply", "rolled back", 0)
-    assert journal.recover(tree) is None
+    assert recovery.recover(tree) == recovery.Recovery("apply", "rolled back", 0)
+    assert recovery.recover(tree) is None
 
 
 def test_the_journal_file_says_its_format(tree: Path) -> None:
@@ -179,7 +179,7 @@ def test_the_journal_file_says_its_format(tree: Path) -> None:
     jr.save()
     doc = json.loads((jr.folder / journal.JOURNAL_FILE).read_text())
     assert (doc["format"], doc["command"], doc["state"], doc["pid"]) == (1, "apply", "staging", os.getpid())
-    journal.recover(tree)
+    recovery.recover(tree)
 
 
 def test_saving_the_journal_keeps_no_file_open(tree: Path) -> None:
@@ -239,7 +239,7 @@ def test_a_damaged_journal_is_refused_by_name(tree: Path, doc: dict[str, object]
     (tree / journal.JOURNAL_DIR).mkdir()
     (tree / journal.JOURNAL_DIR / journal.JOURNAL_FILE).write_text(json.dumps(doc))
     with pytest.raises(JournalDamaged):
-        journal.load(tree)
+        recovery.load(tree)
 
 
 def test_a_journal_file_that_is_a_symlink_is_refused(tree: Path, tmp_path: Path) -> None:
@@ -249,7 +249,7 @@ def test_a_journal_file_that_is_a_symlink_is_refused(tree: Path, tmp_path: Path)
     (tmp_path / "j.json").write_text("{}")
     os.symlink(tmp_path / "j.json", tree / journal.JOURNAL_DIR / journal.JOURNAL_FILE)
     with pytest.raises(JournalUnsafe, match="is a symbolic link"):
-        journal.load(tree)
+        recovery.load(tree)
 
 
 def test_a_journal_naming_a_path_outside_the_tree_is_refused(tree: Path) -> None:
@@ -267,4 +267,4 @@ def test_a_journal_naming_a_path_outside_the_tree_is_refused(tree: Path) -> None
     (tree / journal.JOURNAL_DIR).mkdir()
     (tree / journal.JOURNAL_DIR / journal.JOURNAL_FILE).write_text(json.dumps(doc))
     with pytest.raises(JournalUnsafe, match=r"victim.py"):
-        journal.load(tree)
+        recovery.load(tree)

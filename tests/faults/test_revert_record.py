@@ -8,27 +8,15 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import git
-from tests.faults.helpers import GIT_IDENT, make_shared_file_patchset, make_shared_file_tree, run, snapshot
+from tests.faults import shared_file
+from tests.faults.helpers import run, snapshot
 
 from patchctl.fsutil import sha256_file
 
+#: the shared fixtures (pytest finds them by these names in the module)
+git_ident, tree, ps = shared_file.git_ident, shared_file.tree, shared_file.ps
+
 RECORD = ".patchctl/applied.json"
-
-
-@pytest.fixture(autouse=True)
-def _ident(monkeypatch: pytest.MonkeyPatch) -> None:
-    for k, v in GIT_IDENT.items():
-        monkeypatch.setenv(k, v)
-
-
-@pytest.fixture
-def tree(tmp_path: Path) -> Path:
-    return make_shared_file_tree(tmp_path / "tree")
-
-
-@pytest.fixture
-def ps(tmp_path: Path) -> Path:
-    return make_shared_file_patchset(tmp_path / "ps")
 
 
 def _entries(tree: Path) -> dict[str, dict]:

@@ -15,7 +15,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -221,3 +223,32 @@ class LoopbackCluster:
     def close(self) -> None:
         for h in self.hosts:
             h.stop()
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Where a benchmark on loopback hosts works (see :func:`workspace`)."""
+
+    #: the scratch folder: the hosts' sshd set-up and roots, and whatever the benchmark stages
+    work: Path
+    #: where the benchmark's reports go (made)
+    out: Path
+    loop: LoopbackCluster
+    #: each host's tree root, ``work/hosts/<alias>/verl_Uky``
+    roots: dict[str, Path]
+
+
+@contextlib.contextmanager
+def workspace(prefix: str, out: Path | None, count: int = 2) -> Iterator[Workspace]:
+    """The set-up the validate benchmarks share (benchmarks/bench_validate.py, bench_health.py):
+    a fresh scratch folder named ``prefix...``, the output folder (``out``, else one inside the
+    scratch folder), ``count`` loopback hosts and a root per host. The hosts stop when the block
+    ends; the folders stay, for the reader of the reports."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    out = (out or work / "out").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    loop = LoopbackCluster(work / "sshd", count)
+    try:
+        yield Workspace(work, out, loop, {h.alias: work / "hosts" / h.alias / "verl_Uky" for h in loop.hosts})
+    finally:
+        loop.close()

@@ -9,7 +9,6 @@ process below their sshd.
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
@@ -26,8 +25,9 @@ from click.testing import CliRunner
 from migrate_helpers import make_repo
 from sshd_harness import _descendants
 
+from patchctl import orphans
 from patchctl.cli.main import cli
-from patchctl.remote import lock_agent
+from patchctl.remote import lock_agent, ssh
 
 if TYPE_CHECKING:
     from conftest import Site
@@ -48,6 +48,20 @@ def _marked(mark: str) -> list[str]:
             continue
         if f"PATCHCTL_TEST_MARK={mark}".encode() in environ.split(b"\0"):
             found.append(f"{entry} {cmd[:120]}")
+    return found
+
+
+def _owned_by(stamps: set[str]) -> list[Path]:
+    """The scratch folders in /tmp whose owner file names one of these processes: only what this
+    test's own migrate made, never the folders of other runs on the same machine (made and swept
+    at any moment)."""
+    found = []
+    for path in sorted(orphans.BASE.iterdir()):
+        try:
+            if (path / orphans.OWNER).read_text(encoding="ascii").strip() in stamps:
+                found.append(path)
+        except OSError:  # not a folder, no owner file, or another user's
+            continue
     return found
 
 
@@ -89,18 +103,19 @@ def test_kill_9_leaves_no_process_no_folder_and_no_late_rename(site: Site, tmp_p
     (tree / "big.bin").write_bytes(old)
     config = site.config(SLOW, ["node1", "node2"])
     mark = uuid.uuid4().hex
-    folders = set(glob.glob("/tmp/pcm-*"))
     child = _migrate(tree, config, tmp_path, PATCHCTL_TEST_MARK=mark)
     _arriving(site, "node1")
     running = _marked(mark)
     assert any(" rsync " in p for p in running) and sum(" ssh " in p for p in running) >= 3, running
+    stamps = {orphans.stamp(int(p.split()[0])) for p in running}  # taken while they run: pid and start time
+    left = _owned_by(stamps)
+    assert any(p.name.startswith(ssh.PREFIX) for p in left), left  # its control folder (and its groups' list)
     os.kill(child.pid, signal.SIGKILL)
     child.wait(timeout=30)
+    assert _owned_by(stamps) == left  # what it made stays, until the next run
 
     assert _settled(lambda: _marked(mark)) == [], "processes of the killed migrate still run"
     assert _settled(lambda: _host_sessions(site)) == [], "its sessions still run on the hosts"
-    left = set(glob.glob("/tmp/pcm-*")) - folders
-    assert len(left) == 1  # the killed run's control folder, until the next run
 
     (tree / "big.bin").write_bytes(new)
     done = CliRunner().invoke(cli, ["migrate", "loop", "--target", str(tree), "--config", str(config)])

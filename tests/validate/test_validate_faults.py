@@ -104,7 +104,8 @@ def test_head_lost_mid_run(site: Site) -> None:
     rows = {t["label"]: t["status"] for t in doc["teardown"]}
     assert rows == {"node1": "unreachable", "node2": "stopped"}
     # the lost head could not remove its Ray temp dir; the next node started on that host does
-    from patchctl.validate.host.procs import state_root, sweep_stale
+    from patchctl.validate.host.procs import sweep_stale
+    from patchctl.validate.host.statedir import state_root
 
     left = glob.glob(f"{state_root()}/{doc['run_id']}-0-*")
     assert len(left) == 1 and set(left) <= set(sweep_stale(older_than=0))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from patchctl.validate.host import procs
+from patchctl.validate.host import procs, statedir
 
 
 @pytest.fixture
@@ -93,14 +93,14 @@ def test_raylets_of_this_run_are_excluded_by_its_prefix_only(spawn) -> None:
 
 
 def test_temp_dirs_are_a_nodes_own_and_only_dead_nodes_are_swept(spawn, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(procs, "state_root", lambda: str(tmp_path))
+    monkeypatch.setattr(statedir, "state_root", lambda: str(tmp_path))
     run = secrets.token_hex(4)
     one, ten = tmp_path / f"{run}-1-a", tmp_path / f"{run}-10-b"
     fresh, odd = tmp_path / f"{run}-3-c", tmp_path / f"{run}-x-d"
     for d in (one, ten, fresh, odd):
         d.mkdir()
-        (d / procs.BORN).write_text(f"{time.time()}\n")  # no process older than this dir can be its node's
-    assert procs.session_dirs(f"{run}.1") == [str(one)]
+        (d / statedir.BORN).write_text(f"{time.time()}\n")  # no process older than this dir can be its node's
+    assert statedir.session_dirs(f"{run}.1") == [str(one)]
     for d in (one, ten, odd):
         os.utime(d, (time.time() - 120, time.time() - 120))
     spawn(f"{run}.10")
@@ -133,7 +133,7 @@ def test_stop_kills_a_process_that_ignores_sigterm(spawn) -> None:
 
 
 def test_reap_stops_the_node_removes_its_temp_dirs_and_replies(spawn, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(procs, "state_root", lambda: str(tmp_path))
+    monkeypatch.setattr(statedir, "state_root", lambda: str(tmp_path))
     run = secrets.token_hex(4)
     node, other = spawn(f"{run}.1"), spawn(f"{run}.10")
     mine, theirs = tmp_path / f"{run}-1-a", tmp_path / f"{run}-10-a"

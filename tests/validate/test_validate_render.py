@@ -7,18 +7,18 @@ from types import SimpleNamespace
 
 import pytest
 
-from patchctl.cli import validate_cmd
+from patchctl.cli import validate_show
 from patchctl.validate.errors import HostUnreachable, Interrupted
 from patchctl.validate.model import Note
 
 
 def test_a_note_names_its_host_once(capsys: pytest.CaptureFixture[str]) -> None:
-    validate_cmd._note(Note("preflight", "node1", str(HostUnreachable("node1", "preflight", "ssh: connect refused"))))
+    validate_show.note(Note("preflight", "node1", str(HostUnreachable("node1", "preflight", "ssh: connect refused"))))
     assert capsys.readouterr().err == "preflight  node1: unreachable (ssh: connect refused)\n"
 
 
 def test_a_note_about_another_host_keeps_its_text(capsys: pytest.CaptureFixture[str]) -> None:
-    validate_cmd._note(Note("ray-up", "node1", "node10: joined"))
+    validate_show.note(Note("ray-up", "node1", "node10: joined"))
     assert capsys.readouterr().err == "   ray-up  node1: node10: joined\n"
 
 
@@ -40,14 +40,14 @@ def _result(run_dir: str, cause: str, verdict: str = "interrupted") -> SimpleNam
 
 
 def test_the_verdict_line_says_validate_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    validate_cmd._show(_result(str(tmp_path), str(Interrupted("preflight"))))
+    validate_show.show(_result(str(tmp_path), str(Interrupted("preflight"))))
     last = capsys.readouterr().out.splitlines()[-1]
     assert last == "validate: INTERRUPTED — interrupted (Ctrl-C) during preflight; what was started was stopped"
 
 
 def test_a_run_directory_never_made_is_not_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    validate_cmd._show(_result(str(tmp_path / "never"), "node1: unreachable (x)", "fail"))
+    validate_show.show(_result(str(tmp_path / "never"), "node1: unreachable (x)", "fail"))
     out = capsys.readouterr().out
     assert "run directory" not in out and out.endswith("validate: FAIL — node1: unreachable (x)\n")
-    validate_cmd._show(_result(str(tmp_path), "", "pass"))
+    validate_show.show(_result(str(tmp_path), "", "pass"))
     assert f"run directory: {tmp_path}\n" in capsys.readouterr().out

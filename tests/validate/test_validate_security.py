@@ -29,7 +29,7 @@ from ray_attack import (
 from validate_helpers import ADDRESS, Site, host_entry, ours
 
 from patchctl.validate import plan as planning
-from patchctl.validate.host import procs
+from patchctl.validate.host import procs, statedir
 
 
 def one_host(site: Site, **env: str) -> None:
@@ -115,11 +115,11 @@ def test_a_live_run_listens_only_where_it_must_and_its_state_is_private(site: Si
         found["listeners"] = [row for row in listeners() if row[2] in mine]
         found["chosen"] = _chosen_ports(mine)
         marker = _marker(mine)
-        session = procs.session_dirs(marker)[0]
+        session = statedir.session_dirs(marker)[0]
         sockets = next(Path(session).glob("session_2*/sockets"))
-        found["root mode"] = oct(os.stat(procs.state_root()).st_mode & 0o777)
+        found["root mode"] = oct(os.stat(statedir.state_root()).st_mode & 0o777)
         found["plant in sockets/"] = as_other_user(lambda: open(sockets / "planted", "w").close())
-        found["list the root"] = as_other_user(lambda: os.listdir(procs.state_root()))
+        found["list the root"] = as_other_user(lambda: os.listdir(statedir.state_root()))
         # another user's sweep, then this user's own, while the run is live
         found["their sweep"] = as_other_user(lambda: procs.sweep_stale(older_than=0))
         found["own sweep"] = procs.sweep_stale(older_than=0)
@@ -257,4 +257,4 @@ def test_ray_client_asked_where_ray_has_no_client_is_one_line_before_ray_starts(
     code, doc, _ = site.run_json("--ray-client")
     assert code == 1 and doc["stage"] == "ray-up" and doc["host"] == "node1", doc["cause"]
     assert "--ray-client: Ray's client server needs ray[client] on this host" in doc["cause"]
-    assert not procs.session_dirs(f"{doc['run_id']}.0")
+    assert not statedir.session_dirs(f"{doc['run_id']}.0")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from patchctl import journal, lock
+from patchctl import journal, lock, recovery
 from patchctl.target import Target, resolve
 
 
@@ -64,6 +64,6 @@ def _lock(root: Path, shared: bool) -> lock.Held:
 
 
 def _recover(root: Path) -> None:
-    done = journal.recover(root)
+    done = recovery.recover(root)
     if done is not None:
         click.echo(done.sentence(root), err=True)

@@ -5,11 +5,10 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
-from patchctl.cli import cluster_keys, completion, render, validate_health
+from patchctl.cli import cluster_keys, completion, render, validate_health, validate_show
 from patchctl.cli.errors import handled
 from patchctl.cli.options import Choice, NonEmptyPath, config_option, json_option
 from patchctl.errors import MissingOption
@@ -140,7 +139,7 @@ def validate_cmd(
             )
         old, new = reports  # OLD first, as diff takes them
         doc = run.compare_reports(new, old, (out or new.parent))
-        render.emit_json(doc) if as_json else _show_compare(doc)
+        render.emit_json(doc) if as_json else validate_show.show_compare(doc)
         return 0
     if len(compare) > 1:
         raise MissingOption("--compare", "give one earlier report when validating a cluster")
@@ -161,131 +160,16 @@ def validate_cmd(
     )
     if dry_run:
         result = run.dry_run(cluster, options)
-        render.emit_json(result.to_json()) if as_json else _show_plan(result)
+        render.emit_json(result.to_json()) if as_json else validate_show.show_plan(result)
         return 0
     live = sys.stderr.isatty()
-    result = run.validate(cluster, options, _note, _progress(live), compare[0] if compare else None)
+    result = run.validate(
+        cluster, options, validate_show.note, validate_show.progress(live), compare[0] if compare else None
+    )
     if live:
         click.echo("", err=True)
     if as_json:
         render.emit_json(result.to_json())
     else:
-        _show(result)
+        validate_show.show(result)
     return EXIT[result.verdict.value]
-
-
-def _note(n: Any) -> None:
-    click.echo(f"{n.stage:>9}  {n.host}: {_unprefixed(n.text, n.host)}", err=True)
-
-
-def _unprefixed(text: str, who: str) -> str:
-    """``text`` without a leading ``WHO: ``: the validate errors name their host first, and the
-    line already does (``node1: node1: unreachable`` read as two hosts)."""
-    return text[len(who) + 2 :] if who and text.startswith(f"{who}: ") else text
-
-
-def _progress(live: bool) -> Any:
-    def show(p: Any) -> None:
-        line = render.progress_line(p)
-        click.echo(f"\r\033[K{line}" if live else f"    train  {line}", err=True, nl=not live)
-
-    return show
-
-
-def _show_plan(result: Any) -> None:
-    from patchctl.validate.plan import show
-
-    click.echo(f"# validate {result.cluster} --profile {result.profile}: run {result.run_id}, nothing is started")
-    click.echo("# $STAGE: a temporary directory holding validate/pkg/patchctl, a link to patchctl's package")
-    for c in result.commands:
-        click.echo(f"# {c.label}: {c.purpose}")
-        click.echo(show(c.argv))
-    if result.trainer_command:  # --profile health trains nothing
-        click.echo("# the trainer, on the head (trainer.nnodes / n_gpus_per_node: what Ray reports at run time)")
-        click.echo(show(result.trainer_command))
-    click.echo(f"# local run directory: {result.run_dir}")
-
-
-def _show(result: Any) -> None:
-    if result.preflight:
-        checks = list(dict.fromkeys(r.check for h in result.preflight for r in h.rows))
-        rows = []
-        for check in checks:
-            cells = []
-            for h in result.preflight:
-                row = next((r for r in h.rows if r.check == check), None)
-                cells.append(
-                    "-"
-                    if row is None
-                    else row.status
-                    if row.status in ("pass", "skip")
-                    else f"{row.status}: {row.value}"
-                )
-            rows.append([check, *cells])
-        render.table("preflight (host x check)", ["check", *[h.label for h in result.preflight]], rows)
-        for h in result.preflight:
-            for r in h.failed:
-                click.echo(f"  {h.label}: {r.check}: {r.fix}")
-    validate_health.show(result.health)
-    if result.ray:
-        render.table(
-            f"Ray cluster {result.ray.address} ({result.ray.seconds:.1f} s)",
-            ["host", "address", "GPUs", "CUDA_VISIBLE_DEVICES", "GPU", "joined (s)"],
-            [
-                [
-                    n.label,
-                    n.address,
-                    str(n.gpus),
-                    str(n.cuda_visible_devices or "-"),
-                    ", ".join(n.gpu_names) or "-",
-                    f"{n.joined_at:.1f}" + (" (existing)" if n.joined_existing else ""),
-                ]
-                for n in result.ray.nodes
-            ],
-        )
-    if result.trained:
-        gates = [
-            [g.get("name", ""), g.get("status", ""), str(g.get("value")), g.get("reason", "")]
-            for g in result.trained.gates
-        ]
-        if gates:
-            render.table("train gates (on the head)", ["gate", "status", "value", "detail"], gates, 1)
-    if result.teardown:
-        click.echo(
-            "teardown: "
-            + "; ".join(
-                f"{t.label} {t.status}" + (f" ({t.stopped} processes)" if t.stopped else "") for t in result.teardown
-            )
-        )
-    click.echo("time (s): " + ", ".join(f"{k} {v}" for k, v in result.timings.items() if v is not None))
-    if result.run_dir and Path(result.run_dir).is_dir():  # a run stopped before it made one has none
-        click.echo(
-            f"run directory: {result.run_dir}"
-            + (f" ({', '.join(Path(f).name for f in result.fetched)})" if result.fetched else "")
-        )
-    if result.comparison:
-        _show_compare(result.comparison)
-    if result.insecure_ray:
-        auth = result.ray.auth if result.ray else {}
-        click.echo(
-            "WARNING: --insecure-ray: this run did not insist that its Ray cluster refuses callers without the "
-            "token" + (" (" + ", ".join(f"{k}: {v['outcome']}" for k, v in auth.items()) + ")" if auth else "")
-        )
-    cause = _unprefixed(result.cause, "validate")
-    click.echo(f"validate: {result.verdict.value.upper()}" + (f" — {cause}" if cause else ""))
-
-
-def _show_compare(doc: dict[str, Any]) -> None:
-    render.table("compare (new vs old)", ["", "new", "old"], [list(r) for r in doc["rows"]])
-    if doc["versions"]:
-        render.table("package versions that differ", ["package", "new", "old"], [list(v) for v in doc["versions"]])
-    else:
-        click.echo("package versions: the same")
-    p = doc["patches"]
-    click.echo(
-        f"patches: {len(p['both'])} in both"
-        + (f"; only new: {', '.join(p['only_new'])}" if p["only_new"] else "")
-        + (f"; only old: {', '.join(p['only_old'])}" if p["only_old"] else "")
-    )
-    if doc.get("plot"):
-        click.echo(f"reward curves: {doc['plot']}")

@@ -3,15 +3,15 @@
 Started over ssh and kept open by patchctl until the run ends. It refuses when a Ray node
 already runs at this host's address (unless asked to join it), starts ``ray start --block`` in
 its own session with the run's marker and a private ``--temp-dir``/``RAY_TMPDIR`` inside the
-user's 0700 folder (procs.py: so neither Ray's files nor its ``ray_current_cluster`` pointer
+user's 0700 folder (statedir.py: so neither Ray's files nor its ``ray_current_cluster`` pointer
 touch another cluster's, and no other user can enter them), reports "up" once Ray says so, and
 then waits. A ``{"cmd": "stop"}`` line, end-of-file on stdin — patchctl exited, was interrupted
 or lost its connection — or silence past the lease (patchctl sends a heartbeat line; a frozen
 laptop sends none), or the run's hard ceiling, stops exactly what it started: ``ray start
 --block`` ends its daemons on SIGTERM, and every process still carrying the marker is ended.
 
-Every port chosen here is bound on the node's address; the dashboard and Ray's client server
-start only when asked.
+Ray's command line (raystart.py) binds every port on the node's address; the dashboard and Ray's
+client server start only when asked.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import os
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,79 +28,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from patchctl.validate.host import census, procs
+from patchctl.validate.host import procs, raystart, statedir
 
-_CLI = "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"
-#: ``ray start`` starts Ray's client server on port 10001 whenever ray[client] is installed, with
-#: no option to leave it out: this tells it the client is missing, unless the run asked for it
-_NO_CLIENT = (
-    "import sys; import ray.scripts.scripts as s; s.get_ray_client_dependency_error = "
-    "lambda: 'not asked for'; sys.argv[0] = 'ray'; s.main()"
-)
 _UP = "Ray runtime started"
-
-
-def _free_port(address: str) -> int:
-    with socket.socket() as s:
-        s.bind((address, 0))
-        return int(s.getsockname()[1])
-
-
-def ray_argv(request: dict[str, Any], temp_dir: str) -> list[str]:
-    """``ray start --block`` for the head or a worker; the ports Ray would otherwise fix (the
-    dashboard's 8265, its agent's 52365, the client server's 10001) are free ones on the node's
-    address, so several nodes — or another user's Ray — can share a machine. The node offers its
-    own resource (census.py) so the run can tell its nodes from any other."""
-    address = request["address"]
-    client = request["role"] == "head" and bool(request.get("ray_client"))
-    argv = [
-        sys.executable,
-        "-c",
-        _CLI if client else _NO_CLIENT,
-        "start",
-        "--block",
-        "--node-ip-address",
-        address,
-        "--num-gpus",
-        str(request["gpus"]),
-        "--temp-dir",
-        temp_dir,
-        "--disable-usage-stats",
-        "--dashboard-agent-listen-port",
-        str(_free_port(address)),
-        "--resources",
-        json.dumps({census.own_resource(request["marker"]): 1}),
-    ]
-    if request.get("num_cpus") is not None:
-        argv += ["--num-cpus", str(request["num_cpus"])]
-    if request.get("object_store_bytes"):
-        argv += ["--object-store-memory", str(request["object_store_bytes"])]
-    if request["role"] == "head":
-        argv += [
-            "--head",
-            "--port",
-            str(request["port"]),
-            "--dashboard-host",
-            address,
-            "--dashboard-port",
-            str(_free_port(address)),
-            "--include-dashboard=" + ("true" if request.get("dashboard") else "false"),
-        ]
-        if client:
-            argv += ["--ray-client-server-port", str(_free_port(address))]
-    else:
-        argv += ["--address", request["gcs"]]
-    return argv
-
-
-def _has_ray_client() -> bool:
-    """ray[client] installed: its server would take the fixed port 10001 (minimal Ray has none,
-    and refuses the option)."""
-    try:
-        from ray._private.utils import get_ray_client_dependency_error
-    except ImportError:  # another Ray version: let Ray choose, as it would by default
-        return False
-    return get_ray_client_dependency_error() is None
 
 
 def tail(path: str, lines: int = 8) -> list[str]:
@@ -146,7 +75,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         reason = _serve(None, emit, lease=_lease(request))
         emit({"event": "stopped", "stopped": 0, "left": [], "reason": reason})
         return 0
-    if request["role"] == "head" and request.get("ray_client") and not _has_ray_client():
+    if request["role"] == "head" and request.get("ray_client") and not raystart.has_ray_client():
         emit(
             {
                 "event": "error",
@@ -156,12 +85,12 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         )
         return 0
     procs.sweep_stale()
-    temp_dir = procs.make_session_dir(request["marker"])
+    temp_dir = statedir.make_session_dir(request["marker"])
     start_log = os.path.join(temp_dir, "ray-start.log")
     env = dict(os.environ, RAY_TMPDIR=temp_dir, **{procs.MARKER: request["marker"]}, **request.get("ray_auth", {}))
     env.pop("RAY_ADDRESS", None)  # a worker joins the address it is given, nothing else
     env.update(_code_hook(request.get("run_rel"), env.get("PYTHONPATH", "")))
-    argv = ray_argv(request, temp_dir)
+    argv = raystart.ray_argv(request, temp_dir)
     with open(start_log, "wb") as log:
         child = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True

@@ -14,25 +14,13 @@ import os
 import shutil
 import signal
 import stat
-import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
 
+from patchctl.validate.host import statedir
+
 MARKER = "PATCHCTL_VALIDATE_RUN"
-#: the user's private folder holding every node temp dir (Ray's --temp-dir) of every run
-ROOT_PREFIX = "pcv-"
-#: what Ray appends to its temp dir for its longest socket path
-#: (``/session_YYYY-MM-DD_HH-MM-SS_ffffff_PID/sockets/plasma_store``, a 7-digit pid)
-RAY_SOCKET_TAIL = 66
-#: the kernel's limit on a unix socket path (sun_path), terminating NUL included
-SUN_PATH = 108
-#: the file in a node's temp dir that says when it was made
-BORN = "patchctl-born"
-
-
-class PrivateStateRefused(Exception):
-    """The private folder is not ours to use (a link, another owner's, not a folder)."""
 
 
 def _pids() -> list[int]:
@@ -145,68 +133,6 @@ def _marker_of(pid: int, prefix: str) -> bool:
         return False
 
 
-def state_root() -> str:
-    """``/tmp/pcv-UID``: short (Ray's socket paths live below it) and one per user."""
-    base = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()  # noqa: S108 - per user, made 0700 below
-    return os.path.join(base, f"{ROOT_PREFIX}{os.getuid()}")
-
-
-def private_root() -> str:
-    """The user's private folder, created 0700 or checked: a real folder (not a link) owned by us.
-
-    Ray makes the temp dirs it fills 0777 without the sticky bit (``sockets/``, ``logs/``,
-    ``runtime_resources/``), so privacy must come from a parent others cannot enter.
-    """
-    path = state_root()
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(path, 0o700)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError as exc:
-        raise PrivateStateRefused(f"{path} is not a folder of ours ({exc.strerror}); remove it and run again") from None
-    try:
-        st = os.fstat(fd)
-        if st.st_uid != os.getuid():
-            raise PrivateStateRefused(
-                f"{path} belongs to uid {st.st_uid}, not to this user (uid {os.getuid()}); remove it and run again"
-            )
-        if stat.S_IMODE(st.st_mode) != 0o700:
-            os.fchmod(fd, 0o700)
-    finally:
-        os.close(fd)
-    return path
-
-
-def session_prefix(value: str) -> str:
-    """The temp-dir name prefix of one node of one run (``value`` is its marker, ``run.node``)."""
-    return value.replace(".", "-") + "-"
-
-
-def make_session_dir(value: str) -> str:
-    """A fresh temp dir for one node inside the private folder, short enough for Ray's sockets."""
-    born = time.time()
-    path = tempfile.mkdtemp(prefix=session_prefix(value), dir=private_root())
-    if len(path.encode()) + RAY_SOCKET_TAIL >= SUN_PATH:
-        os.rmdir(path)
-        raise PrivateStateRefused(f"{path} is too long for Ray's socket paths ({SUN_PATH} bytes); use a shorter /tmp")
-    with open(os.path.join(path, BORN), "w", encoding="ascii") as f:
-        f.write(f"{born}\n")  # no process of the node is older: the sweep's proof (marked)
-    return path
-
-
-def _born(path: str) -> float:
-    """When the node's temp dir was made; 0 where it cannot be told (then no process is ruled out)."""
-    try:
-        with open(os.path.join(path, BORN), encoding="ascii") as f:
-            return float(f.read().strip())
-    except (OSError, ValueError):
-        return 0.0
-
-
-def session_dirs(value: str) -> list[str]:
-    return glob.glob(os.path.join(state_root(), session_prefix(value) + "*"))
-
-
 def sweep_stale(older_than: float = 60.0) -> list[str]:
     """Remove the temp dirs of earlier runs' nodes whose processes are provably gone: a node whose
     host went down mid-run, or whose supervisor was killed, could not remove its own.
@@ -215,7 +141,7 @@ def sweep_stale(older_than: float = 60.0) -> list[str]:
     and only when no live process carries the marker and none that could be ours hides its
     environment. Returns what was removed.
     """
-    root = state_root()
+    root = statedir.state_root()
     try:
         st = os.lstat(root)
     except OSError:
@@ -233,7 +159,7 @@ def sweep_stale(older_than: float = 60.0) -> list[str]:
                 not stat.S_ISDIR(info.st_mode)
                 or info.st_uid != os.getuid()
                 or time.time() - info.st_mtime < older_than
-                or marked(f"{parts[0]}.{parts[1]}", unknown=_born(d))
+                or marked(f"{parts[0]}.{parts[1]}", unknown=statedir.born(d))
             ):
                 continue
         except OSError:
@@ -251,7 +177,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     """
     value = request["marker"]
     stopped, left = stop_marked(value)
-    for d in session_dirs(value):
+    for d in statedir.session_dirs(value):
         shutil.rmtree(d, ignore_errors=True)
     emit({"event": "reply", "stopped": stopped, "left": left})
     return 0
