@@ -3,7 +3,8 @@
 New files become add-file (blob when binary) here, files FORK moved become rename-file followed by
 their edits, and files FORK deleted delete-file (with ``--all``: a deletion carries no tag). Python
 and shell files both trees have go to :mod:`patchctl.capture.inplace`, other files to
-:mod:`patchctl.capture.othertypes` (configs by key, requirements by package, text by hunk).
+:mod:`patchctl.capture.othertypes` (configs by key and requirements by package through
+:mod:`patchctl.capture.keyed`, text by hunk).
 Each file is classified on its own and returns what it found; :func:`classify` only joins the
 findings in file order and hands each file the ids taken before it, so ids stay unique.
 """
