@@ -16,7 +16,7 @@ import stat
 from collections.abc import Set
 from pathlib import Path
 
-from patchctl.capture import inplace, links, moves, othertypes, sources
+from patchctl.capture import crossfile, inplace, links, moves, othertypes, sources
 from patchctl.capture.hunks import why_from
 from patchctl.capture.model import Classified, Draft, Request, new_id
 
@@ -33,7 +33,7 @@ def classify(req: Request) -> Classified:
     taken |= found[-1].ids
     found.append(moves.deleted(req, set(moved.values()), taken))
     joined = Classified.join(found)
-    return Classified(links.link(joined.drafts), joined.left_out, joined.notes)
+    return Classified(crossfile.link(req, links.link(joined.drafts)), joined.left_out, joined.notes)
 
 
 def _file(req: Request, rel: str, taken: Set[str], moved_from: str | None = None) -> Classified:
