@@ -8,7 +8,9 @@ the fork *added* counts: names bound or used in a patch's new text and not in it
 Within one file, a patch needs another that binds a name it uses (a function, class or import;
 an assignment at module level or in the same scope) or defines a method or ``self.`` attribute
 it reads. Across files, an import needs the
-patch that adds the imported module. Text that does not parse on its own gives no links.
+patch that adds the imported module; :mod:`patchctl.capture.crossfile` adds the other links across
+files, resolving names through the fork's whole file. Text that does not parse on its own gives
+no links.
 """
 
 from __future__ import annotations
