@@ -19,14 +19,11 @@ from patchctl.capture.model import Draft, Request
 from patchctl.capture.provides import Provided, provided
 from patchctl.capture.uses import Uses, uses
 
-_WORD = re.compile(r"\w+")
-
 
 def link(req: Request, drafts: Sequence[Draft]) -> tuple[Draft, ...]:
     """The drafts with the patches of other files they need added to ``needs``, in the same order."""
     given = provided(req, drafts)
-    words = given.words
-    if not words:
+    if not (given.names or given.keys):
         return tuple(drafts)
     users: dict[str, list[Draft]] = {}
     for d in drafts:
@@ -41,14 +38,9 @@ def link(req: Request, drafts: Sequence[Draft]) -> tuple[Draft, ...]:
             continue
         lines = text.splitlines()
         spans = {d.id: None if d.kind == "add-file" else d.fork_lines for d in mine}
-        said = {
-            w
-            for d in mine
-            for n in (spans[d.id] or range(1, len(lines) + 1))
-            for w in _WORD.findall(lines[n - 1] if n <= len(lines) else "")
-        }
-        if not said & words:
-            continue  # its edits name nothing another file adds: no need to resolve its names
+        changed = sorted({n for d in mine for n in d.fork_lines if n <= len(lines)})
+        if not given.named_by(rel, lines if new else [lines[n - 1] for n in changed], text):
+            continue  # its edits name nothing another file provides: no need to resolve its names
         for pid, used in uses(rel, text, spans).items():
             extra[pid] = _partners(used, given, rel, pid)
     return tuple(

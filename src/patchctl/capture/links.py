@@ -59,7 +59,18 @@ def _parse(text: str) -> ast.AST | None:
     return None
 
 
-def names(text: str) -> Names:
+def _absolute(node: ast.ImportFrom, package: str) -> str | None:
+    """The module a ``from`` import names, a relative one (``from .c import x``) resolved against
+    the importing file's package; None where it climbs above the top."""
+    if not node.level:
+        return node.module or ""
+    bits = package.rsplit(".", node.level - 1) if package else []
+    if len(bits) < node.level:
+        return None
+    return f"{bits[0]}.{node.module}" if node.module else bits[0]
+
+
+def names(text: str, package: str = "") -> Names:
     tree = _parse(text)
     if tree is None:
         return Names()
@@ -74,10 +85,11 @@ def names(text: str) -> Names:
             bound.add(node.name)
             attrs.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            base = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+            base = _absolute(node, package) if isinstance(node, ast.ImportFrom) else ""
             for alias in node.names:
                 bound.add((alias.asname or alias.name).split(".")[0])
-                modules.add(f"{base}.{alias.name}" if base else alias.name)
+                if base is not None:
+                    modules.add(f"{base}.{alias.name}" if base else alias.name)
             if base:
                 modules.add(base)
         elif isinstance(node, ast.Name):
@@ -100,11 +112,14 @@ def names(text: str) -> Names:
 
 def added(d: Draft) -> Names:
     """What the patch's new text binds and uses that its old text did not."""
+    package = ".".join(d.path.split("/")[:-1])
     if d.kind == "add-file":
-        return names((d.content or b"").decode("utf-8", errors="replace")) if d.path.endswith(".py") else Names()
+        return (
+            names((d.content or b"").decode("utf-8", errors="replace"), package) if d.path.endswith(".py") else Names()
+        )
     if d.kind != "structural":
         return Names()
-    return names(d.params.get("after", "")) - names(d.params.get("before", ""))
+    return names(d.params.get("after", ""), package) - names(d.params.get("before", ""), package)
 
 
 def _sees(user: Draft, binder: Draft) -> bool:

@@ -9,6 +9,7 @@ ambiguous and provided by neither, since a wrong link holds back a good patch.
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,6 +21,8 @@ from patchctl.patchsets.kinds import keypath
 from patchctl.patchsets.kinds.anchors import find_scopes
 from patchctl.patchsets.kinds.pyparse import split_lines
 
+_WORD = re.compile(r"\w+")
+_IMPORT = re.compile(r"\s*(from|import)\s")
 #: config files larger than this are data, not configs: not read for the keys BASE has
 _CONFIG_LIMIT = 1 << 20
 
@@ -33,10 +36,20 @@ class Provided:
     #: config keys a config-key patch adds, by the key's own name: (its path, the patch)
     keys: dict[str, tuple[tuple[str, ...], Draft]]
 
-    @property
-    def words(self) -> frozenset[str]:
-        """The last word of everything provided: a file whose edits name none of them uses nothing."""
-        return frozenset([q.rsplit(".", 1)[-1] for q in (*self.names, *self.modules)] + list(self.keys))
+    def named_by(self, rel: str, lines: Iterable[str], text: str) -> bool:
+        """Whether ``lines`` of ``rel`` (whose whole text is ``text``) may use a definition or key another
+        file provides: they name it by its last word, and for a definition the file imports its module
+        (its last word on an import line). Resolving names costs a parse of the whole file with libcst,
+        which a file that passes neither needs not; an import of a new module is
+        :mod:`patchctl.capture.links`' to find, which reads every import of an edit's text."""
+        imported = {w for line in text.splitlines() if _IMPORT.match(line) for w in _WORD.findall(line)}
+        words = {
+            q.rsplit(".", 1)[-1]
+            for q, d in self.names.items()
+            if d.path != rel and str(module_of(d.path)).rsplit(".", 1)[-1] in imported
+        }
+        words |= {k for k, (_, d) in self.keys.items() if d.path != rel}
+        return any(set(_WORD.findall(line)) & words for line in lines)
 
 
 def provided(req: Request, drafts: Sequence[Draft]) -> Provided:
@@ -60,15 +73,17 @@ def _parse(text: str) -> ast.Module | None:
         return None
 
 
-def _top_names(tree: ast.AST | None, prefix: str = "") -> Iterator[str]:
+def _top_names(
+    tree: ast.AST | None, prefix: str = "", imports: tuple[type[ast.stmt], ...] = (ast.Import, ast.ImportFrom)
+) -> Iterator[str]:
     """Names a block binds at its own level (inside ``if``/``try``/``with``, not inside a def),
-    and, for a class it defines, the class's own names after a dot."""
+    and, for a class it defines, the class's own names after a dot; of imports, those of ``imports``."""
     for node in _level(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             yield prefix + node.name
             if isinstance(node, ast.ClassDef):
-                yield from _top_names(node, f"{prefix}{node.name}.")
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                yield from _top_names(node, f"{prefix}{node.name}.", imports)
+        elif isinstance(node, imports) and isinstance(node, (ast.Import, ast.ImportFrom)):
             yield from (prefix + (a.asname or a.name).split(".")[0] for a in node.names)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -119,7 +134,12 @@ def _defined(d: Draft) -> Iterable[str]:
         had = set(_top_names(node)) | set(_top_names(before))
         if isinstance(node, ast.ClassDef):
             had |= _self_attrs(node)
-        return [f"{module}.{scope + '.' if scope else ''}{q}" for q in _top_names(after) if q not in had]
+        # an import a module adds is its own business, save a package's __init__ re-exporting a name
+        shared: tuple[type[ast.stmt], ...] = (ast.ImportFrom,) if d.path.endswith("__init__.py") else ()
+        new = [
+            q for q in _top_names(after, imports=shared) if q not in had and not q.rsplit(".", 1)[-1].startswith("__")
+        ]
+        return [f"{module}.{scope + '.' if scope else ''}{q}" for q in new]
     owner = scope.rsplit(".", 1)[0] if "." in scope else ""
     klass = find_scopes(base, owner) if owner else []
     if len(klass) != 1 or not isinstance(klass[0], ast.ClassDef):
