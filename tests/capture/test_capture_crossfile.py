@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from tests.clirun import run
-from tests.conftest import snapshot
+from tests.conftest import git, snapshot
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -172,3 +172,25 @@ def test_a_use_whose_definition_conflicts_is_held_back_naming_the_file_and_patch
     code, out = run("apply", "--target", str(tree(tmp_path / "v2", BASE)), "--patchset", str(ps), "--only", imp)
     assert code == 0, out  # --only brings the definition in
     assert "def helper" in (tmp_path / "v2" / A).read_text()
+
+
+def test_matrix_holds_the_use_back_where_its_definition_in_another_file_conflicts(tmp_path: Path) -> None:
+    call = (B, STEP, STEP + "        a.helper()  # Uky\n")
+    ps = capture(tmp_path, [NEW_HELPER, call])
+    (definition,) = of(ps, A)
+    (caller,) = of(ps, B)
+    repo = tree(tmp_path / "upstream", BASE)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "v1")
+    git(repo, "tag", "v1")
+    (repo / A).write_text(BASE[A].replace("class Foo:", "class Foo(object):"))
+    git(repo, "commit", "-qam", "upstream moves on")
+    git(repo, "tag", "v2")
+    code, text = run("matrix", "--repo", str(repo), "--versions", "v1,v2", "--patchset", str(ps), "--json")
+    cells = {(c["patch"], c["version"]): c for c in json.loads(text)["cells"]}
+    assert code == 1, text
+    assert cells[(definition, "v1")]["status"] == cells[(caller, "v1")]["status"] == "applied"
+    assert cells[(definition, "v2")]["status"] == "conflict"
+    assert cells[(caller, "v2")]["status"] == "held-back"
+    assert f"it needs {definition} in {A} (conflict" in cells[(caller, "v2")]["reason"]
