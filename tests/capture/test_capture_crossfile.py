@@ -109,8 +109,11 @@ def test_a_new_method_called_through_an_attribute_of_known_class_needs_it(tmp_pa
     assert needs(ps)[caller][1] == [method]
 
 
-def test_a_config_key_read_needs_the_patch_that_adds_the_key(tmp_path: Path) -> None:
-    read = (B, STEP, STEP + '        k = self.config.trainer.get("new_key")  # Uky\n')
+@pytest.mark.parametrize(
+    "reads", ['self.config.trainer.get("new_key")', "self.config.trainer.new_key", 'self.config["trainer"]["new_key"]']
+)
+def test_a_config_key_read_needs_the_patch_that_adds_the_key(tmp_path: Path, reads: str) -> None:
+    read = (B, STEP, STEP + f"        k = {reads}  # Uky\n")
     ps = capture(tmp_path, [NEW_KEY, read])
     (key,) = of(ps, CONFIG)
     (caller,) = of(ps, B)
