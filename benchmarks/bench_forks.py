@@ -42,7 +42,8 @@ from patchctl.capture.run import capture
 from patchctl.patchsets import conflicts as conflicts_mod
 from patchctl.patchsets.engine import plan_apply
 from patchctl.patchsets.loader import load_patchset
-from patchctl.patchsets.model import Outcome, PatchResult, Patchset
+from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset
+from patchctl.patchsets.needs import IN_TREE
 from patchctl.target import open_tree
 
 FORKS = {
@@ -105,6 +106,7 @@ def one_version(
         "unmarked, why": ", ".join(f"{n} {k}" for k, n in sorted(unmarked.items())) or "-",
         "n/a": conflicts["not-applicable"],
         "held": conflicts["held-back"],
+        "held, cross-file": held_across(plan.results, by_id),
         "git hunks clean/marked": f"{clean}/{marked}",
         "patchctl s": f"{t_pc:.1f}",
         "git s": f"{t_git:.1f}",
@@ -129,6 +131,36 @@ def unmarked_class(r: PatchResult) -> str:
         if key in why:
             return word
     return "other"
+
+
+def held_across(results: list[PatchResult], by_id: dict[str, Patch]) -> int:
+    """Patches held back because a partner in another file did not apply (issue 27.5's cross-file links)."""
+    status = {r.patch: r.status for r in results}
+    return sum(
+        r.status is Outcome.HELD_BACK
+        and any(
+            by_id[d].target[0] != by_id[r.patch].target[0] and status.get(d) not in IN_TREE
+            for d in by_id[r.patch].needs
+        )
+        for r in results
+    )
+
+
+def cross_links(name: str, ps: Patchset) -> list[str]:
+    """Every cross-file link capture made, with both ends' text, for reading (the link spot check)."""
+    by_id = {p.id: p for p in ps.patches}
+
+    def text(p: Patch) -> str:
+        raw = getattr(p.params, "after", None) or getattr(p.params, "now", None) or f"(whole file {p.target[0]})"
+        return " | ".join(ln.strip() for ln in str(raw).splitlines() if ln.strip())[:240]
+
+    return [
+        f"{name} link {p.id} ({p.target[0]}, {p.kind}) -> {d.id} ({d.target[0]}, {d.kind})\n"
+        f"    uses: {text(p)}\n    from: {text(d)}"
+        for p in ps.patches
+        for d in (by_id[n] for n in p.needs)
+        if d.target[0] != p.target[0]
+    ]
 
 
 def table(rows: list[dict[str, object]]) -> str:
@@ -164,6 +196,7 @@ def run_fork(
     log: list[str],
     spots: list[str],
     results: dict[str, list[dict[str, object]]],
+    links: list[str],
 ) -> str:
     fork_git = mirrors / FORKS[name] / "repo"
     base_rev, how = fs.find_base(fork_git, verl_git)
@@ -179,13 +212,15 @@ def run_fork(
     kinds = Counter(p.kind for p in ps.patches)
     sizes = sorted(anchor_sizes(ps)) or [0]
     log += [f"{name} capture left-out {x.where}: {x.reason[:300]}" for x in report.left_out]
+    links += cross_links(name, ps)
     gd = fs.scratch_repo(base, fork, w)
     rows = [one_version(name, ps, base, "base", base, gd, w, log, [])]
     rows += [one_version(name, ps, base, v, fs.version_tree(v, verl_git, work), gd, w, log, spots) for v in versions]
     head = (
         f"### {name}\n\nbase: verl {base_rev[:12]} ({how}); capture: {len(ps.patches)} patches "
         f"({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}), {len(report.left_out)} edit(s) left out, "
-        f"{sum(1 for p in ps.patches if p.needs)} with needs, {t_cap:.1f} s; structural anchor size (lines) "
+        f"{sum(1 for p in ps.patches if p.needs)} with needs, {len(cross_links(name, ps))} cross-file link(s), "
+        f"{t_cap:.1f} s; structural anchor size (lines) "
         f"median {statistics.median(sizes):g}, p90 {sizes[int(0.9 * (len(sizes) - 1))]}, max {sizes[-1]}\n"
     )
     results[name] = rows
@@ -199,14 +234,16 @@ def main() -> None:
     ap.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"), help="where fetch left the bare mirrors")
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache" / "patchctl-bench" / "forks")
     ap.add_argument("--spot", type=int, default=20, help="placed edits to list for reading")
+    ap.add_argument("--links", type=int, default=10, help="cross-file links to list for reading")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = ap.parse_args()
     verl_git = args.mirrors / "volcengine+verl" / "repo"
     log: list[str] = []
     spots: list[str] = []
     results: dict[str, list[dict[str, object]]] = {}
+    links: list[str] = []
     parts = [
-        run_fork(n, args.mirrors, verl_git, args.work, args.versions.split(","), log, spots, results)
+        run_fork(n, args.mirrors, verl_git, args.work, args.versions.split(","), log, spots, results, links)
         for n in args.forks.split(",")
     ]
     text = summary(results) + "\n" + "\n".join(parts)
@@ -218,6 +255,9 @@ def main() -> None:
         "\n".join(log) + "\n\nspot-check sample:\n" + "\n".join(picked) + "\n", encoding="utf-8"
     )
     print("spot-check sample (read each placed edit in the patched tree):\n" + "\n".join(picked))
+    linked = random.Random(27).sample(links, min(args.links, len(links)))
+    (args.out / "forks_links.txt").write_text("\n".join(links) + "\n\nspot-check sample:\n" + "\n".join(linked) + "\n")
+    print(f"cross-file links: {len(links)}; spot-check sample (read both ends):\n" + "\n".join(linked))
 
 
 if __name__ == "__main__":

@@ -119,10 +119,10 @@ def test_matrix_never_calls_a_patch_applied_without_its_partner(captured: Path, 
     assert all(cells[(p, "v1")]["status"] == "applied" for p in (imp, use, method, call))
     assert cells[(imp, "v2")]["status"] == "conflict"
     assert cells[(use, "v2")]["status"] == "held-back"
-    assert f"needs {imp} (conflict" in cells[(use, "v2")]["reason"]
+    assert f"needs {imp} in {TRACKING} (conflict" in cells[(use, "v2")]["reason"]
     assert cells[(call, "v2")]["status"] == "conflict"
     assert cells[(method, "v2")]["status"] == "applied"
-    assert f"warning: needed by {call} (conflict" in cells[(method, "v2")]["reason"]
+    assert f"warning: needed by {call} in {TRACKING} (conflict" in cells[(method, "v2")]["reason"]
     assert code == 1
 
 
@@ -152,7 +152,7 @@ def test_a_use_whose_import_does_not_apply_is_held_back_and_not_written(
     got = {r["patch"]: r for r in json.loads(out)["results"]}
     assert code == 0, out
     assert got[imp]["status"] == "not-applicable"
-    assert got[use]["status"] == "held-back" and f"needs {imp} (not-applicable" in got[use]["reason"]
+    assert got[use]["status"] == "held-back" and f"needs {imp} in {TRACKING} (not-applicable" in got[use]["reason"]
     assert (tree / TRACKING).read_text(encoding="utf-8") == before
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 from tests.clirun import run
-from tests.conftest import snapshot
+from tests.conftest import git, snapshot
 
 OLD, NEW = "scripts/run_grpo.sh", "examples/grpo/run_grpo.sh"
 SCRIPT = "#!/bin/sh\nset -e\npython -m verl.trainer.main_ppo \\\n  trainer.epochs=1\n"
@@ -140,3 +141,87 @@ def test_the_fallback_is_not_shipped_over_the_blob_limit(tmp_path: Path, monkeyp
     assert code == 0, out
     assert "fallback_sha256 =" not in (tmp_path / "ps" / "patchset.toml").read_text()
     assert not (tmp_path / "ps" / "files").exists()
+
+
+def _committed(root: Path) -> Path:
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "upstream")
+    return root
+
+
+def _apply_and_forget(captured: Path, target: Path) -> dict[str, tuple[bytes, int]]:
+    """Apply, then lose the record, as a tree copied without .patchctl/ has; the pristine snapshot."""
+    before = snapshot(target)
+    assert run("apply", "--target", str(target), "--patchset", str(captured))[0] == 0
+    shutil.rmtree(target / ".patchctl")
+    return before
+
+
+def _bare(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {k: v for k, v in snapshot(root).items() if not k.startswith(".patchctl")}
+
+
+def test_without_a_record_a_created_file_is_deleted_where_the_commit_never_had_the_source(
+    captured: Path, tmp_path: Path
+) -> None:
+    target = _committed(tree(tmp_path / "sdist", {}))
+    before = _apply_and_forget(captured, target)
+    code, out = run("revert", "--target", str(target), "--patchset", str(captured), "--json")
+    assert code == 0, out
+    assert not (target / OLD).exists() and not (target / NEW).exists()
+    assert _bare(target) == before
+
+
+def test_without_a_record_a_moved_file_goes_back_where_the_commit_has_the_source(
+    captured: Path, tmp_path: Path
+) -> None:
+    target = _committed(tree(tmp_path / "up", {OLD: SCRIPT}))  # upstream's copy is the fallback's very bytes
+    before = _apply_and_forget(captured, target)
+    code, out = run("revert", "--target", str(target), "--patchset", str(captured), "--json")
+    assert code == 0, out
+    assert (target / OLD).read_text() == SCRIPT and not (target / NEW).exists()
+    assert _bare(target) == before
+
+
+@pytest.mark.parametrize("upstream", [{}, {OLD: SCRIPT}], ids=["created", "moved"])
+def test_without_a_record_or_a_commit_revert_refuses_to_guess(
+    captured: Path, tmp_path: Path, upstream: dict[str, str]
+) -> None:
+    target = tree(tmp_path / "plain", upstream)
+    _apply_and_forget(captured, target)
+    applied = snapshot(target)
+    code, out = run("revert", "--target", str(target), "--patchset", str(captured), "--json")
+    assert code == 1, out
+    move = next(r for r in json.loads(out)["results"] if r["path"] == NEW and r["status"] == "conflict")
+    assert move["reason"].startswith(f"{NEW}: no apply record (.patchctl/applied.json) and no git commit tell"), move
+    assert f"mv {NEW} {OLD}" in move["reason"] and "\n" not in move["reason"]
+    assert (target / NEW).exists() and not (target / OLD).exists()
+    assert snapshot(target) == applied
+
+
+@pytest.mark.parametrize(
+    "undo, says",
+    [
+        (
+            {"created_from": "fallback"},
+            f"the apply record says {NEW} was created from the fallback, but the last commit",
+        ),
+        ({"created_from": "../../etc"}, "which apply never writes for a rename-file patch"),
+    ],
+)
+def test_a_tampered_record_is_checked_against_the_commit(
+    captured: Path, tmp_path: Path, undo: dict[str, str], says: str
+) -> None:
+    """apply moved upstream's file; a record saying it created it would have revert delete it."""
+    target = _committed(tree(tmp_path / "up", {OLD: SCRIPT}))
+    assert run("apply", "--target", str(target), "--patchset", str(captured))[0] == 0
+    record = target / ".patchctl" / "applied.json"
+    doc = json.loads(record.read_text())
+    next(e for e in doc["patches"] if e["kind"] == "rename-file")["undo"] = undo
+    record.write_text(json.dumps(doc))
+    applied = snapshot(target)
+    code, out = run("revert", "--target", str(target), "--patchset", str(captured), "--json")
+    assert code == 1, out
+    assert any(says in r["reason"] for r in json.loads(out)["results"]), out
+    assert snapshot(target) == applied

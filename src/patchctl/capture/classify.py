@@ -3,7 +3,8 @@
 New files become add-file (blob when binary) here, files FORK moved become rename-file followed by
 their edits, and files FORK deleted delete-file (with ``--all``: a deletion carries no tag). Python
 and shell files both trees have go to :mod:`patchctl.capture.inplace`, other files to
-:mod:`patchctl.capture.othertypes` (configs by key, requirements by package, text by hunk).
+:mod:`patchctl.capture.othertypes` (configs by key and requirements by package through
+:mod:`patchctl.capture.keyed`, text by hunk).
 Each file is classified on its own and returns what it found; :func:`classify` only joins the
 findings in file order and hands each file the ids taken before it, so ids stay unique.
 """
@@ -15,7 +16,7 @@ import stat
 from collections.abc import Set
 from pathlib import Path
 
-from patchctl.capture import inplace, links, moves, othertypes, sources
+from patchctl.capture import crossfile, inplace, links, moves, othertypes, sources
 from patchctl.capture.hunks import why_from
 from patchctl.capture.model import Classified, Draft, Request, new_id
 
@@ -32,7 +33,7 @@ def classify(req: Request) -> Classified:
     taken |= found[-1].ids
     found.append(moves.deleted(req, set(moved.values()), taken))
     joined = Classified.join(found)
-    return Classified(links.link(joined.drafts), joined.left_out, joined.notes)
+    return Classified(crossfile.link(req, links.link(joined.drafts)), joined.left_out, joined.notes)
 
 
 def _file(req: Request, rel: str, taken: Set[str], moved_from: str | None = None) -> Classified:

@@ -98,7 +98,17 @@ def _python(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[
         pid = new_id(f"{Path(rel).stem}-{scope.split('.')[-1]}", taken)
         taken = taken | {pid}
         draft = Draft(
-            pid, kind, rel, u.line, tagged, f"{rel}: {what}", why, params, part=(u.base_span, after), base_lines=blines
+            pid,
+            kind,
+            rel,
+            u.line,
+            tagged,
+            f"{rel}: {what}",
+            why,
+            params,
+            part=(u.base_span, after),
+            base_lines=blines,
+            fork_lines=frozenset(n for h in u.hunks for n in h.fork_lines),
         )
         if kind == "keyword-rename":
             rule, note = _call_rule(draft, base_text, req.tag)

@@ -8,7 +8,9 @@ the fork *added* counts: names bound or used in a patch's new text and not in it
 Within one file, a patch needs another that binds a name it uses (a function, class or import;
 an assignment at module level or in the same scope) or defines a method or ``self.`` attribute
 it reads. Across files, an import needs the
-patch that adds the imported module. Text that does not parse on its own gives no links.
+patch that adds the imported module; :mod:`patchctl.capture.crossfile` adds the other links across
+files, resolving names through the fork's whole file. Text that does not parse on its own gives
+no links.
 """
 
 from __future__ import annotations
@@ -57,7 +59,18 @@ def _parse(text: str) -> ast.AST | None:
     return None
 
 
-def names(text: str) -> Names:
+def _absolute(node: ast.ImportFrom, package: str) -> str | None:
+    """The module a ``from`` import names, a relative one (``from .c import x``) resolved against
+    the importing file's package; None where it climbs above the top."""
+    if not node.level:
+        return node.module or ""
+    bits = package.rsplit(".", node.level - 1) if package else []
+    if len(bits) < node.level:
+        return None
+    return f"{bits[0]}.{node.module}" if node.module else bits[0]
+
+
+def names(text: str, package: str = "") -> Names:
     tree = _parse(text)
     if tree is None:
         return Names()
@@ -72,10 +85,11 @@ def names(text: str) -> Names:
             bound.add(node.name)
             attrs.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            base = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+            base = _absolute(node, package) if isinstance(node, ast.ImportFrom) else ""
             for alias in node.names:
                 bound.add((alias.asname or alias.name).split(".")[0])
-                modules.add(f"{base}.{alias.name}" if base else alias.name)
+                if base is not None:
+                    modules.add(f"{base}.{alias.name}" if base else alias.name)
             if base:
                 modules.add(base)
         elif isinstance(node, ast.Name):
@@ -98,11 +112,14 @@ def names(text: str) -> Names:
 
 def added(d: Draft) -> Names:
     """What the patch's new text binds and uses that its old text did not."""
+    package = ".".join(d.path.split("/")[:-1])
     if d.kind == "add-file":
-        return names((d.content or b"").decode("utf-8", errors="replace")) if d.path.endswith(".py") else Names()
+        return (
+            names((d.content or b"").decode("utf-8", errors="replace"), package) if d.path.endswith(".py") else Names()
+        )
     if d.kind != "structural":
         return Names()
-    return names(d.params.get("after", "")) - names(d.params.get("before", ""))
+    return names(d.params.get("after", ""), package) - names(d.params.get("before", ""), package)
 
 
 def _sees(user: Draft, binder: Draft) -> bool:

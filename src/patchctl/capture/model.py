@@ -136,8 +136,10 @@ class Draft:
     part: tuple[tuple[int, int], str] | None = None
     #: in-place edits: BASE's lines of the file, shared by the file's drafts
     base_lines: Sequence[str] = field(default=(), repr=False, compare=False)
-    #: ids of the drafts this one needs (:mod:`patchctl.capture.links`)
+    #: ids of the drafts this one needs (:mod:`patchctl.capture.links`, :mod:`patchctl.capture.crossfile`)
     needs: tuple[str, ...] = ()
+    #: in-place Python edits: the fork lines its hunks changed, where its new uses of names are read
+    fork_lines: frozenset[int] = field(default=frozenset(), repr=False)
 
     @property
     def shipped_as(self) -> str:

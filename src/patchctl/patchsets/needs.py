@@ -44,8 +44,13 @@ def users(patchsets: Iterable[Patchset], only: set[str]) -> set[str]:
     return out
 
 
-def _why(r: PatchResult) -> str:
-    return f"{r.patch} ({r.status.value}{': ' + r.reason if r.reason else ''})"
+def _why(r: PatchResult, ps: Patchset) -> str:
+    """The partner by id and file (which may not be the patch's own, issue 27), with its outcome;
+    a partner that looked at no file (not applicable here) by the first file it targets."""
+    partner = ps.get(r.patch)
+    path = r.path or (partner.target[0] if partner is not None and partner.target else None)
+    where = f" in {path}" if path else ""
+    return f"{r.patch}{where} ({r.status.value}{': ' + r.reason if r.reason else ''})"
 
 
 def unmet(patchsets: Iterable[Patchset], results: Iterable[PatchResult]) -> dict[Key, str]:
@@ -66,7 +71,7 @@ def unmet(patchsets: Iterable[Patchset], results: Iterable[PatchResult]) -> dict
             if missing:
                 out[(ps.name, p.id)] = (
                     "held back: it needs "
-                    + "; ".join(_why(r) for r in missing)
+                    + "; ".join(_why(r, ps) for r in missing)
                     + ", which did not apply; nothing of it was written"
                 )
     return out
@@ -85,7 +90,7 @@ def orphaned(patchsets: Iterable[Patchset], results: Iterable[PatchResult]) -> d
             for d in p.needs:
                 dep = by_key.get((ps.name, d))
                 if dep is not None and dep.status is Outcome.APPLIED:
-                    out.setdefault((ps.name, d), []).append(_why(user))
+                    out.setdefault((ps.name, d), []).append(_why(user, ps))
     return {
         k: "warning: needed by " + "; ".join(v) + ", which did not apply, so this code may be unused"
         for k, v in out.items()

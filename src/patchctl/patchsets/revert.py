@@ -6,6 +6,7 @@ conflict, because guessing which lines are whose would lose the user's edits.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from patchctl import fsutil, git
@@ -74,6 +75,12 @@ def plan_revert(target: Target, patchsets: list[Patchset], only: set[str] | None
     return plan
 
 
+def _committed(tree: TreeReader, rel: str) -> bool | None:
+    """Whether the tree's last commit has ``rel``; None where the tree is no git checkout."""
+    commit = tree.target.commit
+    return git.has_file_at(tree.target.root, commit, rel) if tree.target.is_git and commit else None
+
+
 def _patch_of(entry: rec.Entry, by_name: dict[str, Patchset]) -> Patch | None:
     ps = by_name.get(entry.patchset)
     return ps.get(entry.patch) if ps is not None else None
@@ -119,6 +126,13 @@ def _revert_one(
 
     def result(status: Outcome, reason: str, detail: str = "") -> PatchResult:
         return PatchResult(entry.patchset, entry.patch, status, path, reason, detail)
+
+    revert_by = getattr(kind, "revert_by", None)  # a kind whose record must agree with the last commit
+    if revert_by is not None and found.presence is Presence.PRESENT:
+        facts = revert_by(entry.undo, recorded, patch, ctx, lambda rel: _committed(tree, rel))
+        if isinstance(facts, str):
+            return result(Outcome.CONFLICT, facts)
+        ctx = replace(ctx, undo=facts)
 
     def committed() -> str:  # asked only for a conflict: one git call
         return git.diff_file(tree.target.root, path) if tree.target.is_git else ""

@@ -8,10 +8,16 @@ An upstream that has no old file at all (an sdist without ``examples/``) would l
 nothing to apply to, so the patch may ship BASE's copy of the old file as ``fallback`` (checked
 and confined as a blob is): apply then creates the new path from it, and the apply record notes
 that, so revert deletes the file rather than move it back to a path upstream never had.
+
+The record is not always there, nor trustworthy (it is a file in the tree): :meth:`RenameFile.revert_by`
+checks what it says against the tree's last commit, and without a record takes that commit's
+word alone. Where neither tells a created file from a moved one, revert refuses rather than
+delete a file upstream had or move one to a path upstream never had.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -106,6 +112,53 @@ class RenameFile:
             return Edit(EditStatus.NOT_APPLICABLE, f"{p.source} does not exist here, so there is nothing to move")
         mode = ctx.mode_of(p.source) if ctx.mode_of is not None else None
         return Edit(EditStatus.CHANGED, f"{p.source} moved to {ctx.path}", old, mode, also=((p.source, None, None),))
+
+    def revert_by(
+        self,
+        undo: dict[str, Any] | None,
+        recorded: bool,
+        patch: Patch,
+        ctx: Context,
+        committed: Callable[[str], bool | None],
+    ) -> dict[str, Any] | str | None:
+        """The facts revert goes by (:attr:`Context.undo`), or why it must not guess.
+
+        ``committed(path)`` says whether the tree's last commit has a file (None: no commit to ask).
+        A commit with the old path and without the new one is upstream's tree the patch moved a
+        file of; one with neither is an upstream without the old file, where apply created the new
+        one. The record's word must agree with that commit's, and without a record the commit's word
+        is the only one: a fallback patch on a tree without a commit cannot be told apart.
+        """
+        p: Params = patch.params
+        if recorded and undo not in (None, _CREATED):
+            return f"the apply record holds {undo!r} for {ctx.path}, which apply never writes for a rename-file patch"
+        if p.fallback is None:
+            if undo == _CREATED:
+                return f"the apply record says {ctx.path} was created from a fallback, and the patch has none"
+            return None  # apply can only have moved it
+        source, target = committed(p.source), committed(ctx.path)
+        created = source is False and target is False
+        moved = source is True and target is False
+        if recorded and undo == _CREATED and moved:
+            return (
+                f"the apply record says {ctx.path} was created from the fallback, but the last commit has "
+                f"{p.source}: apply moved it; restore the record (git checkout -- .patchctl/applied.json) "
+                f"or move it back yourself (mv {ctx.path} {p.source})"
+            )
+        if recorded and undo is None and created:
+            return (
+                f"the apply record says {ctx.path} was moved from {p.source}, but the last commit has neither: "
+                f"apply created it from the fallback; restore the record or delete {ctx.path} yourself"
+            )
+        if recorded:
+            return undo
+        if created or moved:
+            return dict(_CREATED) if created else None
+        return (
+            f"{ctx.path}: no apply record (.patchctl/applied.json) and no git commit tell whether apply created it "
+            f"from the fallback or moved it from {p.source}; delete it where upstream has no {p.source}, else "
+            f"move it back (mv {ctx.path} {p.source}), then revert again"
+        )
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
