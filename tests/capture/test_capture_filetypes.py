@@ -182,3 +182,30 @@ def test_a_json_config_is_captured_by_key_and_an_edit_no_key_holds_as_hunks(tmp_
     ]
     assert doc["notes"] == ["c.yaml: an edit outside any key; the file is carried as text hunks instead"]
     assert doc["outside"] == []
+
+
+@pytest.mark.parametrize(
+    ("rel", "was", "now", "kind"),
+    [
+        ("requirements.txt", "torch==2.1\nnumpy\nray>=2.0", "torch==2.1\nnumpy\nray>=2.40", "requirement"),
+        ("NOTES.md", "# Notes\n\nkeep this\nlast line", "# Notes\n\nkeep this\nlast line, ours", "text-hunk"),
+    ],
+)
+def test_a_last_line_without_a_line_break_is_carried_byte_for_byte(
+    tmp_path: Path, rel: str, was: str, now: str, kind: str
+) -> None:
+    """A file whose last line has no line break, changed on that line: the piece keeps the file
+    without one, so the proof holds and apply/revert give the fork's and upstream's exact bytes
+    (the piece used to gain a line break, and the file fell outside the captured scope)."""
+    base = small(tmp_path / "base", {rel: was})
+    fork = small(tmp_path / "fork", {rel: now})
+    out = tmp_path / "o"
+    code, text = run("capture", "--from", str(fork), "--base", str(base), "--out", str(out), "--all", "--json")
+    assert code == 0, text
+    doc = json.loads(text)
+    assert [p["kind"] for p in doc["patches"]] == [kind] and doc["outside"] == [], doc
+    target = shutil.copytree(base, tmp_path / "target")
+    assert run("apply", "--patchset", str(out), "--target", str(target))[0] == 0
+    assert (target / rel).read_bytes() == now.encode()
+    assert run("revert", "--patchset", str(out), "--target", str(target))[0] == 0
+    assert (target / rel).read_bytes() == was.encode()

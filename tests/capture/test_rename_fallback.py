@@ -208,6 +208,8 @@ def test_without_a_record_or_a_commit_revert_refuses_to_guess(
             f"the apply record says {NEW} was created from the fallback, but the last commit",
         ),
         ({"created_from": "../../etc"}, "which apply never writes for a rename-file patch"),
+        # a resolution the patchset does not hold is no proof that the conflict was resolved
+        ({"resolution": "0" * 64}, "which apply never writes for a rename-file patch"),
     ],
 )
 def test_a_tampered_record_is_checked_against_the_commit(

@@ -130,6 +130,8 @@ class RenameFile:
         is the only one: a fallback patch on a tree without a commit cannot be told apart.
         """
         p: Params = patch.params
+        if recorded and _resolved(undo, patch):
+            return undo  # applied through a recorded resolution: revert goes back through it (kinds/replay.py)
         if recorded and undo not in (None, _CREATED):
             return f"the apply record holds {undo!r} for {ctx.path}, which apply never writes for a rename-file patch"
         if p.fallback is None:
@@ -170,3 +172,11 @@ class RenameFile:
             return Edit(EditStatus.CHANGED, f"{ctx.path} removed: apply created it, upstream has no {p.source}", None)
         mode = ctx.mode_of(ctx.path) if ctx.mode_of is not None else None
         return Edit(EditStatus.CHANGED, f"{ctx.path} moved back to {p.source}", None, also=((p.source, text, mode),))
+
+
+def _resolved(undo: dict[str, Any] | None, patch: Patch) -> bool:
+    """Whether the record's word is the one a replayed resolution writes, ``{"resolution": KEY}``,
+    for a resolution the patchset holds (a record naming another one is not trusted)."""
+    if not (isinstance(undo, dict) and set(undo) == {"resolution"}):
+        return False
+    return any(r.context == undo["resolution"] for r in patch.resolutions)

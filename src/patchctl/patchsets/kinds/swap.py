@@ -186,6 +186,8 @@ class Swap:
         laid = [] if piece is None else split_lines(piece) if raw else self._lay(piece, spot)
         if laid and not laid[-1].endswith("\n"):
             laid[-1] += "\n"
+        if laid and spot.start < spot.end == len(lines) and not lines[-1].endswith(("\n", "\r")):
+            laid[-1] = laid[-1].rstrip("\r\n")  # the piece takes the file's last line: keep it without a line break
         before = lines[: spot.start]
         if laid and before and not before[-1].endswith(("\n", "\r")):
             before = [*before[:-1], before[-1] + "\n"]  # a last line without a newline gets one before the piece
