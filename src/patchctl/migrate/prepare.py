@@ -7,7 +7,6 @@ sends and checks.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -57,14 +56,14 @@ def prepare(
     hashcache.save(root, cache)
     files_from = tmp / "files"
     write_list(files_from, fs.paths)
-    manifest = json.dumps([e.as_manifest() for e in fs.entries], separators=(",", ":")).encode()
+    manifest = provenance.encode_manifest(fs)
     return Prepared(
         cluster,
         fs,
         files_from,
         manifest,
         tags,
-        provenance.build(fs, cluster),
+        provenance.build(fs, cluster, manifest),
         options,
         cluster.timeout + fs.size / 20e6,
         time.monotonic() - began,
