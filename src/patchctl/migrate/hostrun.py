@@ -121,7 +121,7 @@ class HostRun:
             if not checked.problems:
                 return self.verdict(checked, Tally())
             found, agent = checked.found, self.start_agent()  # for the check after the transfer
-        sent = self.send(self.tree.files_from, Tally())
+        sent = self.send(self.tree.files_from.path(), Tally())
         if sent.returncode not in (0, 255) and found is None:
             # rsync creates only the last component of a missing root; the check creates all of it
             checked = self.check(agent, sent.tally)
@@ -129,7 +129,7 @@ class HostRun:
                 return checked
             if not checked.reply.data["root_exists"]:
                 agent = self.start_agent()
-                sent = self.send(self.tree.files_from, sent.tally)
+                sent = self.send(self.tree.files_from.path(), sent.tally)
         if sent.returncode != 0:
             return self.transfer_failed(sent, found)
         verified = self.verify(agent, sent.tally, found, "sent, but not verified: ")

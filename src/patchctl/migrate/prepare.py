@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from patchctl.clusters import Cluster
-from patchctl.migrate import fileset, hashcache, provenance, verify_remote
+from patchctl.migrate import filelist, fileset, hashcache, provenance, verify_remote
 from patchctl.migrate.options import Options
 from patchctl.patchsets.model import Patchset
 
@@ -28,8 +28,8 @@ class Prepared:
     cluster: Cluster
     #: the files to send, with their sha256
     fs: fileset.FileSet
-    #: their paths for rsync's ``--files-from --from0``
-    files_from: Path
+    #: their paths for rsync's ``--files-from --from0`` (whole folders named once, see filelist)
+    files_from: filelist.SendList
     #: what the host's agent checks every file against: one ``[path, kind, digest, executable]`` each,
     #: as JSON, encoded once for every host (100k files make some 12 MB)
     manifest: bytes
@@ -54,8 +54,7 @@ def prepare(
     fs = fileset.collect(root, cluster, generated, cache)
     tags = verify_remote.tags_request(fs, rule, generated, cache)
     hashcache.save(root, cache)
-    files_from = tmp / "files"
-    write_list(files_from, fs.paths)
+    files_from = filelist.SendList(tmp / "files", root, fs.paths)
     manifest = provenance.encode_manifest(fs)
     return Prepared(
         cluster,
@@ -70,14 +69,9 @@ def prepare(
     )
 
 
-def write_list(path: Path, paths: Sequence[str]) -> None:
-    """A file list for rsync's ``--files-from --from0``."""
-    path.write_bytes(b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths))
-
-
 def repair_list(tree: Prepared, paths: list[str]) -> Path:
     """One host's own file list for a re-send, beside the shared one (removed with it)."""
-    fd, name = tempfile.mkstemp(dir=tree.files_from.parent, prefix="repair-")
+    fd, name = tempfile.mkstemp(dir=tree.files_from.file.parent, prefix="repair-")
     os.close(fd)
-    write_list(Path(name), paths)
+    filelist.write_list(Path(name), paths)
     return Path(name)

@@ -169,8 +169,9 @@ def tags_request(fs: FileSet, rule: list[Any], generated: Iterable[str], cache: 
     pattern, needles = rule
     if not needles:
         return {"pattern": pattern, "needles": [], "expected": []}
-    leave_out = set(generated)
-    paths = [p for p in fs.paths if p not in leave_out and not remote_agent.skipped(p)]
+    leave_out, skip = set(generated), functools.lru_cache(maxsize=None)(remote_agent.skipped)
+    # the skip rule goes by folder: asked once per folder, not once per file
+    paths = [p for p in fs.paths if p not in leave_out and not skip(p.rpartition("/")[0] + "/")]
     return {
         "pattern": pattern,
         "needles": needles,
