@@ -13,6 +13,7 @@ import dataclasses
 import fnmatch
 import os
 import stat
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,8 +113,7 @@ def _included_files(root: Path, cluster: Cluster) -> set[str]:
 
 def _entry(root: Path, path: str, cache: Any) -> Entry | str | None:
     """The entry for ``path``; None when it is gone from disk; a reason string when not sendable.
-    A regular file of BIG bytes or more that the cache does not know gets an empty digest, for
-    the caller to fill in."""
+    A regular file the cache does not know gets an empty digest, for ``_hashed`` to fill in."""
     full = os.path.join(root, path)  # not pathlib: its objects cost more than the lstat, per file
     try:
         st = os.lstat(full)
@@ -123,44 +123,64 @@ def _entry(root: Path, path: str, cache: Any) -> Entry | str | None:
         return Entry(path, "l", os.readlink(full), False, 0)
     if stat.S_ISREG(st.st_mode):
         record = cache.record_for(path, st)
-        if record[4] is None and st.st_size < BIG:
-            record[4] = agent_cache.sha256(full)
         return Entry(path, "f", record[4] or "", bool(st.st_mode & 0o100), st.st_size)
     return "a submodule or special file, which migrate does not send" if stat.S_ISDIR(st.st_mode) else "not a file"
 
 
-def _entries(root: Path, paths: list[str], cache: Any) -> list[Entry | str | None]:
-    """Every path's entry, its digest from ``cache`` (see hashcache) where the file is unchanged.
-    Source files are hashed inline: for a verl tree (~400 files of ~10 kB) handing each to a
-    thread cost twice the CPU and wall time of hashing it. Large files (included outputs, data)
-    go to worker threads, where hashlib releases the GIL and disks work in parallel."""
-    found = [_entry(root, p, cache) for p in paths]
-    late = {i: e for i, e in enumerate(found) if isinstance(e, Entry) and e.kind == "f" and not e.digest}
+def _hashed(root: Path, entries: list[Entry], cache: Any) -> list[Entry]:
+    """``entries`` with the digests the cache (see hashcache) did not know filled in. Source files
+    are hashed inline: for a verl tree (~400 files of ~10 kB) handing each to a thread cost twice
+    the CPU and wall time of hashing it. Large files (included outputs, data) go to worker
+    threads, where hashlib releases the GIL and disks work in parallel."""
+    out = list(entries)
+    late = {}
+    for i, e in enumerate(entries):
+        if e.kind == "f" and not e.digest:
+            if e.size >= BIG:
+                late[i] = e
+            else:
+                out[i] = dataclasses.replace(e, digest=agent_cache.sha256(os.path.join(root, e.path)))
+                cache.seen[e.path][4] = out[i].digest
     if late:
         with ThreadPoolExecutor(max_workers=min(8, len(late))) as pool:
             digests = pool.map(lambda e: fsutil.sha256_file(root / e.path), late.values())
             for (i, e), digest in zip(late.items(), digests, strict=True):
-                found[i] = dataclasses.replace(e, digest=digest)
+                out[i] = dataclasses.replace(e, digest=digest)
                 cache.seen[e.path][4] = digest
-    return found
+    return out
 
 
-def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = (), cache: Any = None) -> FileSet:
+def collect(
+    root: Path,
+    cluster: Cluster,
+    generated: tuple[str, ...] = (),
+    cache: Any = None,
+    on_listed: Callable[[list[str]], None] | None = None,
+) -> FileSet:
     """The files to send from ``root`` to the cluster; raises if a tracked file would be left out.
 
     ``generated`` are paths rendered per host (``git_ignore.py``): the source's copy stays home.
     ``cache``: digests remembered from earlier runs (see hashcache); None reads every file.
+    ``on_listed``: given the paths once they are known and checked, before any file is hashed,
+    so that a first transfer starts while the files are still read here.
     """
     top = git.toplevel(root)
     if top is None:
         raise NotAGitTree(root)
     with ThreadPoolExecutor(max_workers=1) as pool:  # git checks tracked files while ls-files lists the tree
         tracked_changes = pool.submit(git.changed, root, False)
-        return _collect(root, cluster, generated, cache, top, tracked_changes)
+        cache = cache or agent_cache.Cache({}, None, 0)
+        return _collect(root, cluster, generated, cache, top, tracked_changes, on_listed)
 
 
 def _collect(
-    root: Path, cluster: Cluster, generated: tuple[str, ...], cache: Any, top: Path, tracked_changes: Future[list[str]]
+    root: Path,
+    cluster: Cluster,
+    generated: tuple[str, ...],
+    cache: Any,
+    top: Path,
+    tracked_changes: Future[list[str]],
+    on_listed: Callable[[list[str]], None] | None,
 ) -> FileSet:
     """collect's work once git was found; ``tracked_changes``: the tracked files that differ from
     HEAD, coming from git; the untracked ones are those ls-files lists (one walk, not two)."""
@@ -185,7 +205,7 @@ def _collect(
             wanted.append(path)
         elif tracked:
             left_out.append((path, why))
-    found = _entries(root, wanted, cache or agent_cache.Cache({}, None, 0))
+    found = [_entry(root, p, cache) for p in wanted]
     entries = []
     for path, entry in zip(wanted, found, strict=True):
         if isinstance(entry, str):
@@ -195,4 +215,7 @@ def _collect(
             entries.append(entry)
     if left_out:
         raise TrackedFileLeftOut(left_out, cluster.name, cluster.source)
-    return FileSet(root, tuple(entries), git.head(top), tuple(sorted({*tracked_changes.result(), *untracked})))
+    if on_listed is not None:
+        on_listed([e.path for e in entries])
+    hashed = tuple(_hashed(root, entries, cache))
+    return FileSet(root, hashed, git.head(top), tuple(sorted({*tracked_changes.result(), *untracked})))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,17 +45,50 @@ class Prepared:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class Pending:
+    """What a host's run can use before the tree is prepared: the source, the options, and the
+    two stages of the preparation as they come (the file list, then everything)."""
+
+    cluster: Cluster
+    root: Path
+    options: Options
+    #: rsync's file list, set once the paths are known, before any file is hashed
+    listed: Future[filelist.SendList]
+    ready: Future[Prepared]
+
+    def fail(self, exc: BaseException) -> None:
+        """The preparation failed: every host waiting for a stage of it stops with ``exc``."""
+        for stage in (self.listed, self.ready):
+            if not stage.done():
+                stage.set_exception(exc)
+
+
 def prepare(
-    cluster: Cluster, root: Path, patchsets: Sequence[Patchset], generated: tuple[str, ...], options: Options, tmp: Path
+    cluster: Cluster,
+    root: Path,
+    patchsets: Sequence[Patchset],
+    generated: tuple[str, ...],
+    options: Options,
+    tmp: Path,
+    on_listed: Callable[[filelist.SendList], None] | None = None,
 ) -> Prepared:
-    """Everything the hosts share; ``tmp`` holds the file list (the session's private directory)."""
+    """Everything the hosts share; ``tmp`` holds the file list (the session's private directory).
+    ``on_listed``: given rsync's file list as soon as the paths are known, before they are hashed."""
     began = time.monotonic()
     rule = verify_remote.tag_rule({p.tag for ps in patchsets for p in ps.patches})
     cache = hashcache.load(root, rule, not options.checksum)
-    fs = fileset.collect(root, cluster, generated, cache)
+    listed: list[filelist.SendList] = []
+
+    def publish(paths: list[str]) -> None:
+        listed.append(filelist.SendList(tmp / "files", root, paths))
+        if on_listed is not None:
+            on_listed(listed[0])
+
+    fs = fileset.collect(root, cluster, generated, cache, publish)
     tags = verify_remote.tags_request(fs, rule, generated, cache)
     hashcache.save(root, cache)
-    files_from = filelist.SendList(tmp / "files", root, fs.paths)
+    files_from = listed[0]
     manifest = provenance.encode_manifest(fs)
     return Prepared(
         cluster,
