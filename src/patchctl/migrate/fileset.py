@@ -21,7 +21,7 @@ from typing import Any
 
 from patchctl import fsutil, git, journal
 from patchctl.clusters import Cluster
-from patchctl.migrate import agent_cache, remote_agent
+from patchctl.migrate import agent_cache, agent_files
 from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
 from patchctl.patchsets import record as rec
 from patchctl.remote import lock_agent
@@ -37,7 +37,7 @@ HOST_FILES = (
     ".patchctl/manifest.json",
     lock_agent.SESSION,
     lock_agent.TRANSFER,
-    remote_agent.CACHE,
+    agent_files.CACHE,
 )
 #: the debris of a write cut off here (temp files, the journal that rolls it back): it belongs to
 #: this tree's next patchctl command, never to a host, whatever git or include say
