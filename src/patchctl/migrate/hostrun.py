@@ -1,6 +1,6 @@
 """One host's run: check → send → verify → repair.
 
-Each phase is a method with typed arguments that returns a frozen value (``Checked``, ``Sent``)
+Each phase is a method with typed arguments that returns a frozen value (``Checked``, ``Sent``: hoststeps)
 or, where the phase decides how the host ends, its ``HostResult``; :meth:`HostRun.run` holds the
 order and nothing else. What rsync sent so far travels as a ``Tally`` from phase to phase, so
 no state is updated behind the order's back. A host that fails is a result, never an exception,
@@ -12,70 +12,16 @@ from __future__ import annotations
 import functools
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl.clusters import Host
 from patchctl.migrate import state, transfer, verdicts, verify_remote
+from patchctl.migrate.hoststeps import Checked, Found, Sent, Tally, ending
 from patchctl.migrate.prepare import Pending, Prepared, repair_list
 from patchctl.migrate.results import HostResult, HostStatus, Phase, Progress, ProgressFn
 from patchctl.migrate.timing import PhaseClock
 from patchctl.migrate.verify_remote import Agent, AgentReply
 from patchctl.remote import ssh
-
-
-@dataclass(frozen=True)
-class Tally:
-    """What rsync has sent to the host in this run so far, over all of its transfers."""
-
-    #: files whose content was sent
-    files: int = 0
-    #: bytes sent for them (rsync's %b: after delta compression)
-    bytes: int = 0
-
-    def plus(self, item: transfer.Item) -> Tally:
-        """This tally with one more file sent: ``item``."""
-        return Tally(self.files + 1, self.bytes + item.sent)
-
-
-@dataclass(frozen=True)
-class Found:
-    """What the result reports from the host's first answered check."""
-
-    #: files --delete removed there
-    deleted: tuple[str, ...] = ()
-    #: generated files written there
-    rendered: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, reply: AgentReply) -> Found:
-        return cls(tuple(reply.data["deletions"]), tuple(reply.data["rendered"]))
-
-
-@dataclass(frozen=True)
-class Checked:
-    """The output of the check and verify phases: the agent's answer, and what the result reports."""
-
-    reply: AgentReply
-    found: Found
-
-    @property
-    def problems(self) -> list[list[str]]:
-        """``[path, what differs]`` for each file of the manifest that differs on the host."""
-        problems: list[list[str]] = self.reply.data["problems"]
-        return problems
-
-
-@dataclass(frozen=True)
-class Sent:
-    """The output of the send and repair phases: rsync's outcome, and the run's totals after it."""
-
-    transfer: transfer.TransferResult
-    tally: Tally
-
-    @property
-    def returncode(self) -> int:
-        return self.transfer.returncode
 
 
 class HostRun:
@@ -266,25 +212,9 @@ class HostRun:
 
     def verdict(self, checked: Checked, tally: Tally, repaired: tuple[str, ...] = ()) -> HostResult:
         """How a verified host ends: ok, repaired, or mismatch with what still differs."""
-        left = verify_remote.mismatches(checked.reply)
-        if not left and not repaired:
-            return self.end(tally, HostStatus.OK, "", checked.found, verified=True)
-        if not left:
-            return self.end(
-                tally,
-                HostStatus.REPAIRED,
-                verdicts.repaired_reason(len(repaired)),
-                checked.found,
-                verified=True,
-                repaired=repaired,
-            )
-        return self.end(
-            tally,
-            HostStatus.MISMATCH,
-            verdicts.mismatch_reason(checked.reply.data, len(left), bool(repaired)),
-            checked.found,
-            mismatches=left,
-        )
+        status, reason, left = ending(checked, repaired)
+        verified = status is not HostStatus.MISMATCH
+        return self.end(tally, status, reason, checked.found, verified=verified, mismatches=left, repaired=repaired)
 
     def end(
         self,

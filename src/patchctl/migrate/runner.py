@@ -19,7 +19,8 @@ from typing import Any
 
 from patchctl.clusters import Cluster, Host
 from patchctl.migrate import render, verify_remote
-from patchctl.migrate.hostrun import HostRun, Tally
+from patchctl.migrate.hostrun import HostRun
+from patchctl.migrate.hoststeps import Tally
 from patchctl.migrate.options import Options
 from patchctl.migrate.prepare import Pending, prepare
 from patchctl.migrate.results import HostResult, HostStatus, MigrateResult, Phase, Progress, ProgressFn
