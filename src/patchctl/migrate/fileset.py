@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import os
 import stat
 from collections.abc import Callable
@@ -94,8 +95,14 @@ def _excluded(path: str, cluster: Cluster) -> str | None:
     for pattern in cluster.exclude:
         if _under(path, pattern):
             return f"matches clusters.{cluster.name}.exclude {pattern!r}"
-    hit = next((d for d in path.split("/")[:-1] if d in OUTPUT_DIRS), None)
+    hit = _output_dir(path.rpartition("/")[0])
     return f"inside an output directory {hit}/" if hit else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _output_dir(folder: str) -> str | None:
+    """The first output directory among ``folder``'s parts: asked once per folder, not per file."""
+    return next((d for d in folder.split("/") if d in OUTPUT_DIRS), None)
 
 
 def _included_files(root: Path, cluster: Cluster) -> set[str]:
@@ -111,10 +118,11 @@ def _included_files(root: Path, cluster: Cluster) -> set[str]:
     return out
 
 
-def _entry(root: Path, path: str, cache: Any) -> Entry | str | None:
-    """The entry for ``path``; None when it is gone from disk; a reason string when not sendable.
-    A regular file the cache does not know gets an empty digest, for ``_hashed`` to fill in."""
-    full = os.path.join(root, path)  # not pathlib: its objects cost more than the lstat, per file
+def _entry(base: str, path: str, cache: Any) -> Entry | str | None:
+    """The entry for ``path`` under ``base`` (the root and a slash); None when it is gone from
+    disk; a reason string when not sendable. A regular file the cache does not know gets an
+    empty digest, for ``_hashed`` to fill in."""
+    full = base + path  # not pathlib nor os.path.join: either costs more than the lstat, per file
     try:
         st = os.lstat(full)
     except FileNotFoundError:
@@ -205,7 +213,8 @@ def _collect(
             wanted.append(path)
         elif tracked:
             left_out.append((path, why))
-    found = [_entry(root, p, cache) for p in wanted]
+    base = os.path.join(root, "")
+    found = [_entry(base, p, cache) for p in wanted]
     entries = []
     for path, entry in zip(wanted, found, strict=True):
         if isinstance(entry, str):

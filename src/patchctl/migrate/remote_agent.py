@@ -88,8 +88,9 @@ def tag_lines(root, paths, pattern, needles, cache=None):
     words = [n.encode() for n in needles]
     cache = cache or Cache({}, None, 0)
     out = []  # type: list[list[Any]]
+    base = os.path.join(root, "")
     for rel in paths:
-        out.extend([rel, n, text] for n, text in cache.tags(rel, os.path.join(root, rel), rx, words))
+        out.extend([rel, n, text] for n, text in cache.tags(rel, base + rel, rx, words))
     return out
 
 
