@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from patchctl.patchsets.model import Patchset
     from patchctl.target import Target
 
+
 def _report(result: MigrateResult, source: SourceCheck, full: bool) -> None:
     rows = [
         [
