@@ -20,7 +20,8 @@ The hosts run on this machine too, so on few cores read the ratios, not the seco
 
     python benchmarks/bench_migrate.py [--sizes verl,10k,1g] [--hosts 2,4] [--runs 3] [--version 0.6.1]
 
-Sizes: verl, 10k, 100k, 1g, 10g; hosts: any counts (8 hosts of 10 GB need ~200 GB of disk).
+Sizes: verl, 10k, 100k, 1g, 10g; hosts: any counts. Where a side's copies exceed 4 GB they are
+deleted before the other side's are made: 10 GB to 2 hosts needs ~30 GB of disk, not 50.
 Needs rsync, ssh and /usr/sbin/sshd (apt-get install rsync openssh-server openssh-client).
 """
 
@@ -115,9 +116,17 @@ def migrate(argv: list[str], env: dict[str, str], again: bool) -> Run:
 
 
 def row(
-    tmp: Path, tree: Path, loop: LoopbackCluster, hosts: int, runs: int, patchctl: list[str], env: dict[str, str]
+    tmp: Path,
+    tree: Path,
+    loop: LoopbackCluster,
+    hosts: int,
+    runs: int,
+    patchctl: list[str],
+    env: dict[str, str],
+    one_set: bool = False,
 ) -> dict[str, list[Run]]:
-    """``runs`` rounds of: rsync first and again, then migrate first (cold caches) and again."""
+    """``runs`` rounds of: rsync first and again, then migrate first (cold caches) and again.
+    ``one_set``: the hosts hold one side's copies at a time (10 GB to 2 hosts is 20 GB per side)."""
     aliases = [h.alias for h in loop.hosts[:hosts]]
     rsh = f"ssh -F {loop.ssh_config} -o BatchMode=yes"
     out: dict[str, list[Run]] = {k: [] for k in ("rsync first", "rsync again", "migrate first", "migrate again")}
@@ -145,11 +154,19 @@ def row(
         for name, step in steps if run % 2 == 0 else steps[2:] + steps[:2]:
             os.sync()
             out[name].append(step())
+            if one_set and name.endswith("again"):  # that side's copies go before the other side's come
+                shutil.rmtree(base / name.split()[0])
     return out
 
 
 def med(runs: list[Run], attr: str) -> float:
     return statistics.median(getattr(r, attr) for r in runs)
+
+
+def spread(r: dict[str, list[Run]], kind: str) -> str:
+    """The lowest and highest of the runs' own ratios (each run's migrate over the same run's rsync)."""
+    ratios = [m.wall / s.wall for m, s in zip(r[f"migrate {kind}"], r[f"rsync {kind}"], strict=True)]
+    return f"{min(ratios):.2f}-{max(ratios):.2f}"
 
 
 def phases(runs: list[Run]) -> str:
@@ -178,10 +195,11 @@ def main() -> int:
     )
     print(
         "| tree | files | MB | hosts | migrate first / again s | rsync first / again s | ratio first / again "
+        "| spread of the runs' ratios, first / again "
         "| CPU s here, migrate first / again | rsync first / again | peak RSS MB, patchctl / any of its processes "
         "| phases first: set/xfer/verify/render s | phases again |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="pcbench-", dir=os.environ.get("BENCH_TMP")) as tmp_s:
         tmp = Path(tmp_s)
         env = dict(os.environ, PATCHCTL_CACHE=str(tmp / "cache"))
@@ -193,12 +211,13 @@ def main() -> int:
                 tree = build(src, args.version, SIZES[key], patchctl, dict(os.environ))
                 files, total = tree_size(tree)
                 for n in counts:
-                    r = row(tmp, tree, loop, n, args.runs, patchctl, env)
+                    r = row(tmp, tree, loop, n, args.runs, patchctl, env, one_set=total * n > 4e9)
                     mf, ma = med(r["migrate first"], "wall"), med(r["migrate again"], "wall")
                     rf, ra = med(r["rsync first"], "wall"), med(r["rsync again"], "wall")
                     print(
                         f"| {SIZES[key].name} | {files:,} | {total / 1e6:,.0f} | {n} | {mf:.2f} / {ma:.2f} | "
                         f"{rf:.2f} / {ra:.2f} | {mf / rf:.2f}x / {ma / ra:.2f}x | "
+                        f"{spread(r, 'first')} / {spread(r, 'again')} | "
                         f"{med(r['migrate first'], 'cpu'):.2f} / {med(r['migrate again'], 'cpu'):.2f} | "
                         f"{med(r['rsync first'], 'cpu'):.2f} / {med(r['rsync again'], 'cpu'):.2f} | "
                         f"{max(x.own for x in r['migrate first'] + r['migrate again']):.0f} / "
@@ -206,7 +225,8 @@ def main() -> int:
                         f"{phases(r['migrate first'])} | {phases(r['migrate again'])} |",
                         flush=True,
                     )
-                    shutil.rmtree(tmp / "roots")  # after the row is out: 16 x 100k files take minutes
+                    # after the row is out: 16 x 100k files take minutes (one_set rows removed theirs)
+                    shutil.rmtree(tmp / "roots", ignore_errors=True)
                 shutil.rmtree(src)
         finally:
             loop.close()

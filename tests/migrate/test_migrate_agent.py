@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import base64
 import json
 import os
 import shutil
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 from agent_helpers import agent, entry, placed, req
 
-from patchctl.migrate import remote_agent, verify_remote
+from patchctl.migrate import agent_cache, agent_files, remote_agent, verify_remote
 from patchctl.remote import ssh
 
 
@@ -25,8 +26,10 @@ def finish_a_py_with_tags(root: Path, expected: list[list[object]]) -> dict[str,
 
 
 def test_runs_on_python_3_6_grammar() -> None:
-    ast.parse(Path(remote_agent.__file__).read_text(), feature_version=(3, 6))
-    assert "import patchctl" not in Path(remote_agent.__file__).read_text()
+    program = base64.b64decode(verify_remote._agent_b64()).decode()  # the three files ssh runs as one
+    assert all(Path(m.__file__).read_text() in program for m in (agent_cache, agent_files, remote_agent))
+    ast.parse(program, feature_version=(3, 6))
+    assert "import patchctl" not in program
 
 
 def test_finish_creates_a_nested_root_and_plan_does_not(tmp_path: Path) -> None:

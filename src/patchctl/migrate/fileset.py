@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import os
 import stat
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +22,7 @@ from typing import Any
 
 from patchctl import fsutil, git, journal
 from patchctl.clusters import Cluster
-from patchctl.migrate import agent_cache, remote_agent
+from patchctl.migrate import agent_cache, agent_files
 from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
 from patchctl.patchsets import record as rec
 from patchctl.remote import lock_agent
@@ -36,7 +38,7 @@ HOST_FILES = (
     ".patchctl/manifest.json",
     lock_agent.SESSION,
     lock_agent.TRANSFER,
-    remote_agent.CACHE,
+    agent_files.CACHE,
 )
 #: the debris of a write cut off here (temp files, the journal that rolls it back): it belongs to
 #: this tree's next patchctl command, never to a host, whatever git or include say
@@ -93,8 +95,14 @@ def _excluded(path: str, cluster: Cluster) -> str | None:
     for pattern in cluster.exclude:
         if _under(path, pattern):
             return f"matches clusters.{cluster.name}.exclude {pattern!r}"
-    hit = next((d for d in path.split("/")[:-1] if d in OUTPUT_DIRS), None)
+    hit = _output_dir(path.rpartition("/")[0])
     return f"inside an output directory {hit}/" if hit else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _output_dir(folder: str) -> str | None:
+    """The first output directory among ``folder``'s parts: asked once per folder, not per file."""
+    return next((d for d in folder.split("/") if d in OUTPUT_DIRS), None)
 
 
 def _included_files(root: Path, cluster: Cluster) -> set[str]:
@@ -110,11 +118,11 @@ def _included_files(root: Path, cluster: Cluster) -> set[str]:
     return out
 
 
-def _entry(root: Path, path: str, cache: Any) -> Entry | str | None:
-    """The entry for ``path``; None when it is gone from disk; a reason string when not sendable.
-    A regular file of BIG bytes or more that the cache does not know gets an empty digest, for
-    the caller to fill in."""
-    full = os.path.join(root, path)  # not pathlib: its objects cost more than the lstat, per file
+def _entry(base: str, path: str, cache: Any) -> Entry | str | None:
+    """The entry for ``path`` under ``base`` (the root and a slash); None when it is gone from
+    disk; a reason string when not sendable. A regular file the cache does not know gets an
+    empty digest, for ``_hashed`` to fill in."""
+    full = base + path  # not pathlib nor os.path.join: either costs more than the lstat, per file
     try:
         st = os.lstat(full)
     except FileNotFoundError:
@@ -123,44 +131,64 @@ def _entry(root: Path, path: str, cache: Any) -> Entry | str | None:
         return Entry(path, "l", os.readlink(full), False, 0)
     if stat.S_ISREG(st.st_mode):
         record = cache.record_for(path, st)
-        if record[4] is None and st.st_size < BIG:
-            record[4] = agent_cache.sha256(full)
         return Entry(path, "f", record[4] or "", bool(st.st_mode & 0o100), st.st_size)
     return "a submodule or special file, which migrate does not send" if stat.S_ISDIR(st.st_mode) else "not a file"
 
 
-def _entries(root: Path, paths: list[str], cache: Any) -> list[Entry | str | None]:
-    """Every path's entry, its digest from ``cache`` (see hashcache) where the file is unchanged.
-    Source files are hashed inline: for a verl tree (~400 files of ~10 kB) handing each to a
-    thread cost twice the CPU and wall time of hashing it. Large files (included outputs, data)
-    go to worker threads, where hashlib releases the GIL and disks work in parallel."""
-    found = [_entry(root, p, cache) for p in paths]
-    late = {i: e for i, e in enumerate(found) if isinstance(e, Entry) and e.kind == "f" and not e.digest}
+def _hashed(root: Path, entries: list[Entry], cache: Any) -> list[Entry]:
+    """``entries`` with the digests the cache (see hashcache) did not know filled in. Source files
+    are hashed inline: for a verl tree (~400 files of ~10 kB) handing each to a thread cost twice
+    the CPU and wall time of hashing it. Large files (included outputs, data) go to worker
+    threads, where hashlib releases the GIL and disks work in parallel."""
+    out = list(entries)
+    late = {}
+    for i, e in enumerate(entries):
+        if e.kind == "f" and not e.digest:
+            if e.size >= BIG:
+                late[i] = e
+            else:
+                out[i] = dataclasses.replace(e, digest=agent_cache.sha256(os.path.join(root, e.path)))
+                cache.seen[e.path][4] = out[i].digest
     if late:
         with ThreadPoolExecutor(max_workers=min(8, len(late))) as pool:
             digests = pool.map(lambda e: fsutil.sha256_file(root / e.path), late.values())
             for (i, e), digest in zip(late.items(), digests, strict=True):
-                found[i] = dataclasses.replace(e, digest=digest)
+                out[i] = dataclasses.replace(e, digest=digest)
                 cache.seen[e.path][4] = digest
-    return found
+    return out
 
 
-def collect(root: Path, cluster: Cluster, generated: tuple[str, ...] = (), cache: Any = None) -> FileSet:
+def collect(
+    root: Path,
+    cluster: Cluster,
+    generated: tuple[str, ...] = (),
+    cache: Any = None,
+    on_listed: Callable[[list[str]], None] | None = None,
+) -> FileSet:
     """The files to send from ``root`` to the cluster; raises if a tracked file would be left out.
 
     ``generated`` are paths rendered per host (``git_ignore.py``): the source's copy stays home.
     ``cache``: digests remembered from earlier runs (see hashcache); None reads every file.
+    ``on_listed``: given the paths once they are known and checked, before any file is hashed,
+    so that a first transfer starts while the files are still read here.
     """
     top = git.toplevel(root)
     if top is None:
         raise NotAGitTree(root)
     with ThreadPoolExecutor(max_workers=1) as pool:  # git checks tracked files while ls-files lists the tree
         tracked_changes = pool.submit(git.changed, root, False)
-        return _collect(root, cluster, generated, cache, top, tracked_changes)
+        cache = cache or agent_cache.Cache({}, None, 0)
+        return _collect(root, cluster, generated, cache, top, tracked_changes, on_listed)
 
 
 def _collect(
-    root: Path, cluster: Cluster, generated: tuple[str, ...], cache: Any, top: Path, tracked_changes: Future[list[str]]
+    root: Path,
+    cluster: Cluster,
+    generated: tuple[str, ...],
+    cache: Any,
+    top: Path,
+    tracked_changes: Future[list[str]],
+    on_listed: Callable[[list[str]], None] | None,
 ) -> FileSet:
     """collect's work once git was found; ``tracked_changes``: the tracked files that differ from
     HEAD, coming from git; the untracked ones are those ls-files lists (one walk, not two)."""
@@ -185,7 +213,8 @@ def _collect(
             wanted.append(path)
         elif tracked:
             left_out.append((path, why))
-    found = _entries(root, wanted, cache or agent_cache.Cache({}, None, 0))
+    base = os.path.join(root, "")
+    found = [_entry(base, p, cache) for p in wanted]
     entries = []
     for path, entry in zip(wanted, found, strict=True):
         if isinstance(entry, str):
@@ -195,4 +224,7 @@ def _collect(
             entries.append(entry)
     if left_out:
         raise TrackedFileLeftOut(left_out, cluster.name, cluster.source)
-    return FileSet(root, tuple(entries), git.head(top), tuple(sorted({*tracked_changes.result(), *untracked})))
+    if on_listed is not None:
+        on_listed([e.path for e in entries])
+    hashed = tuple(_hashed(root, entries, cache))
+    return FileSet(root, hashed, git.head(top), tuple(sorted({*tracked_changes.result(), *untracked})))

@@ -1,6 +1,6 @@
 """One host's run: check → send → verify → repair.
 
-Each phase is a method with typed arguments that returns a frozen value (``Checked``, ``Sent``)
+Each phase is a method with typed arguments that returns a frozen value (``Checked``, ``Sent``: hoststeps)
 or, where the phase decides how the host ends, its ``HostResult``; :meth:`HostRun.run` holds the
 order and nothing else. What rsync sent so far travels as a ``Tally`` from phase to phase, so
 no state is updated behind the order's back. A host that fails is a result, never an exception,
@@ -9,82 +9,30 @@ so it cannot stop the others (they run on their own threads, see ``runner``).
 
 from __future__ import annotations
 
+import functools
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl.clusters import Host
 from patchctl.migrate import state, transfer, verdicts, verify_remote
-from patchctl.migrate.prepare import Prepared, repair_list
+from patchctl.migrate.hoststeps import Checked, Found, Sent, Tally, ending
+from patchctl.migrate.prepare import Pending, Prepared, repair_list
 from patchctl.migrate.results import HostResult, HostStatus, Phase, Progress, ProgressFn
 from patchctl.migrate.timing import PhaseClock
 from patchctl.migrate.verify_remote import Agent, AgentReply
 from patchctl.remote import ssh
 
 
-@dataclass(frozen=True)
-class Tally:
-    """What rsync has sent to the host in this run so far, over all of its transfers."""
-
-    #: files whose content was sent
-    files: int = 0
-    #: bytes sent for them (rsync's %b: after delta compression)
-    bytes: int = 0
-
-    def plus(self, item: transfer.Item) -> Tally:
-        """This tally with one more file sent: ``item``."""
-        return Tally(self.files + 1, self.bytes + item.sent)
-
-
-@dataclass(frozen=True)
-class Found:
-    """What the result reports from the host's first answered check."""
-
-    #: files --delete removed there
-    deleted: tuple[str, ...] = ()
-    #: generated files written there
-    rendered: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, reply: AgentReply) -> Found:
-        return cls(tuple(reply.data["deletions"]), tuple(reply.data["rendered"]))
-
-
-@dataclass(frozen=True)
-class Checked:
-    """The output of the check and verify phases: the agent's answer, and what the result reports."""
-
-    reply: AgentReply
-    found: Found
-
-    @property
-    def problems(self) -> list[list[str]]:
-        """``[path, what differs]`` for each file of the manifest that differs on the host."""
-        problems: list[list[str]] = self.reply.data["problems"]
-        return problems
-
-
-@dataclass(frozen=True)
-class Sent:
-    """The output of the send and repair phases: rsync's outcome, and the run's totals after it."""
-
-    transfer: transfer.TransferResult
-    tally: Tally
-
-    @property
-    def returncode(self) -> int:
-        return self.transfer.returncode
-
-
 class HostRun:
-    """One host of a migrate, logged in, with the tree prepared (see runner._connected): its
-    ``label`` names it in the results, ``rendered`` are its generated files, every step goes
-    through its ssh ``master``, and the agents it starts are closed with ``agents``."""
+    """One host of a migrate, logged in (see runner._connected), the tree ``pending`` (prepared
+    here while the host runs): its ``label`` names it in the results, ``rendered`` are its
+    generated files, every step goes through its ssh ``master``, and the agents it starts are
+    closed with ``agents``."""
 
     def __init__(
         self,
-        tree: Prepared,
+        pending: Pending,
         host: Host,
         label: str,
         rendered: dict[str, str],
@@ -92,11 +40,22 @@ class HostRun:
         emit: ProgressFn,
         agents: ExitStack,
     ) -> None:
-        self.tree, self.cluster, self.host, self.label, self.rendered = tree, tree.cluster, host, label, rendered
+        self.pending, self.cluster, self.options = pending, pending.cluster, pending.options
+        self.host, self.label, self.rendered = host, label, rendered
         self.master, self.emit, self.agents = master, emit, agents
-        #: what the host holds once it verified this tree, as the local state records it
-        self.expected = state.digest(tree.provenance["manifest_sha256"], rendered)
-        self.clock = PhaseClock(tree.seconds)
+        self.clock = PhaseClock(0.0)
+
+    @property
+    def tree(self) -> Prepared:
+        """The prepared tree, waited for (and its preparation's time entered as the file set's)."""
+        tree = self.pending.ready.result()
+        self.clock.fileset = tree.seconds
+        return tree
+
+    @functools.cached_property
+    def expected(self) -> str:
+        """What the host holds once it verified this tree, as the local state records it."""
+        return state.digest(self.tree.provenance["manifest_sha256"], self.rendered)
 
     def run(self, agent: Agent) -> HostResult:
         """The cheaper of two orders; both end verified on the host, and files the verification
@@ -106,22 +65,25 @@ class HostRun:
           host verified this very tree last time (a re-run), and always with --delete (its guard
           must stop the host before any byte is sent);
         - rsync first, then check: when the tree changed since (a first run, an edit), so no round
-          trip is spent before a transfer that is needed anyway.
+          trip is spent before a transfer that is needed anyway. A host that never verified a
+          tree (a first run) starts rsync as soon as the paths are listed here, while the files
+          are still hashed: the check after it waits for their digests.
 
         ``agent`` is already started; each later check's agent is started when the step before it
         begins (``start_agent``), so its start-up overlaps that step.
         """
-        if self.tree.options.dry_run:
+        if self.options.dry_run:
             return self.plan(agent)
         found: Found | None = None
-        if self.tree.options.delete or state.last_verified(self.cluster, self.host) == self.expected:
+        last = state.last_verified(self.cluster, self.host)
+        if self.options.delete or (last is not None and last == self.expected):
             checked = self.check(agent, Tally())
             if isinstance(checked, HostResult):
                 return checked
             if not checked.problems:
                 return self.verdict(checked, Tally())
             found, agent = checked.found, self.start_agent()  # for the check after the transfer
-        sent = self.send(self.tree.files_from, Tally())
+        sent = self.send(self.pending.listed.result().path(), Tally())
         if sent.returncode not in (0, 255) and found is None:
             # rsync creates only the last component of a missing root; the check creates all of it
             checked = self.check(agent, sent.tally)
@@ -129,7 +91,7 @@ class HostRun:
                 return checked
             if not checked.reply.data["root_exists"]:
                 agent = self.start_agent()
-                sent = self.send(self.tree.files_from, sent.tally)
+                sent = self.send(self.pending.listed.result().path(), sent.tally)
         if sent.returncode != 0:
             return self.transfer_failed(sent, found)
         verified = self.verify(agent, sent.tally, found, "sent, but not verified: ")
@@ -190,9 +152,9 @@ class HostRun:
             done = transfer.send(
                 self.cluster,
                 self.host,
-                self.tree.fs.root,
+                self.pending.root,
                 files_from,
-                checksum=self.tree.options.checksum if checksum is None else checksum,
+                checksum=self.options.checksum if checksum is None else checksum,
                 control=self.master.socket,
                 on_item=on_item,
             )
@@ -226,7 +188,7 @@ class HostRun:
         """One request to the host's agent: the tree's manifest, the host's generated files, the
         options; ``extra`` overrides (``delete=False`` for a verification)."""
         self.emit(Progress(self.label, phase, tally.files, tally.bytes, phases=self.clock.phases()))
-        opts, tree = self.tree.options, self.tree
+        opts, tree = self.options, self.tree
         request = {
             "rendered": self.rendered,
             "delete": opts.delete,
@@ -250,25 +212,9 @@ class HostRun:
 
     def verdict(self, checked: Checked, tally: Tally, repaired: tuple[str, ...] = ()) -> HostResult:
         """How a verified host ends: ok, repaired, or mismatch with what still differs."""
-        left = verify_remote.mismatches(checked.reply)
-        if not left and not repaired:
-            return self.end(tally, HostStatus.OK, "", checked.found, verified=True)
-        if not left:
-            return self.end(
-                tally,
-                HostStatus.REPAIRED,
-                verdicts.repaired_reason(len(repaired)),
-                checked.found,
-                verified=True,
-                repaired=repaired,
-            )
-        return self.end(
-            tally,
-            HostStatus.MISMATCH,
-            verdicts.mismatch_reason(checked.reply.data, len(left), bool(repaired)),
-            checked.found,
-            mismatches=left,
-        )
+        status, reason, left = ending(checked, repaired)
+        verified = status is not HostStatus.MISMATCH
+        return self.end(tally, status, reason, checked.found, verified=verified, mismatches=left, repaired=repaired)
 
     def end(
         self,

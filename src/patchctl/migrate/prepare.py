@@ -7,17 +7,17 @@ sends and checks.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from patchctl.clusters import Cluster
-from patchctl.migrate import fileset, hashcache, provenance, verify_remote
+from patchctl.migrate import filelist, fileset, hashcache, provenance, verify_remote
 from patchctl.migrate.options import Options
 from patchctl.patchsets.model import Patchset
 
@@ -29,8 +29,8 @@ class Prepared:
     cluster: Cluster
     #: the files to send, with their sha256
     fs: fileset.FileSet
-    #: their paths for rsync's ``--files-from --from0``
-    files_from: Path
+    #: their paths for rsync's ``--files-from --from0`` (whole folders named once, see filelist)
+    files_from: filelist.SendList
     #: what the host's agent checks every file against: one ``[path, kind, digest, executable]`` each,
     #: as JSON, encoded once for every host (100k files make some 12 MB)
     manifest: bytes
@@ -45,40 +45,67 @@ class Prepared:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class Pending:
+    """What a host's run can use before the tree is prepared: the source, the options, and the
+    two stages of the preparation as they come (the file list, then everything)."""
+
+    cluster: Cluster
+    root: Path
+    options: Options
+    #: rsync's file list, set once the paths are known, before any file is hashed
+    listed: Future[filelist.SendList]
+    ready: Future[Prepared]
+
+    def fail(self, exc: BaseException) -> None:
+        """The preparation failed: every host waiting for a stage of it stops with ``exc``."""
+        for stage in (self.listed, self.ready):
+            if not stage.done():
+                stage.set_exception(exc)
+
+
 def prepare(
-    cluster: Cluster, root: Path, patchsets: Sequence[Patchset], generated: tuple[str, ...], options: Options, tmp: Path
+    cluster: Cluster,
+    root: Path,
+    patchsets: Sequence[Patchset],
+    generated: tuple[str, ...],
+    options: Options,
+    tmp: Path,
+    on_listed: Callable[[filelist.SendList], None] | None = None,
 ) -> Prepared:
-    """Everything the hosts share; ``tmp`` holds the file list (the session's private directory)."""
+    """Everything the hosts share; ``tmp`` holds the file list (the session's private directory).
+    ``on_listed``: given rsync's file list as soon as the paths are known, before they are hashed."""
     began = time.monotonic()
     rule = verify_remote.tag_rule({p.tag for ps in patchsets for p in ps.patches})
     cache = hashcache.load(root, rule, not options.checksum)
-    fs = fileset.collect(root, cluster, generated, cache)
+    listed: list[filelist.SendList] = []
+
+    def publish(paths: list[str]) -> None:
+        listed.append(filelist.SendList(tmp / "files", root, paths))
+        if on_listed is not None:
+            on_listed(listed[0])
+
+    fs = fileset.collect(root, cluster, generated, cache, publish)
     tags = verify_remote.tags_request(fs, rule, generated, cache)
     hashcache.save(root, cache)
-    files_from = tmp / "files"
-    write_list(files_from, fs.paths)
-    manifest = json.dumps([e.as_manifest() for e in fs.entries], separators=(",", ":")).encode()
+    files_from = listed[0]
+    manifest = provenance.encode_manifest(fs)
     return Prepared(
         cluster,
         fs,
         files_from,
         manifest,
         tags,
-        provenance.build(fs, cluster),
+        provenance.build(fs, cluster, manifest),
         options,
         cluster.timeout + fs.size / 20e6,
         time.monotonic() - began,
     )
 
 
-def write_list(path: Path, paths: Sequence[str]) -> None:
-    """A file list for rsync's ``--files-from --from0``."""
-    path.write_bytes(b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths))
-
-
 def repair_list(tree: Prepared, paths: list[str]) -> Path:
     """One host's own file list for a re-send, beside the shared one (removed with it)."""
-    fd, name = tempfile.mkstemp(dir=tree.files_from.parent, prefix="repair-")
+    fd, name = tempfile.mkstemp(dir=tree.files_from.file.parent, prefix="repair-")
     os.close(fd)
-    write_list(Path(name), paths)
+    filelist.write_list(Path(name), paths)
     return Path(name)

@@ -23,13 +23,15 @@ from patchctl.patchsets import record as rec
 LISTED = 200
 
 
-def manifest_digest(fs: FileSet) -> str:
-    doc = json.dumps([e.as_manifest() for e in fs.entries], separators=(",", ":"))
-    return hashlib.sha256(doc.encode()).hexdigest()
+def encode_manifest(fs: FileSet) -> bytes:
+    """What every host's agent checks its files against, as JSON: ``[path, kind, digest, executable]``
+    per file; encoded once, for every host's request and for the digest provenance records."""
+    return json.dumps([e.as_manifest() for e in fs.entries], separators=(",", ":")).encode()
 
 
-def build(fs: FileSet, cluster: Cluster) -> dict[str, Any]:
-    """The host-independent part; the agent adds the host's root and the verification outcome."""
+def build(fs: FileSet, cluster: Cluster, manifest: bytes) -> dict[str, Any]:
+    """The host-independent part; the agent adds the host's root and the verification outcome.
+    ``manifest``: ``encode_manifest(fs)``, whose digest is recorded."""
     record = rec.load(fs.root)
     return {
         "format": 1,
@@ -46,6 +48,6 @@ def build(fs: FileSet, cluster: Cluster) -> dict[str, Any]:
         "source_root": str(fs.root),
         "cluster": cluster.name,
         "files": len(fs.entries),
-        "manifest_sha256": manifest_digest(fs),
+        "manifest_sha256": hashlib.sha256(manifest).hexdigest(),
         "patchctl": __version__,
     }

@@ -19,9 +19,10 @@ from typing import Any
 
 from patchctl.clusters import Cluster, Host
 from patchctl.migrate import render, verify_remote
-from patchctl.migrate.hostrun import HostRun, Tally
+from patchctl.migrate.hostrun import HostRun
+from patchctl.migrate.hoststeps import Tally
 from patchctl.migrate.options import Options
-from patchctl.migrate.prepare import Prepared, prepare
+from patchctl.migrate.prepare import Pending, prepare
 from patchctl.migrate.results import HostResult, HostStatus, MigrateResult, Phase, Progress, ProgressFn
 from patchctl.migrate.verify_remote import Agent
 from patchctl.patchsets.model import Patchset
@@ -58,25 +59,25 @@ def run(
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         # the hosts log in (and start their agents) while the tree is listed and hashed here
-        ready: Future[Prepared] = Future()
+        pending = Pending(cluster, root, options, Future(), Future())
         futures = [
-            pool.submit(_connected, ready, h, label, files, emit, master, prescan)
+            pool.submit(_connected, pending, h, label, files, emit, master, prescan)
             for h, label, files, master in zip(cluster.hosts, labels, rendered, conns.masters, strict=True)
         ]
         try:
-            tree = prepare(cluster, root, patchsets, generated, options, conns.dir)
+            tree = prepare(cluster, root, patchsets, generated, options, conns.dir, pending.listed.set_result)
         except BaseException as exc:
-            ready.set_exception(exc)  # hosts waiting for the tree stop before they change anything
+            pending.fail(exc)  # hosts waiting for the tree stop before they check or verify anything
             for f in futures:
                 f.cancel()  # hosts not started yet (--jobs) never log in
             raise
-        ready.set_result(tree)
+        pending.ready.set_result(tree)
         results = tuple(f.result() for f in futures)
     return MigrateResult(cluster.name, str(root), tree.fs.commit, len(tree.fs.entries), results, options.dry_run)
 
 
 def _connected(
-    ready: Future[Prepared],
+    pending: Pending,
     host: Host,
     label: str,
     rendered: dict[str, str],
@@ -100,7 +101,8 @@ def _connected(
         with ExitStack() as agents:  # closed in reverse: the agents end, then the root is let go
             held = None if prescan is None else agents.enter_context(RootLock(master.cluster, host, master.socket))
             first = agents.enter_context(Agent(master.cluster, host, master.socket, prescan))
-            hostrun = HostRun(ready.result(), host, label, rendered, master, emit, agents)
+            hostrun = HostRun(pending, host, label, rendered, master, emit, agents)
+            pending.listed.result()  # a tree that cannot be sent stops the host before its root is taken
             refused = held.wait() if held is not None else None
             if refused:
                 return hostrun.end(Tally(), HostStatus.FAILED, refused)

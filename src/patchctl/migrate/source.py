@@ -47,8 +47,10 @@ class SourceCheck:
 
 def check(tree: Target, patchsets: Sequence[Patchset]) -> SourceCheck:
     """Verify ``tree`` against ``patchsets``, as ``patchctl verify --target TREE`` would (its
-    leftover temp files aside: migrate never sends those)."""
-    report = verify(tree, list(patchsets))
+    leftover temp files aside: migrate never sends those). The tree's tagged lines are not
+    listed here: the presence of each patch is what this check reports, and the inventory the
+    hosts are checked against comes from the file set's hash cache (one walk of the tree, not two)."""
+    report = verify(tree, list(patchsets), inventory=False)
     bad = [c for c in report.checks if not (isinstance(c.status, Presence) and c.status.passes)]
     carried = any(c.status in (Presence.PRESENT, Presence.MODIFIED) for c in report.checks)
     return SourceCheck(

@@ -20,7 +20,7 @@ from typing import Any
 from patchctl import proc
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import PatchctlError
-from patchctl.migrate import agent_cache, remote_agent
+from patchctl.migrate import agent_cache, agent_files, remote_agent
 from patchctl.migrate.fileset import FileSet
 from patchctl.migrate.results import HostStatus
 from patchctl.quoting import printable, quote_path
@@ -33,9 +33,10 @@ SHOWN = 50
 
 @functools.lru_cache(maxsize=1)
 def _agent_b64() -> str:
-    """The agent's program: its hash cache's source, then its own (which imports the cache only
-    where patchctl is installed, see remote_agent)."""
-    source = Path(agent_cache.__file__).read_bytes() + b"\n" + Path(remote_agent.__file__).read_bytes()
+    """The agent's program: its hash cache's source, its file operations', then its own (which
+    imports the other two only where patchctl is installed, see remote_agent)."""
+    files = (agent_cache.__file__, agent_files.__file__, remote_agent.__file__)
+    source = b"\n".join(Path(f).read_bytes() for f in files)
     return base64.b64encode(source).decode("ascii")
 
 
@@ -169,8 +170,9 @@ def tags_request(fs: FileSet, rule: list[Any], generated: Iterable[str], cache: 
     pattern, needles = rule
     if not needles:
         return {"pattern": pattern, "needles": [], "expected": []}
-    leave_out = set(generated)
-    paths = [p for p in fs.paths if p not in leave_out and not remote_agent.skipped(p)]
+    leave_out, skip = set(generated), functools.lru_cache(maxsize=None)(agent_files.skipped)
+    # the skip rule goes by folder: asked once per folder, not once per file
+    paths = [p for p in fs.paths if p not in leave_out and not skip(p.rpartition("/")[0] + "/")]
     return {
         "pattern": pattern,
         "needles": needles,

@@ -63,7 +63,11 @@ class Report:
         }
 
 
-def verify(target: Target, patchsets: list[Patchset]) -> Report:
+def verify(target: Target, patchsets: list[Patchset], inventory: bool = True) -> Report:
+    """Each patch's presence in ``target``; ``inventory``: also walk the tree for every tagged line
+    (accounted or not) and leftover temp file. migrate reads only the presence (its file set keeps
+    its own inventory, from its hash cache, and never sends temp files): without the walk a tree
+    of 100k files is not read whole once more."""
     tree = TreeReader(target)
     record = rec.load(target.root)
     owned: dict[str, set[int]] = {}
@@ -89,14 +93,14 @@ def verify(target: Target, patchsets: list[Patchset]) -> Report:
     accounted: list[TagHit] = []
     unaccounted: list[TagHit] = []
     tags = {p.tag for ps in patchsets for p in ps.patches}
-    for hit in scan(target.root, tags):
+    for hit in scan(target.root, tags) if inventory else ():
         (accounted if hit.line in owned.get(hit.path, ()) else unaccounted).append(hit)
     return Report(
         target,
         tuple(checks),
         tuple(accounted),
         tuple(unaccounted),
-        tuple(leftover_temp_files(target.root)),
+        tuple(leftover_temp_files(target.root)) if inventory else (),
         tuple(f"{m.patch} in {m.path}" for m in pending),
     )
 
