@@ -47,7 +47,6 @@ PROFILE_SCHEMA = {
     "defaults": Field(dict, False, "a table of placeholder defaults"),
     "gates": Field(dict, False, "a [profile.NAME.gates] table"),
     "ray_head_cpus": Field(int, False, "start a Ray head node with this many CPUs beside the trainer"),
-    "prefetch_libs": Field(bool, False, "read the trainer's large shared libraries into the page cache at launch"),
     "adapt": Field(list, False, "[[profile.NAME.adapt]] tables: changes for some verl versions"),
 }
 #: one [[profile.NAME.adapt]] table: where a setting of the record no longer fits a verl release
@@ -116,8 +115,6 @@ class Profile:
     ray_head_cpus: int | None = None
     #: per-version changes, applied by :func:`adapt` once the target's verl version is known
     adapt: tuple[Adapt, ...] = ()
-    #: when true, :mod:`.pagecache` reads the trainer's large libraries ahead at launch (cold machines)
-    prefetch_libs: bool = False
 
 
 def profiles_file() -> Path:
@@ -197,7 +194,6 @@ def _profile(name: str, raw: Any, file: Path) -> Profile:
         Gates(**gates),
         raw.get("ray_head_cpus"),
         tuple(adapts),
-        raw.get("prefetch_libs", False),
     )
 
 

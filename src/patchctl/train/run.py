@@ -26,7 +26,6 @@ from patchctl.train import (
     facts,
     launcher,
     modelinfo,
-    pagecache,
     rayhead,
     report,
     rollouts,
@@ -124,12 +123,6 @@ def _trainer_env(p: Plan) -> dict[str, str]:
     return {**os.environ, **p.launch.env}
 
 
-def _side_env(p: Plan) -> dict[str, str]:
-    """The trainer's environment without the code hook's variables, for patchctl's side processes:
-    they are no part of the run that the hook proves."""
-    return {k: v for k, v in _trainer_env(p).items() if k not in (codehook.ENV_DIR, codehook.ENV_WATCH)}
-
-
 def train(
     p: Plan,
     target: Target,
@@ -144,15 +137,10 @@ def train(
     prepare(p)
     # facts about the machine and the plot's import are gathered while the trainer runs
     gathering = facts.Gathering(p.launch.argv[0], _trainer_env(p), also=report.warm)
-    # the libraries the chain will fault in one process after another, read from disk at once
-    log = p.run_dir / pagecache.LOG_NAME
-    reading = pagecache.Warming(p.launch.argv[0], _side_env(p), log) if p.profile.prefetch_libs else None
     head = rayhead.Head(p.head, p.launch.env, p.launch.cwd) if p.head else None
     try:
         ran = launch(p, t0, timeout=timeout, on_progress=on_progress, on_line=on_line)
     finally:
-        if reading:
-            reading.stop()
         # the head stops while the run is judged and reported: Ray's teardown delays no verdict
         stopper = threading.Thread(target=head.stop, name="ray-head-stop") if head else None
         if stopper:
@@ -189,8 +177,10 @@ def launch(
         # vLLM's model-info cache, a minute before the vLLM server would inspect the model itself
         # (without the code hook's variables: that process is no part of the run it proves)
         if p.profile.rollout == "vllm" and p.values.get("MODEL_PATH"):
-            model, log = Path(p.values["MODEL_PATH"]), p.run_dir / modelinfo.LOG_NAME
-            warming.append(modelinfo.Warming(p.launch.argv[0], model, _side_env(p), log))
+            env = {k: v for k, v in _trainer_env(p).items() if k not in (codehook.ENV_DIR, codehook.ENV_WATCH)}
+            warming.append(
+                modelinfo.Warming(p.launch.argv[0], Path(p.values["MODEL_PATH"]), env, p.run_dir / modelinfo.LOG_NAME)
+            )
 
     def seen(line: str, at: float) -> None:
         step = scan.feed(line, at)
