@@ -100,6 +100,8 @@ setup() {
 # Every run starts without vLLM's caches (~/.cache/vllm); patchctl train writes the model-info one
 # beside the launch itself (train/modelinfo.py; the "warm" side script of 2026-11-24 before it).
 run_one() {
+    # 420 s: the slowest cold trainer exit of the third pass is debug's 190.2 s (page cache dropped;
+    # smoke-vllm 177.5 s on a freshly started machine, fast-load 157.7 s): 2.2x
     local name=$1 profile=$2 variant=$3 extra=() limit=${TRAIN_TIMEOUT:-420} pp=$PYTHONPATH
     [ "$profile" = debug ] && extra+=("${MACHINE[@]}")
     [ "$profile" = fast-load ] && extra+=("${MACHINE[@]}" "${SAME_DATA[@]}")
@@ -163,6 +165,7 @@ suite() {
             rm -rf /tmp/sab/$name && mkdir -p /tmp/sab/$name
             python3 "$PWD/benchmarks/vllm_stages.py" follow /tmp/sab/$name/$name/run/train.log "$(date +%s.%N)" --idle 120 \
                 > $R/suite-$name.timed &
+            # 330 s: smoke-vllm's trainer ended at 177.3-177.5 s on freshly started machines (1.9x)
             python3 "$PWD/benchmarks/sabotage.py" --tree "$T" --python python3 --pristine /tmp/verl-0.9.1.tar.gz \
                 --out /tmp/sab/$name --only "$name" --timeout "${SUITE_TIMEOUT:-330}" \
                 -- ${SUITE_OVERRIDES:-} > $R/suite-$name.txt 2>&1 &
