@@ -68,11 +68,13 @@ def main() -> None:
         codehook.install(run_dir)
         watch = (codehook.Watch("uky", "p", MODULE, "verl/workers/rollout/vllm_rollout/__init__.py"),)
         base = {k: v for k, v in os.environ.items() if not k.startswith("PATCHCTL_CODEHOOK")}
-        without = {**base, "PYTHONPATH": str(root)}
+        # the caller's PYTHONPATH after the tree: a GPU host's bundle (vLLM, Ray) is found there
+        inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        without = {**base, "PYTHONPATH": os.pathsep.join([str(root), *inherited])}
         with_hook = {
             **base,
             **codehook.env(run_dir, watch),
-            "PYTHONPATH": os.pathsep.join([str(root), str(run_dir / codehook.DIR_NAME)]),
+            "PYTHONPATH": os.pathsep.join([str(root), str(run_dir / codehook.DIR_NAME), *inherited]),
         }
         cases = {
             "start": "pass",

@@ -21,7 +21,7 @@ dl() { python3 -m pip download -q --no-deps --only-binary=:all: $PLAT -d "$DL" "
 
 # verl 0.5.0 runtime deps missing from the image (versions proven together on an H200, 2026-11-21, with
 # Ray 2.49.2; Ray moved to 2.60.0 on 2026-11-24: 2.49.2 ignores RAY_AUTH_MODE=token, issue 24. Ray
-# 2.60 with verl 0.5.0 is built here, not yet run on a GPU. aiohttp: Ray 2.60 asks >= 3.14.4)
+# 2.60 with verl 0.5.0 ran on an H100 on 2026-11-24: vllm-smoke/run_v05.sh. aiohttp: Ray 2.60 asks >= 3.14.4)
 dl ray==2.60.0 aiohttp==3.14.5 tensordict==0.9.1 pyvers==0.1.0 orjson==3.11.3 importlib_metadata==8.7.0 \
    hydra-core==1.3.2 omegaconf==2.3.0 codetiming==1.4.0 torchdata==0.11.0 \
    datasets==4.0.0 dill==0.3.8 multiprocess==0.70.16 fsspec==2025.3.0 \

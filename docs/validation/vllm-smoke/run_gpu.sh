@@ -17,6 +17,7 @@
 #                                 migrate + validate --profile smoke-vllm on one loopback host x 1 GPU
 #   run_gpu.sh health             the same host, validate --profile health twice (issue 22), then
 #                                 benchmarks/bench_host_preflight.py
+#   run_gpu.sh codehook           benchmarks/bench_codehook.py with the stack's interpreter and imports
 set -uo pipefail
 MODE=${1:?usage: run_gpu.sh part|setup|speed ...}
 OUT=${OUT:-/tmp/v21-out}
@@ -93,9 +94,14 @@ setup() {
 #   uni       vLLM's uni-process executor: the GPU worker runs inside the engine core process
 #             (one process start fewer; verl passes engine_kwargs after its own "mp")
 #   head      the Ray head started beside the trainer (profiles' ray_head_cpus, as smoke has)
+#   cold      the machine made cold again first: page cache dropped, Triton's, torch's and vLLM's
+#             caches removed (what a node pays after a reboot; the first run after setup is only
+#             partly cold: setup's import check has read part of the libraries)
 # Every run starts without vLLM's caches (~/.cache/vllm); patchctl train writes the model-info one
 # beside the launch itself (train/modelinfo.py; the "warm" side script of 2026-11-24 before it).
 run_one() {
+    # 420 s: the slowest cold trainer exit of the third pass is debug's 190.2 s (page cache dropped;
+    # smoke-vllm 177.5 s on a freshly started machine, fast-load 157.7 s): 2.2x
     local name=$1 profile=$2 variant=$3 extra=() limit=${TRAIN_TIMEOUT:-420} pp=$PYTHONPATH
     [ "$profile" = debug ] && extra+=("${MACHINE[@]}")
     [ "$profile" = fast-load ] && extra+=("${MACHINE[@]}" "${SAME_DATA[@]}")
@@ -107,6 +113,9 @@ run_one() {
             settings) extra+=(actor_rollout_ref.rollout.enforce_eager=True actor_rollout_ref.rollout.agent.num_workers=1
                               reward.num_workers=1 actor_rollout_ref.actor.use_torch_compile=False) ;;
             uni) extra+=(+actor_rollout_ref.rollout.engine_kwargs.vllm.distributed_executor_backend=uni) ;;
+            cold) rm -rf ~/.triton ~/.cache/torch ~/.cache/flashinfer /tmp/torchinductor_*; sync
+                  if (echo 3 > /proc/sys/vm/drop_caches) 2>/dev/null; then say "page cache dropped: $(free -m | awk '/Mem:/{print $6}') MiB left in buff/cache"
+                  else say "cannot drop the page cache here: $name is not cold"; fi ;;
             head) rm -rf /tmp/src-head && cp -r "$PWD/src" /tmp/src-head &&
                   python3 "$HERE/with_head.py" /tmp/src-head/patchctl/train/profiles.toml "$profile" && pp=/tmp/src-head:/tmp/vsite ;;
             *) echo "unknown variant $v"; return 2 ;;
@@ -156,6 +165,7 @@ suite() {
             rm -rf /tmp/sab/$name && mkdir -p /tmp/sab/$name
             python3 "$PWD/benchmarks/vllm_stages.py" follow /tmp/sab/$name/$name/run/train.log "$(date +%s.%N)" --idle 120 \
                 > $R/suite-$name.timed &
+            # 330 s: smoke-vllm's trainer ended at 177.3-177.5 s on freshly started machines (1.9x)
             python3 "$PWD/benchmarks/sabotage.py" --tree "$T" --python python3 --pristine /tmp/verl-0.9.1.tar.gz \
                 --out /tmp/sab/$name --only "$name" --timeout "${SUITE_TIMEOUT:-330}" \
                 -- ${SUITE_OVERRIDES:-} > $R/suite-$name.txt 2>&1 &
@@ -228,6 +238,13 @@ health_one() {
     say "preflight benchmark done"
 }
 
+# the code hook's cost per process with this machine's interpreter and the stack's heavy imports
+# (benchmarks/bench_codehook.py: alternately with and without the hook, fresh interpreters)
+codehook_bench() {
+    python3 "$PWD/benchmarks/bench_codehook.py" --python python3 --runs "${HOOK_RUNS:-5}" \
+        --heavy "import torch, vllm" 2>&1 | grep -v WARNING
+}
+
 case $MODE in
     part)
         DIR=$(cd "${2:?part DIR}" && pwd)
@@ -239,6 +256,7 @@ case $MODE in
     suite) shift; suite "$@" 2>&1 | tee "$OUT/suite.log" ;;
     validate) shift; validate_one "$@" 2>&1 | tee "$OUT/validate.log" ;;
     health) shift; health_one "$@" 2>&1 | tee "$OUT/health.log" ;;
+    codehook) codehook_bench 2>&1 | tee "$OUT/codehook.log" ;;
     *) echo "unknown mode $MODE"; exit 2 ;;
 esac
 tar -czf "$OUT/results.tar.gz" -C $R . 2>/dev/null

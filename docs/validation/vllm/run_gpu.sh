@@ -106,7 +106,10 @@ for p in ${ORDER:-debug fast-load}; do
     # no Ray left from an earlier run on this machine (a bare ray.init() would join it)
     python3 -m ray.scripts.scripts stop --force >/dev/null 2>&1; rm -rf /tmp/vrun/$p
     # a cold H100 ended the debug trainer at 258 s (Ray 2.60, 2026-11-24) and reached its first
-    # step at 275 s in an earlier session: 450 s is 1.5x the slowest cold run, for both profiles
+    # step at 275 s in an earlier session: 450 s is 1.5x the slowest cold run, for both profiles.
+    # With the image byte-compiled (../vllm-smoke/run_gpu.sh setup) the cold debug trainer ended at
+    # 190.2 s and fast-load's at 157.7 s (page cache dropped; third pass): 450 s keeps 2.4x there, and
+    # 1.6x for a cluster whose torch has no .pyc files
     limit=${TRAIN_TIMEOUT:-450}
     say "patchctl train --profile $p (timeout $limit s)"
     patchctl train --target "$T" --profile $p "${CFG[@]}" --out /tmp/vrun/$p --timeout "$limit" --json \
