@@ -39,7 +39,7 @@ from patchctl import proc
 from patchctl.errors import ToolMissing
 
 #: ``ray start --head`` starts Ray's client server on the fixed port 10001 whenever ray[client] is
-#: installed, with no option to leave it out: this tells it the client is missing (validate's node.py)
+#: installed, with no option to leave it out: this tells it the client is missing (validate's host/raystart.py)
 _CLI = (
     "import sys; import ray.scripts.scripts as s; s.get_ray_client_dependency_error = "
     "lambda: 'not asked for'; sys.argv[0] = 'ray'; s.main()"
