@@ -19,6 +19,7 @@ behaviour (each with the reason) and are left out of the score. Usage::
     python benchmarks/mutation.py                 # every module of mutation.toml
     python benchmarks/mutation.py journal record  # some of them
     python benchmarks/mutation.py journal --list  # the mutants, without running anything
+    python benchmarks/mutation.py --check         # equivalent keys that match no mutant (a line moved)
 
 It prints one line per surviving mutant and a table: module, mutants, killed, equivalent,
 survived, score = killed / (mutants - equivalent).
@@ -266,6 +267,14 @@ def load(config: Path) -> list[Module]:
     ]
 
 
+def unmatched(mod: Module) -> list[str]:
+    """The ``equivalent`` keys of ``mod`` that name no mutant any more. A key is its line, so an
+    edit above a listed mutant moves it out from under its reason: the mutant then counts as a
+    survivor, and the key may land on another mutant it does not describe."""
+    found = {m.key for m in mutants(mod.path)}
+    return sorted(set(mod.equivalent) - found, key=lambda key: [int(x) if x.isdigit() else x for x in key.split(":")])
+
+
 def _pytest(scratch: Path, tests: list[str], timeout: float, show: bool = False) -> str:
     """``killed``, ``survived`` or ``timeout`` (a mutant that hangs the tests counts as caught);
     ``show`` prints the output of a failing run."""
@@ -322,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("modules", nargs="*", help="module names of mutation.toml (default: all)")
     ap.add_argument("--list", action="store_true", help="print the mutants and stop")
+    ap.add_argument("--check", action="store_true", help="print equivalent keys matching no mutant; exit 1 if any")
     ap.add_argument("--config", type=Path, default=CONFIG)
     ap.add_argument("--keys", help="comma-separated LINE:COLUMN:KIND keys: run only those mutants")
     args = ap.parse_args(argv)
@@ -331,6 +341,11 @@ def main(argv: list[str] | None = None) -> int:
             for m in mutants(mod.path):
                 print(f"{mod.name:<16} {describe(mod.path, m)}")
         return 0
+    if args.check:
+        found = [(mod, key) for mod in modules for key in unmatched(mod)]
+        for mod, key in found:
+            print(f"STALE      {mod.name:<16} {key:<16} {mod.equivalent[key]}")
+        return 1 if found else 0
     rows = []
     with tempfile.TemporaryDirectory(prefix="patchctl-mutation-") as tmp:
         scratch = Path(tmp)
