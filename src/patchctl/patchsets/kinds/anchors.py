@@ -13,7 +13,8 @@ Anchors are stored as the stripped text of a statement's first line (its ``def``
 line for definitions), and compared by syntax (:mod:`patchctl.patchsets.kinds.syntax`): a
 neighbour that moved, changed below its first line, or was only re-spelled or re-wrapped
 still anchors; one whose header changed does not, and the patch reports a conflict rather
-than guessing. Everything here uses the standard library's ``ast`` and ``tokenize`` only.
+than guessing. Everything here uses the standard library's ``ast`` and ``tokenize`` only. The
+patch's own texts (re-indented, counted in statements) are :mod:`.gaptext`'s.
 """
 
 from __future__ import annotations
@@ -214,34 +215,9 @@ def spread(lines: list[str], nearest: Window, below: list[str], sizes: set[int] 
     return out
 
 
-def count_statements(text: str) -> int | None:
-    """How many statements a captured text holds at its own level; None when it does not parse."""
-    import textwrap
-
-    try:
-        return len(ast.parse(textwrap.dedent(text)).body)
-    except SyntaxError:
-        return None
-
-
 def header_span(lines: list[str], node: ast.stmt) -> tuple[int, int]:
     """(first, last) line of a definition's header: its decorators through the colon."""
     return first_line(node), header_end(lines, node)
-
-
-def reindent(text: str, old: str, new: str) -> str | None:
-    """``text`` moved from indentation ``old`` to ``new``; None when a line is less indented."""
-    if old == new:
-        return text
-    out = []
-    for line in text.splitlines(keepends=True):
-        if not line.strip():
-            out.append(line)
-        elif line.startswith(old):
-            out.append(new + line[len(old) :])
-        else:
-            return None
-    return "".join(out)
 
 
 def same_code(a: str, b: str) -> bool:

@@ -17,7 +17,7 @@ import difflib
 from dataclasses import dataclass
 
 from patchctl.patchsets.kinds import anchors as st
-from patchctl.patchsets.kinds import places
+from patchctl.patchsets.kinds import gaptext, places
 from patchctl.patchsets.kinds.places import Params
 from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
 
@@ -58,7 +58,7 @@ def propose(text: str, p: Params, path: str) -> Candidate | None:
     if best is None:
         return None
     ratio, i, body, blocks, key, after = best
-    count = st.count_statements(p.before) or 0
+    count = gaptext.count_statements(p.before) or 0
     if after:  # the place follows the statement most like the anchor above
         taken, first = body[i + 1 : i + 1 + count], (body[i].end_lineno or body[i].lineno) + 1
         last = (taken[-1].end_lineno or taken[-1].lineno) if taken else first - 1

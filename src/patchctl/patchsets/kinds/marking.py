@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from patchctl.patchsets.kinds import KINDS, calls, candidate
-from patchctl.patchsets.kinds import anchors as st
+from patchctl.patchsets.kinds import KINDS, calls, candidate, gaptext
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
 from patchctl.patchsets.kinds.shell_env import ShellEnv
@@ -121,8 +120,8 @@ def _structural(text: str, patch: Patch, path: str) -> Place | str:
             f"no statement of {p.scope or 'the module'} reads at least {candidate.MIN_RATIO:.0%} like its anchors, "
             "and markers at a guess would be worse than none"
         )
-    ours = st.reindent(p.before, p.indent, c.indent) or p.before
-    theirs = st.reindent(p.after, p.indent, c.indent) or p.after
+    ours = gaptext.reindent(p.before, p.indent, c.indent) or p.before
+    theirs = gaptext.reindent(p.after, p.indent, c.indent) or p.after
     return Place(c.first, c.last, ours, theirs, c.how, c.indent, False, c.above, c.below, c.blocks)
 
 

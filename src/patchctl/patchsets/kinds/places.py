@@ -17,6 +17,7 @@ import textwrap
 from dataclasses import dataclass
 
 from patchctl.patchsets.kinds import anchors as st
+from patchctl.patchsets.kinds import gaptext
 from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
 
 
@@ -57,8 +58,8 @@ def _header_code(text: str) -> str:
 
 def _classify(found: str, indent: str, p: Params) -> str:
     """Which side of the patch ``found`` holds, as :attr:`Site.match` names it."""
-    after = st.reindent(p.after, p.indent, indent)
-    before = st.reindent(p.before, p.indent, indent)
+    after = gaptext.reindent(p.after, p.indent, indent)
+    before = gaptext.reindent(p.before, p.indent, indent)
     if found == after:
         return "after"
     if found == before:
@@ -86,7 +87,7 @@ def _best(sites: list[Site]) -> list[Site]:
 
 def _sizes(p: Params) -> set[int] | None:
     """How many statements a place must hold to fit either side; None where a text does not parse."""
-    counts = [st.count_statements(p.before), st.count_statements(p.after)]
+    counts = [gaptext.count_statements(p.before), gaptext.count_statements(p.after)]
     return None if None in counts else {c for c in counts if c is not None}
 
 

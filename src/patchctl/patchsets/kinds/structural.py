@@ -26,24 +26,24 @@ its place could not be told apart again (issue 10: never confidently wrong).
 ``indent`` is the indentation the texts were captured at; where the scope now sits at another
 depth the texts are re-indented. The original text is kept in the manifest, so revert needs
 nothing else; where the tree's text differed from it only in spacing or comments, the record
-keeps what was really there. See :mod:`patchctl.patchsets.kinds.anchors` for the terms, and
-:mod:`patchctl.patchsets.kinds.places` for how the fitting places are found and ranked.
+keeps what was really there. See :mod:`patchctl.patchsets.kinds.anchors` for the terms,
+:mod:`patchctl.patchsets.kinds.places` for how the fitting places are found and ranked, and
+:mod:`patchctl.patchsets.kinds.structural_reasons` for how the answers are worded.
 """
 
 from __future__ import annotations
 
 import ast
-import difflib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
-from patchctl.patchsets.kinds import anchors as st
-from patchctl.patchsets.kinds import explain, places, splice
+from patchctl.patchsets.kinds import gaptext, places, splice
+from patchctl.patchsets.kinds import structural_reasons as reasons
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
 from patchctl.patchsets.kinds.places import Params
-from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
+from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
 
@@ -98,18 +98,6 @@ class Structural:
             )
         return p
 
-    @staticmethod
-    def _where(p: Params) -> str:
-        scope = (p.scope or "the module") + "".join(f" > `{b}`" for b in p.blocks)
-        if p.mode == "header":
-            return f"the header of {scope}"
-        near = f" after `{p.above[-1]}`" if p.above else (f" before `{p.below[0]}`" if p.below else "")
-        return f"{scope}{near}"
-
-    @staticmethod
-    def _lines(sites: list[places.Site]) -> str:
-        return ", ".join(f"{s.first}-{s.last}" if s.last > s.first else str(s.first) for s in sites)
-
     # -- the three operations: the patch's own texts, else a recorded resolution's -----------
 
     @staticmethod
@@ -155,19 +143,6 @@ class Structural:
                     return replace(edit, reason=edit.reason + how)
         return own
 
-    @staticmethod
-    def _places(sites: list[places.Site]) -> str:
-        """Lines of each place, with which side of the patch it holds."""
-        return ", ".join(
-            f"{Structural._lines([s])} ({'patched' if s.match.startswith('after') else 'unpatched'})" for s in sites
-        )
-
-    def _ambiguous(self, p: Params, fits: list[places.Site], when: str = "") -> str:
-        return (
-            f"{self._where(p)}{when} fits {len(fits)} places, lines {self._places(fits)}; its anchors repeat, so "
-            "nothing is guessed: add params.occurrence or more anchors"
-        )
-
     def _check(self, text: str | None, patch: Patch, ctx: Context) -> Check:
         p: Params = patch.params
         if text is None:
@@ -178,32 +153,23 @@ class Structural:
             how = "" if s.match == "after" else " (same code; spacing or comments differ)"
             return Check(
                 Presence.PRESENT,
-                f"{self._where(p)}: present at lines {self._lines([s])}{how}",
+                f"{reasons.where(p)}: present at lines {reasons.spans([s])}{how}",
                 frozenset(range(s.first, s.last + 1)),
             )
         if len(found.fits) > 1:  # present or not cannot be told: never a confident answer
-            return Check(Presence.MISSING, self._ambiguous(p, found.fits))
+            return Check(Presence.MISSING, reasons.ambiguous(p, found.fits))
         tagged = found.tagged_other(patch.tag)
         if tagged:
             s = tagged[0]
             return Check(
                 Presence.MODIFIED,
-                f"{self._where(p)}: the tagged text at lines {self._lines([s])} differs from the patch",
+                f"{reasons.where(p)}: the tagged text at lines {reasons.spans([s])} differs from the patch",
                 frozenset(range(s.first, s.last + 1)),
-                self._diff(p.after, s, p, ctx.path),
+                reasons.diff(p.after, s, p, ctx.path),
             )
         if not found.exists:
             return Check(Presence.MISSING, f"no {p.scope or 'module'} scope in {ctx.path}")
-        return Check(Presence.MISSING, f"{self._where(p)}: not present")
-
-    @staticmethod
-    def _diff(expected: str, site: places.Site, p: Params, path: str) -> str:
-        want = st.reindent(expected, p.indent, site.indent) or expected
-        return "".join(
-            difflib.unified_diff(
-                want.splitlines(keepends=True), site.text.splitlines(keepends=True), "patch", f"{path}:{site.first}"
-            )
-        )
+        return Check(Presence.MISSING, f"{reasons.where(p)}: not present")
 
     def _apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
@@ -211,20 +177,20 @@ class Structural:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
         found = places.find(text, p, ctx.path)
         if len(found.fits) > 1:
-            return Edit(EditStatus.AMBIGUOUS, self._ambiguous(p, found.fits))
+            return Edit(EditStatus.AMBIGUOUS, reasons.ambiguous(p, found.fits))
         site = found.one
         if site is None:
-            return self._no_fit(text, found, p, ctx.path)
+            return reasons.no_fit(text, found, p, ctx.path)
         if site.match.startswith("after"):
-            return Edit(EditStatus.UNCHANGED, f"{self._where(p)}: already there")
-        after = st.reindent(p.after, p.indent, site.indent)
+            return Edit(EditStatus.UNCHANGED, f"{reasons.where(p)}: already there")
+        after = gaptext.reindent(p.after, p.indent, site.indent)
         if after is None:
             return Edit(
                 EditStatus.CONFLICT,
-                f"{self._where(p)}: the scope moved to another indentation and the patch's text cannot follow it",
+                f"{reasons.where(p)}: the scope moved to another indentation and the patch's text cannot follow it",
             )
         if site.match == "before-code":  # upstream's spelling of the lines the fork did not change stays
-            before = st.reindent(p.before, p.indent, site.indent)
+            before = gaptext.reindent(p.before, p.indent, site.indent)
             after = (
                 splice.fine(before, after, site.text) if before is not None and p.mode == "statements" else None
             ) or after
@@ -235,38 +201,19 @@ class Structural:
         except SyntaxError as exc:  # e.g. a body left empty: better no patch than a broken module
             return Edit(
                 EditStatus.CONFLICT,
-                f"{self._where(p)}: the result would not be valid Python (line {exc.lineno}: {exc.msg})",
+                f"{reasons.where(p)}: the result would not be valid Python (line {exc.lineno}: {exc.msg})",
             )
         later = places.find(new, p, ctx.path).fits
         if len(later) > 1:  # check and revert could not tell the change from the original: do not make it
-            return Edit(EditStatus.AMBIGUOUS, self._ambiguous(p, later, " after the change"))
+            return Edit(EditStatus.AMBIGUOUS, reasons.ambiguous(p, later, " after the change"))
         if not later or not later[0].match.startswith("after") or later[0].first != site.first:
             return Edit(
                 EditStatus.CONFLICT,
-                f"{self._where(p)}: after the change its anchors would not lead back to "
+                f"{reasons.where(p)}: after the change its anchors would not lead back to "
                 "it, so check and revert could not find it; the patch's after text does not fit between them",
             )
         undo = None if site.match == "before" else {"before": site.text}
-        return Edit(EditStatus.CHANGED, f"{self._where(p)}: lines {self._lines([site])} replaced", new, undo=undo)
-
-    def _no_fit(self, text: str, found: places.Found, p: Params, path: str) -> Edit:
-        """Why no place holds the patch's original text: the anchor missing, or the first
-        statement whose code differs (by syntax: never a quote or a number's spelling)."""
-        if not found.exists:
-            return Edit(EditStatus.NOT_APPLICABLE, f"{path} has no {p.scope or 'module'} scope")
-        if not found.near:
-            why = explain.anchors(
-                split_lines(text), parse_ast(text, path), p.scope, list(p.above), list(p.below), list(p.blocks)
-            )
-            return Edit(EditStatus.CONFLICT, f"{self._where(p)}: {why}")
-        near = found.near[0]
-        before = st.reindent(p.before, p.indent, near.indent) or p.before
-        why = explain.difference(before, near.text, near.first) if p.mode == "statements" else "its header differs"
-        return Edit(
-            EditStatus.CONFLICT,
-            f"{self._where(p)}: lines {self._lines(found.near)} hold other code than the patch expects: {why}",
-            detail=self._diff(p.before, near, p, path),
-        )
+        return Edit(EditStatus.CHANGED, f"{reasons.where(p)}: lines {reasons.spans([site])} replaced", new, undo=undo)
 
     def _revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
@@ -274,17 +221,17 @@ class Structural:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
         found = places.find(text, p, ctx.path)
         if len(found.fits) > 1:
-            return Edit(EditStatus.AMBIGUOUS, self._ambiguous(p, found.fits))
+            return Edit(EditStatus.AMBIGUOUS, reasons.ambiguous(p, found.fits))
         site = found.one
         if site is None or not site.match.startswith("after"):
-            return Edit(EditStatus.NOT_APPLICABLE, f"{self._where(p)}: not present; nothing to revert")
+            return Edit(EditStatus.NOT_APPLICABLE, f"{reasons.where(p)}: not present; nothing to revert")
         undo = ctx.undo or {}
-        before = undo["before"] if "before" in undo else st.reindent(p.before, p.indent, site.indent)
+        before = undo["before"] if "before" in undo else gaptext.reindent(p.before, p.indent, site.indent)
         if before is None:
-            return Edit(EditStatus.CONFLICT, f"{self._where(p)}: the original text cannot be re-indented")
-        after = st.reindent(p.after, p.indent, site.indent)
+            return Edit(EditStatus.CONFLICT, f"{reasons.where(p)}: the original text cannot be re-indented")
+        after = gaptext.reindent(p.after, p.indent, site.indent)
         if "before" not in undo and site.match == "after-code" and after is not None and p.mode == "statements":
             before = splice.fine(after, before, site.text) or before  # the tree's spelling elsewhere stays
         lines = split_lines(text)
         new = "".join([*lines[: site.first - 1], before, *lines[site.last :]])
-        return Edit(EditStatus.CHANGED, f"{self._where(p)}: lines {self._lines([site])} restored", new)
+        return Edit(EditStatus.CHANGED, f"{reasons.where(p)}: lines {reasons.spans([site])} restored", new)
