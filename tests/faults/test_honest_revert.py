@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import git
-from tests.faults.helpers import GIT_IDENT, run, snapshot
+from tests.faults import shared_file
+from tests.faults.helpers import run, snapshot
 
 SERVER = "verl/workers/rollout/vllm_rollout/vllm_async_server.py"
 
 
-@pytest.fixture(autouse=True)
-def _ident(monkeypatch: pytest.MonkeyPatch) -> None:
-    for k, v in GIT_IDENT.items():
-        monkeypatch.setenv(k, v)
+#: the shared autouse identity, bound here so that it holds for this module's tests only
+git_ident = shared_file.git_ident
 
 
 @pytest.mark.slow

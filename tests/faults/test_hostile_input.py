@@ -10,13 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.faults import shared_file
 from tests.faults.helpers import GIT_IDENT, make_patchset, make_tree, one_error, run, snapshot
 
-
-@pytest.fixture(autouse=True)
-def _ident(monkeypatch: pytest.MonkeyPatch) -> None:
-    for k, v in GIT_IDENT.items():
-        monkeypatch.setenv(k, v)
+#: the shared autouse identity, bound here so that it holds for this module's tests only
+git_ident = shared_file.git_ident
 
 
 def _escaping_patchset(root: Path, target: str) -> Path:

@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.faults.helpers import GIT_IDENT, make_tree, one_error, run, snapshot
+from tests.faults import shared_file
+from tests.faults.helpers import make_tree, one_error, run, snapshot
 
 HOOK = '#!/bin/sh\necho pwned > "$(git rev-parse --show-toplevel)/../PWNED"\n'
 
@@ -32,10 +33,8 @@ mode = "0755"
     return root
 
 
-@pytest.fixture(autouse=True)
-def _ident(monkeypatch: pytest.MonkeyPatch) -> None:
-    for k, v in GIT_IDENT.items():
-        monkeypatch.setenv(k, v)
+#: the shared autouse identity, bound here so that it holds for this module's tests only
+git_ident = shared_file.git_ident
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-from tests.faults.helpers import GIT_IDENT, make_patchset, make_tree, run, snapshot
+from tests.faults import shared_file
+from tests.faults.helpers import make_patchset, make_tree, run, snapshot
 
 RECORD = ".patchctl/applied.json"
 ON_ADDED = '''
@@ -47,10 +47,8 @@ new_value = "2"
 """
 
 
-@pytest.fixture(autouse=True)
-def _ident(monkeypatch: pytest.MonkeyPatch) -> None:
-    for k, v in GIT_IDENT.items():
-        monkeypatch.setenv(k, v)
+#: the shared autouse identity, bound here so that it holds for this module's tests only
+git_ident = shared_file.git_ident
 
 
 def _patchset(root: Path, body: str) -> Path:
