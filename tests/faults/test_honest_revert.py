@@ -8,14 +8,9 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import git
-from tests.faults import shared_file
 from tests.faults.helpers import run, snapshot
 
 SERVER = "verl/workers/rollout/vllm_rollout/vllm_async_server.py"
-
-
-#: the shared autouse identity, bound here so that it holds for this module's tests only
-git_ident = shared_file.git_ident
 
 
 @pytest.mark.slow

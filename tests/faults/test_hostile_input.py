@@ -10,11 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.faults import shared_file
 from tests.faults.helpers import GIT_IDENT, make_patchset, make_tree, one_error, run, snapshot
-
-#: the shared autouse identity, bound here so that it holds for this module's tests only
-git_ident = shared_file.git_ident
 
 
 def _escaping_patchset(root: Path, target: str) -> Path:

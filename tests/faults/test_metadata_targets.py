@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.faults import shared_file
 from tests.faults.helpers import make_tree, one_error, run, snapshot
 
 HOOK = '#!/bin/sh\necho pwned > "$(git rev-parse --show-toplevel)/../PWNED"\n'
@@ -31,10 +30,6 @@ source = "{source}"
 mode = "0755"
 ''')
     return root
-
-
-#: the shared autouse identity, bound here so that it holds for this module's tests only
-git_ident = shared_file.git_ident
 
 
 @pytest.mark.parametrize(

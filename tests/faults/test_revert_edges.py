@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.faults import shared_file
 from tests.faults.helpers import make_patchset, make_tree, run, snapshot
 
 RECORD = ".patchctl/applied.json"
@@ -45,10 +44,6 @@ old_keyword = "a"
 new_keyword = "b"
 new_value = "2"
 """
-
-
-#: the shared autouse identity, bound here so that it holds for this module's tests only
-git_ident = shared_file.git_ident
 
 
 def _patchset(root: Path, body: str) -> Path:

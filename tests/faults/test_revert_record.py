@@ -14,7 +14,7 @@ from tests.faults.helpers import run, snapshot
 from patchctl.fsutil import sha256_file
 
 #: the shared fixtures (pytest finds them by these names in the module)
-git_ident, tree, ps = shared_file.git_ident, shared_file.tree, shared_file.ps
+tree, ps = shared_file.tree, shared_file.ps
 
 RECORD = ".patchctl/applied.json"
 
