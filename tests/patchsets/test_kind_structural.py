@@ -172,13 +172,9 @@ def test_only_after_is_required_and_it_never_creates_its_target(tmp_path: Path) 
     assert KIND.creates_target is False
 
 
-def test_reasons_name_the_place_and_owned_lines_cover_the_whole_site() -> None:
-    """Mutation survivors: the place named in every reason, the owned lines of a two-line change."""
-    import pytest
-
-    from patchctl.errors import ManifestError
-
-    p = patch(
+def two_line_module_patch() -> Patch:
+    """A module-level patch that turns ``x = 1`` between ``import os`` and ``y = 2`` into two tagged lines."""
+    return patch(
         scope="",
         indent="",
         above=["import os"],
@@ -186,6 +182,15 @@ def test_reasons_name_the_place_and_owned_lines_cover_the_whole_site() -> None:
         before="x = 1\n",
         after="x = 3  # Uky\nz = 4  # Uky\n",
     )
+
+
+def test_reasons_name_the_place_and_owned_lines_cover_the_whole_site() -> None:
+    """Mutation survivors: the place named in every reason, the owned lines of a two-line change."""
+    import pytest
+
+    from patchctl.errors import ManifestError
+
+    p = two_line_module_patch()
     before, after = "import os\nx = 1\ny = 2\n", "import os\nx = 3  # Uky\nz = 4  # Uky\ny = 2\n"
     assert KIND.check(before, p, CTX).reason == "the module after `import os`: not present"
     found = KIND.check(after, p, CTX)
@@ -214,14 +219,7 @@ def test_params_checks_and_their_boundaries() -> None:
 
 
 def test_check_names_a_modified_change_an_absent_scope_and_two_fits() -> None:
-    p = patch(
-        scope="",
-        indent="",
-        above=["import os"],
-        below=["y = 2"],
-        before="x = 1\n",
-        after="x = 3  # Uky\nz = 4  # Uky\n",
-    )
+    p = two_line_module_patch()
     edited = KIND.check("import os\nx = 5  # Uky\nz = 4  # Uky\ny = 2\n", p, CTX)
     assert edited.presence is Presence.MODIFIED and edited.owned_lines == {2, 3}
     assert edited.reason == "the module after `import os`: the tagged text at lines 2-3 differs from the patch"
