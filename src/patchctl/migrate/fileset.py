@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patchctl import fsutil, git, journal
+from patchctl import git, journal
 from patchctl.clusters import Cluster
 from patchctl.migrate import agent_cache, agent_files
 from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
@@ -151,7 +151,7 @@ def _hashed(root: Path, entries: list[Entry], cache: Any) -> list[Entry]:
                 cache.seen[e.path][4] = out[i].digest
     if late:
         with ThreadPoolExecutor(max_workers=min(8, len(late))) as pool:
-            digests = pool.map(lambda e: fsutil.sha256_file(root / e.path), late.values())
+            digests = pool.map(lambda e: agent_cache.sha256(os.path.join(root, e.path)), late.values())
             for (i, e), digest in zip(late.items(), digests, strict=True):
                 out[i] = dataclasses.replace(e, digest=digest)
                 cache.seen[e.path][4] = digest
