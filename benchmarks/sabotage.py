@@ -10,6 +10,7 @@ by hand):
 | set-up | how | expected gate |
 |---|---|---|
 | healthy (x N) | the tree as prepared | none: PASS |
+| healthy-v05 (x N) | ``--tree-hf`` as prepared, the smoke profile (HF rollout) | none: PASS |
 | sync-off | patchset: vLLM's worker loads no weight bucket (+ free_cache_engine=False) | weights-synced |
 | temp-ignored | patchset: vLLM samples at 0.25 whatever the config says | rollout-agrees |
 | adv-sign | patchset: GRPO's advantage negated | learning |
@@ -83,7 +84,12 @@ SABOTAGES = (
 
 
 def setups(healthy: int) -> list[SetUp]:
-    return [SetUp(f"healthy-{i + 1}", "") for i in range(healthy)] + list(SABOTAGES)
+    """``healthy`` healthy runs on each path, then every sabotage; the HF ones are left out without --tree-hf."""
+    return (
+        [SetUp(f"healthy-{i + 1}", "") for i in range(healthy)]
+        + [SetUp(f"healthy-v05-{i + 1}", "", path="hf") for i in range(healthy)]
+        + list(SABOTAGES)
+    )
 
 
 class Runner:

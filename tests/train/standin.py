@@ -8,11 +8,14 @@ import shutil
 from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures"
-FIXTURE = FIXTURES / "smoke_h200_pass.log"
+#: the smoke profile's command as it is: two mini-batches per step, so actor/ppo_kl above 0 (H100,
+#: 2026-11-24, docs/validation/vllm-smoke/runs4/f-healthy-1-fresh-report.json); smoke_h200_pass.log
+#: is the one-mini-batch profile's, whose ppo_kl of 0 update-applied now reads as a skipped step
+FIXTURE = FIXTURES / "smoke_h100_two_minibatch_pass.log"
 #: verl's composed trainer config, copied from the releases' sdists
 CONFIGS = {v: FIXTURES / "config" / f"verl-{v}.yaml" for v in ("0.5.0", "0.6.1")}
 TRAINER = """
-import os, sys, time
+import os, re, sys, time
 mode = os.environ.get("FAKE_MODE", "pass")
 lines = open(os.environ["FAKE_LOG"], encoding="utf-8").read().splitlines()
 if mode == "hang":
@@ -25,7 +28,7 @@ steps = int(os.environ.get("FAKE_STEPS", "40"))
 for line in lines:
     if "step:" in line:
         continue
-    print(line.replace("Total training steps: 30", f"Total training steps: {steps}"), flush=True)
+    print(re.sub(r"Total training steps: \\d+", f"Total training steps: {steps}", line), flush=True)
 step_lines = [l for l in lines if "step:" in l]
 for i in range(steps):
     print(step_lines[min(i, len(step_lines) - 1)].replace(f"step:{min(i, len(step_lines) - 1) + 1} ", f"step:{i + 1} "),

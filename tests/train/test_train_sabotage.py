@@ -106,7 +106,8 @@ def test_dry_run_prints_every_set_up_and_runs_nothing(tmp_path: Path) -> None:
         ("opt-skip-v05", "update-applied"),
     ):
         assert f"# {name}: expect {gate}" in text
-    assert text.count("expect PASS") == 4  # three healthy runs and shadow
+    assert text.count("expect PASS") == 7  # three healthy runs on each path and shadow
+    assert "# healthy-v05-3: expect PASS" in text and "--out " + f"{out}/healthy-v05-3/run" in text
     assert f"+ray_kwargs.ray_init.runtime_env.working_dir={out}/pristine/verl-0.9.1" in text
     assert (
         f"-m patchctl train --target /t/verl --profile smoke-vllm --python /venv/bin/python --out "

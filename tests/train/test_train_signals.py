@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from patchctl.train import signals
+from patchctl.train import minibatch, signals
 from patchctl.train.gates import GateStatus
 from patchctl.train.logparse import LogScan, Step, scan_text
 from patchctl.train.profiles import Gates, load_profiles
@@ -81,7 +81,10 @@ def test_recorded_vllm_run_without_reward_agrees_and_skips_the_rest() -> None:
 
 
 def test_recorded_hf_run_says_the_agreement_is_not_available() -> None:
-    gates = {g.name: g for g in signals.evaluate(scan_text(HF_RUN.read_text()), load_profiles()["smoke"].gates)}
+    # that run took one mini-batch per step (ppo_kl 0 by construction): judged as its command was
+    one_step = ["data.train_batch_size=16", "actor_rollout_ref.actor.ppo_mini_batch_size=16"]
+    smoke = minibatch.fit(load_profiles()["smoke"].gates, one_step)
+    gates = {g.name: g for g in signals.evaluate(scan_text(HF_RUN.read_text()), smoke)}
     assert gates["rollout-agrees"].status is GateStatus.SKIP
     assert gates["rollout-agrees"].reason.startswith("verl logged no rollout log-probs")
     assert gates["update-applied"].status is GateStatus.PASS

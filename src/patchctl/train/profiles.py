@@ -87,6 +87,8 @@ class Gates:
     agree_probs_diff_max: float | None = None
     agree_kl_max: float | None = None
     update_kl_min: float | None = None
+    #: why the command at hand leaves update_kl_min unjudged (set by minibatch.fit, never by a profile)
+    update_kl_off: str = ""
 
 
 @dataclass(frozen=True)

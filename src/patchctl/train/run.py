@@ -15,6 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from patchctl.clusters import Cluster
@@ -25,6 +26,7 @@ from patchctl.train import (
     codehook,
     facts,
     launcher,
+    minibatch,
     modelinfo,
     rayhead,
     report,
@@ -83,6 +85,8 @@ def plan(
     )
     check_rollout(target, profile, trainer.argv)
     treeconfig.check(target.root, target.version, trainer.argv[1 + len(launcher.ENTRY) :])
+    # the gates judge the command as launched: an override can leave one optimizer step per step
+    profile = replace(profile, gates=minibatch.fit(profile.gates, trainer.argv))
     return Plan(profile, run_dir, trainer, values, head, adapted, sources, watched)
 
 

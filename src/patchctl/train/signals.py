@@ -13,6 +13,8 @@ all. These gates read what verl logs besides the reward:
 - ``update-applied``: on steps with a non-zero advantage, the gradient norm is finite and above 0,
   the learning rate above 0, and (with two mini-batches per step) the second mini-batch saw a
   policy the first one moved (``actor/ppo_kl``): a skipped optimizer step or an lr of 0 leaves it 0.
+  Where the command takes one optimizer step per training step, ppo_kl is 0 by construction and
+  :func:`patchctl.train.minibatch.fit` turns that bar off, saying why.
 - ``weights-synced``: the same agreement on the steps that follow an applied update. A rollout
   that never receives the trainer's weights samples from the old policy, so the two diverge once
   the trainer has moved, while the first step still agrees: the two gates tell a broken sync
@@ -193,8 +195,9 @@ def _update(scan: LogScan, gates: Gates) -> Gate:
         GateStatus.PASS,
         len(judged),
         bar,
-        f"{len(judged)} steps with an advantage, grad norm and lr "
-        f"above 0 on each" + ("" if gates.update_kl_min is None else f" ({PPO_KL} not logged)"),
+        f"{len(judged)} steps with an advantage, grad norm and lr above 0 on each"
+        + (f"; {gates.update_kl_off}" if gates.update_kl_off else "")
+        + ("" if gates.update_kl_min is None else f" ({PPO_KL} not logged)"),
     )
 
 
