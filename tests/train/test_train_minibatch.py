@@ -2,8 +2,8 @@
 shows in ``actor/ppo_kl``; and a command with one optimizer step per training step, where ppo_kl is 0
 by construction, has that bar turned off rather than read as a skipped step.
 
-The runs are the fourth pass's, on an H100 (docs/validation/vllm-smoke/runs4/): five healthy, the
-optimizer step skipped (opt-skip-v05) and the advantage negated (adv-sign-v05). The one-mini-batch
+The runs are the fourth pass's, on two H100s (docs/validation/vllm-smoke/runs4/): eight healthy, and
+on each machine the optimizer step skipped (opt-skip-v05) and the advantage negated (adv-sign-v05). The one-mini-batch
 run is the H200 smoke of 2026-11-21 (fixtures/smoke_h200_pass.log, ppo_kl 0 on all 30 steps).
 """
 
@@ -23,7 +23,7 @@ from patchctl.train.margins import margins
 from patchctl.train.profiles import Gates, load_profile
 
 RUNS = Path(__file__).resolve().parents[2] / "docs/validation/vllm-smoke/runs4"
-HEALTHY = sorted(RUNS.glob("f-healthy-*-report.json"))
+HEALTHY = sorted(RUNS.glob("[fg]-healthy-*-report.json"))
 ONE_MINI_BATCH = Path(__file__).with_name("fixtures") / "smoke_h200_pass.log"
 SMOKE = load_profile("smoke")
 
@@ -50,14 +50,16 @@ def test_healthy_hf_runs_pass_with_their_ppo_kl(report: Path) -> None:
     assert bar is not None and float(str(gate.value)) > 500 * bar  # the healthy spread, far above the bar
 
 
-def test_a_skipped_optimizer_step_fails_update_applied() -> None:
-    gate = update_gate(report_scan(RUNS / "f-opt-skip-v05-report.json"))
+@pytest.mark.parametrize("machine", ["f", "g"])
+def test_a_skipped_optimizer_step_fails_update_applied(machine: str) -> None:
+    gate = update_gate(report_scan(RUNS / f"{machine}-opt-skip-v05-report.json"))
     assert gate.status is GateStatus.FAIL and "the optimizer step did not move the weights" in gate.reason
 
 
-def test_a_negated_advantage_still_moves_the_policy() -> None:
+@pytest.mark.parametrize("machine", ["f", "g"])
+def test_a_negated_advantage_still_moves_the_policy(machine: str) -> None:
     """adv-sign is learning's to catch: its update moves the policy, the wrong way."""
-    assert update_gate(report_scan(RUNS / "f-adv-sign-v05-report.json")).status is GateStatus.PASS
+    assert update_gate(report_scan(RUNS / f"{machine}-adv-sign-v05-report.json")).status is GateStatus.PASS
 
 
 def test_a_healthy_run_with_ppo_kl_zeroed_fails() -> None:
