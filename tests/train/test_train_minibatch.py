@@ -2,9 +2,10 @@
 shows in ``actor/ppo_kl``; and a command with one optimizer step per training step, where ppo_kl is 0
 by construction, has that bar turned off rather than read as a skipped step.
 
-The runs are the fourth pass's, on two H100s (docs/validation/vllm-smoke/runs4/): eight healthy, and
-on each machine the optimizer step skipped (opt-skip-v05) and the advantage negated (adv-sign-v05). The one-mini-batch
-run is the H200 smoke of 2026-11-21 (fixtures/smoke_h200_pass.log, ppo_kl 0 on all 30 steps).
+The runs are the fourth pass's, on three H100s (docs/validation/vllm-smoke/runs4/): nine healthy, on
+two machines the optimizer step skipped (opt-skip-v05) and the advantage negated (adv-sign-v05), and
+a healthy run with ``ppo_mini_batch_size=16`` (one mini-batch per step, ppo_kl 0 on all 40 steps); the
+H200 smoke of 2026-11-21 took one mini-batch too (fixtures/smoke_h200_pass.log, ppo_kl 0 on 30 steps).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from patchctl.train.margins import margins
 from patchctl.train.profiles import Gates, load_profile
 
 RUNS = Path(__file__).resolve().parents[2] / "docs/validation/vllm-smoke/runs4"
-HEALTHY = sorted(RUNS.glob("[fg]-healthy-*-report.json"))
+HEALTHY = sorted(RUNS.glob("[fgh]-healthy-*-report.json"))
 ONE_MINI_BATCH = Path(__file__).with_name("fixtures") / "smoke_h200_pass.log"
 SMOKE = load_profile("smoke")
 
@@ -98,3 +99,15 @@ def test_one_optimizer_step_per_step_turns_the_ppo_kl_bar_off(tmp_path: Path) ->
     assert "update-kl" not in margins(scan, plan.profile.gates, 40.0)
     # the profile as written keeps its bar
     assert run.plan(tree, SMOKE, None, [], "py", tmp_path / "r2").profile.gates == SMOKE.gates
+
+
+def test_the_h100_one_mini_batch_run_was_judged_without_the_ppo_kl_bar() -> None:
+    """The real run: its command, its ppo_kl of 0 on every step, and the verdict patchctl gave it."""
+    report = RUNS / "h-one-mini-batch-report.json"
+    doc = json.loads(report.read_text())
+    assert minibatch.per_step(doc["command"]) == 1
+    gates = minibatch.fit(SMOKE.gates, doc["command"])
+    assert update_gate(report_scan(report)).status is GateStatus.FAIL  # read with the profile's bar
+    assert update_gate(report_scan(report), gates).status is GateStatus.PASS
+    recorded = {g["name"]: g for g in doc["gates"]}["update-applied"]
+    assert recorded["status"] == "pass" and "0 by construction" in recorded["reason"]

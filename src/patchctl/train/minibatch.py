@@ -8,8 +8,9 @@ step per training step (one mini-batch, one epoch) it is therefore 0 however hea
 The smoke profiles take two; an override such as ``actor_rollout_ref.actor.ppo_mini_batch_size=16``
 makes it one, and the gate must then not read the 0 as a skipped step. Seen: ppo_kl exactly 0 on
 every step of one-mini-batch HF smoke runs, healthy (H200, 2026-11-21, the 30 steps of
-tests/train/fixtures/smoke_h200_pass.log) and sabotaged (H100, 2026-11-24, runs3/v05-*); with two
-mini-batches, healthy medians 6.3e-4 to 1.6e-3 (docs/validation/vllm-smoke/README.md, "Fourth pass").
+tests/train/fixtures/smoke_h200_pass.log; H100, 2026-11-24, the smoke with ppo_mini_batch_size=16,
+docs/validation/vllm-smoke/runs4/h-one-mini-batch-report.json) and sabotaged (H100, runs3/v05-*); with
+two mini-batches, healthy medians 6.3e-4 to 1.7e-3 (docs/validation/vllm-smoke/README.md, "Fourth pass").
 """
 
 from __future__ import annotations
