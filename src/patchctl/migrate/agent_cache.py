@@ -53,12 +53,22 @@ class Cache:
     def record_for(self, rel, st):
         # type: (str, os.stat_result) -> list[Any]
         """This pass's record for the regular file ``rel``: the remembered one while its stat
-        matches, else a fresh one (nothing known yet)."""
+        matches, else a fresh one (nothing known yet). A complete remembered record is shared,
+        not copied (nothing is filled into it, so ``old`` stays as it was read): a no-change pass
+        allocates nothing per file."""
         rec = self.seen.get(rel)
         if rec is None:
-            key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
             hit = self.old.get(rel)
-            rec = list(hit) if hit is not None and hit[:4] == key else [*key, None, None]
+            if (
+                hit is not None
+                and hit[0] == st.st_size
+                and hit[1] == st.st_mtime_ns
+                and hit[2] == st.st_ctime_ns
+                and hit[3] == st.st_ino
+            ):
+                rec = hit if hit[4] is not None and hit[5] is not None else list(hit)
+            else:
+                rec = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, None, None]
             self.seen[rel] = rec
         return rec
 
@@ -71,16 +81,17 @@ class Cache:
         digest = rec[4]  # type: str
         return digest
 
-    def tags(self, rel, full, rx, needles):
-        # type: (str, str, Pattern[str], list[bytes]) -> list[list[Any]]
+    def tags(self, rel, full, rx, needles, st=None):
+        # type: (str, str, Pattern[str], list[bytes], Optional[os.stat_result]) -> list[list[Any]]
         """The tagged lines of ``rel`` (a regular file of at most MAX_SCAN bytes; none otherwise);
-        a file this pass has met already is not looked at again."""
+        a file this pass has met already is not looked at again. ``st``: its ``lstat``, if taken."""
         rec = self.seen.get(rel)
         if rec is None:
-            try:
-                st = os.lstat(full)
-            except OSError:
-                return []
+            if st is None:
+                try:
+                    st = os.lstat(full)
+                except OSError:
+                    return []
             if not stat.S_ISREG(st.st_mode):
                 return []
             rec = self.record_for(rel, st)
