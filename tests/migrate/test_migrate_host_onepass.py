@@ -82,3 +82,16 @@ def test_a_no_change_re_run_rewrites_no_record_and_a_change_rewrites_them(tmp_pa
     assert all(after[name] != before[name] for name in before)
     assert json.loads((tmp_path / ".patchctl/provenance.json").read_text())["commit"] == "def"
     assert "pkg/new.py" in json.loads((tmp_path / ".patchctl/manifest.json").read_text())["files"]
+
+
+def test_a_file_read_for_its_digest_gives_its_tagged_lines_from_the_same_read(tmp_path: Path) -> None:
+    """A first check reads each small file once, for its sha256 and its tagged lines together; a
+    file above the scan limit is hashed and never scanned, as the tag walk leaves it."""
+    big = "# Uky\n" + "#" * (4 << 20)
+    manifest = aged(tmp_path, {"a.py": "import os\nx = 1  # Uky\n", "b.py": "y = 2  # Note\n", "big.py": big})
+    expected = [["a.py", 2, "x = 1  # Uky"]]
+    tags = {"pattern": r"#\s*(Uky)\b", "needles": ["Uky"], "expected": expected}
+    reply = agent(req(tmp_path, "finish", manifest, tags=tags))
+    assert (reply["problems"], reply["tags_only_here"], reply["tags_missing_here"], reply["read"]) == ([], [], [], 3)
+    kept = json.loads((tmp_path / ".patchctl/hashes.json").read_text())["files"]
+    assert (kept["a.py"][5], kept["b.py"][5], kept["big.py"][5]) == ([[2, "x = 1  # Uky"]], [], None)

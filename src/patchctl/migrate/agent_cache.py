@@ -10,6 +10,7 @@ per file, like rsync's quick check, not a read of every byte.
 import hashlib
 import json
 import os
+import re
 import stat
 import tempfile
 
@@ -27,6 +28,22 @@ def sha256(path):
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def contents(path):
+    # type: (str) -> bytes
+    """A small file's bytes, read to its end through the bare file descriptor: for a file of a
+    few kB, ``open()``'s buffered reader costs more than the read."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []  # type: list[bytes]
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
 
 
 class Cache:
@@ -49,6 +66,8 @@ class Cache:
         #: this pass's record of each regular file it met: [size, mtime, ctime, inode, sha256, lines]
         self.seen = {}  # type: dict[str, list[Any]]
         self.read = 0
+        #: the tag rule compiled, for the tagged lines of a file read for its digest
+        self.scanner = None if not rule else (re.compile(rule[0]), [n.encode() for n in rule[1]])
 
     def record_for(self, rel, st):
         # type: (str, os.stat_result) -> list[Any]
@@ -74,9 +93,18 @@ class Cache:
 
     def digest(self, rel, full, st):
         # type: (str, str, os.stat_result) -> str
+        """The sha256 of the regular file ``rel``. A file small enough to carry tagged lines is
+        read once for both: its lines are scanned from the same bytes (under the cache's own
+        rule, the one its records are kept for), so the tag walk does not open it again."""
         rec = self.record_for(rel, st)
         if rec[4] is None:
-            rec[4] = sha256(full)
+            if rec[0] > MAX_SCAN:
+                rec[4] = sha256(full)
+            else:
+                data = contents(full)
+                rec[4] = hashlib.sha256(data).hexdigest()
+                if rec[5] is None and self.scanner is not None:
+                    rec[5] = lines_of(data, *self.scanner)
             self.read += 1
         digest = rec[4]  # type: str
         return digest
@@ -163,10 +191,15 @@ def scan(full, rx, needles):
     # type: (str, Pattern[str], list[bytes]) -> list[list[Any]]
     """``[line, text]`` for each tagged line of one file (none in a binary or unreadable one)."""
     try:
-        with open(full, "rb") as f:
-            data = f.read()
+        data = contents(full)
     except OSError:
         return []
+    return lines_of(data, rx, needles)
+
+
+def lines_of(data, rx, needles):
+    # type: (bytes, Pattern[str], list[bytes]) -> list[list[Any]]
+    """``[line, text]`` for each tagged line of a file's bytes (none in a binary file)."""
     if not any(n in data for n in needles) or b"\0" in data[:1024]:
         return []
     return [
