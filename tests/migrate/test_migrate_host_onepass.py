@@ -11,6 +11,8 @@ from pathlib import Path
 
 from agent_helpers import agent, entry, req
 
+from patchctl.migrate import agent_cache
+
 FILES = {"pkg/a.py": "a = 1\n", "pkg/b.py": "b = 2\n", "logs/kept.py": "k = 3\n"}
 
 
@@ -95,3 +97,25 @@ def test_a_file_read_for_its_digest_gives_its_tagged_lines_from_the_same_read(tm
     assert (reply["problems"], reply["tags_only_here"], reply["tags_missing_here"], reply["read"]) == ([], [], [], 3)
     kept = json.loads((tmp_path / ".patchctl/hashes.json").read_text())["files"]
     assert (kept["a.py"][5], kept["b.py"][5], kept["big.py"][5]) == ([[2, "x = 1  # Uky"]], [], None)
+
+
+def test_a_record_is_remembered_only_when_both_its_times_are_older_than_the_pass(tmp_path: Path) -> None:
+    """ctime and mtime each count alone: a file whose mtime was put back but whose ctime is in the
+    pass's tick, or whose mtime is in that tick (set ahead) with an older ctime, is not kept."""
+    path = tmp_path / "f"
+    path.write_text("a")
+    os.utime(path, ns=(0, 1_000_000_000))  # mtime long ago; ctime: now
+    back = path.stat()
+    assert back.st_mtime_ns < back.st_ctime_ns
+    os.utime(tmp_path / "f", ns=(0, back.st_ctime_ns + 10**9))  # mtime ahead of the ctime it leaves
+    ahead = path.stat()
+    assert ahead.st_ctime_ns < ahead.st_mtime_ns
+    for st, since, kept in [
+        (back, back.st_ctime_ns, False),
+        (back, back.st_ctime_ns + 1, True),
+        (ahead, ahead.st_mtime_ns, False),
+        (ahead, ahead.st_mtime_ns + 1, True),
+    ]:
+        cache = agent_cache.Cache({}, None, since)
+        cache.digest("f", str(path), st)
+        assert ("f" in cache.document()["files"]) is kept

@@ -133,7 +133,8 @@ class Cache:
     def document(self):
         # type: () -> dict[str, Any]
         """What the next pass may trust: the records of files older than this pass."""
-        files = dict((rel, rec) for rel, rec in self.seen.items() if max(rec[1], rec[2]) < self.since)
+        since = self.since
+        files = {rel: rec for rel, rec in self.seen.items() if rec[1] < since and rec[2] < since}
         return {"format": 1, "rule": self.rule, "files": files}
 
 
