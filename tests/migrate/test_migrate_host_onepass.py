@@ -119,3 +119,19 @@ def test_a_record_is_remembered_only_when_both_its_times_are_older_than_the_pass
         cache = agent_cache.Cache({}, None, since)
         cache.digest("f", str(path), st)
         assert ("f" in cache.document()["files"]) is kept
+
+
+def test_a_provenance_linked_elsewhere_is_neither_read_nor_written_through(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    manifest = aged(root, {"pkg/a.py": "a = 1\n"})
+    provenance = {"commit": "abc", "migrated_at": "2026-11-24T10:00:00+00:00"}
+    agent(req(root, "finish", manifest, provenance=provenance))
+    kept = root / ".patchctl/provenance.json"
+    outside = tmp_path / "outside.json"
+    outside.write_text(kept.read_text().replace("10:00:00", "09:00:00"))  # the same tree, an older time
+    before = outside.read_text()
+    kept.unlink()
+    kept.symlink_to(outside)
+    agent(req(root, "finish", manifest, provenance=provenance))
+    assert not kept.is_symlink() and json.loads(kept.read_text())["migrated_at"] == "2026-11-24T10:00:00+00:00"
+    assert outside.read_text() == before

@@ -190,7 +190,8 @@ def record(root, req, reply):
     write_changed(manifest, json.dumps({"format": 1, "files": sorted(placed)}).encode())
     provenance = dict(req["provenance"], verified=ok, root=root)
     # the time of a migrate that found this very tree verified already is not news: kept as it was
-    earlier = read_json(provenance_file, {})
+    # (``migrated_at`` says when this tree and outcome were first recorded here); never read via a link
+    earlier = {} if os.path.islink(provenance_file) else read_json(provenance_file, {})
     if isinstance(earlier, dict) and "migrated_at" in provenance:
         same = dict(provenance, migrated_at=earlier.get("migrated_at")) == earlier
         provenance = earlier if same else provenance
