@@ -10,6 +10,7 @@ per file, like rsync's quick check, not a read of every byte.
 import hashlib
 import json
 import os
+import re
 import stat
 import tempfile
 
@@ -27,6 +28,22 @@ def sha256(path):
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def contents(path):
+    # type: (str) -> bytes
+    """A small file's bytes, read to its end through the bare file descriptor: for a file of a
+    few kB, ``open()``'s buffered reader costs more than the read."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []  # type: list[bytes]
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
 
 
 class Cache:
@@ -49,38 +66,60 @@ class Cache:
         #: this pass's record of each regular file it met: [size, mtime, ctime, inode, sha256, lines]
         self.seen = {}  # type: dict[str, list[Any]]
         self.read = 0
+        #: the tag rule compiled, for the tagged lines of a file read for its digest
+        self.scanner = None if not rule else (re.compile(rule[0]), [n.encode() for n in rule[1]])
 
     def record_for(self, rel, st):
         # type: (str, os.stat_result) -> list[Any]
         """This pass's record for the regular file ``rel``: the remembered one while its stat
-        matches, else a fresh one (nothing known yet)."""
+        matches, else a fresh one (nothing known yet). A complete remembered record is shared,
+        not copied (nothing is filled into it, so ``old`` stays as it was read): a no-change pass
+        allocates nothing per file."""
         rec = self.seen.get(rel)
         if rec is None:
-            key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
             hit = self.old.get(rel)
-            rec = list(hit) if hit is not None and hit[:4] == key else [*key, None, None]
+            if (
+                hit is not None
+                and hit[0] == st.st_size
+                and hit[1] == st.st_mtime_ns
+                and hit[2] == st.st_ctime_ns
+                and hit[3] == st.st_ino
+            ):
+                rec = hit if hit[4] is not None and hit[5] is not None else list(hit)
+            else:
+                rec = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, None, None]
             self.seen[rel] = rec
         return rec
 
     def digest(self, rel, full, st):
         # type: (str, str, os.stat_result) -> str
+        """The sha256 of the regular file ``rel``. A file small enough to carry tagged lines is
+        read once for both: its lines are scanned from the same bytes (under the cache's own
+        rule, the one its records are kept for), so the tag walk does not open it again."""
         rec = self.record_for(rel, st)
         if rec[4] is None:
-            rec[4] = sha256(full)
+            if rec[0] > MAX_SCAN:
+                rec[4] = sha256(full)
+            else:
+                data = contents(full)
+                rec[4] = hashlib.sha256(data).hexdigest()
+                if rec[5] is None and self.scanner is not None:
+                    rec[5] = lines_of(data, *self.scanner)
             self.read += 1
         digest = rec[4]  # type: str
         return digest
 
-    def tags(self, rel, full, rx, needles):
-        # type: (str, str, Pattern[str], list[bytes]) -> list[list[Any]]
+    def tags(self, rel, full, rx, needles, st=None):
+        # type: (str, str, Pattern[str], list[bytes], Optional[os.stat_result]) -> list[list[Any]]
         """The tagged lines of ``rel`` (a regular file of at most MAX_SCAN bytes; none otherwise);
-        a file this pass has met already is not looked at again."""
+        a file this pass has met already is not looked at again. ``st``: its ``lstat``, if taken."""
         rec = self.seen.get(rel)
         if rec is None:
-            try:
-                st = os.lstat(full)
-            except OSError:
-                return []
+            if st is None:
+                try:
+                    st = os.lstat(full)
+                except OSError:
+                    return []
             if not stat.S_ISREG(st.st_mode):
                 return []
             rec = self.record_for(rel, st)
@@ -94,7 +133,8 @@ class Cache:
     def document(self):
         # type: () -> dict[str, Any]
         """What the next pass may trust: the records of files older than this pass."""
-        files = dict((rel, rec) for rel, rec in self.seen.items() if max(rec[1], rec[2]) < self.since)
+        since = self.since
+        files = {rel: rec for rel, rec in self.seen.items() if rec[1] < since and rec[2] < since}
         return {"format": 1, "rule": self.rule, "files": files}
 
 
@@ -152,10 +192,15 @@ def scan(full, rx, needles):
     # type: (str, Pattern[str], list[bytes]) -> list[list[Any]]
     """``[line, text]`` for each tagged line of one file (none in a binary or unreadable one)."""
     try:
-        with open(full, "rb") as f:
-            data = f.read()
+        data = contents(full)
     except OSError:
         return []
+    return lines_of(data, rx, needles)
+
+
+def lines_of(data, rx, needles):
+    # type: (bytes, Pattern[str], list[bytes]) -> list[list[Any]]
+    """``[line, text]`` for each tagged line of a file's bytes (none in a binary file)."""
     if not any(n in data for n in needles) or b"\0" in data[:1024]:
         return []
     return [

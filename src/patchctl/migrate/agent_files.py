@@ -12,7 +12,6 @@ import tempfile
 import time
 
 if False:  # typing only: the host's python3 may predate the typing module
-    from collections.abc import Iterable, Iterator  # noqa: F401 - named in type comments only
     from typing import Any, Optional  # noqa: F401 - named in type comments only
 
 
@@ -71,16 +70,31 @@ def skipped(rel):
     return any(part in SKIP_DIRS for part in rel.split("/")[:-1])
 
 
-def walk(root, leave_out):
-    # type: (str, Iterable[str]) -> Iterator[str]
-    root = root.rstrip(os.sep)
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        prefix = dirpath[len(root) + 1 :].replace(os.sep, "/")
-        for name in sorted(filenames):
-            rel = prefix + "/" + name if prefix else name
-            if rel not in leave_out:
-                yield rel
+def survey(root):
+    # type: (str) -> dict[str, os.stat_result]
+    """Every entry of the tree that is not a folder (files, links), by path, with its ``lstat``, in
+    one walk: the check's file stats and its tag walk come from this one pass (a stat per file,
+    not two stats and two walks). Folders in SKIP_DIRS and symbolic links to folders are not
+    entered, so every path listed stays inside the root; an unreadable folder is left out, as
+    ``os.walk`` leaves it out."""
+    out = {}  # type: dict[str, os.stat_result]
+    stack = [(root.rstrip(os.sep) or os.sep, "")]
+    while stack:
+        folder, prefix = stack.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for e in entries:
+                    if e.is_dir(follow_symlinks=False):
+                        if e.name not in SKIP_DIRS:
+                            stack.append((e.path, prefix + e.name + "/"))
+                        continue
+                    try:  # noqa: SIM105 - per file: suppress() would cost more than the stat's Python side
+                        out[prefix + e.name] = e.stat(follow_symlinks=False)
+                    except OSError:  # gone since the folder was listed
+                        pass
+        except OSError:
+            continue
+    return out
 
 
 def read_json(path, default):
@@ -106,6 +120,20 @@ def write_atomic(path, data):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_changed(path, data):
+    # type: (str, bytes) -> None
+    """``write_atomic``, unless ``path`` holds exactly ``data`` already: a no-change re-run
+    rewrites none of the host's records (a link there is never read, and is replaced)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            if f.read(len(data) + 1) == data:
+                return
+    except OSError:
+        pass
+    write_atomic(path, data)
 
 
 def stale(root, req):

@@ -23,6 +23,10 @@ from patchctl.migrate.timing import PhaseClock
 from patchctl.migrate.verify_remote import Agent, AgentReply
 from patchctl.remote import ssh
 
+#: seconds between two live updates of a transfer: an event per file sent cost patchctl ~4 us of
+#: CPU per file and host (0.4 s per 100k files), taken from rsync on a machine of few cores
+LIVE_EVERY = 0.1
+
 
 class HostRun:
     """One host of a migrate, logged in (see runner._connected), the tree ``pending`` (prepared
@@ -137,15 +141,18 @@ class HostRun:
     def send(
         self, files_from: Path, tally: Tally, checksum: bool | None = None, phase: Phase = Phase.TRANSFERRING
     ) -> Sent:
-        """rsync of ``files_from`` over the host's master connection, each file sent shown live;
-        ``checksum``: compare by content (default: as the options say)."""
-        running = tally
+        """rsync of ``files_from`` over the host's master connection, the files sent shown live
+        (every LIVE_EVERY seconds, and once at the end); ``checksum``: compare by content
+        (default: as the options say)."""
+        running, shown = tally, time.monotonic()
 
         def on_item(item: transfer.Item) -> None:
-            nonlocal running  # this transfer's own count, for the live progress
+            nonlocal running, shown  # this transfer's own count, for the live progress
             if item.is_file_sent:
                 running = running.plus(item)
-                self.emit(Progress(self.label, phase, running.files, running.bytes, phases=self.clock.phases()))
+                if time.monotonic() - shown >= LIVE_EVERY:
+                    shown = time.monotonic()
+                    self.emit(Progress(self.label, phase, running.files, running.bytes, phases=self.clock.phases()))
 
         self.emit(Progress(self.label, phase, tally.files, tally.bytes, phases=self.clock.phases()))
         with self.clock.transferring():
@@ -158,6 +165,7 @@ class HostRun:
                 control=self.master.socket,
                 on_item=on_item,
             )
+        self.emit(Progress(self.label, phase, running.files, running.bytes, phases=self.clock.phases()))
         return Sent(done, running)
 
     def verify(

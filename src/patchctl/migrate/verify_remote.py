@@ -20,7 +20,7 @@ from typing import Any
 from patchctl import proc
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import PatchctlError
-from patchctl.migrate import agent_cache, agent_files, remote_agent
+from patchctl.migrate import agent_cache, agent_check, agent_files, remote_agent
 from patchctl.migrate.fileset import FileSet
 from patchctl.migrate.results import HostStatus
 from patchctl.quoting import printable, quote_path
@@ -33,9 +33,9 @@ SHOWN = 50
 
 @functools.lru_cache(maxsize=1)
 def _agent_b64() -> str:
-    """The agent's program: its hash cache's source, its file operations', then its own (which
-    imports the other two only where patchctl is installed, see remote_agent)."""
-    files = (agent_cache.__file__, agent_files.__file__, remote_agent.__file__)
+    """The agent's program: its hash cache's source, its file operations', its check's, then its
+    own (which imports the other three only where patchctl is installed, see remote_agent)."""
+    files = (agent_cache.__file__, agent_files.__file__, agent_check.__file__, remote_agent.__file__)
     source = b"\n".join(Path(f).read_bytes() for f in files)
     return base64.b64encode(source).decode("ascii")
 
@@ -176,7 +176,7 @@ def tags_request(fs: FileSet, rule: list[Any], generated: Iterable[str], cache: 
     return {
         "pattern": pattern,
         "needles": needles,
-        "expected": remote_agent.tag_lines(str(fs.root), paths, pattern, needles, cache),
+        "expected": agent_check.tag_lines(str(fs.root), paths, pattern, needles, cache),
     }
 
 
