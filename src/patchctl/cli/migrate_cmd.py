@@ -207,10 +207,12 @@ def migrate_cmd(
     with start(spec, options) as session:  # the hosts log in while the rest loads
         # imported here, not at the top, so that loading them overlaps the logins
         from patchctl.cli.targets import open_target
+
+        tree = open_target(target, config)
+        session.look_at(tree.root)  # git lists the tree on other cores while the patchsets load
         from patchctl.patchsets.loader import load_patchsets
 
         sets = load_patchsets(patchsets)
-        tree = open_target(target, config)
         source = _check_source(tree, sets, allow_unverified, dry_run)
         if sys.stdout.isatty() and not as_json:
             with LiveTable(spec.name) as live:

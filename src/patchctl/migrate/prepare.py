@@ -18,6 +18,7 @@ from typing import Any
 
 from patchctl.clusters import Cluster
 from patchctl.migrate import filelist, fileset, hashcache, provenance, verify_remote
+from patchctl.migrate.listing import Listing
 from patchctl.migrate.options import Options
 from patchctl.patchsets.model import Patchset
 
@@ -72,9 +73,11 @@ def prepare(
     options: Options,
     tmp: Path,
     on_listed: Callable[[filelist.SendList], None] | None = None,
+    asked: Listing | None = None,
 ) -> Prepared:
     """Everything the hosts share; ``tmp`` holds the file list (the session's private directory).
-    ``on_listed``: given rsync's file list as soon as the paths are known, before they are hashed."""
+    ``on_listed``: given rsync's file list as soon as the paths are known, before they are hashed.
+    ``asked``: git's answers about ``root``, asked earlier (see listing); None asks them now."""
     began = time.monotonic()
     rule = verify_remote.tag_rule({p.tag for ps in patchsets for p in ps.patches})
     cache = hashcache.load(root, rule, not options.checksum)
@@ -85,7 +88,7 @@ def prepare(
         if on_listed is not None:
             on_listed(listed[0])
 
-    fs = fileset.collect(root, cluster, generated, cache, publish)
+    fs = fileset.collect(root, cluster, generated, cache, publish, asked)
     tags = verify_remote.tags_request(fs, rule, generated, cache)
     hashcache.save(root, cache)
     files_from = listed[0]
