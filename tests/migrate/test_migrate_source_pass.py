@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -126,3 +127,13 @@ def test_a_no_change_pass_writes_no_cache_and_a_kept_size_and_mtime_change_is_se
     (root / "pkg/m3.py").unlink()
     _pass(root)
     assert "pkg/m3.py" not in json.loads(hashcache.cache_file(root).read_text())["files"]  # a file gone
+
+
+def test_changes_since_the_commit_are_listed_once_each_in_order(tmp_path: Path) -> None:
+    """What provenance records: modified, deleted and untracked paths, sorted, and a file git
+    stopped tracking but left on disk (a staged deletion and an untracked file at once) once."""
+    root = make_repo(tmp_path / "r", {"a.py": "", "b.py": "", "c.py": "", "d.py": ""}, untracked={"0new.py": ""})
+    (root / "a.py").write_text("changed\n")
+    (root / "b.py").unlink()
+    subprocess.run(["git", "-C", str(root), "rm", "-q", "--cached", "c.py"], check=True)
+    assert collect(root, cluster()).changed == ("0new.py", "a.py", "b.py", "c.py")
