@@ -20,9 +20,10 @@ from test_migrate_fileset import cluster
 from test_migrate_hashcache import same_size_same_mtime
 
 from patchctl.cli.main import cli
-from patchctl.migrate import fileset, hashcache, listing, provenance, state, verify_remote
+from patchctl.migrate import Options, fileset, hashcache, listing, provenance, state, verify_remote
 from patchctl.migrate.fileset import collect
 from patchctl.migrate.listing import Listing
+from patchctl.migrate.prepare import prepare
 from patchctl.patchsets import loader
 
 
@@ -137,3 +138,22 @@ def test_changes_since_the_commit_are_listed_once_each_in_order(tmp_path: Path) 
     (root / "b.py").unlink()
     subprocess.run(["git", "-C", str(root), "rm", "-q", "--cached", "c.py"], check=True)
     assert collect(root, cluster()).changed == ("0new.py", "a.py", "b.py", "c.py")
+
+
+def test_the_hosts_get_the_tree_before_the_cache_is_written_and_it_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(state, "state_dir", lambda: tmp_path / "state")
+    root = make_repo(tmp_path / "src", {"a.py": "x = 1  # Uky\n", "b.py": "y = 2\n"})
+    time.sleep(0.05)  # older than the pass: remembered
+    events: list[object] = []
+    real_save = hashcache.save
+
+    def save(*args: Any) -> None:
+        events.append("cache written")
+        real_save(*args)
+
+    monkeypatch.setattr(hashcache, "save", save)
+    prepare(cluster(), root, (), (), Options(), tmp_path, on_ready=lambda tree: events.append(tree.fs.paths))
+    assert events == [["a.py", "b.py"], "cache written"]
+    assert set(json.loads(hashcache.cache_file(root).read_text())["files"]) == {"a.py", "b.py"}

@@ -67,13 +67,14 @@ def run(
             for h, label, files, master in zip(cluster.hosts, labels, rendered, conns.masters, strict=True)
         ]
         try:
-            tree = prepare(cluster, root, patchsets, generated, options, conns.dir, pending.listed.set_result, asked)
+            # the hosts go on with the tree (pending.ready) while the hash cache is written here
+            listed, ready = pending.listed.set_result, pending.ready.set_result
+            tree = prepare(cluster, root, patchsets, generated, options, conns.dir, listed, asked, ready)
         except BaseException as exc:
             pending.fail(exc)  # hosts waiting for the tree stop before they check or verify anything
             for f in futures:
                 f.cancel()  # hosts not started yet (--jobs) never log in
             raise
-        pending.ready.set_result(tree)
         results = tuple(f.result() for f in futures)
     return MigrateResult(cluster.name, str(root), tree.fs.commit, len(tree.fs.entries), results, options.dry_run)
 
