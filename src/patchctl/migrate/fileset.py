@@ -57,11 +57,8 @@ class Entry(NamedTuple):
     #: sha256 hex of a file's content, or a link's target
     digest: str
     executable: bool
+    #: not in the manifest: its rows are the first four fields (``entry[:4]``, see provenance)
     size: int
-
-    def as_manifest(self) -> tuple[str, str, str, bool]:
-        """``[path, kind, digest, executable]``: the row the host's agent checks (JSON has no tuples)."""
-        return (self.path, self.kind, self.digest, self.executable)
 
 
 @dataclass(frozen=True)
