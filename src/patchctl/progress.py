@@ -11,7 +11,6 @@ wait ends, so the output that follows is what it would have been without it.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 import threading
@@ -65,6 +64,8 @@ _stop = threading.Event()
 def enabled(stream: TextIO | None = None) -> bool:
     """A terminal that can take a redrawn line: stderr is a TTY and TERM is not ``dumb``; never
     in a worker process (matrix's), whose line would fight its parent's."""
+    import multiprocessing  # here: ~5 ms of start-up that migrate would pay before its hosts log in
+
     if multiprocessing.parent_process() is not None:
         return False
     stream = stream or sys.stderr

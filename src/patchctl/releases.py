@@ -14,7 +14,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from patchctl import git, progress, pypi
+from patchctl import git, progress
 from patchctl.errors import BadArchive, UnsafeArchive
 
 RELEASE_SPEC = re.compile(r"^verl==(?P<version>\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?)$")
@@ -35,6 +35,8 @@ def parse_spec(spec: str) -> str | None:
 
 def sdist(version: str) -> Path:
     """The cached sdist of ``verl==version``, downloaded from the index on first use (no pip)."""
+    from patchctl import pypi  # here: its urllib, http and ssl cost every command's start-up ~10 ms
+
     store = cache_dir() / "releases"
     store.mkdir(parents=True, exist_ok=True)
     for name in (f"verl-{version}.tar.gz", f"verl-{version}.zip"):

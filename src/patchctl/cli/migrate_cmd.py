@@ -8,26 +8,27 @@ from typing import TYPE_CHECKING
 
 import click
 
-from patchctl import progress
 from patchctl.cli import cluster_keys, completion, render
-from patchctl.cli import migrate_summary as summary
 from patchctl.cli.errors import handled
-from patchctl.cli.migrate_live import STATUS_STYLE, LiveTable, PlainLines
-from patchctl.cli.migrate_summary import human
 from patchctl.cli.options import config_option, json_option, patchset_option, target_option
 from patchctl.clusters import load_cluster
-from patchctl.migrate.errors import SourceFailsVerify
 from patchctl.migrate.options import Options, limit_hosts
-from patchctl.migrate.results import MigrateResult
 from patchctl.migrate.session import start
 
+# Only what parsing needs and what starts the logins is imported above: the rest (the live
+# view, the report, the source check) loads inside migrate_cmd, while the hosts log in.
 if TYPE_CHECKING:
+    from patchctl.migrate.results import MigrateResult
     from patchctl.migrate.source import SourceCheck
     from patchctl.patchsets.model import Patchset
     from patchctl.target import Target
 
 
 def _report(result: MigrateResult, source: SourceCheck, full: bool) -> None:
+    from patchctl.cli import migrate_summary as summary
+    from patchctl.cli.migrate_live import STATUS_STYLE
+    from patchctl.cli.migrate_summary import human
+
     rows = [
         [
             h.host,
@@ -97,6 +98,7 @@ def _source_words(source: SourceCheck, dry_run: bool) -> str:
 
 def _check_source(tree: Target, sets: list[Patchset], allow: bool, dry_run: bool) -> SourceCheck:
     """Refuse a patched tree that fails verify (unless ``allow``, or a dry run); warn otherwise."""
+    from patchctl.migrate.errors import SourceFailsVerify
     from patchctl.migrate.source import check
 
     source = check(tree, sets)
@@ -207,11 +209,16 @@ def migrate_cmd(
     with start(spec, options) as session:  # the hosts log in while the rest loads
         # imported here, not at the top, so that loading them overlaps the logins
         from patchctl.cli.targets import open_target
+
+        tree = open_target(target, config)
+        session.look_at(tree.root)  # git lists the tree on other cores while the patchsets load
         from patchctl.patchsets.loader import load_patchsets
 
         sets = load_patchsets(patchsets)
-        tree = open_target(target, config)
         source = _check_source(tree, sets, allow_unverified, dry_run)
+        from patchctl import progress
+        from patchctl.cli.migrate_live import LiveTable, PlainLines
+
         if sys.stdout.isatty() and not as_json:
             with LiveTable(spec.name) as live:
                 result = session.run(tree.root, sets, progress=live.update)

@@ -9,21 +9,22 @@ outputs (checkpoints, logs, ...) are left behind unless included.
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import functools
 import os
 import stat
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from patchctl import git, journal
 from patchctl.clusters import Cluster
+from patchctl.errors import PatchctlError
 from patchctl.migrate import agent_cache, agent_files
 from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
+from patchctl.migrate.listing import Listing
 from patchctl.patchsets import record as rec
 from patchctl.remote import lock_agent
 
@@ -46,18 +47,18 @@ DEBRIS_SUFFIX = journal.TMP_SUFFIX
 DEBRIS_DIRS = (journal.JOURNAL_DIR, ".patchctl/journal")
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
+    """One file to send. A named tuple, not a dataclass: 100k of them are built on every run, and
+    a frozen dataclass costs twice as much to build (and its manifest row is a slice here)."""
+
     path: str
     #: "f" for a regular file, "l" for a symbolic link
     kind: str
     #: sha256 hex of a file's content, or a link's target
     digest: str
     executable: bool
+    #: not in the manifest: its rows are the first four fields (``entry[:4]``, see provenance)
     size: int
-
-    def as_manifest(self) -> list[object]:
-        return [self.path, self.kind, self.digest, self.executable]
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ class FileSet:
 
 def is_debris(path: str) -> bool:
     """Whether ``path`` is an interrupted write's temp file or journal (see :mod:`patchctl.journal`)."""
-    return path.endswith(DEBRIS_SUFFIX) or any(path == d or path.startswith(d) for d in DEBRIS_DIRS)
+    return path.endswith(DEBRIS_SUFFIX) or path.startswith(DEBRIS_DIRS)
 
 
 def _under(path: str, prefix: str) -> bool:
@@ -118,21 +119,50 @@ def _included_files(root: Path, cluster: Cluster) -> set[str]:
     return out
 
 
-def _entry(base: str, path: str, cache: Any) -> Entry | str | None:
-    """The entry for ``path`` under ``base`` (the root and a slash); None when it is gone from
-    disk; a reason string when not sendable. A regular file the cache does not know gets an
-    empty digest, for ``_hashed`` to fill in."""
-    full = base + path  # not pathlib nor os.path.join: either costs more than the lstat, per file
-    try:
-        st = os.lstat(full)
-    except FileNotFoundError:
-        return None
-    if stat.S_ISLNK(st.st_mode):
-        return Entry(path, "l", os.readlink(full), False, 0)
-    if stat.S_ISREG(st.st_mode):
-        record = cache.record_for(path, st)
-        return Entry(path, "f", record[4] or "", bool(st.st_mode & 0o100), st.st_size)
-    return "a submodule or special file, which migrate does not send" if stat.S_ISDIR(st.st_mode) else "not a file"
+def _walk(root: Path, listed: dict[str, bool], cluster: Cluster, skip: set[str], cache: Any) -> _Walked:
+    """One pass over git's paths in order, each tested, stat'ed, looked up in the cache and made
+    an entry in the same turn (a pass per step cost each of 100k paths a list slot and a call
+    per step). A regular file the cache does not know gets an empty digest, for ``_hashed``."""
+    base = os.path.join(root, "")  # joined by hand below: pathlib or os.path.join cost more than the lstat
+    patterned = bool(cluster.include or cluster.exclude)
+    passed_over = (".git/", *DEBRIS_DIRS)  # never sent, whatever git or include say (see is_debris)
+    lstat, record_for, readlink = os.lstat, cache.record_for, os.readlink
+    entries: list[Entry] = []
+    left_out: list[tuple[str, str]] = []
+    for path in sorted(listed):
+        if path in skip or path.startswith(passed_over) or path.endswith(DEBRIS_SUFFIX):
+            continue
+        if patterned:
+            why = _excluded(path, cluster)
+        else:  # without patterns a path's fate is its folder's: asked once per folder (lru_cache)
+            hit = _output_dir(path.rpartition("/")[0])
+            why = f"inside an output directory {hit}/" if hit else None
+        if why is not None:
+            if listed[path]:
+                left_out.append((path, why))
+            continue
+        full = base + path
+        try:
+            st = lstat(full)
+        except FileNotFoundError:  # a tracked file deleted here: a deletion, not an entry
+            continue
+        mode = st.st_mode
+        if stat.S_ISREG(mode):
+            entries.append(Entry(path, "f", record_for(path, st)[4] or "", bool(mode & 0o100), st.st_size))
+        elif stat.S_ISLNK(mode):
+            entries.append(Entry(path, "l", readlink(full), False, 0))
+        elif listed[path]:
+            left_out.append((path, _UNSENDABLE if stat.S_ISDIR(mode) else "not a file"))
+    return _Walked(entries, left_out)
+
+
+class _Walked(NamedTuple):
+    entries: list[Entry]
+    #: tracked files that would not be sent, and why
+    left_out: list[tuple[str, str]]
+
+
+_UNSENDABLE = "a submodule or special file, which migrate does not send"
 
 
 def _hashed(root: Path, entries: list[Entry], cache: Any) -> list[Entry]:
@@ -147,13 +177,13 @@ def _hashed(root: Path, entries: list[Entry], cache: Any) -> list[Entry]:
             if e.size >= BIG:
                 late[i] = e
             else:
-                out[i] = dataclasses.replace(e, digest=agent_cache.sha256(os.path.join(root, e.path)))
+                out[i] = e._replace(digest=agent_cache.sha256(os.path.join(root, e.path)))
                 cache.seen[e.path][4] = out[i].digest
     if late:
         with ThreadPoolExecutor(max_workers=min(8, len(late))) as pool:
             digests = pool.map(lambda e: agent_cache.sha256(os.path.join(root, e.path)), late.values())
             for (i, e), digest in zip(late.items(), digests, strict=True):
-                out[i] = dataclasses.replace(e, digest=digest)
+                out[i] = e._replace(digest=digest)
                 cache.seen[e.path][4] = digest
     return out
 
@@ -164,6 +194,7 @@ def collect(
     generated: tuple[str, ...] = (),
     cache: Any = None,
     on_listed: Callable[[list[str]], None] | None = None,
+    asked: Listing | None = None,
 ) -> FileSet:
     """The files to send from ``root`` to the cluster; raises if a tracked file would be left out.
 
@@ -171,28 +202,15 @@ def collect(
     ``cache``: digests remembered from earlier runs (see hashcache); None reads every file.
     ``on_listed``: given the paths once they are known and checked, before any file is hashed,
     so that a first transfer starts while the files are still read here.
+    ``asked``: git's answers about ``root``, asked earlier (see listing); None asks now.
     """
-    top = git.toplevel(root)
-    if top is None:
-        raise NotAGitTree(root)
-    with ThreadPoolExecutor(max_workers=1) as pool:  # git checks tracked files while ls-files lists the tree
-        tracked_changes = pool.submit(git.changed, root, False)
-        cache = cache or agent_cache.Cache({}, None, 0)
-        return _collect(root, cluster, generated, cache, top, tracked_changes, on_listed)
-
-
-def _collect(
-    root: Path,
-    cluster: Cluster,
-    generated: tuple[str, ...],
-    cache: Any,
-    top: Path,
-    tracked_changes: Future[list[str]],
-    on_listed: Callable[[list[str]], None] | None,
-) -> FileSet:
-    """collect's work once git was found; ``tracked_changes``: the tracked files that differ from
-    HEAD, coming from git; the untracked ones are those ls-files lists (one walk, not two)."""
-    listed = git.worktree_files(root)
+    asked = asked if asked is not None and asked.is_for(root) else Listing(root)
+    try:
+        listed = asked.files.result()
+    except PatchctlError:
+        if git.toplevel(root) is None:  # asked only when git failed: a tree's first question costs a git run
+            raise NotAGitTree(root) from None
+        raise
     untracked = [p for p, tracked in listed.items() if not tracked]
     record = rec.load(root)
     if record is not None:
@@ -202,29 +220,14 @@ def _collect(
                 listed.setdefault(e.path, False)  # added by a patchset: sent even where git ignores it
     for path in _included_files(root, cluster):
         listed.setdefault(path, False)
-    skip = set(HOST_FILES) | set(generated)
-    left_out: list[tuple[str, str]] = []
-    wanted: list[str] = []
-    for path, tracked in sorted(listed.items()):
-        if path in skip or path == ".git" or path.startswith(".git/") or is_debris(path):
-            continue
-        why = _excluded(path, cluster)
-        if why is None:
-            wanted.append(path)
-        elif tracked:
-            left_out.append((path, why))
-    base = os.path.join(root, "")
-    found = [_entry(base, p, cache) for p in wanted]
-    entries = []
-    for path, entry in zip(wanted, found, strict=True):
-        if isinstance(entry, str):
-            if listed[path]:
-                left_out.append((path, entry))
-        elif entry is not None:
-            entries.append(entry)
-    if left_out:
-        raise TrackedFileLeftOut(left_out, cluster.name, cluster.source)
+    cache = cache or agent_cache.Cache({}, None, 0)
+    walked = _walk(root, listed, cluster, {*HOST_FILES, *generated, ".git"}, cache)
+    if walked.left_out:
+        raise TrackedFileLeftOut(walked.left_out, cluster.name, cluster.source)
     if on_listed is not None:
-        on_listed([e.path for e in entries])
-    hashed = tuple(_hashed(root, entries, cache))
-    return FileSet(root, hashed, git.head(top), tuple(sorted({*tracked_changes.result(), *untracked})))
+        on_listed([e.path for e in walked.entries])
+    hashed = tuple(_hashed(root, walked.entries, cache))
+    # untracked comes in git's order, one sorted run that sorted() merges in linear time (a set
+    # first would shuffle 100k paths); a path git stopped tracking but left on disk is in both
+    changed = tuple(sorted([*set(asked.changed.result()).difference(untracked), *untracked]))
+    return FileSet(root, hashed, asked.head.result(), changed)

@@ -44,9 +44,14 @@ def load(root: Path, rule: list[Any], trust: bool) -> Any:
 def save(root: Path, cache: Any) -> None:
     """Best effort, as ``state.remember``: a cache that cannot be written only costs reading the
     files again next time."""
+    if cache.seen == cache.old:
+        # every file met was remembered as it is, and none is gone: a no-change re-run writes
+        # nothing, and spares building the document (its records passed the racily-clean rule
+        # when they were saved, so the document would equal them)
+        return
     path, remembered = cache_file(root), cache.document()
     if remembered["files"] == cache.old:
-        return  # nothing new to remember: a no-change re-run writes nothing
+        return  # only racily clean files are new: nothing the next pass may trust
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".hashes-")
     except OSError:

@@ -21,6 +21,7 @@ from patchctl.clusters import Cluster, Host
 from patchctl.migrate import render, verify_remote
 from patchctl.migrate.hostrun import HostRun
 from patchctl.migrate.hoststeps import Tally
+from patchctl.migrate.listing import Listing
 from patchctl.migrate.options import Options
 from patchctl.migrate.prepare import Pending, prepare
 from patchctl.migrate.results import HostResult, HostStatus, MigrateResult, Phase, Progress, ProgressFn
@@ -38,10 +39,11 @@ def run(
     root: Path,
     patchsets: Sequence[Patchset],
     progress: ProgressFn | None,
+    asked: Listing | None = None,
 ) -> MigrateResult:
     """Every host of the cluster on its own worker thread (as far as --jobs allows), over the
     session's ``conns``, each a ``HostRun`` once the tree is prepared here, which happens while
-    they log in."""
+    they log in. ``asked``: git's answers about ``root``, asked earlier (see listing)."""
     example = render.find_example(root, patchsets)
     generated = (render.GIT_IGNORE,) if example else ()
     labels = host_labels(cluster)
@@ -65,13 +67,14 @@ def run(
             for h, label, files, master in zip(cluster.hosts, labels, rendered, conns.masters, strict=True)
         ]
         try:
-            tree = prepare(cluster, root, patchsets, generated, options, conns.dir, pending.listed.set_result)
+            # the hosts go on with the tree (pending.ready) while the hash cache is written here
+            listed, ready = pending.listed.set_result, pending.ready.set_result
+            tree = prepare(cluster, root, patchsets, generated, options, conns.dir, listed, asked, ready)
         except BaseException as exc:
             pending.fail(exc)  # hosts waiting for the tree stop before they check or verify anything
             for f in futures:
                 f.cancel()  # hosts not started yet (--jobs) never log in
             raise
-        pending.ready.set_result(tree)
         results = tuple(f.result() for f in futures)
     return MigrateResult(cluster.name, str(root), tree.fs.commit, len(tree.fs.entries), results, options.dry_run)
 

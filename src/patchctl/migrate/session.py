@@ -18,6 +18,7 @@ from patchctl.remote import ssh
 
 if TYPE_CHECKING:
     from patchctl.clusters import Cluster
+    from patchctl.migrate.listing import Listing
     from patchctl.migrate.results import MigrateResult, ProgressFn
     from patchctl.patchsets.model import Patchset
 
@@ -31,13 +32,22 @@ class Session:
         self.cluster, self.options = cluster, options
         #: the hosts' master connections, in the cluster's order
         self.connections = ssh.Connections(cluster, options.jobs)
+        #: git's answers about the tree, once the caller has named it (see :meth:`look_at`)
+        self.listing: Listing | None = None
+
+    def look_at(self, root: Path) -> None:
+        """Ask git about ``root`` now, as the logins were begun: its answers come while the caller
+        loads the rest, and ``run`` of the same root uses them (see :mod:`patchctl.migrate.listing`)."""
+        from patchctl.migrate.listing import Listing
+
+        self.listing = Listing(root)
 
     def run(self, root: Path, patchsets: Sequence[Patchset], progress: ProgressFn | None = None) -> MigrateResult:
         """Send ``root`` to every host, verify and repair it there; see :mod:`patchctl.migrate.runner`."""
         from patchctl.migrate import runner  # here, not at the top: it loads while the hosts log in
 
         try:
-            return runner.run(self.cluster, self.options, self.connections, root, patchsets, progress)
+            return runner.run(self.cluster, self.options, self.connections, root, patchsets, progress, self.listing)
         finally:
             self.close()
 
