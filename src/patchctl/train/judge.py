@@ -9,7 +9,7 @@ from pathlib import Path
 from patchctl.errors import PatchctlError
 from patchctl.train import codehook, signals
 from patchctl.train import gates as gates_mod
-from patchctl.train.codehook import Proof
+from patchctl.train.codeproof import Proof
 from patchctl.train.model import DoctorFailed, Finding, Judgement, Ran
 from patchctl.train.profiles import Gates
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl.train.codehook import Proof, Watch
+from patchctl.train.codeproof import Proof, Watch
 from patchctl.train.gates import Gate
 from patchctl.train.launcher import Finished, Launch
 from patchctl.train.logparse import LogScan
