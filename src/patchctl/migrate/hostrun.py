@@ -15,17 +15,13 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from patchctl.clusters import Host
-from patchctl.migrate import state, transfer, verdicts, verify_remote
+from patchctl.migrate import hostsend, state, verdicts, verify_remote
 from patchctl.migrate.hoststeps import Checked, Found, Sent, Tally, ending
 from patchctl.migrate.prepare import Pending, Prepared, repair_list
 from patchctl.migrate.results import HostResult, HostStatus, Phase, Progress, ProgressFn
 from patchctl.migrate.timing import PhaseClock
 from patchctl.migrate.verify_remote import Agent, AgentReply
 from patchctl.remote import ssh
-
-#: seconds between two live updates of a transfer: an event per file sent cost patchctl ~4 us of
-#: CPU per file and host (0.4 s per 100k files), taken from rsync on a machine of few cores
-LIVE_EVERY = 0.1
 
 
 class HostRun:
@@ -142,31 +138,22 @@ class HostRun:
         self, files_from: Path, tally: Tally, checksum: bool | None = None, phase: Phase = Phase.TRANSFERRING
     ) -> Sent:
         """rsync of ``files_from`` over the host's master connection, the files sent shown live
-        (every LIVE_EVERY seconds, and once at the end); ``checksum``: compare by content
-        (default: as the options say)."""
-        running, shown = tally, time.monotonic()
+        (see hostsend); ``checksum``: compare by content (default: as the options say)."""
 
-        def on_item(item: transfer.Item) -> None:
-            nonlocal running, shown  # this transfer's own count, for the live progress
-            if item.is_file_sent:
-                running = running.plus(item)
-                if time.monotonic() - shown >= LIVE_EVERY:
-                    shown = time.monotonic()
-                    self.emit(Progress(self.label, phase, running.files, running.bytes, phases=self.clock.phases()))
+        def show(now: Tally) -> None:
+            self.emit(Progress(self.label, phase, now.files, now.bytes, phases=self.clock.phases()))
 
-        self.emit(Progress(self.label, phase, tally.files, tally.bytes, phases=self.clock.phases()))
-        with self.clock.transferring():
-            done = transfer.send(
-                self.cluster,
-                self.host,
-                self.pending.root,
-                files_from,
-                checksum=self.options.checksum if checksum is None else checksum,
-                control=self.master.socket,
-                on_item=on_item,
-            )
-        self.emit(Progress(self.label, phase, running.files, running.bytes, phases=self.clock.phases()))
-        return Sent(done, running)
+        return hostsend.send(
+            self.cluster,
+            self.host,
+            self.pending.root,
+            files_from,
+            tally,
+            checksum=self.options.checksum if checksum is None else checksum,
+            control=self.master.socket,
+            clock=self.clock,
+            show=show,
+        )
 
     def verify(
         self, agent: Agent, tally: Tally, found: Found | None, unverified: str, earlier: tuple[str, ...] = ()
