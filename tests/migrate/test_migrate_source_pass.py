@@ -20,7 +20,7 @@ from test_migrate_fileset import cluster
 from test_migrate_hashcache import same_size_same_mtime
 
 from patchctl.cli.main import cli
-from patchctl.migrate import Options, fileset, hashcache, listing, provenance, state, verify_remote
+from patchctl.migrate import Options, agent_cache, fileset, hashcache, listing, provenance, state, verify_remote
 from patchctl.migrate.fileset import collect
 from patchctl.migrate.listing import Listing
 from patchctl.migrate.prepare import prepare
@@ -157,3 +157,29 @@ def test_the_hosts_get_the_tree_before_the_cache_is_written_and_it_is_written(
     prepare(cluster(), root, (), (), Options(), tmp_path, on_ready=lambda tree: events.append(tree.fs.paths))
     assert events == [["a.py", "b.py"], "cache written"]
     assert set(json.loads(hashcache.cache_file(root).read_text())["files"]) == {"a.py", "b.py"}
+
+
+def test_a_source_file_is_read_once_for_its_digest_and_its_tagged_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first pass reads each small file once: the tag inventory takes the lines scanned from the
+    bytes that were hashed, and they are the lines a separate scan finds (a tagged line, a file
+    without the tag, a binary file carrying the word)."""
+    monkeypatch.setattr(state, "state_dir", lambda: tmp_path / "state")
+    files = {"a.py": "x = 1  # Uky\ny = 2\n", "b.py": "z = 3\n", "c.bin": "Uky # Uky\0\n"}
+    root = make_repo(tmp_path / "src", files)
+    rule = verify_remote.tag_rule({"Uky"})
+    separate = verify_remote.tags_request(fileset.collect(root, cluster()), rule, ())["expected"]
+    assert separate == [["a.py", 1, "x = 1  # Uky"]]
+    opened: list[str] = []
+    real = agent_cache.contents
+
+    def counting(full: str) -> bytes:
+        opened.append(os.path.relpath(full, root))
+        return real(full)
+
+    monkeypatch.setattr(agent_cache, "contents", counting)
+    cache = hashcache.load(root, rule, True)  # cold: nothing remembered yet
+    fs = fileset.collect(root, cluster(), (), cache)
+    assert verify_remote.tags_request(fs, rule, (), cache)["expected"] == separate
+    assert sorted(opened) == fs.paths and set(files) <= set(opened)  # each file once, none twice
