@@ -13,10 +13,12 @@ from patchctl.migrate import verify_remote
 from patchctl.remote import ssh
 
 
-def agent(request: dict[str, Any]) -> dict[str, Any]:
+def agent(request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    """The agent's reply to ``request``, run as ssh runs it on a host; ``timeout``: seconds after
+    which a hung agent fails the test (subprocess.TimeoutExpired) instead of hanging it."""
     python = shutil.which("python3") or "python3"
     argv = [python, "-c", ssh._BOOTSTRAP.format(code=verify_remote._agent_b64())]
-    done = subprocess.run(argv, input=json.dumps(request), capture_output=True, text=True, check=False)
+    done = subprocess.run(argv, input=json.dumps(request), capture_output=True, text=True, check=False, timeout=timeout)
     assert done.returncode in (0, 3), done.stderr
     return json.loads(done.stdout)
 

@@ -9,6 +9,7 @@ import os
 import time
 from pathlib import Path
 
+import pytest
 from agent_helpers import agent, entry, req
 
 from patchctl.migrate import agent_cache
@@ -135,3 +136,18 @@ def test_a_provenance_linked_elsewhere_is_neither_read_nor_written_through(tmp_p
     agent(req(root, "finish", manifest, provenance=provenance))
     assert not kept.is_symlink() and json.loads(kept.read_text())["migrated_at"] == "2026-11-24T10:00:00+00:00"
     assert outside.read_text() == before
+
+
+@pytest.mark.parametrize("record", [".patchctl/manifest.json", ".patchctl/provenance.json"])
+def test_a_record_that_is_a_fifo_neither_blocks_the_agent_nor_stays(tmp_path: Path, record: str) -> None:
+    """The host's records are read back before they are rewritten (a no-change re-run writes
+    nothing): a FIFO in their place (the host's file: anything may be there) must not hang the
+    agent until migrate's timeout, and is replaced by the record."""
+    root = tmp_path / "root"
+    manifest = aged(root, {"pkg/a.py": "a = 1\n"})
+    agent(req(root, "finish", manifest))
+    fifo = root / record
+    fifo.unlink()
+    os.mkfifo(fifo)
+    reply = agent(req(root, "finish", manifest), timeout=30)
+    assert reply["problems"] == [] and fifo.is_file()

@@ -99,9 +99,12 @@ def survey(root):
 
 def read_json(path, default):
     # type: (str, Any) -> Any
+    """The JSON in ``path``, or ``default``. Opened without blocking: a FIFO put in the place of a
+    record (the host's file: anything may be there) reads as empty, not as a hang."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            return json.loads(f.read().decode("utf-8"))
     except (OSError, ValueError):
         return default
 
@@ -127,7 +130,7 @@ def write_changed(path, data):
     """``write_atomic``, unless ``path`` holds exactly ``data`` already: a no-change re-run
     rewrites none of the host's records (a link there is never read, and is replaced)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO there: no hang
         with os.fdopen(fd, "rb") as f:
             if f.read(len(data) + 1) == data:
                 return
