@@ -46,6 +46,8 @@ HOST_FILES = (
 #: this tree's next patchctl command, never to a host, whatever git or include say
 DEBRIS_SUFFIX = journal.TMP_SUFFIX
 DEBRIS_DIRS = (journal.JOURNAL_DIR, ".patchctl/journal")
+#: path prefixes never sent: git's own folder and the debris folders
+PASSED_OVER = (".git/", *DEBRIS_DIRS)
 
 
 class Entry(NamedTuple):
@@ -80,11 +82,6 @@ class FileSet:
         return sum(e.size for e in self.entries)
 
 
-def is_debris(path: str) -> bool:
-    """Whether ``path`` is an interrupted write's temp file or journal (see :mod:`patchctl.journal`)."""
-    return path.endswith(DEBRIS_SUFFIX) or path.startswith(DEBRIS_DIRS)
-
-
 def _under(path: str, prefix: str) -> bool:
     prefix = prefix.strip("/")
     return path == prefix or path.startswith(prefix + "/") or fnmatch.fnmatchcase(path, prefix)
@@ -97,14 +94,15 @@ def _excluded(path: str, cluster: Cluster) -> str | None:
     for pattern in cluster.exclude:
         if _under(path, pattern):
             return f"matches clusters.{cluster.name}.exclude {pattern!r}"
-    hit = _output_dir(path.rpartition("/")[0])
-    return f"inside an output directory {hit}/" if hit else None
+    return _in_output_dir(path.rpartition("/")[0])
 
 
 @functools.lru_cache(maxsize=4096)
-def _output_dir(folder: str) -> str | None:
-    """The first output directory among ``folder``'s parts: asked once per folder, not per file."""
-    return next((d for d in folder.split("/") if d in OUTPUT_DIRS), None)
+def _in_output_dir(folder: str) -> str | None:
+    """Why a file of ``folder`` stays behind as a run output (the first output directory among
+    its parts), or None: asked once per folder, not per file."""
+    hit = next((d for d in folder.split("/") if d in OUTPUT_DIRS), None)
+    return f"inside an output directory {hit}/" if hit else None
 
 
 def _included_files(root: Path, cluster: Cluster) -> set[str]:
@@ -126,18 +124,14 @@ def _walk(root: Path, listed: dict[str, bool], cluster: Cluster, skip: set[str],
     per step). A regular file the cache does not know gets an empty digest, for ``_hashed``."""
     base = os.path.join(root, "")  # joined by hand below: pathlib or os.path.join cost more than the lstat
     patterned = bool(cluster.include or cluster.exclude)
-    passed_over = (".git/", *DEBRIS_DIRS)  # never sent, whatever git or include say (see is_debris)
     lstat, record_for, readlink = os.lstat, cache.record_for, os.readlink
     entries: list[Entry] = []
     left_out: list[tuple[str, str]] = []
     for path in sorted(listed):
-        if path in skip or path.startswith(passed_over) or path.endswith(DEBRIS_SUFFIX):
-            continue
-        if patterned:
-            why = _excluded(path, cluster)
-        else:  # without patterns a path's fate is its folder's: asked once per folder (lru_cache)
-            hit = _output_dir(path.rpartition("/")[0])
-            why = f"inside an output directory {hit}/" if hit else None
+        if path in skip or path.startswith(PASSED_OVER) or path.endswith(DEBRIS_SUFFIX):
+            continue  # never sent, whatever git or include say
+        # without patterns a path's fate is its folder's: asked once per folder (lru_cache)
+        why = _excluded(path, cluster) if patterned else _in_output_dir(path.rpartition("/")[0])
         if why is not None:
             if listed[path]:
                 left_out.append((path, why))
