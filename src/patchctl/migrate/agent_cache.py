@@ -93,19 +93,27 @@ class Cache:
 
     def digest(self, rel, full, st):
         # type: (str, str, os.stat_result) -> str
-        """The sha256 of the regular file ``rel``. A file small enough to carry tagged lines is
-        read once for both: its lines are scanned from the same bytes (under the cache's own
-        rule, the one its records are kept for), so the tag walk does not open it again."""
+        """The sha256 of the regular file ``rel``: remembered while its stat matches, else read
+        (see ``fill``)."""
         rec = self.record_for(rel, st)
         if rec[4] is None:
-            if rec[0] > MAX_SCAN:
-                rec[4] = sha256(full)
-            else:
-                data = contents(full)
-                rec[4] = hashlib.sha256(data).hexdigest()
-                if rec[5] is None and self.scanner is not None:
-                    rec[5] = lines_of(data, *self.scanner)
-            self.read += 1
+            self.fill(rec, full)
+        digest = rec[4]  # type: str
+        return digest
+
+    def fill(self, rec, full):
+        # type: (list[Any], str) -> str
+        """Read the file ``full`` into its record ``rec``: its sha256, and for a file small enough
+        to carry tagged lines, those lines scanned from the same bytes (under the cache's own rule,
+        the one its records are kept for), so that the tag walk does not open it again."""
+        if rec[0] > MAX_SCAN:
+            rec[4] = sha256(full)
+        else:
+            data = contents(full)
+            rec[4] = hashlib.sha256(data).hexdigest()
+            if rec[5] is None and self.scanner is not None:
+                rec[5] = lines_of(data, *self.scanner)
+        self.read += 1
         digest = rec[4]  # type: str
         return digest
 

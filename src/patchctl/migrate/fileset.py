@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-import hashlib
 import os
 import stat
 from collections.abc import Callable
@@ -160,20 +159,6 @@ class _Walked(NamedTuple):
 _UNSENDABLE = "a submodule or special file, which migrate does not send"
 
 
-def _read_small(cache: Any, path: str, full: str) -> str:
-    """The sha256 of a small source file, remembered in the cache's record of this pass, with its
-    tagged lines scanned from the same bytes (under the cache's rule, the one its records are kept
-    for; see agent_cache.Cache.digest): the tag inventory (verify_remote.tags_request) then finds
-    them there and does not open the file again. At 100k files that second read cost ~1.4 s."""
-    data = agent_cache.contents(full)
-    record = cache.seen[path]
-    record[4] = hashlib.sha256(data).hexdigest()
-    if record[5] is None and cache.scanner is not None:
-        record[5] = agent_cache.lines_of(data, *cache.scanner)
-    digest: str = record[4]
-    return digest
-
-
 def _hashed(root: Path, entries: list[Entry], cache: Any) -> list[Entry]:
     """``entries`` with the digests the cache (see hashcache) did not know filled in. Source files
     are hashed inline: for a verl tree (~400 files of ~10 kB) handing each to a thread cost twice
@@ -186,7 +171,9 @@ def _hashed(root: Path, entries: list[Entry], cache: Any) -> list[Entry]:
             if e.size >= BIG:
                 late[i] = e
             else:
-                out[i] = e._replace(digest=_read_small(cache, e.path, os.path.join(root, e.path)))
+                # the record _walk made; its tagged lines come from the same read (see Cache.fill):
+                # the tag inventory (verify_remote.tags_request) does not open the file again
+                out[i] = e._replace(digest=cache.fill(cache.seen[e.path], os.path.join(root, e.path)))
     if late:
         with ThreadPoolExecutor(max_workers=min(8, len(late))) as pool:
             digests = pool.map(lambda e: agent_cache.sha256(os.path.join(root, e.path)), late.values())
