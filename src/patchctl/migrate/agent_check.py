@@ -40,7 +40,14 @@ def problem(root, entry, cache):
         return "missing"
     if not stat.S_ISREG(st.st_mode):
         return "not a regular file"
-    if cache.digest(path, full, st) != digest:
+    return file_problem(path, full, st, digest, executable, cache)
+
+
+def file_problem(rel, full, st, digest, executable, cache):
+    # type: (str, str, os.stat_result, str, bool, Cache) -> Optional[str]
+    """Why the regular file ``rel`` (at ``full``, whose ``lstat`` is ``st``) differs from its
+    manifest entry's digest and executable bit, or None when it matches."""
+    if cache.digest(rel, full, st) != digest:
         return "content differs (sha256)"
     if bool(st.st_mode & 0o100) != bool(executable):
         return "executable bit differs"
@@ -59,12 +66,8 @@ def problems(root, manifest, stats, cache):
         st = stats.get(entry[0]) if entry[1] == "f" else None
         if st is None or not stat.S_ISREG(st.st_mode):
             why = problem(root, entry, cache)
-        elif cache.digest(entry[0], base + entry[0], st) != entry[2]:
-            why = "content differs (sha256)"
-        elif bool(st.st_mode & 0o100) != bool(entry[3]):
-            why = "executable bit differs"
         else:
-            continue
+            why = file_problem(entry[0], base + entry[0], st, entry[2], entry[3], cache)
         if why:
             out.append([entry[0], why])
     return out
