@@ -29,11 +29,7 @@ def per_step(argv: Sequence[str]) -> int | None:
     """Optimizer steps per training step: ppo_epochs x mini-batches per batch (verl splits the batch
     into chunks of the mini-batch size); the last override of a key wins, as in hydra. None where the
     command gives no integer train batch or mini-batch size (verl's config default then decides)."""
-    last: dict[str, str] = {}
-    for arg in argv:
-        key, sep, value = arg.lstrip("+").partition("=")
-        if sep and key in (BATCH, MINI, EPOCHS):
-            last[key] = value
+    last = _overrides(argv)
     try:
         batch, mini, epochs = int(last[BATCH]), int(last[MINI]), int(last.get(EPOCHS, "1"))
     except (KeyError, ValueError):
@@ -48,9 +44,20 @@ def fit(gates: Gates, argv: Sequence[str]) -> Gates:
     optimizer step per training step; as they are otherwise."""
     if gates.update_kl_min is None or per_step(argv) != 1:
         return gates
-    values = {k: v for a in argv for k, _, v in [a.lstrip("+").partition("=")] if k in (BATCH, MINI)}
+    values = _overrides(argv)
     why = (
         f"one optimizer step per training step ({BATCH}={values[BATCH]}, {MINI}={values[MINI]}): "
         "actor/ppo_kl is 0 by construction there, so a skipped optimizer step shows only in learning"
     )
     return replace(gates, update_kl_min=None, update_kl_off=why)
+
+
+def _overrides(argv: Sequence[str]) -> dict[str, str]:
+    """The batch, mini-batch and epoch overrides of the command, the last of each key winning (as
+    in hydra)."""
+    last: dict[str, str] = {}
+    for arg in argv:
+        key, sep, value = arg.lstrip("+").partition("=")
+        if sep and key in (BATCH, MINI, EPOCHS):
+            last[key] = value
+    return last
