@@ -76,8 +76,7 @@ def read_seal(root):
     except OSError:
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SEAL:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         with os.fdopen(os.dup(fd), "rb") as f:
             raw = f.read(MAX_SEAL + 1)
