@@ -18,9 +18,11 @@ the agent), so it needs only python3 >= 3.6 and its standard library and never i
 import contextlib
 import hashlib
 import json
+import operator
 import os
 import re
 import stat
+import struct
 import time
 
 if False:  # typing only: the host's python3 may predate the typing module
@@ -34,19 +36,23 @@ with contextlib.suppress(ImportError):
 SEAL = ".patchctl/seal.json"
 MAX_SEAL = 16 << 20  # a bigger seal is not read (and not written): the host's file, anything may be there
 SETTLE = 0.05  # seconds a finish waits for the file-system clock to pass its racy files' tick
+_FIELDS = struct.Struct("<QqqqQ").pack  # mode, size, mtime_ns, ctime_ns (before 1970: negative), inode
+_stat_key = operator.attrgetter("st_mode", "st_size", "st_mtime_ns", "st_ctime_ns", "st_ino")
 
 
 def state_digest(stats, extras):
     # type: (dict[str, os.stat_result], dict[str, os.stat_result]) -> str
-    """T: the sha256 of the walk's entries (by path) and then the extra paths' ``lstat``. The count
-    of walk entries comes first and a path ends at a NUL (which no path holds), so no tree's state
-    reads as another's."""
-    parts = [f"{len(stats)}\n"]
+    """T: the sha256 of the walk's entries and then the extra paths', each part their paths (sorted)
+    joined by NUL, two NULs, and the five stat fields of each, packed. No path is empty or holds a
+    NUL, so each part ends at its first two NULs and its fields' length follows from its count: no
+    tree's state reads as another's. (Packed, not formatted: a 100k tree's fields cost 0.06 s so,
+    0.11 s as text.)"""
+    h = hashlib.sha256()
     for part in (stats, extras):
-        for rel in sorted(part):
-            st = part[rel]
-            parts.append(f"{rel}\0{st.st_mode} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} {st.st_ino}\n")
-    return hashlib.sha256("".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+        paths = sorted(part)
+        h.update("\0".join(paths).encode("utf-8", "surrogateescape") + b"\0\0")
+        h.update(b"".join([_FIELDS(*_stat_key(part[rel])) for rel in paths]))
+    return h.hexdigest()
 
 
 def extra_state(root, extra):
@@ -166,11 +172,6 @@ def write_seal(root, req, stats, since, here, written):
     return True
 
 
-def _key(st):
-    # type: (os.stat_result) -> tuple[int, int, int, int, int]
-    return st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
-
-
 def _confirm(root, rel, st, walked, facts):
     # type: (str, str, os.stat_result, bool, tuple[Any, ...]) -> bool
     """Whether the racy ``rel`` still has the stat ``st`` the verdict was given for and what the
@@ -179,7 +180,7 @@ def _confirm(root, rel, st, walked, facts):
     manifest, rendered, written, lines, tags = facts
     full = os.path.join(root, rel)  # the walk's paths and the extras all came through inside()
     try:
-        if _key(os.lstat(full)) != _key(st):
+        if _stat_key(os.lstat(full)) != _stat_key(st):
             return False
         if rel in written or rel in rendered:
             expected = written[rel] if rel in written else rendered[rel].encode("utf-8")  # type: bytes
