@@ -137,9 +137,8 @@ def write_seal(root, req, stats, since, here, written):
     ``utime`` put there), and then confirms each again, by its stat and its bytes; any change after
     that gives it a new ctime."""
     path = inside(root, SEAL)
-    manifest = {e[0]: e for e in req["manifest"]}
     rendered = req.get("rendered", {})
-    extra = sorted(set(p for p in manifest if p not in stats).union(rendered, written))
+    extra = sorted(set([e[0] for e in req["manifest"] if e[0] not in stats]).union(rendered, written))
     extras = extra_state(root, extra)
     if path is None or extras is None:
         return False
@@ -147,7 +146,7 @@ def write_seal(root, req, stats, since, here, written):
         (rel, st)
         for part in (stats, extras)
         for rel, st in part.items()
-        if max(st.st_mtime_ns, st.st_ctime_ns) >= since
+        if st.st_mtime_ns >= since or st.st_ctime_ns >= since
     ]
     if racy:
         deadline, last = time.monotonic() + SETTLE, max(st.st_ctime_ns for _, st in racy)
@@ -158,7 +157,7 @@ def write_seal(root, req, stats, since, here, written):
         lines = {}  # type: dict[str, list[list[Any]]]
         for rel, n, text in sorted(here):
             lines.setdefault(rel, []).append([n, text])
-        facts = (manifest, rendered, written, lines, req["tags"])
+        facts = ({e[0]: e for e in req["manifest"]}, rendered, written, lines, req["tags"])
         if not all(_confirm(root, rel, st, rel in stats, facts) for rel, st in racy):
             return False
     doc = {"format": 1, "verified": req["seal_as"], "tree": state_digest(stats, extras), "extra": extra}
