@@ -3,6 +3,7 @@ that asks answers the sealed digest only while one fresh walk finds exactly that
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Callable
@@ -137,6 +138,17 @@ def test_a_seal_that_cannot_be_used_reads_as_null(tmp_path: Path, damage: str) -
     if damage in ("huge", "garbage"):  # the control: the undamaged seal is still answered
         seal.write_bytes(good)
         assert sealed(root) == "S1"
+
+
+def test_a_tree_a_transfer_is_writing_into_is_not_answered_sealed(tmp_path: Path) -> None:
+    agent(tree(tmp_path))
+    fd = os.open(tmp_path / ".patchctl/transfer.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as rsync or a finish holds it (remote/lock_agent.py)
+        assert sealed(tmp_path) is None
+    finally:
+        os.close(fd)
+    assert sealed(tmp_path) == "S1"
 
 
 def test_a_request_after_a_sealed_answer_gets_the_full_check(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ if False:  # typing only: the host's python3 may predate the typing module
 # here, where patchctl is installed; on a host the source of the other agent files has just run
 with contextlib.suppress(ImportError):
     from patchctl.migrate.agent_cache import MAX_SCAN, contents, fs_now, lines_of, sha256
-    from patchctl.migrate.agent_files import inside, survey, write_atomic
+    from patchctl.migrate.agent_files import TRANSFER_LOCK, inside, survey, write_atomic
 
 SEAL = ".patchctl/seal.json"
 MAX_SEAL = 16 << 20  # a bigger seal is not read (and not written): the host's file, anything may be there
@@ -104,16 +104,37 @@ def sealed_answer(order):
     """A prescan's answer to ``"seal": true``: the seal's digest when one fresh walk finds the tree
     in the sealed state, else None; with the file-system clock taken before that walk and the walk
     itself, for the prescan to go on from (both 0 / None when there was no usable seal: nothing
-    walked). --checksum (``rehash``) asks for every byte read, so it is never answered by a seal."""
+    walked). --checksum (``rehash``) asks for every byte read, so it is never answered by a seal;
+    nor is a tree that a transfer (rsync, a finish) is writing into right now."""
     root = order["root"]
     doc = None if order.get("rehash") or not os.path.isdir(root) else read_seal(root)
-    if doc is None:
+    if doc is None or _transfer_running(root):
         return None, 0, None
     since = fs_now(os.path.join(root, ".patchctl"))  # read_seal found a file in it: a folder inside the root
     walk = survey(root)
     extras = extra_state(root, doc["extra"])
     same = extras is not None and state_digest(walk, extras) == doc["tree"]
     return (doc["verified"] if same else None), since, walk
+
+
+def _transfer_running(root):
+    # type: (str) -> bool
+    """Whether someone holds the root's transfer lock (see agent_files.hold_transfer_lock): a probe
+    with a shared lock, let go at once, never a wait."""
+    import fcntl
+
+    path = inside(root, TRANSFER_LOCK)
+    try:
+        fd = os.open(path or "", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # no lock file yet: no transfer has ever held it
+        return path is None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def unseal(root):
