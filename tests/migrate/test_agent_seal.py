@@ -13,7 +13,7 @@ import pytest
 from agent_helpers import agent
 from seal_helpers import keep_size_and_mtime, sealed, start, tree
 
-from patchctl.migrate import verify_remote
+from patchctl.migrate import agent_seal, verify_remote
 
 
 def test_a_verified_finish_seals_and_the_next_prescan_answers_its_digest(tmp_path: Path) -> None:
@@ -69,6 +69,7 @@ TAMPER: dict[str, Callable[[Path], None]] = {
         root / "logs/run.txt", "a log the source plac3d\n"
     ),
     "generated file removed": lambda root: (root / "gen/cfg.py").unlink(),
+    "folder renamed": lambda root: (root / "pkg").rename(root / "pkh"),  # the files keep their stats
 }
 
 
@@ -118,6 +119,10 @@ DAMAGE: dict[str, Callable[[Path, bytes], None]] = {
     "FIFO": lambda seal, good: seal.unlink() or os.mkfifo(seal),
     "folder": lambda seal, good: seal.unlink() or seal.mkdir(),
     "huge": lambda seal, good: seal.write_bytes(good + b" " * (16 << 20)),  # valid JSON, past the limit
+    "not an object": lambda seal, good: seal.write_text("[1]"),
+    "tree not a digest": lambda seal, good: seal.write_text(json.dumps(dict(json.loads(good), tree="ab"))),
+    "extra not paths": lambda seal, good: seal.write_text(json.dumps(dict(json.loads(good), extra=[1]))),
+    "extra missing here": lambda seal, good: seal.write_text(json.dumps(dict(json.loads(good), extra=["nope"]))),
 }
 
 
@@ -135,8 +140,11 @@ def test_a_seal_that_cannot_be_used_reads_as_null(tmp_path: Path, damage: str) -
     else:
         DAMAGE[damage](seal, good)
     assert sealed(root) is None
-    if damage in ("huge", "garbage"):  # the control: the undamaged seal is still answered
-        seal.write_bytes(good)
+    # read here, in this process: None, never an exception (the agent turns one into null too)
+    doc = agent_seal.read_seal(str(root))
+    assert doc is None or agent_seal.extra_state(str(root), doc["extra"]) is None
+    if damage in ("huge", "garbage"):  # the control: the undamaged seal is still answered, up to its limit
+        seal.write_bytes(good + b" " * ((16 << 20) - len(good)))
         assert sealed(root) == "S1"
 
 
@@ -189,3 +197,4 @@ def test_nothing_is_written_outside_when_patchctl_leads_out(tmp_path: Path) -> N
     reply = agent(request)
     assert "leads out of the root" in reply["error"]
     assert sealed(root) is None and list(outside.iterdir()) == []
+    assert agent_seal.read_seal(str(root)) is None and agent_seal.extra_state(str(root), [".patchctl/x"]) is None
