@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,23 @@ def test_a_racy_file_changed_with_its_stat_kept_is_never_sealed(tmp_path: Path, 
     here = {("pkg/a.py", 1, "x=1 # Uky")} if kind == "tags" else set()
     written = {rel: path.read_bytes() for rel in written}
     assert agent_seal.write_seal(str(tmp_path), request, stats, 0, here, written) is True
+
+
+@pytest.mark.parametrize("clock", ["ctime only", "mtime only"])
+def test_racy_means_a_ctime_or_an_mtime_not_older_than_the_finish(tmp_path: Path, clock: str) -> None:
+    """rsync puts the source's mtime back (an old one), so only ctime may say a file is racy; a
+    future mtime alone says so too. ``since`` is set exactly at the racy time: not older is racy."""
+    request, written, path = _racy(tmp_path, "manifest")
+    ctime = path.stat().st_ctime_ns
+    if clock == "ctime only":
+        os.utime(path, ns=(ctime, ctime - 3600 * 10**9))
+        since = path.stat().st_ctime_ns
+    else:
+        os.utime(path, ns=(ctime, ctime + 3600 * 10**9))
+        since = path.stat().st_mtime_ns
+    stats = agent_files.survey(str(tmp_path))
+    assert min(stats["pkg/a.py"].st_mtime_ns, stats["pkg/a.py"].st_ctime_ns) < since
+    assert agent_seal.write_seal(str(tmp_path), request, stats, since, set(), written) is False
 
 
 def _program(code: str) -> str:
