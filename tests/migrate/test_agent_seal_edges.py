@@ -68,6 +68,51 @@ def test_racy_means_a_ctime_or_an_mtime_not_older_than_the_finish(tmp_path: Path
     assert agent_seal.write_seal(str(tmp_path), request, stats, since, set(), written) is False
 
 
+def _fresh(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One file just written and verified as it is: the request and the walk of a finish."""
+    (root / ".patchctl").mkdir()
+    (root / "a.py").write_text("a = 1\n")
+    request = {"manifest": [entry(root, "a.py")], "rendered": {}, "tags": TAGS, "seal_as": "S1"}
+    return request, agent_files.survey(str(root))
+
+
+@pytest.mark.parametrize("stands_still", [False, True])
+def test_a_finish_waits_for_the_clock_to_pass_its_racy_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stands_still: bool
+) -> None:
+    """The file-system clock (fs_now) played here: at the racy file's time twice, then past it
+    (sealed, after the third look), or never past it (no seal, after SETTLE seconds)."""
+    request, stats = _fresh(tmp_path)
+    last = stats["a.py"].st_ctime_ns
+    looks: list[int] = []
+
+    def clock(folder: str) -> int:
+        looks.append(last)
+        return last if stands_still or len(looks) < 3 else last + 1
+
+    monkeypatch.setattr(agent_seal, "fs_now", clock)
+    began = time.monotonic()
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is not stands_still
+    assert (tmp_path / ".patchctl/seal.json").exists() is not stands_still
+    if stands_still:
+        assert time.monotonic() - began >= agent_seal.SETTLE
+    else:
+        assert len(looks) == 3
+
+
+def test_a_seal_past_its_size_limit_is_not_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    request, stats = _fresh(tmp_path)
+    time.sleep(0.01)
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is True
+    size = (tmp_path / ".patchctl/seal.json").stat().st_size
+    monkeypatch.setattr(agent_seal, "MAX_SEAL", size)  # exactly at the limit: written
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is True
+    (tmp_path / ".patchctl/seal.json").unlink()
+    monkeypatch.setattr(agent_seal, "MAX_SEAL", size - 1)
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is False
+    assert not (tmp_path / ".patchctl/seal.json").exists()
+
+
 def _program(code: str) -> str:
     return base64.b64encode(code.encode()).decode()
 
