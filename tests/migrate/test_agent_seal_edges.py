@@ -113,6 +113,24 @@ def test_a_seal_past_its_size_limit_is_not_written(tmp_path: Path, monkeypatch: 
     assert not (tmp_path / ".patchctl/seal.json").exists()
 
 
+def test_a_racy_file_whose_stat_moved_after_the_walk_is_not_sealed(tmp_path: Path) -> None:
+    """The same bytes written again after the walk: what the walk saw is gone, so is the seal."""
+    request, stats = _fresh(tmp_path)
+    (tmp_path / "a.py").write_text("a = 1\n")
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is False
+    assert agent_seal.write_seal(str(tmp_path), request, agent_files.survey(str(tmp_path)), 0, set(), {}) is True
+
+
+def test_a_folder_in_the_seals_place_fails_no_finish(tmp_path: Path) -> None:
+    request = tree(tmp_path)
+    agent(request)
+    (tmp_path / ".patchctl/seal.json").unlink()
+    (tmp_path / ".patchctl/seal.json").mkdir()
+    reply = agent(request)
+    assert (reply.get("error"), reply["problems"], reply["sealed"]) == (None, [], False)
+    assert (tmp_path / ".patchctl/seal.json").is_dir()
+
+
 def _program(code: str) -> str:
     return base64.b64encode(code.encode()).decode()
 

@@ -142,7 +142,8 @@ def unseal(root):
     """Remove the seal (a finish begins with this: only one that ends verified writes one)."""
     path = inside(root, SEAL)
     if path is not None:
-        with contextlib.suppress(FileNotFoundError):
+        # a folder there reads as no seal (see read_seal) and is never replaced by one: left as it is
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             os.unlink(path)
 
 
