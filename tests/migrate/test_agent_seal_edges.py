@@ -113,6 +113,16 @@ def test_a_seal_past_its_size_limit_is_not_written(tmp_path: Path, monkeypatch: 
     assert not (tmp_path / ".patchctl/seal.json").exists()
 
 
+def test_a_racy_link_is_confirmed_by_its_target(tmp_path: Path) -> None:
+    (tmp_path / ".patchctl").mkdir()
+    (tmp_path / "l").symlink_to("b")  # the verdict read "a" there: the link was replaced since
+    request = {"manifest": [["l", "l", "a", False]], "rendered": {}, "tags": TAGS, "seal_as": "S1"}
+    stats = agent_files.survey(str(tmp_path))
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is False
+    request["manifest"] = [["l", "l", "b", False]]
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is True
+
+
 def test_a_racy_file_whose_stat_moved_after_the_walk_is_not_sealed(tmp_path: Path) -> None:
     """The same bytes written again after the walk: what the walk saw is gone, so is the seal."""
     request, stats = _fresh(tmp_path)
