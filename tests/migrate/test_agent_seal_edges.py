@@ -15,7 +15,7 @@ from agent_helpers import agent, entry
 from migrate_fixtures import Site
 from seal_helpers import RULE, keep_size_and_mtime, tree
 
-from patchctl.migrate import agent_files, agent_seal, verify_remote
+from patchctl.migrate import agent_cache, agent_files, agent_seal, verify_remote
 from patchctl.migrate.verify_remote import Agent
 
 TAGS = {"pattern": RULE[0], "needles": RULE[1], "expected": []}
@@ -111,6 +111,28 @@ def test_a_seal_past_its_size_limit_is_not_written(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(agent_seal, "MAX_SEAL", size - 1)
     assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is False
     assert not (tmp_path / ".patchctl/seal.json").exists()
+
+
+@pytest.mark.parametrize("placed", [True, False])
+def test_a_racy_data_file_is_confirmed_by_its_digest(tmp_path: Path, placed: bool) -> None:
+    """A file over MAX_SCAN (no tagged lines) is hashed in chunks; one the source did not place
+    is only its stat."""
+    (tmp_path / ".patchctl").mkdir()
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"a" * (agent_cache.MAX_SCAN + 1))
+    verified = entry(tmp_path, "data.bin")
+    keep_size_and_mtime(data, "b" * (agent_cache.MAX_SCAN + 1))
+    request = {"manifest": [verified] if placed else [], "rendered": {}, "tags": TAGS, "seal_as": "S1"}
+    stats = agent_files.survey(str(tmp_path))
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is not placed
+    request["manifest"] = [entry(tmp_path, "data.bin")]
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is True
+
+
+def test_a_racy_file_removed_after_the_walk_is_not_sealed(tmp_path: Path) -> None:
+    request, stats = _fresh(tmp_path)
+    (tmp_path / "a.py").unlink()
+    assert agent_seal.write_seal(str(tmp_path), dict(request, manifest=[]), stats, 0, set(), {}) is False
 
 
 def test_a_racy_link_is_confirmed_by_its_target(tmp_path: Path) -> None:
