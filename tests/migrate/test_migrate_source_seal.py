@@ -14,6 +14,7 @@ from migrate_helpers import git, make_repo
 from test_migrate_fileset import cluster
 from test_migrate_hashcache import same_size_same_mtime
 
+from patchctl.clusters import Cluster, Host
 from patchctl.migrate import Options, hashcache, seal, state
 from patchctl.migrate.prepare import Pending, Prepared, prepare
 
@@ -28,9 +29,11 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def run(root: Path, tmp: Path, options: Options | None = None) -> tuple[Prepared | None, seal.Summary]:
+def run(
+    root: Path, tmp: Path, options: Options | None = None, to: Cluster | None = None
+) -> tuple[Prepared | None, seal.Summary]:
     """One preparation whose hosts all settle by their own seals (nothing asks for the tree)."""
-    pending = Pending(cluster(), root, options or Options())
+    pending = Pending(to or cluster(), root, options or Options())
     tree = prepare(root, (), (), tmp, pending, needed=lambda: False)
     return tree, pending.summary.result()
 
@@ -91,10 +94,10 @@ def test_a_tree_younger_than_its_walk_is_not_sealed(
     real_clock = seal.clock
     monkeypatch.setattr(seal, "clock", lambda: young.stat().st_ctime_ns)
     run(tree, tmp_path)
-    assert seal.load(tree) is None
+    assert seal.load(tree, cluster().name) is None
     monkeypatch.setattr(seal, "clock", real_clock)
     run(tree, tmp_path)
-    assert seal.load(tree) is not None
+    assert seal.load(tree, cluster().name) is not None
 
 
 @pytest.mark.parametrize(
@@ -111,10 +114,19 @@ def test_a_tree_younger_than_its_walk_is_not_sealed(
 def test_a_damaged_seal_prepares_the_tree_in_full(tree: Path, tmp_path: Path, damage: object) -> None:
     """The seal still matches the tree; what it vouches for is damaged: never handed on."""
     run(tree, tmp_path)
-    kept = seal._file(tree)
+    kept = seal._file(tree, cluster().name)
     kept.write_text(damage(json.loads(kept.read_text())))  # type: ignore[operator]
     again, summary = run(tree, tmp_path)
     assert again is not None and again.summary == summary
+
+
+def test_a_tree_sent_to_two_clusters_in_turn_stays_sealed_for_each(tree: Path, tmp_path: Path) -> None:
+    other = Cluster("other", (Host("h", "/r"),), "/r", Path("/cfg/patchctl.toml"))
+    _, summary = run(tree, tmp_path)
+    _, elsewhere = run(tree, tmp_path, to=other)
+    assert elsewhere.request != summary.request  # the provenance names the cluster
+    assert run(tree, tmp_path) == (None, summary)
+    assert run(tree, tmp_path, to=other) == (None, elsewhere)
 
 
 def test_checksum_never_trusts_the_seal(tree: Path, tmp_path: Path) -> None:

@@ -106,7 +106,7 @@ def prepare(
     walked = fileset.walk(root, cluster, generated, asked)
     pending.listed.set_result(filelist.SendList(tmp / "files", root, walked.paths))
     sealed = seal.of(walked, cluster, rule, generated, fileset.changes(asked))
-    kept = None if options.checksum else seal.load(root)
+    kept = None if options.checksum else seal.load(root, cluster.name)
     if kept is not None and kept[0] == sealed:
         pending.summary.set_result(kept[1])
         if not needed():
@@ -133,7 +133,7 @@ def prepare(
         pending.summary.set_result(summary)
     pending.ready.set_result(tree)
     hashcache.save(root, cache)  # after the tags: they fill the records' tagged lines
-    seal.save(root, sealed if seal.settled(walked, since) else None, summary)
+    seal.save(root, cluster.name, sealed if seal.settled(walked, since) else None, summary)
     return tree
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from patchctl import __version__
 from patchctl.clusters import Cluster
-from patchctl.migrate import agent_cache, hashcache, state
+from patchctl.migrate import agent_cache, state
 from patchctl.migrate.fileset import Walked
 
 FORMAT = 1
@@ -103,15 +103,16 @@ def settled(walked: Walked, since: int) -> bool:
     return since > 0 and all(st.st_mtime_ns < since and st.st_ctime_ns < since for _, st, _ in walked.files)
 
 
-def _file(root: Path) -> Path:
-    cache = hashcache.cache_file(root)
-    return cache.with_name(cache.name.replace("hashes-", "seal-", 1))
+def _file(root: Path, cluster: str) -> Path:
+    """One seal per tree and cluster: a tree sent to two clusters in turn keeps both."""
+    key = hashlib.sha256(f"{root.resolve()}\0{cluster}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return state.state_dir() / f"seal-{key}.json"
 
 
-def load(root: Path) -> tuple[str, Summary] | None:
-    """The seal kept for ``root`` and its summary, or None (none kept, damaged, foreign)."""
+def load(root: Path, cluster: str) -> tuple[str, Summary] | None:
+    """The seal kept for ``root`` and ``cluster``, and its summary, or None (none kept, damaged, foreign)."""
     try:
-        with open(_file(root), "rb") as f:
+        with open(_file(root, cluster), "rb") as f:
             doc = json.loads(f.read(1 << 16))
         s = doc["summary"]
         summary = Summary(s["request"], s["manifest_sha256"], s["files"], s["commit"])
@@ -125,9 +126,9 @@ def load(root: Path) -> tuple[str, Summary] | None:
         return None
 
 
-def save(root: Path, seal: str | None, summary: Summary) -> None:
+def save(root: Path, cluster: str, seal: str | None, summary: Summary) -> None:
     """Keep ``seal`` (None: forget the one kept); best effort, as the hash cache."""
-    path = _file(root)
+    path = _file(root, cluster)
     try:
         if seal is None:
             path.unlink(missing_ok=True)
