@@ -105,8 +105,9 @@ def prepare(
     since = seal.clock()
     walked = fileset.walk(root, cluster, generated, asked)
     pending.listed.set_result(filelist.SendList(tmp / "files", root, walked.paths))
-    sealed = seal.of(walked, cluster, rule, generated, fileset.changes(asked))
     kept = None if options.checksum else seal.load(root, cluster.name)
+    # without a seal kept (a first run), the walk's is worked out after the hosts have the tree
+    sealed = seal.of(walked, cluster, rule, generated, fileset.changes(asked)) if kept is not None else None
     if kept is not None and kept[0] == sealed:
         pending.summary.set_result(kept[1])
         if not needed():
@@ -133,7 +134,11 @@ def prepare(
         pending.summary.set_result(summary)
     pending.ready.set_result(tree)
     hashcache.save(root, cache)  # after the tags: they fill the records' tagged lines
-    seal.save(root, cluster.name, sealed if seal.settled(walked, since) else None, summary)
+    if seal.settled(walked, since):
+        sealed = sealed or seal.of(walked, cluster, rule, generated, fileset.changes(asked))
+        seal.save(root, cluster.name, sealed, summary)
+    else:
+        seal.save(root, cluster.name, None, summary)
     return tree
 
 
