@@ -6,7 +6,11 @@ host does, the two versions taking turns run by run, so a change of load hits bo
 
 - first: the check after a first transfer (no cache on the host, no prescan): every file read;
 - again: a no-change re-run's check: the prescan order, a pause while the source would be
-  listed and hashed, then the request (a 100k manifest is ~12 MB of JSON).
+  listed and hashed, then the request (a 100k manifest is ~12 MB of JSON);
+- sealed: a no-change re-run answered by the host's seal (agent_seal; a version without it is
+  shown as "-"): the prescan order with ``"seal": true`` sent once the process has started, the
+  seconds until its one-line answer, then EOF. Every request carries ``seal_as``, so "first" and
+  "again" include writing the seal.
 
 Each is one agent process as ssh starts it there (``python3 -I -S -c``, the request on stdin):
 the wall seconds from the request sent to the reply read, and the process's CPU seconds (wait4;
@@ -74,6 +78,7 @@ def tree(root: Path, n: int) -> bytes:
         "max_delete": 0,
         "tags": {"pattern": RULE[0], "needles": RULE[1], "expected": expected},
         "provenance": {"commit": "bench"},
+        "seal_as": "bench",
     }
     return json.dumps(request, separators=(",", ":")).encode()
 
@@ -100,6 +105,26 @@ def check(program: str, root: Path, request: bytes, pause: float | None) -> tupl
     return wall, usage.ru_utime + usage.ru_stime
 
 
+def sealed(program: str, root: Path) -> tuple[float, float] | None:
+    """One agent process asked for its seal once started: (wall seconds from the order to the
+    answer, the process's CPU seconds); None when the answer is not the sealed digest."""
+    p = subprocess.Popen(["python3", "-I", "-S", "-c", program], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert p.stdin is not None and p.stdout is not None
+    time.sleep(0.3)  # its start-up (python, the program's decoding) done: it waits for the order
+    began = time.perf_counter()
+    order = {"prescan": {"root": str(root), "rule": RULE, "rehash": False, "seal": True}}
+    p.stdin.write(json.dumps(order).encode() + b"\n")
+    p.stdin.close()  # EOF: the answer comes first, then the agent exits (one without a seal says nothing)
+    line = p.stdout.readline()
+    wall = time.perf_counter() - began
+    p.stdout.read()
+    _, _, usage = os.wait4(p.pid, 0)
+    answer = json.loads(line or b"null")
+    if not isinstance(answer, dict) or answer.get("sealed") != "bench":
+        return None
+    return wall, usage.ru_utime + usage.ru_stime
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10k,100k")
@@ -119,22 +144,26 @@ def main() -> int:
             f"host agent, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at start; median of {args.runs} "
             "run(s), the versions taking turns"
         )
-        print("| files | version | first: request to reply s / CPU s | again: request to reply s / CPU s |")
-        print("|---|---|---|---|")
+        print(
+            "| files | version | first: request to reply s / CPU s | again: request to reply s / CPU s "
+            "| sealed: order to answer s / CPU s |"
+        )
+        print("|---|---|---|---|---|")
         for key in sizes:
             root = tmp / f"tree-{key}"
             request = tree(root, SIZES[key])
-            runs: dict[str, list[tuple[float, float, float, float]]] = {v: [] for v in versions}
+            runs: dict[str, list[tuple[float, ...]]] = {v: [] for v in versions}
             for _ in range(args.runs):
                 for name, program in versions.items():
                     shutil.rmtree(root / ".patchctl", ignore_errors=True)  # a first run: nothing known
                     first = check(program, root, request, None)
                     again = check(program, root, request, PAUSE[key])
-                    runs[name].append((*first, *again))
+                    runs[name].append((*first, *again, *(sealed(program, root) or ())))
             for name, rows in runs.items():
-                med = [statistics.median(r[i] for r in rows) for i in range(4)]
+                med = [statistics.median(r[i] for r in rows) for i in range(min(len(r) for r in rows))]
                 first, again = f"{med[0]:.2f} / {med[1]:.2f}", f"{med[2]:.2f} / {med[3]:.2f}"
-                print(f"| {SIZES[key]:,} | {name} | {first} | {again} |", flush=True)
+                seal = f"{med[4]:.3f} / {med[5]:.3f}" if len(med) == 6 else "-"
+                print(f"| {SIZES[key]:,} | {name} | {first} | {again} | {seal} |", flush=True)
     return 0
 
 

@@ -15,7 +15,8 @@ A file's sha256 and tagged lines are remembered in ``.patchctl/hashes.json`` (se
 reused while its size, mtime, ctime and inode stay as they were when it was read: a no-change
 re-run then costs a ``stat`` per file, like rsync's quick check, not a read of every byte. Its
 file operations (confinement to the root, the walk, writes, deletions) are in ``agent_files``,
-its comparisons in ``agent_check``; the four files travel as one program.
+its comparisons in ``agent_check``, its seal of a verified tree in ``agent_seal``; the five files
+travel as one program.
 
 Deletions only ever touch files an earlier migrate placed (listed in ``.patchctl/manifest.json``),
 so outputs the host made itself (checkpoints, logs) are never at risk.
@@ -35,8 +36,8 @@ if False:  # typing only: the host's python3 may predate the typing module
     from collections.abc import Iterable  # noqa: F401 - named in type comments only
     from typing import Any, Optional  # noqa: F401 - named in type comments only
 
-# here, where patchctl is installed; on a host the source of agent_cache, agent_files and
-# agent_check has just run before this one
+# here, where patchctl is installed; on a host the source of agent_cache, agent_files,
+# agent_check and agent_seal has just run before this one
 with contextlib.suppress(ImportError):
     from patchctl.migrate.agent_cache import MAX_SCAN, Cache, fs_now, load_cache  # noqa: F401 - see above
     from patchctl.migrate.agent_check import problems, tags_here
@@ -57,6 +58,7 @@ with contextlib.suppress(ImportError):
         write_atomic,
         write_changed,
     )
+    from patchctl.migrate.agent_seal import sealed_answer, unseal, write_seal
 
 
 class Prescan:
@@ -67,21 +69,24 @@ class Prescan:
     each file again, in its own walk: a record is carried over only while its stat is unchanged
     and it is older than this scan's start."""
 
-    def __init__(self, order):
-        # type: (dict[str, Any]) -> None
+    def __init__(self, order, since=None, walk=None):
+        # type: (dict[str, Any], Optional[int], Optional[dict[str, os.stat_result]]) -> None
+        """``since`` and ``walk``: the file-system clock and the walk taken after it by a prescan
+        that looked for a seal (``agent_seal.sealed_answer``) and did not find the tree sealed."""
         self.order, self.carried = order, None  # type: dict[str, Any], Optional[Cache]
         self.thread = None  # type: Optional[threading.Thread]
         root = order["root"]
         kept = inside(root, CACHE) if os.path.isdir(root) else None
         if kept is None or not os.path.isdir(os.path.dirname(kept)):
             return  # a fresh root: nothing to scan
-        self.since = fs_now(os.path.dirname(kept))  # here, not on the thread: it writes (and removes) a file
-        self.thread = threading.Thread(target=self.scan, args=(root, kept))
+        # here, not on the thread: it writes (and removes) a file
+        self.since = fs_now(os.path.dirname(kept)) if since is None else since
+        self.thread = threading.Thread(target=self.scan, args=(root, kept, walk))
         self.thread.daemon = True  # an agent that is not asked after all exits at once
         self.thread.start()
 
-    def scan(self, root, kept):
-        # type: (str, str) -> None
+    def scan(self, root, kept, walk):
+        # type: (str, str, Optional[dict[str, os.stat_result]]) -> None
         placed = read_json(os.path.join(root, MANIFEST), {}).get("files", [])
         placed = placed if isinstance(placed, list) else []  # the host's file: anything may be there
         pattern, needles = self.order["rule"]
@@ -90,7 +95,7 @@ class Prescan:
         )
         rx, words, base = re.compile(pattern), [n.encode() for n in needles], os.path.join(root, "")
         placed = set(p for p in placed if isinstance(p, str))
-        for rel, st in survey(root).items():
+        for rel, st in (survey(root) if walk is None else walk).items():
             if stat.S_ISREG(st.st_mode):
                 if rel in placed:
                     cache.digest(rel, base + rel, st)
@@ -100,7 +105,8 @@ class Prescan:
     def cache(self, root, rule, rehash, since):
         # type: (str, Any, bool, int) -> Optional[Cache]
         """The check's cache, from this scan's records (None when it scanned something else)."""
-        if self.thread is None or self.order != {"root": root, "rule": rule, "rehash": rehash}:
+        asked = {k: self.order.get(k) for k in ("root", "rule", "rehash")}  # not "seal": that is no scan's
+        if self.thread is None or asked != {"root": root, "rule": rule, "rehash": rehash}:
             return None
         self.thread.join()
         if self.carried is None:
@@ -130,6 +136,7 @@ def main(req, early=None):
     if finish:
         os.makedirs(root, exist_ok=True)
         hold_transfer_lock(root)
+        unseal(root)  # written again below only if this finish ends verified
     if not os.path.isdir(root):  # plan for a host that has no tree yet
         reply["problems"] = [[e[0], "missing"] for e in manifest]
         reply["rendered"] = sorted(rendered)
@@ -169,16 +176,22 @@ def main(req, early=None):
     there = set(tuple(t) for t in tags["expected"])
     reply["tags_only_here"] = sorted(here - there)
     reply["tags_missing_here"] = sorted(there - here)
-    record(root, req, reply)
+    written = record(root, req, reply)
     remembered = cache.document()
     if kept is not None and remembered["files"] != cache.on_disk:  # a no-change re-run writes nothing it need not
         write_atomic(kept, json.dumps(remembered, separators=(",", ":")).encode())
+    if "seal_as" in req:  # see agent_seal: the next prescan may then answer with one walk
+        verified = not (reply["problems"] or reply["tags_only_here"] or reply["tags_missing_here"])
+        reply["sealed"] = (
+            verified and type(req["seal_as"]) is str and write_seal(root, req, stats, since, here, written)
+        )
     return reply
 
 
 def record(root, req, reply):
-    # type: (str, dict[str, Any], dict[str, Any]) -> None
-    """What this host now holds: the files migrate placed (for later deletions) and provenance."""
+    # type: (str, dict[str, Any], dict[str, Any]) -> dict[str, bytes]
+    """What this host now holds: the files migrate placed (for later deletions) and provenance.
+    Returns the two records' paths and bytes (a seal confirms them, see agent_seal)."""
     placed = set(e[0] for e in req["manifest"])
     if not req.get("delete"):
         old = read_json(os.path.join(root, MANIFEST), {}).get("files", [])
@@ -187,7 +200,8 @@ def record(root, req, reply):
     manifest, provenance_file = inside(root, MANIFEST), inside(root, PROVENANCE)
     if manifest is None or provenance_file is None:  # a .patchctl symlinked elsewhere on the host
         raise ValueError(f"{root}/.patchctl leads out of the root; make it a folder there")
-    write_changed(manifest, json.dumps({"format": 1, "files": sorted(placed)}).encode())
+    written = {MANIFEST: json.dumps({"format": 1, "files": sorted(placed)}).encode()}
+    write_changed(manifest, written[MANIFEST])
     provenance = dict(req["provenance"], verified=ok, root=root)
     # the time of a migrate that found this very tree verified already is not news: kept as it was
     # (``migrated_at`` says when this tree and outcome were first recorded here); never read via a link
@@ -195,7 +209,25 @@ def record(root, req, reply):
     if isinstance(earlier, dict) and "migrated_at" in provenance:
         same = dict(provenance, migrated_at=earlier.get("migrated_at")) == earlier
         provenance = earlier if same else provenance
-    write_changed(provenance_file, (json.dumps(provenance, indent=2) + "\n").encode())
+    written[PROVENANCE] = (json.dumps(provenance, indent=2) + "\n").encode()
+    write_changed(provenance_file, written[PROVENANCE])
+    return written
+
+
+def prescan(order):
+    # type: (dict[str, Any]) -> Optional[Prescan]
+    """The prescan ``order`` asks for; with ``"seal": true`` first the one line that answers it
+    (see agent_seal): a sealed tree needs no prescan, and one that is not is scanned from the walk
+    its answer took."""
+    if order.get("seal") is not True:
+        return Prescan(order)
+    try:
+        answer, since, walk = sealed_answer(order)
+    except Exception:  # the host's tree or seal, anything may be there: "not sealed", never no line
+        answer, since, walk = None, 0, None
+    sys.stdout.write(json.dumps({"sealed": answer}) + "\n")
+    sys.stdout.flush()
+    return None if answer is not None else Prescan(order, since if walk is not None else None, walk)
 
 
 def run():
@@ -208,8 +240,9 @@ def run():
     early = None
     try:
         if first.startswith(b'{"prescan"'):  # the root and tag rule, sent ahead of the request
-            early = Prescan(json.loads(first.decode("utf-8"))["prescan"])
+            order = json.loads(first.decode("utf-8"))["prescan"]
             first = b""
+            early = prescan(order)
     except Exception:  # a prescan is only a head start: the check does it all without one
         early = None
     raw = first + sys.stdin.buffer.read()

@@ -10,8 +10,11 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import os
+import select
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +23,7 @@ from typing import Any
 from patchctl import proc
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import PatchctlError
-from patchctl.migrate import agent_cache, agent_check, agent_files, remote_agent
+from patchctl.migrate import agent_cache, agent_check, agent_files, agent_seal, remote_agent
 from patchctl.migrate.fileset import FileSet
 from patchctl.migrate.results import HostStatus
 from patchctl.quoting import printable, quote_path
@@ -33,9 +36,15 @@ SHOWN = 50
 
 @functools.lru_cache(maxsize=1)
 def _agent_b64() -> str:
-    """The agent's program: its hash cache's source, its file operations', its check's, then its
-    own (which imports the other three only where patchctl is installed, see remote_agent)."""
-    files = (agent_cache.__file__, agent_files.__file__, agent_check.__file__, remote_agent.__file__)
+    """The agent's program: its hash cache's source, its file operations', its check's, its seal's,
+    then its own (which imports the other four only where patchctl is installed, see remote_agent)."""
+    files = (
+        agent_cache.__file__,
+        agent_files.__file__,
+        agent_check.__file__,
+        agent_seal.__file__,
+        remote_agent.__file__,
+    )
     source = b"\n".join(Path(f).read_bytes() for f in files)
     return base64.b64encode(source).decode("ascii")
 
@@ -60,6 +69,8 @@ class Agent:
 
     ``prescan`` (the tag rule and whether to re-hash everything): sent at once, so the agent
     starts reading the host's tree while the source is still hashed here (remote_agent.Prescan).
+    With ``"seal": True`` in it the agent first answers whether the tree is still as a verified
+    finish sealed it (``sealed``, see agent_seal).
     """
 
     def __init__(
@@ -68,6 +79,8 @@ class Agent:
         self.cluster, self.host = cluster, host
         self._err = tempfile.TemporaryFile()  # noqa: SIM115 - outlives __init__: close() closes it
         self._missing = ""
+        #: a seal answer still to read (see ``sealed``), and bytes read from stdout ahead of ``ask``
+        self._seal_asked, self._early = bool(prescan and prescan.get("seal")), b""
         self._proc: subprocess.Popen[bytes] | None = None
         try:
             self._proc = proc.spawn(
@@ -85,6 +98,31 @@ class Agent:
                 self._proc.stdin.flush()
             except OSError:
                 pass  # ssh already gone: ask() reports the host
+
+    def sealed(self, timeout: float) -> str | None:
+        """The digest the host's seal vouches for when one fresh walk found its tree as sealed, read
+        from the agent's first line within ``timeout`` seconds; None when it is not sealed, on
+        timeout, EOF or garbage, or when the prescan did not ask (``ask`` still works after)."""
+        p = self._proc
+        if not self._seal_asked or p is None or p.stdout is None:
+            return None
+        self._seal_asked = False  # one line, read once
+        fd, deadline = p.stdout.fileno(), time.monotonic() + timeout
+        while b"\n" not in self._early:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None  # what came so far stays in _early: ask() reads past it
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            self._early += chunk
+        line, _, self._early = self._early.partition(b"\n")
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            return None
+        sealed = answer.get("sealed") if isinstance(answer, dict) else None
+        return sealed if isinstance(sealed, str) else None
 
     def ask(self, request: dict[str, Any], timeout: float, manifest: bytes | None = None) -> AgentReply:
         """Send the request, wait up to ``timeout`` seconds for the reply (one use only).
@@ -108,7 +146,7 @@ class Agent:
             )
         self._err.seek(0)
         stderr = self._err.read().decode("utf-8", "replace")
-        return _reply(self.cluster, self.host, p.returncode, out.decode("utf-8", "replace"), stderr)
+        return _reply(self.cluster, self.host, p.returncode, (self._early + out).decode("utf-8", "replace"), stderr)
 
     def close(self) -> None:
         """End an agent that was never asked (EOF: it exits at once), and free its stderr file."""
@@ -137,6 +175,8 @@ def call(
 
 
 def _reply(cluster: Cluster, host: Host, returncode: int, stdout: str, stderr: str) -> AgentReply:
+    if stdout.startswith('{"sealed"'):  # a prescan's seal answer (see Agent.sealed): the reply follows it
+        stdout = stdout.partition("\n")[2]
     if returncode == 255:
         return AgentReply({}, HostStatus.UNREACHABLE, ssh.unreachable_reason(cluster, host, stderr))
     try:
