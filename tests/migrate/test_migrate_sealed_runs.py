@@ -91,6 +91,8 @@ def test_checksum_and_delete_never_go_by_a_seal(site: Site, tree: Path, options:
     assert states(migrate(cluster, tree, ()))[0][1]
     (host,) = migrate(cluster, tree, (), options).hosts
     assert (host.status, host.sealed) == (HostStatus.OK, False)
+    # --checksum: every file read again (in the check's prescan, which files_read counts too)
+    assert host.files_read == (len(FILES) + 1 if options.checksum else 0)
 
 
 def test_a_forged_host_seal_is_not_taken_for_a_verification(site: Site, tree: Path) -> None:

@@ -113,6 +113,7 @@ class Prescan:
             return None
         cache = Cache(self.carried.document()["files"], rule, since)
         cache.on_disk = self.carried.on_disk
+        cache.read = self.carried.read  # the files this check read, in its prescan or after
         return cache
 
 
