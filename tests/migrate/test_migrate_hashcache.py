@@ -202,7 +202,8 @@ def test_the_prescan_does_the_reading_and_never_hides_a_later_change(tmp_path: P
     agent(req(tmp_path, "finish", manifest))
     same_size_same_mtime(tmp_path / "pkg/m0.py", "value = 1111\n")  # before the prescan: it reads it
     reply = _agent_with_prescan(tmp_path, req(tmp_path, "finish", manifest), lambda: time.sleep(0.5))
-    assert reply["problems"] == [["pkg/m0.py", "content differs (sha256)"]] and reply["read"] == 0
+    assert reply["problems"] == [["pkg/m0.py", "content differs (sha256)"]]
+    assert reply["read"] == reply["read_early"] == 1  # read once, before the request came
 
     def change_during_the_scan() -> None:
         time.sleep(0.5)  # the prescan has begun (on a loaded machine it may begin later: either way)

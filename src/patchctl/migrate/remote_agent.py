@@ -131,6 +131,7 @@ def main(req, early=None):
         "tags_only_here": [],
         "tags_missing_here": [],
         "read": 0,
+        "read_early": 0,
         "render_seconds": 0.0,
     }  # type: dict[str, Any]
     finish = req["action"] == "finish"
@@ -153,6 +154,7 @@ def main(req, early=None):
     since = fs_now(os.path.dirname(kept)) if finish and kept is not None else 0
     rule, rehash = [tags["pattern"], tags["needles"]], bool(req.get("rehash"))
     cache = early.cache(root, rule, rehash, since) if early is not None else None
+    reply["read_early"] = cache.read if cache is not None else 0  # of "read": before the request came
     if cache is None:
         cache = load_cache(kept, rule, since, not rehash, (64 << 20) + 4096 * len(manifest))
     began = time.monotonic()
