@@ -36,11 +36,12 @@ STEPS = {
     "patchctl.migrate.runner": ["run"],
     "patchctl.migrate.prepare": ["prepare"],
     "patchctl.migrate.hashcache": ["load", "save"],
-    "patchctl.migrate.fileset": ["collect", "_walk", "_hashed"],
+    "patchctl.migrate.fileset": ["walk", "_walk", "hashed", "_hashed"],
+    "patchctl.migrate.seal": ["of", "load", "save", "settled"],
     "patchctl.git": ["worktree_files", "changed", "toplevel", "head"],
-    "patchctl.migrate.verify_remote": ["tags_request", "Agent.__init__", "Agent.ask"],
+    "patchctl.migrate.verify_remote": ["tags_request", "Agent.__init__", "Agent.sealed", "Agent.ask"],
     "patchctl.migrate.provenance": ["encode_manifest", "build"],
-    "patchctl.migrate.hostrun": ["HostRun.run"],
+    "patchctl.migrate.hostrun": ["HostRun.run", "HostRun.sealed"],
 }
 LOG: list[tuple[float, float, str, str]] = []
 

@@ -19,7 +19,7 @@ from migrate_helpers import make_repo
 from patchctl.clusters import load_cluster
 from patchctl.migrate import HostStatus, Options, agent_cache, migrate, state, verify_remote
 from patchctl.migrate.hashcache import cache_file
-from patchctl.migrate.prepare import prepare
+from patchctl.migrate.prepare import Pending, Prepared, prepare
 from patchctl.remote import ssh
 
 FILES = {f"pkg/m{i}.py": f"value = {i:04d}\n" for i in range(6)}
@@ -202,7 +202,8 @@ def test_the_prescan_does_the_reading_and_never_hides_a_later_change(tmp_path: P
     agent(req(tmp_path, "finish", manifest))
     same_size_same_mtime(tmp_path / "pkg/m0.py", "value = 1111\n")  # before the prescan: it reads it
     reply = _agent_with_prescan(tmp_path, req(tmp_path, "finish", manifest), lambda: time.sleep(0.5))
-    assert reply["problems"] == [["pkg/m0.py", "content differs (sha256)"]] and reply["read"] == 0
+    assert reply["problems"] == [["pkg/m0.py", "content differs (sha256)"]]
+    assert reply["read"] == reply["read_early"] == 1  # read once, before the request came
 
     def change_during_the_scan() -> None:
         time.sleep(0.5)  # the prescan has begun (on a loaded machine it may begin later: either way)
@@ -210,6 +211,11 @@ def test_the_prescan_does_the_reading_and_never_hides_a_later_change(tmp_path: P
 
     reply = _agent_with_prescan(tmp_path, req(tmp_path, "finish", manifest), change_during_the_scan)
     assert reply["problems"] == [["pkg/m0.py", "content differs (sha256)"], ["pkg/m1.py", "content differs (sha256)"]]
+
+
+def must(tree: Prepared | None) -> Prepared:
+    assert tree is not None
+    return tree
 
 
 @pytest.mark.parametrize("checksum", [False, True])
@@ -222,11 +228,10 @@ def test_checksum_reads_every_source_file_whatever_the_cache_says(
     config = tmp_path / "patchctl.toml"
     config.write_text('[clusters.c]\nhosts = ["n1"]\nroot = "/r"\n')
     cluster = load_cluster("c", config)
-    prepare(cluster, tree, (), (), Options(), tmp_path)
+    prepare(tree, (), (), tmp_path, Pending(cluster, tree, Options()))
     doc = json.loads(cache_file(tree).read_text())
     doc["files"]["pkg/m2.py"][4] = "0" * 64  # the cache vouches for a digest the file does not have
     cache_file(tree).write_text(json.dumps(doc))
-    digests = {
-        e.path: e.digest for e in prepare(cluster, tree, (), (), Options(checksum=checksum), tmp_path).fs.entries
-    }
+    again = must(prepare(tree, (), (), tmp_path, Pending(cluster, tree, Options(checksum=checksum))))
+    digests = {e.path: e.digest for e in again.fs.entries}
     assert (digests["pkg/m2.py"] == "0" * 64) is not checksum

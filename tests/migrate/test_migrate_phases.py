@@ -24,9 +24,10 @@ def test_json_and_plain_progress_say_where_each_host_spent_its_time(site: Site, 
         assert h["phases"]["fileset"] > 0 and h["phases"]["transfer"] > 0 and h["phases"]["verify"] > 0
         assert sum(h["phases"].values()) <= h["seconds"] + h["phases"]["fileset"]
     again = CliRunner().invoke(cli, ["migrate", "loop", "--target", str(tree), "--config", config, "--json"])
-    for h in json.loads(again.stdout)["hosts"]:  # nothing to send: one check, no transfer
-        assert (h["files_sent"], h["phases"]["transfer"], h["files_read"]) == (0, 0, 0)
-        assert h["phases"]["verify"] > 0
+    for h in json.loads(again.stdout)["hosts"]:  # nothing to send: the host's seal settles it, no transfer
+        assert (h["files_sent"], h["phases"]["transfer"], h["files_read"], h["sealed"]) == (0, 0, 0, True)
+        # the wait for the host's answer once the source knew what to ask: 0 when its walk was done first
+        assert 0 <= h["phases"]["verify"] < h["seconds"] and h["phases"]["fileset"] > 0
     plain = CliRunner().invoke(cli, ["migrate", "loop", "--target", str(tree), "--config", config])
     assert plain.exit_code == 0
     for host in ("node1", "node2"):

@@ -23,7 +23,7 @@ from patchctl.cli.main import cli
 from patchctl.migrate import Options, agent_cache, fileset, hashcache, listing, provenance, state, verify_remote
 from patchctl.migrate.fileset import collect
 from patchctl.migrate.listing import Listing
-from patchctl.migrate.prepare import prepare
+from patchctl.migrate.prepare import Pending, prepare
 from patchctl.patchsets import loader
 
 
@@ -154,7 +154,9 @@ def test_the_hosts_get_the_tree_before_the_cache_is_written_and_it_is_written(
         real_save(*args)
 
     monkeypatch.setattr(hashcache, "save", save)
-    prepare(cluster(), root, (), (), Options(), tmp_path, on_ready=lambda tree: events.append(tree.fs.paths))
+    pending = Pending(cluster(), root, Options())
+    pending.ready.add_done_callback(lambda tree: events.append(tree.result().fs.paths))
+    prepare(root, (), (), tmp_path, pending)
     assert events == [["a.py", "b.py"], "cache written"]
     assert set(json.loads(hashcache.cache_file(root).read_text())["files"]) == {"a.py", "b.py"}
 

@@ -117,14 +117,14 @@ def _included_files(root: Path, cluster: Cluster) -> set[str]:
     return out
 
 
-def _walk(root: Path, listed: dict[str, bool], cluster: Cluster, skip: set[str], cache: Any) -> _Walked:
-    """One pass over git's paths in order, each tested, stat'ed, looked up in the cache and made
-    an entry in the same turn (a pass per step cost each of 100k paths a list slot and a call
-    per step). A regular file the cache does not know gets an empty digest, for ``_hashed``."""
+def _walk(root: Path, listed: dict[str, bool], cluster: Cluster, skip: set[str]) -> Walked:
+    """One pass over git's paths in order, each tested and stat'ed (a pass per step cost each of
+    100k paths a list slot and a call per step). Nothing is looked up or read yet: a tree whose
+    stats are those of the source's seal (see seal) needs nothing more."""
     base = os.path.join(root, "")  # joined by hand below: pathlib or os.path.join cost more than the lstat
     patterned = bool(cluster.include or cluster.exclude)
-    lstat, record_for, readlink = os.lstat, cache.record_for, os.readlink
-    entries: list[Entry] = []
+    lstat, readlink = os.lstat, os.readlink
+    files: list[tuple[str, os.stat_result, str]] = []
     left_out: list[tuple[str, str]] = []
     for path in sorted(listed):
         if path in skip or path.startswith(PASSED_OVER) or path.endswith(DEBRIS_SUFFIX):
@@ -142,21 +142,42 @@ def _walk(root: Path, listed: dict[str, bool], cluster: Cluster, skip: set[str],
             continue
         mode = st.st_mode
         if stat.S_ISREG(mode):
-            entries.append(Entry(path, "f", record_for(path, st)[4] or "", bool(mode & 0o100), st.st_size))
+            files.append((path, st, ""))
         elif stat.S_ISLNK(mode):
-            entries.append(Entry(path, "l", readlink(full), False, 0))
+            files.append((path, st, readlink(full)))
         elif listed[path]:
             left_out.append((path, _UNSENDABLE if stat.S_ISDIR(mode) else "not a file"))
-    return _Walked(entries, left_out)
+    if left_out:
+        raise TrackedFileLeftOut(left_out, cluster.name, cluster.source)
+    return Walked(root, files)
 
 
-class _Walked(NamedTuple):
-    entries: list[Entry]
-    #: tracked files that would not be sent, and why
-    left_out: list[tuple[str, str]]
+@dataclass(frozen=True)
+class Walked:
+    """The files to send, listed and stat'ed, not yet hashed (see walk)."""
+
+    root: Path
+    #: ``(path, lstat, link target)`` per file in path order; the target is "" for a regular file
+    files: list[tuple[str, os.stat_result, str]]
+
+    @property
+    def paths(self) -> list[str]:
+        return [f[0] for f in self.files]
 
 
 _UNSENDABLE = "a submodule or special file, which migrate does not send"
+
+
+def _entries(walked: Walked, cache: Any) -> list[Entry]:
+    """An entry per walked file, its digest the cache's where the stat is the one remembered; a
+    regular file the cache does not know gets an empty digest, for ``_hashed``."""
+    record_for = cache.record_for
+    return [
+        Entry(path, "f", record_for(path, st)[4] or "", bool(st.st_mode & 0o100), st.st_size)
+        if not target
+        else Entry(path, "l", target, False, 0)
+        for path, st, target in walked.files
+    ]
 
 
 def _hashed(root: Path, entries: list[Entry], cache: Any) -> list[Entry]:
@@ -183,22 +204,15 @@ def _hashed(root: Path, entries: list[Entry], cache: Any) -> list[Entry]:
     return out
 
 
-def collect(
+def walk(
     root: Path,
     cluster: Cluster,
     generated: tuple[str, ...] = (),
-    cache: Any = None,
-    on_listed: Callable[[list[str]], None] | None = None,
     asked: Listing | None = None,
-) -> FileSet:
-    """The files to send from ``root`` to the cluster; raises if a tracked file would be left out.
-
-    ``generated`` are paths rendered per host (``git_ignore.py``): the source's copy stays home.
-    ``cache``: digests remembered from earlier runs (see hashcache); None reads every file.
-    ``on_listed``: given the paths once they are known and checked, before any file is hashed,
-    so that a first transfer starts while the files are still read here.
-    ``asked``: git's answers about ``root``, asked earlier (see listing); None asks now.
-    """
+) -> Walked:
+    """The files to send from ``root`` to the cluster, stat'ed; raises if a tracked file would be
+    left out. ``generated`` are paths rendered per host (``git_ignore.py``): the source's copy
+    stays home. ``asked``: git's answers about ``root``, asked earlier (see listing); None asks now."""
     asked = asked if asked is not None and asked.is_for(root) else Listing(root)
     try:
         listed = asked.files.result()
@@ -206,7 +220,6 @@ def collect(
         if git.toplevel(root) is None:  # asked only when git failed: a tree's first question costs a git run
             raise NotAGitTree(root) from None
         raise
-    untracked = [p for p, tracked in listed.items() if not tracked]
     record = rec.load(root)
     if record is not None:
         listed.setdefault(rec.RECORD_PATH, False)
@@ -215,14 +228,43 @@ def collect(
                 listed.setdefault(e.path, False)  # added by a patchset: sent even where git ignores it
     for path in _included_files(root, cluster):
         listed.setdefault(path, False)
-    cache = cache or agent_cache.Cache({}, None, 0)
-    walked = _walk(root, listed, cluster, {*HOST_FILES, *generated, ".git"}, cache)
-    if walked.left_out:
-        raise TrackedFileLeftOut(walked.left_out, cluster.name, cluster.source)
-    if on_listed is not None:
-        on_listed([e.path for e in walked.entries])
-    hashed = tuple(_hashed(root, walked.entries, cache))
+    return _walk(root, listed, cluster, {*HOST_FILES, *generated, ".git"})
+
+
+def changes(asked: Listing) -> tuple[str | None, tuple[str, ...]]:
+    """HEAD and the paths that differ from it (modified, added, untracked), from git's answers."""
+    listed = asked.files.result()
+    untracked = [p for p, tracked in listed.items() if not tracked]
     # untracked comes in git's order, one sorted run that sorted() merges in linear time (a set
     # first would shuffle 100k paths); a path git stopped tracking but left on disk is in both
     changed = tuple(sorted([*set(asked.changed.result()).difference(untracked), *untracked]))
-    return FileSet(root, hashed, asked.head.result(), changed)
+    return asked.head.result(), changed
+
+
+def hashed(walked: Walked, cache: Any, asked: Listing) -> FileSet:
+    """The walked files with their sha256: the cache's where it knows the file (see hashcache),
+    read otherwise."""
+    entries = tuple(_hashed(walked.root, _entries(walked, cache), cache))
+    commit, changed = changes(asked)
+    return FileSet(walked.root, entries, commit, changed)
+
+
+def collect(
+    root: Path,
+    cluster: Cluster,
+    generated: tuple[str, ...] = (),
+    cache: Any = None,
+    on_listed: Callable[[list[str]], None] | None = None,
+    asked: Listing | None = None,
+) -> FileSet:
+    """The files to send from ``root`` to the cluster, with their sha256 (``walk``, then ``hashed``).
+
+    ``cache``: digests remembered from earlier runs (see hashcache); None reads every file.
+    ``on_listed``: given the paths once they are known and checked, before any file is hashed,
+    so that a first transfer starts while the files are still read here.
+    """
+    asked = asked if asked is not None and asked.is_for(root) else Listing(root)
+    walked = walk(root, cluster, generated, asked)
+    if on_listed is not None:
+        on_listed(walked.paths)
+    return hashed(walked, cache or agent_cache.Cache({}, None, 0), asked)

@@ -15,8 +15,9 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from patchctl.clusters import Host
-from patchctl.migrate import hostsend, state, verdicts, verify_remote
+from patchctl.migrate import hostsend, seal, state, verdicts, verify_remote
 from patchctl.migrate.hoststeps import Checked, Found, Sent, Tally, ending
+from patchctl.migrate.options import Options
 from patchctl.migrate.prepare import Pending, Prepared, repair_list
 from patchctl.migrate.results import HostResult, HostStatus, Phase, Progress, ProgressFn
 from patchctl.migrate.timing import PhaseClock
@@ -47,7 +48,9 @@ class HostRun:
 
     @property
     def tree(self) -> Prepared:
-        """The prepared tree, waited for (and its preparation's time entered as the file set's)."""
+        """The prepared tree, waited for (and its preparation's time entered as the file set's);
+        a sealed source prepares it only once a host asks (see prepare)."""
+        self.pending.want()
         tree = self.pending.ready.result()
         self.clock.fileset = tree.seconds
         return tree
@@ -55,7 +58,12 @@ class HostRun:
     @functools.cached_property
     def expected(self) -> str:
         """What the host holds once it verified this tree, as the local state records it."""
-        return state.digest(self.tree.provenance["manifest_sha256"], self.rendered)
+        return state.digest(self.pending.summary.result().manifest_sha256, self.rendered)
+
+    @functools.cached_property
+    def seal_as(self) -> str:
+        """What the host's seal names once it verified this tree (see seal.for_host)."""
+        return seal.for_host(self.pending.summary.result(), self.rendered)
 
     def run(self, agent: Agent) -> HostResult:
         """The cheaper of two orders; both end verified on the host, and files the verification
@@ -76,6 +84,10 @@ class HostRun:
             return self.plan(agent)
         found: Found | None = None
         last = state.last_verified(self.cluster, self.host)
+        if last is not None and sealable(self.options):
+            ended = self.sealed(agent)
+            if ended is not None:
+                return ended
         if self.options.delete or (last is not None and last == self.expected):
             checked = self.check(agent, Tally())
             if isinstance(checked, HostResult):
@@ -99,6 +111,22 @@ class HostRun:
             return verified
         differing = verdicts.differing(self.tree, verified.reply)
         return self.repair(verified, differing, sent.tally) if differing else self.verdict(verified, sent.tally)
+
+    def sealed(self, agent: Agent) -> HostResult | None:
+        """The host verified, without a request or a byte sent, when its agent finds the tree as
+        it was when it last verified it, and that was this very tree: the seal it kept then
+        (remote agent_seal: every file's stat, the rule of the source's hash cache) names what the
+        source asks now. None: the host's seal does not settle it (a first run here, an edit on
+        either side, a tamper), and the check goes on as without one."""
+        self.pending.summary.result()  # what the source asks: from its own seal, or once prepared
+        self.clock.fileset = time.monotonic() - self.pending.began
+        self.emit(Progress(self.label, Phase.CHECKING, phases=self.clock.phases()))
+        began = time.monotonic()
+        answer = agent.sealed(self.cluster.timeout)
+        self.clock.verify += time.monotonic() - began
+        if answer is None or answer != self.seal_as:
+            return None
+        return self.end(Tally(), HostStatus.OK, "", verified=True, sealed=True)
 
     def start_agent(self) -> Agent:
         """An agent for a later check, started now so that its start-up (an ssh session, the login
@@ -192,6 +220,7 @@ class HostRun:
             "provenance": tree.provenance,
             "action": action,
             "rehash": opts.checksum,
+            "seal_as": self.seal_as if sealable(opts) else None,
             **extra,
         }
         began = time.monotonic()
@@ -222,6 +251,7 @@ class HostRun:
         mismatches: tuple[str, ...] = (),
         repaired: tuple[str, ...] = (),
         changes: tuple[str, ...] = (),
+        sealed: bool = False,
     ) -> HostResult:
         """The host's result, timed from its login; a verified host's tree is remembered (see state)."""
         found = found or Found()
@@ -241,8 +271,15 @@ class HostRun:
             repaired=repaired,
             phases=self.clock.phases(),
             files_read=self.clock.files_read,
+            sealed=sealed,
         )
         self.emit(Progress(self.label, Phase.DONE, result.files_sent, result.bytes_sent, status, result.phases))
         if verified:
             state.remember(self.cluster, self.host, self.expected)
         return result
+
+
+def sealable(options: Options) -> bool:
+    """Whether a host may be judged by its seal: not when it must be read in full (--checksum),
+    may lose files (--delete: its guard looks at the host first) or is only planned (--dry-run)."""
+    return not (options.checksum or options.delete or options.dry_run)

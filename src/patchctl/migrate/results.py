@@ -123,6 +123,8 @@ class HostResult:
     phases: Phases = Phases()
     #: files the host's last check read to hash (the rest its hash cache vouched for)
     files_read: int = 0
+    #: verified by the host's seal: its tree as it last verified it, and that was this tree
+    sealed: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -141,6 +143,7 @@ class HostResult:
             "repaired": list(self.repaired),
             "phases": self.phases.to_json(),
             "files_read": self.files_read,
+            "sealed": self.sealed,
         }
 
 

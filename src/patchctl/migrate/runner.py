@@ -12,14 +12,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from patchctl.clusters import Cluster, Host
 from patchctl.migrate import render, verify_remote
-from patchctl.migrate.hostrun import HostRun
+from patchctl.migrate.hostrun import HostRun, sealable
 from patchctl.migrate.hoststeps import Tally
 from patchctl.migrate.listing import Listing
 from patchctl.migrate.options import Options
@@ -51,6 +52,8 @@ def run(
     # what each host's first agent needs to start reading its tree early (None: a dry run reads only)
     rule = verify_remote.tag_rule({p.tag for ps in patchsets for p in ps.patches})
     prescan = None if options.dry_run else {"rule": rule, "rehash": options.checksum}
+    if prescan is not None and sealable(options):
+        prescan["seal"] = True  # the agent answers at once whether its tree is as it last verified it
     jobs = max(1, options.jobs or len(cluster.hosts))
     lock = threading.Lock()
 
@@ -61,22 +64,33 @@ def run(
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         # the hosts log in (and start their agents) while the tree is listed and hashed here
-        pending = Pending(cluster, root, options, Future(), Future())
+        pending = Pending(cluster, root, options)
         futures = [
             pool.submit(_connected, pending, h, label, files, emit, master, prescan)
             for h, label, files, master in zip(cluster.hosts, labels, rendered, conns.masters, strict=True)
         ]
         try:
-            # the hosts go on with the tree (pending.ready) while the hash cache is written here
-            listed, ready = pending.listed.set_result, pending.ready.set_result
-            tree = prepare(cluster, root, patchsets, generated, options, conns.dir, listed, asked, ready)
+            prepare(root, patchsets, generated, conns.dir, pending, asked, partial(_needed, pending, futures))
         except BaseException as exc:
             pending.fail(exc)  # hosts waiting for the tree stop before they check or verify anything
             for f in futures:
                 f.cancel()  # hosts not started yet (--jobs) never log in
             raise
         results = tuple(f.result() for f in futures)
-    return MigrateResult(cluster.name, str(root), tree.fs.commit, len(tree.fs.entries), results, options.dry_run)
+    summary = pending.summary.result()
+    return MigrateResult(cluster.name, str(root), summary.commit, summary.files, results, options.dry_run)
+
+
+def _needed(pending: Pending, hosts: list[Future[HostResult]]) -> bool:
+    """Whether a host needs the prepared tree: waits until one says so (``pending.want``), or
+    until every host has ended without (each was judged by its own seal, see HostRun.sealed)."""
+    while not pending.wanted.done():
+        running = [f for f in hosts if not f.done()]
+        if not running:
+            return False
+        waited: list[Future[Any]] = [*running, pending.wanted]
+        wait(waited, return_when=FIRST_COMPLETED)
+    return True
 
 
 def _connected(
