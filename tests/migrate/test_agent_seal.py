@@ -183,7 +183,7 @@ def test_without_a_seal_request_stdout_is_one_json_document_as_before(tmp_path: 
     assert out == json.dumps(reply).encode()  # one document, as the agent has always written it
     assert set(reply) == {
         *("python", "root_exists", "deletions", "delete_refused", "problems", "rendered"),
-        *("tags_only_here", "tags_missing_here", "read", "render_seconds"),
+        *("tags_only_here", "tags_missing_here", "read", "read_early", "render_seconds"),
     }
     p = start(tmp_path, seal=False)
     assert p.communicate(b"", 30)[0] == b""  # an agent never asked still writes nothing
