@@ -5,6 +5,8 @@ one host or another, still reaches a full check."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from migrate_helpers import make_repo
 from test_migrate_hashcache import FILES, same_size_same_mtime
 
 from patchctl.migrate import HostStatus, Options, migrate
+from patchctl.remote import lock_agent
 
 pytestmark = pytest.mark.usefixtures("rsync_installed")
 
@@ -106,3 +109,32 @@ def test_a_forged_host_seal_is_not_taken_for_a_verification(site: Site, tree: Pa
     two.write_text(json.dumps(dict(json.loads(two.read_text()), verified=doc["verified"])))
     one.write_text(json.dumps(dict(doc, tree="0" * 64)))
     assert [s[1] for s in states(migrate(cluster, tree, ()))] == [False, False]
+
+
+def test_a_sealed_host_is_only_read_and_a_changed_one_waits_for_the_root(
+    site: Site, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another migrate holds node1's root (the lock keeper's ``hold``, as its run would): a host
+    the seals settle is only read, so it needs no lock and ends ok at once; once the tree changed,
+    the host must be written and waits its turn, then names the holder."""
+    cluster = site.cluster(aliases=["node1"])
+    assert migrate(cluster, tree, ()).ok
+    keeper = subprocess.Popen(
+        [sys.executable, lock_agent.__file__, "hold"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert keeper.stdin is not None and keeper.stdout is not None
+    keeper.stdin.write(json.dumps({"root": str(site.root("node1")), "wait": 5, "holder": "the other run"}) + "\n")
+    keeper.stdin.flush()
+    assert json.loads(keeper.stdout.readline()) == {"locked": True}
+    monkeypatch.setenv("PATCHCTL_LOCK_WAIT", "1")
+    try:
+        assert states(migrate(cluster, tree, ())) == [(HostStatus.OK, True, 0, 0)]
+        same_size_same_mtime(tree / "pkg/m2.py", "value = 7777\n")
+        (host,) = migrate(cluster, tree, ()).hosts
+        assert host.status is HostStatus.FAILED and "being migrated by another patchctl (the other run)" in host.reason
+        assert (site.root("node1") / "pkg/m2.py").read_text() == FILES["pkg/m2.py"]  # nothing written meanwhile
+    finally:
+        keeper.stdin.close()
+        keeper.wait(timeout=10)
+    assert migrate(cluster, tree, ()).ok
+    assert (site.root("node1") / "pkg/m2.py").read_text() == "value = 7777\n"

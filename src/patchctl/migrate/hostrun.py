@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -40,10 +41,14 @@ class HostRun:
         master: ssh.Master,
         emit: ProgressFn,
         agents: ExitStack,
+        take_root: Callable[[], str | None] | None = None,
     ) -> None:
         self.pending, self.cluster, self.options = pending, pending.cluster, pending.options
         self.host, self.label, self.rendered = host, label, rendered
         self.master, self.emit, self.agents = master, emit, agents
+        #: asks for the host's root (remote.lock) when it was not asked for before the run: a
+        #: host its seal may settle is only read, and is locked only if the check goes on
+        self.take_root = take_root
         self.clock = PhaseClock(0.0)
 
     @property
@@ -88,6 +93,9 @@ class HostRun:
             ended = self.sealed(agent)
             if ended is not None:
                 return ended
+        refused = self.take_root() if self.take_root is not None else None
+        if refused:
+            return self.end(Tally(), HostStatus.FAILED, refused)
         if self.options.delete or (last is not None and last == self.expected):
             checked = self.check(agent, Tally())
             if isinstance(checked, HostResult):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from patchctl.clusters import Cluster, Host
-from patchctl.migrate import render, verify_remote
+from patchctl.migrate import render, state, verify_remote
 from patchctl.migrate.hostrun import HostRun, sealable
 from patchctl.migrate.hoststeps import Tally
 from patchctl.migrate.listing import Listing
@@ -115,10 +115,18 @@ def _connected(
             )
             emit(Progress(label, Phase.DONE, status=result.status))
             return result
-        with ExitStack() as agents:  # closed in reverse: the agents end, then the root is let go
-            held = None if prescan is None else agents.enter_context(RootLock(master.cluster, host, master.socket))
+        with ExitStack() as hold, ExitStack() as agents:  # closed in reverse: the agents end, then the root is let go
+
+            def ask_root() -> RootLock:
+                return hold.enter_context(RootLock(master.cluster, host, master.socket))
+
+            # a host that may be settled by its seal is only read: its root is asked for only if
+            # the seal does not settle it (HostRun.run), which spares the lock's ssh session
+            later = bool(prescan and prescan.get("seal") and state.last_verified(master.cluster, host))
+            held = None if prescan is None or later else ask_root()
             first = agents.enter_context(Agent(master.cluster, host, master.socket, prescan))
-            hostrun = HostRun(pending, host, label, rendered, master, emit, agents)
+            take = (lambda: ask_root().wait()) if later else None
+            hostrun = HostRun(pending, host, label, rendered, master, emit, agents, take)
             pending.listed.result()  # a tree that cannot be sent stops the host before its root is taken
             refused = held.wait() if held is not None else None
             if refused:
