@@ -164,6 +164,12 @@ def test_a_tree_a_transfer_is_writing_into_is_not_answered_sealed(tmp_path: Path
     assert sealed(tmp_path) == "S1"
 
 
+def test_a_missing_transfer_lock_file_holds_nothing(tmp_path: Path) -> None:
+    agent(tree(tmp_path))
+    (tmp_path / ".patchctl/transfer.lock").unlink()
+    assert sealed(tmp_path) == "S1"
+
+
 def test_a_request_after_a_sealed_answer_gets_the_full_check(tmp_path: Path) -> None:
     request = tree(tmp_path)
     agent(dict(request, seal_as="S2"))

@@ -135,6 +135,15 @@ def test_a_racy_file_removed_after_the_walk_is_not_sealed(tmp_path: Path) -> Non
     assert agent_seal.write_seal(str(tmp_path), dict(request, manifest=[]), stats, 0, set(), {}) is False
 
 
+def test_a_file_outside_the_walk_removed_after_the_verdict_is_not_sealed(tmp_path: Path) -> None:
+    request, stats = _fresh(tmp_path)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs/x").write_text("x")
+    request["manifest"].append(entry(tmp_path, "logs/x"))  # not walked: a seal's extra
+    (tmp_path / "logs/x").unlink()
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is False
+
+
 def test_a_racy_link_is_confirmed_by_its_target(tmp_path: Path) -> None:
     (tmp_path / ".patchctl").mkdir()
     (tmp_path / "l").symlink_to("b")  # the verdict read "a" there: the link was replaced since
