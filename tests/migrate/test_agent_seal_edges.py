@@ -144,6 +144,14 @@ def test_a_file_outside_the_walk_removed_after_the_verdict_is_not_sealed(tmp_pat
     assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is False
 
 
+def test_a_racy_fifo_or_link_the_source_lacks_is_its_stat_alone(tmp_path: Path) -> None:
+    request, _ = _fresh(tmp_path)
+    os.mkfifo(tmp_path / "pipe")  # never opened: that would block
+    (tmp_path / "link").symlink_to("a.py")
+    stats = agent_files.survey(str(tmp_path))
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is True
+
+
 def test_a_racy_link_is_confirmed_by_its_target(tmp_path: Path) -> None:
     (tmp_path / ".patchctl").mkdir()
     (tmp_path / "l").symlink_to("b")  # the verdict read "a" there: the link was replaced since
