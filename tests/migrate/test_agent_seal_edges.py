@@ -129,6 +129,16 @@ def test_a_racy_data_file_is_confirmed_by_its_digest(tmp_path: Path, placed: boo
     assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is True
 
 
+def test_a_racy_file_of_exactly_max_scan_bytes_is_confirmed_by_its_tagged_lines(tmp_path: Path) -> None:
+    (tmp_path / ".patchctl").mkdir()
+    line = b"x = 1  # Uky\n"
+    (tmp_path / "big.py").write_bytes(line + b"#" * (agent_cache.MAX_SCAN - len(line) - 1) + b"\n")
+    request = {"manifest": [], "rendered": {}, "tags": TAGS, "seal_as": "S1"}
+    stats = agent_files.survey(str(tmp_path))
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is False  # the verdict saw none
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, {("big.py", 1, "x = 1  # Uky")}, {}) is True
+
+
 def test_a_racy_file_removed_after_the_walk_is_not_sealed(tmp_path: Path) -> None:
     request, stats = _fresh(tmp_path)
     (tmp_path / "a.py").unlink()
