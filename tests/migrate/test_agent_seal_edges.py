@@ -162,6 +162,15 @@ def test_a_racy_fifo_or_link_the_source_lacks_is_its_stat_alone(tmp_path: Path) 
     assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is True
 
 
+def test_a_racy_file_outside_the_walk_is_confirmed_by_its_digest_alone(tmp_path: Path) -> None:
+    """Tagged lines in a skipped folder are none of the verdict's: only the digest is confirmed."""
+    request, stats = _fresh(tmp_path)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs/x.py").write_text("y = 1  # Uky\n")
+    request["manifest"].append(entry(tmp_path, "logs/x.py"))
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is True
+
+
 def test_a_racy_link_is_confirmed_by_its_target(tmp_path: Path) -> None:
     (tmp_path / ".patchctl").mkdir()
     (tmp_path / "l").symlink_to("b")  # the verdict read "a" there: the link was replaced since
