@@ -38,12 +38,12 @@ def tree(root: Path, age: bool = True) -> dict[str, Any]:
     return req(root, "finish", [entry(root, rel) for rel in FILES], rendered=RENDERED, tags=tags, seal_as="S1")
 
 
-def start(root: Path, seal: bool = True) -> subprocess.Popen[bytes]:
-    """The agent as ssh starts it on a host, its prescan order sent."""
+def start(root: Path, seal: bool = True, rehash: bool = False) -> subprocess.Popen[bytes]:
+    """The agent as ssh starts it on a host, its prescan order sent (``rehash``: --checksum)."""
     argv = [shutil.which("python3") or "python3", "-c", ssh._BOOTSTRAP.format(code=verify_remote._agent_b64())]
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stdin is not None
-    order: dict[str, Any] = {"root": str(root), "rule": RULE, "rehash": False}
+    order: dict[str, Any] = {"root": str(root), "rule": RULE, "rehash": rehash}
     if seal:
         order["seal"] = True
     p.stdin.write(json.dumps({"prescan": order}).encode() + b"\n")
@@ -63,9 +63,9 @@ def first_line(p: subprocess.Popen[bytes], timeout: float = 20) -> bytes:
     return got
 
 
-def sealed(root: Path) -> str | None:
+def sealed(root: Path, rehash: bool = False) -> str | None:
     """The agent's answer to a prescan seal request; it must then exit on EOF writing nothing more."""
-    p = start(root)
+    p = start(root, rehash=rehash)
     answer = json.loads(first_line(p))
     out, err = p.communicate(b"", timeout=20)
     assert (p.returncode, out) == (0, b""), err

@@ -148,6 +148,11 @@ def test_a_seal_that_cannot_be_used_reads_as_null(tmp_path: Path, damage: str) -
         assert sealed(root) == "S1"
 
 
+def test_checksum_is_never_answered_by_a_seal(tmp_path: Path) -> None:
+    agent(tree(tmp_path))
+    assert (sealed(tmp_path, rehash=True), sealed(tmp_path)) == (None, "S1")
+
+
 def test_a_tree_a_transfer_is_writing_into_is_not_answered_sealed(tmp_path: Path) -> None:
     agent(tree(tmp_path))
     fd = os.open(tmp_path / ".patchctl/transfer.lock", os.O_RDWR)
@@ -156,6 +161,12 @@ def test_a_tree_a_transfer_is_writing_into_is_not_answered_sealed(tmp_path: Path
         assert sealed(tmp_path) is None
     finally:
         os.close(fd)
+    assert sealed(tmp_path) == "S1"
+
+
+def test_a_missing_transfer_lock_file_holds_nothing(tmp_path: Path) -> None:
+    agent(tree(tmp_path))
+    (tmp_path / ".patchctl/transfer.lock").unlink()
     assert sealed(tmp_path) == "S1"
 
 

@@ -129,10 +129,46 @@ def test_a_racy_data_file_is_confirmed_by_its_digest(tmp_path: Path, placed: boo
     assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is True
 
 
+def test_a_racy_file_of_exactly_max_scan_bytes_is_confirmed_by_its_tagged_lines(tmp_path: Path) -> None:
+    (tmp_path / ".patchctl").mkdir()
+    line = b"x = 1  # Uky\n"
+    (tmp_path / "big.py").write_bytes(line + b"#" * (agent_cache.MAX_SCAN - len(line) - 1) + b"\n")
+    request = {"manifest": [], "rendered": {}, "tags": TAGS, "seal_as": "S1"}
+    stats = agent_files.survey(str(tmp_path))
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is False  # the verdict saw none
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, {("big.py", 1, "x = 1  # Uky")}, {}) is True
+
+
 def test_a_racy_file_removed_after_the_walk_is_not_sealed(tmp_path: Path) -> None:
     request, stats = _fresh(tmp_path)
     (tmp_path / "a.py").unlink()
     assert agent_seal.write_seal(str(tmp_path), dict(request, manifest=[]), stats, 0, set(), {}) is False
+
+
+def test_a_file_outside_the_walk_removed_after_the_verdict_is_not_sealed(tmp_path: Path) -> None:
+    request, stats = _fresh(tmp_path)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs/x").write_text("x")
+    request["manifest"].append(entry(tmp_path, "logs/x"))  # not walked: a seal's extra
+    (tmp_path / "logs/x").unlink()
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is False
+
+
+def test_a_racy_fifo_or_link_the_source_lacks_is_its_stat_alone(tmp_path: Path) -> None:
+    request, _ = _fresh(tmp_path)
+    os.mkfifo(tmp_path / "pipe")  # never opened: that would block
+    (tmp_path / "link").symlink_to("a.py")
+    stats = agent_files.survey(str(tmp_path))
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is True
+
+
+def test_a_racy_file_outside_the_walk_is_confirmed_by_its_digest_alone(tmp_path: Path) -> None:
+    """Tagged lines in a skipped folder are none of the verdict's: only the digest is confirmed."""
+    request, stats = _fresh(tmp_path)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs/x.py").write_text("y = 1  # Uky\n")
+    request["manifest"].append(entry(tmp_path, "logs/x.py"))
+    assert agent_seal.write_seal(str(tmp_path), request, stats, 0, set(), {}) is True
 
 
 def test_a_racy_link_is_confirmed_by_its_target(tmp_path: Path) -> None:

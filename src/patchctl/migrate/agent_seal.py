@@ -126,7 +126,7 @@ def _transfer_running(root):
     path = inside(root, TRANSFER_LOCK)
     try:
         fd = os.open(path or "", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:  # no lock file yet: no transfer has ever held it
+    except OSError:  # no lock file yet, no transfer ever; or a .patchctl that leads out: not sealed
         return path is None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
