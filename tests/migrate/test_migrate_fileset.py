@@ -121,7 +121,12 @@ def test_host_files_and_generated_files_stay_home(tmp_path: Path) -> None:
     root = make_repo(
         tmp_path / "r",
         {"a.py": ""},
-        untracked={"git_ignore.py": "DATA_DIR = '/mine'\n", ".patchctl/env.sh": "", ".patchctl/provenance.json": "{}"},
+        untracked={
+            "git_ignore.py": "DATA_DIR = '/mine'\n",
+            ".patchctl/env.sh": "",
+            ".patchctl/provenance.json": "{}",
+            ".patchctl/seal.json": "{}",  # a host's seal, copied back: sent, it would be every host's
+        },
     )
     assert collect(root, cluster(), generated=("git_ignore.py",)).paths == ["a.py"]
 

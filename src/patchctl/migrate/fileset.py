@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from patchctl import git, journal
 from patchctl.clusters import Cluster
 from patchctl.errors import PatchctlError
-from patchctl.migrate import agent_cache, agent_files
+from patchctl.migrate import agent_cache, agent_files, agent_seal
 from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
 from patchctl.migrate.listing import Listing
 from patchctl.patchsets import record as rec
@@ -40,6 +40,7 @@ HOST_FILES = (
     lock_agent.SESSION,
     lock_agent.TRANSFER,
     agent_files.CACHE,
+    agent_seal.SEAL,
 )
 #: the debris of a write cut off here (temp files, the journal that rolls it back): it belongs to
 #: this tree's next patchctl command, never to a host, whatever git or include say
