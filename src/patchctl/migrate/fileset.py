@@ -9,8 +9,6 @@ outputs (checkpoints, logs, ...) are left behind unless included.
 
 from __future__ import annotations
 
-import fnmatch
-import functools
 import os
 import stat
 from collections.abc import Callable
@@ -24,12 +22,11 @@ from patchctl.clusters import Cluster
 from patchctl.errors import PatchctlError
 from patchctl.migrate import agent_cache, agent_files, agent_seal
 from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
+from patchctl.migrate.exclusions import excluded, in_output_dir, included_files
 from patchctl.migrate.listing import Listing
 from patchctl.patchsets import record as rec
 from patchctl.remote import lock_agent
 
-#: directory names whose contents are run outputs: never sent unless the cluster includes them
-OUTPUT_DIRS = ("checkpoints", "outputs", "logs", "wandb")
 #: files at least this large are hashed on worker threads (see _entries)
 BIG = 1 << 20
 #: files patchctl writes on each host itself; the source's copies (if any) never travel
@@ -82,42 +79,6 @@ class FileSet:
         return sum(e.size for e in self.entries)
 
 
-def _under(path: str, prefix: str) -> bool:
-    prefix = prefix.strip("/")
-    return path == prefix or path.startswith(prefix + "/") or fnmatch.fnmatchcase(path, prefix)
-
-
-def _excluded(path: str, cluster: Cluster) -> str | None:
-    """Why ``path`` stays behind, or None. Included paths always travel."""
-    if any(_under(path, inc) for inc in cluster.include):
-        return None
-    for pattern in cluster.exclude:
-        if _under(path, pattern):
-            return f"matches clusters.{cluster.name}.exclude {pattern!r}"
-    return _in_output_dir(path.rpartition("/")[0])
-
-
-@functools.lru_cache(maxsize=4096)
-def _in_output_dir(folder: str) -> str | None:
-    """Why a file of ``folder`` stays behind as a run output (the first output directory among
-    its parts), or None: asked once per folder, not per file."""
-    hit = next((d for d in folder.split("/") if d in OUTPUT_DIRS), None)
-    return f"inside an output directory {hit}/" if hit else None
-
-
-def _included_files(root: Path, cluster: Cluster) -> set[str]:
-    """Files under the cluster's ``include`` paths, ignored by git or not."""
-    out: set[str] = set()
-    for inc in cluster.include:
-        base = root / inc.strip("/")
-        if base.is_file() or base.is_symlink():
-            out.add(inc.strip("/"))
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = [d for d in dirnames if d != ".git"]
-            out.update(os.path.relpath(os.path.join(dirpath, f), root).replace(os.sep, "/") for f in filenames)
-    return out
-
-
 def _walk(root: Path, listed: dict[str, bool], cluster: Cluster, skip: set[str]) -> Walked:
     """One pass over git's paths in order, each tested and stat'ed (a pass per step cost each of
     100k paths a list slot and a call per step). Nothing is looked up or read yet: a tree whose
@@ -131,7 +92,7 @@ def _walk(root: Path, listed: dict[str, bool], cluster: Cluster, skip: set[str])
         if path in skip or path.startswith(PASSED_OVER) or path.endswith(DEBRIS_SUFFIX):
             continue  # never sent, whatever git or include say
         # without patterns a path's fate is its folder's: asked once per folder (lru_cache)
-        why = _excluded(path, cluster) if patterned else _in_output_dir(path.rpartition("/")[0])
+        why = excluded(path, cluster) if patterned else in_output_dir(path.rpartition("/")[0])
         if why is not None:
             if listed[path]:
                 left_out.append((path, why))
@@ -227,7 +188,7 @@ def walk(
         for e in record.entries:
             if e.sha256_before is None and (root / e.path).is_file():
                 listed.setdefault(e.path, False)  # added by a patchset: sent even where git ignores it
-    for path in _included_files(root, cluster):
+    for path in included_files(root, cluster):
         listed.setdefault(path, False)
     return _walk(root, listed, cluster, {*HOST_FILES, *generated, ".git"})
 

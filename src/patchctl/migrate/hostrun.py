@@ -18,7 +18,6 @@ from pathlib import Path
 from patchctl.clusters import Host
 from patchctl.migrate import hostsend, seal, state, verdicts, verify_remote
 from patchctl.migrate.hoststeps import Checked, Found, Sent, Tally, ending
-from patchctl.migrate.options import Options
 from patchctl.migrate.prepare import Pending, Prepared, repair_list
 from patchctl.migrate.results import HostResult, HostStatus, Phase, Progress, ProgressFn
 from patchctl.migrate.timing import PhaseClock
@@ -89,7 +88,7 @@ class HostRun:
             return self.plan(agent)
         found: Found | None = None
         last = state.last_verified(self.cluster, self.host)
-        if last is not None and sealable(self.options):
+        if last is not None and self.options.sealable:
             ended = self.sealed(agent)
             if ended is not None:
                 return ended
@@ -228,7 +227,7 @@ class HostRun:
             "provenance": tree.provenance,
             "action": action,
             "rehash": opts.checksum,
-            "seal_as": self.seal_as if sealable(opts) else None,
+            "seal_as": self.seal_as if opts.sealable else None,
             **extra,
         }
         began = time.monotonic()
@@ -285,9 +284,3 @@ class HostRun:
         if verified:
             state.remember(self.cluster, self.host, self.expected)
         return result
-
-
-def sealable(options: Options) -> bool:
-    """Whether a host may be judged by its seal: not when it must be read in full (--checksum),
-    may lose files (--delete: its guard looks at the host first) or is only planned (--dry-run)."""
-    return not (options.checksum or options.delete or options.dry_run)

@@ -23,6 +23,13 @@ class Options:
     #: hosts at a time; None: all of them
     jobs: int | None = None
 
+    @property
+    def sealable(self) -> bool:
+        """Whether a host may be judged by its seal (see migrate/seal.py): not when it must be read
+        in full (--checksum), may lose files (--delete: its guard looks at the host first) or is
+        only planned (--dry-run)."""
+        return not (self.checksum or self.delete or self.dry_run)
+
 
 def limit_hosts(cluster: Cluster, names: Sequence[str]) -> Cluster:
     """``cluster`` with only the hosts ``--host`` names (all of them when none is named), in the

@@ -20,7 +20,7 @@ from typing import Any
 
 from patchctl.clusters import Cluster, Host
 from patchctl.migrate import render, state, verify_remote
-from patchctl.migrate.hostrun import HostRun, sealable
+from patchctl.migrate.hostrun import HostRun
 from patchctl.migrate.hoststeps import Tally
 from patchctl.migrate.listing import Listing
 from patchctl.migrate.options import Options
@@ -52,7 +52,7 @@ def run(
     # what each host's first agent needs to start reading its tree early (None: a dry run reads only)
     rule = verify_remote.tag_rule({p.tag for ps in patchsets for p in ps.patches})
     prescan = None if options.dry_run else {"rule": rule, "rehash": options.checksum}
-    if prescan is not None and sealable(options):
+    if prescan is not None and options.sealable:
         prescan["seal"] = True  # the agent answers at once whether its tree is as it last verified it
     jobs = max(1, options.jobs or len(cluster.hosts))
     lock = threading.Lock()
