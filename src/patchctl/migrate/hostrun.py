@@ -70,8 +70,9 @@ class HostRun:
         return seal.for_host(self.pending.summary.result(), self.rendered)
 
     def run(self, agent: Agent) -> HostResult:
-        """The cheaper of two orders; both end verified on the host, and files the verification
-        still finds differing are re-sent by content and verified again (repaired).
+        """Settled by the host's seal when it names this very tree (``sealed``: nothing sent or
+        locked); otherwise the cheaper of two orders, both ending verified on the host, files the
+        verification still finds differing re-sent by content and verified again (repaired).
 
         - check first, then rsync and check again only if the check found files to send: when the
           host verified this very tree last time (a re-run), and always with --delete (its guard
