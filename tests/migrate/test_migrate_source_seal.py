@@ -91,11 +91,11 @@ def test_a_tree_younger_than_its_walk_is_not_sealed(
         same_size_same_mtime(young, "value = 1111  # Uky\n")
     else:
         young.write_text("value = 1111  # Uky\n")
-    real_clock = seal.clock
-    monkeypatch.setattr(seal, "clock", lambda: young.stat().st_ctime_ns)
+    real_clock = hashcache.clock
+    monkeypatch.setattr(hashcache, "clock", lambda: young.stat().st_ctime_ns)
     run(tree, tmp_path)
     assert seal.load(tree, cluster().name) is None
-    monkeypatch.setattr(seal, "clock", real_clock)
+    monkeypatch.setattr(hashcache, "clock", real_clock)
     run(tree, tmp_path)
     assert seal.load(tree, cluster().name) is not None
 

@@ -203,12 +203,11 @@ def changes(asked: Listing) -> tuple[str | None, tuple[str, ...]]:
     return asked.head.result(), changed
 
 
-def hashed(walked: Walked, cache: Any, asked: Listing) -> FileSet:
+def hashed(walked: Walked, cache: Any, head: tuple[str | None, tuple[str, ...]]) -> FileSet:
     """The walked files with their sha256: the cache's where it knows the file (see hashcache),
-    read otherwise."""
+    read otherwise. ``head``: HEAD and the paths that differ from it (``changes``)."""
     entries = tuple(_hashed(walked.root, _entries(walked, cache), cache))
-    commit, changed = changes(asked)
-    return FileSet(walked.root, entries, commit, changed)
+    return FileSet(walked.root, entries, *head)
 
 
 def collect(
@@ -229,4 +228,4 @@ def collect(
     walked = walk(root, cluster, generated, asked)
     if on_listed is not None:
         on_listed(walked.paths)
-    return hashed(walked, cache or agent_cache.Cache({}, None, 0), asked)
+    return hashed(walked, cache or agent_cache.Cache({}, None, 0), changes(asked))

@@ -29,16 +29,21 @@ def cache_file(root: Path) -> Path:
     return state.state_dir() / f"hashes-{key}.json"
 
 
-def load(root: Path, rule: list[Any], trust: bool) -> Any:
-    """The tree's cache for the tag ``rule`` (empty unless ``trust``), remembering only files
-    older than now. A cache folder that cannot be made leaves a cache that remembers nothing."""
-    path = cache_file(root)
+def clock() -> int:
+    """The file system's time now (see agent_cache.fs_now), read in the cache's folder; 0 where
+    that folder cannot be made (then nothing is remembered, and the source's seal is not kept)."""
+    folder = state.state_dir()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        since = agent_cache.fs_now(str(path.parent))
+        folder.mkdir(parents=True, exist_ok=True)
+        return agent_cache.fs_now(str(folder))
     except OSError:
-        since = 0
-    return agent_cache.load_cache(str(path), rule, since, trust, LIMIT)
+        return 0
+
+
+def load(root: Path, rule: list[Any], trust: bool, since: int | None = None) -> Any:
+    """The tree's cache for the tag ``rule`` (empty unless ``trust``), remembering only files
+    older than ``since`` (the ``clock`` before the files were stat'ed; None: now)."""
+    return agent_cache.load_cache(str(cache_file(root)), rule, clock() if since is None else since, trust, LIMIT)
 
 
 def save(root: Path, cache: Any) -> None:

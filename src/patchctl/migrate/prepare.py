@@ -102,18 +102,19 @@ def prepare(
     cluster, options = pending.cluster, pending.options
     rule = verify_remote.tag_rule({p.tag for ps in patchsets for p in ps.patches})
     asked = asked if asked is not None and asked.is_for(root) else Listing(root)
-    since = seal.clock()
+    since = hashcache.clock()  # before the walk: the hash cache's and the seal's racily clean rule
     walked = fileset.walk(root, cluster, generated, asked)
     pending.listed.set_result(filelist.SendList(tmp / "files", root, walked.paths))
+    head = fileset.changes(asked)
     kept = None if options.checksum else seal.load(root, cluster.name)
     # without a seal kept (a first run), the walk's is worked out after the hosts have the tree
-    sealed = seal.of(walked, cluster, rule, generated, fileset.changes(asked)) if kept is not None else None
+    sealed = seal.of(walked, cluster, rule, generated, head) if kept is not None else None
     if kept is not None and kept[0] == sealed:
         pending.summary.set_result(kept[1])
         if not needed():
             return None
-    cache = hashcache.load(root, rule, not options.checksum)
-    fs = fileset.hashed(walked, cache, asked)
+    cache = hashcache.load(root, rule, not options.checksum, since)
+    fs = fileset.hashed(walked, cache, head)
     tags = verify_remote.tags_request(fs, rule, generated, cache)
     manifest = provenance.encode_manifest(fs)
     record = provenance.build(fs, cluster, manifest)
@@ -135,7 +136,7 @@ def prepare(
     pending.ready.set_result(tree)
     hashcache.save(root, cache)  # after the tags: they fill the records' tagged lines
     if seal.settled(walked, since):
-        sealed = sealed or seal.of(walked, cluster, rule, generated, fileset.changes(asked))
+        sealed = sealed or seal.of(walked, cluster, rule, generated, head)
         seal.save(root, cluster.name, sealed, summary)
     else:
         seal.save(root, cluster.name, None, summary)

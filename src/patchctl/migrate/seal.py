@@ -30,7 +30,7 @@ from typing import Any
 
 from patchctl import __version__
 from patchctl.clusters import Cluster
-from patchctl.migrate import agent_cache, state
+from patchctl.migrate import state
 from patchctl.migrate.fileset import Walked
 
 FORMAT = 1
@@ -60,17 +60,6 @@ def for_host(summary: Summary, rendered: dict[str, str]) -> str:
     """What one host holds once it verified this tree: the request's digest and its generated files."""
     doc = json.dumps([summary.request, sorted(rendered.items())], separators=(",", ":"))
     return hashlib.sha256(doc.encode()).hexdigest()
-
-
-def clock() -> int:
-    """The file system's time now (see agent_cache.fs_now), taken before the walk a seal comes
-    from; 0 where the cache folder cannot be written (then nothing is sealed)."""
-    folder = state.state_dir()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        return agent_cache.fs_now(str(folder))
-    except OSError:
-        return 0
 
 
 def of(walked: Walked, cluster: Cluster, rule: list[Any], generated: Sequence[str], head: Any) -> str:
