@@ -58,6 +58,7 @@ def save(root: Path, cache: Any) -> None:
     if remembered["files"] == cache.old:
         return  # only racily clean files are new: nothing the next pass may trust
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # not left to whoever read the clock
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".hashes-")
     except OSError:
         return

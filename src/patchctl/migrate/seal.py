@@ -122,6 +122,7 @@ def save(root: Path, cluster: str, seal: str | None, summary: Summary) -> None:
         if seal is None:
             path.unlink(missing_ok=True)
             return
+        path.parent.mkdir(parents=True, exist_ok=True)  # not left to whoever read the clock
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".seal-")
     except OSError:
         return
