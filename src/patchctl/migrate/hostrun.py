@@ -40,13 +40,14 @@ class HostRun:
         master: ssh.Master,
         emit: ProgressFn,
         agents: ExitStack,
-        take_root: Callable[[], str | None] | None = None,
+        take_root: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.pending, self.cluster, self.options = pending, pending.cluster, pending.options
         self.host, self.label, self.rendered = host, label, rendered
         self.master, self.emit, self.agents = master, emit, agents
-        #: asks for the host's root (remote.lock) when it was not asked for before the run: a
-        #: host its seal may settle is only read, and is locked only if the check goes on
+        #: asks for the host's root (remote.lock) for a host its seal may settle (``may_seal``):
+        #: it is only read, and locked only if the check goes on; any other host's root is asked
+        #: for by the caller as soon as it is logged in
         self.take_root = take_root
         self.clock = PhaseClock(0.0)
 
@@ -63,6 +64,17 @@ class HostRun:
     def expected(self) -> str:
         """What the host holds once it verified this tree, as the local state records it."""
         return state.digest(self.pending.summary.result().manifest_sha256, self.rendered)
+
+    @functools.cached_property
+    def last(self) -> str | None:
+        """What the host held when it last verified ok, as the local state remembers it."""
+        return state.last_verified(self.cluster, self.host)
+
+    @property
+    def may_seal(self) -> bool:
+        """Whether the host's seal may settle this run: it verified a tree from here before, and
+        the options allow it (see Options.sealable)."""
+        return self.last is not None and self.options.sealable
 
     @functools.cached_property
     def seal_as(self) -> str:
@@ -88,15 +100,14 @@ class HostRun:
         if self.options.dry_run:
             return self.plan(agent)
         found: Found | None = None
-        last = state.last_verified(self.cluster, self.host)
-        if last is not None and self.options.sealable:
+        if self.may_seal:
             ended = self.sealed(agent)
             if ended is not None:
                 return ended
-        refused = self.take_root() if self.take_root is not None else None
-        if refused:
-            return self.end(Tally(), HostStatus.FAILED, refused)
-        if self.options.delete or (last is not None and last == self.expected):
+            refused = self.take_root()
+            if refused:
+                return self.end(Tally(), HostStatus.FAILED, refused)
+        if self.options.delete or (self.last is not None and self.last == self.expected):
             checked = self.check(agent, Tally())
             if isinstance(checked, HostResult):
                 return checked

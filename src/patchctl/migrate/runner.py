@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from patchctl.clusters import Cluster, Host
-from patchctl.migrate import render, state, verify_remote
+from patchctl.migrate import render, verify_remote
 from patchctl.migrate.hostrun import HostRun
 from patchctl.migrate.hoststeps import Tally
 from patchctl.migrate.listing import Listing
@@ -120,13 +120,11 @@ def _connected(
             def ask_root() -> RootLock:
                 return hold.enter_context(RootLock(master.cluster, host, master.socket))
 
+            hostrun = HostRun(pending, host, label, rendered, master, emit, agents, lambda: ask_root().wait())
             # a host that may be settled by its seal is only read: its root is asked for only if
             # the seal does not settle it (HostRun.run), which spares the lock's ssh session
-            later = bool(prescan and prescan.get("seal") and state.last_verified(master.cluster, host))
-            held = None if prescan is None or later else ask_root()
+            held = None if prescan is None or hostrun.may_seal else ask_root()
             first = agents.enter_context(Agent(master.cluster, host, master.socket, prescan))
-            take = (lambda: ask_root().wait()) if later else None
-            hostrun = HostRun(pending, host, label, rendered, master, emit, agents, take)
             pending.listed.result()  # a tree that cannot be sent stops the host before its root is taken
             refused = held.wait() if held is not None else None
             if refused:
