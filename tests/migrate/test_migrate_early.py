@@ -91,7 +91,11 @@ def _script(tmp_path: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PATCHCTL_CACHE": str(tmp_path / "cache")},
+        # block-buffered output, as from a user's shell: the script's quick exit must flush it
+        env={
+            **{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+            "PATCHCTL_CACHE": str(tmp_path / "cache"),
+        },
     )
     out, err = child.communicate(timeout=120)
     return subprocess.CompletedProcess(child.args, child.returncode, out, err), child.pid
