@@ -76,6 +76,12 @@ class Pending:
         with contextlib.suppress(InvalidStateError):  # another host asked first
             self.wanted.set_result(True)
 
+    def changed(self) -> bool:
+        """Whether the walk is known already not to give the last preparation's seal (it may not
+        have ended yet: False then)."""
+        stage = self.sealed
+        return stage.done() and stage.exception() is None and not stage.result()
+
     def fail(self, exc: BaseException) -> None:
         """The preparation failed: every host waiting for a stage of it stops with ``exc``."""
         for stage in (self.listed, self.sealed, self.summary, self.ready):

@@ -116,14 +116,22 @@ def _connected(
             emit(Progress(label, Phase.DONE, status=result.status))
             return result
         with ExitStack() as hold, ExitStack() as agents:  # closed in reverse: the agents end, then the root is let go
+            roots: list[RootLock] = []
 
             def ask_root() -> RootLock:
-                return hold.enter_context(RootLock(master.cluster, host, master.socket))
+                """The host's root, asked for once (its keeper's session started at the first call)."""
+                if not roots:
+                    roots.append(hold.enter_context(RootLock(master.cluster, host, master.socket)))
+                return roots[0]
 
             hostrun = HostRun(pending, host, label, rendered, master, emit, agents, lambda: ask_root().wait())
             # a host that may be settled by its seal is only read: its root is asked for only if
-            # the seal does not settle it (HostRun.run), which spares the lock's ssh session
-            held = None if prescan is None or hostrun.may_seal else ask_root()
+            # the seal does not settle it (HostRun.run), which spares the lock's ssh session; a
+            # source known to have changed already (Pending.changed) settles no host by its seal
+            sealable = hostrun.may_seal and not pending.changed()
+            held = None if prescan is None or sealable else ask_root()
+            if prescan is not None and not sealable:
+                prescan = {k: v for k, v in prescan.items() if k != "seal"}  # no seal answer to work out
             first = agents.enter_context(Agent(master.cluster, host, master.socket, prescan))
             pending.listed.result()  # a tree that cannot be sent stops the host before its root is taken
             refused = held.wait() if held is not None else None

@@ -52,6 +52,7 @@ class RootLock:
         self._err = tempfile.TemporaryFile()  # noqa: SIM115 - outlives __init__: close() closes it
         self._proc: subprocess.Popen[bytes] | None = None
         self._missing = ""
+        self._answer: tuple[str | None] | None = None
         try:
             self._proc = proc.spawn(
                 ssh.python_argv(cluster, host, agent_b64(), control, ["hold"]),
@@ -64,7 +65,12 @@ class RootLock:
 
     def wait(self) -> str | None:
         """Ask for the root; None once it is held, else why not (held by another migrate, or the
-        session failed)."""
+        session failed). Asked once: a later call gives the same answer."""
+        if self._answer is None:
+            self._answer = (self._ask(),)
+        return self._answer[0]
+
+    def _ask(self) -> str | None:
         if self._proc is None:
             return self._missing
         assert self._proc.stdin is not None and self._proc.stdout is not None
