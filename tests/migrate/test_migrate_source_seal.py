@@ -104,7 +104,7 @@ def test_a_tree_younger_than_its_walk_is_not_sealed(
     "damage",
     [
         lambda doc: "not json",
-        lambda doc: json.dumps(dict(doc, format=2)),
+        lambda doc: json.dumps(dict(doc, format=seal.FORMAT + 1)),
         lambda doc: json.dumps(dict(doc, summary=dict(doc["summary"], request=5))),
         lambda doc: json.dumps(dict(doc, summary=dict(doc["summary"], files="many"))),
         lambda doc: json.dumps({k: v for k, v in doc.items() if k != "summary"}),

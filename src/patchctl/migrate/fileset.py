@@ -10,7 +10,6 @@ outputs (checkpoints, logs, ...) are left behind unless included.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,9 +20,10 @@ from patchctl import git, journal
 from patchctl.clusters import Cluster
 from patchctl.errors import PatchctlError
 from patchctl.migrate import agent_cache, agent_files, agent_seal
-from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
-from patchctl.migrate.exclusions import excluded, in_output_dir, included_files
+from patchctl.migrate.errors import NotAGitTree
+from patchctl.migrate.exclusions import included_files
 from patchctl.migrate.listing import Listing
+from patchctl.migrate.treewalk import Walked, walk_paths
 from patchctl.patchsets import record as rec
 from patchctl.remote import lock_agent
 
@@ -79,66 +79,15 @@ class FileSet:
         return sum(e.size for e in self.entries)
 
 
-def _walk(root: Path, listed: dict[str, bool], cluster: Cluster, skip: set[str]) -> Walked:
-    """One pass over git's paths in order, each tested and stat'ed (a pass per step cost each of
-    100k paths a list slot and a call per step). Nothing is looked up or read yet: a tree whose
-    stats are those of the source's seal (see seal) needs nothing more."""
-    base = os.path.join(root, "")  # joined by hand below: pathlib or os.path.join cost more than the lstat
-    patterned = bool(cluster.include or cluster.exclude)
-    lstat, readlink = os.lstat, os.readlink
-    files: list[tuple[str, os.stat_result, str]] = []
-    left_out: list[tuple[str, str]] = []
-    for path in sorted(listed):
-        if path in skip or path.startswith(PASSED_OVER) or path.endswith(DEBRIS_SUFFIX):
-            continue  # never sent, whatever git or include say
-        # without patterns a path's fate is its folder's: asked once per folder (lru_cache)
-        why = excluded(path, cluster) if patterned else in_output_dir(path.rpartition("/")[0])
-        if why is not None:
-            if listed[path]:
-                left_out.append((path, why))
-            continue
-        full = base + path
-        try:
-            st = lstat(full)
-        except FileNotFoundError:  # a tracked file deleted here: a deletion, not an entry
-            continue
-        mode = st.st_mode
-        if stat.S_ISREG(mode):
-            files.append((path, st, ""))
-        elif stat.S_ISLNK(mode):
-            files.append((path, st, readlink(full)))
-        elif listed[path]:
-            left_out.append((path, _UNSENDABLE if stat.S_ISDIR(mode) else "not a file"))
-    if left_out:
-        raise TrackedFileLeftOut(left_out, cluster.name, cluster.source)
-    return Walked(root, files)
-
-
-@dataclass(frozen=True)
-class Walked:
-    """The files to send, listed and stat'ed, not yet hashed (see walk)."""
-
-    root: Path
-    #: ``(path, lstat, link target)`` per file in path order; the target is "" for a regular file
-    files: list[tuple[str, os.stat_result, str]]
-
-    @property
-    def paths(self) -> list[str]:
-        return [f[0] for f in self.files]
-
-
-_UNSENDABLE = "a submodule or special file, which migrate does not send"
-
-
 def _entries(walked: Walked, cache: Any) -> list[Entry]:
     """An entry per walked file, its digest the cache's where the stat is the one remembered; a
     regular file the cache does not know gets an empty digest, for ``_hashed``."""
-    record_for = cache.record_for
+    record_for, links = cache.record_for, walked.links
     return [
         Entry(path, "f", record_for(path, st)[4] or "", bool(st.st_mode & 0o100), st.st_size)
-        if not target
-        else Entry(path, "l", target, False, 0)
-        for path, st, target in walked.files
+        if path not in links
+        else Entry(path, "l", links[path], False, 0)
+        for path, st in walked.stat_rows()
     ]
 
 
@@ -190,7 +139,7 @@ def walk(
                 listed.setdefault(e.path, False)  # added by a patchset: sent even where git ignores it
     for path in included_files(root, cluster):
         listed.setdefault(path, False)
-    return _walk(root, listed, cluster, {*HOST_FILES, *generated, ".git"})
+    return walk_paths(root, listed, cluster, {*HOST_FILES, *generated, ".git"}, PASSED_OVER, DEBRIS_SUFFIX)
 
 
 def changes(asked: Listing) -> tuple[str | None, tuple[str, ...]]:
