@@ -43,6 +43,8 @@ STEPS = {
     "patchctl.migrate.verify_remote": ["tags_request", "Agent.__init__", "Agent.sealed", "Agent.ask"],
     "patchctl.migrate.provenance": ["encode_manifest", "build"],
     "patchctl.migrate.hostrun": ["HostRun.run", "HostRun.sealed"],
+    "patchctl.remote.lock": ["RootLock.__init__", "RootLock.wait"],
+    "patchctl.migrate.hostsend": ["send"],
 }
 LOG: list[tuple[float, float, str, str]] = []
 

@@ -1,5 +1,5 @@
 """``python -m patchctl``: the same entry point as the ``patchctl`` script."""
 
-from patchctl.cli.main import main
+from patchctl.cli.entry import main
 
 main()

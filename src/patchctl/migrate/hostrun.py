@@ -101,7 +101,9 @@ class HostRun:
             return self.plan(agent)
         found: Found | None = None
         if self.may_seal:
-            ended = self.sealed(agent)
+            # a changed source (its walk not sealed) asks for a tree no host's seal names: the
+            # root is asked for at once, beside the preparation, not after the host answered
+            ended = self.sealed(agent) if self.pending.sealed.result() else None
             if ended is not None:
                 return ended
             refused = self.take_root()

@@ -63,6 +63,9 @@ class Pending:
     #: what the hosts are asked to hold (seal.Summary): from the source's seal right after the
     #: walk when the tree is sealed, else once it is prepared
     summary: Future[seal.Summary] = field(default_factory=Future)
+    #: whether the walk gave the seal of the last preparation (see seal), set right after the
+    #: walk: when it did not, no host's seal can name what is asked now, and no host waits for one
+    sealed: Future[bool] = field(default_factory=Future)
     #: set by the first host that needs the prepared tree: a sealed tree is prepared only then
     wanted: Future[bool] = field(default_factory=Future)
     #: when the preparation began (a host judged by its seal counts its file set from here)
@@ -75,7 +78,7 @@ class Pending:
 
     def fail(self, exc: BaseException) -> None:
         """The preparation failed: every host waiting for a stage of it stops with ``exc``."""
-        for stage in (self.listed, self.summary, self.ready):
+        for stage in (self.listed, self.sealed, self.summary, self.ready):
             with contextlib.suppress(InvalidStateError):
                 stage.set_exception(exc)
 
@@ -109,6 +112,7 @@ def prepare(
     kept = None if options.checksum else seal.load(root, cluster.name)
     # without a seal kept (a first run), the walk's is worked out after the hosts have the tree
     sealed = seal.of(walked, cluster, rule, generated, head) if kept is not None else None
+    pending.sealed.set_result(kept is not None and kept[0] == sealed)
     if kept is not None and kept[0] == sealed:
         pending.summary.set_result(kept[1])
         if not needed():

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchctl.migrate import early
 from patchctl.migrate.options import Options
 from patchctl.remote import ssh
 
@@ -30,8 +31,9 @@ class Session:
 
     def __init__(self, cluster: Cluster, options: Options = Options()) -> None:
         self.cluster, self.options = cluster, options
-        #: the hosts' master connections, in the cluster's order
-        self.connections = ssh.Connections(cluster, options.jobs)
+        #: the hosts' master connections, in the cluster's order: those the ``patchctl`` script
+        #: began for this very cluster before the CLI loaded (see early), else begun now
+        self.connections = early.take(cluster, options.jobs) or ssh.Connections(cluster, options.jobs)
         #: git's answers about the tree, once the caller has named it (see :meth:`look_at`)
         self.listing: Listing | None = None
 
