@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,19 @@ def test_the_newest_time_is_any_file_s_latest_mtime_or_ctime(tmp_path: Path) -> 
     walked = fileset.walk(root, cluster(), ())
     assert walked.newest() == max(os.lstat(root / p).st_ctime_ns for p in ("a.py", "b.py"))
     assert treewalk.Walked(root, [], b"", {}).newest() == 0
+
+
+def test_a_time_past_64_bits_of_nanoseconds_is_walked_clamped_and_its_change_still_seen(tmp_path: Path) -> None:
+    """``utime`` sets an mtime of the year 2286 (10**19 ns, past 2**63): the walk keeps it clamped,
+    the file is sent with its digest, and setting another such mtime is still a change (ctime)."""
+    root = make_repo(tmp_path / "r", {"a.py": "x = 1\n", "far.py": "y = 2\n"})
+    os.utime(root / "far.py", ns=(0, 10**19))
+    walked = fileset.walk(root, cluster(), ())
+    rows = dict(walked.stat_rows())
+    assert (
+        rows["far.py"].st_mtime_ns == (1 << 63) - 1 and rows["a.py"].st_mtime_ns == os.lstat(root / "a.py").st_mtime_ns
+    )
+    assert [e.path for e in collect(root, cluster()).entries] == ["a.py", "far.py"]
+    time.sleep(0.01)
+    os.utime(root / "far.py", ns=(0, 2 * 10**19))
+    assert dict(fileset.walk(root, cluster(), ()).stat_rows())["far.py"] != rows["far.py"]

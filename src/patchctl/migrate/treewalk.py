@@ -113,6 +113,15 @@ def _hidden(folder: str, skip: set[str], passed_over: tuple[str, ...]) -> tuple[
     return False, names, prefixes
 
 
+def _clamped(st: os.stat_result) -> bytes:
+    """The ``FIELDS`` of a file whose mtime or ctime lies outside 64 bits of nanoseconds (``utime``
+    sets such an mtime: a file from the year 2300), each time clamped into them. A change from one
+    such mtime to another keeps the clamped value, not the ctime (the kernel's clock): still seen."""
+    lo, hi = -(1 << 63), (1 << 63) - 1
+    times = (min(max(t, lo), hi) for t in (st.st_mtime_ns, st.st_ctime_ns))
+    return FIELDS.pack(st.st_mode, st.st_size, *times, st.st_ino)
+
+
 def walk_paths(
     root: Path, listed: dict[str, bool], cluster: Cluster, skip: set[str], passed_over: tuple[str, ...], debris: str
 ) -> Walked:
@@ -155,15 +164,17 @@ def walk_paths(
             except FileNotFoundError:  # a tracked file deleted here: a deletion, not an entry
                 continue
             mode = st.st_mode
-            if is_reg(mode):
-                paths.append(path)
-                stats += pack(mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-            elif is_lnk(mode):
+            if not is_reg(mode):
+                if not is_lnk(mode):
+                    if listed[path]:
+                        left_out.append((path, _UNSENDABLE if stat.S_ISDIR(mode) else "not a file"))
+                    continue
                 links[path] = readlink(name, dir_fd=fd)
-                paths.append(path)
+            paths.append(path)
+            try:
                 stats += pack(mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-            elif listed[path]:
-                left_out.append((path, _UNSENDABLE if stat.S_ISDIR(mode) else "not a file"))
+            except struct.error:  # a time past 2262 or before 1678: not in 64 bits of nanoseconds
+                stats += _clamped(st)
     finally:
         folders.close()
     if left_out:
