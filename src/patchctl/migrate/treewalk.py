@@ -9,7 +9,7 @@ following a link, and its files are ``lstat``'ed relative to it: a folder swappe
 not walked through (git calls its files deleted too), so no file outside the tree is sent.
 
 A file's stat is kept as its five fields packed (``FIELDS``), 40 bytes, not the ``stat_result``
-(~0.5 kB with its fields): the seal hashes them as they are, and 100k files x 8 hosts stay small.
+(~0.6 kB with its fields): the seal hashes them as they are, and 100k files x 8 hosts stay small.
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ from patchctl.migrate.exclusions import excluded, in_output_dir
 
 #: the stat fields a walked file is known by, packed in native order (the seal is never read elsewhere)
 FIELDS = struct.Struct("=QqqqQ")  # mode, size, mtime_ns, ctime_ns (before 1970: negative), inode
-#: a folder opened to stat its files (O_PATH: no read permission needed, as lstat of a path)
-_FOLDER = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
+#: a folder opened only to stat its files (O_PATH: no read permission needed, as for lstat of a path)
+_ROOT = os.O_DIRECTORY | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
+#: a folder below the root: never through a link
+_FOLDER = _ROOT | os.O_NOFOLLOW
 #: a folder that is not one (gone, a file, a link): its files are not on disk, as git would say
 _NOT_A_FOLDER = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
 _UNOPENED = -1  # a folder met, not opened yet: only one with a file to stat is
@@ -74,7 +76,7 @@ class _Folders:
     subtree is one run of them: a stack of open folders as deep as the tree is enough."""
 
     def __init__(self, root: Path) -> None:
-        self.stack = [("", os.open(root, os.O_DIRECTORY | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)))]
+        self.stack = [("", os.open(root, _ROOT))]  # the root itself may be reached through a link
 
     def fd(self, folder: str) -> int | None:
         """``folder`` open, or None where it is not a folder on disk (missing, a file, a link)."""
