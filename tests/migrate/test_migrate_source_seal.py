@@ -174,3 +174,29 @@ def test_a_seal_of_the_old_format_is_none_and_the_tree_is_prepared_in_full(tree:
     assert again is not None and same == summary
     assert json.loads(kept.read_text())["format"] == seal.FORMAT == 2
     assert run(tree, tmp_path) == (None, summary)
+
+
+def test_a_renamed_folder_git_does_not_see_is_a_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder git ignores, sent as the cluster includes it, renamed: its files keep every stat
+    field (a rename touches the folder, not them) and git lists no change; only their paths differ."""
+    monkeypatch.setattr(state, "state_dir", lambda: tmp_path / "state")
+    root = make_repo(tmp_path / "src", {".gitignore": "data/\n", "a.py": ""}, untracked={"data/x/w.bin": "w"})
+    time.sleep(0.05)  # older than the first walk's clock: the seal may be kept
+    data = cluster(include=("data",))
+    _, summary = run(root, tmp_path, to=data)
+    assert run(root, tmp_path, to=data) == (None, summary)
+    os.rename(root / "data/x", root / "data/y")
+    again, now = run(root, tmp_path, to=data)
+    assert again is not None and now != summary
+
+
+def test_a_tree_with_no_commit_yet_is_sealed_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(state, "state_dir", lambda: tmp_path / "state")
+    root = tmp_path / "src"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "a.py").write_text("x = 1\n")
+    time.sleep(0.05)
+    _, summary = run(root, tmp_path)
+    assert summary.commit is None
+    assert run(root, tmp_path) == (None, summary)
