@@ -121,6 +121,20 @@ def test_rules_per_folder_give_the_files_rules_per_path_gave(
         assert new == outcome(lambda: per_path(root, listed, c, skip))
 
 
+def test_nested_sibling_folders_are_each_stat_ed_in_their_own(tmp_path: Path) -> None:
+    """Folders left and entered at every depth (``a/x`` then ``a/y``, back up to ``a``, down
+    again): each file is stat'ed in its own folder, none in the one open before."""
+    files = ["a/x/1", "a/x/p/2", "a/x/q/3", "a/y/4", "a/y/p/5", "a/z", "b/x/6", "b/y/p/q/7", "b/z", "c"]
+    for rel in files:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(rel)
+    listed = dict.fromkeys(files, True)
+    walked = treewalk.walk_paths(tmp_path, listed, cluster(), set(), fileset.PASSED_OVER, fileset.DEBRIS_SUFFIX)
+    assert [(p, tuple(s)) for p, s in walked.stat_rows()] == [
+        (p, f) for p, f, _ in per_path(tmp_path, listed, cluster(), set())
+    ]
+
+
 def test_a_git_tree_walks_to_the_files_rules_per_path_gave(tmp_path: Path) -> None:
     """The same on a git tree, through fileset.walk (git's listing, the included files)."""
     root = make_repo(
