@@ -14,7 +14,6 @@ starts such a child (train, migrate, validate, matrix) ends it.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import queue
 import shutil
@@ -41,10 +40,14 @@ def _libc_prctl() -> object | None:
     libraries (another thread may have held the loader's lock at the fork)."""
     if not sys.platform.startswith("linux"):
         return None
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
+    # the running program's own symbols, libc's among them: ctypes.util.find_library("c") ran
+    # `ldconfig -p` in a child process at every start of patchctl
+    for library in (None, "libc.so.6"):
+        try:
+            return ctypes.CDLL(library, use_errno=True).prctl
+        except (OSError, AttributeError):
+            continue
+    return None
 
 
 _PRCTL = _libc_prctl()

@@ -55,12 +55,21 @@ def test_a_migrate_command_line_names_its_logins(argv: list[str], asked: early.A
         ["gpu", "--jobs", "0"],
         ["gpu", "-j", "x"],
         ["gpu", "--config"],  # its value missing
+        ["gpu", "--host"],
         ["gpu", "--config="],
         ["--", "gpu"],
     ],
 )
 def test_a_command_line_this_reader_is_unsure_of_logs_in_nowhere_early(argv: list[str]) -> None:
     assert early.read(argv) is None
+
+
+def test_nothing_begun_is_nothing_to_take(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = site.config("", ["node1"])
+    assert early.take(load_cluster("loop", config), None) is None
+    monkeypatch.setenv(early.COMPLETE_VAR, "bash_complete")  # a shell completing a word
+    early.begin(["loop", "--config", str(config)])
+    assert early._begun is None
 
 
 def _counting(site: Site, tmp_path: Path, aliases: list[str]) -> tuple[Path, Path]:
@@ -82,7 +91,11 @@ def _script(tmp_path: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PATCHCTL_CACHE": str(tmp_path / "cache")},
+        # block-buffered output, as from a user's shell: the script's quick exit must flush it
+        env={
+            **{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+            "PATCHCTL_CACHE": str(tmp_path / "cache"),
+        },
     )
     out, err = child.communicate(timeout=120)
     return subprocess.CompletedProcess(child.args, child.returncode, out, err), child.pid

@@ -123,9 +123,9 @@ def test_a_sealed_host_is_only_read_and_a_changed_one_waits_for_the_root(
         [sys.executable, lock_agent.__file__, "hold"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert keeper.stdin is not None and keeper.stdout is not None
-    keeper.stdin.write(json.dumps({"root": str(site.root("node1")), "wait": 5, "holder": "the other run"}) + "\n")
+    keeper.stdin.write(f"{site.root('node1')}\x005\x00the other run\x00")  # root, wait, holder
     keeper.stdin.flush()
-    assert json.loads(keeper.stdout.readline()) == {"locked": True}
+    assert keeper.stdout.readline() == "locked\n"
     monkeypatch.setenv("PATCHCTL_LOCK_WAIT", "1")
     try:
         assert states(migrate(cluster, tree, ())) == [(HostStatus.OK, True, 0, 0)]

@@ -9,11 +9,11 @@ control folder (/tmp/pcm-*) and stage folder (/tmp/pcv-stage-*).
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -76,11 +76,14 @@ def test_the_lock_keeper_makes_nothing_through_a_symlinked_patchctl(tmp_path: Pa
     root.mkdir()
     elsewhere.mkdir()
     os.symlink(elsewhere, root / ".patchctl")
-    request = json.dumps({"root": str(root), "wait": 1, "holder": "test"}) + "\n"
     hold = subprocess.run(
-        [sys.executable, lock_agent.__file__, "hold"], input=request, capture_output=True, text=True, timeout=30
+        [sys.executable, lock_agent.__file__, "hold"],
+        input=f"{root}\x001\x00test\x00",  # root, wait, holder: NUL-ended
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
-    assert json.loads(hold.stdout) == {"error": f"{root}/.patchctl leads out of the root; make it a folder there"}
+    assert hold.stdout == f"error\t{root}/.patchctl leads out of the root; make it a folder there\n"
     transfer = subprocess.run(
         [sys.executable, lock_agent.__file__, "transfer", str(root / lock_agent.TRANSFER), "true"],
         capture_output=True,
@@ -89,3 +92,35 @@ def test_the_lock_keeper_makes_nothing_through_a_symlinked_patchctl(tmp_path: Pa
     )
     assert transfer.returncode == 5 and "leads out of the root" in transfer.stderr
     assert list(elsewhere.iterdir()) == []
+
+
+def test_the_lock_keeper_reads_any_root_and_answers_one_line(tmp_path: Path) -> None:
+    """Its request is NUL-ended fields, not a line: a root with a newline and a tab in its name is
+    locked, a second keeper is told who holds it on one line, and a keeper that gets end-of-file
+    before a request makes nothing."""
+    root = tmp_path / "a\nb\tc"
+    root.mkdir()
+    idle = subprocess.run([sys.executable, lock_agent.__file__, "hold"], input="", capture_output=True, timeout=30)
+    assert idle.returncode == 0 and idle.stdout == b"" and not (root / ".patchctl").exists()
+    first = subprocess.Popen(
+        [sys.executable, lock_agent.__file__, "hold"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert first.stdin is not None and first.stdout is not None
+    try:
+        first.stdin.write(f"{root}\x005\x00")  # a request that arrives in two parts
+        first.stdin.flush()
+        time.sleep(0.3)
+        first.stdin.write("run one\non two lines\x00")
+        first.stdin.flush()
+        assert first.stdout.readline() == "locked\n"
+        second = subprocess.run(
+            [sys.executable, lock_agent.__file__, "hold"],
+            input=f"{root}\x000\x00run two\x00",
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert second.stdout == "busy\trun one on two lines\n"
+    finally:
+        first.stdin.close()
+        first.wait(timeout=10)

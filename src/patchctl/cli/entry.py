@@ -4,18 +4,54 @@ Importing click, the command group and the migrate command takes some 50 ms, and
 hosts cannot log in before its command line is parsed. So the script reads a ``migrate``
 command line first (:mod:`patchctl.migrate.early`) and only then loads the CLI, which takes the
 logins over. Every other command goes straight to :func:`patchctl.cli.main.main`.
+
+A migrate also ends without the interpreter's teardown of its ~400 modules (15-40 ms on two busy
+cores, measured beside the same imports ended by ``os._exit``), which a no-change re-run of a
+small tree, measured against rsync's, paid at every run. What an ordinary exit does that
+matters is done first: the threads still running are waited for, the ``atexit`` handlers run
+(unused logins closed, temporary folders removed) and the output is flushed.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
 import sys
+import threading
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["migrate"]:
-        from patchctl.migrate import early
+    if sys.argv[1:2] != ["migrate"]:
+        from patchctl.cli.main import main as cli_main
 
-        early.begin(sys.argv[2:])
+        cli_main()
+        return
+    from patchctl.migrate import early
+
+    early.begin(sys.argv[2:])
     from patchctl.cli.main import main as cli_main
 
-    cli_main()
+    try:
+        cli_main()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    _exit(code)
+
+
+def _exit(code: object) -> None:
+    """``sys.exit(code)`` without the interpreter's teardown (see the module's docstring)."""
+    if code is not None and not isinstance(code, int):  # sys.exit("message"): printed, exit 1
+        print(code, file=sys.stderr)
+        code = 1
+    # the interpreter's own first two steps of an exit, in its order: wait for the threads still
+    # running (and shut idle thread pools down), then the atexit handlers
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a reader that went away, a stream closed already
+            stream.flush()
+    os._exit(code or 0)

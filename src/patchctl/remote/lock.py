@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import json
 import select
 import socket
 import subprocess
@@ -70,26 +69,23 @@ class RootLock:
             return self._missing
         assert self._proc.stdin is not None and self._proc.stdout is not None
         holder = f"{tree_lock.describe()} on {socket.gethostname()}"
-        request = json.dumps({"root": self.host.root, "wait": self.wait_s, "holder": holder}) + "\n"
+        request = f"{self.host.root}\0{self.wait_s}\0{holder}\0".encode("utf-8", "surrogateescape")
         try:
-            self._proc.stdin.write(request.encode("utf-8"))
+            self._proc.stdin.write(request)
             self._proc.stdin.flush()
         except OSError:  # the session ended already: the exit code below tells why
             pass
         limit = self.wait_s + min(self.cluster.timeout, 20) + 10
         ready, _, _ = select.select([self._proc.stdout], [], [], limit)
         line = self._proc.stdout.readline() if ready else b""
-        try:
-            reply = json.loads(line.decode("utf-8", "replace") or "null")
-        except ValueError:
-            reply = None
-        if isinstance(reply, dict) and reply.get("locked"):
+        kind, _, why = line.decode("utf-8", "replace").rstrip("\n").partition("\t")
+        if kind == "locked":
             return None
-        if isinstance(reply, dict) and "error" in reply:
-            return f"could not lock {self.host.root} on the host: {reply['error']}"
-        if isinstance(reply, dict) and "busy" in reply:
+        if kind == "error":
+            return f"could not lock {self.host.root} on the host: {why}"
+        if kind == "busy":
             return (
-                f"{self.host.root} is being migrated by another patchctl ({reply['busy']}); "
+                f"{self.host.root} is being migrated by another patchctl ({why}); "
                 f"waited {self.wait_s:.0f} s: run migrate again once it has ended"
             )
         if not ready:
