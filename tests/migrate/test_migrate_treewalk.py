@@ -129,7 +129,9 @@ def test_nested_sibling_folders_are_each_stat_ed_in_their_own(tmp_path: Path) ->
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(rel)
     listed = dict.fromkeys(files, True)
+    open_before = os.listdir("/proc/self/fd")
     walked = treewalk.walk_paths(tmp_path, listed, cluster(), set(), fileset.PASSED_OVER, fileset.DEBRIS_SUFFIX)
+    assert os.listdir("/proc/self/fd") == open_before  # every folder opened is closed
     assert [(p, tuple(s)) for p, s in walked.stat_rows()] == [
         (p, f) for p, f, _ in per_path(tmp_path, listed, cluster(), set())
     ]
@@ -139,7 +141,7 @@ def test_a_git_tree_walks_to_the_files_rules_per_path_gave(tmp_path: Path) -> No
     """The same on a git tree, through fileset.walk (git's listing, the included files)."""
     root = make_repo(
         tmp_path / "r",
-        {"a.py": "", ".github/ci.yml": "", "pkg/logs.py": "", ".patchctl/keep.txt": ""},
+        {"a.py": "", ".github/ci.yml": "", "pkg/logs.py": "", ".patchctl/keep.txt": "", "a/it": ""},
         untracked={
             "logs/run.txt": "",
             "pkg/checkpoints/w.bin": "",
@@ -159,6 +161,7 @@ def test_a_git_tree_walks_to_the_files_rules_per_path_gave(tmp_path: Path) -> No
         ".github/ci.yml",
         ".patchctl/keep.txt",
         "a.py",
+        "a/it",  # ".git" less its first two letters: a name the root's rules must not reach
         "gen/git_ignore.py",
         "pkg/logs.py",
     ]
