@@ -4,8 +4,10 @@ a younger file, a damaged seal) makes the tree prepared in full again."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import socket
 import time
 from pathlib import Path
 
@@ -14,8 +16,10 @@ from migrate_helpers import git, make_repo
 from test_migrate_fileset import cluster
 from test_migrate_hashcache import same_size_same_mtime
 
+from patchctl import __version__
 from patchctl.clusters import Cluster, Host
-from patchctl.migrate import Options, hashcache, seal, state
+from patchctl.migrate import Options, fileset, hashcache, seal, state, verify_remote
+from patchctl.migrate.listing import Listing
 from patchctl.migrate.prepare import Pending, Prepared, prepare
 
 FILES = {f"pkg/m{i}.py": f"value = {i:04d}  # Uky\n" for i in range(4)}
@@ -104,7 +108,7 @@ def test_a_tree_younger_than_its_walk_is_not_sealed(
     "damage",
     [
         lambda doc: "not json",
-        lambda doc: json.dumps(dict(doc, format=2)),
+        lambda doc: json.dumps(dict(doc, format=seal.FORMAT + 1)),
         lambda doc: json.dumps(dict(doc, summary=dict(doc["summary"], request=5))),
         lambda doc: json.dumps(dict(doc, summary=dict(doc["summary"], files="many"))),
         lambda doc: json.dumps({k: v for k, v in doc.items() if k != "summary"}),
@@ -145,3 +149,54 @@ def test_a_host_that_needs_the_tree_gets_it_prepared_after_the_seal(tree: Path, 
     assert asked == [summary]  # the summary came from the seal, before the tree was prepared
     assert again is not None and first is not None
     assert again.manifest == first.manifest and pending.ready.result() is again
+
+
+def _seal_of_format_1(root: Path) -> str:
+    """The seal FORMAT 1 gave ``root``'s walk: its context, then one text row of stat fields per file."""
+    walked = fileset.walk(root, cluster(), ())
+    c = cluster()
+    head = fileset.changes(Listing(root))
+    context = [1, __version__, socket.gethostname(), str(root), c.name, [], [], verify_remote.tag_rule(set()), [], head]
+    h = hashlib.sha256(json.dumps(context, separators=(",", ":")).encode())
+    for path, st in walked.stat_rows():
+        h.update(f"{path}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\0\n".encode())
+    return h.hexdigest()
+
+
+def test_a_seal_of_the_old_format_is_none_and_the_tree_is_prepared_in_full(tree: Path, tmp_path: Path) -> None:
+    """A seal an older patchctl kept of this very tree (FORMAT 1, stats as text) reads as none:
+    never as a match, nor as a mismatch taken for a change; the tree is prepared and sealed anew."""
+    _, summary = run(tree, tmp_path)
+    kept = seal._file(tree, cluster().name)
+    kept.write_text(json.dumps(dict(json.loads(kept.read_text()), format=1, seal=_seal_of_format_1(tree))))
+    assert seal.load(tree, cluster().name) is None
+    again, same = run(tree, tmp_path)
+    assert again is not None and same == summary
+    assert json.loads(kept.read_text())["format"] == seal.FORMAT == 2
+    assert run(tree, tmp_path) == (None, summary)
+
+
+def test_a_renamed_folder_git_does_not_see_is_a_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder git ignores, sent as the cluster includes it, renamed: its files keep every stat
+    field (a rename touches the folder, not them) and git lists no change; only their paths differ."""
+    monkeypatch.setattr(state, "state_dir", lambda: tmp_path / "state")
+    root = make_repo(tmp_path / "src", {".gitignore": "data/\n", "a.py": ""}, untracked={"data/x/w.bin": "w"})
+    time.sleep(0.05)  # older than the first walk's clock: the seal may be kept
+    data = cluster(include=("data",))
+    _, summary = run(root, tmp_path, to=data)
+    assert run(root, tmp_path, to=data) == (None, summary)
+    os.rename(root / "data/x", root / "data/y")
+    again, now = run(root, tmp_path, to=data)
+    assert again is not None and now != summary
+
+
+def test_a_tree_with_no_commit_yet_is_sealed_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(state, "state_dir", lambda: tmp_path / "state")
+    root = tmp_path / "src"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "a.py").write_text("x = 1\n")
+    time.sleep(0.05)
+    _, summary = run(root, tmp_path)
+    assert summary.commit is None
+    assert run(root, tmp_path) == (None, summary)

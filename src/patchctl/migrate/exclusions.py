@@ -1,6 +1,7 @@
 """Which of the tree's files stay home whatever git says: the cluster's ``exclude`` patterns and
 run outputs (checkpoints, logs, ...), unless the cluster's ``include`` names them; and the files
-``include`` adds, ignored by git or not. Asked by the file set (``fileset``) for every path."""
+``include`` adds, ignored by git or not. Asked by the source's walk (``treewalk``): once per folder, or
+per path where the cluster has include or exclude patterns (they may name files)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ outputs (checkpoints, logs, ...) are left behind unless included.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,13 +20,14 @@ from patchctl import git, journal
 from patchctl.clusters import Cluster
 from patchctl.errors import PatchctlError
 from patchctl.migrate import agent_cache, agent_files, agent_seal
-from patchctl.migrate.errors import NotAGitTree, TrackedFileLeftOut
-from patchctl.migrate.exclusions import excluded, in_output_dir, included_files
+from patchctl.migrate.errors import NotAGitTree
+from patchctl.migrate.exclusions import included_files
 from patchctl.migrate.listing import Listing
+from patchctl.migrate.treewalk import Walked, walk_paths
 from patchctl.patchsets import record as rec
 from patchctl.remote import lock_agent
 
-#: files at least this large are hashed on worker threads (see _entries)
+#: files at least this large are hashed on worker threads (see _hashed)
 BIG = 1 << 20
 #: files patchctl writes on each host itself; the source's copies (if any) never travel
 HOST_FILES = (
@@ -79,90 +79,36 @@ class FileSet:
         return sum(e.size for e in self.entries)
 
 
-def _walk(root: Path, listed: dict[str, bool], cluster: Cluster, skip: set[str]) -> Walked:
-    """One pass over git's paths in order, each tested and stat'ed (a pass per step cost each of
-    100k paths a list slot and a call per step). Nothing is looked up or read yet: a tree whose
-    stats are those of the source's seal (see seal) needs nothing more."""
-    base = os.path.join(root, "")  # joined by hand below: pathlib or os.path.join cost more than the lstat
-    patterned = bool(cluster.include or cluster.exclude)
-    lstat, readlink = os.lstat, os.readlink
-    files: list[tuple[str, os.stat_result, str]] = []
-    left_out: list[tuple[str, str]] = []
-    for path in sorted(listed):
-        if path in skip or path.startswith(PASSED_OVER) or path.endswith(DEBRIS_SUFFIX):
-            continue  # never sent, whatever git or include say
-        # without patterns a path's fate is its folder's: asked once per folder (lru_cache)
-        why = excluded(path, cluster) if patterned else in_output_dir(path.rpartition("/")[0])
-        if why is not None:
-            if listed[path]:
-                left_out.append((path, why))
+def _hashed(walked: Walked, cache: Any) -> list[Entry]:
+    """An entry per walked file with its sha256: the cache's (see hashcache) where the stat is the
+    one remembered, else read. Source files are hashed inline, as their entry is made: for a verl
+    tree (~400 files of ~10 kB) handing each to a thread cost twice the CPU and wall time of
+    hashing it. Large files (included outputs, data) go to worker threads, where hashlib releases
+    the GIL and disks work in parallel."""
+    base = os.path.join(walked.root, "")  # joined by hand below: os.path.join cost 2 us a file
+    record_for, fill, links = cache.record_for, cache.fill, walked.links
+    out: list[Entry] = []
+    late: dict[int, list[Any]] = {}  # entry index -> the file's cache record
+    for path, st in walked.stat_rows():
+        if path in links:
+            out.append(Entry(path, "l", links[path], False, 0))
             continue
-        full = base + path
-        try:
-            st = lstat(full)
-        except FileNotFoundError:  # a tracked file deleted here: a deletion, not an entry
-            continue
-        mode = st.st_mode
-        if stat.S_ISREG(mode):
-            files.append((path, st, ""))
-        elif stat.S_ISLNK(mode):
-            files.append((path, st, readlink(full)))
-        elif listed[path]:
-            left_out.append((path, _UNSENDABLE if stat.S_ISDIR(mode) else "not a file"))
-    if left_out:
-        raise TrackedFileLeftOut(left_out, cluster.name, cluster.source)
-    return Walked(root, files)
-
-
-@dataclass(frozen=True)
-class Walked:
-    """The files to send, listed and stat'ed, not yet hashed (see walk)."""
-
-    root: Path
-    #: ``(path, lstat, link target)`` per file in path order; the target is "" for a regular file
-    files: list[tuple[str, os.stat_result, str]]
-
-    @property
-    def paths(self) -> list[str]:
-        return [f[0] for f in self.files]
-
-
-_UNSENDABLE = "a submodule or special file, which migrate does not send"
-
-
-def _entries(walked: Walked, cache: Any) -> list[Entry]:
-    """An entry per walked file, its digest the cache's where the stat is the one remembered; a
-    regular file the cache does not know gets an empty digest, for ``_hashed``."""
-    record_for = cache.record_for
-    return [
-        Entry(path, "f", record_for(path, st)[4] or "", bool(st.st_mode & 0o100), st.st_size)
-        if not target
-        else Entry(path, "l", target, False, 0)
-        for path, st, target in walked.files
-    ]
-
-
-def _hashed(root: Path, entries: list[Entry], cache: Any) -> list[Entry]:
-    """``entries`` with the digests the cache (see hashcache) did not know filled in. Source files
-    are hashed inline: for a verl tree (~400 files of ~10 kB) handing each to a thread cost twice
-    the CPU and wall time of hashing it. Large files (included outputs, data) go to worker
-    threads, where hashlib releases the GIL and disks work in parallel."""
-    out = list(entries)
-    late = {}
-    for i, e in enumerate(entries):
-        if e.kind == "f" and not e.digest:
-            if e.size >= BIG:
-                late[i] = e
+        rec = record_for(path, st)
+        digest = rec[4]
+        if digest is None:
+            if st.st_size >= BIG:
+                late[len(out)] = rec
             else:
-                # the record _walk made; its tagged lines come from the same read (see Cache.fill):
-                # the tag inventory (verify_remote.tags_request) does not open the file again
-                out[i] = e._replace(digest=cache.fill(cache.seen[e.path], os.path.join(root, e.path)))
+                # its tagged lines come from the same read (see Cache.fill): the tag inventory
+                # (verify_remote.tags_request) does not open the file again
+                digest = fill(rec, base + path)
+        out.append(Entry(path, "f", digest or "", bool(st.st_mode & 0o100), st.st_size))
     if late:
         with ThreadPoolExecutor(max_workers=min(8, len(late))) as pool:
-            digests = pool.map(lambda e: agent_cache.sha256(os.path.join(root, e.path)), late.values())
-            for (i, e), digest in zip(late.items(), digests, strict=True):
-                out[i] = e._replace(digest=digest)
-                cache.seen[e.path][4] = digest
+            digests = pool.map(lambda i: agent_cache.sha256(base + out[i].path), late)
+            for (i, rec), digest in zip(late.items(), digests, strict=True):
+                out[i] = out[i]._replace(digest=digest)
+                rec[4] = digest
     return out
 
 
@@ -190,7 +136,7 @@ def walk(
                 listed.setdefault(e.path, False)  # added by a patchset: sent even where git ignores it
     for path in included_files(root, cluster):
         listed.setdefault(path, False)
-    return _walk(root, listed, cluster, {*HOST_FILES, *generated, ".git"})
+    return walk_paths(root, listed, cluster, {*HOST_FILES, *generated, ".git"}, PASSED_OVER, DEBRIS_SUFFIX)
 
 
 def changes(asked: Listing) -> tuple[str | None, tuple[str, ...]]:
@@ -206,7 +152,7 @@ def changes(asked: Listing) -> tuple[str | None, tuple[str, ...]]:
 def hashed(walked: Walked, cache: Any, head: tuple[str | None, tuple[str, ...]]) -> FileSet:
     """The walked files with their sha256: the cache's where it knows the file (see hashcache),
     read otherwise. ``head``: HEAD and the paths that differ from it (``changes``)."""
-    entries = tuple(_hashed(walked.root, _entries(walked, cache), cache))
+    entries = tuple(_hashed(walked, cache))
     return FileSet(walked.root, entries, *head)
 
 

@@ -31,9 +31,10 @@ from typing import Any
 from patchctl import __version__
 from patchctl.clusters import Cluster
 from patchctl.migrate import state
-from patchctl.migrate.fileset import Walked
+from patchctl.migrate.treewalk import Walked
 
-FORMAT = 1
+#: 2: the stat fields packed (1 formatted them as text): a seal of 1 is none, its tree prepared in full
+FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -78,18 +79,19 @@ def of(walked: Walked, cluster: Cluster, rule: list[Any], generated: Sequence[st
         head,
     ]
     h = hashlib.sha256(json.dumps(context, separators=(",", ":")).encode("utf-8", "surrogateescape"))
-    rows = "".join(
-        f"{p}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\0{t}\n"
-        for p, st, t in walked.files
-    )
-    h.update(rows.encode("utf-8", "surrogateescape"))
+    # the paths joined by NUL and ended by two (no path is empty or holds a NUL), then their fields
+    # packed as the walk kept them (a count of paths fixes their length), then the links' targets:
+    # no walk's seal reads as another's. (Formatted as a text row per file, 100k files cost 55 ms.)
+    h.update("\0".join(walked.paths).encode("utf-8", "surrogateescape") + b"\0\0")
+    h.update(walked.stats)
+    h.update(json.dumps(sorted(walked.links.items())).encode("utf-8", "surrogateescape"))
     return h.hexdigest()
 
 
 def settled(walked: Walked, since: int) -> bool:
     """Whether every file is older than ``since`` (the clock before the walk): only then may the
     walk's seal be kept, as a change within the same tick could keep every value it records."""
-    return since > 0 and all(st.st_mtime_ns < since and st.st_ctime_ns < since for _, st, _ in walked.files)
+    return since > 0 and walked.newest() < since
 
 
 def _file(root: Path, cluster: str) -> Path:
