@@ -46,12 +46,14 @@ def state_digest(stats, extras):
     joined by NUL, two NULs, and the five stat fields of each, packed. No path is empty or holds a
     NUL, so each part ends at its first two NULs and its fields' length follows from its count: no
     tree's state reads as another's. (Packed, not formatted: a 100k tree's fields cost 0.06 s so,
-    0.11 s as text.)"""
+    0.11 s as text; 0.035 s once ``survey`` gives each folder's files in order, as the sort does,
+    so their stats are read in the order they were made, not scattered.)"""
     h = hashlib.sha256()
     for part in (stats, extras):
         paths = sorted(part)
         h.update("\0".join(paths).encode("utf-8", "surrogateescape") + b"\0\0")
-        h.update(b"".join([_FIELDS(*_stat_key(part[rel])) for rel in paths]))
+        ordered = map(part.__getitem__, paths)
+        h.update(b"".join([_FIELDS(s.st_mode, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino) for s in ordered]))
     return h.hexdigest()
 
 
