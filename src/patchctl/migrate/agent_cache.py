@@ -8,15 +8,18 @@ per file, like rsync's quick check, not a read of every byte.
 """
 
 import hashlib
-import json
 import os
-import re
 import stat
-import tempfile
 
 if False:  # typing only: the host's python3 may predate the typing module
     from re import Pattern  # noqa: F401 - named in type comments only
     from typing import Any, Optional  # noqa: F401 - named in type comments only
+
+# here, where patchctl is installed; on a host the source of agent_io has just run before this one
+try:  # noqa: SIM105 - not contextlib.suppress: its import (functools, collections) is no sealed answer's
+    from patchctl.migrate.agent_io import loads, temp_file
+except ImportError:
+    pass
 
 MAX_SCAN = 4 << 20  # tagged lines live in source files; larger files are data
 
@@ -67,7 +70,7 @@ class Cache:
         self.seen = {}  # type: dict[str, list[Any]]
         self.read = 0
         #: the tag rule compiled, for the tagged lines of a file read for its digest
-        self.scanner = None if not rule else (re.compile(rule[0]), [n.encode() for n in rule[1]])
+        self.scanner = None if not rule else (_compiled(rule[0]), [n.encode() for n in rule[1]])
 
     def record_for(self, rel, st):
         # type: (str, os.stat_result) -> list[Any]
@@ -174,7 +177,7 @@ def load_cache(path, rule, since, trust, limit):
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
             with os.fdopen(fd, "rb") as f:
                 raw = f.read(limit + 1)
-            doc = json.loads(raw.decode("utf-8")) if len(raw) <= limit else {}
+            doc = loads(raw.decode("utf-8")) if len(raw) <= limit else {}
             if isinstance(doc, dict) and doc.get("format") == 1 and doc.get("rule") == rule:
                 files = doc.get("files")
                 if isinstance(files, dict) and all(valid_record(k, v) for k, v in files.items()):
@@ -188,12 +191,21 @@ def fs_now(folder):
     # type: (str) -> int
     """The file system's clock now: the mtime of a file made for it in ``folder`` (file times come
     from a coarser clock than ``time``, and from the server's on NFS)."""
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".patchctl-")
+    fd, tmp = temp_file(folder)
     try:
         return os.fstat(fd).st_mtime_ns
     finally:
         os.close(fd)
         os.unlink(tmp)
+
+
+def _compiled(pattern):
+    # type: (str) -> Pattern[str]
+    """The tag rule's pattern compiled; ``re`` imported only here, where a file is to be scanned
+    (json's import brought it before: see agent_io)."""
+    import re
+
+    return re.compile(pattern)
 
 
 def scan(full, rx, needles):

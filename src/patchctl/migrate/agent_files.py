@@ -6,15 +6,19 @@ source between the hash cache's and the agent's), so it needs only python3 >= 3.
 standard library and never imports patchctl.
 """
 
-import json
 import operator
 import os
 import stat
-import tempfile
 import time
 
 if False:  # typing only: the host's python3 may predate the typing module
     from typing import Any, Optional  # noqa: F401 - named in type comments only
+
+# here, where patchctl is installed; on a host the source of agent_io has just run before this one
+try:  # noqa: SIM105 - not contextlib.suppress: its import (functools, collections) is no sealed answer's
+    from patchctl.migrate.agent_io import loads, temp_file
+except ImportError:
+    pass
 
 
 MANIFEST = ".patchctl/manifest.json"
@@ -190,7 +194,7 @@ def read_json(path, default):
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as f:
-            return json.loads(f.read().decode("utf-8"))
+            return loads(f.read().decode("utf-8"))
     except (OSError, ValueError):
         return default
 
@@ -199,7 +203,7 @@ def write_atomic(path, data):
     # type: (str, bytes) -> None
     """Temp file beside the destination, then rename: a reader never sees half a file."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".patchctl-")
+    fd, tmp = temp_file(os.path.dirname(path))
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -15,12 +15,9 @@ Like the agent it is sent as source to each host (``verify_remote._agent_b64`` p
 the agent), so it needs only python3 >= 3.6 and its standard library and never imports patchctl.
 """
 
-import contextlib
 import hashlib
-import json
 import operator
 import os
-import re
 import stat
 import struct
 import time
@@ -29,9 +26,12 @@ if False:  # typing only: the host's python3 may predate the typing module
     from typing import Any, Optional  # noqa: F401 - named in type comments only
 
 # here, where patchctl is installed; on a host the source of the other agent files has just run
-with contextlib.suppress(ImportError):
-    from patchctl.migrate.agent_cache import MAX_SCAN, contents, fs_now, lines_of, sha256
+try:  # not contextlib.suppress: its import (functools, collections) is no sealed answer's
+    from patchctl.migrate.agent_cache import MAX_SCAN, _compiled, contents, fs_now, lines_of, sha256
     from patchctl.migrate.agent_files import TRANSFER_LOCK, inside, survey, write_atomic
+    from patchctl.migrate.agent_io import dumps, loads
+except ImportError:
+    pass
 
 SEAL = ".patchctl/seal.json"
 MAX_SEAL = 16 << 20  # a bigger seal is not read (and not written): the host's file, anything may be there
@@ -88,7 +88,7 @@ def read_seal(root):
             return None
         with os.fdopen(os.dup(fd), "rb") as f:
             raw = f.read(MAX_SEAL + 1)
-        doc = json.loads(raw.decode("utf-8")) if len(raw) <= MAX_SEAL else None
+        doc = loads(raw.decode("utf-8")) if len(raw) <= MAX_SEAL else None
     except (OSError, ValueError):
         return None
     finally:
@@ -145,8 +145,10 @@ def unseal(root):
     path = inside(root, SEAL)
     if path is not None:
         # a folder there reads as no seal (see read_seal) and is never replaced by one: left as it is
-        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+        try:  # noqa: SIM105 - see the imports above: no contextlib
             os.unlink(path)
+        except (FileNotFoundError, IsADirectoryError):
+            pass
 
 
 def write_seal(root, req, stats, since, here, written):
@@ -185,7 +187,7 @@ def write_seal(root, req, stats, since, here, written):
         if not all(_confirm(root, rel, st, rel in stats, facts) for rel, st in racy):
             return False
     doc = {"format": 1, "verified": req["seal_as"], "tree": state_digest(stats, extras), "extra": extra}
-    data = json.dumps(doc).encode("utf-8")
+    data = dumps(doc).encode("utf-8")
     if len(data) > MAX_SEAL:
         return False
     try:
@@ -222,5 +224,5 @@ def _confirm(root, rel, st, walked, facts):
         return False
     if not walked:  # a manifest entry in a skipped folder: its digest is all the verdict used
         return True
-    found = lines_of(data, re.compile(tags["pattern"]), [w.encode() for w in tags["needles"]])
+    found = lines_of(data, _compiled(tags["pattern"]), [w.encode() for w in tags["needles"]])
     return bool(found == lines.get(rel, []))

@@ -22,14 +22,10 @@ Deletions only ever touch files an earlier migrate placed (listed in ``.patchctl
 so outputs the host made itself (checkpoints, logs) are never at risk.
 """
 
-import contextlib
 import gc
-import json
 import os
-import re
 import stat
 import sys
-import threading
 import time
 
 if False:  # typing only: the host's python3 may predate the typing module
@@ -38,8 +34,8 @@ if False:  # typing only: the host's python3 may predate the typing module
 
 # here, where patchctl is installed; on a host the source of agent_cache, agent_files,
 # agent_check and agent_seal has just run before this one
-with contextlib.suppress(ImportError):
-    from patchctl.migrate.agent_cache import MAX_SCAN, Cache, fs_now, load_cache  # noqa: F401 - see above
+try:  # not contextlib.suppress: its import (functools, collections) is no sealed answer's
+    from patchctl.migrate.agent_cache import MAX_SCAN, Cache, _compiled, fs_now, load_cache  # noqa: F401 - see above
     from patchctl.migrate.agent_check import problems, tags_here
     from patchctl.migrate.agent_files import (  # noqa: F401 - see above
         CACHE,
@@ -58,7 +54,10 @@ with contextlib.suppress(ImportError):
         write_atomic,
         write_changed,
     )
+    from patchctl.migrate.agent_io import dumps, loads, quote
     from patchctl.migrate.agent_seal import sealed_answer, unseal, write_seal
+except ImportError:
+    pass
 
 
 class Prescan:
@@ -81,6 +80,8 @@ class Prescan:
             return  # a fresh root: nothing to scan
         # here, not on the thread: it writes (and removes) a file
         self.since = fs_now(os.path.dirname(kept)) if since is None else since
+        import threading  # here: a sealed tree (or a plan) never starts one
+
         self.thread = threading.Thread(target=self.scan, args=(root, kept, walk))
         self.thread.daemon = True  # an agent that is not asked after all exits at once
         self.thread.start()
@@ -93,7 +94,7 @@ class Prescan:
         cache = load_cache(
             kept, self.order["rule"], self.since, not self.order["rehash"], (64 << 20) + 4096 * len(placed)
         )
-        rx, words, base = re.compile(pattern), [n.encode() for n in needles], os.path.join(root, "")
+        rx, words, base = _compiled(pattern), [n.encode() for n in needles], os.path.join(root, "")
         placed = set(p for p in placed if isinstance(p, str))
         for rel, st in (survey(root) if walk is None else walk).items():
             if stat.S_ISREG(st.st_mode):
@@ -182,7 +183,7 @@ def main(req, early=None):
     written = record(root, req, reply)
     remembered = cache.document()
     if kept is not None and remembered["files"] != cache.on_disk:  # a no-change re-run writes nothing it need not
-        write_atomic(kept, json.dumps(remembered, separators=(",", ":")).encode())
+        write_atomic(kept, dumps(remembered, separators=(",", ":")).encode())
     if "seal_as" in req:  # see agent_seal: the next prescan may then answer with one walk
         verified = not (reply["problems"] or reply["tags_only_here"] or reply["tags_missing_here"])
         reply["sealed"] = (
@@ -203,7 +204,7 @@ def record(root, req, reply):
     manifest, provenance_file = inside(root, MANIFEST), inside(root, PROVENANCE)
     if manifest is None or provenance_file is None:  # a .patchctl symlinked elsewhere on the host
         raise ValueError(f"{root}/.patchctl leads out of the root; make it a folder there")
-    written = {MANIFEST: json.dumps({"format": 1, "files": sorted(placed)}).encode()}
+    written = {MANIFEST: dumps({"format": 1, "files": sorted(placed)}).encode()}
     write_changed(manifest, written[MANIFEST])
     provenance = dict(req["provenance"], verified=ok, root=root)
     # the time of a migrate that found this very tree verified already is not news: kept as it was
@@ -212,7 +213,7 @@ def record(root, req, reply):
     if isinstance(earlier, dict) and "migrated_at" in provenance:
         same = dict(provenance, migrated_at=earlier.get("migrated_at")) == earlier
         provenance = earlier if same else provenance
-    written[PROVENANCE] = (json.dumps(provenance, indent=2) + "\n").encode()
+    written[PROVENANCE] = (dumps(provenance, indent=2) + "\n").encode()
     write_changed(provenance_file, written[PROVENANCE])
     return written
 
@@ -228,7 +229,7 @@ def prescan(order):
         answer, since, walk = sealed_answer(order)
     except Exception:  # the host's tree or seal, anything may be there: "not sealed", never no line
         answer, since, walk = None, 0, None
-    sys.stdout.write(json.dumps({"sealed": answer}) + "\n")
+    sys.stdout.write('{"sealed": %s}\n' % ("null" if answer is None else quote(answer)))  # no json import yet
     sys.stdout.flush()
     return None if answer is not None else Prescan(order, since if walk is not None else None, walk)
 
@@ -243,7 +244,7 @@ def run():
     early = None
     try:
         if first.startswith(b'{"prescan"'):  # the root and tag rule, sent ahead of the request
-            order = json.loads(first.decode("utf-8"))["prescan"]
+            order = loads(first.decode("utf-8"))["prescan"]
             first = b""
             early = prescan(order)
     except Exception:  # a prescan is only a head start: the check does it all without one
@@ -255,12 +256,12 @@ def run():
         sys.stdout.flush()
         os._exit(0)
     try:
-        request = json.loads(raw.decode("utf-8"))
+        request = loads(raw.decode("utf-8"))
         reply = main(request, early)
     except Exception as exc:  # reported to patchctl as this host's failure, not a traceback
-        sys.stdout.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
+        sys.stdout.write(dumps({"error": f"{type(exc).__name__}: {exc}"}))
         sys.exit(3)
-    sys.stdout.write(json.dumps(reply))
+    sys.stdout.write(dumps(reply))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from typing import Any
 from patchctl import proc
 from patchctl.clusters import Cluster, Host
 from patchctl.errors import PatchctlError
-from patchctl.migrate import agent_cache, agent_check, agent_files, agent_seal, remote_agent
+from patchctl.migrate import agent_cache, agent_check, agent_files, agent_io, agent_seal, remote_agent
 from patchctl.migrate.fileset import FileSet
 from patchctl.migrate.results import HostStatus
 from patchctl.quoting import printable, quote_path
@@ -39,6 +39,7 @@ def _agent_b64() -> str:
     """The agent's program: its hash cache's source, its file operations', its check's, its seal's,
     then its own (which imports the other four only where patchctl is installed, see remote_agent)."""
     files = (
+        agent_io.__file__,
         agent_cache.__file__,
         agent_files.__file__,
         agent_check.__file__,
