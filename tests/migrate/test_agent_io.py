@@ -22,14 +22,18 @@ DOCS = [
     "-Infinity",
     '"only a string"',
     "12345678901234567890123",
+    "   {}",  # an odd count of blanks before it
 ]
-BAD = ["", " ", "{", "{half", '{"a": 1', '"abc', "nul", "1 2", '{"a": 1}{}', "\ufeff{}", "[1,]", "{'a': 1}"]
+BAD = ["", " ", "{", '"a\x01b"', "{half", '{"a": 1', '"abc', "nul", "1 2", '{"a": 1}{}', "\ufeff{}", "[1,]", "{'a': 1}"]
 TEXTS = ["plain", 'quote " and \\ backslash', "new\nline\ttab\x00nul", "é and 😀", "\udcff surrogate"]
 
 
-def run_fresh(code: str) -> str:
+NO_C_JSON = "import sys\nsys.modules['_json'] = None  # a python without json's C half\n"
+
+
+def run_fresh(code: str, before: str = "") -> str:
     """``code`` after agent_io's source, in a fresh isolated python3 like a host's."""
-    source = Path(agent_io.__file__).read_text() + "\n" + code
+    source = before + Path(agent_io.__file__).read_text() + "\n" + code
     done = subprocess.run([sys.executable, "-I", "-S", "-c", source], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -76,6 +80,22 @@ print("same")
     assert run_fresh(code).split() == ["False", "same"]
 
 
+def test_without_jsons_c_half_json_itself_reads_and_quotes() -> None:
+    code = f"""
+import json
+assert [repr(loads(d)) for d in {DOCS!r}] == [repr(json.loads(d)) for d in {DOCS!r}]
+assert [quote(t) for t in {TEXTS!r}] == [json.dumps(t) for t in {TEXTS!r}]
+for d in {BAD!r}:
+    try:
+        loads(d)
+    except ValueError:
+        continue
+    raise AssertionError(d)
+print("same")
+"""
+    assert run_fresh(code, NO_C_JSON).split() == ["same"]
+
+
 def test_dumps_is_json_dumps() -> None:
     doc = {"b": [1, None], "a": "é"}
     assert agent_io.dumps(doc, separators=(",", ":")) == json.dumps(doc, separators=(",", ":"))
@@ -102,3 +122,12 @@ def test_a_taken_name_is_never_reused(tmp_path: Path, monkeypatch: pytest.Monkey
     fd, path = agent_io.temp_file(str(tmp_path))
     os.close(fd)
     assert path.endswith((b"\x02" * 8).hex()) and not (tmp_path / "elsewhere").exists()
+
+
+def test_a_folder_whose_every_name_is_taken_is_an_error_not_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "urandom", lambda n: b"\x03" * n)
+    (tmp_path / (".patchctl-" + (b"\x03" * 8).hex())).write_text("someone's")
+    with pytest.raises(FileExistsError, match="no free temporary name"):
+        agent_io.temp_file(str(tmp_path))
