@@ -103,6 +103,8 @@ def test_each_folder_lists_its_entries_in_name_order(
     for folder in {rel.rpartition("/")[0] for rel in order}:
         names = [rel for rel in order if rel.rpartition("/")[0] == folder]
         assert names == sorted(names)
+    folders = list(dict.fromkeys(rel.rpartition("/")[0] for rel in order))  # in the order first met
+    assert folders == sorted(folders, key=lambda f: f.split("/")) and len(folders) > 5
 
 
 def test_python_3_6_lists_a_descriptor_with_listdir_to_the_same_result(
@@ -138,10 +140,12 @@ def test_a_tree_deeper_than_max_open_is_walked_whole_with_at_most_max_open_plus_
     assert 2 <= most[0] <= max_open + 1
 
 
+@pytest.mark.parametrize("max_open", [32, 1])
 def test_a_walk_that_fails_midway_closes_every_descriptor(
-    trees: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+    trees: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, max_open: int
 ) -> None:
     root, _ = trees
+    monkeypatch.setattr(agent_files, "MAX_OPEN", max_open)  # 1: some of the walk's folders closed already
     listing, calls = agent_files._listing, []
 
     def failing(fd: int, prefix: str, out: dict[str, os.stat_result]) -> list[str]:
@@ -275,3 +279,36 @@ def test_the_seal_digest_of_a_walk_is_the_documented_one(trees: tuple[Path, Path
             st = part[rel]
             h.update(struct.pack("<QqqqQ", st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
     assert agent_seal.state_digest(walk, extras) == h.hexdigest()
+
+
+@pytest.mark.parametrize("swapped", ["a", "a/b"])
+def test_a_closed_folder_that_cannot_be_reopened_is_left_out_and_nothing_is_opened_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped: str
+) -> None:
+    """A folder closed to keep MAX_OPEN, then swapped for a link while the walk was deeper: its
+    reopening fails (a link on the way), and what it had left to walk is left out, not looked
+    for anywhere else (not in the current folder, whose ``d``/``e`` hold bait)."""
+    root, outside, here = tmp_path / "root", tmp_path / "outside", tmp_path / "cwd"
+    for rel in ["a/b/c/f1.py", "a/b/d/f2.py", "a/e/f3.py", "z.py"]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(rel)
+    for base in (outside, here):
+        for rel in ["b/d/evil.py", "d/evil.py", "e/evil.py"]:
+            (base / rel).parent.mkdir(parents=True, exist_ok=True)
+            (base / rel).write_text("evil")
+    monkeypatch.chdir(here)
+    monkeypatch.setattr(agent_files, "MAX_OPEN", 1)
+    listing = agent_files._listing
+
+    def swapping(fd: int, prefix: str, out: dict[str, os.stat_result]) -> list[str]:
+        if prefix == "a/b/c/":  # a and a/b are closed by now
+            os.rename(root / swapped, root / (swapped + ".away"))
+            os.symlink(outside, root / swapped)
+        return listing(fd, prefix, out)
+
+    monkeypatch.setattr(agent_files, "_listing", swapping)
+    fds = open_fds()
+    found = sorted(survey(str(root)))
+    assert open_fds() == fds
+    expected = ["a/b/c/f1.py", "z.py"] if swapped == "a" else ["a/b/c/f1.py", "a/e/f3.py", "z.py"]
+    assert found == expected
