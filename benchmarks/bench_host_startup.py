@@ -9,7 +9,7 @@ CPU seconds, wait4, children included), the versions taking turns run by run:
 - agent, nothing to do: started ahead, then not needed (EOF at once); wall and CPU to its exit;
 - agent, sealed answer: the prescan order with ``"seal": true`` for a sealed tree of 400 files,
   sent at start, to the one-line answer;
-- lock_agent hold: the hold request sent at start, to ``{"locked": true}``;
+- lock_agent hold: the hold request sent at start, to its ``locked`` line;
 - lock_agent transfer: takes the transfer lock and execs ``rsync --version``, to rsync's first
   byte (beside it: ``rsync --version`` alone).
 
@@ -69,12 +69,12 @@ def timed(argv: list[str], stdin: bytes) -> tuple[float, float]:
 
 def cases(agent: str, locks: str, root: Path) -> dict[str, tuple[list[str], bytes]]:
     seal = {"prescan": {"root": str(root), "rule": RULE, "rehash": False, "seal": True}}
-    hold = {"root": str(root), "wait": 5, "holder": "bench"}
+    hold = b"".join(field + b"\0" for field in (str(root).encode(), b"5", b"bench"))  # see lock_agent.request
     transfer = [str(root / ".patchctl" / "transfer.lock"), "rsync", "--version"]
     return {
         "agent, nothing to do (to exit)": ([PYTHON, "-I", "-S", "-c", agent], b""),
         "agent, sealed answer": ([PYTHON, "-I", "-S", "-c", agent], json.dumps(seal).encode() + b"\n"),
-        "lock_agent hold": ([PYTHON, "-I", "-S", "-c", locks, "hold"], json.dumps(hold).encode() + b"\n"),
+        "lock_agent hold": ([PYTHON, "-I", "-S", "-c", locks, "hold"], hold),
         "lock_agent transfer (rsync --version)": ([PYTHON, "-I", "-S", "-c", locks, "transfer", *transfer], b""),
     }
 
