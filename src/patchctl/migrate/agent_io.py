@@ -3,7 +3,7 @@ where it can: every host program's start-up is CPU on the host, and on a machine
 hosts share (the loopback bench) wall time as well.
 
 ``import json`` brings ``re`` (with enum, functools, collections), ``import tempfile`` brings
-shutil and random: together ~10 ms of the agent's ~27 ms start, for a sealed answer that needs
+shutil and random: together ~7 ms of the agent's ~27 ms start (CPU), for a sealed answer that needs
 neither (one order line and the seal read, one line written). ``loads`` and ``quote`` use the C
 scanner and encoder json itself runs on; ``dumps`` imports json when a reply or a record is
 written, after the answer that counts.
