@@ -15,8 +15,8 @@ A file's sha256 and tagged lines are remembered in ``.patchctl/hashes.json`` (se
 reused while its size, mtime, ctime and inode stay as they were when it was read: a no-change
 re-run then costs a ``stat`` per file, like rsync's quick check, not a read of every byte. Its
 file operations (confinement to the root, the walk, writes, deletions) are in ``agent_files``,
-its comparisons in ``agent_check``, its seal of a verified tree in ``agent_seal``; the five files
-travel as one program.
+its comparisons in ``agent_check``, its seal of a verified tree in ``agent_seal``, its JSON
+without json's import in ``agent_io``; the six files travel as one program.
 
 Deletions only ever touch files an earlier migrate placed (listed in ``.patchctl/manifest.json``),
 so outputs the host made itself (checkpoints, logs) are never at risk.

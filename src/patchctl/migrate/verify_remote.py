@@ -36,8 +36,9 @@ SHOWN = 50
 
 @functools.lru_cache(maxsize=1)
 def _agent_b64() -> str:
-    """The agent's program: its hash cache's source, its file operations', its check's, its seal's,
-    then its own (which imports the other four only where patchctl is installed, see remote_agent)."""
+    """The agent's program: its JSON and temp files' source (agent_io), its hash cache's, its file
+    operations', its check's, its seal's, then its own (which imports the other five only where
+    patchctl is installed, see remote_agent)."""
     files = (
         agent_io.__file__,
         agent_cache.__file__,
