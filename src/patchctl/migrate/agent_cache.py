@@ -70,7 +70,7 @@ class Cache:
         self.seen = {}  # type: dict[str, list[Any]]
         self.read = 0
         #: the tag rule compiled, for the tagged lines of a file read for its digest
-        self.scanner = None if not rule else (_compiled(rule[0]), [n.encode() for n in rule[1]])
+        self.scanner = None if not rule else (compile_rule(rule[0]), [n.encode() for n in rule[1]])
 
     def record_for(self, rel, st):
         # type: (str, os.stat_result) -> list[Any]
@@ -199,7 +199,7 @@ def fs_now(folder):
         os.unlink(tmp)
 
 
-def _compiled(pattern):
+def compile_rule(pattern):
     # type: (str) -> Pattern[str]
     """The tag rule's pattern compiled; ``re`` imported only here, where a file is to be scanned
     (json's import brought it before: see agent_io)."""

@@ -17,7 +17,7 @@ if False:  # typing only: the host's python3 may predate the typing module
 # here, where patchctl is installed; on a host the source of agent_cache and agent_files has just
 # run before this one
 try:  # not contextlib.suppress: its import (functools, collections) is no sealed answer's
-    from patchctl.migrate.agent_cache import Cache, _compiled
+    from patchctl.migrate.agent_cache import Cache, compile_rule
     from patchctl.migrate.agent_files import inside
 except ImportError:
     pass
@@ -76,7 +76,7 @@ def problems(root, manifest, stats, cache):
 def tags_here(root, stats, leave_out, rule, cache):
     # type: (str, dict[str, os.stat_result], Iterable[str], list[Any], Cache) -> set[tuple[str, int, str]]
     """The tagged lines of the regular files the walk met (``stats``), but ``leave_out``."""
-    rx, words, base = _compiled(rule[0]), [n.encode() for n in rule[1]], os.path.join(root, "")
+    rx, words, base = compile_rule(rule[0]), [n.encode() for n in rule[1]], os.path.join(root, "")
     out = set()  # type: set[tuple[str, int, str]]
     for rel, st in stats.items():
         if stat.S_ISREG(st.st_mode) and rel not in leave_out:
@@ -90,7 +90,7 @@ def tag_lines(root, paths, pattern, needles, cache=None):
     # type: (str, Iterable[str], str, list[str], Optional[Cache]) -> list[list[Any]]
     """``[path, line, text]`` for each line whose comment carries a tag (as ``patchctl verify``);
     regular files of at most MAX_SCAN bytes only: tagged lines live in source files."""
-    rx = _compiled(pattern)
+    rx = compile_rule(pattern)
     words = [n.encode() for n in needles]
     cache = cache or Cache({}, None, 0)
     out = []  # type: list[list[Any]]

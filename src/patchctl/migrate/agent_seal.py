@@ -27,7 +27,7 @@ if False:  # typing only: the host's python3 may predate the typing module
 
 # here, where patchctl is installed; on a host the source of the other agent files has just run
 try:  # not contextlib.suppress: its import (functools, collections) is no sealed answer's
-    from patchctl.migrate.agent_cache import MAX_SCAN, _compiled, contents, fs_now, lines_of, sha256
+    from patchctl.migrate.agent_cache import MAX_SCAN, compile_rule, contents, fs_now, lines_of, sha256
     from patchctl.migrate.agent_files import TRANSFER_LOCK, inside, survey, write_atomic
     from patchctl.migrate.agent_io import dumps, loads
 except ImportError:
@@ -224,5 +224,5 @@ def _confirm(root, rel, st, walked, facts):
         return False
     if not walked:  # a manifest entry in a skipped folder: its digest is all the verdict used
         return True
-    found = lines_of(data, _compiled(tags["pattern"]), [w.encode() for w in tags["needles"]])
+    found = lines_of(data, compile_rule(tags["pattern"]), [w.encode() for w in tags["needles"]])
     return bool(found == lines.get(rel, []))

@@ -35,7 +35,7 @@ if False:  # typing only: the host's python3 may predate the typing module
 # here, where patchctl is installed; on a host the source of agent_cache, agent_files,
 # agent_check and agent_seal has just run before this one
 try:  # not contextlib.suppress: its import (functools, collections) is no sealed answer's
-    from patchctl.migrate.agent_cache import MAX_SCAN, Cache, _compiled, fs_now, load_cache  # noqa: F401 - see above
+    from patchctl.migrate.agent_cache import MAX_SCAN, Cache, compile_rule, fs_now, load_cache  # noqa: F401 - see above
     from patchctl.migrate.agent_check import problems, tags_here
     from patchctl.migrate.agent_files import (  # noqa: F401 - see above
         CACHE,
@@ -94,7 +94,7 @@ class Prescan:
         cache = load_cache(
             kept, self.order["rule"], self.since, not self.order["rehash"], (64 << 20) + 4096 * len(placed)
         )
-        rx, words, base = _compiled(pattern), [n.encode() for n in needles], os.path.join(root, "")
+        rx, words, base = compile_rule(pattern), [n.encode() for n in needles], os.path.join(root, "")
         placed = set(p for p in placed if isinstance(p, str))
         for rel, st in (survey(root) if walk is None else walk).items():
             if stat.S_ISREG(st.st_mode):
