@@ -37,6 +37,20 @@ def test_the_first_finish_of_a_fresh_tree_seals_it(tmp_path: Path) -> None:
     assert sealed(tmp_path) == "S1"
 
 
+def test_a_file_dated_past_2262_is_sealed_and_its_change_still_seen(tmp_path: Path) -> None:
+    """``utime`` can date a file 2286 (10**19 ns, past 64 bits of nanoseconds): the finish still
+    seals the tree instead of failing the host, and an edit of that file that puts the same far
+    date back still unseals it (its ctime moved)."""
+    request = tree(tmp_path)
+    far = tmp_path / "pkg/m3.py"
+    os.utime(far, ns=(0, 10**19))
+    assert agent(request)["sealed"] is True
+    assert sealed(tmp_path) == "S1"
+    far.write_text("value = 9999\n")
+    os.utime(far, ns=(0, 10**19))
+    assert sealed(tmp_path) is None
+
+
 def _same_size_same_mtime(root: Path) -> None:
     keep_size_and_mtime(root / "pkg/m1.py", "value = 9999\n")
 

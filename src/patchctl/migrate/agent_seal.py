@@ -53,8 +53,22 @@ def state_digest(stats, extras):
         paths = sorted(part)
         h.update("\0".join(paths).encode("utf-8", "surrogateescape") + b"\0\0")
         ordered = map(part.__getitem__, paths)
-        h.update(b"".join([_FIELDS(s.st_mode, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino) for s in ordered]))
+        try:
+            fields = b"".join([_FIELDS(s.st_mode, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino) for s in ordered])
+        except struct.error:  # a time past 2262 or before 1678 (utime sets one): not in 64 bits
+            fields = b"".join([_clamped(part[rel]) for rel in paths])
+        h.update(fields)
     return h.hexdigest()
+
+
+def _clamped(s):
+    # type: (os.stat_result) -> bytes
+    """``_FIELDS`` of a stat whose mtime or ctime lies outside 64 bits of nanoseconds, each time
+    clamped into them (as the source's walk does, see treewalk). A change from one such mtime to
+    another keeps the clamped value, but not the ctime, which is the kernel's clock: still seen."""
+    lo, hi = -(1 << 63), (1 << 63) - 1
+    times = [min(max(t, lo), hi) for t in (s.st_mtime_ns, s.st_ctime_ns)]
+    return _FIELDS(s.st_mode, s.st_size, times[0], times[1], s.st_ino)
 
 
 def extra_state(root, extra):
