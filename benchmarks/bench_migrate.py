@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "migrate"
 
 from sshd_harness import LoopbackCluster, missing_tools
 
-from bench_migrate_trees import SIZES, build, tree_size
+from bench_migrate_trees import SIZES, build, patchctl_command, tree_size
 
 PHASES = ("fileset", "transfer", "verify", "render")
 
@@ -187,8 +187,7 @@ def main() -> int:
     if why:
         print(f"skipped: {why}")
         return 0
-    script = Path(sys.executable).with_name("patchctl")
-    patchctl = [str(script)] if script.exists() else [sys.executable, "-m", "patchctl"]
+    patchctl = patchctl_command()
     print(
         f"migrate vs {'/'.join(map(str, counts))} parallel rsync -a, sshd hosts on loopback, {os.cpu_count()} CPUs, "
         f"load {os.getloadavg()[0]:.1f} at start; median of {args.runs} run(s); goal: ratio <= 1.5x"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,13 @@ SIZES = {
     "1g": Size("+ 1 GB of data files", big=16, big_mb=64),
     "10g": Size("+ 10 GB of data files", big=40, big_mb=256),
 }
+
+
+def patchctl_command() -> list[str]:
+    """How the benchmarks start patchctl: the script installed beside this python, as a user runs
+    it, else ``python -m patchctl``."""
+    script = Path(sys.executable).with_name("patchctl")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "patchctl"]
 
 
 def build(base: Path, version: str, size: Size, patchctl: list[str], env: dict[str, str]) -> Path:

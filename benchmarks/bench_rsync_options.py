@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "migrate"
 
 from sshd_harness import LoopbackCluster, missing_tools
 
-from bench_migrate_trees import SIZES, build
+from bench_migrate_trees import SIZES, build, patchctl_command
 from patchctl.clusters import load_cluster
 from patchctl.migrate import filelist, fileset, transfer
 from patchctl.remote import ssh
@@ -66,8 +66,7 @@ def main() -> int:
     if why:
         print(f"skipped: {why}")
         return 0
-    script = Path(sys.executable).with_name("patchctl")
-    patchctl = [str(script)] if script.exists() else [sys.executable, "-m", "patchctl"]
+    patchctl = patchctl_command()
     with tempfile.TemporaryDirectory(prefix="pcrsync-") as tmp_s:
         tmp = Path(tmp_s)
         loop = LoopbackCluster(tmp / "sshd", 1)
