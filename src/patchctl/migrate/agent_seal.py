@@ -61,14 +61,18 @@ def state_digest(stats, extras):
     return h.hexdigest()
 
 
+def in_64_bits(ns):
+    # type: (int) -> int
+    """A file time clamped into 64 bits of nanoseconds (1678-2262), as the seals pack it: ``utime``
+    can date a file 2300. A change from one such mtime to another keeps the clamped value, but not
+    the ctime, which is the kernel's clock: still seen. (The source's walk packs the same way.)"""
+    return min(max(ns, -(1 << 63)), (1 << 63) - 1)
+
+
 def _clamped(s):
     # type: (os.stat_result) -> bytes
-    """``_FIELDS`` of a stat whose mtime or ctime lies outside 64 bits of nanoseconds, each time
-    clamped into them (as the source's walk does, see treewalk). A change from one such mtime to
-    another keeps the clamped value, but not the ctime, which is the kernel's clock: still seen."""
-    lo, hi = -(1 << 63), (1 << 63) - 1
-    times = [min(max(t, lo), hi) for t in (s.st_mtime_ns, s.st_ctime_ns)]
-    return _FIELDS(s.st_mode, s.st_size, times[0], times[1], s.st_ino)
+    """``_FIELDS`` of a stat whose mtime or ctime lies outside 64 bits of nanoseconds."""
+    return _FIELDS(s.st_mode, s.st_size, in_64_bits(s.st_mtime_ns), in_64_bits(s.st_ctime_ns), s.st_ino)
 
 
 def extra_state(root, extra):

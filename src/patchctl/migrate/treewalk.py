@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from patchctl.clusters import Cluster
+from patchctl.migrate.agent_seal import in_64_bits
 from patchctl.migrate.errors import TrackedFileLeftOut
 from patchctl.migrate.exclusions import excluded, in_output_dir
 
@@ -115,15 +116,6 @@ def _hidden(folder: str, skip: set[str], passed_over: tuple[str, ...]) -> tuple[
     return False, names, prefixes
 
 
-def _clamped(st: os.stat_result) -> bytes:
-    """The ``FIELDS`` of a file whose mtime or ctime lies outside 64 bits of nanoseconds (``utime``
-    sets such an mtime: a file from the year 2300), each time clamped into them. A change from one
-    such mtime to another keeps the clamped value, not the ctime (the kernel's clock): still seen."""
-    lo, hi = -(1 << 63), (1 << 63) - 1
-    times = (min(max(t, lo), hi) for t in (st.st_mtime_ns, st.st_ctime_ns))
-    return FIELDS.pack(st.st_mode, st.st_size, *times, st.st_ino)
-
-
 def walk_paths(
     root: Path, listed: dict[str, bool], cluster: Cluster, skip: set[str], passed_over: tuple[str, ...], debris: str
 ) -> Walked:
@@ -175,8 +167,8 @@ def walk_paths(
             paths.append(path)
             try:
                 stats += pack(mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-            except struct.error:  # a time past 2262 or before 1678: not in 64 bits of nanoseconds
-                stats += _clamped(st)
+            except struct.error:  # a time past 2262 or before 1678 (utime sets one): clamped
+                stats += pack(mode, st.st_size, in_64_bits(st.st_mtime_ns), in_64_bits(st.st_ctime_ns), st.st_ino)
     finally:
         folders.close()
     if left_out:
