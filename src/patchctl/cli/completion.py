@@ -17,12 +17,11 @@ from pathlib import Path
 import click
 from click.shell_completion import CompletionItem, get_completion_class
 
+from patchctl.cli import COMPLETE_VAR
 from patchctl.errors import PatchctlError
 
 #: what ``completion`` accepts; click has a class for each
 SHELLS = ("bash", "zsh", "fish")
-#: the environment variable click's scripts set when they call patchctl back
-COMPLETE_VAR = "_PATCHCTL_COMPLETE"
 
 
 def _config(ctx: click.Context) -> Path | None:

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from patchctl import __version__
-from patchctl.cli.completion import COMPLETE_VAR
+from patchctl.cli import COMPLETE_VAR
 from patchctl.cli.errors import EXIT_CODES, INTERRUPTED, usage_error
 
 #: command name -> "module:attribute" of its click command, in the order ``--help`` lists them.

@@ -21,13 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchctl.cli import COMPLETE_VAR  # completing a word must not log in anywhere
 from patchctl.clusters import Cluster, load_cluster
 from patchctl.migrate.options import limit_hosts
 from patchctl.remote import ssh
 
-#: the environment variable click's completion scripts set (patchctl.cli.completion, not imported:
-#: it loads click); completing a word must not log in anywhere
-COMPLETE_VAR = "_PATCHCTL_COMPLETE"
 #: ``patchctl migrate``'s options that take a value, by each spelling (cli.migrate_cmd)
 VALUED = {
     **dict.fromkeys(("--target", "-t", "--patchset", "-p"), ""),
