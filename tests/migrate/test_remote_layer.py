@@ -94,6 +94,26 @@ def test_the_lock_keeper_makes_nothing_through_a_symlinked_patchctl(tmp_path: Pa
     assert list(elsewhere.iterdir()) == []
 
 
+def _hold_once(root: Path) -> str:
+    """The keeper's answer for ``root``, let go at once."""
+    done = subprocess.run(
+        [sys.executable, lock_agent.__file__, "hold"], input=f"{root}\x000\x00test\x00", capture_output=True, text=True
+    )
+    return done.stdout
+
+
+def test_the_lock_keeper_says_empty_only_for_a_root_without_a_tree(tmp_path: Path) -> None:
+    """``empty`` lets a first transfer skip --delay-updates (migrate.transfer): said for a missing
+    root, an empty one and one holding only patchctl's folder (a migrate stopped before it
+    sent), never for a root holding anything else, a hidden file or an empty folder included."""
+    assert _hold_once(tmp_path / "new" / "root") == "locked\tempty\n"  # made by the keeper
+    assert _hold_once(tmp_path / "new" / "root") == "locked\tempty\n"  # now holds .patchctl only
+    for name in ("verl", ".env", ".rsync-partial"):
+        root = tmp_path / name.strip(".")
+        (root / name).mkdir(parents=True)
+        assert _hold_once(root) == "locked\n", name
+
+
 def test_the_lock_keeper_reads_any_root_and_answers_one_line(tmp_path: Path) -> None:
     """Its request is NUL-ended fields, not a line: a root with a newline and a tab in its name is
     locked, a second keeper is told who holds it on one line, and a keeper that gets end-of-file
@@ -112,7 +132,7 @@ def test_the_lock_keeper_reads_any_root_and_answers_one_line(tmp_path: Path) -> 
         time.sleep(0.3)
         first.stdin.write("run one\non two lines\x00")
         first.stdin.flush()
-        assert first.stdout.readline() == "locked\n"
+        assert first.stdout.readline() == "locked\tempty\n"  # nothing but its own .patchctl there
         second = subprocess.run(
             [sys.executable, lock_agent.__file__, "hold"],
             input=f"{root}\x000\x00run two\x00",

@@ -41,6 +41,7 @@ class HostRun:
         emit: ProgressFn,
         agents: ExitStack,
         take_root: Callable[[], str | None] = lambda: None,
+        root_empty: Callable[[], bool] = lambda: False,
     ) -> None:
         self.pending, self.cluster, self.options = pending, pending.cluster, pending.options
         self.host, self.label, self.rendered = host, label, rendered
@@ -49,6 +50,9 @@ class HostRun:
         #: it is only read, and locked only if the check goes on; any other host's root is asked
         #: for by the caller as soon as it is logged in
         self.take_root = take_root
+        #: whether the host's root, once held, held nothing of an earlier tree (RootLock.empty):
+        #: the first transfer then skips --delay-updates (see transfer)
+        self.root_empty = root_empty
         self.clock = PhaseClock(0.0)
 
     @property
@@ -116,7 +120,8 @@ class HostRun:
             if not checked.problems:
                 return self.verdict(checked, Tally())
             found, agent = checked.found, self.start_agent()  # for the check after the transfer
-        sent = self.send(self.pending.listed.result().path(), Tally())
+        fresh = self.root_empty()
+        sent = self.send(self.pending.listed.result().path(), Tally(), delay_updates=not fresh)
         if sent.returncode not in (0, 255) and found is None:
             # rsync creates only the last component of a missing root; the check creates all of it
             checked = self.check(agent, sent.tally)
@@ -124,7 +129,7 @@ class HostRun:
                 return checked
             if not checked.reply.data["root_exists"]:
                 agent = self.start_agent()
-                sent = self.send(self.pending.listed.result().path(), sent.tally)
+                sent = self.send(self.pending.listed.result().path(), sent.tally, delay_updates=not fresh)
         if sent.returncode != 0:
             return self.transfer_failed(sent, found)
         verified = self.verify(agent, sent.tally, found, "sent, but not verified: ")
@@ -184,10 +189,16 @@ class HostRun:
         return Checked(reply, Found.of(reply))
 
     def send(
-        self, files_from: Path, tally: Tally, checksum: bool | None = None, phase: Phase = Phase.TRANSFERRING
+        self,
+        files_from: Path,
+        tally: Tally,
+        checksum: bool | None = None,
+        phase: Phase = Phase.TRANSFERRING,
+        delay_updates: bool = True,
     ) -> Sent:
         """rsync of ``files_from`` over the host's master connection, the files sent shown live
-        (see hostsend); ``checksum``: compare by content (default: as the options say)."""
+        (see hostsend); ``checksum``: compare by content (default: as the options say);
+        ``delay_updates``: False only into a root that held no tree (see transfer)."""
 
         def show(now: Tally) -> None:
             self.emit(Progress(self.label, phase, now.files, now.bytes, phases=self.clock.phases()))
@@ -202,6 +213,7 @@ class HostRun:
             control=self.master.socket,
             clock=self.clock,
             show=show,
+            delay_updates=delay_updates,
         )
 
     def verify(

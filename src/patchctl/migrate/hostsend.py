@@ -32,9 +32,11 @@ def send(
     control: Path,
     clock: PhaseClock,
     show: Callable[[Tally], None],
+    delay_updates: bool = True,
 ) -> Sent:
     """rsync of ``files_from`` (paths under ``root``) to ``host``, timed on ``clock``; ``show``
-    gets the run's tally (``tally`` plus this transfer's files) as it grows."""
+    gets the run's tally (``tally`` plus this transfer's files) as it grows; ``delay_updates``:
+    see transfer."""
     running, shown = tally, time.monotonic()
 
     def on_item(item: transfer.Item) -> None:
@@ -55,6 +57,7 @@ def send(
             checksum=checksum,
             control=control,
             on_item=on_item,
+            delay_updates=delay_updates,
         )
     show(running)
     return Sent(done, running)

@@ -2,8 +2,13 @@
 
 - ``--files-from`` with ``--from0``: exactly the paths git listed, no rsync filter rules.
 - ``--partial-dir`` + ``--delay-updates``: a file being received lives in a holding directory
-  and all files are renamed into place at the end, so an interrupted transfer never leaves a
-  partial file under its final name (and a re-run resumes from the partial data).
+  and all files are renamed into place at the end, so an interrupted transfer leaves the host's
+  tree as it was, never half old and half new (and a re-run resumes from the partial data).
+  Not into a root that held nothing (``delay_updates=False``, see remote.lock_agent): there is
+  no earlier tree to keep whole, and the holding and renaming cost a first transfer ~50 ms per
+  host on verl and more than doubled rsync's time on 10k small files. An interrupted one leaves
+  some files in place, each whole (rsync writes a file under a temporary name and renames it),
+  and an unverified host, which the next run sends to and verifies.
 - ``--out-format``: one line per item, parsed live for the per-host progress (files, bytes).
 """
 
@@ -64,6 +69,7 @@ def rsync_argv(
     dry_run: bool,
     checksum: bool = False,
     control: Path | None = None,
+    delay_updates: bool = True,
 ) -> list[str]:
     argv = rsync.argv(
         cluster,
@@ -75,7 +81,7 @@ def rsync_argv(
         "--from0",
         "--partial-dir",
         PARTIAL_DIR,
-        "--delay-updates",
+        *(["--delay-updates"] if delay_updates else []),
         "--out-format",
         _FORMAT,
     )
@@ -101,9 +107,19 @@ def send(
     checksum: bool = False,
     control: Path | None = None,
     on_item: Callable[[Item], None] | None = None,
+    delay_updates: bool = True,
 ) -> TransferResult:
     """Run rsync for one host, reporting each item as rsync prints it."""
-    argv = rsync_argv(cluster, host, source, files_from, dry_run=dry_run, checksum=checksum, control=control)
+    argv = rsync_argv(
+        cluster,
+        host,
+        source,
+        files_from,
+        dry_run=dry_run,
+        checksum=checksum,
+        control=control,
+        delay_updates=delay_updates,
+    )
     if shutil.which("rsync") is None:
         raise ToolMissing("rsync", "migrate sends trees with it: apt-get install rsync")
     # Streamed, unlike proc.run, for the live progress; stderr goes to a file so a chatty

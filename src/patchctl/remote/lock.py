@@ -53,6 +53,9 @@ class RootLock:
         self._proc: subprocess.Popen[bytes] | None = None
         self._missing = ""
         self._answer: tuple[str | None] | None = None
+        #: once held: the root held nothing but ``.patchctl`` when it was locked (the keeper's
+        #: ``locked\tempty``), so this migrate's first transfer has no earlier tree to keep whole
+        self.empty = False
         try:
             self._proc = proc.spawn(
                 ssh.python_argv(cluster, host, agent_b64(), control, ["hold"]),
@@ -86,6 +89,7 @@ class RootLock:
         line = self._proc.stdout.readline() if ready else b""
         kind, _, why = line.decode("utf-8", "replace").rstrip("\n").partition("\t")
         if kind == "locked":
+            self.empty = why == "empty"
             return None
         if kind == "error":
             return f"could not lock {self.host.root} on the host: {why}"

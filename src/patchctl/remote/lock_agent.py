@@ -14,7 +14,8 @@ Two locks per host root, both ``flock`` on files under ``ROOT/.patchctl/``:
   in after the new one verified them.
 
 ``hold`` reads the root, the seconds to wait and the holder (see ``request``) and answers one
-line: ``locked``, or ``busy`` or ``error`` with the reason after a tab.
+line: ``locked`` (with a tab and ``empty`` when the root holds nothing but ``.patchctl``), or
+``busy`` or ``error`` with the reason after a tab.
 """
 
 import fcntl
@@ -97,9 +98,20 @@ def hold() -> None:
         who = said(os.path.join(root, TRANSFER))
         return answer("busy", "a transfer of an earlier migrate still running there" + (f" ({who})" if who else ""))
     os.close(transfer)  # free: this run's own rsync and agents take it in turn
-    answer("locked")
+    answer("locked", "empty" if holds_nothing(root) else "")
     while os.read(0, 65536):  # until migrate lets go, exits, or dies (end-of-file in every case)
         pass
+
+
+def holds_nothing(root: str) -> bool:
+    """Whether ``root`` holds nothing but patchctl's own folder, asked with both locks held, so
+    no transfer of another migrate can write into it meanwhile: a first transfer into such a
+    root has no earlier tree to keep whole (see migrate.transfer)."""
+    try:
+        with os.scandir(root) as entries:
+            return all(e.name == ".patchctl" for e in entries)
+    except OSError:
+        return False
 
 
 def answer(kind: str, text: str = "") -> None:
