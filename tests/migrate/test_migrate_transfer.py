@@ -64,6 +64,16 @@ def test_argv_never_lets_a_partial_file_become_final(tmp_path: Path) -> None:
     assert argv[-3:] == ["--", "/src/", "node1:/srv/verl Uky/"]
 
 
+def test_only_a_root_that_held_nothing_goes_without_delay_updates(tmp_path: Path) -> None:
+    """Into an empty root both --delay-updates and --omit-dir-times go (see transfer: the one
+    without the other doubled rsync's time on 10k files); into any other, both stay."""
+    c = cluster(tmp_path)
+    held = transfer.rsync_argv(c, HOST, Path("/src"), Path("/tmp/list"), dry_run=False)
+    empty = transfer.rsync_argv(c, HOST, Path("/src"), Path("/tmp/list"), dry_run=False, empty_root=True)
+    assert "--delay-updates" in held and "--omit-dir-times" in held
+    assert [a for a in held if a not in ("--delay-updates", "--omit-dir-times")] == empty
+
+
 @pytest.mark.usefixtures("rsync_installed")
 def test_rsync_and_ssh_reach_hosts_with_the_same_options(tmp_path: Path) -> None:
     """rsync splits -e itself: a fake ssh on PATH records the argv rsync really runs."""

@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
 from test_migrate_kill import _host_sessions, _marked, _settled
 
 from patchctl import orphans
@@ -112,6 +113,18 @@ def test_the_lock_keeper_says_empty_only_for_a_root_without_a_tree(tmp_path: Pat
         root = tmp_path / name.strip(".")
         (root / name).mkdir(parents=True)
         assert _hold_once(root) == "locked\n", name
+
+
+def test_the_lock_keeper_never_says_empty_for_a_root_another_user_owns(tmp_path: Path) -> None:
+    """A root an admin made for a group: rsync could not set its time (migrate.transfer)."""
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+    root = tmp_path / "shared"
+    root.mkdir()
+    os.chown(root, 65534, 65534)
+    assert _hold_once(root) == "locked\n"
+    os.chown(root, 0, 0)
+    assert _hold_once(root) == "locked\tempty\n"
 
 
 def test_the_lock_keeper_reads_any_root_and_answers_one_line(tmp_path: Path) -> None:

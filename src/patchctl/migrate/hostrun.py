@@ -51,7 +51,7 @@ class HostRun:
         #: for by the caller as soon as it is logged in
         self.take_root = take_root
         #: whether the host's root, once held, held nothing of an earlier tree (RootLock.empty):
-        #: the first transfer then skips --delay-updates (see transfer)
+        #: the first transfer then needs no --delay-updates (see transfer)
         self.root_empty = root_empty
         self.clock = PhaseClock(0.0)
 
@@ -121,7 +121,7 @@ class HostRun:
                 return self.verdict(checked, Tally())
             found, agent = checked.found, self.start_agent()  # for the check after the transfer
         fresh = self.root_empty()
-        sent = self.send(self.pending.listed.result().path(), Tally(), delay_updates=not fresh)
+        sent = self.send(self.pending.listed.result().path(), Tally(), empty_root=fresh)
         if sent.returncode not in (0, 255) and found is None:
             # rsync creates only the last component of a missing root; the check creates all of it
             checked = self.check(agent, sent.tally)
@@ -129,7 +129,7 @@ class HostRun:
                 return checked
             if not checked.reply.data["root_exists"]:
                 agent = self.start_agent()
-                sent = self.send(self.pending.listed.result().path(), sent.tally, delay_updates=not fresh)
+                sent = self.send(self.pending.listed.result().path(), sent.tally, empty_root=fresh)
         if sent.returncode != 0:
             return self.transfer_failed(sent, found)
         verified = self.verify(agent, sent.tally, found, "sent, but not verified: ")
@@ -194,11 +194,11 @@ class HostRun:
         tally: Tally,
         checksum: bool | None = None,
         phase: Phase = Phase.TRANSFERRING,
-        delay_updates: bool = True,
+        empty_root: bool = False,
     ) -> Sent:
         """rsync of ``files_from`` over the host's master connection, the files sent shown live
         (see hostsend); ``checksum``: compare by content (default: as the options say);
-        ``delay_updates``: False only into a root that held no tree (see transfer)."""
+        ``empty_root``: into a root that held no tree (see transfer)."""
 
         def show(now: Tally) -> None:
             self.emit(Progress(self.label, phase, now.files, now.bytes, phases=self.clock.phases()))
@@ -213,7 +213,7 @@ class HostRun:
             control=self.master.socket,
             clock=self.clock,
             show=show,
-            delay_updates=delay_updates,
+            empty_root=empty_root,
         )
 
     def verify(

@@ -32,10 +32,10 @@ def send(
     control: Path,
     clock: PhaseClock,
     show: Callable[[Tally], None],
-    delay_updates: bool = True,
+    empty_root: bool = False,
 ) -> Sent:
     """rsync of ``files_from`` (paths under ``root``) to ``host``, timed on ``clock``; ``show``
-    gets the run's tally (``tally`` plus this transfer's files) as it grows; ``delay_updates``:
+    gets the run's tally (``tally`` plus this transfer's files) as it grows; ``empty_root``:
     see transfer."""
     running, shown = tally, time.monotonic()
 
@@ -57,7 +57,7 @@ def send(
             checksum=checksum,
             control=control,
             on_item=on_item,
-            delay_updates=delay_updates,
+            empty_root=empty_root,
         )
     show(running)
     return Sent(done, running)

@@ -14,8 +14,8 @@ Two locks per host root, both ``flock`` on files under ``ROOT/.patchctl/``:
   in after the new one verified them.
 
 ``hold`` reads the root, the seconds to wait and the holder (see ``request``) and answers one
-line: ``locked`` (with a tab and ``empty`` when the root holds nothing but ``.patchctl``), or
-``busy`` or ``error`` with the reason after a tab.
+line: ``locked`` (with a tab and ``empty`` for a root of this user's that holds nothing but
+``.patchctl``, see ``holds_nothing``), or ``busy`` or ``error`` with the reason after a tab.
 """
 
 import fcntl
@@ -104,10 +104,13 @@ def hold() -> None:
 
 
 def holds_nothing(root: str) -> bool:
-    """Whether ``root`` holds nothing but patchctl's own folder, asked with both locks held, so
-    no transfer of another migrate can write into it meanwhile: a first transfer into such a
-    root has no earlier tree to keep whole (see migrate.transfer)."""
+    """Whether ``root`` holds nothing but patchctl's own folder and is this user's, asked with
+    both locks held, so no transfer of another migrate writes into it meanwhile: a first
+    transfer into it has no earlier tree to keep whole, and may set the root's time (see
+    migrate.transfer), which only its owner can."""
     try:
+        if os.stat(root).st_uid != os.geteuid():
+            return False
         with os.scandir(root) as entries:
             return all(e.name == ".patchctl" for e in entries)
     except OSError:
