@@ -11,9 +11,11 @@ alike), and prints the median wall and client CPU milliseconds:
 - ``rsync -a``, as the scaling benchmark's baseline runs it;
 - ``rsync -a --delay-updates``;
 - migrate's argv (transfer.rsync_argv);
-- migrate's without ``--delay-updates``, without the wrapper, and without both.
+- migrate's without ``--delay-updates``, without the wrapper, and without both;
+- migrate's into an empty root (``empty_root``: neither ``--delay-updates`` nor
+  ``--omit-dir-times``), which is what a first run sends with.
 
-    python benchmarks/bench_rsync_options.py [--runs 15]
+    python benchmarks/bench_rsync_options.py [--runs 15] [--size verl|10k]
 """
 
 from __future__ import annotations
@@ -55,12 +57,16 @@ def variants(cluster_file: Path, tree: Path, scratch: Path, control: Path) -> di
         "migrate's, no --delay-updates": [a for a in ours if a != "--delay-updates"],
         "migrate's, no lock wrapper": ours[:at] + ours[at + 2 :],
         "migrate's, neither": [a for a in ours[:at] + ours[at + 2 :] if a != "--delay-updates"],
+        "migrate's into an empty root": transfer.rsync_argv(
+            cluster, host, tree, files, dry_run=False, control=control, empty_root=True
+        ),
     }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--size", default="verl", choices=("verl", "10k"), help="the tree (bench_migrate_trees)")
     args = ap.parse_args()
     why = missing_tools()
     if why:
@@ -71,7 +77,7 @@ def main() -> int:
         tmp = Path(tmp_s)
         loop = LoopbackCluster(tmp / "sshd", 1)
         try:
-            tree = build(tmp / "src", "0.6.1", SIZES["verl"], patchctl, dict(os.environ))
+            tree = build(tmp / "src", "0.6.1", SIZES[args.size], patchctl, dict(os.environ))
             root = tmp / "hosts" / "node1" / "verl_Uky"
             config = loop.write_config(tmp / "c.toml", tmp / "hosts")
             cluster = load_cluster("loop", config)
@@ -100,7 +106,8 @@ def main() -> int:
                 master.close()
         finally:
             loop.close()
-    print(f"verl 0.6.1 first transfer to 1 loopback host, {os.cpu_count()} CPUs, median of {args.runs} runs")
+    tree_name = "verl 0.6.1" + ("" if args.size == "verl" else f" + {args.size} small files")
+    print(f"{tree_name}: first transfer to 1 loopback host, {os.cpu_count()} CPUs, median of {args.runs} runs")
     print("| transfer | wall ms | client CPU ms |")
     print("|---|---|---|")
     for name in walls:

@@ -10,9 +10,11 @@ control folder (/tmp/pcm-*) and stage folder (/tmp/pcv-stage-*).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -95,10 +97,13 @@ def test_the_lock_keeper_makes_nothing_through_a_symlinked_patchctl(tmp_path: Pa
     assert list(elsewhere.iterdir()) == []
 
 
-def _hold_once(root: Path) -> str:
+def _hold_once(root: Path, holder: str = "test") -> str:
     """The keeper's answer for ``root``, let go at once."""
     done = subprocess.run(
-        [sys.executable, lock_agent.__file__, "hold"], input=f"{root}\x000\x00test\x00", capture_output=True, text=True
+        [sys.executable, lock_agent.__file__, "hold"],
+        input=f"{root}\x000\x00{holder}\x00",
+        capture_output=True,
+        text=True,
     )
     return done.stdout
 
@@ -127,6 +132,32 @@ def test_the_lock_keeper_never_says_empty_for_a_root_another_user_owns(tmp_path:
     assert _hold_once(root) == "locked\tempty\n"
 
 
+def test_the_lock_keeper_never_says_empty_for_a_root_it_cannot_list() -> None:
+    """A root its owner may write but not read (mode 0300): what it holds is unknown, so it is
+    not called empty. Run as another user, since root reads every folder."""
+    if os.geteuid() != 0:
+        pytest.skip("running the keeper as another user needs root")
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else os.path.realpath(sys.executable)
+    with tempfile.TemporaryDirectory() as base_s:
+        os.chmod(base_s, 0o755)  # the other user reaches the root through it
+        root = Path(base_s) / "root"
+        (root / "verl").mkdir(parents=True)
+        os.chown(root, 65534, 65534)
+        argv = [python, "-I", "-S", "-c", Path(lock_agent.__file__).read_text(), "hold"]
+
+        def hold() -> str:
+            done = subprocess.run(argv, input=f"{root}\x000\x00test\x00", capture_output=True, text=True, user=65534)
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+
+        os.chmod(root, 0o700)
+        assert hold() == "locked\n"  # readable: it holds verl
+        shutil.rmtree(root / "verl")
+        assert hold() == "locked\tempty\n"  # readable and empty
+        os.chmod(root, 0o300)
+        assert hold() == "locked\n"  # unreadable: not known to be empty
+
+
 def test_the_lock_keeper_reads_any_root_and_answers_one_line(tmp_path: Path) -> None:
     """Its request is NUL-ended fields, not a line: a root with a newline and a tab in its name is
     locked, a second keeper is told who holds it on one line, and a keeper that gets end-of-file
@@ -135,6 +166,7 @@ def test_the_lock_keeper_reads_any_root_and_answers_one_line(tmp_path: Path) -> 
     root.mkdir()
     idle = subprocess.run([sys.executable, lock_agent.__file__, "hold"], input="", capture_output=True, timeout=30)
     assert idle.returncode == 0 and idle.stdout == b"" and not (root / ".patchctl").exists()
+    assert _hold_once(root, "an earlier run, described at length " * 4) == "locked\tempty\n"
     first = subprocess.Popen(
         [sys.executable, lock_agent.__file__, "hold"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
@@ -153,7 +185,9 @@ def test_the_lock_keeper_reads_any_root_and_answers_one_line(tmp_path: Path) -> 
             text=True,
             timeout=30,
         )
-        assert second.stdout == "busy\trun one on two lines\n"
+        assert second.stdout == "busy\trun one on two lines\n"  # nothing left of the earlier, longer text
+        for lock in (lock_agent.SESSION, lock_agent.TRANSFER):
+            assert (root / lock).stat().st_mode & 0o777 == 0o600  # a holder's command line is for its user only
     finally:
         first.stdin.close()
         first.wait(timeout=10)
