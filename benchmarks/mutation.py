@@ -280,20 +280,26 @@ def _pytest(scratch: Path, tests: list[str], timeout: float, show: bool = False)
     ``show`` prints the output of a failing run."""
     env = {**os.environ, "PYTHONPATH": f"{scratch / 'src'}:{ROOT}", "PYTHONDONTWRITEBYTECODE": "1"}
     argv = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header", *tests]
-    try:
-        # a background job of a shell starts with SIGINT ignored, and so would every patchctl the
-        # tests start: their Ctrl-C tests need it back at its default
-        done = subprocess.run(
-            argv,
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        )
-    except subprocess.TimeoutExpired:
-        return "timeout"
+    # a background job of a shell starts with SIGINT ignored, and so would every patchctl the
+    # tests start: their Ctrl-C tests need it back at its default. Its own session, so that a
+    # mutant that hangs is stopped with every process its test started (a keeper that spins
+    # on end-of-file would otherwise outlive the run and take a core from every mutant after)
+    with subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    ) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()  # not its output: a process that left the group may hold the pipes open
+            return "timeout"
+    done = subprocess.CompletedProcess(argv, p.returncode, out, err)
     if show and done.returncode != 0:
         print(done.stdout.decode(errors="replace")[-3000:], done.stderr.decode(errors="replace")[-2000:])
     return "survived" if done.returncode == 0 else "killed"

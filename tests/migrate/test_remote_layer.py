@@ -104,6 +104,7 @@ def _hold_once(root: Path, holder: str = "test") -> str:
         input=f"{root}\x000\x00{holder}\x00",
         capture_output=True,
         text=True,
+        timeout=30,  # a keeper that never ends is killed with the test
     )
     return done.stdout
 
@@ -146,7 +147,9 @@ def test_the_lock_keeper_never_says_empty_for_a_root_it_cannot_list() -> None:
         argv = [python, "-I", "-S", "-c", Path(lock_agent.__file__).read_text(), "hold"]
 
         def hold() -> str:
-            done = subprocess.run(argv, input=f"{root}\x000\x00test\x00", capture_output=True, text=True, user=65534)
+            done = subprocess.run(
+                argv, input=f"{root}\x000\x00test\x00", capture_output=True, text=True, user=65534, timeout=30
+            )
             assert done.returncode == 0, done.stderr
             return done.stdout
 
