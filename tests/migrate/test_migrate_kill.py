@@ -193,7 +193,7 @@ def test_a_transfer_still_running_on_the_host_is_never_overtaken(site: Site, tmp
     tree = make_repo(tmp_path / "src", {"verl/__init__.py": ""})
     config = site.config("", ["node1"])
     lock = site.root("node1") / lock_agent.TRANSFER
-    straggler = subprocess.Popen([sys.executable, lock_agent.__file__, "transfer", str(lock), "sleep", "60"])
+    straggler = subprocess.Popen([sys.executable, lock_agent.__file__, "transfer", str(lock), "1", "sleep", "60"])
     try:
         deadline = time.monotonic() + 10
         while not (lock.exists() and lock.read_text().startswith("rsync pid")) and time.monotonic() < deadline:

@@ -88,13 +88,34 @@ def test_the_lock_keeper_makes_nothing_through_a_symlinked_patchctl(tmp_path: Pa
     )
     assert hold.stdout == f"error\t{root}/.patchctl leads out of the root; make it a folder there\n"
     transfer = subprocess.run(
-        [sys.executable, lock_agent.__file__, "transfer", str(root / lock_agent.TRANSFER), "true"],
+        [sys.executable, lock_agent.__file__, "transfer", str(root / lock_agent.TRANSFER), "1", "true"],
         capture_output=True,
         text=True,
         timeout=30,
     )
     assert transfer.returncode == 5 and "leads out of the root" in transfer.stderr
     assert list(elsewhere.iterdir()) == []
+
+
+def test_the_transfer_wrapper_that_cannot_take_the_lock_names_its_holder_and_runs_nothing(tmp_path: Path) -> None:
+    """The host's rsync is started through ``transfer``: when another transfer still holds the
+    root's transfer lock past the wait, it exits 5 naming that holder, and what it was to become
+    never runs."""
+    lock = tmp_path / "root" / lock_agent.TRANSFER
+    lock.parent.mkdir(parents=True)
+    wrapper = [sys.executable, lock_agent.__file__, "transfer", str(lock)]
+    holder = subprocess.Popen([*wrapper, "1", "sleep", "60"])
+    try:
+        deadline = time.monotonic() + 10
+        while not (lock.exists() and lock.read_text().startswith("rsync pid")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ran = tmp_path / "ran"
+        second = subprocess.run([*wrapper, "0.2", "touch", str(ran)], capture_output=True, text=True, timeout=30)
+        assert second.returncode == 5 and not ran.exists(), second.stderr
+        assert second.stderr == f"patchctl: {lock} is held by another transfer (rsync pid {holder.pid})\n"
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def _hold_once(root: Path, holder: str = "test") -> str:

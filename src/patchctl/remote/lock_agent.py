@@ -123,10 +123,11 @@ def answer(kind: str, text: str = "") -> None:
     sys.stdout.flush()
 
 
-def transfer(lock_path: str, argv: "list[str]") -> None:
-    """Take the transfer lock, then become ``argv`` (rsync), which keeps the lock open."""
+def transfer(lock_path: str, wait: float, argv: "list[str]") -> None:
+    """Take the transfer lock (waiting ``wait`` seconds for the run's own agent, which holds it
+    while it writes), then become ``argv`` (rsync), which keeps the lock open."""
     try:
-        fd = take(lock_path, 30.0)
+        fd = take(lock_path, wait)
     except (Outside, OSError) as exc:
         sys.stderr.write(f"patchctl: {exc}\n")
         sys.exit(5)
@@ -142,7 +143,7 @@ def main() -> None:
     if sys.argv[1] == "hold":
         hold()
     else:
-        transfer(sys.argv[2], sys.argv[3:])
+        transfer(sys.argv[2], float(sys.argv[3]), sys.argv[4:])
 
 
 if __name__ == "__main__":

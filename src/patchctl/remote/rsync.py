@@ -53,6 +53,11 @@ def argv(cluster: Cluster, control: Path | None, *options: str) -> list[str]:
     return ["rsync", *options, "--timeout", str(cluster.timeout), "-e", ssh.rsh_command(cluster, control)]
 
 
+#: seconds the host's rsync waits for the root's transfer lock, which this run's own agent holds
+#: while it writes (the generated files, deletions); longer means another transfer holds it
+TRANSFER_WAIT = 30.0
+
+
 def locked_rsync_path(cluster: Cluster, host: Host) -> str:
     """``--rsync-path`` for a transfer into ``host.root``: the host's rsync started by the lock
     keeper, holding ``ROOT/.patchctl/transfer.lock`` until it ends. Not patchctl's process but
@@ -61,5 +66,7 @@ def locked_rsync_path(cluster: Cluster, host: Host) -> str:
 
     rsync hands this string to the remote shell as it is, so each word is quoted for it here
     (as :func:`patchctl.remote.ssh.ssh_argv` quotes its words)."""
-    words = ssh.python_words(cluster, lock.agent_b64(), ["transfer", lock.transfer_path(host), "rsync"])
+    words = ssh.python_words(
+        cluster, lock.agent_b64(), ["transfer", lock.transfer_path(host), str(TRANSFER_WAIT), "rsync"]
+    )
     return " ".join(shlex.quote(w) for w in words)
