@@ -50,8 +50,8 @@ class HostRun:
         #: it is only read, and locked only if the check goes on; any other host's root is asked
         #: for by the caller as soon as it is logged in
         self.take_root = take_root
-        #: whether the host's root, once held, held nothing of an earlier tree (RootLock.empty):
-        #: the first transfer then needs no --delay-updates (see transfer)
+        #: whether the host's root, once held, was the user's and held nothing of an earlier tree
+        #: (RootLock.empty): the first transfer then goes without --delay-updates (see transfer)
         self.root_empty = root_empty
         self.clock = PhaseClock(0.0)
 

@@ -53,8 +53,9 @@ class RootLock:
         self._proc: subprocess.Popen[bytes] | None = None
         self._missing = ""
         self._answer: tuple[str | None] | None = None
-        #: once held: the root held nothing but ``.patchctl`` when it was locked (the keeper's
-        #: ``locked\tempty``), so this migrate's first transfer has no earlier tree to keep whole
+        #: once held: the root was the user's and held nothing but ``.patchctl`` when it was
+        #: locked (the keeper's ``locked\tempty``), so this migrate's first transfer has no
+        #: earlier tree to keep whole
         self.empty = False
         try:
             self._proc = proc.spawn(
