@@ -23,6 +23,7 @@ from patchctl.migrate.results import HostResult, HostStatus, Phase, Progress, Pr
 from patchctl.migrate.timing import PhaseClock
 from patchctl.migrate.verify_remote import Agent, AgentReply
 from patchctl.remote import ssh
+from patchctl.remote.lock import RootLock
 
 
 class HostRun:
@@ -40,19 +41,16 @@ class HostRun:
         master: ssh.Master,
         emit: ProgressFn,
         agents: ExitStack,
-        take_root: Callable[[], str | None] = lambda: None,
-        root_empty: Callable[[], bool] = lambda: False,
+        root: Callable[[], RootLock],
     ) -> None:
         self.pending, self.cluster, self.options = pending, pending.cluster, pending.options
         self.host, self.label, self.rendered = host, label, rendered
         self.master, self.emit, self.agents = master, emit, agents
-        #: asks for the host's root (remote.lock) for a host its seal may settle (``may_seal``):
-        #: it is only read, and locked only if the check goes on; any other host's root is asked
-        #: for by the caller as soon as it is logged in
-        self.take_root = take_root
-        #: whether the host's root, once held, was the user's and held nothing of an earlier tree
-        #: (RootLock.empty): the first transfer then goes without --delay-updates (see transfer)
-        self.root_empty = root_empty
+        #: the host's root (remote.lock), asked for once: for a host its seal may settle
+        #: (``may_seal``) only if the check goes on; any other host's root is asked for by the
+        #: caller as soon as it is logged in. Once held, its ``empty`` lets the first transfer go
+        #: without --delay-updates (see transfer)
+        self.root = root
         self.clock = PhaseClock(0.0)
 
     @property
@@ -110,7 +108,7 @@ class HostRun:
             ended = self.sealed(agent) if self.pending.sealed.result() else None
             if ended is not None:
                 return ended
-            refused = self.take_root()
+            refused = self.root().wait()
             if refused:
                 return self.end(Tally(), HostStatus.FAILED, refused)
         if self.options.delete or (self.last is not None and self.last == self.expected):
@@ -120,7 +118,7 @@ class HostRun:
             if not checked.problems:
                 return self.verdict(checked, Tally())
             found, agent = checked.found, self.start_agent()  # for the check after the transfer
-        fresh = self.root_empty()
+        fresh = self.root().empty  # asked for and held by now: by the caller, or above
         sent = self.send(self.pending.listed.result().path(), Tally(), empty_root=fresh)
         if sent.returncode not in (0, 255) and found is None:
             # rsync creates only the last component of a missing root; the check creates all of it

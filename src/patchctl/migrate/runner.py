@@ -124,17 +124,7 @@ def _connected(
                     roots.append(hold.enter_context(RootLock(master.cluster, host, master.socket)))
                 return roots[0]
 
-            hostrun = HostRun(
-                pending,
-                host,
-                label,
-                rendered,
-                master,
-                emit,
-                agents,
-                lambda: ask_root().wait(),
-                lambda: bool(roots) and roots[0].empty,
-            )
+            hostrun = HostRun(pending, host, label, rendered, master, emit, agents, ask_root)
             # a host that may be settled by its seal is only read: its root is asked for only if
             # the seal does not settle it (HostRun.run), which spares the lock's ssh session; a
             # source known to have changed already (Pending.changed) settles no host by its seal
