@@ -51,12 +51,13 @@ STYLE = {
 
 def width() -> int:
     """The columns output is laid out for: ``COLUMNS`` when set, else the size of whichever of
-    stdout or stderr is a terminal (``patchctl ... | less`` still has one on stderr),
-    else :data:`NO_TERMINAL_WIDTH`."""
+    stdout, stderr or stdin is a terminal (``patchctl ... | less`` still has one on stderr, and
+    ``patchctl ... 2>&1 | less`` on stdin: the pager shows it in that same window), else
+    :data:`NO_TERMINAL_WIDTH`."""
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
-    for fd in (1, 2):
+    for fd in (1, 2, 0):
         try:
             return os.get_terminal_size(fd).columns
         except OSError:
