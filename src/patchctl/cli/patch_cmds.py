@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from patchctl.cli import render
+from patchctl.cli import dryrun, render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import config_option, json_option, only_option, patchset_option, target_option
 from patchctl.cli.targets import Use, open_target
@@ -38,7 +38,18 @@ def _show(result: engine.RunResult, title: str) -> None:
 @target_option
 @patchset_option
 @only_option
-@click.option("--dry-run", is_flag=True, help="Print a unified diff of what would change; write nothing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Write nothing; print what would change, a line per file as `git apply --stat` does.",
+)
+@click.option(
+    "--diff",
+    "show_diff",
+    is_flag=True,
+    help="With --dry-run: print the whole unified diff, edits of existing files before added files "
+    "(through a pager on a terminal).",
+)
 @click.option("--commit", "commit", is_flag=True, help="Commit the changes on a new git branch.")
 @click.option("--branch", default=None, help="Branch name for --commit (default patchctl/<patchsets>).")
 @click.option("--force", is_flag=True, help="Change files even if they have uncommitted changes.")
@@ -59,6 +70,7 @@ def apply_cmd(
     patchsets: tuple[str, ...],
     only: tuple[str, ...],
     dry_run: bool,
+    show_diff: bool,
     commit: bool,
     branch: str | None,
     force: bool,
@@ -69,6 +81,8 @@ def apply_cmd(
     """Re-create every patch of the patchsets on TARGET (all-or-nothing)."""
     if commit and on_conflict == "markers":
         raise click.UsageError("--commit would commit conflict markers: drop it, or --conflicts=markers")
+    if show_diff and not dry_run:
+        raise click.UsageError("--diff shows what a dry run would change: add --dry-run")
     sets = load_patchsets(patchsets)
     tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
     chosen = _only(sets, only)
@@ -86,9 +100,13 @@ def apply_cmd(
     if as_json:
         render.emit_json(result.to_json())
     else:
-        if dry_run:
-            click.echo(result.diff, nl=False)
-        _show(result, f"apply {' + '.join(ps.name for ps in sets)} -> {tree.root} (verl {tree.version or '?'})")
+        files = dryrun.split(result.diff) if dry_run else []
+        if dry_run and show_diff:
+            dryrun.show_diff(files)
+        elif dry_run:
+            click.echo(dryrun.stat(files, render.width()), nl=False)
+        title = f"apply {' + '.join(ps.name for ps in sets)} -> {tree.root} (verl {tree.version or '?'})"
+        _show(result, f"{title}, dry run: nothing written" if dry_run else title)
         if not result.ok and not result.written:
             click.echo("nothing was written: fix the conflicts above, or leave those patches out with --only", err=True)
         elif result.written:
@@ -104,6 +122,11 @@ def apply_cmd(
                 )
         elif not dry_run:
             click.echo("nothing to write")
+        else:
+            click.echo(
+                "dry run: nothing was written"
+                + ("" if show_diff or not files else "; --diff prints the changes, --json holds them too")
+            )
     marked = [r.patch for r in result.results if r.status is Outcome.CONFLICT_MARKED]
     if marked and not as_json:
         click.echo(
