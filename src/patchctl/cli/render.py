@@ -139,3 +139,19 @@ def progress_line(p: Any) -> str:
         parts.append(f"{p.seconds_per_step:.2f} s/step")
     parts.append(f"{p.elapsed:.0f} s")
     return "  ".join(parts)
+
+
+def fold(text: str, first: str, rest: str, limit: int = 100) -> str:
+    """``first + text`` folded at the output's width (at most ``limit``), later lines indented by
+    ``rest``: a long value stays under its label instead of wrapping at the terminal's left edge.
+    Words are never split, so a long path or option stays whole (and copyable) on a line of its own."""
+    import textwrap
+
+    return textwrap.fill(
+        " ".join(text.split()),
+        min(width(), limit),
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
