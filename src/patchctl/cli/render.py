@@ -65,6 +65,13 @@ def width() -> int:
     return NO_TERMINAL_WIDTH
 
 
+def on_screen() -> bool:
+    """Whether the output is laid out for a person's window (``COLUMNS`` set, or a terminal on
+    stdout, stderr or stdin), as :func:`width` reads it: long lines are then folded under their
+    label; a log or a pipe into grep keeps one line per finding."""
+    return os.environ.get("COLUMNS", "").isdigit() or any(os.isatty(fd) for fd in (1, 2, 0))
+
+
 def console() -> Console:  # rich is imported lazily: it costs ~50 ms that --json runs do not need
     from rich.console import Console
 
@@ -80,11 +87,19 @@ def show(renderable: RenderableType) -> None:
     click.echo(_TRAILING.sub(r"\1", captured.get()), nl=False, color=out.is_terminal and not out.no_color)
 
 
-def fits(renderable: RenderableType) -> bool:
-    """True when ``renderable`` needs no folding at the current :func:`width`."""
+def fits(renderable: RenderableType, folded: bool = False) -> bool:
+    """True when ``renderable`` needs no folding at the current :func:`width`; with ``folded``, when
+    its foldable cells folded keep it inside the width: rich squeezes a table that does not fit,
+    and where its unfoldable columns alone are too wide it cuts the box's right edge off, so the
+    table is laid out and every line must still end on its box's right border."""
     from rich.measure import Measurement
 
     out = console()
+    if folded:
+        with out.capture() as captured:
+            out.print(renderable)
+        lines = [ln.rstrip() for ln in captured.get().splitlines() if ln.strip()]
+        return all(ln[-1:] in "┓┃┩│┘┐┤╮╯" for ln in lines)
     wide = out.options.update(max_width=1 << 16)  # measured unbounded: the console's width would clamp it
     return Measurement.get(out, wide, renderable).maximum <= out.width
 
