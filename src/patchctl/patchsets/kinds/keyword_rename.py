@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from patchctl.patchsets.kinds import calls
+from patchctl.patchsets.kinds import calls, kwline
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, tag_comment
 from patchctl.patchsets.kinds.pyparse import check_expressions, parse_ast, same_expr
 from patchctl.patchsets.model import Patch, Presence
@@ -131,8 +131,10 @@ class KeywordRename:
                 f"line {site.line}: {p.old_keyword}={found}, the patch expects {p.old_keyword}={p.old_value}",
             )
         problem: list[str] = []
-        out = calls.rewrite_site(
-            text, ctx.path, p.call, site, lambda module: lambda call: self._forward(module, call, patch, problem)
+        out = kwline.rename_on_its_line(text, site.keyword, p.new_keyword, p.new_value, tag_comment(patch.tag)) or (  # type: ignore[arg-type] # hits pass the keyword
+            calls.rewrite_site(
+                text, ctx.path, p.call, site, lambda module: lambda call: self._forward(module, call, patch, problem)
+            )
         )
         if problem:
             return Edit(EditStatus.CONFLICT, f"line {site.line}: {problem[0]}")
