@@ -243,8 +243,6 @@ def _first(nodes: Any, compiler: Compiler, flags: int) -> CharTest | None:
 
 def compile_program(pattern: re.Pattern[str]) -> Program:
     parsed = _parser.parse(pattern.pattern, pattern.flags)
-    if any(op in (C.GROUPREF, C.GROUPREF_EXISTS) for op, _ in _walk(parsed)):
-        raise Unsupported("back-references")
     flags = parsed.state.flags
     compiler = Compiler()
     code = compiler.program(parsed, flags)
@@ -255,24 +253,6 @@ def compile_program(pattern: re.Pattern[str]) -> Program:
     )
     first = None if parsed.getwidth()[0] == 0 else _first(parsed, compiler, flags)
     return Program(code, anchored, first)
-
-
-def _walk(nodes: Any) -> Iterator[tuple[Any, Any]]:
-    for op, av in nodes:
-        yield op, av
-        subs = []
-        if op is C.SUBPATTERN:
-            subs = [av[3]]
-        elif op is C.BRANCH:
-            subs = av[1]
-        elif op in (C.MAX_REPEAT, C.MIN_REPEAT) or op is getattr(C, "POSSESSIVE_REPEAT", None):
-            subs = [av[2]]
-        elif op in (C.ASSERT, C.ASSERT_NOT):
-            subs = [av[1]]
-        elif op is getattr(C, "ATOMIC_GROUP", None):
-            subs = [av]
-        for sub in subs:
-            yield from _walk(sub)
 
 
 def _at(kind: Any, multiline: bool, s: str, pos: int) -> bool:

@@ -13,6 +13,7 @@ A signature table that gains a backtracking pattern fails here, naming the patte
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -30,7 +31,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from patchctl.doctor import diagnose, load_signatures
-from patchctl.doctor.scan import WARNING_LINE
+from patchctl.doctor.scan import WARNING_LINE, Scan
 from patchctl.doctor.signatures import default_path
 from patchctl.doctor.versions import VERSION
 
@@ -248,8 +249,13 @@ def test_the_rendezvous_address_is_captured():
 
 
 def test_a_glog_warning_is_still_a_warning():
-    assert WARNING_LINE.search("[2025-10-25 13:08:43,123 W 812 812] core_worker.cc:1234: CUDA out of memory")
-    assert not WARNING_LINE.search("[2025-10-25 13:08:43,123 E 812 812] core_worker.cc:1234: CUDA out of memory")
+    """Ray's C++ prefix with W is a warning (the OOM in it did not end the run); with E it is not."""
+    for level, fatal in (("W", False), ("E", True)):
+        text = f"[2025-10-25 13:08:43,123 {level} 812 812] core_worker.cc:1234: CUDA out of memory"
+        assert bool(WARNING_LINE.search(text)) != fatal
+        assert [(m.signature.id, m.fatal) for m in diagnose([text], SIGNATURES).matches] == [
+            ("cuda-out-of-memory", fatal)
+        ]
 
 
 # --- the cases issue 41 reported, through doctor -------------------------------------------------
@@ -269,9 +275,45 @@ def test_a_line_of_net_socket_is_no_finding_but_a_failed_connect_is():
     assert [m.signature.id for m in diagnose([text], SIGNATURES).matches] == ["nccl-network"]
 
 
-def test_the_version_finder_reads_a_line_of_spaces():
-    from patchctl.doctor.versions import seen_versions
+# --- confirming lines: each line is searched once per signature, however many hits it is near -----
 
-    seen: dict[str, list[str]] = {}
-    seen_versions("torch" + " " * 2_000 + "x torch==2.6.0", seen)
-    assert seen == {"torch": ["2.6.0"]}
+
+class Counting:
+    """A confirming pattern that records the lines it is searched in."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern, self.seen = pattern, []
+
+    def search(self, text: str) -> re.Match[str] | None:
+        self.seen.append(text)
+        return self.pattern.search(text)
+
+
+def test_each_line_is_searched_for_a_confirming_line_once():
+    """100 unconfirmed OOM hits in a row: before, each of the first 50 searched the 40 lines before
+    it again (a log of long lines cost its length times the hits); now each line is searched once."""
+    sig = BY_ID["training-oom"]
+    counting = tuple(Counting(c) for c in sig.confirm)
+    table = [dataclasses.replace(s, confirm=counting) if s is sig else s for s in SIGNATURES]
+    log = [f"{OOM} (hit {i})" for i in range(100)]
+    assert not Scan(table).run(log).hits["training-oom"].confirmed
+    for c in counting:
+        assert sorted(c.seen) == sorted(set(c.seen)), "a line was searched twice"
+        assert len(c.seen) == 50 + 40, "the hits that look (the first 50) and the 40 lines after the last"
+
+
+@pytest.mark.parametrize(
+    ("log", "confirmed"),
+    [
+        (["update_policy"] + ["noise"] * 39 + [OOM], True),  # 40 lines before
+        (["update_policy"] + ["noise"] * 40 + [OOM], False),
+        ([OOM] + ["noise"] * 39 + ["update_policy"], True),  # 40 lines after
+        ([OOM] + ["noise"] * 40 + ["update_policy"], False),
+        ([OOM] + ["noise"] * 29 + [OOM] + ["noise"] * 39 + ["update_policy"], True),  # 40 after the second hit
+        ([OOM] + ["noise"] * 29 + [OOM] + ["noise"] * 40 + ["update_policy"], False),
+        ([OOM] + ["noise"] * 29 + [OOM, "update_policy"], True),  # after the second, within the first's reach
+    ],
+)
+def test_the_confirming_window_reaches_40_lines_either_way(log, confirmed):
+    (m,) = [m for m in diagnose(log, SIGNATURES).matches if m.signature.id in ("training-oom", "cuda-out-of-memory")]
+    assert (m.signature.id == "training-oom") == confirmed

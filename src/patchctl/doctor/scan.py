@@ -129,6 +129,7 @@ class Scan:
         self._anchors: list[tuple[str, int]] = []  # (plain text, signature index)
         self._folded: list[tuple[str, int]] = []  # the same for case-insensitive patterns, lower-cased
         self._always: list[int] = []  # signatures with a pattern that has no anchor: tried on every line
+        self._warning = (0, False)  # (line number, whether it is a warning): searched once per line
         for i, sig in enumerate(signatures):
             for text, folded in dict.fromkeys(anchor(pattern) for pattern in sig.patterns):
                 if len(text) < MIN_ANCHOR:
@@ -170,7 +171,7 @@ class Scan:
         h = self.hits.setdefault(sig.id, Hits())
         h.count += 1
         h.first = h.first or (n, _excerpt(line))
-        if sig.severity == "fatal" and h.fatal is None and not WARNING_LINE.search(line):
+        if sig.severity == "fatal" and h.fatal is None and not self._is_warning(n, line):
             h.fatal = (n, _excerpt(line))
         for r in refiners:
             h.shared[r] = h.shared.get(r, 0) + 1
@@ -194,6 +195,12 @@ class Scan:
                 h.confirmed = True
             else:
                 self._pending[sig.id] = (sig, n + CONFIRM_WINDOW)
+
+    def _is_warning(self, n: int, line: str) -> bool:
+        """Whether line ``n`` is a warning; each marker holds a "W", which most lines lack."""
+        if self._warning[0] != n:
+            self._warning = (n, "W" in line and WARNING_LINE.search(line) is not None)
+        return self._warning[1]
 
     def _look_ahead(self, n: int, line: str) -> None:
         for key, (sig, last) in list(self._pending.items()):
