@@ -141,6 +141,42 @@ def test_the_model_matches_what_re_matches():
                 assert found == bool(pattern.search(text)), (pattern.pattern, text)
 
 
+#: one pattern per construct the model has, for the property below
+CONSTRUCTS = [
+    r"\ba1\b",
+    r"\Ba",
+    r"a$",
+    r"^a",
+    r"\Aa\Z",
+    r"(?m)^1$",
+    r"(?s)a.1",
+    r"(?i:a_)",
+    r"(?i)[^a]1",
+    r"[\d_]+ ",
+    r"\S+\s",
+    r"a.*?1",
+    r"a{2,3}?x",
+    r"a{2}_{1,}",
+    r"(a|ab)(c|bcd)?x",
+    r"(?:a*)*_",
+    r"(?:a|_)+?1",
+    r"(?<=a)1",
+    r"(?<!_)a",
+    r"(?=a1)\w+",
+    r"(?!a)\w\s",
+    r"x*",
+]
+
+
+@pytest.mark.parametrize("pattern", CONSTRUCTS)
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(alphabet="aA1_ \nx", max_size=12))
+def test_the_model_agrees_with_re_on_each_construct(pattern, text):
+    compiled = re.compile(pattern)
+    program = compile_program(compiled)
+    assert search_program(program, text, 10**6, registers(program))[0] == bool(compiled.search(text))
+
+
 def test_unsupported_constructs_are_refused():
     with pytest.raises(Unsupported):
         compile_program(re.compile(r"(a)\1"))
@@ -189,6 +225,22 @@ OLD_VERSION = re.compile(
     r"(?i:\b(vllm|torch|tensordict|triton|transformers|ray|flash[-_]attn|verl|datasets|sglang|pytorch)"
     r"(?: api server)?(?: version)?\s*(?:==|:|\s)\s*v?(\d+\.\d+(?:\.\d+)?(?:[+.]\w+)*))"
 )
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("torch 2.4.0+cu124", ("torch", "2.4.0+cu124")),
+        ("vllm==0.8.3", ("vllm", "0.8.3")),
+        ("vllm         : 0.8.3", ("vllm", "0.8.3")),
+        ("vLLM API server version 0.8.2", ("vLLM", "0.8.2")),
+        ("PyTorch version: 2.6.0", ("PyTorch", "2.6.0")),
+        ("torch                    2.6.0+cu124", ("torch", "2.6.0+cu124")),  # pip list's columns
+        ("flash_attn  ==  2.7.4.post1", ("flash_attn", "2.7.4.post1")),
+    ],
+)
+def test_a_version_line_is_read(text, found):
+    assert [m.groups() for m in VERSION.finditer(text)] == [found]
 
 
 @settings(max_examples=500, deadline=None)
@@ -251,7 +303,7 @@ def test_the_rendezvous_address_is_captured():
 def test_a_glog_warning_is_still_a_warning():
     """Ray's C++ prefix with W is a warning (the OOM in it did not end the run); with E it is not."""
     for level, fatal in (("W", False), ("E", True)):
-        text = f"[2025-10-25 13:08:43,123 {level} 812 812] core_worker.cc:1234: CUDA out of memory"
+        text = f"[2025-10-25 13:08:43,123 {level} 812 812] raylet.cc:1234: CUDA out of memory"
         assert bool(WARNING_LINE.search(text)) != fatal
         assert [(m.signature.id, m.fatal) for m in diagnose([text], SIGNATURES).matches] == [
             ("cuda-out-of-memory", fatal)
@@ -265,7 +317,7 @@ OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
 
 def test_an_oom_line_ending_in_a_run_of_brackets_is_the_oom():
     """The run of "[" does not make the line a warning (how fast: benchmarks/bench_doctor.py)."""
-    d = diagnose([OOM + " " + "[" * 5_000], SIGNATURES)
+    d = diagnose([f"(WorkerDict pid=812) {OOM} " + "[" * 5_000], SIGNATURES)
     assert [(m.signature.id, m.fatal) for m in d.matches] == [("cuda-out-of-memory", True)]
 
 
