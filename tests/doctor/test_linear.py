@@ -3,8 +3,10 @@
 A pattern such as ``NET/(?:Socket|IB).*failed`` took 25 s on a 200 KB line of ``NET/Socket ``:
 the search restarts at every ``NET/`` and each start's ``.*`` runs to the end of the line and back.
 Timing that here would be flaky on a loaded two-core CI machine (and the project measures speed in
-benchmarks only), so the test counts steps instead: ``backtrack.py`` runs each pattern on a model of
-``re``'s backtracking engine, which gives the same count on any machine. Each pattern is searched
+benchmarks only): a time limit is either tight enough to fail under load or so generous that only a
+catastrophic pattern exceeds it, while a quadratic one searches a test-sized line in milliseconds. So
+the test counts steps instead: ``backtrack.py`` runs each pattern on a model of ``re``'s backtracking
+engine, which gives the same count on any machine, loaded or not. Each pattern is searched
 in adversarial lines built from its own pieces (a literal, a matching prefix or a repeat's
 character, repeated, then a failing tail) at two lengths, 8x apart: the steps per character of a
 linear pattern stay flat, a quadratic one's grow about 8x, an exponential one's blow the budget.
@@ -40,7 +42,7 @@ SIGNATURES = load_signatures()
 SHORT = 256
 #: the longer line is this many times as long
 GROWTH = 8
-#: steps per character of the shorter line's may grow by at most this factor on the longer one:
+#: the steps per character on the shorter line may grow by at most this factor on the longer one:
 #: a linear pattern's stay within 1.25 here, a quadratic one's grow about GROWTH-fold
 SLACK = 2.0
 #: steps per character beyond which a search is stopped as runaway (linear ones take at most 35)
