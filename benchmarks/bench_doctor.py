@@ -18,7 +18,9 @@ version finder and signature table. Figures:
   grows faster than linearly is not run at 1 MB: "est." extrapolates from 16 KB and 64 KB with the
   measured exponent (t ~ n^k), which is printed with it.
 
-    python benchmarks/bench_doctor.py [--base main] [--rounds 5]
+    python benchmarks/bench_doctor.py [--base main | --base-src DIR] [--rounds 5]
+
+``--base-src`` names the ``src`` directory of an extracted tree instead (where there is no git history).
 """
 
 from __future__ import annotations
@@ -197,6 +199,7 @@ def _seconds(m: dict[str, Any]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--base", default="main", help="the git ref whose doctor is the baseline")
+    ap.add_argument("--base-src", type=Path, help="the src directory of the baseline's tree, instead of --base")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--measure", nargs=3, metavar=("SRC", "BIG", "LINE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -208,8 +211,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         big = big_log(Path(tmp) / "train.log")
         long_line = one_line_log(Path(tmp) / "dump.log")
+        base = args.base_src.resolve() if args.base_src else tree_of(args.base, Path(tmp) / "base")
         cols = {
-            f"previous ({args.base})": column(tree_of(args.base, Path(tmp) / "base"), big, long_line, args.rounds),
+            f"previous ({args.base_src or args.base})": column(base, big, long_line, args.rounds),
             "this branch": column(ROOT / "src", big, long_line, args.rounds),
         }
         size = big.stat().st_size / MB
