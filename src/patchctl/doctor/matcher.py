@@ -22,7 +22,8 @@ from patchctl.doctor.signatures import Signature
 
 __all__ = ["Diagnosis", "Match", "diagnose", "printable"]
 #: "{name=default}" in a resolution: the value a pattern's named group captured, else the default
-_SLOT = re.compile(r"\{(\w+)=([^}]*)\}")
+#: (which holds no brace: "[^}]*" would run on over every later "{" of a line of them, quadratic)
+_SLOT = re.compile(r"\{(\w+)=([^{}]*)\}")
 
 
 @dataclass(frozen=True)

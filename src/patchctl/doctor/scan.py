@@ -10,7 +10,9 @@ log of any size streams through in constant memory.
 Three things are decided per hit line, because a maintainer decides them by looking at it:
 - is it a warning (``UserWarning``, ``WARNING``, glog's ``W``)? A warning does not end a run;
 - is it confirmed: does a confirming line (a frame of the right library, say) lie within
-  :data:`CONFIRM_WINDOW` lines before or after? Without it, the finding is only possible;
+  :data:`CONFIRM_WINDOW` lines before or after? Without it, the finding is only possible. Each
+  line is searched for a signature's confirming lines at most once, however many hits it is
+  near, so a log of long lines costs its length, not its length times the hits;
 - does a more specific signature explain the same line (``refines``)?
 """
 
@@ -36,8 +38,10 @@ else:  # pragma: no cover
 
 #: longest excerpt kept per finding
 EXCERPT = 300
-#: markers of a line that reports a warning, not the error that ended the run
-WARNING_LINE = re.compile(r"\bWARNING\b|\bWarning\b|Warning:|\bW\d{4} |\[[^\]]* W \d+ \d+\]")
+#: markers of a line that reports a warning, not the error that ended the run; the bracketed
+#: glog prefix ("[2025-10-25 13:08:43,123 W 812 812]") excludes "[" too, so that a line of many
+#: "[" is searched in linear time (each start's run ends at the next "[")
+WARNING_LINE = re.compile(r"\bWARNING\b|\bWarning\b|Warning:|\bW\d{4} |\[[^\[\]]* W \d+ \d+\]")
 #: the process a Ray-prefixed line comes from: "(WorkerDict pid=812, ip=...)"
 PROCESS = re.compile(r"\((\w+) pid=(\d+)")
 #: a signature's confirming lines are searched for at most this many hits (a log with a
@@ -107,6 +111,8 @@ class Hits:
     captures: dict[str, str] = field(default_factory=dict)
     confirmed: bool = False
     tries: int = 0
+    #: the last line searched for a confirming line (each line is searched once)
+    searched: int = 0
 
 
 class Scan:
@@ -118,11 +124,12 @@ class Scan:
         self.versions: dict[str, list[str]] = {}
         self.lines = 0
         self._window: deque[str] = deque(maxlen=CONFIRM_WINDOW)
-        self._pending: list[tuple[Signature, int]] = []  # (signature, lines left to look at)
+        self._pending: dict[str, tuple[Signature, int]] = {}  # id -> (signature, last line to look at)
         self._refined_by = {s.id: [r for r in signatures if s.id in r.refines] for s in signatures}
         self._anchors: list[tuple[str, int]] = []  # (plain text, signature index)
         self._folded: list[tuple[str, int]] = []  # the same for case-insensitive patterns, lower-cased
         self._always: list[int] = []  # signatures with a pattern that has no anchor: tried on every line
+        self._warning = (0, False)  # (line number, whether it is a warning): searched once per line
         for i, sig in enumerate(signatures):
             for text, folded in dict.fromkeys(anchor(pattern) for pattern in sig.patterns):
                 if len(text) < MIN_ANCHOR:
@@ -135,7 +142,7 @@ class Scan:
         anchors, folded, always = self._anchors, self._folded, self._always
         for n, line in enumerate(lines, 1):
             if self._pending:
-                self._look_ahead(line)
+                self._look_ahead(n, line)
             found = [i for text, i in anchors if text in line]
             if folded:
                 low = line.lower()
@@ -164,7 +171,7 @@ class Scan:
         h = self.hits.setdefault(sig.id, Hits())
         h.count += 1
         h.first = h.first or (n, _excerpt(line))
-        if sig.severity == "fatal" and h.fatal is None and not WARNING_LINE.search(line):
+        if sig.severity == "fatal" and h.fatal is None and not self._is_warning(n, line):
             h.fatal = (n, _excerpt(line))
         for r in refiners:
             h.shared[r] = h.shared.get(r, 0) + 1
@@ -179,19 +186,29 @@ class Scan:
                         h.captures.setdefault(k, v)
         if sig.confirm and not h.confirmed and h.tries < CONFIRM_TRIES:
             h.tries += 1
-            if any(c.search(x) for c in sig.confirm for x in (line, *self._window)):
+            first = n - len(self._window)  # the window holds the lines first .. n-1
+            unseen = [x for i, x in enumerate(self._window, first) if i > h.searched]
+            if n > h.searched:
+                unseen.append(line)
+            h.searched = n
+            if any(c.search(x) for c in sig.confirm for x in unseen):
                 h.confirmed = True
             else:
-                self._pending.append((sig, CONFIRM_WINDOW))
+                self._pending[sig.id] = (sig, n + CONFIRM_WINDOW)
 
-    def _look_ahead(self, line: str) -> None:
-        keep = []
-        for sig, left in self._pending:
+    def _is_warning(self, n: int, line: str) -> bool:
+        """Whether line ``n`` is a warning; each marker holds a "W", which most lines lack."""
+        if self._warning[0] != n:
+            self._warning = (n, "W" in line and WARNING_LINE.search(line) is not None)
+        return self._warning[1]
+
+    def _look_ahead(self, n: int, line: str) -> None:
+        for key, (sig, last) in list(self._pending.items()):
             h = self.hits[sig.id]
-            if h.confirmed:
-                continue
-            if any(c.search(line) for c in sig.confirm):
-                h.confirmed = True
-            elif left > 1:
-                keep.append((sig, left - 1))
-        self._pending = keep
+            if h.confirmed or n > last:
+                del self._pending[key]
+            elif n > h.searched:
+                h.searched = n
+                if any(c.search(line) for c in sig.confirm):
+                    h.confirmed = True
+                    del self._pending[key]

@@ -18,8 +18,10 @@ from pathlib import Path
 PACKAGES = ("vllm", "torch", "tensordict", "triton", "transformers", "ray", "flash-attn", "verl", "datasets", "sglang")
 _NAMES = "|".join(p.replace("-", "[-_]") for p in PACKAGES) + "|pytorch"
 #: "torch 2.4.0+cu124", "vllm==0.8.3", "vllm         : 0.8.3", "vLLM API server version 0.8.2", "PyTorch version: 2.6.0"
+#: (the separator is "==" or ":" with spaces around, or spaces; not ``\s*(?:==|:|\s)\s*``, whose two
+#: runs of spaces split a long run of spaces every way: quadratic)
 VERSION = re.compile(
-    rf"(?i:\b({_NAMES})(?: api server)?(?: version)?\s*(?:==|:|\s)\s*v?(\d+\.\d+(?:\.\d+)?(?:[+.]\w+)*))"
+    rf"(?i:\b({_NAMES})(?: api server)?(?: version)?(?:\s*(?:==|:)\s*|\s+)v?(\d+\.\d+(?:\.\d+)?(?:[+.]\w+)*))"
 )
 #: at most this many versions are kept per package (a log may print one per step)
 KEEP = 4
