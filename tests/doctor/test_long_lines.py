@@ -82,3 +82,13 @@ def test_a_huge_line_is_not_held_in_memory(tmp_path):
         tracemalloc.stop()
     assert [m.signature.id for m in d.matches] == ["cuda-out-of-memory"]
     assert peak < 8 * 2**20, f"{peak / 2**20:.1f} MiB for a 32 MiB line"
+
+
+def test_the_cli_says_when_a_line_was_cut(tmp_path) -> None:
+    from clirun import run
+
+    log = tmp_path / "run.log"
+    log.write_bytes(b"x" * (2 * LINE_HEAD) + b"\ntorch.OutOfMemoryError: CUDA out of memory.\n")
+    code, out = run("doctor", str(log))
+    assert code == 0
+    assert "1 line(s) over 1 MiB were read as their first MiB and last 64 KiB" in out

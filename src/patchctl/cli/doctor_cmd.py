@@ -89,6 +89,12 @@ def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, verl_tree:
         click.echo(
             f"doctor: {reader.source}: {reader.damage}; the findings above are from the lines before it", err=True
         )
+    if reader.lines_cut:
+        click.echo(
+            f"doctor: {reader.source}: {reader.lines_cut} line(s) over 1 MiB were read as their first MiB and "
+            "last 64 KiB",
+            err=True,
+        )
     return 0
 
 
