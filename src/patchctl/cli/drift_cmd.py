@@ -119,11 +119,32 @@ def show(found: Drift) -> None:
                     click.echo(f"    ! {render.printable(flag)}")
                 if r.diff:
                     click.echo("    " + r.diff.rstrip("\n").replace("\n", "\n    "))
+    _metadata_line(found)
     changed = [p.patch for p in found.patches if p.changed]
     click.echo(
         f"drift: upstream changed under {len(changed)} patch(es): {', '.join(changed)}"
         if changed
         else "drift: nothing changed under any patch"
+    )
+
+
+def _metadata_line(found: Drift) -> None:
+    """One line for the added files beside which only packaging metadata and docs changed."""
+    beside = [p.patch for p in found.patches if any(r.status == "metadata" for r in p.regions)]
+    if not beside:
+        return
+    files = sorted(
+        {
+            f
+            for p in found.patches
+            for r in p.regions
+            if r.status == "metadata"
+            for f in r.diff.rsplit(": ", 1)[-1].strip().split(", ")
+        }
+    )
+    click.echo(
+        f"\nbeside the files of {len(beside)} patch(es) ({', '.join(beside)}) only packaging metadata and docs "
+        f"changed ({', '.join(files)}): not counted as a change"
     )
 
 
