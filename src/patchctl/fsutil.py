@@ -239,9 +239,10 @@ def open_into(folder: Path, rel: str, *, stream: bool = False) -> Iterator[Binar
         with f:
             yield f
             try:
-                f.flush()
                 if not stream:
-                    os.fsync(f.fileno())  # the new bytes on disk before the old file goes
+                    if not f.closed:  # a wrapper the caller closed has flushed it
+                        f.flush()
+                        os.fsync(f.fileno())  # the new bytes on disk before the old file goes
                     os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
                     placed = True
             except OSError as exc:
@@ -251,6 +252,22 @@ def open_into(folder: Path, rel: str, *, stream: bool = False) -> Iterator[Binar
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=dfd)
         os.close(dfd)
+
+
+def renew_folder(path: Path) -> Path:
+    """``path`` made a new, empty folder: for a folder of patchctl's own inside a user-named one
+    (a run's ``assets/``, ``codehook/``), whose files builders and hooks then write by name. What
+    was there goes: a link is removed, never followed, an old folder deleted (``rmtree`` follows
+    no link inside it), so nothing written there later lands outside (issue 41 req 4)."""
+    try:
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            path.unlink()
+        elif path.exists():
+            shutil.rmtree(path)
+        path.mkdir()
+    except OSError as exc:
+        raise _failed(path, exc) from exc
+    return path
 
 
 def _descend(folder: Path, subs: list[str]) -> int:
