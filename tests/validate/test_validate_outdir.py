@@ -69,9 +69,7 @@ def test_the_compare_plot_replaces_a_link_in_out(tmp_path: Path) -> None:
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_a_link_to_a_folder_on_the_way_is_refused_in_one_line(tmp_path: Path) -> None:
-    """``--out`` itself may be a link (the user named it); compare's plot has no sub-folder, so the
-    refusal shows through fsutil's own test; here the message a user sees for a folder in the way."""
+def test_a_folder_in_the_plots_way_is_one_line_not_an_internal_error(tmp_path: Path) -> None:
     a, b = _report(tmp_path / "a", 2, [0.1, 0.5], "2.60.0"), _report(tmp_path / "b", 1, [0.2, 0.4], "2.59.0")
     out = tmp_path / "cmp"
     (out / "compare.png").mkdir(parents=True)

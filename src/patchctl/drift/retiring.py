@@ -100,7 +100,8 @@ def _write(patchset: Patchset, out: Path, retired: list[Retired], target: str, p
         cut = without(patchset.manifest.read_text(encoding="utf-8"), {r.patch for r in retired})
         fsutil.write_into(new, MANIFEST, cut.encode("utf-8"))
         load_patchset(new)  # the cut manifest must still be a valid patchset
-        earlier = json.loads((new / RECORD).read_text())["retired"] if (new / RECORD).is_file() else []
+        kept = new / RECORD  # a link is no record of this patchset's: it is replaced below, unread
+        earlier = json.loads(kept.read_text())["retired"] if kept.is_file() and not kept.is_symlink() else []
         doc = json.loads(record(retired, target, problems))
         doc["retired"] = earlier + doc["retired"]
         fsutil.write_into(new, RECORD, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))

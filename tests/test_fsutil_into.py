@@ -1,0 +1,87 @@
+"""``fsutil.write_into`` / ``open_into`` / ``renew_folder``: writing into a folder the user named
+without following a link there (issue 41 req 4), on the real file system."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from patchctl import fsutil
+from patchctl.errors import WriteFailed
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    f = tmp_path / "outside" / "bashrc"
+    f.parent.mkdir()
+    f.write_text("the user's own\n")
+    return f
+
+
+def leftovers(folder: Path) -> list[str]:
+    return [p.name for p in folder.rglob("*.part")]
+
+
+def test_a_link_at_the_name_is_replaced_never_written_through(tmp_path: Path, outside: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "validate.json").symlink_to(outside)
+    assert fsutil.write_into(out, "validate.json", b"{}\n") == out / "validate.json"
+    assert outside.read_text() == "the user's own\n"
+    assert not (out / "validate.json").is_symlink() and (out / "validate.json").read_bytes() == b"{}\n"
+    assert leftovers(out) == []
+
+
+def test_a_link_on_the_way_to_a_sub_folder_is_refused_and_nothing_is_made(tmp_path: Path, outside: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "assets").symlink_to(outside.parent, target_is_directory=True)
+    with pytest.raises(WriteFailed) as caught:
+        fsutil.write_into(out, "assets/model/config.json", b"{}")
+    assert str(caught.value) == (
+        f"{out}/assets: cannot write (it is a symbolic link or a file, and patchctl writes through no link); "
+        "nothing was changed — remove it, or name another folder"
+    )
+    assert sorted(p.name for p in outside.parent.iterdir()) == ["bashrc"]
+
+
+def test_missing_sub_folders_are_made(tmp_path: Path) -> None:
+    fsutil.write_into(tmp_path / "new", "a/b/c.txt", b"abc")
+    assert (tmp_path / "new" / "a" / "b" / "c.txt").read_bytes() == b"abc"
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path: Path) -> None:
+    (tmp_path / "report.json").write_text("old\n")
+    with pytest.raises(RuntimeError), fsutil.open_into(tmp_path, "report.json") as f:
+        f.write(b"half")
+        raise RuntimeError("the renderer failed")
+    assert (tmp_path / "report.json").read_text() == "old\n" and leftovers(tmp_path) == []
+
+
+def test_a_streamed_file_is_in_place_while_it_grows(tmp_path: Path, outside: Path) -> None:
+    (tmp_path / "train.log").symlink_to(outside)
+    with fsutil.open_into(tmp_path, "train.log", stream=True) as log:
+        log.write(b"step:1\n")
+        log.flush()
+        assert (tmp_path / "train.log").read_bytes() == b"step:1\n"  # tail -f sees it
+    assert outside.read_text() == "the user's own\n" and leftovers(tmp_path) == []
+
+
+def test_a_name_that_climbs_out_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(WriteFailed, match=r"climbs out of the tree with \.\."):
+        fsutil.write_into(tmp_path / "out", "../escaped", b"x")
+    assert not (tmp_path / "escaped").exists()
+
+
+def test_renew_folder_removes_a_link_and_not_what_it_points_at(tmp_path: Path, outside: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "assets").symlink_to(outside.parent, target_is_directory=True)
+    made = fsutil.renew_folder(run / "assets")
+    assert not made.is_symlink() and made.is_dir() and os.listdir(made) == []
+    assert outside.read_text() == "the user's own\n"
+    (made / "old").write_text("x")
+    (made / "link").symlink_to(outside)
+    assert os.listdir(fsutil.renew_folder(made)) == [] and outside.read_text() == "the user's own\n"
