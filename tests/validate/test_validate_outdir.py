@@ -36,11 +36,13 @@ def assert_untouched(out: Path, outside: Path, kept: dict[str, bytes]) -> None:
 
 
 def test_a_training_run_replaces_links_in_out_and_writes_nothing_outside(site: Site) -> None:
+    """Also req 5: a relative ``--out`` with a ``:`` reaches rsync as a local folder."""
     cluster = site.cluster([host_entry("node1", site.root("node1"), "0")])
     site.migrate(cluster)
-    out, outside = site.dir / "run", site.dir / "outside"
+    out, outside = site.dir / "run:1", site.dir / "outside"
     kept = plant(out, outside, NAMES)
-    done = site.validate("--out", str(out), "--ray-cpus", "1", "--json")
+    # relative, as typed (the site's cwd is its dir): rsync must not read run:1 as host "run"
+    done = site.validate("--out", "run:1", "--ray-cpus", "1", "--json")
     assert done.exit_code == 0, done.output
     assert_untouched(out, outside, kept)
     assert json.loads((out / "validate.json").read_text())["verdict"] == "pass"
