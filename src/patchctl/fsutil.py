@@ -264,7 +264,7 @@ def renew_folder(path: Path) -> Path:
             path.unlink()
         elif path.exists():
             shutil.rmtree(path)
-        path.mkdir()
+        path.mkdir(parents=True)  # the folders above are the user's to name
     except OSError as exc:
         raise _failed(path, exc) from exc
     return path
