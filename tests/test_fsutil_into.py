@@ -3,6 +3,7 @@ without following a link there (issue 41 req 4), on the real file system."""
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
@@ -85,3 +86,43 @@ def test_renew_folder_removes_a_link_and_not_what_it_points_at(tmp_path: Path, o
     (made / "old").write_text("x")
     (made / "link").symlink_to(outside)
     assert os.listdir(fsutil.renew_folder(made)) == [] and outside.read_text() == "the user's own\n"
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_a_folder_that_is_a_file_is_one_error_and_nothing_leaks(tmp_path: Path) -> None:
+    (tmp_path / "out").write_text("a file\n")
+    before = open_fds()
+    with pytest.raises(WriteFailed, match=r"^.*/out/validate\.json: cannot write \(File exists\)"):
+        fsutil.write_into(tmp_path / "out", "validate.json", b"{}")
+    assert open_fds() == before and (tmp_path / "out").read_text() == "a file\n"
+
+
+def test_folders_above_are_made_and_no_descriptor_is_left_open(tmp_path: Path) -> None:
+    before = open_fds()
+    fsutil.write_into(tmp_path / "a" / "b", "c/d.txt", b"x")
+    with fsutil.open_into(tmp_path / "a" / "b", "log", stream=True) as f:
+        f.write(b"y")
+    assert (tmp_path / "a" / "b" / "c" / "d.txt").read_bytes() == b"x" and open_fds() == before
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_name_the_file_system_refuses_is_one_error_with_no_temp_left(tmp_path: Path, stream: bool) -> None:
+    with pytest.raises(WriteFailed, match="cannot write \\(File name too long\\)"):
+        with fsutil.open_into(tmp_path, "x" * 300, stream=stream) as f:
+            f.write(b"data")
+    assert os.listdir(tmp_path) == []
+    long = "y" * 250  # the longest names still work: the temp file's own name stays short
+    assert fsutil.write_into(tmp_path, long, b"ok").read_bytes() == b"ok"
+
+
+def test_a_text_wrapper_the_caller_closes_still_lands(tmp_path: Path) -> None:
+    with fsutil.open_into(tmp_path, "report.txt") as raw, io.TextIOWrapper(raw, encoding="utf-8") as text:
+        text.write("täglich\n")
+    assert (tmp_path / "report.txt").read_text(encoding="utf-8") == "täglich\n" and leftovers(tmp_path) == []
+
+
+def test_renew_folder_makes_the_folders_above(tmp_path: Path) -> None:
+    assert fsutil.renew_folder(tmp_path / "run" / "codehook").is_dir()  # a run directory not made yet

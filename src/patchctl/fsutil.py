@@ -296,9 +296,10 @@ def _descend(folder: Path, subs: list[str]) -> int:
 
 
 def _fresh(dfd: int, name: str) -> tuple[str, int]:
-    """A new hidden file beside ``name`` that nobody else can have made or linked."""
+    """A new hidden file beside ``name`` that nobody else can have made or linked (its name cut
+    short: a destination of 250 bytes must still leave room for the temp file's)."""
     while True:
-        tmp = f".{name}.{secrets.token_hex(6)}.part"
+        tmp = f".{name[:64]}.{secrets.token_hex(6)}.part"
         with contextlib.suppress(FileExistsError):
             return tmp, os.open(tmp, _FRESH, 0o666, dir_fd=dfd)  # 0o666: the umask decides, as for any file
 
