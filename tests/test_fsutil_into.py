@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import os
+import resource
+import stat
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,18 @@ def leftovers(folder: Path) -> list[str]:
     return [p.name for p in folder.rglob("*.part")]
 
 
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
 def test_a_link_at_the_name_is_replaced_never_written_through(tmp_path: Path, outside: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
@@ -39,18 +53,23 @@ def test_a_link_on_the_way_to_a_sub_folder_is_refused_and_nothing_is_made(tmp_pa
     out = tmp_path / "out"
     out.mkdir()
     (out / "assets").symlink_to(outside.parent, target_is_directory=True)
+    before = open_fds()
     with pytest.raises(WriteFailed) as caught:
-        fsutil.write_into(out, "assets/model/config.json", b"{}")
+        fsutil.write_into(out, "assets/model/tokenizer/config.json", b"{}")
     assert str(caught.value) == (
         f"{out}/assets: cannot write (it is a symbolic link or a file, and patchctl writes through no link); "
         "nothing was changed — remove it, or name another folder"
     )
-    assert sorted(p.name for p in outside.parent.iterdir()) == ["bashrc"]
+    assert sorted(p.name for p in outside.parent.iterdir()) == ["bashrc"] and open_fds() == before
 
 
-def test_missing_sub_folders_are_made(tmp_path: Path) -> None:
+def test_missing_sub_folders_are_made_with_the_modes_of_any_new_file(tmp_path: Path) -> None:
     fsutil.write_into(tmp_path / "new", "a/b/c.txt", b"abc")
     assert (tmp_path / "new" / "a" / "b" / "c.txt").read_bytes() == b"abc"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "new" / "a").stat().st_mode) == 0o777 & ~umask
+    assert stat.S_IMODE((tmp_path / "new" / "a" / "b" / "c.txt").stat().st_mode) == 0o666 & ~umask
 
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path: Path) -> None:
@@ -88,10 +107,6 @@ def test_renew_folder_removes_a_link_and_not_what_it_points_at(tmp_path: Path, o
     assert os.listdir(fsutil.renew_folder(made)) == [] and outside.read_text() == "the user's own\n"
 
 
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
 def test_a_folder_that_is_a_file_is_one_error_and_nothing_leaks(tmp_path: Path) -> None:
     (tmp_path / "out").write_text("a file\n")
     before = open_fds()
@@ -110,9 +125,11 @@ def test_folders_above_are_made_and_no_descriptor_is_left_open(tmp_path: Path) -
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_name_the_file_system_refuses_is_one_error_with_no_temp_left(tmp_path: Path, stream: bool) -> None:
-    with pytest.raises(WriteFailed, match="cannot write \\(File name too long\\)"):
-        with fsutil.open_into(tmp_path, "x" * 300, stream=stream) as f:
-            f.write(b"data")
+    with (
+        pytest.raises(WriteFailed, match="cannot write \\(File name too long\\)"),
+        fsutil.open_into(tmp_path, "x" * 300, stream=stream) as f,
+    ):
+        f.write(b"data")
     assert os.listdir(tmp_path) == []
     long = "y" * 250  # the longest names still work: the temp file's own name stays short
     assert fsutil.write_into(tmp_path, long, b"ok").read_bytes() == b"ok"
@@ -126,3 +143,30 @@ def test_a_text_wrapper_the_caller_closes_still_lands(tmp_path: Path) -> None:
 
 def test_renew_folder_makes_the_folders_above(tmp_path: Path) -> None:
     assert fsutil.renew_folder(tmp_path / "run" / "codehook").is_dir()  # a run directory not made yet
+
+
+def test_a_folder_in_the_way_of_the_file_is_named(tmp_path: Path) -> None:
+    (tmp_path / "validate.json").mkdir()
+    with pytest.raises(WriteFailed, match=r"validate\.json: cannot write \(a folder is in the way\)"):
+        fsutil.write_into(tmp_path, "validate.json", b"{}")
+    assert leftovers(tmp_path) == []
+
+
+def test_renew_folder_that_cannot_be_made_is_one_error(tmp_path: Path) -> None:
+    (tmp_path / "run").write_text("a file\n")
+    with pytest.raises(WriteFailed, match="run/assets: cannot write"):
+        fsutil.renew_folder(tmp_path / "run" / "assets")
+
+
+def test_a_sub_folder_that_cannot_be_opened_says_why(tmp_path: Path) -> None:
+    """Out of descriptors just as the sub-folder opens: the cause is said, not taken for a link."""
+    (tmp_path / "sub").mkdir()
+    free = [n for n in range(3, 4096) if not is_open(n)][:2]  # the folder's fd gets the first, the sub-folder none
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (free[1], hard))
+    try:
+        with pytest.raises(WriteFailed) as caught:
+            fsutil.write_into(tmp_path, "sub/x", b"x")
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert "Too many open files" in str(caught.value), str(caught.value)
