@@ -35,7 +35,7 @@ from typing import Any
 from patchctl import config as config_file
 from patchctl.cluster_nodes import check_entry, node_settings
 from patchctl.errors import ManifestError, NoClusterConfig, UnknownCluster
-from patchctl.schema import Field, check
+from patchctl.schema import Field, check, check_text
 from patchctl.validate.checks import settings as health_settings
 
 PROFILES = ("standard", "fast-load")
@@ -136,8 +136,10 @@ def _check_root(root: str, file: Path, key: str, example: str) -> None:
 
 def _cluster(name: str, raw: Any, file: Path) -> Cluster:
     prefix = f"clusters.{name}."
+    check_text(name, file=file, key=prefix[:-1])
     if not isinstance(raw, dict):
         raise ManifestError(file, prefix[:-1], "expected a table", f"write [clusters.{name}] with hosts and root")
+    check_text(raw, file=file, key=prefix[:-1])  # every host name, root and path, before anything uses them
     check(raw, CLUSTER_SCHEMA, file=file, prefix=prefix)
     root: str = raw["root"]
     _check_root(root, file, prefix + "root", "/root/verl_Uky")

@@ -16,7 +16,7 @@ from typing import Any
 
 from patchctl import releases
 from patchctl.errors import ManifestError, PatchctlError
-from patchctl.schema import Field, check
+from patchctl.schema import Field, check, check_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -81,6 +81,7 @@ def load(config: Path | None = None) -> Config:
         raise ManifestError(file, "(document)", f"not valid TOML ({exc})", "fix the syntax") from None
     # other top-level tables belong to other tools sharing the file: only ours are checked
     check({k: v for k, v in doc.items() if k in TOP_SCHEMA}, TOP_SCHEMA, file=file)
+    check_text(doc.get("targets", {}), file=file, key="targets")  # names and paths shown and used as given
     targets = {}
     for name, value in doc.get("targets", {}).items():
         if not isinstance(value, str):

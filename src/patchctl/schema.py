@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from patchctl.errors import ManifestError
+from patchctl.quoting import printable
 
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list", dict: "a table"}
 
@@ -73,3 +74,29 @@ def check(
         if spec.type is str and spec.required and isinstance(value, str) and not value.strip():
             raise ManifestError(file, path, "is empty", f"write {spec.hint or 'a non-empty string'}", patch)
     return doc
+
+
+def check_text(value: Any, *, file: Path | str, key: str) -> None:
+    """No control character (newline, CR, tab, ESC, ...) in any string or table key of ``value``.
+
+    For the cluster config (issue 41 req 5): its host names, roots and paths reach log lines,
+    shell files and other tools' command lines. A host named ``"n1\\nmigrate x: 1/1 hosts ok"``
+    forged a result line, and a root with a newline wrote a second line into the host's
+    ``env.sh``. ``key`` is the path of ``value`` (``clusters.c``), named in the error.
+    """
+    if isinstance(value, str):
+        bad = next((c for c in value if printable(c) != c), None)
+        if bad is not None:
+            raise ManifestError(
+                file,
+                key,
+                f"contains the control character {printable(bad)}",
+                "write it on one line, without control characters",
+            )
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            check_text(k, file=file, key=f"{key}.{k}")
+            check_text(v, file=file, key=f"{key}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            check_text(v, file=file, key=f"{key}[{i}]")

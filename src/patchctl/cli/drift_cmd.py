@@ -118,7 +118,7 @@ def show(found: Drift) -> None:
                 for flag in r.flags:
                     click.echo(f"    ! {render.printable(flag)}")
                 if r.diff:
-                    click.echo("    " + r.diff.rstrip("\n").replace("\n", "\n    "))
+                    click.echo("\n".join("    " + line for line in shown_diff(r.diff)))
     _metadata_line(found)
     changed = [p.patch for p in found.patches if p.changed]
     click.echo(
@@ -142,10 +142,18 @@ def _metadata_line(found: Drift) -> None:
             for f in r.diff.rsplit(": ", 1)[-1].strip().split(", ")
         }
     )
-    click.echo(
+    click.echo(  # the file names are upstream's: escaped as its diffs are
         f"\nbeside the files of {len(beside)} patch(es) ({', '.join(beside)}) only packaging metadata and docs "
-        f"changed ({', '.join(files)}): not counted as a change"
+        f"changed ({render.printable(', '.join(files))}): not counted as a change"
     )
+
+
+def shown_diff(diff: str) -> list[str]:
+    """An upstream diff's lines, escaped as bisect and watch escape upstream subjects
+    (:func:`render.printable`): an OSC or erase-line sequence in an upstream comment or file name
+    must not reach the terminal (issue 41 req 6). Tabs stay, as git diff shows them: they only
+    move the cursor along the line."""
+    return ["\t".join(render.printable(part) for part in line.split("\t")) for line in diff.rstrip("\n").split("\n")]
 
 
 def markdown(found: Drift) -> str:
@@ -170,13 +178,13 @@ def markdown(found: Drift) -> str:
             continue
         lines += ["", f"<details><summary>{p.patch}</summary>", ""]
         lines += [
-            f"- **{r.what}** `{r.name}`: {r.status}" + "".join(f"\n  - {cell(f)}" for f in r.flags)
+            f"- **{r.what}** `{render.printable(r.name)}`: {r.status}" + "".join(f"\n  - {cell(f)}" for f in r.flags)
             for r in p.regions
             if r.changed
         ]
         for r in p.regions:
             if r.changed and r.diff:
-                lines += ["", "```diff", r.diff.rstrip("\n").replace("```", "` ` `"), "```"]
+                lines += ["", "```diff", *(line.replace("```", "` ` `") for line in shown_diff(r.diff)), "```"]
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl import bytecode, proc
+from patchctl import bytecode, fsutil, proc
 from patchctl.train.overrides import parse as parse_override
 from patchctl.train.profiles import Profile, expand_env, fill
 
@@ -145,7 +145,11 @@ def execute(
     stream = io.TextIOWrapper(child.stdout, encoding="locale", errors="replace")
 
     def pump() -> None:
-        with open(launch.log, "w", encoding="utf-8") as log:
+        # a link planted at the log's name in the run directory is replaced, not written through
+        with (
+            fsutil.open_into(launch.log.parent, launch.log.name, stream=True) as raw,
+            io.TextIOWrapper(raw, encoding="utf-8") as log,
+        ):
             for line in stream:
                 log.write(line)
                 log.flush()

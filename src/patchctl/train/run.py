@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from patchctl import fsutil
 from patchctl.clusters import Cluster
 from patchctl.errors import RequiredPathMissing
 from patchctl.target import Target
@@ -197,8 +198,9 @@ def launch(
     warming: list[modelinfo.Warming] = []
 
     def build_assets() -> None:
-        if p.profile.assets in assets.OWN:
-            assets.build(assets.OWN[p.profile.assets], p.run_dir / "assets", p.launch.argv[0], _trainer_env(p))
+        if p.profile.assets in assets.OWN:  # built afresh: the builder writes by name, and no link is left there
+            built = fsutil.renew_folder(p.run_dir / "assets")
+            assets.build(assets.OWN[p.profile.assets], built, p.launch.argv[0], _trainer_env(p))
         ready.append(time.monotonic() - t0)
         # vLLM's model-info cache, a minute before the vLLM server would inspect the model itself
         # (without the code hook's variables: that process is no part of the run it proves)
