@@ -27,3 +27,16 @@ def test_release_metadata_beside_added_files_is_one_line_not_a_change(release_ca
 def test_what_counts_as_metadata() -> None:
     assert all(is_metadata(p) for p in ("PKG-INFO", "README.md", "setup.py", "docs/x/y.py", "requirements.txt"))
     assert not any(is_metadata(p) for p in ("verl/trainer/main_ppo.py", "scripts/x.sh", "examples/a.yaml"))
+
+
+def test_drift_at_80_columns_keeps_its_table_whole(release_cache, monkeypatch) -> None:
+    """The versions' headers split and a flags cell ran to 22 lines at 80 columns: the flags,
+    listed under each changed patch anyway, leave the table where it would not fit."""
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out = run("drift", "--from", "0.6.1", "--to", "0.7.0")
+    assert code == 1
+    table = [ln for ln in out.splitlines() if ln[:1] in "┏┃┡│└"]
+    assert table and max(len(ln) for ln in table) <= 80
+    assert "flags" not in table[1] + table[2] and "(flags: below, under each patch that changed)" in out
+    assert "│ superseded-upstream │" in out  # the outcome whole, not folded
+    assert "    ! file renamed: verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py" in out

@@ -99,11 +99,15 @@ def show(found: Drift) -> None:
         [p.patch, p.before.status.value, p.after.status.value, _under(p), "; ".join(p.flags) or "-"]
         for p in found.patches
     ]
-    render.table(
+    dropped = render.table(
         f"drift {found.source} ({found.source_version or '?'}) -> {found.dest} ({found.dest_version or '?'})",
         ["patch", found.source, found.dest, "changed under it", "flags"],
         rows,
+        status_col=2,  # the outcome on the newer side, whole and coloured
+        drop_to_fit=4,  # at 80 columns a flags cell was 22 lines: each patch's flags are listed below it
     )
+    if dropped:
+        click.echo("(flags: below, under each patch that changed)")
     for p in found.patches:
         if not p.changed:
             continue
