@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clirun import run
+from tests.clirun import run
 
 BAD = """\
 [targest]

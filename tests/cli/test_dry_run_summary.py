@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.clirun import run
+from tests.conftest import snapshot
 
-from clirun import run
-from conftest import snapshot
 from patchctl.cli import dryrun
 
 pytestmark = pytest.mark.slow

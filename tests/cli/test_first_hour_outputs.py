@@ -7,8 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from clirun import run
+from tests.clirun import run
 
 
 @pytest.mark.slow

@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from clirun import run
+from tests.clirun import run
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -85,7 +85,7 @@ def test_a_huge_line_is_not_held_in_memory(tmp_path):
 
 
 def test_the_cli_says_when_a_line_was_cut(tmp_path) -> None:
-    from clirun import run
+    from tests.clirun import run
 
     log = tmp_path / "run.log"
     log.write_bytes(b"x" * (2 * LINE_HEAD) + b"\ntorch.OutOfMemoryError: CUDA out of memory.\n")

@@ -5,8 +5,8 @@ beside them, some 400 of 549 lines. Those are one line now, and not counted as a
 from __future__ import annotations
 
 import pytest
+from tests.clirun import run
 
-from clirun import run
 from patchctl.drift.compare import is_metadata
 
 pytestmark = pytest.mark.slow
