@@ -11,6 +11,7 @@ scratch folder (an sdist unpacked fresh, a commit's blobs as git stores them) fo
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +65,28 @@ class NoRepository(PatchctlError):
 def release(text: str) -> TreeSpec | None:
     version = releases.parse_spec(text)
     return TreeSpec(text, Kind.RELEASE, release=version) if version else None
+
+
+#: ``0.6.1``, ``v0.6.1``: a bare version, as ``matrix --versions`` reads one and as git tags name them
+_BARE_VERSION = re.compile(r"^v?(?P<version>\d+(\.\d+)+([a-z]+\d*)?(\.post\d+)?)$")
+#: ``verl=0.6.1``, ``verl 0.6.1``, ``verl-0.6.1``, ``verl@0.6.1``: a release meant, mistyped
+_NEAR_RELEASE = re.compile(r"^verl\s*(=|===|@|-|\s)\s*v?(?P<version>\d+(\.\d+)+\S*)$")
+
+
+def bare_release(text: str) -> TreeSpec | None:
+    """``0.6.1`` or ``v0.6.1`` as the release ``verl==0.6.1``.
+
+    Asked only after a directory and a ``[targets]`` name of that spelling: a folder called
+    ``0.6.1`` in the current directory is still that folder, as git takes a path over a ref.
+    """
+    m = _BARE_VERSION.match(text.strip())
+    return release(f"verl=={m.group('version')}") if m else None
+
+
+def near_release(text: str) -> str | None:
+    """The release spec a mistyped one meant (``verl=0.6.1`` -> ``verl==0.6.1``), else None."""
+    m = _NEAR_RELEASE.match(text.strip())
+    return f"verl=={m.group('version')}" if m else None
 
 
 def directory(text: str) -> TreeSpec | None:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from patchctl import progress
-from patchctl.capture import publish
+from patchctl.capture import keep, publish
 from patchctl.capture.classify import classify
 from patchctl.capture.model import Report, Request
 from patchctl.capture.proof import outside, prove
@@ -51,11 +51,12 @@ def capture(
         staged = stage(classified.drafts, header, Path(tmp) / "patchset")
         shown.say(f"capture: proving {len(staged.drafts)} patch(es) on {header.base}")
         proven = prove(staged, req.base)
+        kept = keep.carry(out, proven.staged.where) if out is not None and proven.staged.where is not None else ()
         published = publish.publish(proven.staged, out)
         beyond = outside(req.fork, req.base, proven.staged.drafts)
 
     left = classified.left_out + proven.left_out
-    notes = ((recovered,) if recovered else ()) + skipped + classified.notes
+    notes = ((recovered,) if recovered else ()) + skipped + classified.notes + kept
     notes += (published.note,) if published.note else ()
     if left and published.out is not None:
         notes += (

@@ -115,11 +115,17 @@ def _finding(i: int, m: Match, pins: tuple[str, tuple[str, ...]] | None) -> None
     kind = "" if m.fatal else ", in warnings only"
     click.secho(f"{i}. {role}: {m.headline} [{s.id}]  ({m.where}{kind})", bold=True)
     click.echo(f"   {'log:':<10}{m.excerpt}")
-    click.echo(f"   {'cause:':<10}{s.cause}")
-    click.echo(f"   {'fix:':<10}{s.fix}")
+    _field("cause:", s.cause)
+    _field("fix:", s.fix)
     for kind_, text in m.resolves():
-        click.echo(f"   {KIND_LABEL[kind_] + ':':<10}{text}")
+        _field(KIND_LABEL[kind_] + ":", text)
     if s.versions:
-        click.echo(f"   {'seen:':<10}{m.seen or 'no package versions in the log'}")
+        _field("seen:", m.seen or "no package versions in the log")
         if pins is not None:
-            click.echo(f"   {'pins:':<10}{', '.join(pins[1]) or '(none readable)'} ({pins[0]})")
+            _field("pins:", f"{', '.join(pins[1]) or '(none readable)'} ({pins[0]})")
+
+
+def _field(label: str, text: str) -> None:
+    """One labelled line of a finding, folded under its label at the output's width (the log
+    excerpt above it is evidence and stays as the log has it)."""
+    click.echo(render.fold(text, f"   {label:<10}", " " * 13, limit=render.width()))

@@ -65,7 +65,9 @@ def handled(fn: F) -> F:
         except PatchctlError as exc:  # printable(): one line, whatever a name in it holds
             fail(str(exc), exc.exit_code, hint_of(exc), as_json)
         except BrokenPipeError:  # `patchctl list | head`: the reader left, nothing to report
-            sys.stderr.close()
+            devnull = os.open(os.devnull, os.O_WRONLY)  # what is still buffered goes nowhere, quietly
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
             sys.exit(0)
         except KeyboardInterrupt:
             if as_json:

@@ -47,13 +47,22 @@ class BadRef(PatchctlError):
 
 
 class UnknownTarget(PatchctlError):
-    def __init__(self, name: str, known: list[str], config: Path | None, searched: Iterable[Path] = ()) -> None:
-        #: ``config``: the file read; None when there is none, then ``searched`` says where it was sought
+    def __init__(
+        self,
+        name: str,
+        known: list[str],
+        config: Path | None,
+        searched: Iterable[Path] = (),
+        meant: str | None = None,
+    ) -> None:
+        #: ``config``: the file read; None when there is none, then ``searched`` says where it was sought;
+        #: ``meant``: the release spec a near miss such as ``verl=0.6.1`` stands for
         self.name, self.known = name, known
         where = f"in [targets] of {config}" if config else f"in [targets] ({looked_in(searched)})"
+        hint = f" (did you mean {meant!r}?)" if meant else did_you_mean(name, known)
         super().__init__(
-            f"{name}: not a directory, not a release spec (verl==X.Y.Z) and not a target name "
-            f"{where}{did_you_mean(name, known)}; pass one of those"
+            f"{name}: not a directory, not a release spec (verl==X.Y.Z) and not a target name {where}{hint}; "
+            "pass one of those"
         )
 
 

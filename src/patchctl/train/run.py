@@ -90,6 +90,28 @@ def plan(
     return Plan(profile, run_dir, trainer, values, head, adapted, sources, watched)
 
 
+#: the profiles that need no model or data, in the order a default is picked from
+SMOKE_PROFILES = ("smoke", "smoke-vllm")
+
+
+def default_profile(target: Target) -> tuple[str, str]:
+    """The smoke profile the tree can run, and why it was picked, for a command without ``--profile``.
+
+    ``smoke`` rolls out with HuggingFace, which verl >= 0.6 (the README's own 0.6.1) dropped from
+    its registry; a default the tree refuses was a newcomer's first error. The tree's own rollouts
+    decide, as :func:`check_rollout` reads them; where they cannot be told, ``smoke`` stays.
+    """
+    have = rollouts.available(target.root)
+    profiles = load_profiles()
+    verl = f"verl {target.version}" if target.version else "this tree"
+    if have is None:
+        return SMOKE_PROFILES[0], f"{verl}'s rollouts could not be read"
+    for name in SMOKE_PROFILES:
+        if name in profiles and profiles[name].rollout in have:
+            return name, f"{verl} has the {profiles[name].rollout} rollout"
+    return SMOKE_PROFILES[0], f"{verl} has none of the smoke profiles' rollouts ({', '.join(have) or 'none found'})"
+
+
 def check_rollout(target: Target, profile: Profile, argv: tuple[str, ...] | list[str]) -> None:
     """Refuse a rollout the tree lacks (smoke's HF rollout on verl >= 0.6), naming the profiles it can run."""
     rollout = rollouts.chosen(argv, profile.rollout)
