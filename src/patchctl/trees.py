@@ -4,7 +4,7 @@ A spec is one of four things: a directory, a source release (``verl==X.Y.Z``), a
 checkout, or a name from ``patchctl.toml [targets]``. :func:`parse` decides which (and checks
 that it exists) before anything is unpacked; :func:`materialize` puts it on disk: in place for
 a directory or the cached release tree that ``apply`` patches, or as a pristine copy under a
-scratch folder (an sdist unpacked fresh, ``git archive`` of a commit) for ``capture``'s BASE and
+scratch folder (an sdist unpacked fresh, a commit's blobs as git stores them) for ``capture``'s BASE and
 ``matrix``'s columns, which must never read a tree a user has patched.
 """
 
@@ -138,9 +138,4 @@ def materialize(spec: TreeSpec, scratch: Path | None = None) -> Path:
         return releases.pristine(spec.release, scratch) if scratch is not None else releases.materialize(spec.release)
     assert spec.repo is not None and spec.commit is not None and scratch is not None
     scratch.mkdir(parents=True, exist_ok=True)
-    tar = git.archive(spec.repo, spec.commit, scratch / "ref.tar", prefix="tree/")
-    unpacked = scratch / "unpacked"
-    unpacked.mkdir()
-    root = releases.unpack(tar, unpacked)
-    tar.unlink()
-    return root
+    return git.export(spec.repo, spec.commit, scratch / "tree")

@@ -32,7 +32,7 @@ from patchctl.patchsets.model import Outcome
     "repo",
     type=NonEmptyPath(path_type=Path, file_okay=False),
     default=None,
-    help="A local verl git checkout whose refs --versions names (read with git archive; not changed).",
+    help="A local verl git checkout whose refs --versions names (read from its blobs; not changed).",
 )
 @patchset_option
 @click.option(
@@ -60,7 +60,7 @@ def matrix_cmd(
 ) -> int:
     """Apply the patchsets to each version in a scratch copy; show the outcome per patch and version.
 
-    Each version is unpacked pristine (a release from its cached sdist, a ref with git archive)
+    Each version is unpacked pristine (a release from its cached sdist, a ref from its blobs)
     into a temporary directory, patched there, and deleted; nothing else is written, apart from
     downloading releases not cached yet. Per patch the table also names the first version, in the
     order given, where it is superseded-upstream, and the versions where it is conflict or
