@@ -121,6 +121,8 @@ def _finding(i: int, m: Match, pins: tuple[str, tuple[str, ...]] | None) -> None
     kind = "" if m.fatal else ", in warnings only"
     click.secho(f"{i}. {role}: {m.headline} [{s.id}]  ({m.where}{kind})", bold=True)
     click.echo(f"   {'log:':<10}{m.excerpt}")
+    if m.verdict:
+        _field("versions:", m.verdict)
     _field("cause:", s.cause)
     _field("fix:", s.fix)
     for kind_, text in m.resolves():
