@@ -15,7 +15,9 @@ SIGNATURES = load_signatures()
 ENTRIES = corpus_score.load()
 #: the acceptance bar of issue 26
 COVERAGE = 0.80
-SOURCE = re.compile(r"^(verl-project/verl|vllm-project/vllm|vllm-project/production-stack|ray-project/ray)#\d+( and .+)?$")
+SOURCE = re.compile(
+    r"^(verl-project/verl|vllm-project/vllm|vllm-project/production-stack|ray-project/ray)#\d+( and .+)?$"
+)
 
 
 def _score(entries, signatures=SIGNATURES):
@@ -52,7 +54,9 @@ def test_the_split_is_fixed_a_third_held_back():
     ]
     before = [e for e in ENTRIES if int(e.name[:3]) < ISSUE37]
     blind = [e for e in before if e.split == "blind"]
-    assert blind == before[len(before) - len(blind) :], "blind entries come last: collected after the patterns were frozen"
+    assert blind == before[len(before) - len(blind) :], (
+        "blind entries come last: collected after the patterns were frozen"
+    )
     issue37 = [e for e in ENTRIES if int(e.name[:3]) >= ISSUE37]
     assert {e.split for e in issue37} == {"written", "unseen"}
     assert [e for e in issue37 if e.split == "unseen"] == issue37[len(issue37) // 2 :], "held out: the second half"

@@ -108,7 +108,9 @@ def test_a_nan_step_is_a_finding_naming_the_step_and_metric(tmp_path):
             m["actor/pg_loss"] = float("nan")
 
     (f,) = _found(_planted(tmp_path, nan))
-    assert f.id == "nan-steps" and f.evidence.startswith("14 step(s) with NaN/inf/missing values, first step 7: actor/pg_loss=nan")
+    assert f.id == "nan-steps" and f.evidence.startswith(
+        "14 step(s) with NaN/inf/missing values, first step 7: actor/pg_loss=nan"
+    )
 
 
 def test_entropy_collapse(tmp_path):

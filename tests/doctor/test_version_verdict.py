@@ -46,7 +46,8 @@ def test_tensordict_built_for_an_older_torch_names_the_tensordict_to_install():
     """The issue's own example: tensordict 0.6 was built for torch 2.5; torch 2.7 is installed."""
     lines = [*ENTRIES["013-tensordict-forkingpickler-torch26"].lines, "tensordict==0.6.2", "torch==2.7.0"]
     assert _top(lines).verdict == (
-        "tensordict 0.6.2 was built for torch 2.5; torch 2.7.0 is installed: install tensordict 0.8.x (built for torch 2.7)"
+        "tensordict 0.6.2 was built for torch 2.5; torch 2.7.0 is installed: "
+        "install tensordict 0.8.x (built for torch 2.7)"
     )
 
 

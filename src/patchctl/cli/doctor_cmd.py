@@ -11,7 +11,6 @@ import click
 from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import NonEmptyPath, json_option
-from patchctl.doctor.metrics import diagnose_metrics, load_report
 from patchctl.doctor import (
     Diagnosis,
     LogReader,
@@ -21,6 +20,7 @@ from patchctl.doctor import (
     open_log,
     verl_pins,
 )
+from patchctl.doctor.metrics import diagnose_metrics, load_report
 from patchctl.errors import NoLogGiven
 
 KIND_LABEL = {"patch": "patch", "env": "env", "override": "override", "package": "install", "command": "run"}
@@ -124,7 +124,10 @@ def _metrics(path: Path, as_json: bool) -> int:
         for j, cause in enumerate(f.causes, 1):
             _field("cause:" if j == 1 else "", f"{j}) {cause}")
         _field("check:", f.check)
-    click.echo(f"doctor: {len(found)} finding(s) in the metrics of {report} ({len(steps)} steps); the first is the most telling")
+    click.echo(
+        f"doctor: {len(found)} finding(s) in the metrics of {report} ({len(steps)} steps); "
+        "the first is the most telling"
+    )
     return 0
 
 

@@ -119,7 +119,12 @@ def _g(v: float) -> str:
 
 
 def non_finite(steps: Steps) -> MetricFinding | None:
-    bad = [(n, k, v) for n, m in steps for k, v in m.items() if v is None or (isinstance(v, float) and not math.isfinite(v))]
+    bad = [
+        (n, k, v)
+        for n, m in steps
+        for k, v in m.items()
+        if v is None or (isinstance(v, float) and not math.isfinite(v))
+    ]
     if not bad:
         return None
     at = sorted({n for n, _, _ in bad})
@@ -130,7 +135,8 @@ def non_finite(steps: Steps) -> MetricFinding | None:
         f"{len(at)} step(s) with NaN/inf/missing values, first step {at[0]}: {shown}",
         (
             "a loss or gradient overflowed: fp16 without loss scaling, a learning rate too high for the model",
-            "a log-probability of a token with probability 0 (a response token outside the actor's vocabulary, a mask that lets padding in)",
+            "a log-probability of a token with probability 0 (a response token outside the actor's vocabulary, "
+            "a mask that lets padding in)",
             "the reward function returned NaN or None for some samples",
         ),
         "Find the first metric that went non-finite at that step: the loss and grad norm point at the "
@@ -154,7 +160,8 @@ def reward_flat(steps: Steps) -> MetricFinding | None:
             "Reward flat at 0",
             f"{key} is 0 on every one of {_span(s)}"
             if always
-            else f"{key} is 0 on {zeros} of {_span(tail)} (mean {_g(_mean(tail))}; it was {_g(_mean(head))} on {_span(head)})",
+            else f"{key} is 0 on {zeros} of {_span(tail)} (mean {_g(_mean(tail))}; "
+            f"it was {_g(_mean(head))} on {_span(head)})",
             (
                 "the policy learned away from the reward: an advantage or loss with the wrong sign drives it to "
                 "answers that score 0"
@@ -174,7 +181,8 @@ def reward_flat(steps: Steps) -> MetricFinding | None:
             f"{key} is {_g(s[0][1])} on every one of {_span(s)}",
             (
                 "the reward does not depend on the response (a constant or format-only reward that every sample meets)",
-                "every sample of a prompt is the same (temperature 0, or n=1 with GRPO), so nothing differs to learn from",
+                "every sample of a prompt is the same (temperature 0, or n=1 with GRPO), so nothing differs to "
+                "learn from",
             ),
             "Score two different responses to one prompt by hand; check actor_rollout_ref.rollout.temperature > 0 "
             "and actor_rollout_ref.rollout.n > 1 for GRPO.",
@@ -240,7 +248,8 @@ def probs_diff_high(steps: Steps) -> MetricFinding | None:
         "Rollout and actor disagree on the sampled tokens' probabilities",
         f"{PROBS_DIFF} median {_g(level)} over {_span(tail)} (above {PROBS_DIFF_LIMIT}; the first step: {_g(s[0][1])})",
         (
-            "the rollout samples from stale weights: the actor's update does not reach vLLM (weight sync off or failing)"
+            "the rollout samples from stale weights: the actor's update does not reach vLLM (weight sync off or "
+            "failing)"
             if s[0][1] <= PROBS_DIFF_LIMIT
             else "the rollout samples with other settings than the actor scores with: temperature (or top-p/top-k) "
             "not applied to the log-probs on one side",
@@ -279,7 +288,8 @@ def grad_norm(steps: Steps) -> MetricFinding | None:
         return MetricFinding(
             "grad-norm-exploding",
             "Gradient norm exploding",
-            f"{GRAD_NORM} {_g(worst[1])} at step {worst[0]}, {_g(worst[1] / base)} times the first steps' median {_g(base)}",
+            f"{GRAD_NORM} {_g(worst[1])} at step {worst[0]}, {_g(worst[1] / base)} times the first steps' "
+            f"median {_g(base)}",
             (
                 "the learning rate is too high for this model and batch",
                 "a few very long or off-policy samples with large importance ratios dominate the loss",

@@ -170,21 +170,23 @@ def mismatch(captures: dict[str, str], seen: dict[str, list[str]]) -> str:
         line = f"{pkg} {captures.get('pkgver', '')} requires {captures['req']}; {dep} {captures['depver']} is installed"
         alt = _tensordict_for_torch(captures["depver"]) if pkg == "tensordict" and dep == "torch" else None
         return f"{line}: install {captures['req']}, or " + (
-            f"tensordict {alt}.x (built for torch {_minor(captures['depver'])})" if alt else f"the {pkg} release built for {dep} {captures['depver']}"
+            f"tensordict {alt}.x (built for torch {_minor(captures['depver'])})"
+            if alt
+            else f"the {pkg} release built for {dep} {captures['depver']}"
         )
     torch = first.get("torch")
     if "vllm" in first and torch and (built := _lookup(VLLM_TORCH, first["vllm"])) and _plain(torch) != built:
         other = _vllm_for_torch(torch)
-        return f"vllm {first['vllm']} was built for torch {built}; torch {torch} is installed: install torch=={built}" + (
-            f", or vllm {other} (built for torch {_plain(torch)})" if other else ""
+        return (
+            f"vllm {first['vllm']} was built for torch {built}; torch {torch} is installed: install torch=={built}"
+            + (f", or vllm {other} (built for torch {_plain(torch)})" if other else "")
         )
-    if "tensordict" in first and torch and (built := _lookup(TENSORDICT_TORCH, _minor(first["tensordict"]), prefix=False)):
-        if built != _minor(torch):
-            alt = _tensordict_for_torch(torch)
-            return (
-                f"tensordict {first['tensordict']} was built for torch {built}; torch {torch} is installed: "
-                + (f"install tensordict {alt}.x (built for torch {_minor(torch)})" if alt else f"install torch {built}.x")
-            )
+    td_built = _lookup(TENSORDICT_TORCH, _minor(first["tensordict"]), prefix=False) if "tensordict" in first else None
+    if torch and td_built and td_built != _minor(torch):
+        alt = _tensordict_for_torch(torch)
+        return f"tensordict {first['tensordict']} was built for torch {td_built}; torch {torch} is installed: " + (
+            f"install tensordict {alt}.x (built for torch {_minor(torch)})" if alt else f"install torch {td_built}.x"
+        )
     importer = captures.get("importer", "").replace("_", "-")
     if dep and importer and importer != dep:
         what = f"{importer} imports {captures.get('name', 'a name')} from {dep}, which the installed {dep}" + (
@@ -192,11 +194,16 @@ def mismatch(captures: dict[str, str], seen: dict[str, list[str]]) -> str:
         )
         if importer == "tensordict" and dep == "torch":
             pairs = ", ".join(f"torch {t}: tensordict {td}" for td, t in TENSORDICT_TORCH[-4:])
-            return f"{what} does not have: tensordict was built for another torch; install the tensordict built for the installed torch ({pairs})"
+            return (
+                f"{what} does not have: tensordict was built for another torch; "
+                f"install the tensordict built for the installed torch ({pairs})"
+            )
         if dep == "triton":
             pin = _lookup(TORCH_TRITON, _minor(torch), prefix=False) if torch else None
             return f"{what} does not have: " + (
-                f"torch {torch} pins triton {pin}; install triton=={pin}" if pin else "install the triton the installed torch pins (pip show torch)"
+                f"torch {torch} pins triton {pin}; install triton=={pin}"
+                if pin
+                else "install the triton the installed torch pins (pip show torch)"
             )
         return f"{what} does not have: {importer} and {dep} are from different releases"
     if dep and captures.get("name"):
@@ -206,7 +213,8 @@ def mismatch(captures: dict[str, str], seen: dict[str, list[str]]) -> str:
             return f"{have} has no {captures['name']}: " + (
                 f"torch {torch} pins triton {pin}; install triton=={pin} and the {dep} of that release"
                 if pin
-                else f"the code importing it was written for another {dep} release; install the triton the installed torch pins"
+                else f"the code importing it was written for another {dep} release; "
+                "install the triton the installed torch pins"
             )
         return f"{have} has no {captures['name']}: the package importing it was written for another {dep} release"
     return ""
