@@ -188,3 +188,17 @@ def test_a_file_that_is_no_report_is_a_one_line_error(tmp_path, content, problem
 def test_a_directory_without_a_report_is_a_one_line_error(tmp_path):
     out = _doctor(str(tmp_path))
     assert out.returncode == 2 and f"{tmp_path}: no report.json in this directory" in out.stderr
+
+
+def test_a_report_without_steps_points_at_the_log():
+    """Our sync-off run died before its first step: its report has no metrics to read."""
+    out = _doctor(str(RUNS / "vllm-smoke/runs/sync-off-report.json"))
+    assert out.returncode == 0 and "has no training step: the run ended before its first step" in out.stdout
+
+
+def test_step_numbers_that_are_not_integers_are_counted(tmp_path):
+    report = tmp_path / "report.json"
+    steps = [{"step": "x", "metrics": {"critic/score/mean": 0.0}} for _ in range(4)]
+    report.write_text(json.dumps({"steps": steps}), encoding="utf-8")
+    (f,) = diagnose_metrics(load_report(report)[1])
+    assert f.id == "reward-zero" and f.evidence == "critic/score/mean is 0 on every one of steps 1-4"

@@ -112,6 +112,12 @@ def _metrics(path: Path, as_json: bool) -> int:
     if as_json:
         render.emit_json({"source": str(report), "steps": len(steps), "findings": [f.to_json() for f in found]})
         return 0
+    if not steps:
+        click.echo(
+            f"doctor: {report} has no training step: the run ended before its first step; "
+            "pass the run's log to find why"
+        )
+        return 0
     if not found:
         click.echo(
             f"doctor: no failure in the metrics of {report} ({len(steps)} steps): reward, entropy, grad norm, "

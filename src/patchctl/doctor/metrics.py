@@ -86,7 +86,10 @@ def load_report(path: Path) -> tuple[Path, Steps]:
         isinstance(s, dict) and isinstance(s.get("metrics"), dict) for s in steps
     ):
         raise LogUnreadable(report, "has no steps[].metrics (not a patchctl train or validate report)", fix)
-    return report, [(int(s.get("step", i)), s["metrics"]) for i, s in enumerate(steps, 1)]
+    numbered = [
+        (n if isinstance(n := s.get("step"), int) and not isinstance(n, bool) else i) for i, s in enumerate(steps, 1)
+    ]
+    return report, [(n, s["metrics"]) for n, s in zip(numbered, steps, strict=True)]
 
 
 def _finite(v: Any) -> bool:
