@@ -6,7 +6,8 @@ the path, one after the other, so both share machine and load and each runs its 
 version finder and signature table. Figures:
 - coverage (correct or partial over all entries), precision (of the claimed findings, how many
   are right), the wrong count: on the excerpts the patterns were written from, on the third held
-  back while they were written, and on the blind ones collected after the patterns were frozen
+  back while they were written, on the blind ones collected after the patterns were frozen, and on
+  issue 37's held-out half ("unseen": split off before its signatures were written)
   (``tests/doctor/corpus``, scored by ``tests/doctor/corpus_score.py``);
 - ms/log: the median time to diagnose one corpus entry (N rounds over the corpus);
 - a 55 MB log (our vLLM run's log repeated, ending in a KV-cache error) read through ``open_log``:
@@ -50,8 +51,9 @@ import corpus_score  # noqa: E402 - as above
 BIG_MB = 55
 #: the log without newlines, in MB
 LINE_MB = 100
-#: written from, held back while writing, collected after the patterns were frozen
-SPLITS = ("written", "held", "blind")
+#: written from, held back while writing, collected after the patterns were frozen, and issue 37's
+#: held-out half (no signature was written from it)
+SPLITS = ("written", "held", "blind", "unseen")
 RUN_LOG = ROOT / "docs/validation/vllm/runs/a-debug-train-excerpt.log"
 TAIL = (
     "(EngineCore_DP0 pid=223840) ERROR 10-25 13:08:43 [core.py:708] ValueError: No available memory for the cache "
@@ -221,7 +223,8 @@ def main() -> int:
     n = {split: sum(1 for e in entries if e.split == split) for split in SPLITS}
     print(
         f"doctor on {len(entries)} corpus entries ({n['written']} written from, {n['held']} held back, "
-        f"{n['blind']} blind); a {size:.0f} MB log; median of {args.rounds}; long lines: 1 run each"
+        f"{n['blind']} blind, {n['unseen']} held out of issue 37's); a {size:.0f} MB log; "
+        f"median of {args.rounds}; long lines: 1 run each"
     )
     rows: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
         (f"{split}: {k}", lambda c, split=split, k=k: _fmt(c[split][k]))

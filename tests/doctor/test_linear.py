@@ -195,7 +195,7 @@ SAME_LINES = [
     ("flash-attn-undefined-symbol", 0, [r"flash_attn.*undefined symbol", r"flash_attn_2_cuda.*\.so: undefined symbol"]),
     ("placement-group-pending", 3, [r"\d+\+? pending placement groups"]),
     ("pthread-create-failed", 4, [r"Resource temporarily unavailable.*thread"]),
-    ("nccl-network", 3, [r"NET/(?:Socket|IB).*(?:failed|Connection refused)"]),
+    ("nccl-network", 1, [r"NET/(?:Socket|IB).*(?:failed|Connection refused)"]),
     ("gloo-connect-failed", 1, [r"ProcessGroupGloo.*(?:Connection refused|Timed out|timed out)"]),
     ("port-in-use", 2, [r"server socket has failed to (?:listen|bind).*port: (?P<port>\d+)"]),
     ("cuda-driver-init", 0, [r"Unexpected error from cudaGetDeviceCount\(\).*Error (?P<code>80[2-5])"]),

@@ -20,6 +20,7 @@ from patchctl.doctor import (
     open_log,
     verl_pins,
 )
+from patchctl.doctor.metrics import diagnose_metrics, load_report
 from patchctl.errors import NoLogGiven
 
 KIND_LABEL = {"patch": "patch", "env": "env", "override": "override", "package": "install", "command": "run"}
@@ -28,7 +29,7 @@ ROLE = ("root cause", "also")
 
 
 @click.command("doctor")
-@click.argument("log", required=False, type=NonEmptyPath(path_type=Path, dir_okay=False, allow_dash=True))
+@click.argument("log", required=False, type=NonEmptyPath(path_type=Path, allow_dash=True))
 @click.option(
     "--signatures",
     "table",
@@ -47,13 +48,18 @@ ROLE = ("root cause", "also")
 @json_option
 @handled
 def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, verl_tree: Path | None, as_json: bool) -> int:
-    """Match LOG (a file, or - / stdin) against known verl failure signatures.
+    """Match LOG (a file, or - / stdin) against known verl failure signatures; or read the metrics of
+    a report.json (or a run directory) that patchctl train or validate wrote.
 
     Prints the root cause first (the error that ended the run, not the warnings before it; a
     specific cause before a generic one), then what came with it; per finding its evidence line,
     cause, fix and the patch, environment variable, override or command that resolves it.
     Findings a pattern cannot confirm are worded as possible. A gzip, bzip2 or xz log is read as
-    it is; a binary file is refused. Exit code 0 when the log was read, whether or not anything matched.
+    it is; a binary file is refused. A report.json's per-step metrics show the failures that print
+    no error (reward flat at 0 or constant, entropy collapsed, responses pinned at the maximum length,
+    rollout and actor disagreeing, grad norm 0 or exploding, an update that changes nothing, NaN
+    steps), each with its likely causes and the check to make. Exit code 0 when the input was read,
+    whether or not anything was found.
     """
     signatures = load_signatures(table)
     if list_only:
@@ -64,6 +70,8 @@ def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, verl_tree:
                 "known failure signatures", ["id", "title", "source"], [[s.id, s.title, s.source] for s in signatures]
             )
         return 0
+    if log is not None and (log.is_dir() or log.suffix == ".json"):
+        return _metrics(log, as_json)
     if log is None or str(log) == "-":
         if log is None and sys.stdin.isatty():
             raise NoLogGiven()
@@ -98,6 +106,37 @@ def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, verl_tree:
     return 0
 
 
+def _metrics(path: Path, as_json: bool) -> int:
+    report, steps = load_report(path)
+    found = diagnose_metrics(steps)
+    if as_json:
+        render.emit_json({"source": str(report), "steps": len(steps), "findings": [f.to_json() for f in found]})
+        return 0
+    if not steps:
+        click.echo(
+            f"doctor: {report} has no training step: the run ended before its first step; "
+            "pass the run's log to find why"
+        )
+        return 0
+    if not found:
+        click.echo(
+            f"doctor: no failure in the metrics of {report} ({len(steps)} steps): reward, entropy, grad norm, "
+            "response length, rollout/actor agreement and the update look as a learning run's do"
+        )
+        return 0
+    for i, f in enumerate(found, 1):
+        click.secho(f"{i}. {f.title} [{f.id}]", bold=True)
+        _field("metrics:", f.evidence)
+        for j, cause in enumerate(f.causes, 1):
+            _field("cause:" if j == 1 else "", f"{j}) {cause}")
+        _field("check:", f.check)
+    click.echo(
+        f"doctor: {len(found)} finding(s) in the metrics of {report} ({len(steps)} steps); "
+        "the first is the most telling"
+    )
+    return 0
+
+
 def show(d: Diagnosis, pins: tuple[str, tuple[str, ...]] | None = None) -> None:
     if not d.matches:
         click.echo(
@@ -121,6 +160,8 @@ def _finding(i: int, m: Match, pins: tuple[str, tuple[str, ...]] | None) -> None
     kind = "" if m.fatal else ", in warnings only"
     click.secho(f"{i}. {role}: {m.headline} [{s.id}]  ({m.where}{kind})", bold=True)
     click.echo(f"   {'log:':<10}{m.excerpt}")
+    if m.verdict:
+        _field("versions:", m.verdict)
     _field("cause:", s.cause)
     _field("fix:", s.fix)
     for kind_, text in m.resolves():

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from patchctl.doctor.signatures import CONFIRM_WINDOW, Signature
-from patchctl.doctor.versions import seen_versions
+from patchctl.doctor.versions import NAMES, seen_versions
 
 if sys.version_info >= (3, 11):  # the parsed form of a pattern, to read its anchor
     from re import _constants as _C
@@ -44,6 +44,9 @@ EXCERPT = 300
 WARNING_LINE = re.compile(r"\bWARNING\b|\bWarning\b|Warning:|\bW\d{4} |\[[^\[\]]* W \d+ \d+\]")
 #: the process a Ray-prefixed line comes from: "(WorkerDict pid=812, ip=...)"
 PROCESS = re.compile(r"\((\w+) pid=(\d+)")
+#: the package of a traceback frame in an installed tree: ``File ".../site-packages/tensordict/x.py"``
+#: (``[\w.]+`` stops at "/", so a line of "site-packages/" repeated is searched once per start)
+FRAME_PACKAGE = re.compile(r'File "[^"]*(?<![\w-])(?:site|dist)-packages/(\w+)/')
 #: a signature's confirming lines are searched for at most this many hits (a log with a
 #: million unconfirmed hits would otherwise cost a million window searches)
 CONFIRM_TRIES = 50
@@ -115,6 +118,13 @@ class Hits:
     searched: int = 0
 
 
+def _names_a_package(line: str) -> bool:
+    """Whether the line starts "vllm: 0.3.2", as users list their versions (cheap: most lines have
+    no colon within their first 20 characters)."""
+    colon = line.find(":", 0, 20)
+    return colon > 0 and line[:colon].strip().lower() in NAMES
+
+
 class Scan:
     """Feed it lines with :meth:`run`; then :attr:`hits` holds what each signature hit."""
 
@@ -122,6 +132,9 @@ class Scan:
         self.signatures = signatures
         self.hits: dict[str, Hits] = {}
         self.versions: dict[str, list[str]] = {}
+        #: the installed package of the last traceback frame read ("tensordict" for
+        #: ``.../site-packages/tensordict/memmap.py``): the importer when an ImportError follows
+        self.frame_package = ""
         self.lines = 0
         self._window: deque[str] = deque(maxlen=CONFIRM_WINDOW)
         self._pending: dict[str, tuple[Signature, int]] = {}  # id -> (signature, last line to look at)
@@ -149,8 +162,10 @@ class Scan:
                 found += [i for text, i in folded if text in low]
             if found or always:
                 self._line(n, line, sorted(set(found + always)))
-            if "ersion" in line or "==" in line or " : " in line or found:
+            if "ersion" in line or "==" in line or " : " in line or found or _names_a_package(line):
                 seen_versions(line, self.versions)
+            if "packages/" in line and (frame := FRAME_PACKAGE.search(line)):
+                self.frame_package = frame.group(1)
             self._window.append(line)
         self.lines = n
         return self
@@ -184,6 +199,8 @@ class Scan:
                 for k, v in c.groupdict().items():
                     if v is not None:
                         h.captures.setdefault(k, v)
+        if sig.versions and self.frame_package:
+            h.captures.setdefault("importer", self.frame_package)
         if sig.confirm and not h.confirmed and h.tries < CONFIRM_TRIES:
             h.tries += 1
             first = n - len(self._window)  # the window holds the lines first .. n-1
