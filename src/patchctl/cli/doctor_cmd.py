@@ -20,6 +20,7 @@ from patchctl.doctor import (
     open_log,
     verl_pins,
 )
+from patchctl.doctor.compare import Comparison, compare, read_log, read_run
 from patchctl.doctor.metrics import diagnose_metrics, load_report
 from patchctl.errors import NoLogGiven
 
@@ -45,9 +46,17 @@ ROLE = ("root cause", "also")
     default=None,
     help="A verl tree whose pins a version mismatch is compared with (default: the installed verl).",
 )
+@click.option(
+    "--healthy",
+    type=NonEmptyPath(path_type=Path, exists=True),
+    default=None,
+    help="A healthy run's log or report.json to compare with: show only what differs.",
+)
 @json_option
 @handled
-def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, verl_tree: Path | None, as_json: bool) -> int:
+def doctor_cmd(
+    log: Path | None, table: Path | None, list_only: bool, verl_tree: Path | None, healthy: Path | None, as_json: bool
+) -> int:
     """Match LOG (a file, or - / stdin) against known verl failure signatures; or read the metrics of
     a report.json (or a run directory) that patchctl train or validate wrote.
 
@@ -60,7 +69,15 @@ def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, verl_tree:
     rollout and actor disagreeing, grad norm 0 or exploding, an update that changes nothing, NaN
     steps), each with its likely causes and the check to make. Exit code 0 when the input was read,
     whether or not anything was found.
+
+    With --healthy OLD (a log, report.json or run directory of a run that worked), shows what
+    differs instead: the lines and warnings only the failed run printed, each with its phase
+    (startup, ray, workers, training, validation, teardown) and seconds into it, the phases it never
+    reached, and the settings and package versions that differ; two reports also get their key
+    metrics side by side.
     """
+    if healthy is not None and not list_only:
+        return _compare(log, healthy, as_json)
     signatures = load_signatures(table)
     if list_only:
         if as_json:
@@ -104,6 +121,74 @@ def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, verl_tree:
             err=True,
         )
     return 0
+
+
+def _compare(log: Path | None, healthy: Path, as_json: bool) -> int:
+    if log is None or str(log) == "-":
+        if log is None and sys.stdin.isatty():
+            raise NoLogGiven()
+        raw = getattr(sys.stdin, "buffer", None)
+        with LogReader(raw if raw is not None else io.BytesIO(sys.stdin.read().encode()), "<stdin>") as reader:
+            failed = read_log(reader, reader.source)
+    else:
+        failed = read_run(log)
+    c = compare(failed, read_run(healthy))
+    if as_json:
+        render.emit_json(c.to_json())
+    else:
+        show_comparison(c)
+    return 0
+
+
+def show_comparison(c: Comparison) -> None:
+    """The differences, each section only when it has any; every line fits the output's width."""
+    limit = min(render.width(), 100)
+    click.echo(render.fold(f"{c.failed} compared with healthy {c.healthy}", "doctor: ", "  ", limit=limit))
+    if c.missing_phases:
+        failed = c.phases[0]
+        _field(
+            "phases:",
+            f"the failed run stopped in {failed[-1]}; the healthy one went on to " + ", ".join(c.missing_phases),
+        )
+    for title, shown, total in (
+        ("warnings and errors only in the failed run", c.warnings, c.warnings_total),
+        ("lines only in the failed run", c.others, c.others_total),
+    ):
+        if total:
+            more = f", first {len(shown)} shown" if total > len(shown) else ""
+            click.secho(f"{title} ({total}{more}):", bold=True)
+            for line in shown:
+                head = f"  {line.number:>5} [{line.where()}] "
+                times = f" (x{line.count})" if line.count > 1 else ""
+                click.echo(_cut(head + line.text, limit - len(times)) + times)
+    for title, rows in (("settings that differ", c.settings), ("versions that differ", c.versions)):
+        if rows:
+            click.secho(f"{title} ({len(rows)}):", bold=True)
+            for key, old, new in rows:
+                text = f"{_value(old)} (healthy) -> {_value(new)} (failed)"
+                click.echo(render.fold(text, f"  {key}: ", "      ", limit=limit))
+    if c.metrics and c.steps is not None:
+        click.secho(f"key metrics, mean over steps (healthy {c.steps[0]} steps, failed {c.steps[1]}):", bold=True)
+        click.echo(f"  {'metric':<26}{'healthy':>14}{'failed':>14}")
+        for name, old, new in c.metrics:
+            click.echo(f"  {name:<26}{_number(old):>14}{_number(new):>14}")
+    if not c.differs:
+        click.echo(
+            "doctor: no difference: every line template, setting and version of the failed run "
+            "is also in the healthy one"
+        )
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(limit - 3, 0)] + "..."
+
+
+def _value(v: str | None) -> str:
+    return "(not set)" if v is None else (v or '""')
+
+
+def _number(v: float | None) -> str:
+    return "-" if v is None else f"{v:.4g}"
 
 
 def _metrics(path: Path, as_json: bool) -> int:
