@@ -143,7 +143,8 @@ def _compare(log: Path | None, healthy: Path, as_json: bool) -> int:
 def show_comparison(c: Comparison) -> None:
     """The differences, each section only when it has any; every line fits the output's width."""
     limit = min(render.width(), 100)
-    click.echo(render.fold(f"{c.failed} compared with healthy {c.healthy}", "doctor: ", "  ", limit=limit))
+    click.echo("doctor: what the failed run has and the healthy one has not")
+    click.echo(f"  failed:  {c.failed}\n  healthy: {c.healthy}")  # a path stays whole, however long
     if c.missing_phases:
         failed = c.phases[0]
         _field(

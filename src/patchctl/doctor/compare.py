@@ -38,8 +38,14 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 ISO_TIME = re.compile(r"(?<!\d)(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
 #: glog's "I1121 05:57:37.396123" (Ray, NCCL, gRPC): no year, month and day in the prefix
 GLOG_TIME = re.compile(r"(?<![\w])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+#: vLLM's "INFO 11-24 10:37:12": month and day, no year
+VLLM_TIME = re.compile(r"(?<![\w-])(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?!\d)")
+#: vLLM's engine banner "Initializing a V1 LLM engine (v0.24.0)", which VERSION does not read
+ENGINE_VERSION = re.compile(r"LLM engine \(v(\d+\.\d+(?:\.\d+)?)")
 #: a word holding a digit: a number, an id, an address piece (all of its digit runs become "#")
 WORD = re.compile(r"\w+")
+#: a number, signed, decimal or in e-notation ("-1.2e-05" and "0.0001" are the same kind of value)
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
 DIGITS = re.compile(r"\d+")
 HEX = frozenset("0123456789abcdefABCDEF")
 #: a tqdm progress bar's bar, whose characters change with its percentage
@@ -48,7 +54,10 @@ BAR = re.compile(r"\|[^|\n]*\|")
 ERROR_LINE = re.compile(r"Traceback \(most recent call last\)|\b\w*(?:Error|Exception)\b|\bERROR\b|\bFATAL\b")
 #: a setting on a log line: a hydra override "a.b.c=VALUE" (with + or ~) or a flag "use_x=VALUE";
 #: the look-behind makes a key start only at a word's start, so the search is linear
-SETTING = re.compile(r"(?<![\w.+~/-])([+~]{0,2}[A-Za-z_]\w*(?:\.\w+)+|[A-Za-z]\w*_\w+)=([^\s,'\"()\[\]{}]*)")
+SETTING = re.compile(
+    r"(?<![\w.+~/-])([+~]{0,2}[A-Za-z_]\w*(?:\.\w+)+|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)"
+    r"""=('[^'\n]*'|"[^"\n]*"|[^\s,'"()\[\]{}]*)"""
+)
 #: keys whose value is new every run: never a setting that differs
 VOLATILE_KEY = re.compile(r"(?:^|[._])(?:pid|port|ip|address|addr|dir|path|files?|host|hostname|node_id|id|time)$")
 #: run phases in the order a healthy run passes them, each with the markers that start it
@@ -77,10 +86,12 @@ KEY_METRICS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def template(line: str) -> str:
     """``line`` with what changes from run to run replaced by "#": every digit run of a word that
-    holds a digit (times, pids, ports, counters), a hex word (ids, addresses) whole, a progress
-    bar's bar. Two runs' line for the same event get the same template."""
-    line = ANSI.sub("", line).strip()
+    holds a digit (times, pids, ports, counters; a number whole, e-notation or not), a hex word (ids, addresses) whole, a progress
+    bar's bar, a setting's value. Two runs' line for the same event get the same template."""
+    line = " ".join(ANSI.sub("", line).split())  # tqdm pads its percentage: "  8%" and " 45%"
     line = BAR.sub("|#|", line)
+    line = SETTING.sub(r"\1=#", line)  # a changed setting is named as one, not as a new line
+    line = NUMBER.sub("#", line)
     return WORD.sub(_word, line)
 
 
@@ -100,6 +111,8 @@ def timestamp(line: str, year: int = 2000) -> tuple[float, int] | None:
         y, mo, d, h, mi, s, frac = m.groups()
     elif m := GLOG_TIME.search(line, 0, 64):
         y, (mo, d, h, mi, s, frac) = str(year), m.groups()
+    elif m := VLLM_TIME.search(line, 0, 96):
+        y, (mo, d, h, mi, s), frac = str(year), m.groups(), None
     else:
         return None
     try:
@@ -149,6 +162,16 @@ class Run:
     steps: list[tuple[int, dict[str, Any]]] | None = None
 
 
+ORDER = [START, *(name for name, _ in PHASES)]
+
+
+def _enters(current: str, marker: str) -> bool:
+    """Whether a marker of phase ``marker`` starts it while the log is in ``current``: phases only
+    go forward (a worker's line during training is still training), except that training resumes
+    after a validation in the middle of the run."""
+    return ORDER.index(marker) > ORDER.index(current) or (marker == "training" and current == "validation")
+
+
 def read_log(lines: Iterable[str], source: str) -> Run:
     """One pass over a log: each template's first line, its phase and offset; settings; versions."""
     run = Run(source)
@@ -158,7 +181,7 @@ def read_log(lines: Iterable[str], source: str) -> Run:
     for n, raw in enumerate(lines, 1):
         line = ANSI.sub("", raw).rstrip("\n")
         for name, marker in PHASES:
-            if name != phase and marker.search(line):
+            if _enters(phase, name) and marker.search(line):
                 phase, started = name, now
                 if name not in run.phases:
                     run.phases.append(name)
@@ -181,6 +204,9 @@ def read_log(lines: Iterable[str], source: str) -> Run:
                 run.settings.setdefault(m.group(1), m.group(2))
         if any(c.isdigit() for c in line):
             seen_versions(line, seen)
+            if m := ENGINE_VERSION.search(line):
+                if m.group(1) not in (vllm := seen.setdefault("vllm", [])):
+                    vllm.append(m.group(1))
     run.versions = {p: ", ".join(v) for p, v in seen.items() if v}
     return run
 

@@ -1,0 +1,141 @@
+"""Issue 37, requirement 5: `doctor --healthy OLD` names what only the failed run has.
+
+The healthy runs are our own GPU runs' logs and reports (docs/validation). Each failed run is a copy
+of a healthy one with known differences planted (an OOM with its traceback, an extra warning, a
+changed setting, a changed vLLM version, the run cut short); every test asserts that each planted
+difference is named, in its phase, and that nothing else is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from patchctl.cli.main import cli
+from patchctl.doctor.compare import compare, read_run, template
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNS = ROOT / "docs/validation"
+VLLM_LOG = RUNS / "vllm-smoke/runs/healthy-1-train-excerpt.log"
+H100_LOG = RUNS / "smoke-h100-train-excerpt.log"
+HEALTHY_REPORT = RUNS / "vllm-smoke/runs2/a-healthy-1-report.json"
+LR_ZERO_REPORT = RUNS / "vllm-smoke/runs2/a-lr-zero-report.json"
+
+OOM = "(WorkerDict pid=2048) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+TRACEBACK = "(WorkerDict pid=2048) Traceback (most recent call last):\n"
+WARNING = "(TaskRunnerV1 pid=1800) WARNING:2026-11-24 10:38:05,120:loss scale reduced, skipping the step\n"
+
+
+def _failed_vllm_run(tmp_path: Path) -> Path:
+    """The healthy vLLM log with a warning 23 s into training, an OOM and its traceback after step
+    12 (where the run then ends), enforce_eager flipped and vLLM 0.24.0 -> 0.25.0."""
+    lines = VLLM_LOG.read_text(encoding="utf-8").splitlines(keepends=True)
+    out = []
+    for line in lines:
+        line = line.replace("enforce_eager=True", "enforce_eager=False").replace("(v0.24.0)", "(v0.25.0)")
+        out.append(line)
+        if "step:3 -" in line:
+            out.append(WARNING)
+        if "step:12 -" in line:
+            out += [TRACEBACK, OOM]
+            break
+    failed = tmp_path / "failed.log"
+    failed.write_text("".join(out), encoding="utf-8")
+    return failed
+
+
+def test_a_healthy_log_compared_with_itself_names_nothing():
+    for log in (VLLM_LOG, H100_LOG, RUNS / "multinode/two-nodes/train-excerpt.log"):
+        c = compare(read_run(log), read_run(log))
+        assert not c.differs, c.to_json()
+
+
+def test_each_planted_difference_is_named_in_its_phase_and_nothing_else(tmp_path):
+    c = compare(read_run(_failed_vllm_run(tmp_path)), read_run(VLLM_LOG))
+    shown = [(w.number, w.text, w.where()) for w in c.warnings]
+    assert shown == [
+        (11, WARNING.strip(), "training +23s"),
+        (21, TRACEBACK.strip(), "training +23s"),
+        (22, OOM.strip(), "training +23s"),
+    ]
+    assert c.others_total == 0 and c.others == []
+    assert c.settings == [("enforce_eager", "True", "False")]
+    assert c.versions == [("vllm", "0.24.0", "0.25.0")]
+    assert c.missing_phases == []  # this healthy excerpt, too, ends in training
+
+
+def test_a_run_cut_short_names_the_phases_it_never_reached(tmp_path):
+    lines = H100_LOG.read_text(encoding="utf-8").splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if "step:20 -" in line)
+    failed = tmp_path / "cut.log"
+    failed.write_text("".join(lines[: cut + 1]) + OOM, encoding="utf-8")
+    c = compare(read_run(failed), read_run(H100_LOG))
+    assert c.phases[0] == ["startup", "ray", "workers", "training"]
+    assert c.missing_phases == ["teardown"]
+    assert [(w.number, w.phase) for w in c.warnings] == [(cut + 2, "training")]
+    assert (c.others_total, c.settings, c.versions) == (0, [], [])
+
+
+def test_lines_differing_only_in_volatile_parts_share_a_template():
+    a = "\x1b[36m(WorkerDict pid=1469)\x1b[0m step:3 - actor/lr:2e-05 - id 3f9a0c1b77 at 0x7f3a2c Progress:  8%|▊  | 3/40"
+    b = "(WorkerDict pid=88) step:17 - actor/lr:0.001 - id 0be11a92f4 at 0x55aa01 Progress: 45%|████▌ | 18/40"
+    assert template(a) == template(b)
+    assert template("step:3 - actor/loss:nan") != template("step:3 - actor/loss:0.5")
+
+
+def test_the_warnings_and_lines_listed_are_capped_with_a_total(tmp_path):
+    failed = tmp_path / "many.log"
+    failed.write_text(
+        VLLM_LOG.read_text(encoding="utf-8")
+        + "".join(f"WARNING: unknown key k{chr(97 + i % 26)}{chr(97 + i // 26)}\n" for i in range(30)),
+        encoding="utf-8",
+    )
+    c = compare(read_run(failed), read_run(VLLM_LOG))
+    assert (c.warnings_total, len(c.warnings)) == (30, 20)
+    assert c.warnings[0].text == "WARNING: unknown key kaa"
+
+
+def test_a_report_compared_with_a_healthy_report_names_its_setting_and_metrics():
+    c = compare(read_run(LR_ZERO_REPORT), read_run(HEALTHY_REPORT))
+    assert c.settings == [("actor_rollout_ref.actor.optim.lr", "2e-3", "0")]
+    assert c.versions == []
+    metrics = dict((m, (h, f)) for m, h, f in c.metrics)
+    assert metrics["reward"] == (
+        compare(read_run(HEALTHY_REPORT), read_run(HEALTHY_REPORT)).metrics[0][1],
+        compare(read_run(LR_ZERO_REPORT), read_run(LR_ZERO_REPORT)).metrics[0][1],
+    )
+    assert metrics["reward"][0] > 2 * metrics["reward"][1]  # the healthy run learned, the lr=0 one did not
+    assert not compare(read_run(HEALTHY_REPORT), read_run(HEALTHY_REPORT)).differs
+
+
+def test_cli_prints_each_difference_within_80_columns_and_json_gives_the_same(tmp_path):
+    failed = _failed_vllm_run(tmp_path)
+    result = CliRunner().invoke(cli, ["doctor", str(failed), "--healthy", str(VLLM_LOG)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert all(len(line) <= 80 or len(line.split()) == 2 for line in out.splitlines()), out  # a path stays whole
+    assert "warnings and errors only in the failed run (3):" in out
+    assert "     22 [training +23s] (WorkerDict pid=2048) torch.OutOfMemoryError: CUDA ou..." in out
+    assert "  enforce_eager: True (healthy) -> False (failed)" in out
+    assert "  vllm: 0.24.0 (healthy) -> 0.25.0 (failed)" in out
+    assert "lines only in the failed run" not in out and "no difference" not in out
+    doc = json.loads(CliRunner().invoke(cli, ["doctor", str(failed), "--healthy", str(VLLM_LOG), "--json"]).output)
+    assert doc["warnings_only_in_failed"]["total"] == 3
+    assert (
+        doc["warnings_only_in_failed"]["shown"][2]["seconds_into_phase"] == 23.12
+    )  # 10:37:42 (step 1) to 10:38:05,120
+    assert doc["settings"] == [{"key": "enforce_eager", "healthy": "True", "failed": "False"}]
+    assert doc["versions"] == [{"key": "vllm", "healthy": "0.24.0", "failed": "0.25.0"}]
+    same = CliRunner().invoke(cli, ["doctor", str(VLLM_LOG), "--healthy", str(VLLM_LOG)], env={"COLUMNS": "80"})
+    assert same.exit_code == 0 and "doctor: no difference" in same.output
+
+
+def test_a_healthy_file_that_is_not_a_log_is_one_line_exit_2(tmp_path):
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(b"\x7fELF" + bytes(200))
+    result = CliRunner().invoke(cli, ["doctor", str(VLLM_LOG), "--healthy", str(binary)])
+    assert result.exit_code == 2
+    assert result.output.strip().count("\n") == 0 and "not a text log" in result.output
+    missing = CliRunner().invoke(cli, ["doctor", str(VLLM_LOG), "--healthy", str(tmp_path / "nope.log")])
+    assert missing.exit_code == 2
