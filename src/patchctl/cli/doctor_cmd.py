@@ -171,12 +171,17 @@ def show_comparison(c: Comparison) -> None:
     if c.metrics and c.steps is not None:
         click.secho(f"key metrics, mean over steps (healthy {c.steps[0]} steps, failed {c.steps[1]}):", bold=True)
         click.echo(f"  {'metric':<26}{'healthy':>14}{'failed':>14}")
-        for name, old, new in c.metrics:
-            click.echo(f"  {name:<26}{_number(old):>14}{_number(new):>14}")
+        for name, before, after in c.metrics:
+            click.echo(f"  {name:<26}{_number(before):>14}{_number(after):>14}")
     if not c.differs:
         click.echo(
-            "doctor: no difference: every line template, setting and version of the failed run "
-            "is also in the healthy one"
+            render.fold(
+                "every line (its timestamps, pids, ids and numbers aside), setting and version of the failed "
+                "run is also in the healthy one",
+                "doctor: no difference: ",
+                "  ",
+                limit=limit,
+            )
         )
 
 

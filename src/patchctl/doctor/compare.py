@@ -85,9 +85,9 @@ KEY_METRICS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 def template(line: str) -> str:
-    """``line`` with what changes from run to run replaced by "#": every digit run of a word that
-    holds a digit (times, pids, ports, counters; a number whole, e-notation or not), a hex word (ids, addresses) whole, a progress
-    bar's bar, a setting's value. Two runs' line for the same event get the same template."""
+    """``line`` with what changes from run to run replaced by "#": a number whole (e-notation or
+    not), every digit run of a word that holds a digit (times, pids, ports, counters), a hex word
+    (ids, addresses) whole, a progress bar's bar, a setting's value. Two runs' line for the same event get the same template."""
     line = " ".join(ANSI.sub("", line).split())  # tqdm pads its percentage: "  8%" and " 45%"
     line = BAR.sub("|#|", line)
     line = SETTING.sub(r"\1=#", line)  # a changed setting is named as one, not as a new line
@@ -204,9 +204,8 @@ def read_log(lines: Iterable[str], source: str) -> Run:
                 run.settings.setdefault(m.group(1), m.group(2))
         if any(c.isdigit() for c in line):
             seen_versions(line, seen)
-            if m := ENGINE_VERSION.search(line):
-                if m.group(1) not in (vllm := seen.setdefault("vllm", [])):
-                    vllm.append(m.group(1))
+            if (m := ENGINE_VERSION.search(line)) and m.group(1) not in (vllm := seen.setdefault("vllm", [])):
+                vllm.append(m.group(1))
     run.versions = {p: ", ".join(v) for p, v in seen.items() if v}
     return run
 
