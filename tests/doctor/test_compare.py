@@ -78,7 +78,8 @@ def test_a_run_cut_short_names_the_phases_it_never_reached(tmp_path):
 
 
 def test_lines_differing_only_in_volatile_parts_share_a_template():
-    a = "\x1b[36m(WorkerDict pid=1469)\x1b[0m step:3 - actor/lr:2e-05 - id 3f9a0c1b77 at 0x7f3a2c Progress:  8%|▊ | 3/40"
+    a = "\x1b[36m(WorkerDict pid=1469)\x1b[0m step:3 "
+    a += "- actor/lr:2e-05 - id 3f9a0c1b77 at 0x7f3a2c Progress:  8%|▊ | 3/40"
     b = "(WorkerDict pid=88) step:17 - actor/lr:0.001 - id 0be11a92f4 at 0x55aa01 Progress: 45%|████▌ | 18/40"
     assert template(a) == template(b)
     assert template("step:3 - actor/loss:nan") != template("step:3 - actor/loss:0.5")

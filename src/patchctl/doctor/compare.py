@@ -87,7 +87,8 @@ KEY_METRICS: tuple[tuple[str, tuple[str, ...]], ...] = (
 def template(line: str) -> str:
     """``line`` with what changes from run to run replaced by "#": a number whole (e-notation or
     not), every digit run of a word that holds a digit (times, pids, ports, counters), a hex word
-    (ids, addresses) whole, a progress bar's bar, a setting's value. Two runs' line for the same event get the same template."""
+    (ids, addresses) whole, a progress bar's bar, a setting's value.
+    Two runs' line for the same event get the same template."""
     line = " ".join(ANSI.sub("", line).split())  # tqdm pads its percentage: "  8%" and " 45%"
     line = BAR.sub("|#|", line)
     line = SETTING.sub(r"\1=#", line)  # a changed setting is named as one, not as a new line
@@ -267,7 +268,6 @@ class Comparison:
         return [p for p in healthy if p not in failed] if failed else []
 
     def to_json(self) -> dict[str, object]:
-        pairs = lambda rows: [{"key": k, "healthy": h, "failed": f} for k, h, f in rows]  # noqa: E731
         return {
             "failed": self.failed,
             "healthy": self.healthy,
@@ -275,11 +275,15 @@ class Comparison:
             "phases": {"failed": self.phases[0], "healthy": self.phases[1], "not_reached": self.missing_phases},
             "warnings_only_in_failed": {"total": self.warnings_total, "shown": [w.to_json() for w in self.warnings]},
             "lines_only_in_failed": {"total": self.others_total, "shown": [o.to_json() for o in self.others]},
-            "settings": pairs(self.settings),
-            "versions": pairs(self.versions),
+            "settings": _pairs(self.settings),
+            "versions": _pairs(self.versions),
             "metrics": [{"metric": m, "healthy": h, "failed": f} for m, h, f in self.metrics],
             "steps": None if self.steps is None else {"healthy": self.steps[0], "failed": self.steps[1]},
         }
+
+
+def _pairs(rows: list[tuple[str, str | None, str | None]]) -> list[dict[str, str | None]]:
+    return [{"key": k, "healthy": h, "failed": f} for k, h, f in rows]
 
 
 def _differ(healthy: dict[str, str], failed: dict[str, str]) -> list[tuple[str, str | None, str | None]]:
