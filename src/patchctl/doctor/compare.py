@@ -205,8 +205,9 @@ def read_log(lines: Iterable[str], source: str) -> Run:
                 run.settings.setdefault(m.group(1), m.group(2))
         if any(c.isdigit() for c in line):
             seen_versions(line, seen)
-            if (m := ENGINE_VERSION.search(line)) and m.group(1) not in (vllm := seen.setdefault("vllm", [])):
-                vllm.append(m.group(1))
+            engine = ENGINE_VERSION.search(line)
+            if engine and engine.group(1) not in (vllm := seen.setdefault("vllm", [])):
+                vllm.append(engine.group(1))
     run.versions = {p: ", ".join(v) for p, v in seen.items() if v}
     return run
 
