@@ -140,3 +140,12 @@ def test_a_healthy_file_that_is_not_a_log_is_one_line_exit_2(tmp_path):
     assert result.output.strip().count("\n") == 0 and "not a text log" in result.output
     missing = CliRunner().invoke(cli, ["doctor", str(VLLM_LOG), "--healthy", str(tmp_path / "nope.log")])
     assert missing.exit_code == 2
+
+
+def test_a_log_compared_with_a_report_compares_only_what_both_show(tmp_path):
+    """The report's command has ~50 overrides and 14 packages the log never prints: none of them is
+    a difference; the vLLM version both show is compared."""
+    c = compare(read_run(_failed_vllm_run(tmp_path)), read_run(HEALTHY_REPORT))
+    assert c.settings == []
+    assert c.versions == [("vllm", "0.24.0", "0.25.0")]
+    assert (c.warnings_total, c.others_total) == (0, 0)  # a report keeps no lines to compare with

@@ -173,7 +173,9 @@ def show_comparison(c: Comparison) -> None:
         click.echo(f"  {'metric':<26}{'healthy':>14}{'failed':>14}")
         for name, before, after in c.metrics:
             click.echo(f"  {name:<26}{_number(before):>14}{_number(after):>14}")
-    if not c.differs:
+    if not c.differs and c.metrics:
+        click.echo("doctor: no setting or version differs; the metrics above are where the runs part")
+    elif not c.differs:
         click.echo(
             render.fold(
                 "every line (its timestamps, pids, ids and numbers aside), setting and version of the failed "
