@@ -287,8 +287,14 @@ def _pairs(rows: list[tuple[str, str | None, str | None]]) -> list[dict[str, str
     return [{"key": k, "healthy": h, "failed": f} for k, h, f in rows]
 
 
-def _differ(healthy: dict[str, str], failed: dict[str, str]) -> list[tuple[str, str | None, str | None]]:
+def _differ(
+    healthy: dict[str, str], failed: dict[str, str], *, both: bool = False
+) -> list[tuple[str, str | None, str | None]]:
+    """The keys whose values differ; with ``both``, only keys both runs show (a log and a report
+    show different sets of keys: one missing from the other is no difference)."""
     keys = [*healthy, *(k for k in failed if k not in healthy)]
+    if both:
+        keys = [k for k in keys if k in healthy and k in failed]
     return [(k, healthy.get(k), failed.get(k)) for k in keys if healthy.get(k) != failed.get(k)]
 
 
@@ -302,7 +308,8 @@ def _mean(steps: list[tuple[int, dict[str, Any]]], keys: tuple[str, ...]) -> flo
 
 def compare(failed: Run, healthy: Run, cap: int = CAP) -> Comparison:
     """What ``failed`` has that ``healthy`` does not. Line templates are compared only when both
-    runs are logs (a report keeps no lines), metrics only when both are reports."""
+    runs are logs (a report keeps no lines), metrics only when both are reports; a log compared with a
+    report compares only the settings and versions both show."""
     only: list[Line] = []
     if failed.steps is None and healthy.steps is None:
         only = [line for key, line in failed.lines.items() if key not in healthy.lines]
@@ -317,6 +324,7 @@ def compare(failed: Run, healthy: Run, cap: int = CAP) -> Comparison:
             if h is not None or f is not None:
                 metrics.append((label, h, f))
     phases = (failed.phases, healthy.phases) if failed.steps is None and healthy.steps is None else ([], [])
+    mixed = (failed.steps is None) != (healthy.steps is None)
     return Comparison(
         failed.source,
         healthy.source,
@@ -325,8 +333,8 @@ def compare(failed: Run, healthy: Run, cap: int = CAP) -> Comparison:
         len(warnings),
         len(others),
         phases,
-        _differ(healthy.settings, failed.settings),
-        _differ(healthy.versions, failed.versions),
+        _differ(healthy.settings, failed.settings, both=mixed),
+        _differ(healthy.versions, failed.versions, both=mixed),
         metrics,
         steps,
     )
