@@ -149,3 +149,16 @@ def test_a_log_compared_with_a_report_compares_only_what_both_show(tmp_path):
     assert c.settings == []
     assert c.versions == [("vllm", "0.24.0", "0.25.0")]
     assert (c.warnings_total, c.others_total) == (0, 0)  # a report keeps no lines to compare with
+
+
+def test_control_characters_of_a_log_reach_the_terminal_escaped(tmp_path):
+    """A log is untrusted: an OSC sequence (which retitles a terminal) in a line or a setting's value
+    is printed escaped, never raw."""
+    failed = tmp_path / "evil.log"
+    failed.write_text(
+        VLLM_LOG.read_text(encoding="utf-8") + "ERROR \x1b]0;owned\x07 here\nmode_flag='\x1b]0;x\x07'\n",
+        encoding="utf-8",
+    )
+    out = CliRunner().invoke(cli, ["doctor", str(failed), "--healthy", str(VLLM_LOG)]).output
+    assert "\x1b" not in out and "\x07" not in out
+    assert "ERROR \\033]0;owned\\a here" in out and "mode_flag: (not set) (healthy) -> '\\033]0;x\\a' (failed)" in out

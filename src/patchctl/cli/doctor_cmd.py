@@ -161,7 +161,8 @@ def show_comparison(c: Comparison) -> None:
             for line in shown:
                 head = f"  {line.number:>5} [{line.where()}] "
                 times = f" (x{line.count})" if line.count > 1 else ""
-                click.echo(_cut(head + line.text, limit - len(times)) + times)
+                # a log is untrusted: its control characters (an OSC title, a cursor move) are escaped
+                click.echo(_cut(head + render.printable(line.text), limit - len(times)) + times)
     for title, rows in (("settings that differ", c.settings), ("versions that differ", c.versions)):
         if rows:
             click.secho(f"{title} ({len(rows)}):", bold=True)
@@ -192,7 +193,8 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _value(v: str | None) -> str:
-    return "(not set)" if v is None else (v or '""')
+    """A setting's or version's value as printed: escaped, since it comes from an untrusted log."""
+    return "(not set)" if v is None else (render.printable(v) or '""')
 
 
 def _number(v: float | None) -> str:
