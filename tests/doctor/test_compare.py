@@ -117,7 +117,10 @@ def test_cli_prints_each_difference_within_80_columns_and_json_gives_the_same(tm
     out = result.output
     assert all(len(line) <= 80 or len(line.split()) == 2 for line in out.splitlines()), out  # a path stays whole
     assert "warnings and errors only in the failed run (3):" in out
-    assert "     22 [training +23s] (WorkerDict pid=2048) torch.OutOfMemoryError: CUDA ou..." in out
+    assert (
+        "     22 [training +23s] (WorkerDict pid=2048) torch.OutOfMemoryError: CUDA out\n"
+        "                        of memory. Tried to allocate 2.00 GiB\n"
+    ) in out
     assert "  enforce_eager: True (healthy) -> False (failed)" in out
     assert "  vllm: 0.24.0 (healthy) -> 0.25.0 (failed)" in out
     assert "lines only in the failed run" not in out and "no difference" not in out

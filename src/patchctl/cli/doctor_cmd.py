@@ -162,7 +162,7 @@ def show_comparison(c: Comparison) -> None:
                 head = f"  {line.number:>5} [{line.where()}] "
                 times = f" (x{line.count})" if line.count > 1 else ""
                 # a log is untrusted: its control characters (an OSC title, a cursor move) are escaped
-                click.echo(_cut(head + render.printable(line.text), limit - len(times)) + times)
+                click.echo(_wrap(head, render.printable(line.text) + times, limit))
     for title, rows in (("settings that differ", c.settings), ("versions that differ", c.versions)):
         if rows:
             click.secho(f"{title} ({len(rows)}):", bold=True)
@@ -188,8 +188,15 @@ def show_comparison(c: Comparison) -> None:
         )
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(limit - 3, 0)] + "..."
+def _wrap(head: str, text: str, limit: int, lines: int = 2) -> str:
+    """``head`` and ``text`` in at most ``lines`` lines of ``limit`` columns, later ones indented
+    under the text's start, the rest of a longer text cut at "...": a log line is evidence, so its
+    start (the message) matters, not its tail of numbers."""
+    import textwrap
+
+    width = max(limit - len(head), 20)
+    parts = textwrap.wrap(text, width, max_lines=lines, placeholder=" ...", drop_whitespace=True) or [""]
+    return head + ("\n" + " " * len(head)).join(parts)
 
 
 def _value(v: str | None) -> str:
