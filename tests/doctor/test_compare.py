@@ -8,12 +8,13 @@ difference is named, in its phase, and that nothing else is."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from patchctl.cli.main import cli
-from patchctl.doctor.compare import compare, read_run, template
+from patchctl.doctor.compare import Line, compare, read_log, read_run, template, timestamp
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "docs/validation"
@@ -73,6 +74,11 @@ def test_a_run_cut_short_names_the_phases_it_never_reached(tmp_path):
     c = compare(read_run(failed), read_run(H100_LOG))
     assert c.phases[0] == ["startup", "ray", "workers", "training"]
     assert c.missing_phases == ["teardown"]
+    assert c.to_json()["phases"] == {
+        "failed": ["startup", "ray", "workers", "training"],
+        "healthy": ["startup", "ray", "workers", "training", "teardown"],
+        "not_reached": ["teardown"],
+    }
     assert [(w.number, w.phase) for w in c.warnings] == [(cut + 2, "training")]
     assert (c.others_total, c.settings, c.versions) == (0, [], [])
 
@@ -165,3 +171,78 @@ def test_control_characters_of_a_log_reach_the_terminal_escaped(tmp_path):
     out = CliRunner().invoke(cli, ["doctor", str(failed), "--healthy", str(VLLM_LOG)]).output
     assert "\x1b" not in out and "\x07" not in out
     assert "ERROR \\033]0;owned\\a here" in out and "mode_flag: (not set) (healthy) -> '\\033]0;x\\a' (failed)" in out
+
+
+def test_a_word_with_digits_keeps_its_letters_and_an_id_is_one_mark():
+    assert (
+        template("rank3 on layer12 of Qwen2, req 1a2b3c, obj 0xfe, 12ab")
+        == "rank# on layer# of Qwen#, req #, obj #, #ab"
+    )
+    assert template("deadbeef42 cafe1") == "# cafe#"  # a hex id of 6 or more characters is one mark
+
+
+def test_times_are_read_in_ray_glog_and_vllm_form_after_a_process_prefix():
+    iso = timestamp("(TaskRunner pid=1344) WARNING:2026-11-21 06:29:26,790:Waiting")
+    assert iso == (datetime(2026, 11, 21, 6, 29, 26).timestamp() + 0.79, 2026)
+    glog = timestamp("(WorkerDict pid=1490) [W1121 06:29:38.771919740 socket.cpp:204]", 2026)
+    assert glog == (datetime(2026, 11, 21, 6, 29, 38).timestamp() + 0.771919, 2026)
+    vllm = timestamp("(vLLMHttpServer pid=2186) (EngineCore pid=2279) INFO 11-24 10:37:25 [core.py:114]", 2026)
+    assert vllm == (datetime(2026, 11, 24, 10, 37, 25).timestamp(), 2026)
+    assert timestamp("2026-13-45 06:29:26,790 not a date") is None
+    assert timestamp("step:3 - no time here") is None
+    feb29 = read_log(["I0229 10:00:00.000 a\n", "I0229 10:00:05.250 b\n"], "x")  # no year: a leap one is assumed
+    assert [line.where() for line in feb29.lines.values()] == ["startup +0s", "startup +5s"]
+
+
+def test_seconds_count_from_the_phase_start_and_a_validation_returns_to_training():
+    log = [
+        "2026-11-21 05:57:30,000 INFO starting\n",
+        "2026-11-21 05:57:35,500 INFO still starting\n",
+        "2026-11-21 05:57:37,000 INFO worker.py:1951 -- Connected to Ray cluster.\n",
+        "(TaskRunner pid=1) step:1 - actor/lr:0.001\n",
+        "(TaskRunner pid=1) step:1 - val-core/score:0.5\n",
+        "2026-11-21 05:57:39,000 validating\n",
+        "(TaskRunner pid=1) step:2 - actor/lr:0.001\n",
+        "(TaskRunner pid=1) after step 2\n",
+        "(TaskRunner pid=1) step:3 - actor/lr:0.001\n",
+        "checkpoint_dir=/tmp/a-run-of-its-own use_remove_padding=True trainer.nnodes=1\n",
+    ]
+    run = read_log(log, "x")
+    where = {line.number: line.where() for line in run.lines.values()}
+    assert where[2] == "startup +6s" and where[3] == "ray +0s"
+    assert where[6] == "validation +2s" and where[8] == "training +0s"
+    assert run.phases == ["startup", "ray", "training", "validation"]
+    assert run.lines[template(log[3])].count == 3  # steps 1, 2 and 3: one template
+    assert run.settings == {
+        "use_remove_padding": "True",
+        "trainer.nnodes": "1",
+    }  # a directory is new every run: never compared
+
+
+def test_seconds_in_json_are_rounded_to_milliseconds():
+    assert Line(1, "x", "ray", 1.23456, False).to_json()["seconds_into_phase"] == 1.235
+
+
+def test_a_report_with_other_settings_and_versions_names_each(tmp_path):
+    doc = json.loads(HEALTHY_REPORT.read_text(encoding="utf-8"))
+    doc["command"] = [a.replace("rollout.n=4", "rollout.n=8") for a in doc["command"]]
+    doc["settings"]["ROLLOUT"] = {"value": "sglang", "source": "the profile"}
+    doc["packages"]["torch"] = "2.10.0"
+    doc["tree"]["version"] = "0.8.0"
+    doc["steps"] = doc["steps"][:15]
+    for step in doc["steps"]:
+        del step["metrics"]["actor/entropy"]
+    failed = tmp_path / "report.json"
+    failed.write_text(json.dumps(doc), encoding="utf-8")
+    c = compare(read_run(tmp_path), read_run(HEALTHY_REPORT))  # a run directory holding report.json
+    assert c.settings == [("actor_rollout_ref.rollout.n", "4", "8"), ("ROLLOUT", None, "sglang")]
+    assert c.versions == [("torch", "2.11.0", "2.10.0"), ("verl", "0.9.1", "0.8.0")]
+    assert c.to_json()["steps"] == {"healthy": 20, "failed": 15}
+    entropy = [m for m in c.metrics if m[0] == "entropy"]
+    assert len(entropy) == 1 and entropy[0][1] is not None and entropy[0][2] is None  # shown as "-"
+
+
+def test_versions_a_log_prints_are_compared():
+    healthy = read_log(["torch 2.6.0+cu124\n", "vllm==0.8.3\n"], "healthy")
+    failed = read_log(["torch 2.7.0\n", "vllm==0.8.3\n"], "failed")
+    assert compare(failed, healthy).versions == [("torch", "2.6.0+cu124", "2.7.0")]

@@ -181,16 +181,16 @@ def read_log(lines: Iterable[str], source: str) -> Run:
     seen: dict[str, list[str]] = {}
     for n, raw in enumerate(lines, 1):
         line = ANSI.sub("", raw).rstrip("\n")
+        if (stamp := timestamp(line, year)) is not None:
+            now, year = stamp
         for name, marker in PHASES:
             if _enters(phase, name) and marker.search(line):
+                # the phase starts at its marker's time, or the last time before it
                 phase, started = name, now
                 if name not in run.phases:
                     run.phases.append(name)
                 break
-        if (stamp := timestamp(line, year)) is not None:
-            t, year = stamp
-            now = t
-            started = t if started is None else started
+        started = now if started is None else started
         key = template(line)
         if not key:
             continue
@@ -287,9 +287,7 @@ def _pairs(rows: list[tuple[str, str | None, str | None]]) -> list[dict[str, str
     return [{"key": k, "healthy": h, "failed": f} for k, h, f in rows]
 
 
-def _differ(
-    healthy: dict[str, str], failed: dict[str, str], *, both: bool = False
-) -> list[tuple[str, str | None, str | None]]:
+def _differ(healthy: dict[str, str], failed: dict[str, str], *, both: bool) -> list[tuple[str, str | None, str | None]]:
     """The keys whose values differ; with ``both``, only keys both runs show (a log and a report
     show different sets of keys: one missing from the other is no difference)."""
     keys = [*healthy, *(k for k in failed if k not in healthy)]
