@@ -178,18 +178,21 @@ def test_a_word_with_digits_keeps_its_letters_and_an_id_is_one_mark():
         template("rank3 on layer12 of Qwen2, req 1a2b3c, obj 0xfe, 12ab")
         == "rank# on layer# of Qwen#, req #, obj #, #ab"
     )
-    assert template("deadbeef42 cafe1") == "# cafe#"  # a hex id of 6 or more characters is one mark
+    assert template("deadbeef42 cafe1") == "# cafe#"
+    assert (
+        template("a facade of decade") == "a facade of decade"
+    )  # hex letters without a digit are a word  # a hex id of 6 or more characters is one mark
 
 
 def test_times_are_read_in_ray_glog_and_vllm_form_after_a_process_prefix():
-    iso = timestamp("(TaskRunner pid=1344) WARNING:2026-11-21 06:29:26,790:Waiting")
+    iso = timestamp("(TaskRunner pid=1344) WARNING:2026-11-21 06:29:26,790:Waiting", 2000)
     assert iso == (datetime(2026, 11, 21, 6, 29, 26).timestamp() + 0.79, 2026)
     glog = timestamp("(WorkerDict pid=1490) [W1121 06:29:38.771919740 socket.cpp:204]", 2026)
     assert glog == (datetime(2026, 11, 21, 6, 29, 38).timestamp() + 0.771919, 2026)
     vllm = timestamp("(vLLMHttpServer pid=2186) (EngineCore pid=2279) INFO 11-24 10:37:25 [core.py:114]", 2026)
     assert vllm == (datetime(2026, 11, 24, 10, 37, 25).timestamp(), 2026)
-    assert timestamp("2026-13-45 06:29:26,790 not a date") is None
-    assert timestamp("step:3 - no time here") is None
+    assert timestamp("2026-13-45 06:29:26,790 not a date", 2000) is None
+    assert timestamp("step:3 - no time here", 2000) is None
     feb29 = read_log(["I0229 10:00:00.000 a\n", "I0229 10:00:05.250 b\n"], "x")  # no year: a leap one is assumed
     assert [line.where() for line in feb29.lines.values()] == ["startup +0s", "startup +5s"]
 

@@ -105,7 +105,7 @@ def _word(m: re.Match[str]) -> str:
     return DIGITS.sub("#", w)
 
 
-def timestamp(line: str, year: int = 2000) -> tuple[float, int] | None:
+def timestamp(line: str, year: int) -> tuple[float, int] | None:
     """(seconds since the epoch, year) of the time in ``line``'s first 64 characters, or None. A
     glog time has no year: it is taken as ``year``, the year of the log's last full date."""
     if m := ISO_TIME.search(line, 0, 64):
