@@ -70,7 +70,7 @@ def _cache_in_use() -> Iterator[Path]:
     cache = cache_dir()
     store = cache / "releases"
     store.mkdir(parents=True, exist_ok=True)
-    fd = os.open(store / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = os.open(cache / "releases.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
