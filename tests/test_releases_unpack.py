@@ -88,4 +88,6 @@ def test_apply_verify_revert_on_a_release_of_other_owners(
         assert "dubious ownership" not in done.stdout + done.stderr
     tree = cache / "trees" / "verl-0.7.0"
     assert {p.lstat().st_uid for p in tree.rglob("*")} == {os.getuid()}
-    assert subprocess.run(["git", "-C", str(tree), "status", "--porcelain"], capture_output=True, text=True).stdout == ""
+    assert (
+        subprocess.run(["git", "-C", str(tree), "status", "--porcelain"], capture_output=True, text=True).stdout == ""
+    )

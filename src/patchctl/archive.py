@@ -185,7 +185,9 @@ def scan(archive: Path, raws: Iterator[Raw]) -> tuple[str, list[Member]]:
         elif raw.kind == "hardlink":
             link = "/".join(p for p in raw.link.split("/") if p not in ("", "."))
             if raw.link.startswith("/") or link not in files:
-                raise UnsafeArchive(archive, raw.name, f"links to {raw.link!r}, which is no file before it in the archive")
+                raise UnsafeArchive(
+                    archive, raw.name, f"links to {raw.link!r}, which is no file before it in the archive"
+                )
             size = files[link]
         total += size
         if total > MAX_BYTES:
@@ -242,14 +244,15 @@ def write(archive: Path, stage: Path, top: str, members: list[Member], opener: C
             raise UnsafeArchive(archive, m.name, f"links outside the tree through another link ({m.link!r})")
 
 
-def _extract(archive: Path, stage: Path) -> str:
+def _open(archive: Path) -> tarfile.TarFile | zipfile.ZipFile:
     try:
-        opened: tarfile.TarFile | zipfile.ZipFile = (
-            zipfile.ZipFile(archive) if archive.suffix == ".zip" else tarfile.open(archive, "r:*")
-        )
+        return zipfile.ZipFile(archive) if archive.suffix == ".zip" else tarfile.open(archive, "r:*")
     except CORRUPT as exc:
         raise BadArchive(archive, f"is not a readable archive ({exc})") from None
-    with opened:
+
+
+def _extract(archive: Path, stage: Path) -> str:
+    with _open(archive) as opened:
         if isinstance(opened, zipfile.ZipFile):
             top, members = scan(archive, _zip_members(archive, opened))
             write(archive, stage, top, members, opened.open)

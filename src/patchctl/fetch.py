@@ -15,6 +15,7 @@ another host, and every URL patchctl prints has them removed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import os
 import socket
@@ -94,10 +95,8 @@ class _Watchdog:
     @staticmethod
     def _shut(sock: socket.socket) -> None:
         # the plain socket's shutdown: an SSLSocket's own drops its TLS state under the reading thread
-        try:
+        with contextlib.suppress(OSError):  # closed already
             socket.socket.shutdown(sock, socket.SHUT_RDWR)
-        except OSError:
-            pass  # closed already
 
     def stop(self) -> None:
         self._timer.cancel()
@@ -163,7 +162,9 @@ class Session:
         """
         parts = urlsplit(url)
         if parts.scheme.lower() not in ("http", "https"):
-            raise ReleaseDownloadFailed(self.spec, url, "not an http(s) URL: refused, patchctl downloads over HTTP(S) only")
+            raise ReleaseDownloadFailed(
+                self.spec, url, "not an http(s) URL: refused, patchctl downloads over HTTP(S) only"
+            )
         request = urllib.request.Request(url, headers={"Accept": accept} if accept else {})  # noqa: S310 -- http(s) only
         header = self._auth.get(parts.netloc)
         if header:  # unredirected: a redirect to another host does not take the token along

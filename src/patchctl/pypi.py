@@ -102,7 +102,9 @@ def download(project: str, version: str, into: Path) -> tuple[Path, str]:
         listed = find_sdist(session, project, version)
         name, url = listed.filename, listed.url
         if listed.size is not None and listed.size > ARCHIVE_CAP:
-            raise ReleaseDownloadFailed(spec, url, f"listed at {listed.size} bytes, over patchctl's cap of {ARCHIVE_CAP}")
+            raise ReleaseDownloadFailed(
+                spec, url, f"listed at {listed.size} bytes, over patchctl's cap of {ARCHIVE_CAP}"
+            )
         part = into / (name + ".part")
         sha = hashlib.sha256()
         with open(part, "wb") as out:

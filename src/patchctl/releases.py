@@ -115,7 +115,10 @@ def sdist(version: str) -> Path:
                 if _intact(cached):
                     return cached
                 _forget(cached)
-        with tempfile.TemporaryDirectory(dir=store, prefix=".part-") as tmp, progress.step(f"downloading verl=={version}"):
+        with (
+            tempfile.TemporaryDirectory(dir=store, prefix=".part-") as tmp,
+            progress.step(f"downloading verl=={version}"),
+        ):
             got, digest = pypi.download("verl", version, Path(tmp))
             record = Path(tmp) / (got.name + RECORD)
             record.write_text(digest + "\n", encoding="ascii")
@@ -165,6 +168,7 @@ def check_version(top: Path, version: str) -> str | None:
 
 def _unpack_release(version: str, archive: Path, into: Path) -> Path:
     """The release's tree, unpacked under ``into``; a refused archive leaves the cache."""
+    problem: str | None
     try:
         top = archives.unpack(archive, into)
     except ArchiveRefused as exc:
@@ -193,7 +197,10 @@ def materialize(version: str) -> Path:
     with _cache_in_use():
         archive = sdist(version)
         trees.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=trees, prefix=".unpack-") as tmp, progress.step(f"unpacking {archive.name}"):
+        with (
+            tempfile.TemporaryDirectory(dir=trees, prefix=".unpack-") as tmp,
+            progress.step(f"unpacking {archive.name}"),
+        ):
             top = _unpack_release(version, archive, Path(tmp))
             # the archive held no .git (archive drops it): this repository is git init's own
             git.init_with_commit(top, f"verl {version} (source release {archive.name})")
@@ -203,7 +210,9 @@ def materialize(version: str) -> Path:
                 if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                     raise
                 if not (final / "verl" / "__init__.py").is_file():
-                    raise FileSystemFailed(final, "a folder that is not verl's tree is in the way", "remove it") from None
+                    raise FileSystemFailed(
+                        final, "a folder that is not verl's tree is in the way", "remove it"
+                    ) from None
     return final
 
 

@@ -8,6 +8,7 @@ bytes until the test lets it go, want basic auth, or hold every request until tw
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -31,6 +32,8 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 class Route:
     body: bytes
     status: int = 200
+    #: the Content-Length announced, when not the body's (a server that closes early)
+    length: int | None = None
     #: more headers (a redirect's Location)
     headers: dict[str, str] = field(default_factory=dict)
     #: seconds between two bytes of the body (a server sending 1 byte every 2 s)
@@ -58,7 +61,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         self.index.seen.append(Seen(path, self.headers.get("Authorization")))
         route = self.index.routes.get(path)
@@ -73,16 +76,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (a slow route)
             self._send(route)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up: what the slow routes are for
 
     def _send(self, route: Route) -> None:
         extra = "".join(f"{k}: {v}\r\n" for k, v in route.headers.items())
+        length = len(route.body) if route.length is None else route.length
         head = (
             f"HTTP/1.1 {route.status} OK\r\nContent-Type: application/vnd.pypi.simple.v1+json\r\n"
-            f"Content-Length: {len(route.body)}\r\n{extra}Connection: close\r\n\r\n"
+            f"Content-Length: {length}\r\n{extra}Connection: close\r\n\r\n"
         ).encode()
         if route.dribble_headers:
             self._dribble(head, route.dribble)
@@ -144,11 +146,11 @@ class Index:
 
 @pytest.fixture
 def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Index]:
-    """The index, as ``PATCHCTL_INDEX_URL``; ``PATCHCTL_CACHE`` a fresh folder (the tests' own processes inherit both)."""
+    """The index, as ``PATCHCTL_INDEX_URL``, and a fresh ``PATCHCTL_CACHE`` (processes the test starts inherit both)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     idx = Index(server)
     _Handler.index = idx
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     monkeypatch.setenv("PATCHCTL_INDEX_URL", f"{idx.url}/simple")
     monkeypatch.setenv("PATCHCTL_CACHE", str(tmp_path / "cache"))

@@ -1,0 +1,129 @@
+"""A release target through real ``python -m patchctl`` processes: hostile archives, slow servers,
+two first uses at once, and a ``kill -9`` mid-download (issue 41)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from tests.releases.release_index import Index, member, patchctl, patchctl_process, release
+
+from patchctl import releases
+
+
+def cache_listing() -> dict[str, list[str]]:
+    """What the cache holds, folder by folder (hidden names included: a leftover is often one)."""
+    root = releases.cache_dir()
+    return {d.name: sorted(p.name for p in d.iterdir()) for d in sorted(root.iterdir()) if d.is_dir()}
+
+
+def test_an_archive_git_folder_never_runs_during_verify(index: Index, tmp_path: Path) -> None:
+    """The archive's .git/config sets core.fsmonitor and its pre-commit hook is executable: before
+    the fix both ran during this read-only verify (git reinitialised the archive's repository)."""
+    marker = tmp_path / "ran"
+    hostile = release(
+        "9.0.1",
+        member("verl-9.0.1/.git/config", f"[core]\n\tfsmonitor = touch {marker}-fsmonitor\n".encode()),
+        member("verl-9.0.1/.git/hooks/pre-commit", f"#!/bin/sh\ntouch {marker}-hook\n".encode(), mode=0o755),
+        member("verl-9.0.1/.git/HEAD", b"ref: refs/heads/main\n"),
+    )
+    index.publish("verl-9.0.1.tar.gz", hostile)
+    ran = patchctl("verify", "--target", "verl==9.0.1")
+    assert ran.code == 1 and "verify: FAILED" in ran.out, ran.text  # it ran: the patches are missing
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]
+    tree = releases.cache_dir() / "trees" / "verl-9.0.1"
+    assert "fsmonitor" not in (tree / ".git" / "config").read_text()
+    assert not (tree / ".git" / "hooks" / "pre-commit").exists()
+    log = subprocess.run(["git", "-C", str(tree), "log", "--format=%s"], capture_output=True, text=True).stdout
+    assert log == "verl 9.0.1 (source release verl-9.0.1.tar.gz)\n"
+
+
+def test_an_unsafe_member_is_one_line_exit_2_and_leaves_the_cache(index: Index, tmp_path: Path) -> None:
+    """Deep enough to leave the cache from the unpacking folder (trees/.unpack-*/.unpack-*/verl-X)."""
+    hostile = release("9.0.2", member("verl-9.0.2/../../../../../evil.py", b"import os\n"))
+    index.publish("verl-9.0.2.tar.gz", hostile)
+    ran = patchctl("apply", "--target", "verl==9.0.2")
+    archive = releases.cache_dir() / "releases" / "verl-9.0.2.tar.gz"
+    assert ran.code == 2 and ran.out == "", ran.text
+    assert ran.err == (
+        f"error: verl==9.0.2: {archive}: member 'verl-9.0.2/../../../../../evil.py' climbs out of the folder with ..; "
+        "the archive was removed from the cache and nothing was unpacked: report the archive to the index's owner, "
+        "or point PATCHCTL_INDEX_URL at another index\n"
+    )
+    assert cache_listing() == {"releases": [], "trees": []}
+    assert not (tmp_path / "evil.py").exists()
+
+
+def test_a_server_sending_a_byte_every_2_s_meets_the_deadline(index: Index, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATCHCTL_DOWNLOAD_TIMEOUT", "3")
+    index.publish("verl-9.0.3.tar.gz", release("9.0.3")).dribble = 2.0
+    ran = patchctl("verify", "--target", "verl==9.0.3", timeout=60)
+    assert ran.code == 2, ran.text
+    assert f"could not download from {index.url}/files/verl-9.0.3.tar.gz (not done within 3 s" in ran.err
+    assert re.search(r"PATCHCTL_DOWNLOAD_TIMEOUT\); \d bytes came\)", ran.err), ran.err  # 1 byte per 2 s
+    assert cache_listing() == {"releases": []}
+
+
+def test_a_server_dribbling_its_headers_meets_the_deadline(index: Index, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No body byte ever comes, so only the watchdog, not a check between reads, can stop it."""
+    monkeypatch.setenv("PATCHCTL_DOWNLOAD_TIMEOUT", "3")
+    index.publish("verl-9.0.4.tar.gz", release("9.0.4"))
+    index.routes["/simple/verl/"].dribble, index.routes["/simple/verl/"].dribble_headers = 2.0, True
+    ran = patchctl("verify", "--target", "verl==9.0.4", timeout=60)
+    assert ran.code == 2, ran.text
+    assert f"could not download from {index.url}/simple/verl/ (not done within 3 s" in ran.err
+
+
+def test_two_first_uses_at_once_both_succeed(index: Index) -> None:
+    """The index holds both downloads until both asked, so both unpack and race to put the tree in place."""
+    route = index.publish("verl-9.0.5.tar.gz", release("9.0.5"))
+    route.barrier = threading.Barrier(2)
+    procs = [patchctl_process("verify", "--target", "verl==9.0.5") for _ in range(2)]
+    done = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [1, 1], done
+    assert all("verify: FAILED" in out for out, _ in done)  # both ran verify on the one tree
+    assert index.requests_for("verl-9.0.5.tar.gz") == 2
+    assert cache_listing() == {
+        "releases": ["verl-9.0.5.tar.gz", "verl-9.0.5.tar.gz.sha256"],
+        "trees": ["verl-9.0.5"],
+    }
+
+
+def test_a_kill_9_mid_download_leaves_nothing_the_next_run_does_not_sweep(index: Index) -> None:
+    data = release("9.0.6", member("verl-9.0.6/blob", os.urandom(300_000)))
+    route = index.publish("verl-9.0.6.tar.gz", data)
+    route.stall_after = len(data) // 2
+    proc = patchctl_process("verify", "--target", "verl==9.0.6")
+    store = releases.cache_dir() / "releases"
+    deadline = time.monotonic() + 60
+    while not any(p.stat().st_size for p in store.glob(".part-*/*.part")):
+        assert time.monotonic() < deadline and proc.poll() is None, "the download never started"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert [p.name for p in store.iterdir() if p.name.startswith(".part-")], "the kill left no partial download"
+    route.stall_after = None
+    ran = patchctl("verify", "--target", "verl==9.0.6")
+    assert ran.code == 1, ran.text
+    assert cache_listing() == {
+        "releases": ["verl-9.0.6.tar.gz", "verl-9.0.6.tar.gz.sha256"],
+        "trees": ["verl-9.0.6"],
+    }
+
+
+def test_a_kill_9_mid_unpack_is_swept_too(index: Index) -> None:
+    """A tree half made (kill -9 while unpacking or committing) is the same kind of leftover."""
+    index.publish("verl-9.0.7.tar.gz", release("9.0.7"))
+    releases.sdist("9.0.7")
+    leftover = releases.cache_dir() / "trees" / ".unpack-abc123" / "verl-9.0.7"
+    leftover.mkdir(parents=True)
+    (leftover / "half.py").write_text("")
+    ran = patchctl("verify", "--target", "verl==9.0.7")
+    assert ran.code == 1, ran.text
+    assert cache_listing()["trees"] == ["verl-9.0.7"]
