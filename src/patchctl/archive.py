@@ -25,6 +25,7 @@ This module imports nothing of patchctl but its errors, so any Python can run it
 
 from __future__ import annotations
 
+import errno
 import lzma
 import os
 import posixpath
@@ -52,6 +53,8 @@ DROPPED_PREFIX = ".patchctl"
 LINK_MAX = 4096
 CHUNK = 1 << 16
 #: what reading a damaged archive raises, by format and compression (OSError: gzip's BadGzipFile)
+#: why a member that passed the checks may still not be written: the archive's fault, not the machine's
+UNWRITABLE = (errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG)
 CORRUPT = (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError, NotImplementedError, OSError)
 
 
@@ -157,7 +160,7 @@ def _link_target(archive: Path, raw: Raw, name: str) -> str | None:
         raise UnsafeArchive(archive, raw.name, "is a link with no target")
     if raw.link.startswith("/"):
         raise UnsafeArchive(archive, raw.name, f"links to the absolute path {raw.link!r}")
-    top = name.split("/", 1)[0]
+    top = name.partition("/")[0]
     target = posixpath.normpath(posixpath.join(posixpath.dirname(name), raw.link))
     if target != top and not target.startswith(top + "/"):
         raise UnsafeArchive(archive, raw.name, f"links outside the tree ({raw.link!r})")
@@ -197,7 +200,7 @@ def scan(archive: Path, raws: Iterator[Raw]) -> tuple[str, list[Member]]:
         if raw.kind in ("file", "hardlink"):
             files[name] = size
         members.append(Member(name, raw.kind, size, bool(raw.mode & 0o111), link, raw.handle))
-    tops = {m.name.split("/", 1)[0] for m in members}
+    tops = {m.name.partition("/")[0] for m in members}
     if len(tops) != 1 or any(m.name in tops and m.kind != "dir" for m in members):
         raise BadArchive(archive)
     return tops.pop(), members
@@ -205,7 +208,8 @@ def scan(archive: Path, raws: Iterator[Raw]) -> tuple[str, list[Member]]:
 
 def _copy(archive: Path, member: Member, src: IO[bytes], path: str) -> None:
     """The member's bytes into a new file at ``path``, counted: never more than its header gave."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    # no symlink exists yet and the staging folder is private (0700): the mode is set below
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC)
     with os.fdopen(fd, "wb") as out:
         written = 0
         while chunk := _read(archive, member.name, src):
@@ -235,8 +239,10 @@ def write(archive: Path, stage: Path, top: str, members: list[Member], opener: C
         links = [m for m in members if m.kind == "symlink"]
         for m in links:
             os.symlink(m.link, os.path.join(base, m.name))
-    except (FileExistsError, NotADirectoryError, IsADirectoryError) as exc:
-        raise BadArchive(archive, f"member {m.name!r} collides with another member ({exc.strerror})") from None
+    except OSError as exc:  # two members of one name, a name or link too long for this file system
+        if exc.errno not in UNWRITABLE:
+            raise
+        raise BadArchive(archive, f"member {m.name!r} cannot be written ({exc.strerror})") from None
     root = os.path.realpath(os.path.join(base, top))
     for m in links:
         real = os.path.realpath(os.path.join(base, m.name))

@@ -187,7 +187,7 @@ class Session:
         except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             if not self._dog.expired:
                 reason = getattr(exc, "reason", None) or exc
-                raise ReleaseDownloadFailed(self.spec, url, f"cut off: {reason}") from None
+                raise ReleaseDownloadFailed(self.spec, url, str(reason)) from None
         if self._dog.expired:
             raise ReleaseDownloadFailed(
                 self.spec, url, f"not done within {self._dog.seconds:g} s ({DEADLINE_VAR}); {got} bytes came"

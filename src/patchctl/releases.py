@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 from patchctl import archive as archives
 from patchctl import git, progress
@@ -53,7 +54,7 @@ def _sweep(cache: Path) -> None:
     """Remove what runs killed mid-way left: only called while no other run holds the cache."""
     store, trees = cache / "releases", cache / "trees"
     for entry in store.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
+        if entry.is_dir():  # .part-*, and the tmp* of earlier patchctl; rmtree never follows a link
             shutil.rmtree(entry, ignore_errors=True)
     for entry in trees.glob(".unpack-*") if trees.is_dir() else ():
         shutil.rmtree(entry, ignore_errors=True)
@@ -168,16 +169,18 @@ def check_version(top: Path, version: str) -> str | None:
 
 def _unpack_release(version: str, archive: Path, into: Path) -> Path:
     """The release's tree, unpacked under ``into``; a refused archive leaves the cache."""
-    problem: str | None
     try:
         top = archives.unpack(archive, into)
     except ArchiveRefused as exc:
-        problem = exc.problem
-    else:
-        problem = check_version(top, version)
-        if problem is None:
-            return top
-        shutil.rmtree(top)
+        _refuse(version, archive, exc.problem)
+    problem = check_version(top, version)
+    if problem is None:
+        return top
+    shutil.rmtree(top)
+    _refuse(version, archive, problem)
+
+
+def _refuse(version: str, archive: Path, problem: str) -> NoReturn:
     _forget(archive)
     raise ReleaseArchiveRefused(f"verl=={version}", archive, problem)
 
@@ -196,7 +199,7 @@ def materialize(version: str) -> Path:
         return final
     with _cache_in_use():
         archive = sdist(version)
-        trees.mkdir(parents=True, exist_ok=True)
+        trees.mkdir(exist_ok=True)  # beside releases/, which sdist made
         with (
             tempfile.TemporaryDirectory(dir=trees, prefix=".unpack-") as tmp,
             progress.step(f"unpacking {archive.name}"),
@@ -211,7 +214,7 @@ def materialize(version: str) -> Path:
                     raise
                 if not (final / "verl" / "__init__.py").is_file():
                     raise FileSystemFailed(
-                        final, "a folder that is not verl's tree is in the way", "remove it"
+                        final, "a folder that is not verl's tree is in the way", "move it away or delete it, then retry"
                     ) from None
     return final
 
@@ -223,7 +226,6 @@ def pristine(version: str, dest: Path) -> Path:
     verl==X`` patches it in place, so it cannot tell what the release itself holds. The sdist
     can, and reading it writes nothing outside ``dest`` (after a first download).
     """
-    dest.mkdir(parents=True, exist_ok=True)
     archive = sdist(version)
     with progress.step(f"unpacking {archive.name}"):
         return _unpack_release(version, archive, dest)

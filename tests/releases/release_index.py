@@ -13,6 +13,8 @@ import hashlib
 import io
 import json
 import os
+import shutil
+import ssl
 import subprocess
 import sys
 import tarfile
@@ -25,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from realparts import unavailable
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
@@ -32,6 +36,8 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 class Route:
     body: bytes
     status: int = 200
+    #: seconds before the answer starts (a slow server that is still within any deadline)
+    pause: float = 0.0
     #: the Content-Length announced, when not the body's (a server that closes early)
     length: int | None = None
     #: more headers (a redirect's Location)
@@ -70,13 +76,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if route.barrier is not None:
             route.barrier.wait(timeout=30)
+        time.sleep(route.pause)
         if route.auth is not None and self.headers.get("Authorization") != route.auth:
             self.send_response(401)
             self.send_header("WWW-Authenticate", 'Basic realm="index"')
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (a slow route)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, ssl.SSLError):  # the client gave up
             self._send(route)
 
     def _send(self, route: Route) -> None:
@@ -111,13 +118,13 @@ class _Handler(BaseHTTPRequestHandler):
 class Index:
     """The served paths, the requests seen, and what ``publish`` listed so far."""
 
-    def __init__(self, server: ThreadingHTTPServer) -> None:
+    def __init__(self, server: ThreadingHTTPServer, scheme: str = "http") -> None:
         self.server = server
         self.routes: dict[str, Route] = {}
         self.seen: list[Seen] = []
         self.entries: list[dict[str, object]] = []
         self.host = f"127.0.0.1:{server.server_address[1]}"
-        self.url = f"http://{self.host}"
+        self.url = f"{scheme}://{self.host}"
 
     def page(self, body: bytes, **route: object) -> None:
         """Serve ``body`` as verl's project page."""
@@ -144,11 +151,11 @@ class Index:
         return sum(1 for s in self.seen if s.path == f"/files/{filename}")
 
 
-@pytest.fixture
-def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Index]:
-    """The index, as ``PATCHCTL_INDEX_URL``, and a fresh ``PATCHCTL_CACHE`` (processes the test starts inherit both)."""
+def _serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tls: ssl.SSLContext | None = None) -> Iterator[Index]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    idx = Index(server)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    idx = Index(server, "https" if tls is not None else "http")
     _Handler.index = idx
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
@@ -162,6 +169,37 @@ def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Index]:
             route.go.set()
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Index]:
+    """The index, as ``PATCHCTL_INDEX_URL``, and a fresh ``PATCHCTL_CACHE`` (processes the test starts inherit both)."""
+    yield from _serve(tmp_path, monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key, made by the openssl command."""
+    if shutil.which("openssl") is None:
+        unavailable("openssl not found: apt-get install -y openssl")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+@pytest.fixture
+def tls_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, certificate: tuple[Path, Path]) -> Iterator[Index]:
+    """The index over HTTPS, its certificate the one this process and its children trust (SSL_CERT_FILE)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*certificate)
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
+    yield from _serve(tmp_path, monkeypatch, context)
 
 
 def member(

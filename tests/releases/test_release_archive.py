@@ -52,28 +52,42 @@ def test_a_release_unpacks_as_plain_data(tmp_path: Path) -> None:
         member(f"{TOP}/secret.py", b"x = 1\n", mode=0o600),
         member(f"{TOP}/group.py", b"y = 2\n", mode=0o2670),
         member(f"{TOP}/deep/er/a.py", b"a\n"),
+        member(f"{TOP}/deep", kind=tarfile.DIRTYPE, mode=0o777),  # after its files, as tar may list it
+        member(f"{TOP}/other-x.sh", b"o\n", mode=0o601),
         member(f"{TOP}/same.py", kind=tarfile.LNKTYPE, link=f"{TOP}/secret.py"),
         member(f"{TOP}/deep/link", kind=tarfile.SYMTYPE, link="../run.sh"),
     ]
     for info, _ in members:
         info.uid, info.gid, info.uname, info.gname = 501, 20, "bytedance", "tiger"
-    top = archive.unpack(write(tmp_path / "ok.tar.gz", tar_gz(*members)), tmp_path / "out")
-    assert top == tmp_path / "out" / TOP
+    top = archive.unpack(write(tmp_path / "ok.tar.gz", tar_gz(*members)), tmp_path / "new" / "out")
+    assert top == tmp_path / "new" / "out" / TOP
     assert unpacked(top) == {
         "deep": "dir",
         "deep/er": "dir",
         "deep/er/a.py": "a\n",
         "deep/link": "-> ../run.sh",
         "group.py": "y = 2\n",
+        "other-x.sh": "o\n",
         "run.sh": "echo\n",
         "same.py": "x = 1\n",
         "secret.py": "x = 1\n",
     }
     modes = {p.name: stat.S_IMODE(p.lstat().st_mode) for p in top.rglob("*") if not p.is_symlink() and p.is_file()}
-    assert modes == {"run.sh": 0o755, "secret.py": 0o644, "group.py": 0o755, "a.py": 0o644, "same.py": 0o644}
+    assert modes == {
+        "run.sh": 0o755,
+        "secret.py": 0o644,
+        "group.py": 0o755,
+        "other-x.sh": 0o755,
+        "a.py": 0o644,
+        "same.py": 0o644,
+    }
+    umask = os.umask(0o022)
+    os.umask(umask)
+    dirs = {stat.S_IMODE(p.stat().st_mode) for p in [top, top / "deep", top / "deep" / "er"]}
+    assert dirs == {0o755 & ~umask}
     assert {p.lstat().st_uid for p in [top, *top.rglob("*")]} == {os.getuid()}
     assert (top / "same.py").stat().st_ino != (top / "secret.py").stat().st_ino  # a copy, not a link
-    assert [p.name for p in (tmp_path / "out").iterdir()] == [TOP]  # the staging folder is gone
+    assert [p.name for p in (tmp_path / "new" / "out").iterdir()] == [TOP]  # the staging folder is gone
 
 
 def test_version_control_and_patchctl_folders_are_dropped(tmp_path: Path) -> None:
@@ -174,13 +188,17 @@ def test_a_link_inside_through_another_link_is_kept(tmp_path: Path) -> None:
     assert (top / "y").read_text() == "a" and (top / "top").resolve() == top.resolve()
 
 
+EXISTS = r"cannot be written \(File exists\)"
+
+
 @pytest.mark.parametrize(
     ("members", "problem"),
     [
-        ([member(f"{TOP}/a.py", b"a"), member(f"{TOP}/a.py", b"b")], "member 'verl-9/a.py' collides"),
-        ([member(f"{TOP}/a", b"a"), member(f"{TOP}/a", kind=tarfile.DIRTYPE)], "member 'verl-9/a' collides"),
-        ([member(f"{TOP}/a", b"a"), member(f"{TOP}/a/b.py", b"b")], "member 'verl-9/a/b.py' collides"),
-        ([member(f"{TOP}/d/b.py", b"b"), member(f"{TOP}/d", kind=tarfile.SYMTYPE, link=".")], "'verl-9/d' collides"),
+        ([member(f"{TOP}/a.py", b"a"), member(f"{TOP}/a.py", b"b")], f"member 'verl-9/a.py' {EXISTS}"),
+        ([member(f"{TOP}/a", b"a"), member(f"{TOP}/a", kind=tarfile.DIRTYPE)], f"member 'verl-9/a' {EXISTS}"),
+        ([member(f"{TOP}/a", b"a"), member(f"{TOP}/a/b.py", b"b")], f"member 'verl-9/a/b.py' {EXISTS}"),
+        ([member(f"{TOP}/d/b.py", b"b"), member(f"{TOP}/d", kind=tarfile.SYMTYPE, link=".")], f"'verl-9/d' {EXISTS}"),
+        ([member(f"{TOP}/{'x' * 300}.py", b"")], r"cannot be written \(File name too long\)"),
         ([member(f"{TOP}/a.py"), member("other/b.py")], r"unexpected layout \(expected one top directory\)"),
         ([member(TOP, b"a file")], r"unexpected layout"),
         ([], r"unexpected layout"),
@@ -191,6 +209,7 @@ def test_a_link_inside_through_another_link_is_kept(tmp_path: Path) -> None:
         "file-then-dir",
         "file-as-folder",
         "link-over-folder",
+        "name-too-long",
         "two-tops",
         "top-file",
         "empty",
@@ -310,7 +329,7 @@ def test_a_zip_release_unpacks_as_plain_data(tmp_path: Path) -> None:
     ("entry", "problem"),
     [
         ((f"{TOP}/link", b"../../evil.py", stat.S_IFLNK | 0o777), "links outside the tree"),
-        ((f"{TOP}/link", b"x" * 5000, stat.S_IFLNK | 0o777), "is a link of more than 4096 bytes"),
+        ((f"{TOP}/link", b"x" * 4097, stat.S_IFLNK | 0o777), "is a link of more than 4096 bytes"),
         ((f"{TOP}/dev", b"", stat.S_IFCHR | 0o644), "is a device, FIFO or other special file"),
         ((f"{TOP}/../evil.py", b"x", stat.S_IFREG | 0o644), "climbs out of the folder"),
     ],
@@ -331,6 +350,8 @@ def test_an_encrypted_or_oversized_zip_is_refused(tmp_path: Path, monkeypatch: p
     with pytest.raises(UnsafeArchive, match=r"member 'verl-9/a\.py' is encrypted"):
         archive.unpack(write(locked, bytes(raw)), tmp_path / "out")
     monkeypatch.setattr(archive, "MAX_BYTES", 10)
+    full = a_zip(tmp_path / "full.zip", (f"{TOP}/", b"", stat.S_IFDIR | 0o755), (f"{TOP}/a.py", b"a" * 10, 0o100644))
+    assert (archive.unpack(full, tmp_path / "full") / "a.py").read_bytes() == b"a" * 10
     big = a_zip(tmp_path / "big.zip", (f"{TOP}/a.py", b"a" * 11, stat.S_IFREG | 0o644))
     with pytest.raises(ArchiveTooLarge, match="unpacks to more than 0 MiB"):
         archive.unpack(big, tmp_path / "out")
@@ -343,3 +364,25 @@ def test_a_zip_whose_member_is_damaged_is_refused(tmp_path: Path) -> None:
     raw[100] ^= 0xFF  # inside the deflated data: the CRC no longer matches
     with pytest.raises(BadArchive, match=r"is corrupt or truncated at member 'verl-9/a\.py'"):
         archive.unpack(write(ok, bytes(raw)), tmp_path / "out")
+
+
+def test_a_zip_link_as_long_as_the_cap_is_left_to_the_file_system(tmp_path: Path) -> None:
+    """4096 bytes are read; Linux takes 4095 at most, and says so: the archive's fault, one line."""
+    bad = a_zip(tmp_path / "long.zip", (f"{TOP}/a.py", b"a", 0o100644), (f"{TOP}/l", b"x" * 4096, stat.S_IFLNK | 0o777))
+    with pytest.raises(BadArchive, match=r"member 'verl-9/l' cannot be written \(File name too long\)"):
+        archive.unpack(bad, tmp_path / "out")
+
+
+def test_an_archive_of_more_members_than_any_release_is_refused(tmp_path: Path) -> None:
+    """50001 empty members (25 MB of headers, 60 kB gzipped): refused at the 50001st header."""
+    template = bytearray(tarfile.TarInfo(f"{TOP}/f000000").tobuf())
+    at = template.index(b"f000000")
+    headers = bytearray()
+    for i in range(50_001):  # tobuf() for each would take seconds: the name and checksum patched instead
+        header = bytearray(template)
+        header[at : at + 7], header[148:156] = b"f%06d" % i, b" " * 8
+        header[148:155] = b"%06o\0" % sum(header)
+        headers += header
+    path = write(tmp_path / "many.tar.gz", gzip.compress(bytes(headers) + bytes(1024), 1))
+    with pytest.raises(ArchiveTooLarge, match="holds more than 50000 members"):
+        archive.unpack(path, tmp_path / "out")

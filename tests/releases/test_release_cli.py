@@ -127,3 +127,34 @@ def test_a_kill_9_mid_unpack_is_swept_too(index: Index) -> None:
     ran = patchctl("verify", "--target", "verl==9.0.7")
     assert ran.code == 1, ran.text
     assert cache_listing()["trees"] == ["verl-9.0.7"]
+
+
+def wait_for_part(proc: subprocess.Popen[str], version: str) -> None:
+    """Until the run has written some of its archive into its .part-* folder."""
+    store = releases.cache_dir() / "releases"
+    deadline = time.monotonic() + 60
+    while not any(p.stat().st_size for p in store.glob(f".part-*/verl-{version}.tar.gz.part")):
+        assert time.monotonic() < deadline and proc.poll() is None, f"the download of {version} never started"
+        time.sleep(0.05)
+
+
+def test_a_run_never_sweeps_what_a_live_run_is_writing(index: Index) -> None:
+    """A stalls mid-download; B starts and stalls too; A finishes; C runs from start to end while B
+    still writes. Only a run alone sweeps, so B's and A's partial downloads survive the others."""
+    routes = {}
+    for v in ("9.2.5", "9.2.6", "9.2.7"):
+        data = release(v, member(f"verl-{v}/blob", os.urandom(200_000)))
+        routes[v] = index.publish(f"verl-{v}.tar.gz", data)
+        routes[v].stall_after = len(data) // 2
+    a = patchctl_process("verify", "--target", "verl==9.2.5")
+    wait_for_part(a, "9.2.5")
+    b = patchctl_process("verify", "--target", "verl==9.2.6")
+    wait_for_part(b, "9.2.6")
+    routes["9.2.5"].go.set()
+    assert a.wait(timeout=120) == 1, a.communicate()
+    routes["9.2.7"].stall_after = None
+    c = patchctl("verify", "--target", "verl==9.2.7")
+    assert c.code == 1, c.text
+    routes["9.2.6"].go.set()
+    assert b.wait(timeout=120) == 1, b.communicate()
+    assert cache_listing()["trees"] == ["verl-9.2.5", "verl-9.2.6", "verl-9.2.7"]

@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import re
+import socket
 import zipfile
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from tests.clirun import run
 from tests.releases.release_index import Index, member, release, tar_gz
 
 from patchctl import pypi, releases
-from patchctl.errors import ReleaseArchiveRefused, ReleaseDownloadFailed
+from patchctl.errors import ReleaseArchiveRefused, ReleaseDownloadFailed, UnknownRelease
 
 
 def refused(*args: str) -> str:
@@ -51,6 +52,16 @@ def test_a_damaged_cached_archive_is_fetched_again(index: Index, damage: str) ->
     assert releases.materialize("9.1.1").joinpath("verl", "__init__.py").is_file()
 
 
+def test_a_damaged_cached_archive_is_not_kept_when_the_refetch_fails(index: Index) -> None:
+    index.publish("verl-9.1.2.tar.gz", release("9.1.2"))
+    cached = releases.sdist("9.1.2")
+    cached.write_bytes(b"cut")
+    del index.routes["/files/verl-9.1.2.tar.gz"]
+    with pytest.raises(UnknownRelease, match=r"verl-9\.1\.2\.tar\.gz answered 404"):
+        releases.sdist("9.1.2")
+    assert list(cached.parent.iterdir()) == []
+
+
 def test_a_listing_url_that_is_not_http_is_refused(index: Index) -> None:
     index.publish("verl-9.2.0.tar.gz", b"x", url="file:///dev/zero")
     out = refused("verify", "--target", "verl==9.2.0")
@@ -73,10 +84,19 @@ def test_a_body_larger_than_listed_is_cut_off(index: Index) -> None:
 
 
 def test_a_listed_size_over_the_cap_is_refused_without_downloading(index: Index) -> None:
-    index.publish("verl-9.3.1.tar.gz", b"x", size=pypi.ARCHIVE_CAP + 1)
+    """The cap is 256 MiB (verl's sdists are 1-2 MB); a size of exactly 256 MiB is downloaded."""
+    index.publish("verl-9.3.1.tar.gz", b"x", size=(256 << 20) + 1)
     out = refused("verify", "--target", "verl==9.3.1")
-    assert f"(listed at {pypi.ARCHIVE_CAP + 1} bytes, over patchctl's cap of {pypi.ARCHIVE_CAP})" in out
+    assert "(listed at 268435457 bytes, over patchctl's cap of 268435456)" in out
     assert index.requests_for("verl-9.3.1.tar.gz") == 0
+    index.publish("verl-9.3.1.tar.gz", release("9.3.1"), size=256 << 20)  # the sha256 decides, as ever
+    assert releases.sdist("9.3.1").is_file()
+
+
+def test_a_listed_size_of_zero_is_taken_at_its_word(index: Index) -> None:
+    index.publish("verl-9.3.4.tar.gz", b"", size=0)
+    out = refused("verify", "--target", "verl==9.3.4")
+    assert "verl-9.3.4.tar.gz: is not a readable archive" in out
 
 
 def test_without_a_listed_size_the_cap_bounds_the_download(index: Index, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -96,9 +116,13 @@ def test_a_body_shorter_than_announced_is_cut_off(index: Index) -> None:
 
 
 def test_a_page_over_its_cap_is_refused(index: Index) -> None:
-    index.page(b" " * (pypi.PAGE_CAP + 1) + b"{}")
+    """8 MiB are read (verl's page is 15 kB); one byte more is refused."""
+    index.page(b" " * ((8 << 20) - 1) + b"{}")
     out = refused("verify", "--target", "verl==9.4.0")
-    assert f"/simple/verl/ (larger than the {pypi.PAGE_CAP} bytes expected: stopped)" in out
+    assert "/simple/verl/ (larger than the 8388608 bytes expected: stopped)" in out
+    index.page(b" " * ((8 << 20) - 2) + b"{}")
+    out = refused("verify", "--target", "verl==9.4.0")
+    assert "/simple/verl/ (not a JSON Simple API (PEP 691) page: no list of files)" in out
 
 
 @pytest.mark.parametrize(
@@ -169,6 +193,7 @@ def test_a_zip_is_taken_when_the_index_has_no_tar(index: Index) -> None:
     index.publish("verl-9.4.20.tar.gz", release("9.4.20"))
     assert releases.sdist("9.4.2").name == "verl-9.4.2.zip"
     assert (releases.materialize("9.4.2") / "verl" / "__init__.py").is_file()
+    assert (releases.materialize("9.4.20") / "verl" / "__init__.py").is_file()
 
 
 @pytest.mark.parametrize(
@@ -258,7 +283,88 @@ def test_a_bad_deadline_is_named(index: Index, monkeypatch: pytest.MonkeyPatch, 
     assert f"PATCHCTL_DOWNLOAD_TIMEOUT {value}: set it to the seconds a release download may take" in out
 
 
-def test_a_deadline_that_is_a_number_is_taken(index: Index, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PATCHCTL_DOWNLOAD_TIMEOUT", " 30 ")
+@pytest.mark.parametrize("value", [" 30 ", "1"])
+def test_a_deadline_that_is_a_number_is_taken(index: Index, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("PATCHCTL_DOWNLOAD_TIMEOUT", value)
     index.publish("verl-9.7.1.tar.gz", release("9.7.1"))
     assert releases.sdist("9.7.1").is_file()
+
+
+def test_a_slow_server_within_the_deadline_is_waited_for(index: Index) -> None:
+    index.publish("verl-9.7.2.tar.gz", release("9.7.2")).pause = 0.5
+    index.routes["/simple/verl/"].pause = 0.5
+    assert releases.sdist("9.7.2").is_file()
+
+
+def test_a_project_the_index_lacks_is_unknown(index: Index) -> None:
+    out = refused("verify", "--target", "verl==9.7.3")
+    assert f"verl==9.7.3: no such source release could be downloaded ({index.url}/simple/verl/ answered 404)" in out
+
+
+def test_an_index_that_does_not_answer_is_named(index: Index, monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("PATCHCTL_INDEX_URL", f"http://127.0.0.1:{port}/simple")
+    out = refused("verify", "--target", "verl==9.7.4")
+    assert f"could not download from http://127.0.0.1:{port}/simple/verl/ ([Errno 111] Connection refused)" in out
+
+
+def test_an_https_index_with_a_token(tls_index: Index, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The production path: TLS, its certificate checked, basic auth, and the watchdog on a TLS socket."""
+    monkeypatch.setenv("PATCHCTL_INDEX_URL", f"https://alice:tok@{tls_index.host}/simple")
+    tls_index.publish("verl-9.8.0.tar.gz", release("9.8.0"))
+    tls_index.routes["/simple/verl/"].auth = basic("alice", "tok")
+    assert releases.sdist("9.8.0").is_file()
+    assert [s.authorization for s in tls_index.seen] == [basic("alice", "tok")] * 2
+    monkeypatch.setenv("PATCHCTL_DOWNLOAD_TIMEOUT", "2")
+    tls_index.routes["/simple/verl/"].dribble, tls_index.routes["/simple/verl/"].dribble_headers = 2.0, True
+    with pytest.raises(ReleaseDownloadFailed, match=r"/simple/verl/ \(not done within 2 s"):
+        releases.sdist("9.8.1")
+
+
+def test_an_https_index_whose_certificate_is_not_trusted_is_refused(
+    tls_index: Index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent")
+    tls_index.publish("verl-9.8.2.tar.gz", release("9.8.2"))
+    out = refused("verify", "--target", "verl==9.8.2")
+    assert "[SSL: CERTIFICATE_VERIFY_FAILED]" in out
+
+
+def test_cache_dir_falls_back_to_xdg_then_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("PATCHCTL_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert releases.cache_dir() == tmp_path / "xdg" / "patchctl"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert releases.cache_dir() == tmp_path / "home" / ".cache" / "patchctl"
+
+
+def test_each_lone_run_sweeps_what_killed_runs_left(index: Index) -> None:
+    index.publish("verl-9.9.0.tar.gz", release("9.9.0"))
+    index.publish("verl-9.9.1.tar.gz", release("9.9.1"))
+    cache = releases.cache_dir()
+    (cache / "releases" / ".part-dead1").mkdir(parents=True)
+    (cache / "releases" / ".part-dead1" / "verl-9.9.0.tar.gz.part").write_bytes(b"half")
+    releases.sdist("9.9.0")
+    (cache / "releases" / ".part-dead2").mkdir()
+    (cache / "trees" / ".unpack-dead3" / "verl-9.9.1").mkdir(parents=True)
+    releases.materialize("9.9.1")
+    releases.materialize("9.9.0")
+    assert sorted(p.name for p in (cache / "releases").iterdir()) == [
+        "verl-9.9.0.tar.gz",
+        "verl-9.9.0.tar.gz.sha256",
+        "verl-9.9.1.tar.gz",
+        "verl-9.9.1.tar.gz.sha256",
+    ]
+    assert sorted(p.name for p in (cache / "trees").iterdir()) == ["verl-9.9.0", "verl-9.9.1"]
+
+
+def test_a_folder_in_the_way_of_the_tree_is_named(index: Index) -> None:
+    index.publish("verl-9.9.2.tar.gz", release("9.9.2"))
+    in_the_way = releases.cache_dir() / "trees" / "verl-9.9.2"
+    (in_the_way / "notes").mkdir(parents=True)
+    out = refused("verify", "--target", "verl==9.9.2")
+    assert f"error: {in_the_way}: a folder that is not verl's tree is in the way; move it away or delete it" in out
+    assert sorted(p.name for p in in_the_way.iterdir()) == ["notes"]
