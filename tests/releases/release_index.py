@@ -27,9 +27,12 @@ from pathlib import Path
 
 import pytest
 
+import patchctl
 from realparts import unavailable
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+#: the sources this test process imports, so that its patchctl processes run the same code (a
+#: mutation run's mutated copy, say): not this file's checkout
+SRC = Path(patchctl.__file__).resolve().parents[1]
 
 
 @dataclass
