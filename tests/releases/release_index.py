@@ -47,7 +47,8 @@ class Route:
     headers: dict[str, str] = field(default_factory=dict)
     #: seconds between two bytes of the body (a server sending 1 byte every 2 s)
     dribble: float = 0.0
-    #: the status line and headers dribbled too, one byte per ``dribble`` seconds
+    #: headers that never end, one byte per ``dribble`` seconds: a header line that grows until the
+    #: client leaves (no body byte ever comes)
     dribble_headers: bool = False
     #: send this many bytes of the body, then wait for ``go`` before the rest
     stall_after: int | None = None
@@ -97,7 +98,7 @@ class _Handler(BaseHTTPRequestHandler):
             f"Content-Length: {length}\r\n{extra}Connection: close\r\n\r\n"
         ).encode()
         if route.dribble_headers:
-            self._dribble(head, route.dribble)
+            self._dribble(head[:-2] + b"X-Slow: " + b"a" * 65000, route.dribble)
             return
         self.wfile.write(head)
         self.wfile.flush()
