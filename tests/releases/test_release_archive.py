@@ -54,7 +54,7 @@ def test_a_release_unpacks_as_plain_data(tmp_path: Path) -> None:
         member(f"{TOP}/deep/er/a.py", b"a\n"),
         member(f"{TOP}/deep", kind=tarfile.DIRTYPE, mode=0o777),  # after its files, as tar may list it
         member(f"{TOP}/other-x.sh", b"o\n", mode=0o601),
-        member(f"{TOP}/same.py", kind=tarfile.LNKTYPE, link=f"{TOP}/secret.py"),
+        member(f"{TOP}/same.py", kind=tarfile.LNKTYPE, link=f"./{TOP}/secret.py"),
         member(f"{TOP}/deep/link", kind=tarfile.SYMTYPE, link="../run.sh"),
     ]
     for info, _ in members:
@@ -124,8 +124,11 @@ def unsafe_cases(tmp: Path) -> list[tuple[tuple[tarfile.TarInfo, bytes], str]]:
         (member(f"{TOP}/../../evil.py", b"x"), "climbs out of the folder with .."),
         (member(f"{tmp}/evil.py", b"x"), "is an absolute path"),
         (member(f"{TOP}/link", kind=tarfile.SYMTYPE, link=f"{tmp}/evil.py"), "links to the absolute path"),
-        (member(f"{TOP}/link", kind=tarfile.SYMTYPE, link="../../evil.py"), "links outside the tree"),
-        (member(f"{TOP}/link", kind=tarfile.SYMTYPE, link=".."), "links outside the tree"),
+        (
+            member(f"{TOP}/link", kind=tarfile.SYMTYPE, link="../../evil.py"),
+            r"links outside the tree \('\.\./\.\./evil\.py'\)",
+        ),
+        (member(f"{TOP}/link", kind=tarfile.SYMTYPE, link=".."), r"links outside the tree \('\.\.'\)"),
         (member(f"{TOP}/link", kind=tarfile.SYMTYPE, link=""), "is a link with no target"),
         (member(f"{TOP}/hard", kind=tarfile.LNKTYPE, link="../evil.py"), "which is no file before it"),
         (member(f"{TOP}/hard", kind=tarfile.LNKTYPE, link=f"/{TOP}/a.py"), "which is no file before it"),
@@ -328,7 +331,7 @@ def test_a_zip_release_unpacks_as_plain_data(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("entry", "problem"),
     [
-        ((f"{TOP}/link", b"../../evil.py", stat.S_IFLNK | 0o777), "links outside the tree"),
+        ((f"{TOP}/link", b"../../evil.py", stat.S_IFLNK | 0o777), r"links outside the tree \('\.\./"),
         ((f"{TOP}/link", b"x" * 4097, stat.S_IFLNK | 0o777), "is a link of more than 4096 bytes"),
         ((f"{TOP}/dev", b"", stat.S_IFCHR | 0o644), "is a device, FIFO or other special file"),
         ((f"{TOP}/../evil.py", b"x", stat.S_IFREG | 0o644), "climbs out of the folder"),
