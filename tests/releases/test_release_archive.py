@@ -251,12 +251,9 @@ def bomb(size: int) -> bytes:
     )
 
 
-def test_a_small_archive_holding_a_huge_file_is_refused_before_it_is_written(tmp_path: Path) -> None:
-    """1 GiB of zeros in a 1 MiB archive. The unpacking process may write 16 MiB at most
-    (RLIMIT_FSIZE): writing the member at all would end it with EFBIG instead of the refusal."""
-    data = bomb(1 << 30)
-    assert len(data) < 2 << 20
-    path = write(tmp_path / "bomb.tar.gz", data)
+def unpack_with_small_files(path: Path, into: Path) -> subprocess.CompletedProcess[str]:
+    """``archive.unpack`` in a process that may write 16 MiB per file at most (RLIMIT_FSIZE): a
+    larger write fails there with EFBIG, as on a full or size-limited file system."""
 
     def small_files() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -265,16 +262,31 @@ def test_a_small_archive_holding_a_huge_file_is_refused_before_it_is_written(tmp
     code = (
         "import sys; from pathlib import Path; from patchctl import archive; archive.unpack(*map(Path, sys.argv[1:]))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(path), str(tmp_path / "out")],
+    return subprocess.run(
+        [sys.executable, "-c", code, str(path), str(into)],
         env={**os.environ, "PYTHONPATH": str(SRC)},
         capture_output=True,
         text=True,
         preexec_fn=small_files,
         timeout=120,
     )
+
+
+def test_a_small_archive_holding_a_huge_file_is_refused_before_it_is_written(tmp_path: Path) -> None:
+    """1 GiB of zeros in a 1 MiB archive: writing the member at all would end in EFBIG, not the refusal."""
+    data = bomb(1 << 30)
+    assert len(data) < 2 << 20
+    done = unpack_with_small_files(write(tmp_path / "bomb.tar.gz", data), tmp_path / "out")
     assert "patchctl.errors.sources.ArchiveTooLarge" in done.stderr, done.stderr[-2000:]
     assert "unpacks to more than 512 MiB (member 'verl-9/zeros' is 1073741824 bytes)" in done.stderr
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_write_the_machine_refuses_is_not_blamed_on_the_archive(tmp_path: Path) -> None:
+    """A 32 MiB member is within the caps; the file system refusing it is the machine's error
+    (the CLI names it as such), not a bad archive to remove from the cache."""
+    done = unpack_with_small_files(write(tmp_path / "big.tar.gz", bomb(32 << 20)), tmp_path / "out")
+    assert done.stderr.strip().splitlines()[-1].startswith("OSError: [Errno 27] File too large"), done.stderr
     assert list((tmp_path / "out").iterdir()) == []
 
 
