@@ -23,7 +23,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Iterator
 from types import TracebackType
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -154,11 +154,12 @@ class Session:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self._dog.stop()
 
-    def get(self, url: str, limit: int, sink: Callable[[bytes], object], accept: str | None = None) -> int:
-        """Feed the body of ``url`` to ``sink`` chunk by chunk; return its size.
+    def chunks(self, url: str, limit: int, accept: str | None = None) -> Iterator[bytes]:
+        """The body of ``url``, chunk by chunk as it comes.
 
         Refused: a scheme other than http(s), a body over ``limit`` bytes (read no further), a body
-        cut short, and anything past the session's deadline.
+        cut short, and anything past the session's deadline. What the caller does with a chunk
+        (write it: a full disk) fails in the caller, never reported as the network's fault.
         """
         parts = urlsplit(url)
         if parts.scheme.lower() not in ("http", "https"):
@@ -178,7 +179,7 @@ class Session:
                         raise ReleaseDownloadFailed(self.spec, url, f"larger than the {limit} bytes expected: stopped")
                     if self._dog.expired:
                         break
-                    sink(chunk)
+                    yield chunk
                 short = answer.length
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
@@ -194,4 +195,3 @@ class Session:
             )
         if short:
             raise ReleaseDownloadFailed(self.spec, url, f"cut off after {got} bytes, {short} more were announced")
-        return got

@@ -57,8 +57,7 @@ def index_url() -> str:
 
 
 def _read_page(session: Session, page: str) -> Any:
-    body = bytearray()
-    session.get(page, PAGE_CAP, body.extend, accept=ACCEPT)
+    body = b"".join(session.chunks(page, PAGE_CAP, accept=ACCEPT))
     try:
         return json.loads(body.decode("utf-8"))
     except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python's stack
@@ -108,12 +107,9 @@ def download(project: str, version: str, into: Path) -> tuple[Path, str]:
         part = into / (name + ".part")
         sha = hashlib.sha256()
         with open(part, "wb") as out:
-
-            def keep(chunk: bytes) -> None:
+            for chunk in session.chunks(url, listed.size if listed.size is not None else ARCHIVE_CAP):
                 sha.update(chunk)
                 out.write(chunk)
-
-            session.get(url, listed.size if listed.size is not None else ARCHIVE_CAP, keep)
     if sha.hexdigest() != listed.sha256:
         part.unlink()
         raise ReleaseHashMismatch(spec, url, listed.sha256, sha.hexdigest())

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from tests.releases.release_index import Index, member, patchctl, patchctl_process, release
+from tests.releases.release_index import SRC, Index, member, patchctl, patchctl_process, release
 
 from patchctl import releases
 
@@ -158,3 +160,26 @@ def test_a_run_never_sweeps_what_a_live_run_is_writing(index: Index) -> None:
     routes["9.2.6"].go.set()
     assert b.wait(timeout=120) == 1, b.communicate()
     assert cache_listing()["trees"] == ["verl-9.2.5", "verl-9.2.6", "verl-9.2.7"]
+
+
+def test_a_disk_that_refuses_the_download_is_not_called_a_network_error(index: Index) -> None:
+    """The download is written as it comes: a file-size limit (as a full disk) stops it, named as the
+    machine's error, with nothing left behind."""
+    index.publish("verl-9.2.8.tar.gz", release("9.2.8", member("verl-9.2.8/blob", os.urandom(2 << 20))))
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "patchctl", "verify", "--target", "verl==9.2.8"],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        preexec_fn=small_files,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: ") and "file-size limit of 1.0 MiB (ulimit -f)" in done.stderr, done.stderr
+    assert "could not download" not in done.stderr
+    assert cache_listing() == {"releases": []}
