@@ -7,6 +7,7 @@ import os
 import re
 import resource
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -183,3 +184,27 @@ def test_a_disk_that_refuses_the_download_is_not_called_a_network_error(index: I
     assert done.stderr.startswith("error: ") and "file-size limit of 1.0 MiB (ulimit -f)" in done.stderr, done.stderr
     assert "could not download" not in done.stderr
     assert cache_listing() == {"releases": []}
+
+
+def test_a_host_that_never_accepts_the_connection_meets_the_deadline(
+    index: Index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listening socket whose queue is full: the kernel drops further SYNs, so connect() waits.
+    The socket is watched only once connected; until then its timeout is the time left."""
+    with socket.socket() as full:
+        full.bind(("127.0.0.1", 0))
+        full.listen(0)
+        port = full.getsockname()[1]
+        fillers = []
+        for _ in range(4):  # fill the accept queue (never accepted); a 4th connect would wait
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(full.getsockname())
+            fillers.append(s)
+        monkeypatch.setenv("PATCHCTL_INDEX_URL", f"http://127.0.0.1:{port}/simple")
+        monkeypatch.setenv("PATCHCTL_DOWNLOAD_TIMEOUT", "2")
+        ran = patchctl("verify", "--target", "verl==9.2.9", timeout=30)
+        for s in fillers:
+            s.close()
+    assert ran.code == 2, ran.text
+    assert f"could not download from http://127.0.0.1:{port}/simple/verl/ (" in ran.err

@@ -9,6 +9,7 @@ import io
 import json
 import re
 import socket
+import threading
 import zipfile
 from pathlib import Path
 
@@ -32,6 +33,8 @@ def test_a_release_downloads_once_and_is_reused(index: Index) -> None:
     index.publish("verl-9.1.0.tar.gz", release("9.1.0"))
     first = releases.sdist("9.1.0")
     assert releases.sdist("9.1.0") == first and index.requests_for("verl-9.1.0.tar.gz") == 1
+    assert [s.authorization for s in index.seen] == [None, None]  # no credentials: no Authorization
+    assert [t for t in threading.enumerate() if isinstance(t, threading.Timer)] == []  # the deadline's watchdog ended
     recorded = (first.parent / "verl-9.1.0.tar.gz.sha256").read_text().strip()
     assert recorded == hashlib.sha256(first.read_bytes()).hexdigest()
 
