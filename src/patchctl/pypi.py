@@ -5,7 +5,13 @@ patchctl used to run ``python -m pip download``; in a venv without pip (uv's def
 pip`` (#19). The index's JSON Simple API (PEP 691) names each file with its sha256, so urllib
 is enough, and the archive is checked against that digest before it enters the cache.
 
-``$PATCHCTL_INDEX_URL`` points at another index or mirror (default ``https://pypi.org/simple``).
+Everything the index sends is untrusted (#41): the page is read up to :data:`PAGE_CAP` and any
+shape of JSON is answered with a one-line error; the archive is read up to the size the index
+lists (PEP 700), never beyond :data:`ARCHIVE_CAP`; :mod:`patchctl.fetch` holds the deadline,
+the http(s)-only rule and the credentials.
+
+``$PATCHCTL_INDEX_URL`` points at another index or mirror (default ``https://pypi.org/simple``),
+``user:token@`` included for a private one.
 """
 
 from __future__ import annotations
@@ -13,76 +19,100 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import urllib.error
-import urllib.request
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
 from patchctl.errors import ReleaseDownloadFailed, ReleaseHashMismatch, UnknownRelease
+from patchctl.fetch import Session, split_credentials
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 #: PEP 691: ask for JSON; an index that only speaks HTML is reported, not parsed
 ACCEPT = "application/vnd.pypi.simple.v1+json"
-#: seconds without an answer before a download counts as failed (a proxy that swallows packets)
-TIMEOUT = 60
+#: the most bytes of an index page read (verl's whole history is 15 kB on PyPI in 2025)
+PAGE_CAP = 8 << 20
+#: the most bytes of a source archive read (verl's are 1-2 MB), whatever size the index lists
+ARCHIVE_CAP = 256 << 20
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One file as the index lists it."""
+
+    #: the file's name, a plain name (checked)
+    filename: str
+    #: absolute URL, joined to the page's
+    url: str
+    #: lower-case hex
+    sha256: str
+    #: bytes, when the index says (PEP 700's ``size``); None otherwise
+    size: int | None
 
 
 def index_url() -> str:
     return (os.environ.get("PATCHCTL_INDEX_URL") or DEFAULT_INDEX).rstrip("/") + "/"
 
 
-def _get(url: str, spec: str, accept: str | None = None) -> Any:
-    request = urllib.request.Request(url, headers={"Accept": accept} if accept else {})  # noqa: S310 -- see index_url
+def _read_page(session: Session, page: str) -> Any:
+    body = b"".join(session.chunks(page, PAGE_CAP, accept=ACCEPT))
     try:
-        return urllib.request.urlopen(request, timeout=TIMEOUT)  # noqa: S310 -- an https index URL
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            raise UnknownRelease(spec, f"{url} answered 404") from None
-        raise ReleaseDownloadFailed(spec, url, f"HTTP {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ReleaseDownloadFailed(spec, url, str(reason)) from None
+        return json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python's stack
+        raise ReleaseDownloadFailed(session.spec, page, "not a JSON Simple API (PEP 691) page") from None
 
 
-def find_sdist(project: str, version: str) -> tuple[str, str, str]:
-    """``(filename, url, sha256)`` of the release's source archive, as the index lists it."""
-    spec = f"{project}=={version}"
-    page = urljoin(index_url(), f"{project}/")
-    with _get(page, spec, ACCEPT) as answer:
-        try:
-            files = json.loads(answer.read().decode("utf-8"))["files"]
-        except (ValueError, KeyError, TypeError):
-            raise ReleaseDownloadFailed(spec, page, "not a JSON Simple API (PEP 691) page") from None
+def _listing(spec: str, page: str, entry: dict[str, Any], name: str) -> Listing:
+    """The entry of ``name``, each field checked: a listing is the index's word, not ours."""
+    url = entry.get("url")
+    if not isinstance(url, str) or not url:
+        raise ReleaseDownloadFailed(spec, page, f"{name} is listed without a url")
+    hashes = entry.get("hashes")
+    digest = hashes.get("sha256") if isinstance(hashes, dict) else None
+    if not isinstance(digest, str) or not _SHA256.fullmatch(digest.lower()):
+        raise ReleaseDownloadFailed(spec, page, f"{name} is listed without a sha256")
+    size = entry.get("size")
+    if size is not None and (type(size) is not int or size < 0):
+        raise ReleaseDownloadFailed(spec, page, f"{name} is listed with a size that is not a byte count: {size!r}")
+    # credentials in a listed URL are dropped: the index's own (PATCHCTL_INDEX_URL) go to its host
+    return Listing(name, split_credentials(urljoin(page, url))[0], digest.lower(), size)
+
+
+def find_sdist(session: Session, project: str, version: str) -> Listing:
+    """The release's source archive, as the index lists it (a .tar.gz before a .zip)."""
+    page = urljoin(session.index.rstrip("/") + "/", f"{project}/")
+    document = _read_page(session, page)
+    files = document.get("files") if isinstance(document, dict) else None
+    if not isinstance(files, list):
+        raise ReleaseDownloadFailed(session.spec, page, "not a JSON Simple API (PEP 691) page: no list of files")
     for name in (f"{project}-{version}.tar.gz", f"{project}-{version}.zip"):
-        for f in files:
-            if isinstance(f, dict) and f.get("filename") == name:
-                digest = (f.get("hashes") or {}).get("sha256")
-                if not isinstance(digest, str):
-                    raise ReleaseDownloadFailed(spec, page, f"{name} is listed without a sha256")
-                return name, urljoin(page, str(f["url"])), digest
-    raise UnknownRelease(spec, f"the index lists no source archive {project}-{version}.tar.gz")
+        for entry in files:
+            if isinstance(entry, dict) and entry.get("filename") == name:
+                return _listing(session.spec, page, entry, name)
+    raise UnknownRelease(session.spec, f"the index lists no source archive {project}-{version}.tar.gz")
 
 
-def download(project: str, version: str, into: Path) -> Path:
-    """The release's sdist, written into the folder ``into`` only once its sha256 matched."""
+def download(project: str, version: str, into: Path) -> tuple[Path, str]:
+    """The release's sdist, written into the folder ``into`` only once its sha256 matched; and that sha256."""
     spec = f"{project}=={version}"
-    name, url, digest = find_sdist(project, version)
-    # the file name comes from the index: only ever a plain name inside ``into``
-    if Path(name).name != name or name.startswith("."):
-        raise ReleaseDownloadFailed(spec, url, f"unsafe file name {name!r}")
-    part = into / (name + ".part")
-    sha = hashlib.sha256()
-    with _get(url, spec) as answer, open(part, "wb") as out:
-        try:
-            while chunk := answer.read(1 << 16):
+    with Session(spec, index_url()) as session:
+        listed = find_sdist(session, project, version)
+        name, url = listed.filename, listed.url
+        if listed.size is not None and listed.size > ARCHIVE_CAP:
+            raise ReleaseDownloadFailed(
+                spec, url, f"listed at {listed.size} bytes, over patchctl's cap of {ARCHIVE_CAP}"
+            )
+        part = into / (name + ".part")
+        sha = hashlib.sha256()
+        with open(part, "wb") as out:
+            for chunk in session.chunks(url, listed.size if listed.size is not None else ARCHIVE_CAP):
                 sha.update(chunk)
                 out.write(chunk)
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-            raise ReleaseDownloadFailed(spec, url, f"cut off: {exc}") from None
-    if sha.hexdigest() != digest:
+    if sha.hexdigest() != listed.sha256:
         part.unlink()
-        raise ReleaseHashMismatch(spec, url, digest, sha.hexdigest())
+        raise ReleaseHashMismatch(spec, url, listed.sha256, sha.hexdigest())
     final = into / name
     os.replace(part, final)
-    return final
+    return final, listed.sha256

@@ -29,10 +29,13 @@ from patchctl.errors.changes import (
     UnknownPatch,
 )
 from patchctl.errors.sources import (
+    ArchiveRefused,
+    ArchiveTooLarge,
     BadArchive,
     NotAVerlTree,
     NotUtf8,
     OutsideTree,
+    ReleaseArchiveRefused,
     ReleaseDownloadFailed,
     ReleaseHashMismatch,
     SourceSyntaxError,
@@ -61,6 +64,8 @@ from patchctl.errors.usage import (
 )
 
 __all__ = [
+    "ArchiveRefused",
+    "ArchiveTooLarge",
     "BadArchive",
     "BadOptionValue",
     "BadRef",
@@ -91,6 +96,7 @@ __all__ = [
     "PatchsetGivenTwice",
     "PatchsetNotGiven",
     "PlaceholderMissing",
+    "ReleaseArchiveRefused",
     "ReleaseDownloadFailed",
     "ReleaseHashMismatch",
     "RequiredPathMissing",

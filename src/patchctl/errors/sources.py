@@ -53,21 +53,44 @@ class ReleaseHashMismatch(PatchctlError):
         )
 
 
-class BadArchive(PatchctlError):
-    def __init__(self, archive: Path | str) -> None:
-        self.archive = str(archive)
-        super().__init__(f"{archive}: unexpected layout (expected one top directory); delete it and retry")
+class ArchiveRefused(PatchctlError):
+    """An archive patchctl will not unpack, and why (``problem``): nothing of it was unpacked."""
+
+    def __init__(self, archive: Path | str, problem: str) -> None:
+        self.archive, self.problem = str(archive), problem
+        super().__init__(f"{archive}: {problem}; nothing was unpacked: delete the archive and retry")
 
 
-class UnsafeArchive(PatchctlError):
-    """A release archive member would land outside the folder it is unpacked into (Python
-    < 3.10.12 has no tar ``data`` filter, so patchctl checks the members itself there)."""
+class BadArchive(ArchiveRefused):
+    """Not an archive of one top folder: corrupt, truncated, empty, or another layout."""
 
-    def __init__(self, archive: Path | str, member: str) -> None:
-        self.archive, self.member = str(archive), member
+    def __init__(self, archive: Path | str, problem: str = "unexpected layout (expected one top directory)") -> None:
+        super().__init__(archive, problem)
+
+
+class UnsafeArchive(ArchiveRefused):
+    """A member that would land outside the folder it is unpacked into, or is not plain data
+    (a device, a FIFO): refused on every Python, whatever its tarfile's filters (#39, #41)."""
+
+    def __init__(self, archive: Path | str, member: str, problem: str = "would be written outside the folder") -> None:
+        self.member = member
+        super().__init__(archive, f"member {member!r} {problem}")
+
+
+class ArchiveTooLarge(ArchiveRefused):
+    """More members or more bytes than a source release ever holds: refused from its headers,
+    before the member that crosses the cap is written (a 1 MiB archive can hold 1 GiB of zeros)."""
+
+
+class ReleaseArchiveRefused(PatchctlError):
+    """The index's archive of a release was refused (unsafe, too large, corrupt, another version):
+    it is removed from the cache, so the next run fetches it again rather than failing the same way."""
+
+    def __init__(self, spec: str, archive: Path | str, problem: str) -> None:
+        self.spec, self.archive, self.problem = spec, str(archive), problem
         super().__init__(
-            f"{archive}: member {member!r} would be written outside the folder, or is a device; "
-            "delete the archive and retry"
+            f"{spec}: {archive}: {problem}; the archive was removed from the cache and nothing was unpacked: "
+            "report the archive to the index's owner, or point PATCHCTL_INDEX_URL at another index"
         )
 
 
