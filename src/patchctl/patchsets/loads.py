@@ -106,20 +106,21 @@ def type_of(path: str) -> str | None:
 
 
 def check(path: str, new: str | None, old: str | None) -> Problem | None:
-    """What is wrong with ``path`` once its text ``old`` (None: a new file) becomes ``new`` (None:
-    deleted); None when it loads as its type, or no loader knows its type.
+    """What is wrong with ``path`` once its text ``old`` becomes ``new`` (None: deleted); None when
+    it loads as its type, or no loader knows its type.
 
+    A file the change creates (``old`` None) is not checked: it is bytes shipped whole, the
+    patchset's (add-file) or upstream's moved (rename-file), which no placement can break and
+    which load wherever the fork's copy did; capture proves the patchset gives the fork's file.
     The text before is loaded only when the text after does not load (to tell the change's
     doing from upstream's), and compared only for the checks of a change's place.
     """
     what = type_of(path)
-    if what is None or new is None:
+    if what is None or new is None or old is None:
         return None
     problem = loads(path, new)
     if problem is not None:
-        return replace(problem, already=True) if old is not None and loads(path, old) is not None else problem
-    if old is None:
-        return None
+        return replace(problem, already=True) if loads(path, old) is not None else problem
     if what == "YAML":
         return _moved(path, old, new)
     return _shadowed(path, old, new) if what == "Python" else None
@@ -185,7 +186,7 @@ def _requirements(text: str, path: str) -> tuple[int | None, str | None]:
         if not logical:
             first = n
         if line.endswith("\\"):
-            logical += line[:-1] + " "
+            logical += line[:-1].rstrip() + " "
             continue
         logical, req = "", (logical + line).strip()
         req = re.split(r"\s+--?[A-Za-z]", req, maxsplit=1)[0].strip()  # per-line options: --hash=...

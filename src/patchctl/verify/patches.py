@@ -140,7 +140,13 @@ def _still_loading(
     """The load check apply runs (issue 38), on each file that holds a present patch: one that no
     longer loads as its type fails its patches (``modified``), unless it is shown to be as upstream
     shipped it (:func:`_as_shipped`), which is only noted."""
-    present = [c for c in checks if c.status is Presence.PRESENT and c.path is not None]
+    present = [
+        c
+        for c in checks
+        if c.status is Presence.PRESENT
+        and c.path is not None
+        and not KINDS[patches[(c.patchset, c.patch)].kind].creates_target  # shipped whole, as apply's check
+    ]
     broken: dict[str, str] = {}
     for rel in sorted({c.path for c in present if c.path is not None}):
         text = tree.read(rel, binary=True)

@@ -1,0 +1,168 @@
+"""The load check by file type (issue 38), as before/after texts: what refuses, what passes, and
+that a file already broken before the change is not the change's doing."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+from tests.clirun import run
+from tests.conftest import snapshot
+
+from patchctl.patchsets import loads
+
+#: YAML texts, as verl's configs and forks write them; OmegaConf must agree with our verdict on each
+YAMLS = [
+    "trainer:\n  total_epochs: 30\n  project_name: a\n",
+    "trainer:\n  total_epochs: 30\n  total_epochs: 3\n",  # a duplicate inside a section
+    "a: 1\na: 2\n",
+    'a: 1\n"a": 2\n',  # quoted, still the same key
+    "l:\n- a: 1\n  a: 2\n",  # in a list item
+    "b: &b {k: 1}\nc:\n  <<: *b\n  k: 2\n",  # a merge key overriding: meant, not a duplicate
+    "1: a\n1: b\n",  # int keys: OmegaConf lets them be
+    "x: [1, 2\n",
+]
+
+
+@pytest.mark.parametrize("text", YAMLS)
+def test_yaml_is_refused_exactly_where_omegaconf_refuses_it(text: str) -> None:
+    try:
+        OmegaConf.create(text)
+        omegaconf_loads = True
+    except Exception:
+        omegaconf_loads = False
+    assert (loads.loads("c.yaml", text) is None) == omegaconf_loads
+
+
+def test_a_duplicate_key_names_both_lines() -> None:
+    problem = loads.check("c.yaml", "t:\n  a: 1\n  b: 2\n  a: 3\n", "t:\n  a: 1\n  b: 2\n")
+    assert problem is not None and not problem.already
+    assert str(problem) == "c.yaml:4: does not load as YAML: duplicate key 'a' (first at line 2), which OmegaConf refuses"
+
+
+def test_a_file_broken_before_the_change_is_not_the_changes_doing() -> None:
+    problem = loads.check("c.yaml", "a: 1\na: 2\nb: 3\n", "a: 1\na: 2\n")
+    assert problem is not None and problem.already
+    assert loads.check("c.json", '{"a": 1, "b": 2}', '{"a": 1,}') is None  # a change that mends it
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new", "said"),
+    [
+        ("x.json", '{\n  "a": 1\n}\n', '{\n  "a": 1\n  "uky": true\n}\n', "x.json:3: does not load as JSON: Expecting ','"),
+        ("x.toml", "[t]\na = 1\n", "[t]\na = 1\na = 2\n", "x.toml:3: does not load as TOML: Cannot overwrite a value"),
+        ("m.py", "def f():\n    pass\n", "def f():\n    pass\nreturn 1\n", "m.py:3: does not compile: 'return' outside"),
+        ("requirements.txt", "numpy\n", "numpy\nvllm=>0.8.5  # Uky\n", "requirements.txt:2: does not load as requirements"),
+        # a new line put between a requirement and the hash lines that continue it
+        (
+            "requirements-cuda.txt",
+            "torch==2.4.0 \\\n    --hash=sha256:aa\nray\n",
+            "torch==2.4.0 \\\nuky-tools==1.0\n    --hash=sha256:aa\nray\n",
+            "requirements-cuda.txt:1: does not load as requirements: 'torch==2.4.0 uky-tools==1.0' is no requirement",
+        ),
+    ],
+)
+def test_each_type_refuses_a_broken_text(path: str, old: str, new: str, said: str) -> None:
+    assert loads.check(path, old, old) is None
+    problem = loads.check(path, new, old)
+    assert problem is not None and str(problem).startswith(said), problem
+
+
+def test_pip_lines_that_are_no_requirement_pass() -> None:
+    text = (
+        "# pinned for CUDA 12\n-r base.txt\n--index-url https://download.pytorch.org/whl/cu121\n"
+        "-e .\ngit+https://github.com/volcengine/verl.git@main#egg=verl\n./wheels/flash_attn-2.5-cp310.whl\n"
+        "torch==2.4.0 \\\n    --hash=sha256:aa \\\n    --hash=sha256:bb\n"
+        'flash-attn==2.5.8; sys_platform == "linux"  # Uky\nverl @ file:///src/verl\n\n'
+    )
+    assert loads.loads("requirements.txt", text) is None
+
+
+def test_types_no_loader_knows_and_deleted_files_pass() -> None:
+    assert loads.check("README.md", "```\nbroken {", None) is None
+    assert loads.check("c.yaml", None, "a: 1\n") is None
+    assert loads.check("x.json", '\ufeff{"a": 1}', '\ufeff{"a": 0}') is None  # a BOM is no error
+    assert loads.check("new.py", "def (", None) is None  # a file the change creates is shipped whole
+
+
+def test_a_definition_added_twice_is_named_and_meant_ones_are_not() -> None:
+    old = "class T:\n    def log(self):\n        pass\n"
+    new = "class T:\n    def log(self):\n        pass\n\n    def log(self):\n        return 1\n"
+    problem = loads.check("t.py", new, old)
+    assert str(problem) == (
+        "t.py:2: class T would define log twice (lines 2, 5); Python keeps the last, so the one at line 2 would never run"
+    )
+    assert loads.check("t.py", new, new) is None  # upstream's own: not the change's
+    prop = (
+        "class T:\n    @property\n    def x(self):\n        return 1\n\n"
+        "    @x.setter\n    def x(self, v):\n        pass\n"
+    )
+    assert loads.check("t.py", prop, "class T:\n    pass\n") is None
+    nested = "class A:\n    class B:\n        def f(self): ...\n        def f(self): ...\n"
+    assert "class A.B would define f twice" in str(loads.check("t.py", nested, "class A:\n    pass\n"))
+
+
+def test_without_pyyaml_a_yaml_change_stops_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyYAML unimportable (a broken install): apply exits 2 with one line, and writes nothing,
+    rather than leave the YAML file unchecked."""
+    tree = tmp_path / "tree"
+    (tree / "verl").mkdir(parents=True)
+    (tree / "verl/__init__.py").write_text("")
+    (tree / "verl/c.yaml").write_text("trainer:\n  total_epochs: 3\n")
+    ps = tmp_path / "ps"
+    ps.mkdir()
+    (ps / "patchset.toml").write_text(
+        '[patchset]\nname = "ps"\ntag = "Uky"\n[[patch]]\nid = "e"\ntitle = "t"\nwhy = "w"\nkind = "config-key"\n'
+        'target = ["verl/c.yaml"]\n[patch.params]\npath = ["trainer", "total_epochs"]\n'
+        'was = "total_epochs: 3\\n"\nnow = "total_epochs: 5  # Uky\\n"\n'
+    )
+    before = snapshot(tree)
+    monkeypatch.setitem(sys.modules, "yaml", None)  # what `import yaml` meets where it is not installed
+    code, out = run("apply", "--target", str(tree), "--patchset", str(ps))
+    assert code == 2 and out.splitlines() == [
+        "error: verl/c.yaml: cannot check that it still loads as YAML: PyYAML is not installed in this Python "
+        "(a dependency of patchctl); install it (pip install pyyaml)"
+    ]
+    assert snapshot(tree) == before
+
+
+@pytest.mark.parametrize(
+    ("target", "text", "params", "said"),
+    [
+        (
+            "requirements.txt",
+            "numpy\nray\n",
+            'package = "vllm"\nnow = "vllm=>0.8.5  # Uky"\n',
+            "requirements.txt:3: would not load as requirements after the change: 'vllm=>0.8.5' is no requirement",
+        ),
+        (
+            "verl/c.json",
+            '{\n  "a": 1\n}\n',
+            'path = ["uky"]\nnow = \'"uky": tru\'\n',
+            "verl/c.json:3: would not load as JSON after the change: Expecting",
+        ),
+    ],
+)
+def test_a_hand_written_patch_with_a_typo_is_a_conflict(
+    tmp_path: Path, target: str, text: str, params: str, said: str
+) -> None:
+    """The manifest is the user's to edit; a typo in a line it writes is caught before writing."""
+    tree = tmp_path / "tree"
+    (tree / "verl").mkdir(parents=True)
+    (tree / "verl/__init__.py").write_text("")
+    (tree / target).write_text(text)
+    kind = "requirement" if target.endswith(".txt") else "config-key"
+    ps = tmp_path / "ps"
+    ps.mkdir()
+    (ps / "patchset.toml").write_text(
+        '[patchset]\nname = "ps"\ntag = "Uky"\n[[patch]]\nid = "p"\ntitle = "t"\nwhy = "w"\n'
+        f'kind = "{kind}"\ntarget = ["{target}"]\n[patch.params]\n{params}'
+    )
+    before = snapshot(tree)
+    code, out = run("apply", "--target", str(tree), "--patchset", str(ps), "--json")
+    (row,) = json.loads(out)["results"]
+    assert code == 1 and row["status"] == "conflict" and row["reason"].startswith(said), out
+    assert snapshot(tree) == before
