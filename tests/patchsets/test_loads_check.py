@@ -40,7 +40,8 @@ def test_yaml_is_refused_exactly_where_omegaconf_refuses_it(text: str) -> None:
 def test_a_duplicate_key_names_both_lines() -> None:
     problem = loads.check("c.yaml", "t:\n  a: 1\n  b: 2\n  a: 3\n", "t:\n  a: 1\n  b: 2\n")
     assert problem is not None and not problem.already
-    assert str(problem) == "c.yaml:4: does not load as YAML: duplicate key 'a' (first at line 2), which OmegaConf refuses"
+    said = "c.yaml:4: does not load as YAML: duplicate key 'a' (first at line 2), which OmegaConf refuses"
+    assert str(problem) == said
 
 
 def test_a_file_broken_before_the_change_is_not_the_changes_doing() -> None:
@@ -52,10 +53,10 @@ def test_a_file_broken_before_the_change_is_not_the_changes_doing() -> None:
 @pytest.mark.parametrize(
     ("path", "old", "new", "said"),
     [
-        ("x.json", '{\n  "a": 1\n}\n', '{\n  "a": 1\n  "uky": true\n}\n', "x.json:3: does not load as JSON: Expecting ','"),
+        ("x.json", '{\n  "a": 1\n}\n', '{\n  "a": 1\n  "uky": 1\n}\n', "x.json:3: does not load as JSON: Expecting"),
         ("x.toml", "[t]\na = 1\n", "[t]\na = 1\na = 2\n", "x.toml:3: does not load as TOML: Cannot overwrite a value"),
-        ("m.py", "def f():\n    pass\n", "def f():\n    pass\nreturn 1\n", "m.py:3: does not compile: 'return' outside"),
-        ("requirements.txt", "numpy\n", "numpy\nvllm=>0.8.5  # Uky\n", "requirements.txt:2: does not load as requirements"),
+        ("m.py", "def f():\n    pass\n", "def f():\n    pass\nreturn 1\n", "m.py:3: does not compile: 'return'"),
+        ("requirements.txt", "numpy\n", "numpy\nvllm=>0.8.5\n", "requirements.txt:2: does not load as requirements"),
         # a new line put between a requirement and the hash lines that continue it
         (
             "requirements-cuda.txt",
@@ -93,7 +94,8 @@ def test_a_definition_added_twice_is_named_and_meant_ones_are_not() -> None:
     new = "class T:\n    def log(self):\n        pass\n\n    def log(self):\n        return 1\n"
     problem = loads.check("t.py", new, old)
     assert str(problem) == (
-        "t.py:2: class T would define log twice (lines 2, 5); Python keeps the last, so the one at line 2 would never run"
+        "t.py:2: class T would define log twice (lines 2, 5); Python keeps the last, "
+        "so the one at line 2 would never run"
     )
     assert loads.check("t.py", new, new) is None  # upstream's own: not the change's
     prop = (

@@ -37,16 +37,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 from patchctl.errors import PatchctlError
-from patchctl.patchsets.kinds import keypath
 from patchctl.patchsets.kinds.pyparse import split_lines
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - the 3.10 branch
-    import tomli as tomllib
+# Each loader imports what it needs when it first runs (tomllib, packaging.requirements, PyYAML,
+# the YAML key reader): apply touches a handful of file types, and every import counts at start-up.
 
 _REQUIREMENTS = re.compile(r"(^|/)[^/]*requirements[^/]*\.(txt|in)$")
 _TOML_LINE = re.compile(r"at line (\d+)")
@@ -102,7 +97,8 @@ def type_of(path: str) -> str | None:
         return "Python"
     if _REQUIREMENTS.search(low):
         return "requirements"
-    return {"yaml": "YAML", "toml": "TOML", "json": "JSON"}.get(keypath.fmt_of(low) or "")
+    suffix = low.rsplit(".", 1)[-1]
+    return {"yaml": "YAML", "yml": "YAML", "toml": "TOML", "json": "JSON"}.get(suffix) if "." in low else None
 
 
 def check(path: str, new: str | None, old: str | None) -> Problem | None:
@@ -156,6 +152,10 @@ def _python(text: str, path: str) -> tuple[int | None, str | None]:
 
 
 def _toml(text: str, path: str) -> tuple[int | None, str | None]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -180,6 +180,8 @@ def _requirements(text: str, path: str) -> tuple[int | None, str | None]:
     """Each line pip would read as a requirement parses as one (PEP 508); pip's own lines pass:
     options (``-r``, ``-e``, ``--index-url``), direct URLs and local paths, which pip reads
     without a name."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     logical, first = "", 0
     for n, raw in enumerate(split_lines(text), 1):
         line = re.sub(r"(^|\s)#.*", "", raw.rstrip("\r\n"))
@@ -259,6 +261,8 @@ _LOADERS: dict[str, Callable[[str, str], tuple[int | None, str | None]]] = {
 
 
 def _moved(path: str, old: str, new: str) -> Problem | None:
+    from patchctl.patchsets.kinds import keypath
+
     found = keypath.moved(split_lines(_unmarked(old)), split_lines(_unmarked(new)))
     if found is None:
         return None
