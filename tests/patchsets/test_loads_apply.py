@@ -208,8 +208,9 @@ def test_verify_fails_once_a_patched_file_no_longer_loads(release_tree, tmp_path
     code, out = run("verify", "--target", str(tree), "--patchset", str(ps), "--json")
     rows = {r["patch"]: r for r in json.loads(out)["patches"]}
     assert code == 1 and rows["epochs"]["status"] == "modified", out
-    assert rows["epochs"]["reason"].startswith(
-        "its change is there, but verl/trainer/config/ppo_trainer.yaml:179: does not load as YAML: duplicate key "
+    assert rows["epochs"]["reason"].endswith(
+        "; but verl/trainer/config/ppo_trainer.yaml:179: does not load as YAML: duplicate key 'val_only' (first at "
+        "line 151), which OmegaConf refuses: fix the file by hand, or restore it and apply again"
     )
     assert rows["log"]["status"] == "present"
     edit(tree, "verl/utils/tracking.py", ("    def log(self, data, step, backend=None):\n", "    def log(self, data\n"))

@@ -139,41 +139,43 @@ def _still_loading(
 ) -> list[PatchResult]:
     """The load check apply runs (issue 38), on each file that holds a present patch: one that no
     longer loads as its type fails its patches (``modified``), unless it is shown to be as upstream
-    shipped it (:func:`_as_shipped`), which is only noted."""
+    shipped it (:func:`_as_shipped`), which is only noted. A file a patch ships whole is left out,
+    as apply leaves it out."""
     present = [
         c
         for c in checks
         if c.status is Presence.PRESENT
         and c.path is not None
-        and not KINDS[patches[(c.patchset, c.patch)].kind].creates_target  # shipped whole, as apply's check
+        and not KINDS[patches[(c.patchset, c.patch)].kind].creates_target
     ]
-    broken: dict[str, str] = {}
+    said: dict[str, tuple[Presence, str]] = {}
     for rel in sorted({c.path for c in present if c.path is not None}):
         text = tree.read(rel, binary=True)
         problem = loads.loads(rel, text) if text is not None else None
         if problem is None:
             continue
-        ours = [patches[(c.patchset, c.patch)] for c in present if c.path == rel]
-        if _as_shipped(rel, text, ours, tree, record):
-            broken[rel] = f"; note: {problem}, as upstream shipped it"
+        ours = [c for c in present if c.path == rel]
+        if _as_shipped(rel, text, [(c.patchset, patches[(c.patchset, c.patch)]) for c in ours], tree, record):
+            said[rel] = (Presence.PRESENT, f"; note: {problem}, as upstream shipped it")
         else:
-            broken[rel] = f"{problem}; fix the file by hand, or restore it and apply again"
-    return [
-        c
-        if c.status is not Presence.PRESENT or c.path not in broken
-        else replace(c, reason=c.reason + broken[c.path])
-        if broken[c.path].startswith("; note")
-        else replace(c, status=Presence.MODIFIED, reason=f"its change is there, but {broken[c.path]}")
-        for c in checks
-    ]
+            said[rel] = (Presence.MODIFIED, f"; but {problem}: fix the file by hand, or restore it and apply again")
+    out = []
+    for c in checks:
+        if c.status is Presence.PRESENT and c.path in said:
+            status, why = said[c.path]
+            c = replace(c, status=status, reason=c.reason + why)
+        out.append(c)
+    return out
 
 
-def _as_shipped(rel: str, text: str | None, ours: list[Patch], tree: TreeReader, record: rec.Record | None) -> bool:
+def _as_shipped(
+    rel: str, text: str | None, ours: list[tuple[str, Patch]], tree: TreeReader, record: rec.Record | None
+) -> bool:
     """Whether ``rel`` with its patches taken out again (in memory) is the file the record says
-    patchctl found before its first patch there, and that did not load then either."""
+    patchctl found before a patch there, and that did not load then either."""
     entries = [e for e in (record.entries if record else []) if e.path == rel]
-    for patch in reversed(ours):
-        entry = next((e for e in entries if e.patch == patch.id), None)
+    for patchset, patch in reversed(ours):
+        entry = next((e for e in entries if (e.patchset, e.patch) == (patchset, patch.id)), None)
         ctx = Context(Path("."), rel, undo=entry.undo if entry else None, read=tree.confined)
         try:
             edit = KINDS[patch.kind].revert(text, patch, ctx)

@@ -113,7 +113,8 @@ class TextHunk(Swap):
             return None
         return (
             f"{path}:{at + 1}: the hunk's new line {new[at].strip()[:60]!r} would sit under {keypath.under(here)}, "
-            f"where the fork has it under {keypath.under(p.parent)}: its context fits another section here"
+            f"where the fork has it under {keypath.under(p.parent)}: its context fits another section here; "
+            f"put the hunk's lines under {keypath.under(p.parent)} by hand"
         )
 
     def _what(self, p: Params) -> str:
