@@ -115,7 +115,7 @@ def test_a_hunk_that_would_take_upstreams_keys_into_its_own_is_a_conflict(
     ps = capture(fork, tmp_path / "ps")
     tree = release_tree("0.6.1")
     edit(tree, YAML, UPSTREAM_TIMEOUT)
-    refused(tree, ps, "upstream's 'rollout_timeout: 600' would move from key trainer to key uky_extra")
+    refused(tree, ps, f"{YAML}:215: upstream's 'rollout_timeout: 600' would move from key trainer to key uky_extra")
 
 
 def test_a_hunk_whose_context_fits_another_section_is_a_conflict(fork: Path, release_tree, tmp_path: Path) -> None:

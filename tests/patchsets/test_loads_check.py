@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -76,14 +77,15 @@ def test_pip_lines_that_are_no_requirement_pass() -> None:
     text = (
         "# pinned for CUDA 12\n-r base.txt\n--index-url https://download.pytorch.org/whl/cu121\n"
         "-e .\ngit+https://github.com/volcengine/verl.git@main#egg=verl\n./wheels/flash_attn-2.5-cp310.whl\n"
-        "torch==2.4.0 \\\n    --hash=sha256:aa \\\n    --hash=sha256:bb\n"
+        "torch==2.4.0 \\\n    --hash=sha256:aa \\\n    --hash=sha256:bb\nnumpy==1.26.4\\\n    --hash=sha256:cc\n"
         'flash-attn==2.5.8; sys_platform == "linux"  # Uky\nverl @ file:///src/verl\n\n'
     )
     assert loads.loads("requirements.txt", text) is None
 
 
 def test_types_no_loader_knows_and_deleted_files_pass() -> None:
-    assert loads.check("README.md", "```\nbroken {", None) is None
+    assert loads.check("README.md", "```\nbroken {", "# ok\n") is None
+    assert loads.loads("run.sh", "if then fi {") is None  # verify asks of any patched file
     assert loads.check("c.yaml", None, "a: 1\n") is None
     assert loads.check("x.json", '\ufeff{"a": 1}', '\ufeff{"a": 0}') is None  # a BOM is no error
     assert loads.check("new.py", "def (", None) is None  # a file the change creates is shipped whole
@@ -105,6 +107,42 @@ def test_a_definition_added_twice_is_named_and_meant_ones_are_not() -> None:
     assert loads.check("t.py", prop, "class T:\n    pass\n") is None
     nested = "class A:\n    class B:\n        def f(self): ...\n        def f(self): ...\n"
     assert "class A.B would define f twice" in str(loads.check("t.py", nested, "class A:\n    pass\n"))
+    decorated = "import torch\n\ndef f(): ...\n\n@torch.no_grad()\ndef f(): ...\n"  # a decorator that means no overload
+    assert "the module would define f twice (lines 3, 6)" in str(loads.check("t.py", decorated, "import torch\n"))
+
+
+def test_only_definitions_the_change_adds_count() -> None:
+    """Upstream's own duplicate stays upstream's, even when the change defines the same name in
+    another class; a change that mends a file that did not parse has nothing to compare with."""
+    old = "class T:\n    def log(self): ...\n    def log(self): ...\n\nclass U:\n    pass\n"
+    new = old.replace("class U:\n    pass\n", "class U:\n    def log(self): ...\n")
+    assert loads.check("t.py", new, old) is None
+    twice = "class T:\n    def log(self): ...\n    def log(self): ...\n"
+    assert loads.check("t.py", twice, "class T:\n    def log(self) ...\n") is None
+
+
+def test_python_is_compiled_as_python_would_not_as_patchctl_is() -> None:
+    """No warning reaches the user's terminal, and patchctl's own ``from __future__`` does not leak
+    into the file's compilation (a yield in an annotation is valid code without it)."""
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        assert loads.check("m.py", 'x = "\\d+"\n', "x = 1\n") is None  # an invalid escape only warns
+    assert said == []
+    assert loads.loads("m.py", "def g():\n    def f(x: (yield)):\n        pass\n") is None
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "said"),
+    [
+        ("m.py", "x = " + "-" * 100_000 + "1\n", "m.py: does not compile: nested too deeply to compile"),
+        ("m.py", "x = 1" + " + 1" * 200_000 + "\n", "m.py: does not compile: nested too deeply to compile"),
+        ("c.toml", "a = " + "[" * 5000 + "]" * 5000 + "\n", "c.toml: does not load as TOML: nested too deeply"),
+        ("c.json", "[" * 100_000 + "]" * 100_000, "c.json: does not load as JSON: nested too deeply"),
+        ("c.yaml", "a: 1\nb: \x07\n", "c.yaml: does not load as YAML: unacceptable character #x0007: control characters"),
+    ],
+)
+def test_hostile_text_is_a_problem_not_a_crash(path: str, text: str, said: str) -> None:
+    assert str(loads.loads(path, text)).startswith(said)
 
 
 def test_without_pyyaml_a_yaml_change_stops_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

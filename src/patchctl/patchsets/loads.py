@@ -145,9 +145,11 @@ def _python(text: str, path: str) -> tuple[int | None, str | None]:
             # bytes, so a coding cookie is honoured as Python honours it; compiled, not run
             compile(text.encode("utf-8", "surrogateescape"), path, "exec", dont_inherit=True)
     except SyntaxError as exc:
-        return exc.lineno, f"{exc.msg}"
-    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes; nesting too deep to compile
-        return None, str(exc) or type(exc).__name__
+        return exc.lineno, exc.msg
+    except ValueError as exc:  # null bytes, on Pythons that say so this way
+        return None, str(exc)
+    except (RecursionError, MemoryError):  # what hostile nesting makes of the compiler
+        return None, "nested too deeply to compile"
     return None, None
 
 
