@@ -286,12 +286,28 @@ def _defined(text: str) -> dict[tuple[str, str], int]:
     return out
 
 
+def _written(old: str, new: str) -> str:
+    """The lines of ``new`` the change wrote: between the lines the two texts share at the top and
+    the bottom."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    return "".join(b[head : len(b) - tail])
+
+
 def _shadowed(path: str, old: str, new: str) -> Problem | None:
     """A name the change defines twice in one class or module body: Python keeps the later one,
     so the other never runs (a method the fork added, where upstream now defines it further down)."""
+    written = _defined(_written(old, new))
+    if not written:
+        return None  # the common case (a change that defines nothing): no parse
     before, after = _defined(old), _defined(new)
-    if not any(n > 1 and n > before.get(k, 0) for k, n in after.items()):
-        return None  # the common case: no parse
+    if not any(after.get(k, 0) > 1 and after.get(k, 0) > before.get(k, 0) for k in written):
+        return None  # no name it defines is defined twice now: no parse
     try:
         counts_old = _twice(ast.parse(_unmarked(old).encode("utf-8", "surrogateescape")))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
