@@ -111,6 +111,27 @@ def test_a_definition_added_twice_is_named_and_meant_ones_are_not() -> None:
     assert "the module would define f twice (lines 3, 6)" in str(loads.check("t.py", decorated, "import torch\n"))
 
 
+F, G = "def f(): ...\n", "def g(): ...\n"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("x = 1\ndef f(): ...\n", "def f(): ...\nx = 1\ndef f(): ...\n"),  # at the top of the file
+        ("def f(): ...\n", "def f(): ...\n\ndef f(): ...\n"),  # at the end
+        ("def f(): ...\nx = 1\n", "def f(): ...\nx = 2\n\ndef f(): ...\nx = 1\n"),  # after a line it changed
+        ("def f(): ...\ny = 0\nx = 1\n", "def f(): ...\ny = 0\ndef f(): ...\ny = 0\nx = 1\n"),  # like its neighbours
+        # found by comparing with mutants of the search for the lines the change wrote
+        ("x = 1\n" + F + "\n\ny = 2\nx = 1\n", F + "x = 1\n" + F + F + "\n\ny = 2\nx = 1\n"),
+        (F + G + F, F + "y = 2\nx = 1\n" + F + F),
+        ("\n" + F + "\n" + G, "\n" + F + "\n\n" + G + F),
+        (F + "\n" + G + F + "y = 2\n", F + "\n" + G + "y = 2\n" + G + "y = 2\n"),
+    ],
+)
+def test_a_definition_added_anywhere_in_the_file_is_found(old: str, new: str) -> None:
+    assert "the module would define " in str(loads.check("m.py", new, old))
+
+
 def test_only_definitions_the_change_adds_count() -> None:
     """Upstream's own duplicate stays upstream's, even when the change defines the same name in
     another class; a change that mends a file that did not parse has nothing to compare with."""
@@ -138,7 +159,7 @@ def test_python_is_compiled_as_python_would_not_as_patchctl_is() -> None:
         ("m.py", "x = 1" + " + 1" * 200_000 + "\n", "m.py: does not compile: nested too deeply to compile"),
         ("c.toml", "a = " + "[" * 5000 + "]" * 5000 + "\n", "c.toml: does not load as TOML: nested too deeply"),
         ("c.json", "[" * 100_000 + "]" * 100_000, "c.json: does not load as JSON: nested too deeply"),
-        ("c.yaml", "a: 1\nb: \x07\n", "c.yaml: does not load as YAML: unacceptable character #x0007: control characters"),
+        ("c.yaml", "a: 1\nb: \x07\n", "c.yaml: does not load as YAML: unacceptable character #x0007: control"),
     ],
 )
 def test_hostile_text_is_a_problem_not_a_crash(path: str, text: str, said: str) -> None:

@@ -318,7 +318,8 @@ def _shadowed(path: str, old: str, new: str) -> Problem | None:
             return Problem(
                 path,
                 lines[0],
-                f"{where} would define {name} twice (lines {', '.join(map(str, lines))}); Python keeps the "
+                f"{where} would define {name} {'twice' if len(lines) == 2 else f'{len(lines)} times'} "
+                f"(lines {', '.join(map(str, lines))}); Python keeps the "
                 f"last, so the one at line {lines[0]} would never run",
             )
     return None
