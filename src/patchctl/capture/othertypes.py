@@ -22,6 +22,7 @@ from patchctl.patchsets.kinds import keypath
 from patchctl.patchsets.kinds.blob import MAX_BLOB
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.kinds.text_hunk import Params as HunkParams
+from patchctl.patchsets.kinds.text_hunk import first_new
 
 #: lines of context a text hunk carries on each side, as diff -u
 CONTEXT = 3
@@ -148,13 +149,16 @@ def hunks(rel: str, blines: list[str], flines: list[str], keep: Callable[[Hunk],
         was, now = "".join(blines[lo:hi]), "".join(flines[flo:fhi])
         if [x.rstrip() for x in split_lines(was)] == [x.rstrip() for x in split_lines(now)]:
             continue  # trailing spaces only: no text a hunk could be found by differs
-        raw = {"was": was, "now": now, "line": lo + 1}
+        raw: dict[str, Any] = {"was": was, "now": now, "line": lo + 1}
+        first = first_new(was, now) if keypath.fmt_of(rel) == "yaml" else None
+        if first is not None:  # where the hunk's new line sits, so apply can tell a wrong section (issue 38)
+            raw["parent"] = list(keypath.parent_at(flines, flo + first))
         changed = sorted({n for h in g for n in h.fork_lines})
         found.append(
             (
                 "text-hunk",
                 raw,
-                HunkParams(was, now, lo + 1, 2),
+                HunkParams(was, now, lo + 1, 2, tuple(raw["parent"]) if "parent" in raw else None),
                 g[0].fork[0] + 1,
                 "hunk",
                 range(changed[0], changed[-1] + 1) if changed else range(0),

@@ -15,10 +15,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchctl import fsutil
-from patchctl.patchsets import needs
+from patchctl.patchsets import loads, needs
 from patchctl.patchsets import record as rec
 from patchctl.patchsets.kinds import KINDS, marking
-from patchctl.patchsets.kinds.base import Context, EditStatus
+from patchctl.patchsets.kinds.base import Context, Edit, EditStatus
 from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset, Presence
 from patchctl.patchsets.reader import TreeReader, assess, to_bytes
 from patchctl.quoting import quote_path
@@ -159,7 +159,17 @@ def _apply_one(ps: Patchset, patch: Patch, tree: TreeReader, record: rec.Record)
         return result(Outcome.SUPERSEDED_UPSTREAM, path, a.superseded)
     text = tree.read_for(patch, path)
     edit = KINDS[patch.kind].apply(text, patch, Context(ps.root, path, read=tree.confined, mode_of=tree.mode_of))
+    note = ""
     if edit.status is EditStatus.CHANGED:
+        broken, note = _still_loads(path, text, edit, tree)
+        if broken is not None:
+            how = "" if patch.kind in marking.NO_PLACE else " (apply --conflicts=markers shows it there)"
+            return result(
+                Outcome.CONFLICT,
+                path,
+                f"{broken.after()}; the change is not made: put it where it belongs by hand{how}",
+                Plan.unified(broken.path, tree.read(broken.path, binary=True), _new_text(broken.path, path, edit)),
+            )
         before = tree.before.get(path, text)
         tree.write(path, edit.text, edit.mode)
         for other, other_text, other_mode in edit.also:
@@ -175,4 +185,24 @@ def _apply_one(ps: Patchset, patch: Patch, tree: TreeReader, record: rec.Record)
             edit.undo,
         )
         record.entries = [e for e in record.entries if not (e.patchset == ps.name and e.patch == patch.id)] + [entry]
-    return result(edit.status.outcome(), path, edit.reason, edit.detail)
+    return result(edit.status.outcome(), path, edit.reason + note, edit.detail)
+
+
+def _new_text(rel: str, path: str, edit: Edit) -> str | None:
+    return edit.text if rel == path else next(t for o, t, _ in edit.also if o == rel)
+
+
+def _still_loads(path: str, text: str | None, edit: Edit, tree: TreeReader) -> tuple[loads.Problem | None, str]:
+    """The one place every apply path (apply, --dry-run, matrix, markers, drift, capture's proof)
+    has a patch's final text before anything is written: a file the change leaves broken makes
+    the patch a conflict (issue 38). A file that did not load before it either is upstream's
+    doing: only noted. Returns (what breaks, the note)."""
+    note = ""
+    for rel in (path, *(o for o, _, _ in edit.also)):
+        old = text if rel == path else tree.read(rel, binary=True)
+        broken = loads.check(rel, _new_text(rel, path, edit), old)
+        if broken is not None and not broken.already:
+            return broken, ""
+        if broken is not None:
+            note += f"; note: {broken}, before the change too (as upstream ships it)"
+    return None, note

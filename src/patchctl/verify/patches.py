@@ -8,17 +8,19 @@ uses (:func:`~patchctl.patchsets.reader.assess`), and reports one
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from patchctl import fsutil
+from patchctl.errors import PatchctlError, SourceSyntaxError
 from patchctl.journal import TMP_SUFFIX
-from patchctl.patchsets import conflicts
+from patchctl.patchsets import conflicts, loads
 from patchctl.patchsets import record as rec
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.model import Patch, PatchResult, Patchset, Presence
-from patchctl.patchsets.reader import TreeReader, assess
+from patchctl.patchsets.reader import TreeReader, assess, to_bytes
 from patchctl.tags import TagHit, scan
 from patchctl.target import Target
 
@@ -89,7 +91,12 @@ def verify(target: Target, patchsets: list[Patchset], inventory: bool = True) ->
                     )
                 )
                 continue
-            checks.append(_check(ps, patch, entry, tree, owned))
+            try:
+                checks.append(_check(ps, patch, entry, tree, owned))
+            except SourceSyntaxError as exc:  # the file no longer parses: a failed check, not a failed run
+                found = Presence.MODIFIED if entry else Presence.MISSING
+                checks.append(PatchResult(ps.name, patch.id, found, exc.path, str(exc)))
+    checks = _still_loading(checks, tree, record, {(ps.name, p.id): p for ps in patchsets for p in ps.patches})
     accounted: list[TagHit] = []
     unaccounted: list[TagHit] = []
     tags = {p.tag for ps in patchsets for p in ps.patches}
@@ -125,6 +132,61 @@ def _check(
         return result(Presence.NOT_APPLICABLE, path, would.reason)
     why = f"{found.reason}; run patchctl apply" + (f" (it was applied {entry.applied_at})" if entry else "")
     return result(Presence.MISSING, path, why)
+
+
+def _still_loading(
+    checks: list[PatchResult], tree: TreeReader, record: rec.Record | None, patches: dict[tuple[str, str], Patch]
+) -> list[PatchResult]:
+    """The load check apply runs (issue 38), on each file that holds a present patch: one that no
+    longer loads as its type fails its patches (``modified``), unless it is shown to be as upstream
+    shipped it (:func:`_as_shipped`), which is only noted. A file a patch ships whole is left out,
+    as apply leaves it out."""
+    present = [
+        c
+        for c in checks
+        if c.status is Presence.PRESENT
+        and c.path is not None
+        and not KINDS[patches[(c.patchset, c.patch)].kind].creates_target
+    ]
+    said: dict[str, tuple[Presence, str]] = {}
+    for rel in sorted({c.path for c in present if c.path is not None}):
+        text = tree.read(rel, binary=True)
+        problem = loads.loads(rel, text) if text is not None else None
+        if problem is None:
+            continue
+        ours = [c for c in present if c.path == rel]
+        if _as_shipped(rel, text, [(c.patchset, patches[(c.patchset, c.patch)]) for c in ours], tree, record):
+            said[rel] = (Presence.PRESENT, f"; note: {problem}, as upstream shipped it")
+        else:
+            said[rel] = (Presence.MODIFIED, f"; but {problem}: fix the file by hand, or restore it and apply again")
+    out = []
+    for c in checks:
+        if c.status is Presence.PRESENT and c.path in said:
+            status, why = said[c.path]
+            c = replace(c, status=status, reason=c.reason + why)
+        out.append(c)
+    return out
+
+
+def _as_shipped(
+    rel: str, text: str | None, ours: list[tuple[str, Patch]], tree: TreeReader, record: rec.Record | None
+) -> bool:
+    """Whether ``rel`` with its patches taken out again (in memory) is the file the record says
+    patchctl found before a patch there, and that did not load then either."""
+    entries = [e for e in (record.entries if record else []) if e.path == rel]
+    for patchset, patch in reversed(ours):
+        entry = next((e for e in entries if (e.patchset, e.patch) == (patchset, patch.id)), None)
+        ctx = Context(Path("."), rel, undo=entry.undo if entry else None, read=tree.confined)
+        try:
+            edit = KINDS[patch.kind].revert(text, patch, ctx)
+        except PatchctlError:  # the kind cannot read the file as it is: nothing shows upstream's text
+            return False
+        if edit.status is not EditStatus.CHANGED:
+            return False
+        text = edit.text
+    if text is None or loads.loads(rel, text) is None:
+        return False
+    return fsutil.sha256_bytes(to_bytes(text)) in {e.sha256_before for e in entries}
 
 
 def leftover_temp_files(root: Path) -> list[str]:

@@ -47,6 +47,11 @@ def dotted(path: tuple[str, ...] | list[str]) -> str:
     return ".".join(k if k and not set(k) & set(". \t'\"") else repr(k) for k in path)
 
 
+def under(path: tuple[str, ...]) -> str:
+    """Where a key path puts a line, in words: ``key trainer`` or ``the top level``."""
+    return f"key {dotted(path)}" if path else "the top level"
+
+
 def fmt_of(path: str) -> str | None:
     """``yaml``, ``toml`` or ``json`` by the file's name, None for other files."""
     low = path.lower()
@@ -201,3 +206,74 @@ def indent_text(text: str, indent: int) -> list[str]:
 def child_indent(all_nodes: list[Node], parent: tuple[str, ...]) -> int | None:
     """The indentation of ``parent``'s existing children, None when it has none."""
     return next((n.indent for n in all_nodes if n.path[:-1] == parent and len(n.path) == len(parent) + 1), None)
+
+
+def key_line(lines: list[str], node: Node) -> int:
+    """The line (0-based) of a node's key itself, below its leading comments."""
+    at = node.start
+    while at < node.end - 1 and lines[at].lstrip().startswith("#"):
+        at += 1
+    return at
+
+
+def holders(lines: list[str], all_nodes: list[Node]) -> list[int | None]:
+    """For each line, the line of the key whose value holds it (None: the top level). A key's
+    own line is held by its parent, so a line's holder is the key it sits under."""
+    out: list[int | None] = [None] * len(lines)
+    for n in all_nodes:  # in file order: a nested key comes after its parent and overrides it
+        at = key_line(lines, n)
+        for i in range(at + 1, n.end):
+            out[i] = at
+    return out
+
+
+def parent_at(lines: list[str], at: int) -> tuple[str, ...]:
+    """The key path a YAML line sits under (``()``: the top level)."""
+    all_nodes = nodes(lines, "yaml")
+    by_line = {key_line(lines, n): n.path for n in all_nodes}
+    held = holders(lines, all_nodes)[at]
+    return () if held is None else by_line[held]
+
+
+def content(line: str) -> bool:
+    """A line that is neither blank nor a comment: one whose place in the document matters."""
+    return bool(line.strip()) and not line.lstrip().startswith("#")
+
+
+def moved(old: list[str], new: list[str]) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
+    """The first of upstream's YAML lines that a change moves under another key, as (its line in
+    ``new``, 0-based; the key path it sat under; the one it would sit under); None when none moves.
+
+    The change is what differs between the two texts, cut out by their common first and last
+    lines; the lines after it are upstream's, and each must keep the key it sat under: the same
+    line of upstream's, or one the change itself wrote where it replaced the one they sat under
+    (a renamed parent). A hunk placed in the middle of a section breaks that (issue 38): the
+    section's next keys would belong to whatever the hunk left open.
+    """
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    old_end, new_end = len(old) - tail, len(new) - tail
+    shift = new_end - old_end
+    old_nodes, new_nodes = nodes(old, "yaml"), nodes(new, "yaml")
+    was, now = holders(old, old_nodes), holders(new, new_nodes)
+    for i in range(old_end, len(old)):
+        if not content(old[i]):
+            continue
+        h_old, h_new = was[i], now[i + shift]
+        if h_old is not None and head <= h_old < old_end:  # under a line the change replaced
+            fine = h_new is not None and head <= h_new < new_end
+        else:
+            fine = h_new == (h_old if h_old is None or h_old < head else h_old + shift)
+        if not fine:
+            paths_old = {key_line(old, n): n.path for n in old_nodes}
+            paths_new = {key_line(new, n): n.path for n in new_nodes}
+            return (
+                i + shift,
+                () if h_old is None else paths_old[h_old],
+                () if h_new is None else paths_new[h_new],
+            )
+    return None

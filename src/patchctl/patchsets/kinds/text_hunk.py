@@ -5,6 +5,12 @@ moves text around), the match nearest the line the fork had wins, and when the w
 not found, up to ``fuzz`` lines of context are left out at each end (the changed lines never
 are). Lines compare without trailing spaces. When nothing fits, the message names the line of
 the file that differs from the hunk, and how.
+
+In a YAML file a hunk whose context also fits inside another section would land there and still
+load (issue 38): ``parent``, the key path the hunk's first new line sits under in the fork
+(``patchctl capture`` writes it), must be the one it sits under where it lands, or the hunk is a
+conflict. A hunk captured before ``parent`` existed is not checked so; the load check in the
+planner (:mod:`patchctl.patchsets.loads`) still refuses one that breaks the file.
 """
 
 from __future__ import annotations
@@ -14,8 +20,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
+from patchctl.patchsets.kinds import keypath
+from patchctl.patchsets.kinds.base import Context, Edit, EditStatus
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.kinds.swap import Spot, Swap
+from patchctl.patchsets.model import Patch
 from patchctl.schema import Field, Schema
 
 
@@ -29,6 +38,8 @@ class Params:
     line: int
     #: context lines that may be left out at each end to find the hunk
     fuzz: int
+    #: YAML: the key path the hunk's first new line sits under in the fork; None: not checked
+    parent: tuple[str, ...] | None = None
 
 
 def _rows(text: str) -> list[str]:
@@ -56,6 +67,7 @@ class TextHunk(Swap):
         "now": Field(str, True, "the hunk's lines as the patch writes them, context included"),
         "line": Field(int, False, "the line the hunk starts at upstream, to choose among matches"),
         "fuzz": Field(int, False, "context lines that may be left out at each end (default 2)"),
+        "parent": Field(list, False, "YAML: the key path its first new line sits under ([] for the top)", item=str),
     }
 
     def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
@@ -76,7 +88,34 @@ class TextHunk(Swap):
                 "line counts from 1; fuzz is 0 to 5",
                 patch_id,
             )
-        return Params(raw["was"], raw["now"], line, fuzz)
+        parent = tuple(raw["parent"]) if "parent" in raw else None
+        return Params(raw["was"], raw["now"], line, fuzz, parent)
+
+    def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
+        edit = super().apply(text, patch, ctx)
+        p: Params = patch.params
+        if edit.status is not EditStatus.CHANGED or p.parent is None or text is None or edit.text is None:
+            return edit
+        if keypath.fmt_of(ctx.path) != "yaml":
+            return edit
+        wrong = self._misplaced(split_lines(text), split_lines(edit.text), p, ctx.path)
+        return Edit(EditStatus.CONFLICT, wrong) if wrong else edit
+
+    def _misplaced(self, old: list[str], new: list[str], p: Params, path: str) -> str | None:
+        """Why the hunk's first new line would sit under another key than in the fork, else None."""
+        k = first_new(p.was, p.now)
+        if k is None or p.parent is None:
+            return None
+        spot = self._spot(old, p, path)
+        at = spot.start + k - spot.trim[0]
+        here = keypath.parent_at(new, at)
+        if here == p.parent:
+            return None
+        return (
+            f"{path}:{at + 1}: the hunk's new line {new[at].strip()[:60]!r} would sit under {keypath.under(here)}, "
+            f"where the fork has it under {keypath.under(p.parent)}: its context fits another section here; "
+            f"put the hunk's lines under {keypath.under(p.parent)} by hand"
+        )
 
     def _what(self, p: Params) -> str:
         changed = [ln for ln in _rows(p.now) if ln not in _rows(p.was)] or [
@@ -119,6 +158,14 @@ class TextHunk(Swap):
         n = min(len(split_lines(p.was)), len(lines) - at)
         how = f"lines {at + 1}-{at + n}, where {best} of the hunk's {len(split_lines(p.was))} lines match"
         return at, at + n, p.was, p.now, how
+
+
+def first_new(was: str, now: str) -> int | None:
+    """The index, among ``now``'s lines, of the first line the hunk adds or changes that is neither
+    blank nor a comment (where it sits is what counts); None when it adds no such line."""
+    lines = split_lines(now)
+    top, bottom = _context(_rows(was), _rows(now))
+    return next((k for k in range(top, len(lines) - bottom) if keypath.content(lines[k])), None)
 
 
 def _matches(text: list[str], piece: list[str]) -> list[int]:
