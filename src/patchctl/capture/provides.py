@@ -53,7 +53,8 @@ class Provided:
 
 
 def provided(req: Request, drafts: Sequence[Draft]) -> Provided:
-    names = [(q, d) for d in drafts for q in _defined(d)]
+    # each name once per patch: one that binds it in both branches of a try or an if is still its only provider
+    names = [(q, d) for d in drafts for q in dict.fromkeys(_defined(d))]
     modules = {m: d for d in drafts if d.kind == "add-file" and (m := module_of(d.path))}
     once = Counter(q for q, _ in names)
     keys = [(tuple(d.params["path"]), d) for d in drafts if d.kind == "config-key" and "was" not in d.params]
