@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -59,15 +60,23 @@ target_option = click.option(
     help="A verl checkout (default: the one around the current folder, searched upward as git does), "
     "a source release such as verl==0.6.1, or a name from patchctl.toml [targets].",
 )
-patchset_option = click.option(
-    "--patchset",
-    "-p",
-    "patchsets",
-    multiple=True,
-    type=SPEC,
-    shell_complete=completion.patchsets,
-    help="A built-in patchset name or a patchset directory (repeatable). Default: uky.",
-)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def patchsets_option(default: str) -> Callable[[F], F]:
+    """``--patchset/-p``, repeatable; ``default`` says what a command takes without it."""
+    return click.option(
+        "--patchset",
+        "-p",
+        "patchsets",
+        multiple=True,
+        type=SPEC,
+        shell_complete=completion.patchsets,
+        help=f"A built-in patchset name or a patchset directory (repeatable). Default: {default}.",
+    )
+
+
+patchset_option = patchsets_option("uky")
 only_option = click.option(
     "--only", "only", multiple=True, shell_complete=completion.patch_ids, help="Only this patch id (repeatable)."
 )

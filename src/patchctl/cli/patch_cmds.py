@@ -6,9 +6,16 @@ from pathlib import Path
 
 import click
 
-from patchctl.cli import completion, dryrun, render
+from patchctl.cli import dryrun, render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import SPEC, config_option, json_option, only_option, patchset_option, target_option
+from patchctl.cli.options import (
+    config_option,
+    json_option,
+    only_option,
+    patchset_option,
+    patchsets_option,
+    target_option,
+)
 from patchctl.cli.targets import Use, open_target
 from patchctl.errors import UnknownPatch
 from patchctl.patchsets import engine, needs
@@ -201,15 +208,7 @@ def _revert_verdict(result: engine.RunResult, dry_run: bool) -> None:
 
 
 @click.command("list")
-@click.option(
-    "--patchset",
-    "-p",
-    "patchsets",
-    multiple=True,
-    type=SPEC,
-    shell_complete=completion.patchsets,
-    help="A built-in patchset name or a patchset directory (repeatable). Default: every built-in patchset.",
-)
+@patchsets_option("every built-in patchset")
 @json_option
 @handled
 def list_cmd(patchsets: tuple[str, ...], as_json: bool) -> int:
