@@ -23,6 +23,7 @@ import argparse
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -40,6 +41,8 @@ STUB_BIN = REPO / "tests" / "validate" / "stub_bin"
 SKIP = '["torch", "vllm", "patches"]'
 #: what a failed precondition exits with: the demo could not run (patchctl's exit code 2)
 CANNOT_RUN = 2
+#: seconds patchctl gets, after Ctrl-C, to stop Ray on the hosts before it is terminated
+TEARDOWN = 60
 
 
 def needs() -> str | None:
@@ -92,13 +95,33 @@ def write_config(path: Path, loop: LoopbackCluster, roots: Path) -> Path:
 
 
 def step(argv: list[str], env: dict[str, str]) -> int:
+    """Run one patchctl command as a user would; on Ctrl-C wait for its own teardown.
+
+    The terminal's Ctrl-C reaches patchctl too, which then stops the Ray processes it started on
+    every host. ``subprocess.run`` answered the interrupt by killing patchctl at once, so the demo
+    said "removed" while Ray kept running on the hosts for up to a minute (issue 39).
+    """
     shown = " ".join(argv[2:]).replace(sys.executable, "python")
     print(f"\n$ patchctl {shown.removeprefix('patchctl ')}", flush=True)
-    return subprocess.run(argv, env=env).returncode
+    child = subprocess.Popen(argv, env=env)
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        print("demo: interrupted; waiting for patchctl to stop what it started on the hosts", flush=True)
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C still reaches patchctl
+        try:
+            child.wait(timeout=TEARDOWN)
+        except subprocess.TimeoutExpired:
+            child.terminate()
+            child.wait(timeout=10)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        raise
 
 
-def run(base: Path) -> int:
+def run(base: Path, keep: bool = False) -> int:
     loop = LoopbackCluster(base / "sshd", 2)
+    config = base / "patchctl.toml"
     try:
         tree = stand_in_tree(base / "src" / "verl_Uky")
         config = write_config(base / "patchctl.toml", loop, base / "hosts")
@@ -117,12 +140,29 @@ def run(base: Path) -> int:
             [*patchctl, "validate", "demo", "--config", str(config), "--ray-cpus", "1", "--out", str(base / "run")], env
         )
     finally:
-        loop.close()
+        if keep:
+            _kept(loop, config)
+        else:
+            loop.close()
+
+
+def _kept(loop: LoopbackCluster, config: Path) -> None:
+    """``--keep``: the hosts stay up, and how to send your own tree to them."""
+    pids = [str(h.proc.pid) for h in loop.hosts if h.proc is not None]
+    print(
+        f"demo: the hosts stay up (sshd pids {', '.join(pids)}); send your own verl tree to them with\n"
+        f"  patchctl migrate demo --config {config} --target ~/your/verl\n"
+        f"  patchctl validate demo --config {config}   # the stand-in's profile needs the stand-in tree\n"
+        f"demo: stop them with: kill {' '.join(pids)}",
+        flush=True,
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="migrate -> validate -> PASS on two loopback hosts, on CPU.")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary folder (config, hosts, report)")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the hosts running and the folder (config, report): try your own tree"
+    )
     args = parser.parse_args()
     why = needs()
     if why:
@@ -130,12 +170,12 @@ def main() -> int:
         return CANNOT_RUN
     base = Path(tempfile.mkdtemp(prefix="patchctl-demo-"))
     try:
-        code = run(base)
+        code = run(base, keep=args.keep)
     except KeyboardInterrupt:
         code = 130
     finally:
         if args.keep:
-            print(f"demo: kept {base} (the run directory above holds the report)")
+            print(f"demo: kept {base} (the run directory above holds the report; rm -r it when done)")
         else:
             shutil.rmtree(base, ignore_errors=True)
             print(f"demo: removed {base} and everything in it (--keep keeps it)")

@@ -19,6 +19,7 @@ PACKAGES = {
     "ssh": "openssh-client",
     "ssh-keygen": "openssh-client",
     "sshd": "openssh-server",
+    "fio": "fio",
 }
 
 

@@ -35,7 +35,8 @@ from typing import Any
 from patchctl import config as config_file
 from patchctl.cluster_nodes import check_entry, node_settings
 from patchctl.errors import ManifestError, NoClusterConfig, UnknownCluster
-from patchctl.schema import Field, check
+from patchctl.errors.usage import ConfigProblems
+from patchctl.schema import Field, check, check_text
 from patchctl.validate.checks import settings as health_settings
 
 PROFILES = ("standard", "fast-load")
@@ -136,9 +137,13 @@ def _check_root(root: str, file: Path, key: str, example: str) -> None:
 
 def _cluster(name: str, raw: Any, file: Path) -> Cluster:
     prefix = f"clusters.{name}."
+    check_text(name, file=file, key=prefix[:-1])
     if not isinstance(raw, dict):
         raise ManifestError(file, prefix[:-1], "expected a table", f"write [clusters.{name}] with hosts and root")
-    check(raw, CLUSTER_SCHEMA, file=file, prefix=prefix)
+    check_text(raw, file=file, key=prefix[:-1])  # every host name, root and path, before anything uses them
+    found: list[ManifestError] = []
+    check(raw, CLUSTER_SCHEMA, file=file, prefix=prefix, problems=found)
+    config_file.raise_all(file, found)  # every bad key of the table at once
     root: str = raw["root"]
     _check_root(root, file, prefix + "root", "/root/verl_Uky")
     hosts = []
@@ -201,10 +206,20 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
 
 def load_clusters(config: Path | None = None) -> dict[str, Cluster]:
     """Every cluster of the config file (validated); empty when there is no config file."""
-    loaded = config_file.load(config)
+    problems: list[ManifestError] = []
+    loaded = config_file.load(config, problems)
     if loaded.file is None:
         return {}
-    return {name: _cluster(name, raw, loaded.file) for name, raw in loaded.clusters.items()}
+    clusters = {}
+    for name, raw in loaded.clusters.items():  # every cluster checked, every problem reported at once
+        try:
+            clusters[name] = _cluster(name, raw, loaded.file)
+        except ConfigProblems as exc:
+            problems += exc.problems
+        except ManifestError as exc:
+            problems.append(exc)
+    config_file.raise_all(loaded.file, problems)
+    return clusters
 
 
 def load_cluster(name: str, config: Path | None = None) -> Cluster:

@@ -16,7 +16,8 @@ from typing import Any
 
 from patchctl import releases
 from patchctl.errors import ManifestError, PatchctlError
-from patchctl.schema import Field, check
+from patchctl.errors.usage import ConfigProblems
+from patchctl.schema import Field, check, check_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -70,8 +71,12 @@ class Config:
     clusters: dict[str, Any] = field(default_factory=dict)
 
 
-def load(config: Path | None = None) -> Config:
-    """The config, validated at the top level and in ``[targets]``."""
+def load(config: Path | None = None, problems: list[ManifestError] | None = None) -> Config:
+    """The config, validated at the top level and in ``[targets]``.
+
+    Every problem found is reported at once (:class:`ConfigProblems`; one alone as itself); with
+    ``problems`` they are added to that list instead, for a caller that goes on to check the
+    clusters and reports everything together."""
     file = find(config)
     if file is None:
         return Config(None)
@@ -79,11 +84,33 @@ def load(config: Path | None = None) -> Config:
         doc = tomllib.loads(file.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ManifestError(file, "(document)", f"not valid TOML ({exc})", "fix the syntax") from None
-    # other top-level tables belong to other tools sharing the file: only ours are checked
-    check({k: v for k, v in doc.items() if k in TOP_SCHEMA}, TOP_SCHEMA, file=file)
+    found: list[ManifestError] = []
+    # a mistyped table ([targest], [cluster.gpu]) was ignored in silence: the file is patchctl's own
+    check(doc, TOP_SCHEMA, file=file, problems=found)
     targets = {}
-    for name, value in doc.get("targets", {}).items():
+    raw = doc.get("targets", {}) if isinstance(doc.get("targets", {}), dict) else {}
+    for name, value in raw.items():
+        try:
+            check_text(name, file=file, key="targets")  # names and paths shown and used as given
+            check_text(value, file=file, key=f"targets.{name}")
+        except ManifestError as exc:
+            found.append(exc)
+            continue
         if not isinstance(value, str):
-            raise ManifestError(file, f"targets.{name}", "expected a string", "write a path or verl==X.Y.Z")
+            found.append(ManifestError(file, f"targets.{name}", "expected a string", "write a path or verl==X.Y.Z"))
+            continue
         targets[name] = value if releases.parse_spec(value) else str((file.parent / Path(value).expanduser()).resolve())
-    return Config(file, targets, dict(doc.get("clusters", {})))
+    if problems is not None:
+        problems += found
+    else:
+        raise_all(file, found)
+    clusters = doc.get("clusters", {})
+    return Config(file, targets, dict(clusters) if isinstance(clusters, dict) else {})
+
+
+def raise_all(file: Path, problems: list[ManifestError]) -> None:
+    """Raise the problems found in ``file``: one as itself, several together."""
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise ConfigProblems(file, problems)

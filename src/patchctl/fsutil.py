@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
+import secrets
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from patchctl import journal
-from patchctl.confine import resolve_inside
+from patchctl.confine import relative_inside, resolve_inside
 from patchctl.errors import WriteFailed
 from patchctl.oserrors import PERMISSIONS, describe
 
@@ -183,3 +187,126 @@ def _swap(jr: journal.Journal, op: journal.Op) -> None:
         dest.unlink()
     else:
         os.replace(jr.root / op.tmp, dest)
+
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_FRESH = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def write_into(folder: Path, rel: str, data: bytes) -> Path:
+    """Write ``folder/rel`` as a fresh file, never through a link already there (issue 41 req 4).
+
+    For the folders a user names (``validate --out``, ``retire --out``, train's run directory,
+    ``capture --out``): a symlink planted there (``validate.json -> ~/.bashrc``) must not carry
+    patchctl's write outside. The bytes go to a new file (``O_EXCL | O_NOFOLLOW``) beside the
+    destination, which ``os.replace`` then swaps in: a link at ``rel`` is replaced, as git
+    replaces one on checkout, never followed, and a reader sees the old file or the new one.
+    """
+    with open_into(folder, rel) as f:
+        f.write(data)
+    return folder / rel
+
+
+@contextlib.contextmanager
+def open_into(folder: Path, rel: str, *, stream: bool = False) -> Iterator[BinaryIO]:
+    """:func:`write_into` as an open file. ``stream``: put in place at once, for a log that a user
+    follows (``tail -f``) while it grows; else swapped in when the block ends without an error.
+
+    ``rel`` may name sub-folders (``assets/data.parquet``): each is made when missing and opened
+    without following a link (one there is refused); ``folder`` itself is the user's to point
+    anywhere. Failures are :class:`WriteFailed` naming ``folder/rel``; nothing is left behind.
+    """
+    dest = folder / rel
+    problem = relative_inside(rel)
+    if problem:
+        raise WriteFailed(dest, f"the name {rel!r} {problem}", "name a file inside the folder")
+    *subs, name = rel.split("/")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        dfd = _descend(folder, subs)
+    except OSError as exc:
+        raise _failed(dest, exc) from exc
+    tmp, placed = "", False
+    try:
+        try:
+            tmp, fd = _fresh(dfd, name)
+            f = os.fdopen(fd, "wb")
+            if stream:
+                os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+                placed = True
+        except OSError as exc:
+            raise _failed(dest, exc) from exc
+        with f:
+            yield f
+            try:
+                if not stream:
+                    if not f.closed:  # a wrapper the caller closed has flushed it
+                        f.flush()
+                        os.fsync(f.fileno())  # the new bytes on disk before the old file goes
+                    os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+                    placed = True
+            except OSError as exc:
+                raise _failed(dest, exc) from exc
+    finally:
+        if tmp and not placed:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+        os.close(dfd)
+
+
+def renew_folder(path: Path) -> Path:
+    """``path`` made a new, empty folder: for a folder of patchctl's own inside a user-named one
+    (a run's ``assets/``, ``codehook/``), whose files builders and hooks then write by name. What
+    was there goes: a link is removed, never followed, an old folder deleted (``rmtree`` follows
+    no link inside it), so nothing written there later lands outside (issue 41 req 4)."""
+    try:
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            path.unlink()
+        elif path.exists():
+            shutil.rmtree(path)
+        path.mkdir(parents=True)  # the folders above are the user's to name
+    except OSError as exc:
+        raise _failed(path, exc) from exc
+    return path
+
+
+def _descend(folder: Path, subs: list[str]) -> int:
+    """An fd of ``folder/subs...``: the sub-folders made when missing, none reached through a link."""
+    fd = os.open(folder, _DIR)
+    try:
+        for i, part in enumerate(subs):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o777, dir_fd=fd)
+            try:
+                inner = os.open(part, _DIR | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                raise WriteFailed(
+                    folder.joinpath(*subs[: i + 1]),
+                    "it is a symbolic link or a file, and patchctl writes through no link",
+                    "remove it, or name another folder",
+                ) from None
+            os.close(fd)
+            fd = inner
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _fresh(dfd: int, name: str) -> tuple[str, int]:
+    """A new hidden file beside ``name`` that nobody else can have made or linked (its name cut
+    short: a destination of 250 bytes must still leave room for the temp file's)."""
+    while True:
+        tmp = f".{name[:64]}.{secrets.token_hex(6)}.part"
+        with contextlib.suppress(FileExistsError):
+            return tmp, os.open(tmp, _FRESH, 0o666, dir_fd=dfd)  # 0o666: the umask decides, as for any file
+
+
+def _failed(dest: Path, exc: OSError) -> WriteFailed:
+    if exc.errno == errno.EISDIR:
+        return WriteFailed(dest, "a folder is in the way", "move it away and retry")
+    exc.filename = str(dest)  # a temp file's or a relative name means nothing to the user
+    cause, fix = describe(exc)
+    return WriteFailed(dest, cause, fix)

@@ -34,6 +34,19 @@ Stream = int | IO[Any] | None
 #: why a missing program is needed, when the caller does not say (``ToolMissing``'s second half)
 RUNS_IT = "patchctl runs it as a subprocess"
 
+#: the options every git command starts with, put there by :func:`patchctl.git.command` with the
+#: rest of its overrides (a repository's config runs no program, issue 41); a git argv without
+#: them was built somewhere else, and is refused before it runs
+GIT_FIRST = ("-c", "core.hooksPath=/dev/null")
+
+
+class UnguardedGit(Exception):
+    """A git command not built by :func:`patchctl.git.command`: a bug in patchctl (exit 3), never
+    something a user's input causes."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        super().__init__(f"git run without patchctl.git's overrides: {' '.join(argv)}")
+
 
 def _libc_prctl() -> object | None:
     """``prctl`` looked up once, before any fork: the child between fork and exec must not load
@@ -114,6 +127,8 @@ def _argv(argv: Sequence[str], why: str = RUNS_IT, env: Mapping[str, str] | None
     With ``env`` the program is looked up on that environment's PATH, as the child's exec does.
     """
     argv = [str(a) for a in argv]
+    if os.path.basename(argv[0]) == "git" and tuple(argv[1:3]) != GIT_FIRST:
+        raise UnguardedGit(argv)
     path = None if env is None else os.pathsep.join(os.get_exec_path(dict(env)))
     if shutil.which(argv[0], path=path) is None and not Path(argv[0]).exists():
         raise ToolMissing(argv[0], why)

@@ -67,9 +67,12 @@ def resolve(spec: str, config: Path | None = None) -> Target:
     configured = loaded.targets.get(spec)
     if configured:
         return resolve(configured)
+    bare = trees.bare_release(spec)
+    if bare is not None and not Path(spec).expanduser().exists():
+        return open_tree(trees.materialize(bare), spec)
     path = Path(spec).expanduser()
     if path.exists():
         raise NotAVerlTree(path)
     if "/" in spec or spec.startswith((".", "~")):
         raise NoSuchPath("--target", path)
-    raise UnknownTarget(spec, sorted(loaded.targets), loaded.file, search_paths())
+    raise UnknownTarget(spec, sorted(loaded.targets), loaded.file, search_paths(), meant=trees.near_release(spec))

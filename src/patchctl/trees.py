@@ -4,13 +4,14 @@ A spec is one of four things: a directory, a source release (``verl==X.Y.Z``), a
 checkout, or a name from ``patchctl.toml [targets]``. :func:`parse` decides which (and checks
 that it exists) before anything is unpacked; :func:`materialize` puts it on disk: in place for
 a directory or the cached release tree that ``apply`` patches, or as a pristine copy under a
-scratch folder (an sdist unpacked fresh, ``git archive`` of a commit) for ``capture``'s BASE and
+scratch folder (an sdist unpacked fresh, a commit's blobs as git stores them) for ``capture``'s BASE and
 ``matrix``'s columns, which must never read a tree a user has patched.
 """
 
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +67,28 @@ def release(text: str) -> TreeSpec | None:
     return TreeSpec(text, Kind.RELEASE, release=version) if version else None
 
 
+#: ``0.6.1``, ``v0.6.1``: a bare version, as ``matrix --versions`` reads one and as git tags name them
+_BARE_VERSION = re.compile(r"^v?(?P<version>\d+(\.\d+)+([a-z]+\d*)?(\.post\d+)?)$")
+#: ``verl=0.6.1``, ``verl 0.6.1``, ``verl-0.6.1``, ``verl@0.6.1``: a release meant, mistyped
+_NEAR_RELEASE = re.compile(r"^verl\s*(=|===|@|-|\s)\s*v?(?P<version>\d+(\.\d+)+\S*)$")
+
+
+def bare_release(text: str) -> TreeSpec | None:
+    """``0.6.1`` or ``v0.6.1`` as the release ``verl==0.6.1``.
+
+    Asked only after a directory and a ``[targets]`` name of that spelling: a folder called
+    ``0.6.1`` in the current directory is still that folder, as git takes a path over a ref.
+    """
+    m = _BARE_VERSION.match(text.strip())
+    return release(f"verl=={m.group('version')}") if m else None
+
+
+def near_release(text: str) -> str | None:
+    """The release spec a mistyped one meant (``verl=0.6.1`` -> ``verl==0.6.1``), else None."""
+    m = _NEAR_RELEASE.match(text.strip())
+    return f"verl=={m.group('version')}" if m else None
+
+
 def directory(text: str) -> TreeSpec | None:
     path = Path(text).expanduser()
     return TreeSpec(text, Kind.PATH, path=path) if path.is_dir() else None
@@ -115,9 +138,4 @@ def materialize(spec: TreeSpec, scratch: Path | None = None) -> Path:
         return releases.pristine(spec.release, scratch) if scratch is not None else releases.materialize(spec.release)
     assert spec.repo is not None and spec.commit is not None and scratch is not None
     scratch.mkdir(parents=True, exist_ok=True)
-    tar = git.archive(spec.repo, spec.commit, scratch / "ref.tar", prefix="tree/")
-    unpacked = scratch / "unpacked"
-    unpacked.mkdir()
-    root = releases.unpack(tar, unpacked)
-    tar.unlink()
-    return root
+    return git.export(spec.repo, spec.commit, scratch / "tree")

@@ -64,7 +64,7 @@ def test_rename_whose_new_name_occurs_elsewhere_is_captured(fork: Path, tmp_path
     code, doc = capture(fork, tmp_path / "mine")
     assert code == 0 and doc["left_out"] == [], doc
     kinds = {p["id"]: (p["kind"], p["path"]) for p in doc["patches"]}
-    assert kinds["transformer-impl-build-module"] == ("keyword-rename", ENGINE)
+    assert kinds["transformer-build-module"] == ("keyword-rename", ENGINE)
     assert kinds["transformer-impl-init"] == ("structural", ENGINE)
     manifest = (tmp_path / "mine" / "patchset.toml").read_text()
     assert f"upstream = {RULE}" in manifest
@@ -83,7 +83,7 @@ def test_applied_where_only_an_unrelated_use_of_the_name_exists(
     capture(fork, tmp_path / "mine")
     other = release_tree(version)
     assert "dtype=torch.int32" in (other / ENGINE).read_text()
-    result = apply(other, tmp_path / "mine")["transformer-impl-build-module"]
+    result = apply(other, tmp_path / "mine")["transformer-build-module"]
     assert result["status"] == "applied", result
     assert "                dtype=torch_dtype, # Uky\n" in (other / ENGINE).read_text()
 
@@ -96,8 +96,8 @@ def test_superseded_where_the_call_itself_changed(fork: Path, release_tree, tmp_
     edit(other, ENGINE, ("                torch_dtype=torch_dtype,\n", "                dtype=torch_dtype,\n"))
     git(other, "commit", "-qam", "upstream renames the keyword")
     results = apply(other, tmp_path / "mine")
-    assert results["transformer-impl-build-module"]["status"] == "superseded-upstream"
-    assert results["transformer-impl-build-module"]["reason"] == (
+    assert results["transformer-build-module"]["status"] == "superseded-upstream"
+    assert results["transformer-build-module"]["reason"] == (
         f"upstream's auto_class.from_pretrained(...) at {ENGINE}:218 passes dtype= (line 220) and no torch_dtype=; "
         "the patch is not needed"
     )
@@ -125,7 +125,7 @@ def test_a_failed_proof_blames_the_patch_and_keeps_the_rest_of_the_file(
             "path": ENGINE,
             "line": 208,
             "reason": (
-                "patch transformer-impl-build-module (keyword-rename) does not reproduce its edit from BASE: "
+                "patch transformer-build-module (keyword-rename) does not reproduce its edit from BASE: "
                 "applied to BASE it ends superseded-upstream: upstream already uses dtype "
                 f"({ENGINE}:809); the patch is not needed; this edit is left out, the file's other captured "
                 "edits are kept"
@@ -149,7 +149,7 @@ def test_a_rule_that_holds_on_base_is_not_attached(fork: Path, tmp_path: Path, m
     assert code == 0 and doc["left_out"] == []
     assert "upstream =" not in (tmp_path / "mine" / "patchset.toml").read_text()
     assert (
-        f"{ENGINE}:208: patch transformer-impl-build-module has no upstream rule: the one capture writes for it "
+        f"{ENGINE}:208: patch transformer-build-module has no upstream rule: the one capture writes for it "
         "already holds on BASE (upstream has it (test)); add one by hand if upstream may take this change"
         in doc["notes"]
     )

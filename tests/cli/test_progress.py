@@ -95,3 +95,17 @@ def test_capture_shows_its_proof(tmp_path: Path) -> None:
         env={**os.environ, **env},
     )
     assert piped.returncode == 0 and "capture: " not in piped.stderr
+
+
+def test_verify_env_says_what_it_waits_for(tmp_path: Path) -> None:
+    """``verify --env`` waited 15-18 s on its probes (torch, vLLM, Ray imports) with a blank screen."""
+    tree = tmp_path / "tree"
+    shutil.copytree(CACHE / "trees" / "verl-0.6.1", tree, symlinks=True)
+    code, out, screen = run_on_pty(patchctl("verify", "--env", "--target", str(tree)), {})
+    assert code in (0, 1), out + screen  # judged (this machine has no GPU)
+    assert re.search(r"verify --env: (checking|waiting for \w+|judging)", screen)
+    assert re.search(r" \d+/\d+ ", screen)  # a counter of checks done
+    piped = subprocess.run(
+        patchctl("verify", "--env", "--target", str(tree)), capture_output=True, text=True, timeout=300
+    )
+    assert "verify --env: " not in piped.stderr

@@ -237,3 +237,53 @@ def test_list_wraps_why_at_the_width(capsys: pytest.CaptureFixture[str]) -> None
     out = CliRunner().invoke(cli, ["list", "-p", "uky"], env={"COLUMNS": "80"}).output
     assert problems(out, 80, exempt=lambda line: line.startswith(("uky: ", "    target: "))) == []
     assert max(len(line) for line in out.splitlines() if line.startswith("    why: ")) > 70
+
+
+#: patch ids and a conflict reason as capture made them from a real fork (TinyZero, carried from
+#: its base to verl's releases in benchmarks/results/forks_detail.txt), with versions named by tag
+FORK_IDS = [
+    "main-ppo-module",
+    "main-ppo-select-rm-score-fn",
+    "ray-trainer-fit",
+    "rl-dataset-read-files-and-tokenize",
+    "rl-dataset-getitem",
+    "tracking-init",
+    "fsdp-workers-build-critic-model-optimizer",  # 41 characters, as capture named it before issue 39
+]
+FORK_TAGS = ["v0.2.0.post2", "v0.3.0.post1", "v0.4.1", "v0.5.0", "v0.6.1", "v0.7.0", "0.9.1"]
+FORK_REASON = (
+    "RLHFDataset._read_files_and_tokenize after `prompt_key = self.prompt_key`: "
+    "RLHFDataset._read_files_and_tokenize has no statement `prompt_key = self.prompt_key`, "
+    "`print(f'filter dataset len: {len(self.dataframe)}')` (an anchor of the patch; by syntax, not spelling)"
+)
+
+
+def _fork_matrix() -> Matrix:
+    columns = []
+    for n, tag in enumerate(FORK_TAGS):
+        results = tuple(
+            PatchResult(
+                "tinyzero",
+                pid,
+                Outcome.CONFLICT if i in (0, 3) and n > 0 else Outcome.NOT_APPLICABLE if i == 1 else Outcome.APPLIED,
+                "verl/utils/dataset/rl_dataset.py",
+                FORK_REASON,
+            )
+            for i, pid in enumerate(FORK_IDS)
+        )
+        columns.append(Column(Source(tag, release=tag.lstrip("v")), tag, results, ()))
+    return Matrix(("tinyzero",), tuple(("tinyzero", pid) for pid in FORK_IDS), tuple(columns))
+
+
+def test_a_real_forks_matrix_at_80_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    """Long tags stood one character per line and a version list took a line per character; now
+    tags become #N with a key, ids fold inside their column, and each reason folds under its line."""
+    matrix_cmd._show(_fork_matrix())
+    out = capsys.readouterr().out
+    snapshot("matrix-fork", out)
+    header = next(line for line in out.splitlines() if line.startswith("┃"))
+    assert "#1" in header and "#7" in header
+    assert "versions: #1 v0.2.0.post2" in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    rows = [line for line in out.splitlines() if line.startswith("│")]
+    assert len(rows) <= 2 * len(FORK_IDS) + 2  # an id folds into two lines at most

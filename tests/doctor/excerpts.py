@@ -48,6 +48,10 @@ NotImplementedError: TensorDict does not support membership checks with the `in`
     so = _build(name, src_path, tmpdir, library_dirs(), include_dir, libraries)
 subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpx1/main.c', '-O3', '-shared', '-fPIC']' returned non-zero exit status 1.
 """,
+    "nccl-system-error": """\
+torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2615, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.24.3
+ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.
+""",
     "nccl-timeout": """\
 (WorkerDict pid=5521) [rank3]:[E1221 03:12:09.118410 5521 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1182, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600089 milliseconds before timing out.
 """,

@@ -30,6 +30,8 @@ COMMANDS = (
     "unset",
     "echo",
     "ldconfig",
+    "df",
+    "grep",
     "nc",
 )
 

@@ -213,3 +213,18 @@ def test_a_deleted_function_is_flagged(tmp_path: Path) -> None:
     doc = patch_doc(drift(repo, ps, "--json").output, "log-requests")
     assert "deleted: start (was in verl/server.py)" in doc["flags"]
     assert "outcome: applied -> not-applicable" in doc["flags"]
+
+
+def test_escapes_in_upstream_code_are_shown_escaped_never_sent_to_the_terminal(tmp_path: Path) -> None:
+    """Issue 41 req 6: a comment carrying OSC (set the window title) and erase-line sequences, and a
+    file name with an escape, reach the diff; drift shows them as bisect and watch do (printable)."""
+    repo, ps = setup(tmp_path)
+    hostile = OLD.replace("    return", "    # \x1b]0;pwned\x07\x1b[2Kfine\tstill\n    return")
+    # a CR would end the Python comment: it comes in a file name instead
+    repo.commit({SERVER: hostile, "examples/\x1b[31mred\r.sh": "x\n"}, "hostile comment", tag="b")
+    for extra in ((), ("--markdown",)):
+        out = drift(repo, ps, *extra)
+        assert out.exit_code == 1, out.output
+        assert "\x1b" not in out.output and "\x07" not in out.output and "\r" not in out.output
+        assert "+    # \\033]0;pwned\\a\\033[2Kfine\tstill" in out.output  # a tab stays, as git diff shows it
+        assert "added: examples/\\033[31mred\\r.sh" in out.output

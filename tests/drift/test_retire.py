@@ -110,3 +110,22 @@ def test_a_directory_target_is_bisected_up_to_its_version_tag(tmp_path: Path) ->
     )
     assert done.exit_code == 0, done.output
     assert json.loads(done.output)["retired"][0]["absorbed_by"]["commit"] == fix
+
+
+def test_a_record_that_links_out_of_the_patchset_is_replaced_not_written_through(tmp_path: Path) -> None:
+    """Issue 41 req 4: the copy keeps the patchset's links, so the new record must not follow one."""
+    repo, ps, _ = setup(tmp_path)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("the user's own file\n")
+    (ps / "retired.json").symlink_to(outside)
+    manifest = tmp_path / "kept-elsewhere.toml"  # the manifest itself a link: the cut one must not land there
+    (ps / "patchset.toml").rename(manifest)
+    (ps / "patchset.toml").symlink_to(manifest)
+    before = manifest.read_text()
+    out = tmp_path / "new"
+    done = retire(repo, ps, "--out", str(out))
+    assert done.exit_code == 0, done.output
+    assert outside.read_text() == "the user's own file\n" and manifest.read_text() == before
+    assert not (out / "retired.json").is_symlink() and not (out / "patchset.toml").is_symlink()
+    assert 'id = "log-requests"' not in (out / "patchset.toml").read_text()
+    assert [r["patch"] for r in json.loads((out / "retired.json").read_text())["retired"]] == ["log-requests"]

@@ -152,17 +152,20 @@ def test_commit_refuses_before_writing(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_a_refused_commit_puts_the_files_back(tmp_path: Path) -> None:
-    """A pre-commit hook that says no: the files, the branch and the index are as they were."""
+    """git says no (``git add`` of a file the tree's .gitignore names; hooks never run, so they
+    cannot): the files, the branch and the index are as they were."""
     tree = make_tree(tmp_path / "tree")
-    hook = tree / ".git" / "hooks" / "pre-commit"
-    hook.write_text("#!/bin/sh\necho 'hook: no' >&2\nexit 1\n")
-    hook.chmod(0o755)
+    (tree / ".gitignore").write_text("top000.md\n")
+    env = {**os.environ, **GIT_IDENT}
+    subprocess.run(["git", "-C", str(tree), "add", ".gitignore"], check=True, env=env)
+    subprocess.run(["git", "-C", str(tree), "commit", "-qm", "ignore"], check=True, env=env)
+    ps = make_patchset(tmp_path / "ps", 1)
     before = snapshot(tree)
-    code, out = run("apply", "-t", str(tree), "--commit")
+    code, out = run("apply", "-t", str(tree), "-p", str(ps), "--commit")
     assert code == 2
-    assert "hook: no" in one_error(out)
+    assert "git refused the commit on branch 'patchctl/fault'" in one_error(out)
     assert snapshot(tree) == before
     git = ["git", "-C", str(tree)]
     assert subprocess.run([*git, "branch", "--show-current"], capture_output=True, text=True).stdout.strip() == "main"
-    assert "patchctl/uky" not in subprocess.run([*git, "branch"], capture_output=True, text=True).stdout
+    assert "patchctl/fault" not in subprocess.run([*git, "branch"], capture_output=True, text=True).stdout
     assert subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True).stdout == ""

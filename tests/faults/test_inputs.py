@@ -213,7 +213,7 @@ def test_a_dry_run_diff_quotes_its_header_as_git_does(tmp_path: Path) -> None:
         'kind = "add-file"\ntarget = ["new\\n+++ b/README.md"]\n[patch.params]\n'
         'source = "files/x"\n'
     )
-    result = CliRunner().invoke(cli, ["apply", "-t", str(tree), "-p", str(ps), "--dry-run"])
+    result = CliRunner().invoke(cli, ["apply", "-t", str(tree), "-p", str(ps), "--dry-run", "--diff"])
     assert result.exit_code == 0, result.output
     assert '+++ "b/new\\n+++ b/README.md"' in result.output.splitlines()
     assert "+++ b/README.md" not in result.output.splitlines()

@@ -165,7 +165,7 @@ def test_matrix_shows_one_line_per_conflict_and_the_diff_behind_a_flag(patchset:
     args = ("matrix", "--repo", str(repo), "--versions", "v1,v2", "--patchset", str(patchset))
     code, out = run(*args)
     (line,) = [ln for ln in out.splitlines() if " on v2: conflict in " in ln]
-    assert code == 1 and "hold other code than the patch expects" in line
+    assert code == 1 and "holds other code than the patch expects" in line
     assert "--- patch" not in out and "add --diff to print them" in out
     code, out = run(*args, "--diff")
     assert code == 1 and "--- patch" in out and f"+{UPSTREAM.rstrip()}" in out

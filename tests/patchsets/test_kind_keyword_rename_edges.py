@@ -70,6 +70,13 @@ def test_a_tagged_new_keyword_with_another_value_is_modified_and_says_so() -> No
     found = KIND.check(text, RENAME, CTX)
     assert found.presence is Presence.MODIFIED
     assert found.reason.endswith("enable_log_requests=True (expected engine_args.enable_log_requests)")
+    # both of the patch's lines are still its own: verify listed the commented original as a stray tag
+    assert found.owned_lines == {3, 4}
+
+
+def test_a_modified_rename_without_its_commented_original_owns_only_its_line() -> None:
+    text = call("c,", "# something else, # Uky", "enable_log_requests=True, # Uky")
+    assert KIND.check(text, RENAME, CTX).owned_lines == {4}
 
 
 @pytest.mark.parametrize(

@@ -241,7 +241,7 @@ def test_apply_says_why_no_place_fits() -> None:
     assert gone.reason.startswith("the module after `import os`: the module has no statement `import os`, `y = 2`")
     other = KIND.apply("import os\nx = 9\ny = 2\n", p, CTX)
     assert other.status is EditStatus.CONFLICT
-    assert other.reason.startswith("the module after `import os`: lines 2 hold other code than the patch expects")
+    assert other.reason.startswith("the module after `import os`: line 2 holds other code than the patch expects")
     assert "-x = 1\n+x = 9\n" in other.detail
 
 

@@ -93,7 +93,7 @@ def test_0_7_0_block_goes_into_package_init(release_tree) -> None:
 def test_dry_run_prints_diff_and_writes_nothing(release_tree) -> None:
     tree = release_tree("0.6.1")
     before = snapshot(tree)
-    code, out = run("apply", "--target", str(tree), "--dry-run", *CODE_PATCHES)
+    code, out = run("apply", "--target", str(tree), "--dry-run", "--diff", *CODE_PATCHES)
     assert code == 0
     assert "+            enable_log_requests=engine_args.enable_log_requests, # Uky" in out
     assert "--- a/verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py" in out

@@ -151,3 +151,20 @@ def test_hosts_without_torch_fail_the_interconnect_in_one_line(site: Site) -> No
         "'torch'; install torch in "
     ), last
     assert ours() == []
+
+
+def test_health_starts_no_ray_so_an_old_ray_is_not_refused(site: Site) -> None:
+    """Issue 41 req 9: the Ray >= 2.52 rule guards the token of a Ray validate starts; health starts none."""
+    old = site.dir / "old-ray"  # Ray 2.49.2 found first on every host's path: its metadata, as pip leaves it
+    (old / "ray-2.49.2.dist-info").mkdir(parents=True)
+    (old / "ray-2.49.2.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: ray\nVersion: 2.49.2\n")
+    hosts = [host_entry(a, site.root(a), None, gpus=0, env={"PYTHONPATH": str(old)}) for a in ("node1", "node2")]
+    site.migrate(site.cluster(hosts))
+    done = site.validate("--profile", "health", "--checks", "stack", "--out", str(site.dir / "run"))
+    assert done.exit_code == 0, done.output
+    doc = json.loads((site.dir / "run" / "validate.json").read_text())
+    for host in doc["preflight"]:
+        rows = {r["check"]: r for r in host["rows"]}
+        assert rows["ray_auth"]["status"] == rows["ray_listen"]["status"] == "skip"
+        assert rows["ray_auth"]["value"] == "left out (profile health starts no Ray)"
+    assert doc["health"]["stack"]["rows"]["ray"] == ["2.49.2", "2.49.2"]  # still shown side by side

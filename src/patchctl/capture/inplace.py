@@ -32,18 +32,63 @@ def changed(req: Request, rel: str, base_data: bytes, fork_data: bytes, taken: S
         return Classified(notes=(f"{rel}: changed, but not UTF-8 text; not captured",))
     found = diff(split_lines(base_text), split_lines(fork_text), req.rx)
     chosen = [h for h in found if h.tagged or req.all_]
-    skipped = len(found) - len(chosen)
+    loose = [h for h in found if h not in chosen]
+    carried: list[Hunk] = []
+    if not chosen:
+        done = Classified()
+    elif rel.endswith(".py"):
+        done = _python(req, rel, base_text, fork_text, chosen, taken, loose, carried)
+    else:
+        done = _shell(req, rel, base_text, fork_text, chosen, taken)
+    # the count is of what the patchset really lacks: an untagged change a tagged edit's statement
+    # took along (only comments or blank lines, or one --include'd) is captured with it
+    skipped = len([h for h in loose if h not in carried])
     said = Classified(
         notes=(f"{rel}: {skipped} untagged change(s) not captured (pass --all to capture them)",) if skipped else ()
     )
-    if not chosen:
-        return said
-    if rel.endswith(".py"):
-        return Classified.join([said, _python(req, rel, base_text, fork_text, chosen, taken)])
-    return Classified.join([said, _shell(req, rel, base_text, fork_text, chosen, taken)])
+    return Classified.join([said, done])
 
 
-def _python(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[Hunk], taken: Set[str]) -> Classified:
+def _swallowed(unit: pyunits.Unit, loose: list[Hunk]) -> list[Hunk]:
+    """The untagged changes that lie inside the lines ``unit`` re-writes: a statement widened from
+    a tagged line can reach an untagged edit next to it, which would then travel unasked."""
+    f1, f2 = unit.fork_span
+    b1, b2 = unit.base_span
+    out = []
+    for h in loose:
+        if h.fork[1] > h.fork[0]:
+            hit = f1 <= h.fork[0] + 1 and h.fork[1] <= f2
+        else:  # a pure deletion: where it sits in BASE
+            hit = b1 <= h.base[0] + 1 and h.base[1] <= b2
+        if hit:
+            out.append(h)
+    return out
+
+
+def _untagged_code_lines(hunks: list[Hunk], lines: list[str], free: set[int]) -> list[int]:
+    """Fork lines of ``hunks`` that hold code (not blank, not a comment); a deleted run counts as
+    code at the line after it, since what it removed is not known to be a comment."""
+    out = []
+    for h in hunks:
+        if h.fork[1] == h.fork[0]:
+            out.append(h.fork[0] + 1)
+            continue
+        out += [n for n in h.fork_lines if lines[n - 1].strip() and not lines[n - 1].lstrip().startswith("#")]
+    return [n for n in out if n not in free or n > len(lines)]
+
+
+def _python(
+    req: Request,
+    rel: str,
+    base_text: str,
+    fork_text: str,
+    hunks: list[Hunk],
+    taken: Set[str],
+    untagged: list[Hunk],
+    carried: list[Hunk],
+) -> Classified:
+    """Drafts of the tagged ``hunks``; ``untagged`` are the other changes of the file, and those a captured
+    statement takes along are appended to ``carried``."""
     try:
         fork_tree, base_tree = ast.parse(fork_text), ast.parse(base_text)
     except SyntaxError as exc:
@@ -78,6 +123,19 @@ def _python(req: Request, rel: str, base_text: str, fork_text: str, hunks: list[
         if problem:
             left.append(LeftOut(rel, problem.line, problem.reason.replace("FILE:LINE", f"{rel}:{problem.line}")))
             continue
+        inside = _swallowed(u, untagged)
+        stray = _untagged_code_lines(inside, flines, free)
+        if stray and not forced:
+            left.append(
+                LeftOut(
+                    rel,
+                    stray[0],
+                    f"line {stray[0]} changes code without the tag inside a tagged edit's statement "
+                    f"(line {u.line}); tag it, or pass --include {rel}:{u.line}",
+                )
+            )
+            continue
+        carried += inside
         before, after = str(u.params["before"]), str(u.params["after"])
         if whitespace_only(before, after):
             notes.append(

@@ -202,13 +202,34 @@ class Classified:
         return frozenset(d.id for d in self.drafts)
 
 
+#: the longest id capture makes: ids are table cells at 80 columns, and a file name such as
+#: ``run_qwen2_5_vl-3b_fake_dataset_FAST_LOAD.sh`` made ids of 43 characters (issue 39)
+MAX_ID = 28
+
+
+def short_stem(stem: str, limit: int = MAX_ID) -> str:
+    """``stem`` as id words, at most ``limit`` characters: the first word (what the file is) and
+    as many of the last words (what sets it apart) as fit, the middle dropped, so
+    ``run-qwen2-5-vl-3b-fake-dataset-fast-load-env`` reads ``run-dataset-fast-load-env``."""
+    words = [w for w in re.sub(r"[^a-z0-9]+", "-", stem.lower()).split("-") if w] or ["patch"]
+    if len("-".join(words)) <= limit:
+        return "-".join(words)
+    head, tail = words[0][:limit], list[str]()
+    for word in reversed(words[1:]):
+        if len("-".join([head, word, *tail])) > limit:
+            break
+        tail.insert(0, word)
+    return "-".join([head, *tail])
+
+
 def new_id(stem: str, taken: Set[str]) -> str:
-    """A patch id made of ``stem``, numbered past those ``taken``."""
-    base = re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") or "patch"
-    pid, n = base, 1
+    """A patch id made of ``stem``, at most :data:`MAX_ID` characters with its number, numbered
+    past those ``taken``. An id that fits is the stem itself, as before: ids are how recorded
+    resolutions and ``--only`` name a patch, so only the long ones change."""
+    pid, n = short_stem(stem), 1
     while pid in taken:
         n += 1
-        pid = f"{base}-{n}"
+        pid = f"{short_stem(stem, MAX_ID - len(str(n)) - 1)}-{n}"
     return pid
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl import journal
 from patchctl.capture.stage import Staged
-from patchctl.errors import PatchctlError
+from patchctl.errors import BadOptionValue, PatchctlError
 from patchctl.patchsets.loader import MANIFEST
 
 
@@ -35,6 +36,22 @@ def check_out(out: Path | None) -> None:
     """Refuse an ``--out`` that holds something other than a patchset, before any work is done."""
     if out is not None and out.exists() and out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
         raise _not_a_patchset(out)
+
+
+def check_apart(out: Path | None, trees: Mapping[str, Path | None]) -> None:
+    """Refuse an ``--out`` inside FORK or BASE (the patchset and its scratch folder would land in
+    the tree capture reads), or one that holds either (publishing swaps ``--out`` away whole)."""
+    if out is None:
+        return
+    real = out.resolve()
+    for name, tree in trees.items():
+        if tree is None:
+            continue
+        top = tree.resolve()
+        where = "is inside" if real == top or top in real.parents else "holds" if real in top.parents else None
+        if where:
+            fix = "choose a directory outside FORK and BASE"
+            raise BadOptionValue("--out", str(out), f"{where} {name} ({tree}); {fix}")
 
 
 def scratch(out: Path | None) -> tempfile.TemporaryDirectory[str]:

@@ -15,11 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from patchctl import progress
-from patchctl.capture import publish
+from patchctl.capture import keep, publish
 from patchctl.capture.classify import classify
 from patchctl.capture.model import Report, Request
 from patchctl.capture.proof import outside, prove
-from patchctl.capture.sources import open_base, open_fork
+from patchctl.capture.sources import base_dir, compared, open_base, open_fork
 from patchctl.capture.stage import Header, stage
 from patchctl.errors import BadOptionValue, PatchctlError
 
@@ -37,11 +37,13 @@ def capture(
     """Capture FORK's edits against BASE into ``out`` (None: report only, write nothing)."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", tag):
         raise BadOptionValue("--tag", repr(tag), "use letters, digits, '_', '.' or '-' (the word after '#')")
+    publish.check_apart(out, {"FORK": fork, "BASE": base_dir(base)})
     publish.check_out(out)
     fork_tree = open_fork(fork)
     recovered = publish.recover(out) if out is not None else None
     with publish.scratch(out) as tmp, _outside(Path(tmp)), progress.step(f"capture: reading {fork}") as shown:
-        req = Request(fork_tree, open_base(base, fork_tree.root, Path(tmp)), tag, all_, frozenset(include or ()))
+        fork_tree, base_tree, skipped = compared(fork_tree, open_base(base, fork_tree.root, Path(tmp)))
+        req = Request(fork_tree, base_tree, tag, all_, frozenset(include or ()))
         header = Header(name or (out.name if out is not None else "captured"), tag, req.fork.label, req.base_label)
 
         shown.say(f"capture: comparing {header.fork} with {header.base}")
@@ -49,11 +51,13 @@ def capture(
         staged = stage(classified.drafts, header, Path(tmp) / "patchset")
         shown.say(f"capture: proving {len(staged.drafts)} patch(es) on {header.base}")
         proven = prove(staged, req.base)
+        kept = keep.carry(out, proven.staged.where) if out is not None and proven.staged.where is not None else ()
         published = publish.publish(proven.staged, out)
         beyond = outside(req.fork, req.base, proven.staged.drafts)
 
     left = classified.left_out + proven.left_out
-    notes = ((recovered,) if recovered else ()) + classified.notes + ((published.note,) if published.note else ())
+    notes = ((recovered,) if recovered else ()) + skipped + classified.notes + kept
+    notes += (published.note,) if published.note else ()
     if left and published.out is not None:
         notes += (
             (

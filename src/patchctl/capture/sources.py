@@ -2,7 +2,8 @@
 
 BASE may be a directory, ``verl==X.Y.Z`` (the release's sdist, unpacked fresh, because the
 cached working tree may carry a user's patches), or a git ref of FORK's repository (exported
-with ``git archive``, so FORK's working tree and index are never touched).
+with its blobs as git stores them, so FORK's working tree and index are never touched). Only
+regular files inside each tree are read (:mod:`patchctl.capture.walk`).
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from patchctl import git, trees
+from patchctl.capture.walk import Walk, judged, walk
 from patchctl.errors import BadOptionValue
 from patchctl.tags import SKIP_DIRS
 from patchctl.target import read_version
@@ -29,6 +31,8 @@ class Tree:
     files: frozenset[str]
     #: a directory given as BASE, named by what it holds (see :func:`identity`)
     described: str | None = None
+    #: (path, why) for each name the tree lists that is not read: a symlink leading out, a FIFO...
+    skipped: tuple[tuple[str, str], ...] = ()
 
 
 def identity(root: Path, spec: str, files: frozenset[str]) -> str:
@@ -49,19 +53,15 @@ def identity(root: Path, spec: str, files: frozenset[str]) -> str:
     return f"{spec}, content sha256:{digest.hexdigest()[:16]}"
 
 
-def list_files(root: Path) -> frozenset[str]:
-    """The files of a tree as git sees it (tracked plus untracked not ignored), else by walking.
+def list_files(root: Path) -> Walk:
+    """The files of a tree as git sees it (tracked plus untracked not ignored), else by walking;
+    each judged before it is read (:func:`~patchctl.capture.walk.judge`).
 
     Git's answer matters for a fork: build outputs and checkpoints it ignores are not edits.
     """
     if git.is_worktree_root(root):
-        return frozenset(n for n in _kept(list(git.worktree_files(root))) if (root / n).is_file())
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
-        rel = os.path.relpath(dirpath, root)
-        out += [name if rel == "." else f"{rel}/{name}".replace(os.sep, "/") for name in filenames]
-    return frozenset(out)
+        return judged(root, _kept(list(git.worktree_files(root))))
+    return walk(root)
 
 
 def _kept(names: list[str]) -> list[str]:
@@ -111,7 +111,29 @@ def _ignore_rules(root: Path, names: list[str]) -> dict[str, str]:
 def open_fork(path: Path) -> Tree:
     if not path.is_dir():
         raise BadOptionValue("--from", str(path), "not a directory; pass the fork's checkout")
-    return Tree(path.resolve(), str(path), read_version(path), list_files(path))
+    found = list_files(path.resolve())
+    return Tree(path.resolve(), str(path), read_version(path), found.files, skipped=found.skipped)
+
+
+def base_dir(spec: str) -> Path | None:
+    """The directory ``--base`` names, None for a release or a ref (read as :func:`open_base` reads it)."""
+    found = None if trees.release(spec) else trees.directory(spec)
+    return found.path if found is not None else None
+
+
+def compared(fork: Tree, base: Tree) -> tuple[Tree, Tree, tuple[str, ...]]:
+    """FORK and BASE less each other's skipped paths, and a note per skipped path.
+
+    A path one side does not read is not compared at all: were it dropped from that side only,
+    BASE's file would read as deleted by FORK, or FORK's as new.
+    """
+    notes = tuple(
+        f"{rel}: in {side} it {why}; skipped, not read"
+        for side, tree in (("FORK", fork), ("BASE", base))
+        for rel, why in tree.skipped
+    )
+    fork_out, base_out = {rel for rel, _ in fork.skipped}, {rel for rel, _ in base.skipped}
+    return replace(fork, files=fork.files - base_out), replace(base, files=base.files - fork_out), notes
 
 
 def open_base(spec: str, fork: Path, scratch: Path) -> Tree:
@@ -123,7 +145,8 @@ def open_base(spec: str, fork: Path, scratch: Path) -> Tree:
         raise BadOptionValue("--base", spec, "not a directory, a release or a ref")
     if found.kind is trees.Kind.PATH:
         root = trees.materialize(found)
-        files = list_files(root)
-        return Tree(root, spec, read_version(root), files, identity(root, spec, files))
+        listed = list_files(root)
+        return Tree(root, spec, read_version(root), listed.files, identity(root, spec, listed.files), listed.skipped)
     root = trees.materialize(found, scratch / "base")
-    return Tree(root, found.label, found.release or read_version(root), list_files(root))
+    listed = list_files(root)
+    return Tree(root, found.label, found.release or read_version(root), listed.files, skipped=listed.skipped)

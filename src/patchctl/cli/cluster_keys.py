@@ -57,6 +57,7 @@ def epilog() -> str:
             "\b",
             "Cluster config: [clusters.NAME] in --config FILE, else ./patchctl.toml, else",
             "~/.config/patchctl/config.toml (complete example: docs/patchctl.toml).",
+            "A control character (newline, tab, ESC) in any name or path is a config error.",
             *_lines(CLUSTER_KEYS),
             "",
             "\b",

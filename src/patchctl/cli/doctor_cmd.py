@@ -20,6 +20,8 @@ from patchctl.doctor import (
     open_log,
     verl_pins,
 )
+from patchctl.doctor.compare import Comparison, compare, read_log, read_run
+from patchctl.doctor.metrics import diagnose_metrics, load_report
 from patchctl.errors import NoLogGiven
 
 KIND_LABEL = {"patch": "patch", "env": "env", "override": "override", "package": "install", "command": "run"}
@@ -28,7 +30,7 @@ ROLE = ("root cause", "also")
 
 
 @click.command("doctor")
-@click.argument("log", required=False, type=NonEmptyPath(path_type=Path, dir_okay=False, allow_dash=True))
+@click.argument("log", required=False, type=NonEmptyPath(path_type=Path, allow_dash=True))
 @click.option(
     "--signatures",
     "table",
@@ -44,17 +46,38 @@ ROLE = ("root cause", "also")
     default=None,
     help="A verl tree whose pins a version mismatch is compared with (default: the installed verl).",
 )
+@click.option(
+    "--healthy",
+    type=NonEmptyPath(path_type=Path, exists=True),
+    default=None,
+    help="A healthy run's log or report.json to compare with: show only what differs.",
+)
 @json_option
 @handled
-def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, verl_tree: Path | None, as_json: bool) -> int:
-    """Match LOG (a file, or - / stdin) against known verl failure signatures.
+def doctor_cmd(
+    log: Path | None, table: Path | None, list_only: bool, verl_tree: Path | None, healthy: Path | None, as_json: bool
+) -> int:
+    """Match LOG (a file, or - / stdin) against known verl failure signatures; or read the metrics of
+    a report.json (or a run directory) that patchctl train or validate wrote.
 
     Prints the root cause first (the error that ended the run, not the warnings before it; a
     specific cause before a generic one), then what came with it; per finding its evidence line,
     cause, fix and the patch, environment variable, override or command that resolves it.
     Findings a pattern cannot confirm are worded as possible. A gzip, bzip2 or xz log is read as
-    it is; a binary file is refused. Exit code 0 when the log was read, whether or not anything matched.
+    it is; a binary file is refused. A report.json's per-step metrics show the failures that print
+    no error (reward flat at 0 or constant, entropy collapsed, responses pinned at the maximum length,
+    rollout and actor disagreeing, grad norm 0 or exploding, an update that changes nothing, NaN
+    steps), each with its likely causes and the check to make. Exit code 0 when the input was read,
+    whether or not anything was found.
+
+    With --healthy OLD (a log, report.json or run directory of a run that worked), shows what
+    differs instead: the lines and warnings only the failed run printed, each with its phase
+    (startup, ray, workers, training, validation, teardown) and seconds into it, the phases it never
+    reached, and the settings and package versions that differ; two reports also get their key
+    metrics side by side.
     """
+    if healthy is not None and not list_only:
+        return _compare(log, healthy, as_json)
     signatures = load_signatures(table)
     if list_only:
         if as_json:
@@ -64,6 +87,8 @@ def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, verl_tree:
                 "known failure signatures", ["id", "title", "source"], [[s.id, s.title, s.source] for s in signatures]
             )
         return 0
+    if log is not None and (log.is_dir() or log.suffix == ".json"):
+        return _metrics(log, as_json)
     if log is None or str(log) == "-":
         if log is None and sys.stdin.isatty():
             raise NoLogGiven()
@@ -89,6 +114,128 @@ def doctor_cmd(log: Path | None, table: Path | None, list_only: bool, verl_tree:
         click.echo(
             f"doctor: {reader.source}: {reader.damage}; the findings above are from the lines before it", err=True
         )
+    if reader.lines_cut:
+        click.echo(
+            f"doctor: {reader.source}: {reader.lines_cut} line(s) over 1 MiB were read as their first MiB and "
+            "last 64 KiB",
+            err=True,
+        )
+    return 0
+
+
+def _compare(log: Path | None, healthy: Path, as_json: bool) -> int:
+    if log is None or str(log) == "-":
+        if log is None and sys.stdin.isatty():
+            raise NoLogGiven()
+        raw = getattr(sys.stdin, "buffer", None)
+        with LogReader(raw if raw is not None else io.BytesIO(sys.stdin.read().encode()), "<stdin>") as reader:
+            failed = read_log(reader, reader.source)
+    else:
+        failed = read_run(log)
+    c = compare(failed, read_run(healthy))
+    if as_json:
+        render.emit_json(c.to_json())
+    else:
+        show_comparison(c)
+    return 0
+
+
+def show_comparison(c: Comparison) -> None:
+    """The differences, each section only when it has any; every line fits the output's width."""
+    limit = min(render.width(), 100)
+    click.echo("doctor: what the failed run has and the healthy one has not")
+    click.echo(f"  failed:  {c.failed}\n  healthy: {c.healthy}")  # a path stays whole, however long
+    if c.missing_phases:
+        failed = c.phases[0]
+        _field(
+            "phases:",
+            f"the failed run stopped in {failed[-1]}; the healthy one went on to " + ", ".join(c.missing_phases),
+        )
+    for title, shown, total in (
+        ("warnings and errors only in the failed run", c.warnings, c.warnings_total),
+        ("lines only in the failed run", c.others, c.others_total),
+    ):
+        if total:
+            more = f", first {len(shown)} shown" if total > len(shown) else ""
+            click.secho(f"{title} ({total}{more}):", bold=True)
+            for line in shown:
+                head = f"  {line.number:>5} [{line.where()}] "
+                times = f" (x{line.count})" if line.count > 1 else ""
+                # a log is untrusted: its control characters (an OSC title, a cursor move) are escaped
+                click.echo(_wrap(head, render.printable(line.text) + times, limit))
+    for title, rows in (("settings that differ", c.settings), ("versions that differ", c.versions)):
+        if rows:
+            click.secho(f"{title} ({len(rows)}):", bold=True)
+            for key, old, new in rows:
+                text = f"{_value(old)} (healthy) -> {_value(new)} (failed)"
+                click.echo(render.fold(text, f"  {key}: ", "      ", limit=limit))
+    if c.metrics and c.steps is not None:
+        click.secho(f"key metrics, mean over steps (healthy {c.steps[0]} steps, failed {c.steps[1]}):", bold=True)
+        click.echo(f"  {'metric':<26}{'healthy':>14}{'failed':>14}")
+        for name, before, after in c.metrics:
+            click.echo(f"  {name:<26}{_number(before):>14}{_number(after):>14}")
+    if not c.differs and c.metrics:
+        click.echo("doctor: no setting or version differs; the metrics above are where the runs part")
+    elif not c.differs:
+        click.echo(
+            render.fold(
+                "every line (its timestamps, pids, ids and numbers aside), setting and version of the failed "
+                "run is also in the healthy one",
+                "doctor: no difference: ",
+                "  ",
+                limit=limit,
+            )
+        )
+
+
+def _wrap(head: str, text: str, limit: int, lines: int = 2) -> str:
+    """``head`` and ``text`` in at most ``lines`` lines of ``limit`` columns, later ones indented
+    under the text's start, the rest of a longer text cut at "...": a log line is evidence, so its
+    start (the message) matters, not its tail of numbers."""
+    import textwrap
+
+    width = max(limit - len(head), 20)
+    parts = textwrap.wrap(text, width, max_lines=lines, placeholder=" ...", drop_whitespace=True) or [""]
+    return head + ("\n" + " " * len(head)).join(parts)
+
+
+def _value(v: str | None) -> str:
+    """A setting's or version's value as printed: escaped, since it comes from an untrusted log."""
+    return "(not set)" if v is None else (render.printable(v) or '""')
+
+
+def _number(v: float | None) -> str:
+    return "-" if v is None else f"{v:.4g}"
+
+
+def _metrics(path: Path, as_json: bool) -> int:
+    report, steps = load_report(path)
+    found = diagnose_metrics(steps)
+    if as_json:
+        render.emit_json({"source": str(report), "steps": len(steps), "findings": [f.to_json() for f in found]})
+        return 0
+    if not steps:
+        click.echo(
+            f"doctor: {report} has no training step: the run ended before its first step; "
+            "pass the run's log to find why"
+        )
+        return 0
+    if not found:
+        click.echo(
+            f"doctor: no failure in the metrics of {report} ({len(steps)} steps): reward, entropy, grad norm, "
+            "response length, rollout/actor agreement and the update look as a learning run's do"
+        )
+        return 0
+    for i, f in enumerate(found, 1):
+        click.secho(f"{i}. {f.title} [{f.id}]", bold=True)
+        _field("metrics:", f.evidence)
+        for j, cause in enumerate(f.causes, 1):
+            _field("cause:" if j == 1 else "", f"{j}) {cause}")
+        _field("check:", f.check)
+    click.echo(
+        f"doctor: {len(found)} finding(s) in the metrics of {report} ({len(steps)} steps); "
+        "the first is the most telling"
+    )
     return 0
 
 
@@ -115,11 +262,19 @@ def _finding(i: int, m: Match, pins: tuple[str, tuple[str, ...]] | None) -> None
     kind = "" if m.fatal else ", in warnings only"
     click.secho(f"{i}. {role}: {m.headline} [{s.id}]  ({m.where}{kind})", bold=True)
     click.echo(f"   {'log:':<10}{m.excerpt}")
-    click.echo(f"   {'cause:':<10}{s.cause}")
-    click.echo(f"   {'fix:':<10}{s.fix}")
+    if m.verdict:
+        _field("versions:", m.verdict)
+    _field("cause:", s.cause)
+    _field("fix:", s.fix)
     for kind_, text in m.resolves():
-        click.echo(f"   {KIND_LABEL[kind_] + ':':<10}{text}")
+        _field(KIND_LABEL[kind_] + ":", text)
     if s.versions:
-        click.echo(f"   {'seen:':<10}{m.seen or 'no package versions in the log'}")
+        _field("seen:", m.seen or "no package versions in the log")
         if pins is not None:
-            click.echo(f"   {'pins:':<10}{', '.join(pins[1]) or '(none readable)'} ({pins[0]})")
+            _field("pins:", f"{', '.join(pins[1]) or '(none readable)'} ({pins[0]})")
+
+
+def _field(label: str, text: str) -> None:
+    """One labelled line of a finding, folded under its label at the output's width (the log
+    excerpt above it is evidence and stays as the log has it)."""
+    click.echo(render.fold(text, f"   {label:<10}", " " * 13, limit=render.width()))

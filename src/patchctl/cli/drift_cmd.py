@@ -99,11 +99,15 @@ def show(found: Drift) -> None:
         [p.patch, p.before.status.value, p.after.status.value, _under(p), "; ".join(p.flags) or "-"]
         for p in found.patches
     ]
-    render.table(
+    dropped = render.table(
         f"drift {found.source} ({found.source_version or '?'}) -> {found.dest} ({found.dest_version or '?'})",
         ["patch", found.source, found.dest, "changed under it", "flags"],
         rows,
+        status_col=2,  # the outcome on the newer side, whole and coloured
+        drop_to_fit=4,  # at 80 columns a flags cell was 22 lines: each patch's flags are listed below it
     )
+    if dropped:
+        click.echo("(flags: below, under each patch that changed)")
     for p in found.patches:
         if not p.changed:
             continue
@@ -118,13 +122,42 @@ def show(found: Drift) -> None:
                 for flag in r.flags:
                     click.echo(f"    ! {render.printable(flag)}")
                 if r.diff:
-                    click.echo("    " + r.diff.rstrip("\n").replace("\n", "\n    "))
+                    click.echo("\n".join("    " + line for line in shown_diff(r.diff)))
+    _metadata_line(found)
     changed = [p.patch for p in found.patches if p.changed]
     click.echo(
         f"drift: upstream changed under {len(changed)} patch(es): {', '.join(changed)}"
         if changed
         else "drift: nothing changed under any patch"
     )
+
+
+def _metadata_line(found: Drift) -> None:
+    """One line for the added files beside which only packaging metadata and docs changed."""
+    beside = [p.patch for p in found.patches if any(r.status == "metadata" for r in p.regions)]
+    if not beside:
+        return
+    files = sorted(
+        {
+            f
+            for p in found.patches
+            for r in p.regions
+            if r.status == "metadata"
+            for f in r.diff.rsplit(": ", 1)[-1].strip().split(", ")
+        }
+    )
+    click.echo(  # the file names are upstream's: escaped as its diffs are
+        f"\nbeside the files of {len(beside)} patch(es) ({', '.join(beside)}) only packaging metadata and docs "
+        f"changed ({render.printable(', '.join(files))}): not counted as a change"
+    )
+
+
+def shown_diff(diff: str) -> list[str]:
+    """An upstream diff's lines, escaped as bisect and watch escape upstream subjects
+    (:func:`render.printable`): an OSC or erase-line sequence in an upstream comment or file name
+    must not reach the terminal (issue 41 req 6). Tabs stay, as git diff shows them: they only
+    move the cursor along the line."""
+    return ["\t".join(render.printable(part) for part in line.split("\t")) for line in diff.rstrip("\n").split("\n")]
 
 
 def markdown(found: Drift) -> str:
@@ -149,13 +182,13 @@ def markdown(found: Drift) -> str:
             continue
         lines += ["", f"<details><summary>{p.patch}</summary>", ""]
         lines += [
-            f"- **{r.what}** `{r.name}`: {r.status}" + "".join(f"\n  - {cell(f)}" for f in r.flags)
+            f"- **{r.what}** `{render.printable(r.name)}`: {r.status}" + "".join(f"\n  - {cell(f)}" for f in r.flags)
             for r in p.regions
             if r.changed
         ]
         for r in p.regions:
             if r.changed and r.diff:
-                lines += ["", "```diff", r.diff.rstrip("\n").replace("```", "` ` `"), "```"]
+                lines += ["", "```diff", *(line.replace("```", "` ` `") for line in shown_diff(r.diff)), "```"]
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 

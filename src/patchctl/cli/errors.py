@@ -19,6 +19,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from patchctl.errors import FileSystemFailed, PatchctlError
+from patchctl.errors.usage import ConfigProblems
 from patchctl.oserrors import ENVIRONMENT, describe
 from patchctl.quoting import printable
 
@@ -47,12 +48,16 @@ def hint_of(exc: BaseException) -> str:
     return text.rsplit("; ", 1)[1] if "; " in text else ""
 
 
-def fail(message: str, code: int, hint: str, as_json: bool) -> NoReturn:
-    """Say why the command stopped (stderr, or one JSON object on stdout) and exit with ``code``."""
+def fail(message: str, code: int, hint: str, as_json: bool, listed: bool = False) -> NoReturn:
+    """Say why the command stopped (stderr, or one JSON object on stdout) and exit with ``code``.
+
+    ``listed``: the message is a list of problems whose parts are escaped already
+    (:class:`~patchctl.errors.usage.ConfigProblems`), so its own line breaks stay."""
+    text = message if listed else printable(message)
     if as_json:
-        click.echo(json.dumps({"code": code, "error": printable(message), "hint": printable(hint)}))
+        click.echo(json.dumps({"code": code, "error": text, "hint": printable(hint)}))
     else:
-        click.echo(f"error: {printable(message)}", err=True)
+        click.echo(f"error: {text}", err=True)
     sys.exit(code)
 
 
@@ -63,9 +68,11 @@ def handled(fn: F) -> F:
         try:
             code = fn(*args, **kwargs)
         except PatchctlError as exc:  # printable(): one line, whatever a name in it holds
-            fail(str(exc), exc.exit_code, hint_of(exc), as_json)
+            fail(str(exc), exc.exit_code, hint_of(exc), as_json, listed=isinstance(exc, ConfigProblems))
         except BrokenPipeError:  # `patchctl list | head`: the reader left, nothing to report
-            sys.stderr.close()
+            devnull = os.open(os.devnull, os.O_WRONLY)  # what is still buffered goes nowhere, quietly
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
             sys.exit(0)
         except KeyboardInterrupt:
             if as_json:

@@ -19,6 +19,7 @@ import click
 from patchctl import __version__
 from patchctl.cli import COMPLETE_VAR
 from patchctl.cli.errors import EXIT_CODES, INTERRUPTED, usage_error
+from patchctl.errors.base import did_you_mean
 
 #: command name -> "module:attribute" of its click command, in the order ``--help`` lists them.
 COMMANDS: dict[str, str] = {
@@ -69,6 +70,15 @@ class LazyGroup(click.Group):
         command = getattr(importlib.import_module(module), attr)
         assert isinstance(command, click.Command), spec
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's lookup, with git's "did you mean" for a mistyped command (``patchctl aply``)."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            ctx.fail(f"No such command {name!r}.{did_you_mean(name, COMMANDS)}")
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         commands = [(name, cmd) for name in self.list_commands(ctx) if (cmd := self.get_command(ctx, name))]
@@ -134,5 +144,25 @@ def main() -> None:
     global LAUNCHED
     LAUNCHED = True
     signal.signal(signal.SIGTERM, _terminate)
-    # named, not derived from the program name: `python -m patchctl` completes as `patchctl` does
-    cli(complete_var=COMPLETE_VAR)
+    try:
+        # named, not derived from the program name: `python -m patchctl` completes as `patchctl` does
+        cli(complete_var=COMPLETE_VAR)
+    except SystemExit:
+        quiet_if_reader_left()
+        raise
+
+
+def quiet_if_reader_left() -> None:
+    """Flush stdout now; if its reader left (``patchctl ... | head``), exit 0 as the command did.
+
+    Output still buffered when the interpreter ends is flushed after every handler has run, and a
+    closed pipe there made Python print "Exception ignored" and exit 120. The reader taking only
+    the first lines is a normal way to read output, so the code stays the command's own (0 when
+    it succeeded); stdout goes to /dev/null so nothing is flushed into the closed pipe again.
+    """
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)

@@ -32,7 +32,7 @@ from patchctl.patchsets.model import Outcome
     "repo",
     type=NonEmptyPath(path_type=Path, file_okay=False),
     default=None,
-    help="A local verl git checkout whose refs --versions names (read with git archive; not changed).",
+    help="A local verl git checkout whose refs --versions names (read from its blobs; not changed).",
 )
 @patchset_option
 @click.option(
@@ -60,7 +60,7 @@ def matrix_cmd(
 ) -> int:
     """Apply the patchsets to each version in a scratch copy; show the outcome per patch and version.
 
-    Each version is unpacked pristine (a release from its cached sdist, a ref with git archive)
+    Each version is unpacked pristine (a release from its cached sdist, a ref from its blobs)
     into a temporary directory, patched there, and deleted; nothing else is written, apart from
     downloading releases not cached yet. Per patch the table also names the first version, in the
     order given, where it is superseded-upstream, and the versions where it is conflict or
@@ -83,16 +83,35 @@ def matrix_cmd(
     return 0 if matrix.ok else 1
 
 
+#: the longest version label a compact table shows as it is; longer ones (``v0.2.0.post2``) stood
+#: one character per line at 80 columns, so they become ``#1``, ``#2`` ... with a key below
+SHORT_LABEL = 7
+
+
+def short_labels(matrix: Matrix) -> dict[str, str]:
+    """Each column's label as a compact table shows it: itself, or ``#N`` when any label is long."""
+    labels = [c.source.label for c in matrix.columns]
+    if all(len(label) <= SHORT_LABEL for label in labels):
+        return {label: label for label in labels}
+    return {label: f"#{i}" for i, label in enumerate(labels, 1)}
+
+
 def _header(matrix: Matrix, compact: bool = False) -> list[str]:
-    summary = ["sup at", "fails"] if compact else ["superseded from", "conflict/ambiguous"]
-    return ["patch", *(c.source.label for c in matrix.columns), *summary]
+    summary = ["sup", "fail"] if compact else ["superseded from", "conflict/ambiguous"]
+    short = short_labels(matrix) if compact else {}
+    return ["patch", *(short.get(c.source.label, c.source.label) for c in matrix.columns), *summary]
 
 
 def _row(matrix: Matrix, row: tuple[str, str], style: bool, compact: bool = False) -> list[str]:
     cells = [matrix.cell(row, c).status.value for c in matrix.columns]
     if style:
         cells = [f"[{render.STYLE.get(s, 'white')}]{CODES.get(s, s) if compact else s}[/]" for s in cells]
-    return [matrix.name(row), *cells, matrix.first_superseded(row) or "-", ", ".join(matrix.problems(row)) or "-"]
+    short = short_labels(matrix) if compact else {}
+    first = matrix.first_superseded(row)
+    fails = [short.get(label, label) for label in matrix.problems(row)]
+    # compact: how many versions fail (the cells and the lines below the table say which)
+    listed = (str(len(fails)) if fails else "-") if compact else (", ".join(fails) or "-")
+    return [matrix.name(row), *cells, short.get(first, first) if first else "-", listed]
 
 
 def markdown(matrix: Matrix) -> str:
@@ -115,12 +134,19 @@ CODES = {
 }
 
 
-def _table(matrix: Matrix, compact: bool) -> Any:
+def _table(matrix: Matrix, compact: bool, tight: bool = False) -> Any:
+    """The outcome table; ``tight`` drops the cells' padding, the last resort before a box overflows."""
     from rich.table import Table
 
-    table = Table()
-    for i, name in enumerate(_header(matrix, compact)):
-        table.add_column(name, no_wrap=i == 0, overflow="fold")  # a folded patch id reads as two
+    table = Table(padding=(0, 0) if tight else (0, 1))
+    header = _header(matrix, compact)
+    for i, name in enumerate(header):
+        if not compact:
+            table.add_column(name, no_wrap=i == 0, overflow="fold")  # a folded patch id reads as two
+        elif i == 0:  # a long id folds, but never below a width it still reads at
+            table.add_column(name, overflow="fold", min_width=12, max_width=max(16, render.width() // 3))
+        else:  # codes, short labels and counts stay whole
+            table.add_column(name, no_wrap=True)
     for row in matrix.rows:
         table.add_row(*_row(matrix, row, True, compact))
     return table
@@ -130,7 +156,7 @@ def legend(matrix: Matrix) -> str:
     """``app applied, sup superseded-upstream, ...``: the codes this matrix uses, in CODES' order."""
     used = {matrix.cell(row, c).status.value for row in matrix.rows for c in matrix.columns}
     codes = ", ".join(f"{code} {word}" for word, code in CODES.items() if word in used)
-    return f"legend: {codes}; sup at: first version superseded upstream; fails: versions in conflict or ambiguous"
+    return f"legend: {codes}; sup: first version superseded upstream; fail: how many versions conflict or are ambiguous"
 
 
 def _show(matrix: Matrix, show_diff: bool = False) -> None:
@@ -143,8 +169,12 @@ def _show(matrix: Matrix, show_diff: bool = False) -> None:
     if render.fits(table):
         render.show(table)
     else:
-        render.show(_table(matrix, compact=True))
+        compact = _table(matrix, compact=True)
+        render.show(compact if render.fits(compact, folded=True) else _table(matrix, compact=True, tight=True))
         click.echo(textwrap.fill(legend(matrix), render.width(), subsequent_indent="  ", break_on_hyphens=False))
+        key = [f"{short} {label}" for label, short in short_labels(matrix).items() if short != label]
+        if key:
+            click.echo(textwrap.fill("versions: " + ", ".join(key), render.width(), subsequent_indent="  "))
     failed = [
         (row, c)
         for row in matrix.rows
@@ -163,11 +193,10 @@ def _conflicts(matrix: Matrix, failed: list[tuple[tuple[str, str], Column]], sho
     diff ran over 1,500 lines, issue 27), then each held-back or warned patch with its partner."""
     for row, c in failed:
         cell = matrix.cell(row, c)
-        reason = " ".join(render.printable(cell.reason).split())
-        click.echo(
-            f"{matrix.name(row)} on {c.source.label}: {cell.status.value} in "
-            f"{render.quote_path(cell.path or '-')}: {reason}"
-        )
+        reason = render.printable(cell.reason)
+        head = f"{matrix.name(row)} on {c.source.label}: {cell.status.value} in {render.quote_path(cell.path or '-')}: "
+        line = head + " ".join(reason.split())
+        click.echo(render.fold(line, "", "    ", limit=render.width()) if render.on_screen() else line)
         if show_diff and cell.detail:
             click.echo(cell.detail.rstrip("\n"))
     hidden = sum(1 for row, c in failed if matrix.cell(row, c).detail)

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from patchctl.cli import render
+from patchctl.cli import completion, dryrun, render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import config_option, json_option, only_option, patchset_option, target_option
+from patchctl.cli.options import SPEC, config_option, json_option, only_option, patchset_option, target_option
 from patchctl.cli.targets import Use, open_target
 from patchctl.errors import UnknownPatch
 from patchctl.patchsets import engine, needs
 from patchctl.patchsets.loader import load_patchsets
-from patchctl.patchsets.model import Outcome, Patchset
+from patchctl.patchsets.model import Outcome, PatchResult, Patchset
 
 
 def _only(patchsets: list[Patchset], only: tuple[str, ...]) -> set[str] | None:
@@ -27,18 +27,41 @@ def _only(patchsets: list[Patchset], only: tuple[str, ...]) -> set[str] | None:
 
 
 def _show(result: engine.RunResult, title: str) -> None:
-    rows = [[r.patch, r.status.value, render.quote_path(r.path) if r.path else "-", r.reason] for r in result.results]
+    rows = [
+        [r.patch, r.status.value, render.quote_path(r.path) if r.path else "-", r.reason + _brought(r, result)]
+        for r in result.results
+    ]
     render.table(title, ["patch", "status", "file", "reason"], rows, status_col=1)
     for r in result.results:
         if r.detail:
             click.echo(f"\n{r.patch}: how the target differs\n{r.detail}")
 
 
+def _brought(r: PatchResult, result: engine.RunResult) -> str:
+    """Why a patch is ``already-applied`` on a fresh tree: another patch of this run added its file,
+    and the shipped file holds the change already (the record's scripts carry their own exports)."""
+    if r.status is not Outcome.ALREADY_APPLIED or not r.path:
+        return ""
+    by = [o.patch for o in result.results if o is not r and o.path == r.path and o.status is Outcome.APPLIED]
+    return f" (the file comes with {by[0]}, applied in this run, which holds it already)" if by else ""
+
+
 @click.command("apply")
 @target_option
 @patchset_option
 @only_option
-@click.option("--dry-run", is_flag=True, help="Print a unified diff of what would change; write nothing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Write nothing; print what would change, a line per file as `git apply --stat` does.",
+)
+@click.option(
+    "--diff",
+    "show_diff",
+    is_flag=True,
+    help="With --dry-run: print the whole unified diff, edits of existing files before added files "
+    "(through a pager on a terminal).",
+)
 @click.option("--commit", "commit", is_flag=True, help="Commit the changes on a new git branch.")
 @click.option("--branch", default=None, help="Branch name for --commit (default patchctl/<patchsets>).")
 @click.option("--force", is_flag=True, help="Change files even if they have uncommitted changes.")
@@ -59,6 +82,7 @@ def apply_cmd(
     patchsets: tuple[str, ...],
     only: tuple[str, ...],
     dry_run: bool,
+    show_diff: bool,
     commit: bool,
     branch: str | None,
     force: bool,
@@ -69,6 +93,8 @@ def apply_cmd(
     """Re-create every patch of the patchsets on TARGET (all-or-nothing)."""
     if commit and on_conflict == "markers":
         raise click.UsageError("--commit would commit conflict markers: drop it, or --conflicts=markers")
+    if show_diff and not dry_run:
+        raise click.UsageError("--diff shows what a dry run would change: add --dry-run")
     sets = load_patchsets(patchsets)
     tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
     chosen = _only(sets, only)
@@ -86,9 +112,13 @@ def apply_cmd(
     if as_json:
         render.emit_json(result.to_json())
     else:
-        if dry_run:
-            click.echo(result.diff, nl=False)
-        _show(result, f"apply {' + '.join(ps.name for ps in sets)} -> {tree.root} (verl {tree.version or '?'})")
+        files = dryrun.split(result.diff) if dry_run else []
+        if dry_run and show_diff:
+            dryrun.show_diff(files)
+        elif dry_run:
+            click.echo(dryrun.stat(files, render.width()), nl=False)
+        title = f"apply {' + '.join(ps.name for ps in sets)} -> {tree.root} (verl {tree.version or '?'})"
+        _show(result, f"{title}, dry run: nothing written" if dry_run else title)
         if not result.ok and not result.written:
             click.echo("nothing was written: fix the conflicts above, or leave those patches out with --only", err=True)
         elif result.written:
@@ -104,6 +134,11 @@ def apply_cmd(
                 )
         elif not dry_run:
             click.echo("nothing to write")
+        else:
+            click.echo(
+                "dry run: nothing was written"
+                + ("" if show_diff or not files else "; --diff prints the changes, --json holds them too")
+            )
     marked = [r.patch for r in result.results if r.status is Outcome.CONFLICT_MARKED]
     if marked and not as_json:
         click.echo(
@@ -142,7 +177,8 @@ def revert_cmd(
     else:
         if dry_run:
             click.echo(result.diff, nl=False)
-        _show(result, f"revert -> {tree.root}")
+        if result.results:  # nothing recorded: the verdict below says so, an empty table would not
+            _show(result, f"revert -> {tree.root}")
         _revert_verdict(result, dry_run)
     return 0 if result.ok else 1
 
@@ -152,7 +188,7 @@ def _revert_verdict(result: engine.RunResult, dry_run: bool) -> None:
     long table should not have to infer it from the rows."""
     reverted = sum(1 for r in result.results if r.status is Outcome.REVERTED)
     if not result.results:
-        click.echo("revert: nothing to do (nothing recorded as applied there)")
+        click.echo(f"revert: nothing to do, nothing of these patchsets is recorded as applied to {result.target.root}")
     elif not result.ok:
         click.echo(
             "revert: FAILED, nothing was written: fix the conflicts above, or leave those patches out with --only",
@@ -165,7 +201,15 @@ def _revert_verdict(result: engine.RunResult, dry_run: bool) -> None:
 
 
 @click.command("list")
-@patchset_option
+@click.option(
+    "--patchset",
+    "-p",
+    "patchsets",
+    multiple=True,
+    type=SPEC,
+    shell_complete=completion.patchsets,
+    help="A built-in patchset name or a patchset directory (repeatable). Default: every built-in patchset.",
+)
 @json_option
 @handled
 def list_cmd(patchsets: tuple[str, ...], as_json: bool) -> int:
@@ -197,31 +241,12 @@ def list_cmd(patchsets: tuple[str, ...], as_json: bool) -> int:
             ]
         )
         return 0
-    import textwrap
-
     for ps in sets:
-        click.echo(f"{ps.name}: {ps.description} ({len(ps.patches)} patches, {ps.manifest})")
+        click.echo(render.fold(f"{ps.description} ({len(ps.patches)} patches, {ps.manifest})", f"{ps.name}: ", "  "))
         for p in ps.patches:
-            click.echo(
-                "\n"
-                + textwrap.fill(
-                    f"  {p.id}  [{p.kind}]  {p.title}",
-                    min(render.width(), 100),
-                    subsequent_indent="    ",
-                    break_on_hyphens=False,
-                    break_long_words=False,
-                )
-            )
-            click.echo(f"    target: {' | '.join(render.quote_path(t) for t in p.target)}")
-            click.echo(
-                textwrap.fill(
-                    " ".join(p.why.split()),
-                    min(render.width(), 100),
-                    initial_indent="    why: ",
-                    subsequent_indent="         ",
-                    break_on_hyphens=False,
-                )
-            )
+            click.echo("\n" + render.fold(f"[{p.kind}]  {p.title}", f"  {p.id}  ", "    "))
+            click.echo(render.fold(" | ".join(render.quote_path(t) for t in p.target), "    target: ", " " * 12))
+            click.echo(render.fold(p.why, "    why: ", " " * 9))
             for k, v in p.meta.items():
-                click.echo(f"    {k}: {v}")
+                click.echo(render.fold(str(v), f"    {k}: ", " " * (6 + len(k))))
     return 0

@@ -51,17 +51,25 @@ STYLE = {
 
 def width() -> int:
     """The columns output is laid out for: ``COLUMNS`` when set, else the size of whichever of
-    stdout or stderr is a terminal (``patchctl ... | less`` still has one on stderr),
-    else :data:`NO_TERMINAL_WIDTH`."""
+    stdout, stderr or stdin is a terminal (``patchctl ... | less`` still has one on stderr, and
+    ``patchctl ... 2>&1 | less`` on stdin: the pager shows it in that same window), else
+    :data:`NO_TERMINAL_WIDTH`."""
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
-    for fd in (1, 2):
+    for fd in (1, 2, 0):
         try:
             return os.get_terminal_size(fd).columns
         except OSError:
             continue
     return NO_TERMINAL_WIDTH
+
+
+def on_screen() -> bool:
+    """Whether the output is laid out for a person's window (``COLUMNS`` set, or a terminal on
+    stdout, stderr or stdin), as :func:`width` reads it: long lines are then folded under their
+    label; a log or a pipe into grep keeps one line per finding."""
+    return os.environ.get("COLUMNS", "").isdigit() or any(os.isatty(fd) for fd in (1, 2, 0))
 
 
 def console() -> Console:  # rich is imported lazily: it costs ~50 ms that --json runs do not need
@@ -79,11 +87,19 @@ def show(renderable: RenderableType) -> None:
     click.echo(_TRAILING.sub(r"\1", captured.get()), nl=False, color=out.is_terminal and not out.no_color)
 
 
-def fits(renderable: RenderableType) -> bool:
-    """True when ``renderable`` needs no folding at the current :func:`width`."""
+def fits(renderable: RenderableType, folded: bool = False) -> bool:
+    """True when ``renderable`` needs no folding at the current :func:`width`; with ``folded``, when
+    its foldable cells folded keep it inside the width: rich squeezes a table that does not fit,
+    and where its unfoldable columns alone are too wide it cuts the box's right edge off, so the
+    table is laid out and every line must still end on its box's right border."""
     from rich.measure import Measurement
 
     out = console()
+    if folded:
+        with out.capture() as captured:
+            out.print(renderable)
+        lines = [ln.rstrip() for ln in captured.get().splitlines() if ln.strip()]
+        return all(ln[-1:] in "┓┃┩│┘┐┤╮╯" for ln in lines)
     wide = out.options.update(max_width=1 << 16)  # measured unbounded: the console's width would clamp it
     return Measurement.get(out, wide, renderable).maximum <= out.width
 
@@ -138,3 +154,19 @@ def progress_line(p: Any) -> str:
         parts.append(f"{p.seconds_per_step:.2f} s/step")
     parts.append(f"{p.elapsed:.0f} s")
     return "  ".join(parts)
+
+
+def fold(text: str, first: str, rest: str, limit: int = 100) -> str:
+    """``first + text`` folded at the output's width (at most ``limit``), later lines indented by
+    ``rest``: a long value stays under its label instead of wrapping at the terminal's left edge.
+    Words are never split, so a long path or option stays whole (and copyable) on a line of its own."""
+    import textwrap
+
+    return textwrap.fill(
+        " ".join(text.split()),
+        min(width(), limit),
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )

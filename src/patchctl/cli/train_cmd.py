@@ -57,10 +57,10 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option(
     "--profile",
     "profile_name",
-    default="smoke",
-    show_default=True,
+    default=None,
     type=Choice(_profile_names()),
-    help="Which run: smoke needs no model or data; debug/fast-load/standard are the record's scripts.",
+    help="Which run: smoke and smoke-vllm need no model or data; debug/fast-load/standard are the "
+    "record's scripts. Default: smoke, or smoke-vllm where the tree has no HF rollout (verl >= 0.6).",
 )
 @click.option(
     "--cluster",
@@ -101,7 +101,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @handled
 def train_cmd(
     target: str,
-    profile_name: str,
+    profile_name: str | None,
     cluster_name: str | None,
     dry_run: bool,
     out: Path | None,
@@ -125,15 +125,21 @@ def train_cmd(
     from patchctl.train import run
     from patchctl.train.profiles import load_profile
 
-    profile = load_profile(profile_name)
     cluster = load_cluster(cluster_name, config) if cluster_name else None
     tree = open_target(target, config, Use.RECOVER)
+    picked = ""
+    if profile_name is None:
+        profile_name, why = run.default_profile(tree)
+        picked = f" (picked: {why}; --profile picks another)"
+    profile = load_profile(profile_name)
     plan = run.plan(tree, profile, cluster, list(overrides), python, out)
     if dry_run:
         if as_json:
+            if picked:
+                click.echo(f"train: profile {profile.name}{picked}", err=True)
             render.emit_json(plan.to_json())
             return 0
-        click.echo(f"# profile {profile.name}: {profile.description}")
+        click.echo(f"# profile {profile.name}{picked}: {profile.description}")
         for a in plan.adapted:
             click.echo(f"# adapted for verl {tree.version} ({a.verl}): {a.why}")
         for key, setting in plan.settings().items():
@@ -157,7 +163,7 @@ def train_cmd(
     def echo(line: str, at: float) -> None:
         click.echo(f"[{at:6.1f}] {line}", err=True)
 
-    click.echo(f"train: profile {profile.name} on {tree.root} (log: {plan.launch.log})", err=True)
+    click.echo(f"train: profile {profile.name}{picked} on {tree.root} (log: {plan.launch.log})", err=True)
     result = run.train(plan, tree, t0, timeout=timeout, on_progress=progress, on_line=echo if verbose else None)
     if live:
         click.echo("", err=True)

@@ -5,6 +5,12 @@ first bytes (not the file name) and decompressed while streaming. A file that is
 executable, a checkpoint, a parquet file) is refused with one line: its strings would otherwise
 match signatures by chance (an ELF binary holds glibc's "pthread_create failed") and print raw
 bytes on the terminal. Text with a few stray bytes is still read (they decode as U+FFFD).
+
+A line longer than :data:`LINE_HEAD` characters is read as its start and its last :data:`LINE_TAIL`
+characters, the middle streamed past: a log without newlines (a dump, a file that is text only at its
+start) would otherwise be held whole in memory, and each signature that looks at the line costs its
+length. The errors a signature matches sit at a line's start (the message) or its end (a repr's
+closing words), not a megabyte into it.
 """
 
 from __future__ import annotations
@@ -46,6 +52,9 @@ _TEXT = bytes(range(0x20, 0x7F)) + bytes(range(0x80, 0x100)) + b"\t\n\r\f\b\x1b"
 #: above this share of other bytes at the start, a file is binary (random data has ~10%)
 MAX_CONTROL = 0.05
 _DAMAGED = (EOFError, OSError, lzma.LZMAError, zlib.error)
+#: characters kept of a line's start, and of its end, when it is longer
+LINE_HEAD = 1 << 20
+LINE_TAIL = 1 << 16
 
 
 class NotALog(PatchctlError):
@@ -108,6 +117,8 @@ class LogReader:
         self.compression: str | None = None
         self.damage: str | None = None
         self.lines_read = 0
+        #: lines longer than LINE_HEAD + LINE_TAIL characters, read as their start and end
+        self.lines_cut = 0
         self._raw, self._close = stream, close
         try:
             head, stream = _sniffed(stream)
@@ -129,13 +140,31 @@ class LogReader:
 
     def __iter__(self) -> Iterator[str]:
         try:
-            for line in self._text:
+            while line := self._text.readline(LINE_HEAD):
+                if len(line) == LINE_HEAD and line[-1] != "\n":
+                    line = self._rest_of(line)
                 self.lines_read += 1
                 yield line
         except _DAMAGED as exc:
             self.damage = (
                 f"the {self.compression or 'log'} data is cut off or damaged after line {self.lines_read} ({exc})"
             )
+
+    def _rest_of(self, head: str) -> str:
+        """The long line that starts with ``head``: ``head``, a note of what was skipped, its last
+        LINE_TAIL characters and newline. The skipped part is read in pieces, never held whole."""
+        tail, skipped = "", 0  # tail: at most LINE_TAIL characters and the newline
+        while piece := self._text.readline(LINE_HEAD):
+            tail += piece
+            if len(tail) > LINE_TAIL + 1:
+                skipped += len(tail) - (LINE_TAIL + 1)
+                tail = tail[-(LINE_TAIL + 1) :]
+            if piece[-1] == "\n":
+                break
+        if not skipped:
+            return head + tail
+        self.lines_cut += 1
+        return f"{head} [... {skipped} characters not read ...] {tail}"
 
     def close(self) -> None:
         if self._close:

@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 
 from patchctl.doctor.scan import Scan, printable
 from patchctl.doctor.signatures import Signature
+from patchctl.doctor.versions import mismatch
 
 __all__ = ["Diagnosis", "Match", "diagnose", "printable"]
 #: "{name=default}" in a resolution: the value a pattern's named group captured, else the default
-_SLOT = re.compile(r"\{(\w+)=([^}]*)\}")
+#: (which holds no brace: "[^}]*" would run on over every later "{" of a line of them, quadratic)
+_SLOT = re.compile(r"\{(\w+)=([^{}]*)\}")
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,14 @@ class Match:
         return "; ".join(f"{p} {', '.join(v)}" for p, v in self.versions)
 
     @property
+    def verdict(self) -> str:
+        """For a version finding, the two packages that do not fit and their versions, with what to
+        install ("" when the log names neither)."""
+        if not self.signature.versions:
+            return ""
+        return mismatch(dict(self.captures), {p: list(v) for p, v in self.versions})
+
+    @property
     def where(self) -> str:
         """Where and how often: "line 812", "line 812; 8 lines in 4 processes, first at line 640"."""
         parts = [f"line {self.line}"]
@@ -97,6 +107,7 @@ class Match:
             "resolves": resolves,
             "captures": dict(self.captures),
             "versions": {p: list(v) for p, v in self.versions},
+            "verdict": self.verdict,
             "source": s.source,
         }
 

@@ -10,7 +10,9 @@ log of any size streams through in constant memory.
 Three things are decided per hit line, because a maintainer decides them by looking at it:
 - is it a warning (``UserWarning``, ``WARNING``, glog's ``W``)? A warning does not end a run;
 - is it confirmed: does a confirming line (a frame of the right library, say) lie within
-  :data:`CONFIRM_WINDOW` lines before or after? Without it, the finding is only possible;
+  :data:`CONFIRM_WINDOW` lines before or after? Without it, the finding is only possible. Each
+  line is searched for a signature's confirming lines at most once, however many hits it is
+  near, so a log of long lines costs its length, not its length times the hits;
 - does a more specific signature explain the same line (``refines``)?
 """
 
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from patchctl.doctor.signatures import CONFIRM_WINDOW, Signature
-from patchctl.doctor.versions import seen_versions
+from patchctl.doctor.versions import NAMES, seen_versions
 
 if sys.version_info >= (3, 11):  # the parsed form of a pattern, to read its anchor
     from re import _constants as _C
@@ -36,10 +38,15 @@ else:  # pragma: no cover
 
 #: longest excerpt kept per finding
 EXCERPT = 300
-#: markers of a line that reports a warning, not the error that ended the run
-WARNING_LINE = re.compile(r"\bWARNING\b|\bWarning\b|Warning:|\bW\d{4} |\[[^\]]* W \d+ \d+\]")
+#: markers of a line that reports a warning, not the error that ended the run; the bracketed
+#: glog prefix ("[2025-10-25 13:08:43,123 W 812 812]") excludes "[" too, so that a line of many
+#: "[" is searched in linear time (each start's run ends at the next "[")
+WARNING_LINE = re.compile(r"\bWARNING\b|\bWarning\b|Warning:|\bW\d{4} |\[[^\[\]]* W \d+ \d+\]")
 #: the process a Ray-prefixed line comes from: "(WorkerDict pid=812, ip=...)"
 PROCESS = re.compile(r"\((\w+) pid=(\d+)")
+#: the package of a traceback frame in an installed tree: ``File ".../site-packages/tensordict/x.py"``
+#: (``[\w.]+`` stops at "/", so a line of "site-packages/" repeated is searched once per start)
+FRAME_PACKAGE = re.compile(r'File "[^"]*(?<![\w-])(?:site|dist)-packages/(\w+)/')
 #: a signature's confirming lines are searched for at most this many hits (a log with a
 #: million unconfirmed hits would otherwise cost a million window searches)
 CONFIRM_TRIES = 50
@@ -107,6 +114,15 @@ class Hits:
     captures: dict[str, str] = field(default_factory=dict)
     confirmed: bool = False
     tries: int = 0
+    #: the last line searched for a confirming line (each line is searched once)
+    searched: int = 0
+
+
+def _names_a_package(line: str) -> bool:
+    """Whether the line starts "vllm: 0.3.2", as users list their versions (cheap: most lines have
+    no colon within their first 20 characters)."""
+    colon = line.find(":", 0, 20)
+    return colon > 0 and line[:colon].strip().lower() in NAMES
 
 
 class Scan:
@@ -116,13 +132,17 @@ class Scan:
         self.signatures = signatures
         self.hits: dict[str, Hits] = {}
         self.versions: dict[str, list[str]] = {}
+        #: the installed package of the last traceback frame read ("tensordict" for
+        #: ``.../site-packages/tensordict/memmap.py``): the importer when an ImportError follows
+        self.frame_package = ""
         self.lines = 0
         self._window: deque[str] = deque(maxlen=CONFIRM_WINDOW)
-        self._pending: list[tuple[Signature, int]] = []  # (signature, lines left to look at)
+        self._pending: dict[str, tuple[Signature, int]] = {}  # id -> (signature, last line to look at)
         self._refined_by = {s.id: [r for r in signatures if s.id in r.refines] for s in signatures}
         self._anchors: list[tuple[str, int]] = []  # (plain text, signature index)
         self._folded: list[tuple[str, int]] = []  # the same for case-insensitive patterns, lower-cased
         self._always: list[int] = []  # signatures with a pattern that has no anchor: tried on every line
+        self._warning = (0, False)  # (line number, whether it is a warning): searched once per line
         for i, sig in enumerate(signatures):
             for text, folded in dict.fromkeys(anchor(pattern) for pattern in sig.patterns):
                 if len(text) < MIN_ANCHOR:
@@ -135,15 +155,17 @@ class Scan:
         anchors, folded, always = self._anchors, self._folded, self._always
         for n, line in enumerate(lines, 1):
             if self._pending:
-                self._look_ahead(line)
+                self._look_ahead(n, line)
             found = [i for text, i in anchors if text in line]
             if folded:
                 low = line.lower()
                 found += [i for text, i in folded if text in low]
             if found or always:
                 self._line(n, line, sorted(set(found + always)))
-            if "ersion" in line or "==" in line or " : " in line or found:
+            if "ersion" in line or "==" in line or " : " in line or found or _names_a_package(line):
                 seen_versions(line, self.versions)
+            if "packages/" in line and (frame := FRAME_PACKAGE.search(line)):
+                self.frame_package = frame.group(1)
             self._window.append(line)
         self.lines = n
         return self
@@ -164,7 +186,7 @@ class Scan:
         h = self.hits.setdefault(sig.id, Hits())
         h.count += 1
         h.first = h.first or (n, _excerpt(line))
-        if sig.severity == "fatal" and h.fatal is None and not WARNING_LINE.search(line):
+        if sig.severity == "fatal" and h.fatal is None and not self._is_warning(n, line):
             h.fatal = (n, _excerpt(line))
         for r in refiners:
             h.shared[r] = h.shared.get(r, 0) + 1
@@ -177,21 +199,33 @@ class Scan:
                 for k, v in c.groupdict().items():
                     if v is not None:
                         h.captures.setdefault(k, v)
+        if sig.versions and self.frame_package:
+            h.captures.setdefault("importer", self.frame_package)
         if sig.confirm and not h.confirmed and h.tries < CONFIRM_TRIES:
             h.tries += 1
-            if any(c.search(x) for c in sig.confirm for x in (line, *self._window)):
+            first = n - len(self._window)  # the window holds the lines first .. n-1
+            unseen = [x for i, x in enumerate(self._window, first) if i > h.searched]
+            if n > h.searched:
+                unseen.append(line)
+            h.searched = n
+            if any(c.search(x) for c in sig.confirm for x in unseen):
                 h.confirmed = True
             else:
-                self._pending.append((sig, CONFIRM_WINDOW))
+                self._pending[sig.id] = (sig, n + CONFIRM_WINDOW)
 
-    def _look_ahead(self, line: str) -> None:
-        keep = []
-        for sig, left in self._pending:
+    def _is_warning(self, n: int, line: str) -> bool:
+        """Whether line ``n`` is a warning; each marker holds a "W", which most lines lack."""
+        if self._warning[0] != n:
+            self._warning = (n, "W" in line and WARNING_LINE.search(line) is not None)
+        return self._warning[1]
+
+    def _look_ahead(self, n: int, line: str) -> None:
+        for key, (sig, last) in list(self._pending.items()):
             h = self.hits[sig.id]
-            if h.confirmed:
-                continue
-            if any(c.search(line) for c in sig.confirm):
-                h.confirmed = True
-            elif left > 1:
-                keep.append((sig, left - 1))
-        self._pending = keep
+            if h.confirmed or n > last:
+                del self._pending[key]
+            elif n > h.searched:
+                h.searched = n
+                if any(c.search(line) for c in sig.confirm):
+                    h.confirmed = True
+                    del self._pending[key]

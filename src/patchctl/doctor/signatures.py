@@ -59,9 +59,10 @@ FUNCTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def function_patterns(name: str) -> tuple[re.Pattern[str], ...]:
     """The traceback lines that name ``name``: its frame (``File "...", line 57, in NAME``) and a
     caller's source line (``mod = NAME(...)``, ``self.NAME(...)``), so either line alone, as a user
-    pastes it, is a hit."""
+    pastes it, is a hit. The file name is ``[^"]*``, not ``.*``: from each ``File "`` the search
+    would otherwise run to the end of the line, quadratic in a line of many of them."""
     word = re.escape(name)
-    return (re.compile(rf'File ".*", line \d+, in {word}\s*$'), re.compile(rf"(?<!\w){word}\s*\("))
+    return (re.compile(rf'File "[^"]*", line \d+, in {word}\s*$'), re.compile(rf"(?<!\w){word}\s*\("))
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,13 @@ from pathlib import Path
 PACKAGES = ("vllm", "torch", "tensordict", "triton", "transformers", "ray", "flash-attn", "verl", "datasets", "sglang")
 _NAMES = "|".join(p.replace("-", "[-_]") for p in PACKAGES) + "|pytorch"
 #: "torch 2.4.0+cu124", "vllm==0.8.3", "vllm         : 0.8.3", "vLLM API server version 0.8.2", "PyTorch version: 2.6.0"
+#: (the separator is "==" or ":" with spaces around, or spaces; not ``\s*(?:==|:|\s)\s*``, whose two
+#: runs of spaces split a long run of spaces every way: quadratic)
 VERSION = re.compile(
-    rf"(?i:\b({_NAMES})(?: api server)?(?: version)?\s*(?:==|:|\s)\s*v?(\d+\.\d+(?:\.\d+)?(?:[+.]\w+)*))"
+    rf"(?i:\b({_NAMES})(?: api server)?(?: version)?(?:\s*(?:==|:)\s*|\s+)v?(\d+\.\d+(?:\.\d+)?(?:[+.]\w+)*))"
 )
+#: the package names a "NAME: VERSION" line may start with (pip freeze, pip list, a user's list)
+NAMES = frozenset([*PACKAGES, "flash_attn", "pytorch"])
 #: at most this many versions are kept per package (a log may print one per step)
 KEEP = 4
 
@@ -77,3 +81,140 @@ def verl_pins(tree: Path | None = None) -> tuple[str, tuple[str, ...]]:
         except (SyntaxError, ValueError):
             return f"{setup} cannot be parsed", ()
     return f"{tree} has neither PKG-INFO nor setup.py", ()
+
+
+# --- which two packages do not fit, and at which versions ------------------------------------------
+#
+# A version-mismatch finding is acted on only when it names the pair: "vllm 0.3.2 was built for torch
+# 2.1.2; torch 2.2.1 is installed: install torch==2.1.2". The tables hold what each release was built
+# against, from the releases' own requirements (vLLM's requirements-cuda.txt, tensordict's torch
+# pairing, torch's pinned pytorch-triton); a release not in them gets no claim, only what the log says.
+
+#: vLLM release prefix -> the torch its CUDA wheels were built against
+VLLM_TORCH = (
+    ("0.3.", "2.1.2"),
+    ("0.4.0", "2.1.2"),
+    ("0.4.1", "2.2.1"),
+    ("0.4.2", "2.3.0"),
+    ("0.4.3", "2.3.0"),
+    ("0.5.4", "2.4.0"),
+    ("0.5.5", "2.4.0"),
+    ("0.6.0", "2.4.0"),
+    ("0.6.1", "2.4.0"),
+    ("0.6.2", "2.4.0"),
+    ("0.6.3", "2.4.0"),
+    ("0.6.4", "2.5.1"),
+    ("0.6.5", "2.5.1"),
+    ("0.6.6", "2.5.1"),
+    ("0.7.", "2.5.1"),
+    ("0.8.", "2.6.0"),
+    ("0.9.", "2.7.0"),
+    ("0.10.0", "2.7.1"),
+    ("0.10.1", "2.7.1"),
+    ("0.10.2", "2.8.0"),
+    ("0.11.0", "2.8.0"),
+    ("0.11.1", "2.9.0"),
+    ("0.11.2", "2.9.0"),
+    ("0.12.", "2.9.0"),
+)
+#: tensordict minor release -> the torch minor release it was built for
+TENSORDICT_TORCH = (("0.5", "2.4"), ("0.6", "2.5"), ("0.7", "2.6"), ("0.8", "2.7"), ("0.9", "2.8"), ("0.10", "2.9"))
+#: torch minor release -> the triton it pins
+TORCH_TRITON = (
+    ("2.1", "2.1.0"),
+    ("2.2", "2.2.0"),
+    ("2.3", "2.3.1"),
+    ("2.4", "3.0.0"),
+    ("2.5", "3.1.0"),
+    ("2.6", "3.2.0"),
+    ("2.7", "3.3.1"),
+    ("2.8", "3.4.0"),
+    ("2.9", "3.5.0"),
+)
+
+
+def _plain(version: str) -> str:
+    """ "2.4.0+cu124" -> "2.4.0": the local build tag does not change the ABI's release."""
+    return version.split("+", 1)[0]
+
+
+def _minor(version: str) -> str:
+    return ".".join(_plain(version).split(".")[:2])
+
+
+def _lookup(table: tuple[tuple[str, str], ...], version: str, *, prefix: bool = True) -> str | None:
+    v = _plain(version)
+    for key, value in table:
+        if (v.startswith(key) and (key.endswith(".") or v == key or v[len(key)] in ".-")) if prefix else v == key:
+            return value
+    return None
+
+
+def _vllm_for_torch(torch: str) -> str | None:
+    """The last vLLM release prefix built for this torch release."""
+    found = [key.rstrip(".") + ("x" if key.endswith(".") else "") for key, t in VLLM_TORCH if t == _plain(torch)]
+    return found[-1] if found else None
+
+
+def _tensordict_for_torch(torch: str) -> str | None:
+    found = [td for td, t in TENSORDICT_TORCH if t == _minor(torch)]
+    return found[-1] if found else None
+
+
+def mismatch(captures: dict[str, str], seen: dict[str, list[str]]) -> str:
+    """The two packages that do not fit and their versions, as one sentence with what to install
+    ("" when the log names neither the pair nor versions the tables know)."""
+    first = {p: v[0] for p, v in seen.items() if v}
+    pkg, dep = captures.get("pkg", ""), captures.get("dep", "")
+    if pkg and captures.get("depver") and captures.get("req"):  # pip's own conflict line
+        line = f"{pkg} {captures.get('pkgver', '')} requires {captures['req']}; {dep} {captures['depver']} is installed"
+        alt = _tensordict_for_torch(captures["depver"]) if pkg == "tensordict" and dep == "torch" else None
+        return f"{line}: install {captures['req']}, or " + (
+            f"tensordict {alt}.x (built for torch {_minor(captures['depver'])})"
+            if alt
+            else f"the {pkg} release built for {dep} {captures['depver']}"
+        )
+    torch = first.get("torch")
+    if "vllm" in first and torch and (built := _lookup(VLLM_TORCH, first["vllm"])) and _plain(torch) != built:
+        other = _vllm_for_torch(torch)
+        return (
+            f"vllm {first['vllm']} was built for torch {built}; torch {torch} is installed: install torch=={built}"
+            + (f", or vllm {other} (built for torch {_plain(torch)})" if other else "")
+        )
+    td_built = _lookup(TENSORDICT_TORCH, _minor(first["tensordict"]), prefix=False) if "tensordict" in first else None
+    if torch and td_built and td_built != _minor(torch):
+        alt = _tensordict_for_torch(torch)
+        return f"tensordict {first['tensordict']} was built for torch {td_built}; torch {torch} is installed: " + (
+            f"install tensordict {alt}.x (built for torch {_minor(torch)})" if alt else f"install torch {td_built}.x"
+        )
+    importer = captures.get("importer", "").replace("_", "-")
+    if dep and importer and importer != dep:
+        what = f"{importer} imports {captures.get('name', 'a name')} from {dep}, which the installed {dep}" + (
+            f" {first[dep]}" if dep in first else ""
+        )
+        if importer == "tensordict" and dep == "torch":
+            pairs = ", ".join(f"torch {t}: tensordict {td}" for td, t in TENSORDICT_TORCH[-4:])
+            return (
+                f"{what} does not have: tensordict was built for another torch; "
+                f"install the tensordict built for the installed torch ({pairs})"
+            )
+        if dep == "triton":
+            pin = _lookup(TORCH_TRITON, _minor(torch), prefix=False) if torch else None
+            return f"{what} does not have: " + (
+                f"torch {torch} pins triton {pin}; install triton=={pin}"
+                if pin
+                else "install the triton the installed torch pins (pip show torch)"
+            )
+        return f"{what} does not have: {importer} and {dep} are from different releases"
+    if dep and captures.get("name"):
+        have = f"{dep} {first[dep]}" if dep in first else f"the installed {dep}"
+        if dep.startswith("triton"):
+            pin = _lookup(TORCH_TRITON, _minor(torch), prefix=False) if torch else None
+            return f"{have} has no {captures['name']}: " + (
+                f"torch {torch} pins triton {pin}; install triton=={pin} and the {dep} of that release"
+                if pin
+                else f"the code importing it was written for another {dep} release; "
+                "install the triton the installed torch pins"
+            )
+        return f"{have} has no {captures['name']}: the package importing it was written for another {dep} release"
+    return ""

@@ -168,6 +168,19 @@ def _callee(callee: str, finders: tuple[Finder, Finder]) -> Region:
     )
 
 
+#: files every release changes beside an added file at the top of the tree: version bumps,
+#: dependency pins and prose. Between 0.6.1 and 0.7.0 they made 7 of drift's 9 "changed" patches
+#: and about 400 of its 549 lines, all under add-file patches whose own file upstream never touched.
+METADATA_NAMES = frozenset({"PKG-INFO", "setup.py", "setup.cfg", "pyproject.toml", "MANIFEST.in", "LICENSE", "NOTICE"})
+METADATA_SUFFIXES = (".md", ".rst", ".txt", ".cfg")
+
+
+def is_metadata(path: str) -> bool:
+    """Whether ``path`` is packaging metadata or documentation rather than code."""
+    name = path.rsplit("/", 1)[-1]
+    return name in METADATA_NAMES or name.endswith(METADATA_SUFFIXES) or path.startswith("docs/")
+
+
 def _beside(target: str, a: Side, b: Side) -> Region:
     """The files in the added file's folder: what the added file sits beside, and may copy or call."""
     folder = target.rsplit("/", 1)[0] if "/" in target else ""
@@ -175,13 +188,26 @@ def _beside(target: str, a: Side, b: Side) -> Region:
     new = [p for p in b.listdir(folder) if p != target]
     came, went = [p for p in new if p not in old], [p for p in old if p not in new]
     diffs = "".join(f"added: {p}\n" for p in came) + "".join(f"removed: {p}\n" for p in went)
-    changed = []
+    changed, metadata = [], []
     for p in old:
         if p in new and a.read(p) != b.read(p):
+            if is_metadata(p):  # every release bumps these: one line, never a diff (issue 39)
+                metadata.append(p)
+                continue
             changed.append(p)
             diffs += regions.trimmed_diff(a.read(p) or "", b.read(p) or "", f"a/{p}", f"b/{p}", 12)
     flags = [f"upstream now ships {target} itself"] if b.read(target) is not None and a.read(target) is None else []
-    status = "changed" if flags or changed or came or went else "unchanged" if old or new else "absent"
+    status = (
+        "changed"
+        if flags or changed or came or went
+        else "metadata"
+        if metadata
+        else "unchanged"
+        if old or new
+        else "absent"
+    )
+    if metadata:
+        diffs += f"packaging metadata and docs also changed: {', '.join(metadata)}\n"
     shown = diffs
     lines = shown.splitlines(keepends=True)
     if len(lines) > regions.DIFF_LINES:

@@ -8,11 +8,10 @@ milliseconds. Every call takes an argv list; refs from the user are resolved wit
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl import proc
+from patchctl import git
 
 
 @dataclass(frozen=True)
@@ -27,19 +26,17 @@ class Commit:
 
 
 def info(repo: Path, sha: str) -> Commit:
-    out = proc.run(
-        ["git", "-C", str(repo), "log", "-1", "--no-show-signature", "--format=%H%x00%cI%x00%s", sha, "--"]
-    ).stdout
+    out = git.run(repo, "log", "-1", "--format=%H%x00%cI%x00%s", sha, "--").stdout
     full, date, subject = out.rstrip("\n").split("\0", 2)
     return Commit(full, date, subject)
 
 
 def is_ancestor(repo: Path, a: str, b: str) -> bool:
-    return proc.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", a, b], check=False).returncode == 0
+    return git.run(repo, "merge-base", "--is-ancestor", a, b, check=False).returncode == 0
 
 
 def merge_base(repo: Path, a: str, b: str) -> str | None:
-    done = proc.run(["git", "-C", str(repo), "merge-base", a, b], check=False)
+    done = git.run(repo, "merge-base", a, b, check=False)
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
@@ -49,19 +46,19 @@ def first_parent_chain(repo: Path, good: str, bad: str) -> list[str]:
     Merged topic branches count as their merge commit only: that is the commit a fork
     maintainer can name and pin, and it keeps the probes at O(log n) of the mainline.
     """
-    out = proc.run(["git", "-C", str(repo), "rev-list", "--first-parent", "--reverse", f"{good}..{bad}", "--"]).stdout
+    out = git.run(repo, "rev-list", "--first-parent", "--reverse", f"{good}..{bad}", "--").stdout
     return out.split()
 
 
 def recent(repo: Path, ref: str, count: int) -> list[str]:
     """The last ``count`` commits of ``ref``'s first-parent line, oldest first, ``ref`` last."""
-    out = proc.run(["git", "-C", str(repo), "rev-list", "--first-parent", f"--max-count={count + 1}", ref, "--"]).stdout
+    out = git.run(repo, "rev-list", "--first-parent", f"--max-count={count + 1}", ref, "--").stdout
     return list(reversed(out.split()))
 
 
 def read(repo: Path, sha: str, rel: str) -> bytes | None:
     """The bytes of ``rel`` at ``sha``; None when the commit has no such file (or it is not a blob)."""
-    child = proc.spawn(["git", "-C", str(repo), "cat-file", "blob", f"{sha}:{rel}"], stdout=subprocess.PIPE)
+    child = git.spawn(repo, "cat-file", "blob", f"{sha}:{rel}")
     out, _ = child.communicate()
     return out if child.returncode == 0 else None
 
@@ -70,9 +67,7 @@ def changed_paths(repo: Path, a: str, b: str, paths: list[str]) -> dict[str, str
     """``git diff --name-status -M`` between two commits over ``paths``: new path -> old path for
     renames, path -> path for other changes. Rename detection is what tells a moved file from a
     deleted one."""
-    out = proc.run(
-        ["git", "-C", str(repo), "-c", "core.quotePath=false", "diff", "--name-status", "-z", "-M", a, b, "--", *paths]
-    ).stdout.split("\0")
+    out = git.run(repo, "diff", "--name-status", "-z", "-M", a, b, "--", *paths).stdout.split("\0")
     found: dict[str, str] = {}
     i = 0
     while i < len(out) - 1:

@@ -8,7 +8,8 @@ from typing import Any
 from patchctl.patchsets.model import PatchResult
 
 #: region statuses that say nothing moved under the patch
-QUIET = ("unchanged", "outside-tree", "absent")
+#: (``metadata``: beside an added file only packaging metadata and docs changed, said in one line)
+QUIET = ("unchanged", "outside-tree", "absent", "metadata")
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class Region:
     what: str
     #: e.g. ``verl/x.py``, ``verl/x.py:Trainer.fit``, ``AsyncLLM.from_vllm_config``
     name: str
-    #: unchanged | changed | renamed | moved | deleted | added | outside-tree | absent
+    #: unchanged | changed | renamed | moved | deleted | added | outside-tree | absent | metadata
     status: str
     #: the changes that carry meaning (a default, a parameter, a move, a rename)
     flags: tuple[str, ...] = ()

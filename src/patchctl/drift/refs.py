@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchctl import git, proc
+from patchctl import git
 from patchctl.drift.errors import NoSuchPatch, NotARepository, UnknownRef
-from patchctl.errors import BadRef, PatchctlError
+from patchctl.errors import BadRef, ToolMissing
 from patchctl.patchsets.model import Patch, Patchset
 
 
 def open_repo(path: Path) -> Path:
     """A work tree's root, or a bare repository (a mirror of upstream has no work tree)."""
     try:
-        done = proc.run(["git", "-C", str(path), "rev-parse", "--absolute-git-dir"], check=False)
-    except PatchctlError:
+        done = git.run(path, "rev-parse", "--absolute-git-dir", check=False)
+    except ToolMissing:
         raise NotARepository(path) from None
     if not path.is_dir() or done.returncode != 0:
         raise NotARepository(path)

@@ -19,7 +19,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from patchctl import git, proc
+from patchctl import git
 from patchctl.drift.bisect import bisect
 from patchctl.drift.history import Commit
 from patchctl.drift.refs import resolve
@@ -54,7 +54,7 @@ class Retired:
 
 def release_of(repo: Path, sha: str) -> str | None:
     """The oldest ``vX.Y.Z`` tag whose history holds ``sha``: the release that shipped it."""
-    tags = proc.run(["git", "-C", str(repo), "tag", "--contains", sha, "--list", "v*"]).stdout.split()
+    tags = git.run(repo, "tag", "--contains", sha, "--list", "v*").stdout.split()
     versions = []
     for tag in tags:
         try:

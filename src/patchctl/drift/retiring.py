@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patchctl import fsutil
 from patchctl.drift.retire import Retired, absorbed, disagreements, record, without
 from patchctl.drift.sides import open_side, spec
 from patchctl.errors import PatchctlError
@@ -85,21 +86,25 @@ def retire(
 
 
 def _write(patchset: Patchset, out: Path, retired: list[Retired], target: str, problems: list[str]) -> Path:
-    """Copy, cut, prove it loads, then one rename: ``out`` is the whole new patchset or absent."""
+    """Copy, cut, prove it loads, then one rename: ``out`` is the whole new patchset or absent.
+
+    The copy keeps the patchset's symlinks as links, so the two files written into it go through
+    :func:`fsutil.write_into`: a ``retired.json`` that links elsewhere is replaced, not written
+    through (issue 41).
+    """
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.retire-", dir=out.parent))
     try:
         new = stage / "patchset"
         shutil.copytree(patchset.root, new, symlinks=True, ignore=shutil.ignore_patterns(".git", "__pycache__"))
-        manifest = new / MANIFEST
-        manifest.write_text(
-            without(patchset.manifest.read_text(encoding="utf-8"), {r.patch for r in retired}), encoding="utf-8"
-        )
+        cut = without(patchset.manifest.read_text(encoding="utf-8"), {r.patch for r in retired})
+        fsutil.write_into(new, MANIFEST, cut.encode("utf-8"))
         load_patchset(new)  # the cut manifest must still be a valid patchset
-        earlier = json.loads((new / RECORD).read_text())["retired"] if (new / RECORD).is_file() else []
+        kept = new / RECORD  # a link is no record of this patchset's: it is replaced below, unread
+        earlier = json.loads(kept.read_text())["retired"] if kept.is_file() and not kept.is_symlink() else []
         doc = json.loads(record(retired, target, problems))
         doc["retired"] = earlier + doc["retired"]
-        (new / RECORD).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        fsutil.write_into(new, RECORD, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
         os.rename(new, out)
     finally:
         shutil.rmtree(stage, ignore_errors=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patchctl import proc
+from patchctl import git
 from patchctl.drift import history
 from patchctl.drift.bisect import bisect
 from patchctl.drift.probe import probe
@@ -109,15 +109,13 @@ def paths_of(repo: Path, base: str, patch: Patch) -> list[str]:
         out = [f":(glob){glob.escape(folder) + '/' if folder else ''}*"]
     for callee in callees(patch):
         name = callee.rsplit(".", 1)[-1]
-        done = proc.run(["git", "-C", str(repo), "grep", "-l", "-F", f"def {name}(", base, "--", "*.py"], check=False)
+        done = git.run(repo, "grep", "-l", "-F", f"def {name}(", base, "--", "*.py", check=False)
         out += [":(literal)" + line.split(":", 1)[1] for line in done.stdout.splitlines() if ":" in line]
     return list(dict.fromkeys(out))
 
 
 def first_touching(repo: Path, base: str, head: str, paths: list[str]) -> str | None:
-    out = proc.run(
-        ["git", "-C", str(repo), "rev-list", "--first-parent", "--reverse", f"{base}..{head}", "--", *paths]
-    ).stdout.split()
+    out = git.run(repo, "rev-list", "--first-parent", "--reverse", f"{base}..{head}", "--", *paths).stdout.split()
     return out[0] if out else None
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from patchctl.errors.base import PatchctlError, did_you_mean, looked_in
+from patchctl.quoting import printable
 
 
 class ManifestError(PatchctlError):
@@ -18,6 +19,22 @@ class ManifestError(PatchctlError):
         self.file, self.key, self.problem, self.fix, self.patch = str(file), key, problem, fix, patch
         where = f"patch {patch!r}, " if patch else ""
         super().__init__(f"{self.file}: {where}key {key!r}: {problem}; {fix}")
+
+
+class ConfigProblems(PatchctlError):
+    """Every problem of one config file at once: a user fixing a config one error per run, as the
+    first bad key stopped the check, needed as many runs as it had mistakes (issue 39). Each
+    problem is a :class:`ManifestError` of its own, shown on a line of its own."""
+
+    fix = "fix each problem listed, then run again"
+
+    def __init__(self, file: Path | str, problems: list[ManifestError]) -> None:
+        self.file, self.problems = str(file), problems
+        # each part escaped here: the only line breaks of the message are the list's own
+        super().__init__(
+            f"{printable(self.file)}: {len(problems)} problems; fix each, then run again:\n"
+            + "\n".join(f"  - {printable(p.key)}: {printable(p.problem)}; {printable(p.fix or '')}" for p in problems)
+        )
 
 
 class NoSuchPath(PatchctlError):
@@ -47,13 +64,22 @@ class BadRef(PatchctlError):
 
 
 class UnknownTarget(PatchctlError):
-    def __init__(self, name: str, known: list[str], config: Path | None, searched: Iterable[Path] = ()) -> None:
-        #: ``config``: the file read; None when there is none, then ``searched`` says where it was sought
+    def __init__(
+        self,
+        name: str,
+        known: list[str],
+        config: Path | None,
+        searched: Iterable[Path] = (),
+        meant: str | None = None,
+    ) -> None:
+        #: ``config``: the file read; None when there is none, then ``searched`` says where it was sought;
+        #: ``meant``: the release spec a near miss such as ``verl=0.6.1`` stands for
         self.name, self.known = name, known
         where = f"in [targets] of {config}" if config else f"in [targets] ({looked_in(searched)})"
+        hint = f" (did you mean {meant!r}?)" if meant else did_you_mean(name, known)
         super().__init__(
-            f"{name}: not a directory, not a release spec (verl==X.Y.Z) and not a target name "
-            f"{where}{did_you_mean(name, known)}; pass one of those"
+            f"{name}: not a directory, not a release spec (verl==X.Y.Z) and not a target name {where}{hint}; "
+            "pass one of those"
         )
 
 

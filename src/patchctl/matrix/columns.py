@@ -1,9 +1,9 @@
 """The columns of a matrix: verl source releases and git refs of a local checkout.
 
-Every column's tree is unpacked fresh into scratch: from the release's sdist, or with
-``git archive`` of the ref's commit. Neither reads the cache's materialized trees (a user may
-have patched them in place) nor writes into the checkout (``git worktree add`` would add
-metadata under its ``.git``).
+Every column's tree is unpacked fresh into scratch: from the release's sdist, or from the blobs
+of the ref's commit (:func:`patchctl.git.export`, which runs no filter). Neither reads the cache's
+materialized trees (a user may have patched them in place) nor writes into the checkout (``git
+worktree add`` would add metadata under its ``.git``).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def _repo_root(repo: Path) -> Path:
 
 def _named(name: str, spec: str) -> Source:
     """A ``[targets]`` name: its release, or its checkout's HEAD commit (a matrix patches scratch
-    copies only, never a user's tree in place, so a directory is read as ``git archive`` reads it)."""
+    copies only, never a user's tree in place, so a directory is read as its commit holds it)."""
     version = releases.parse_spec(spec)
     if version:
         return Source(name, release=version)

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from patchctl import bytecode
 from patchctl.clusters import Cluster
 from patchctl.preflight.declared import read_requirements, read_settings
 from patchctl.preflight.model import Context
@@ -38,6 +39,7 @@ def build(
     timeout: float = 60.0,
 ) -> Context:
     env = dict(os.environ if env is None else env)
+    env.update(bytecode.outside_tree(env))  # the probes import verl from the tree: no __pycache__ there
     requirements: dict[str, str] = {}
     source = ""
     if target is not None:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from patchctl import progress
 from patchctl.errors import PatchctlError
 from patchctl.preflight.base import Check
 from patchctl.preflight.model import CheckResult, Context, EnvReport, Status, Verdict
@@ -59,8 +60,21 @@ def run(ctx: Context, checks: Mapping[str, Check] | None = None, only: Iterable[
     wanted = [checks[n] for n in only] if only else list(checks.values())
     start = time.monotonic()
     probes: dict[str, Probe] = {p.name: p for c in wanted for p in c.probes}
-    with ThreadPoolExecutor(max_workers=max(1, len(probes) + len(wanted))) as pool:
+    # the probes import torch, vLLM and Ray: 15 s of a blank screen on a cold cache (issue 39), so
+    # the wait says how many checks are done and which probes it is still waiting for
+    with (
+        progress.step("verify --env: checking", total=len(wanted)) as shown,
+        ThreadPoolExecutor(max_workers=max(1, len(probes) + len(wanted))) as pool,
+    ):
         futures = {name: pool.submit(_probe, p, ctx) for name, p in probes.items()}
         results = [pool.submit(_judge, c, ctx, futures) for c in wanted]
+        for f in results:
+            f.add_done_callback(lambda _f: shown.advance(_waiting(futures)))
         done = tuple(f.result() for f in results)
     return EnvReport(done, time.monotonic() - start)
+
+
+def _waiting(futures: Mapping[str, Future[ProbeResult]]) -> str:
+    """``verify --env: waiting for vllm, torch``: the probes still running, for the progress line."""
+    left = sorted(name for name, f in futures.items() if not f.done())
+    return f"verify --env: waiting for {', '.join(left)}" if left else "verify --env: judging"

@@ -26,9 +26,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 
+from patchctl import fsutil
 from patchctl.errors import PatchctlError
 from patchctl.patchsets import record as rec
 from patchctl.train.codeproof import Process, Proof, Watch
@@ -94,11 +94,11 @@ def node_env(root: Path, run_dir: Path, pythonpath: str = "") -> dict[str, str]:
 
 
 def install(run_dir: Path) -> Path:
-    """Write the hook into ``run_dir/codehook`` (its records folder emptied); returns the folder."""
-    folder = run_dir / DIR_NAME
-    shutil.rmtree(folder / "records", ignore_errors=True)
-    (folder / "records").mkdir(parents=True)
-    shutil.copyfile(Path(__file__).with_name("hook_site.py"), folder / "sitecustomize.py")
+    """Write the hook into ``run_dir/codehook``, made afresh (the records of an earlier run gone,
+    and no link left there for the run's processes to write through); returns the folder."""
+    folder = fsutil.renew_folder(run_dir / DIR_NAME)
+    (folder / "records").mkdir()
+    fsutil.write_into(folder, "sitecustomize.py", Path(__file__).with_name("hook_site.py").read_bytes())
     return folder
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl import proc
+from patchctl import bytecode, fsutil, proc
 from patchctl.train.overrides import parse as parse_override
 from patchctl.train.profiles import Profile, expand_env, fill
 
@@ -103,6 +103,8 @@ def build(
         k: expand_env(fill(v, values, f"profile {profile.name}, env {k}"), environ)
         for k, v in {**profile.env, **(extra_env or {})}.items()
     }
+    # the trainer and its Ray workers import verl from the tree: their bytecode goes to the cache
+    env.update({k: v for k, v in bytecode.outside_tree({**environ, **env}).items() if k not in env})
     inherited = env.get("PYTHONPATH", environ.get("PYTHONPATH", ""))
     env["PYTHONPATH"] = os.pathsep.join(
         [str(root), *([str(hook)] if hook else []), *[p for p in inherited.split(os.pathsep) if p]]
@@ -143,7 +145,11 @@ def execute(
     stream = io.TextIOWrapper(child.stdout, encoding="locale", errors="replace")
 
     def pump() -> None:
-        with open(launch.log, "w", encoding="utf-8") as log:
+        # a link planted at the log's name in the run directory is replaced, not written through
+        with (
+            fsutil.open_into(launch.log.parent, launch.log.name, stream=True) as raw,
+            io.TextIOWrapper(raw, encoding="utf-8") as log,
+        ):
             for line in stream:
                 log.write(line)
                 log.flush()

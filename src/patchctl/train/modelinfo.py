@@ -17,6 +17,7 @@ would without patchctl. It runs in the trainer's interpreter (``--python``), lik
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -51,8 +52,10 @@ class Warming:
         package = Path(__file__).resolve().parents[1]
         self.log = log
         self._child: subprocess.Popen[bytes] | None = None
+        from patchctl import fsutil  # here: the trainer side (main) imports this module bare
+
         try:
-            with open(log, "wb") as sink:
+            with fsutil.open_into(log.parent, log.name, stream=True) as sink:
                 self._child = proc.spawn(
                     [python, "-c", BOOT, str(package), str(model)],
                     env=dict(env),
@@ -62,7 +65,8 @@ class Warming:
                 )
         except (PatchctlError, OSError) as exc:
             # the trainer's own start names a missing interpreter; this is only a speed-up
-            log.write_text(f"not started: {exc}\n", encoding="utf-8")
+            with contextlib.suppress(PatchctlError):
+                fsutil.write_into(log.parent, log.name, f"not started: {exc}\n".encode())
 
     def stop(self) -> None:
         if self._child is not None and self._child.poll() is None:

@@ -25,6 +25,7 @@ are free ones, so two runs, or another user's Ray, can share a machine.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -35,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl import proc
+from patchctl import fsutil, proc
 from patchctl.errors import ToolMissing
 
 #: ``ray start --head`` starts Ray's client server on the fixed port 10001 whenever ray[client] is
@@ -116,7 +117,8 @@ class Head:
         fd = os.open(head.token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(secrets.token_hex(32))
-        self._log = open(head.log, "w", encoding="utf-8")  # noqa: SIM115 - the head's log, closed by stop()
+        self._open = contextlib.ExitStack()  # the head's log, closed by stop(); never written through a link
+        self._log = self._open.enter_context(fsutil.open_into(head.log.parent, head.log.name, stream=True))
         env = {k: v for k, v in {**os.environ, **env}.items() if k != "RAY_ADDRESS"}
         self._address_file = address_file(env)
         self._previous = _read(self._address_file)
@@ -131,7 +133,7 @@ class Head:
                 why="it starts the Ray head node; pass --python PATH",
             )
         except ToolMissing:
-            self._log.close()
+            self._open.close()
             raise
 
     def stop(self) -> None:
@@ -151,8 +153,7 @@ class Head:
             except subprocess.TimeoutExpired:
                 continue
         self._forget()
-        if not self._log.closed:
-            self._log.close()
+        self._open.close()
 
     def _forget(self) -> None:
         """Put ``ray_current_cluster`` back as it was before this head wrote its address there."""

@@ -3,6 +3,7 @@ step) beside the log, and :class:`TrainReport`, the command's result."""
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from dataclasses import asdict, dataclass, replace
@@ -141,8 +142,7 @@ def document(
 def write_json(path: Path, doc: dict[str, Any]) -> Path:
     # nan/inf are written as null: JSON has no spelling for them and the gate already names them
     text = json.dumps(_finite(doc), indent=2, allow_nan=False) + "\n"
-    fsutil.write_all(path.parent, [fsutil.FileChange(path.name, text.encode())])
-    return path
+    return fsutil.write_into(path.parent, path.name, text.encode())
 
 
 def _finite(value: Any) -> Any:
@@ -195,8 +195,7 @@ def plot(path: Path, scan: LogScan, title: str) -> Path | None:
     bottom.set_xlabel("training step")
     top.set_title(title)
     fig.tight_layout()
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
     plt.close(fig)
-    tmp.replace(path)
-    return path
+    return fsutil.write_into(path.parent, path.name, png.getvalue())  # swapped in whole, through no link

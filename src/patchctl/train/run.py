@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from patchctl import fsutil
 from patchctl.clusters import Cluster
 from patchctl.errors import RequiredPathMissing
 from patchctl.target import Target
@@ -88,6 +89,28 @@ def plan(
     # the gates judge the command as launched: an override can leave one optimizer step per step
     profile = replace(profile, gates=minibatch.fit(profile.gates, trainer.argv))
     return Plan(profile, run_dir, trainer, values, head, adapted, sources, watched)
+
+
+#: the profiles that need no model or data, in the order a default is picked from
+SMOKE_PROFILES = ("smoke", "smoke-vllm")
+
+
+def default_profile(target: Target) -> tuple[str, str]:
+    """The smoke profile the tree can run, and why it was picked, for a command without ``--profile``.
+
+    ``smoke`` rolls out with HuggingFace, which verl >= 0.6 (the README's own 0.6.1) dropped from
+    its registry; a default the tree refuses was a newcomer's first error. The tree's own rollouts
+    decide, as :func:`check_rollout` reads them; where they cannot be told, ``smoke`` stays.
+    """
+    have = rollouts.available(target.root)
+    profiles = load_profiles()
+    verl = f"verl {target.version}" if target.version else "this tree"
+    if have is None:
+        return SMOKE_PROFILES[0], f"{verl}'s rollouts could not be read"
+    for name in SMOKE_PROFILES:
+        if name in profiles and profiles[name].rollout in have:
+            return name, f"{verl} has the {profiles[name].rollout} rollout"
+    return SMOKE_PROFILES[0], f"{verl} has none of the smoke profiles' rollouts ({', '.join(have) or 'none found'})"
 
 
 def check_rollout(target: Target, profile: Profile, argv: tuple[str, ...] | list[str]) -> None:
@@ -175,8 +198,9 @@ def launch(
     warming: list[modelinfo.Warming] = []
 
     def build_assets() -> None:
-        if p.profile.assets in assets.OWN:
-            assets.build(assets.OWN[p.profile.assets], p.run_dir / "assets", p.launch.argv[0], _trainer_env(p))
+        if p.profile.assets in assets.OWN:  # built afresh: the builder writes by name, and no link is left there
+            built = fsutil.renew_folder(p.run_dir / "assets")
+            assets.build(assets.OWN[p.profile.assets], built, p.launch.argv[0], _trainer_env(p))
         ready.append(time.monotonic() - t0)
         # vLLM's model-info cache, a minute before the vLLM server would inspect the model itself
         # (without the code hook's variables: that process is no part of the run it proves)

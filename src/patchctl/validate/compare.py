@@ -7,11 +7,13 @@ Pure apart from reading the two reports and writing the plot.
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patchctl import fsutil
 from patchctl.train.logparse import REWARD_KEYS
 from patchctl.validate.errors import ReportUnreadable
 
@@ -121,7 +123,7 @@ def plot(new: Report, old: Report, path: Path) -> Path | None:
     ax.legend(fontsize=8)
     ax.set_title("patchctl validate --compare")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
     plt.close(fig)
-    return path
+    return fsutil.write_into(path.parent, path.name, png.getvalue())  # a link at compare.png is replaced

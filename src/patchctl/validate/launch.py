@@ -13,6 +13,7 @@ import queue
 import time
 from collections.abc import Callable
 
+from patchctl import fsutil
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Progress, pick
 from patchctl.validate import plan as planning
 from patchctl.validate import remote
@@ -49,7 +50,8 @@ def watch(plan: planning.Plan, session: remote.Session, note: NoteFn, progress: 
     command: tuple[str, ...] = ()
     tail: list[str] = []
     limit = None if plan.options.timeout is None else time.monotonic() + plan.options.timeout + 60
-    with open(plan.run_dir / "train.log", "w", encoding="utf-8") as log:
+    # streamed (tail -f works), and never through a link planted in --out (fsutil.open_into)
+    with fsutil.open_into(plan.run_dir, "train.log", stream=True) as log:
         while True:
             try:
                 event = session.next(timeout=1.0)
@@ -75,7 +77,7 @@ def watch(plan: planning.Plan, session: remote.Session, note: NoteFn, progress: 
                 )
             elif name == "line":
                 text = event["text"]
-                log.write(text + "\n")
+                log.write((text + "\n").encode("utf-8", "surrogateescape"))
                 log.flush()  # the local log grows as the run goes (tail -f works)
                 tail = [*tail, text][-20:]
                 step = scan.feed(text, event.get("at"))

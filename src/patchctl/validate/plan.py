@@ -199,10 +199,14 @@ def stage_package(into: Path) -> Path:
 def fetch_argv(
     plan: Plan, files: tuple[str, ...] = ("train.log", "report.json", "report.png"), control: Path | None = None
 ) -> list[str]:
-    """rsync of the head's run files into the local run directory (one connection for all)."""
+    """rsync of the head's run files into the local run directory (one connection for all).
+
+    The run directory goes to rsync absolute: rsync reads a relative ``--out run:1`` as the
+    folder ``1/`` on a host called ``run`` (issue 41 req 5).
+    """
     where = plan.remote_run_dir
     sources = [f"{plan.head.host.ssh}:{where}/{files[0]}", *(f":{where}/{f}" for f in files[1:])]
-    return [*rsync.argv(plan.cluster, control, "-t"), "--", *sources, f"{plan.run_dir}/"]
+    return [*rsync.argv(plan.cluster, control, "-t"), "--", *sources, f"{plan.run_dir.absolute()}/"]
 
 
 def show(argv: tuple[str, ...] | list[str]) -> str:

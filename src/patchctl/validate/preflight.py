@@ -76,6 +76,8 @@ def check_host(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path)
         "head": node.index == 0,
         # the host refuses a rollout its tree lacks (train/rollouts.py); health rolls nothing out
         "profile": plan.options.profile if plan.options.trains else None,
+        # health starts no Ray: the Ray it would run is not judged (raycheck.py)
+        "starts_ray": plan.options.trains,
     }
     try:
         reply = remote.call(

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from patchctl import orphans
+from patchctl import fsutil, orphans
 from patchctl.clusters import Cluster
 from patchctl.remote import ssh
 from patchctl.train.logparse import Progress
@@ -189,11 +189,14 @@ def validate(
 
 
 def _write(run_dir: Path, result: ValidateResult) -> None:
-    """``validate.json`` beside the fetched report: the whole result (nodes, GPUs, timings)."""
+    """``validate.json`` beside the fetched report: the whole result (nodes, GPUs, timings).
+
+    Through :func:`fsutil.write_into`: a link already in ``--out`` under that name is replaced,
+    not written through (issue 41).
+    """
     if run_dir.is_dir():
-        (run_dir / "validate.json").write_text(
-            json.dumps(result.to_json(), indent=2, default=str) + "\n", encoding="utf-8"
-        )
+        text = json.dumps(result.to_json(), indent=2, default=str) + "\n"
+        fsutil.write_into(run_dir, "validate.json", text.encode("utf-8"))
 
 
 def _compare(run_dir: Path, other: Path) -> dict[str, Any]:

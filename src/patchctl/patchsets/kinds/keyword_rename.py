@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from patchctl.patchsets.kinds import calls
+from patchctl.patchsets.kinds import calls, kwline
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, tag_comment
 from patchctl.patchsets.kinds.pyparse import check_expressions, parse_ast, same_expr
 from patchctl.patchsets.model import Patch, Presence
@@ -102,7 +102,7 @@ class KeywordRename:
                 return Check(
                     Presence.MODIFIED,
                     f"{p.call}(...) at line {site.line}: {self._shape(lines, site, patch)}",
-                    frozenset({n}),
+                    _modified_lines(lines, n, p.old_keyword, tag_comment(patch.tag)),
                 )
         return Check(Presence.MISSING, f"no tagged {p.new_keyword}= in {p.call}(...)")
 
@@ -131,8 +131,10 @@ class KeywordRename:
                 f"line {site.line}: {p.old_keyword}={found}, the patch expects {p.old_keyword}={p.old_value}",
             )
         problem: list[str] = []
-        out = calls.rewrite_site(
-            text, ctx.path, p.call, site, lambda module: lambda call: self._forward(module, call, patch, problem)
+        out = kwline.rename_on_its_line(text, site.keyword, p.new_keyword, p.new_value, tag_comment(patch.tag)) or (  # type: ignore[arg-type] # hits pass the keyword
+            calls.rewrite_site(
+                text, ctx.path, p.call, site, lambda module: lambda call: self._forward(module, call, patch, problem)
+            )
         )
         if problem:
             return Edit(EditStatus.CONFLICT, f"line {site.line}: {problem[0]}")
@@ -226,3 +228,11 @@ class KeywordRename:
         return calls.set_before(
             call.with_changes(args=args), index, before.with_changes(empty_lines=before.empty_lines[:-1])
         )
+
+
+def _modified_lines(lines: list[str], n: int, old_keyword: str, tag: str) -> frozenset[int]:
+    """The lines a hand-edited rename still owns: its keyword's line ``n``, and the commented-out
+    original above it where that is still there, which ``verify`` listed as a stray tag."""
+    above = lines[n - 2].strip() if n >= 2 else ""
+    kept = above.startswith("#") and f"{old_keyword}=" in above and tag in above
+    return frozenset({n - 1, n}) if kept else frozenset({n})

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from patchctl.errors import ManifestError
+from patchctl.patchsets.kinds import preludeline
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
 from patchctl.patchsets.kinds.pyparse import (
     first_import,
@@ -147,6 +148,11 @@ class Prelude:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
+        fast = preludeline.insert(text, parse_ast(text, ctx.path), p.block)  # no libcst import (start-up)
+        if fast is not None:
+            return Edit(
+                EditStatus.CHANGED, f"block inserted before `{fast[2]}`", fast[0], undo={"blank_before": fast[1]}
+            )
         import libcst as cst
 
         # libcst needs only the module's head: everything after the first import stays as is,

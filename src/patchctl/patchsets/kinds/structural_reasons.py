@@ -64,6 +64,12 @@ def no_fit(text: str, found: places.Found, p: Params, path: str) -> Edit:
     why = explain.difference(before, near.text, near.first) if p.mode == "statements" else "its header differs"
     return Edit(
         EditStatus.CONFLICT,
-        f"{where(p)}: lines {spans(found.near)} hold other code than the patch expects: {why}",
+        f"{where(p)}: {lines_hold(found.near)} other code than the patch expects: {why}",
         detail=diff(p.before, near, p, path),
     )
+
+
+def lines_hold(sites: list[places.Site]) -> str:
+    """``line 22 holds`` or ``lines 22-25 hold``: the verb agrees with what :func:`spans` lists."""
+    one = len(sites) == 1 and sites[0].last <= sites[0].first
+    return f"line {spans(sites)} holds" if one else f"lines {spans(sites)} hold"

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from patchctl import bytecode
 from patchctl.validate.host import procs, raystart, statedir
 
 _UP = "Ray runtime started"
@@ -89,6 +90,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     start_log = os.path.join(temp_dir, "ray-start.log")
     env = dict(os.environ, RAY_TMPDIR=temp_dir, **{procs.MARKER: request["marker"]}, **request.get("ray_auth", {}))
     env.pop("RAY_ADDRESS", None)  # a worker joins the address it is given, nothing else
+    env.update(bytecode.outside_tree(env))  # Ray's workers import verl from this host's tree
     env.update(_code_hook(request.get("run_rel"), env.get("PYTHONPATH", "")))
     argv = raystart.ray_argv(request, temp_dir)
     with open(start_log, "wb") as log:

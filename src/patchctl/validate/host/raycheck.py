@@ -35,7 +35,12 @@ def _row(check: str, status: str, value: str, fix: str = "") -> dict[str, str]:
 
 def rows(request: dict[str, Any]) -> list[dict[str, str]]:
     """``ray_auth``: Ray's version against :data:`TOKEN_AUTH_SINCE` (a warning, not a refusal,
-    with ``--insecure-ray``); ``ray_listen``: what that Ray binds on every interface."""
+    with ``--insecure-ray``); ``ray_listen``: what that Ray binds on every interface. Both are
+    skipped for a run that starts no Ray (``--profile health``, issue 41 req 9): an older Ray,
+    or none, keeps no stranger in or out of a run that has no Ray of its own."""
+    if not request.get("starts_ray", True):
+        why = "left out (profile health starts no Ray)"
+        return [_row("ray_auth", "skip", why), _row("ray_listen", "skip", why)]
     insecure = bool(request.get("insecure_ray"))
     try:
         version = metadata.version("ray")

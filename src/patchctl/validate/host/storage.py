@@ -6,9 +6,14 @@ directory that several hosts share (an NFS or Lustre path) is measured once, by 
 them, and reported as shared; ``clean`` removes the markers. Throughput comes from ``fio``
 (direct I/O) where it is installed; otherwise from timed ``write``/``read`` calls with ``fsync``
 and the page cache dropped for the file (``posix_fadvise DONTNEED``) before it is read back.
-Either way the data is checked: a sha256 while writing against one while reading back. The
-test file is removed afterwards.
-Nothing is followed through a link: the marker folder and files are opened ``O_NOFOLLOW``.
+Either way the data is checked: a sha256 while writing against one while reading back.
+
+The probe writes only files of its own, in a folder of its own (issue 41 req 5): each measurement
+makes a fresh private folder (``mkdtemp``) inside the marker folder, creates its files there with
+``O_EXCL | O_NOFOLLOW`` and removes the folder afterwards; no existing file is ever opened for
+writing. fio never sees a path of the cluster config: it splits ``--filename`` (and
+``--directory``) at ``:`` into a list of files, so a ``checkpoint_dir`` of ``/data/ck:1`` made it
+write over ``/data/ck``. It runs inside the probe folder on a relative name patchctl chose.
 """
 
 from __future__ import annotations
@@ -19,11 +24,14 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
 
 SUBDIR = ".patchctl-health"
+#: the file fio writes and reads, relative to its working directory (the probe folder): no ``:``
+FIO_FILE = "fio.bin"
 CHUNK = 8 << 20
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -53,12 +61,16 @@ def mark(dirs: dict[str, str], tag: str) -> dict[str, str]:
     return out
 
 
-def _fio(path: str, size: int, rw: str) -> float:
-    """MB/s of one fio job (1 MiB blocks, direct I/O, fsync at the end)."""
+def _fio(probe: str, size: int, rw: str) -> float:
+    """MB/s of one fio job (1 MiB blocks, direct I/O, fsync at the end) on ``probe/FIO_FILE``.
+
+    The folder is fio's working directory, never an argument: any path given to fio is a
+    ``:``-separated list to it.
+    """
     argv = [
         "fio",
         "--name=patchctl",
-        f"--filename={path}",
+        f"--filename={FIO_FILE}",
         f"--rw={rw}",
         "--bs=1M",
         f"--size={size}",
@@ -66,7 +78,7 @@ def _fio(path: str, size: int, rw: str) -> float:
         "--end_fsync=1",
         "--output-format=json",
     ]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=True)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=True, cwd=probe)
     job = json.loads(done.stdout[done.stdout.index("{") :])["jobs"][0]
     return float(job["write" if rw == "write" else "read"]["bw_bytes"]) / 1e6
 
@@ -117,7 +129,8 @@ def measure_one(path: str, size: int, seconds: float) -> dict[str, Any]:
     free = shutil.disk_usage(path).free
     if free < size * 1.1:
         return {"error": f"only {free / 1e9:.1f} GB free, the probe needs {size / 1e9:.1f} GB"}
-    target = os.path.join(folder, f"probe-{os.getpid()}")
+    probe = tempfile.mkdtemp(prefix="probe-", dir=folder)  # new, 0700: nothing in it but the probe's own
+    target = os.path.join(probe, "python.bin")
     try:
         written, wrote_sum, w_s = _write(target, size, time.monotonic() + seconds / 2)
         read, read_sum, r_s = _read(target)
@@ -132,15 +145,14 @@ def measure_one(path: str, size: int, seconds: float) -> dict[str, Any]:
         if shutil.which("fio"):
             os.unlink(target)
             try:
-                out["write_mbps"], out["read_mbps"] = _fio(target, written, "write"), _fio(target, written, "read")
+                out["write_mbps"], out["read_mbps"] = _fio(probe, written, "write"), _fio(probe, written, "read")
                 out["method"] = "fio 1 MiB direct I/O; checksum by python"
             except (subprocess.SubprocessError, OSError, ValueError, KeyError, IndexError) as exc:
                 # e.g. a file system without O_DIRECT (tmpfs): python's figures stand, and say why
                 out["method"] += f" (fio failed: {type(exc).__name__})"
         return out
     finally:
-        if os.path.lexists(target):
-            os.unlink(target)
+        shutil.rmtree(probe, ignore_errors=True)
 
 
 def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
