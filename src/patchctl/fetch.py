@@ -100,6 +100,7 @@ class _Watchdog:
 
     def stop(self) -> None:
         self._timer.cancel()
+        self._timer.join()  # a cancelled timer ends at once: no watchdog outlives its download
 
 
 def _opener(dog: _Watchdog) -> urllib.request.OpenerDirector:

@@ -14,7 +14,6 @@ the cache; a run that gets the lock alone sweeps those left by a ``kill -9``.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import hashlib
 import os
@@ -209,12 +208,12 @@ def materialize(version: str) -> Path:
             git.init_with_commit(top, f"verl {version} (source release {archive.name})")
             try:
                 os.replace(top, final)
-            except OSError as exc:  # another run made it first: theirs is the same release
-                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-                    raise
+            except OSError:  # another run made it first (ENOTEMPTY): theirs is the same release
                 if not (final / "verl" / "__init__.py").is_file():
                     raise FileSystemFailed(
-                        final, "a folder that is not verl's tree is in the way", "move it away or delete it, then retry"
+                        final,
+                        "something that is not verl's tree is in the way",
+                        "move it away or delete it, then retry",
                     ) from None
     return final
 

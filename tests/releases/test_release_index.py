@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import re
+import shutil
 import socket
 import threading
 import zipfile
@@ -37,6 +38,10 @@ def test_a_release_downloads_once_and_is_reused(index: Index) -> None:
     assert [t for t in threading.enumerate() if isinstance(t, threading.Timer)] == []  # the deadline's watchdog ended
     recorded = (first.parent / "verl-9.1.0.tar.gz.sha256").read_text().strip()
     assert recorded == hashlib.sha256(first.read_bytes()).hexdigest()
+    releases.materialize("9.1.0")
+    first.unlink()  # the tree, once made, is reused without its archive
+    assert releases.materialize("9.1.0").joinpath("verl", "__init__.py").is_file()
+    assert index.requests_for("verl-9.1.0.tar.gz") == 1
 
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped", "no-record"])
@@ -377,5 +382,9 @@ def test_a_folder_in_the_way_of_the_tree_is_named(index: Index) -> None:
     in_the_way = releases.cache_dir() / "trees" / "verl-9.9.2"
     (in_the_way / "notes").mkdir(parents=True)
     out = refused("verify", "--target", "verl==9.9.2")
-    assert f"error: {in_the_way}: a folder that is not verl's tree is in the way; move it away or delete it" in out
+    assert f"error: {in_the_way}: something that is not verl's tree is in the way; move it away or delete it" in out
     assert sorted(p.name for p in in_the_way.iterdir()) == ["notes"]
+    shutil.rmtree(in_the_way)
+    in_the_way.write_text("a file")
+    out = refused("verify", "--target", "verl==9.9.2")
+    assert f"error: {in_the_way}: something that is not verl's tree is in the way" in out
