@@ -334,7 +334,8 @@ def test_an_https_index_with_a_token(tls_index: Index, monkeypatch: pytest.Monke
     assert releases.sdist("9.8.0").is_file()
     assert [s.authorization for s in tls_index.seen] == [basic("alice", "tok")] * 2
     monkeypatch.setenv("PATCHCTL_DOWNLOAD_TIMEOUT", "2")
-    tls_index.routes["/simple/verl/"].dribble, tls_index.routes["/simple/verl/"].dribble_headers = 2.0, True
+    # a byte every 0.5 s: each read returns well within the socket's timeout, so only the watchdog stops it
+    tls_index.routes["/simple/verl/"].dribble, tls_index.routes["/simple/verl/"].dribble_headers = 0.5, True
     ran = patchctl("verify", "--target", "verl==9.8.1", timeout=60)  # a process: a broken watchdog hangs
     assert ran.code == 2 and f"{tls_index.url}/simple/verl/ (not done within 2 s" in ran.err, ran.text
 
