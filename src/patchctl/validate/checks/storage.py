@@ -116,17 +116,17 @@ def _judge(plan: planning.Plan, node: Node, name: str, got: dict[str, Any]) -> S
 
 def run(plan: planning.Plan, masters: list[ssh.Master]) -> tuple[StorageRow, ...]:
     marked = _phase(plan, masters, "mark")
-    for node, reply in zip(plan.nodes, marked, strict=True):
-        bad = {k: v for k, v in reply["marked"].items() if v}
-        if bad:
-            name, why = next(iter(bad.items()))
-            raise HealthCheckFailed(
-                "storage",
-                node.label,
-                f"cannot write in the {name} directory ({why})",
-                "make it writable by the ssh user, or set another path in the cluster config",
-            )
-    try:
+    try:  # a directory refused on one host: the others' markers, made already on every host, go too
+        for node, reply in zip(plan.nodes, marked, strict=True):
+            bad = {k: v for k, v in reply["marked"].items() if v}
+            if bad:
+                name, why = next(iter(bad.items()))
+                raise HealthCheckFailed(
+                    "storage",
+                    node.label,
+                    f"cannot write in the {name} directory ({why})",
+                    "make it writable by the ssh user, or set another path in the cluster config",
+                )
         measured = _phase(plan, masters, "measure")
     finally:
         _phase(plan, masters, "clean")
