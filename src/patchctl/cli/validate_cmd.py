@@ -26,6 +26,26 @@ def _profile_names() -> list[str]:
         return ["smoke", "debug", "fast-load", "standard", "health"]
 
 
+def _pick(config: Path | None) -> str:
+    """The smoke profile the tree migrate sends by default (the verl checkout around the current
+    folder) can roll out, said on stderr (stdout stays the report or its JSON): verl >= 0.6
+    dropped smoke's HF rollout, and a default the tree refuses was a newcomer's first error. The
+    head's preflight still checks the rollout against the tree on the host."""
+    from patchctl.errors import PatchctlError
+    from patchctl.target import resolve
+    from patchctl.train.run import SMOKE_PROFILES, pick_smoke
+
+    try:
+        tree = resolve(".", config)
+    except PatchctlError:
+        name, why = SMOKE_PROFILES[0], "no verl checkout around the current folder to read the rollouts from"
+    else:
+        verl = f"verl {tree.version} at {tree.root}" if tree.version else f"the tree at {tree.root}"
+        name, why = pick_smoke(tree.root, verl)
+    click.echo(f"validate: profile {name} (picked: {why}; --profile picks another)", err=True)
+    return name
+
+
 def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
     """A finite number above 0, as ``train --timeout``: 0 or less would end the step at once,
     nan and inf never."""
@@ -41,10 +61,10 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option(
     "--profile",
     "profile",
-    default="smoke",
-    show_default=True,
+    default=None,
     type=Choice(_profile_names()),
-    help="The training run, as for `patchctl train`.",
+    help="The training run, as for `patchctl train`. Default: smoke or smoke-vllm, whichever rollout the "
+    "verl checkout around the current folder has, as migrate sends it (the pick is printed).",
 )
 @click.option("--dry-run", is_flag=True, help="Print every remote command and the trainer command; start nothing.")
 @click.option(
@@ -102,7 +122,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @handled
 def validate_cmd(
     cluster_name: str | None,
-    profile: str,
+    profile: str | None,
     dry_run: bool,
     compare: tuple[Path, ...],
     join: bool,
@@ -144,6 +164,8 @@ def validate_cmd(
     if len(compare) > 1:
         raise MissingOption("--compare", "give one earlier report when validating a cluster")
     cluster = load_cluster(cluster_name, config)
+    if profile is None:
+        profile = _pick(config)
     options = Options(
         profile,
         tuple(overrides),
