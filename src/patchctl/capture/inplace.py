@@ -94,13 +94,17 @@ def _python(
     except SyntaxError as exc:
         return Classified(left_out=(LeftOut(rel, exc.lineno or 0, f"does not parse ({exc.msg}); fix it in the fork"),))
     flines, blines = split_lines(fork_text), split_lines(base_text)
-    units = pyunits.merge([pyunits.find_unit(fork_tree, flines, h) for h in hunks], flines)
+    def forced_of(u: pyunits.Unit) -> bool:
+        return any(f == rel and (n == u.line or any(n in h.fork_lines for h in u.hunks)) for f, n in req.include)
+
+    units = nested.split([pyunits.find_unit(fork_tree, flines, h) for h in hunks], flines)
+    placed = nested.settle(units, flines, base_tree, blines, forced_of)
     free = pyunits.comment_free_lines(fork_text)
     drafts: list[Draft] = []
     left: list[LeftOut] = []
     notes: list[str] = []
-    for u in units:
-        forced = any(f == rel and (n == u.line or any(n in h.fork_lines for h in u.hunks)) for f, n in req.include)
+    for u, problem in placed:
+        forced = forced_of(u)
         tagged = any(h.tagged for h in u.hunks)
         loose = pyunits.untagged_code(u, flines, free, req.rx) if tagged else []
         if loose and not forced:
@@ -113,13 +117,6 @@ def _python(
                 )
             )
             continue
-        touched = {
-            i
-            for o in units
-            if o is not u and o.node is u.node and o.mode == "statements"
-            for i in range(o.above + 1, o.below)
-        }
-        problem = nested.place_narrowest(u, flines, base_tree, blines, touched, forced)
         if problem:
             left.append(LeftOut(rel, problem.line, problem.reason.replace("FILE:LINE", f"{rel}:{problem.line}")))
             continue
