@@ -77,3 +77,32 @@ def test_a_repeated_loop_falls_back_to_the_wider_anchor(tmp_path: Path) -> None:
     assert code == 0 and doc["left_out"] == [], human
     params = tomllib.loads((tmp_path / "out" / "patchset.toml").read_text())["patch"][0]["params"]
     assert "blocks" not in params and params["above"] == ["self.mid = total"], params
+
+
+def test_an_insertion_above_a_loop_and_an_edit_inside_it_travel_as_separate_patches(tmp_path: Path) -> None:
+    """Issue 38 requirement 2: each hunk is narrowed before hunks are joined. Joined first, at the
+    level of ``fit``, the line above the epoch loop and the line deep inside it became one patch
+    holding the whole loop, so any upstream change in the loop held both back."""
+    base = (releases.materialize("0.6.1") / TRAINER).read_text()
+    above = "        next_step_profile = False\n"
+    fork = base.replace(above, above + "        self.uky_started = True  # Uky\n").replace(
+        INSERT_AFTER, INSERT_AFTER + "                        self.uky_seen = True  # Uky\n"
+    )
+    code, doc, human = capture(tmp_path, {TRAINER: base}, {TRAINER: fork})
+    assert code == 0 and doc["left_out"] == [], human
+    patches = tomllib.loads((tmp_path / "out" / "patchset.toml").read_text())["patch"]
+    assert len(patches) == 2, [p["params"] for p in patches]
+    sizes = [
+        len(split_lines(p["params"]["before"])) + len(p["params"]["above"]) + len(p["params"]["below"]) for p in patches
+    ]
+    assert max(sizes) <= 6, sizes
+    upstream = base.replace(FAR, FAR.replace("A reward_fn is required", "REMAX needs a reward_fn"))
+    kind, text = KINDS["structural"], upstream
+    for raw in patches:
+        p = kind.parse_params(raw["params"], Path("."), Path("patchset.toml"), raw["id"])
+        edit = kind.apply(
+            text, Patch(raw["id"], "t", "w", "Uky", "structural", (TRAINER,), p), Context(Path("."), TRAINER)
+        )
+        assert edit.status is EditStatus.CHANGED, edit.reason
+        text = edit.text
+    assert text == fork.replace(FAR, FAR.replace("A reward_fn is required", "REMAX needs a reward_fn"))
