@@ -158,7 +158,7 @@ class Structural:
             )
         if len(found.fits) > 1:  # present or not cannot be told: never a confident answer
             return Check(Presence.MISSING, reasons.ambiguous(p, found.fits))
-        added = imports.adds(p)
+        added = imports.adds(p) if s is None else None  # the place its anchors lead to decides, where there is one
         if added is not None and not imports.missing(parse_ast(text, ctx.path), added):
             return Check(Presence.PRESENT, f"{reasons.where(p)}: every name it imports is imported by the module")
         tagged = found.tagged_other(patch.tag)
