@@ -19,6 +19,7 @@ patches that travel alone, and only units that share statements of one body are 
 from __future__ import annotations
 
 import ast
+import textwrap
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -113,4 +114,34 @@ def settle(
                 break
             out.append((u, problem))
         else:
-            return out
+            pair = _moved(out)
+            if pair is None:
+                return out
+            a, b = pair  # a definition moved within one body: one patch, or it is defined twice between
+            a.above, a.below, a.hunks = min(a.above, b.above), max(a.below, b.below), a.hunks + b.hunks
+            units = merge([o for o in units if o is not b], fork_lines)
+
+
+def _defs(text: object) -> set[str]:
+    """Names of the definitions a text of statements holds at its top level."""
+    try:
+        body = ast.parse(textwrap.dedent(str(text))).body
+    except SyntaxError:
+        return set()
+    return {s.name for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _moved(placed: list[tuple[Unit, Problem | None]]) -> tuple[Unit, Unit] | None:
+    """Two units of one body where one adds a definition the other removes (the fork moved it):
+    apart, whichever lands first leaves the body defining it twice or not at all."""
+    found = [(u, _defs(u.params.get("after")), _defs(u.params.get("before"))) for u, pr in placed if pr is None]
+    for u, u_after, u_before in found:
+        for v, v_after, v_before in found:
+            if (
+                u is not v
+                and u.node is v.node
+                and u.mode == v.mode == "statements"
+                and (u_after - u_before) & (v_before - v_after)
+            ):
+                return (u, v) if u.above < v.above else (v, u)
+    return None
