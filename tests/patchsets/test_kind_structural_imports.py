@@ -83,3 +83,30 @@ def test_an_import_still_at_its_anchors_goes_there_as_the_fork_wrote_it(
     tree = release_tree("0.5.0")
     code, out = run("apply", "--target", str(tree), "--patchset", str(tmp_path / "out"), "--json")
     assert code == 0 and (tree / TRAINER).read_text() == fork_of(base), out
+
+
+RM = "verl/workers/reward_manager/__init__.py"
+
+
+def test_a_set_added_import_from_a_file_with_no_final_line_break_is_a_whole_line(
+    tmp_path: Path, release_tree: Callable[[str], Path]
+) -> None:
+    """Skywork-OR1's case: its base ends ``reward_manager/__init__.py`` with the ``prime`` import
+    and no line break, and the fork appends one more import. On 0.4.1 (``registry`` and ``batch``
+    imports added, ``__all__`` below) the set-added line must end in a break of its own, or it
+    swallows the next line and revert cannot find what it wrote."""
+    upstream = (releases.materialize("0.4.1") / RM).read_text()
+    base = upstream[: upstream.index("from .registry")] + (
+        "from .naive import NaiveRewardManager\nfrom .prime import PrimeRewardManager"
+    )
+    fork = base + "\nfrom .yr_code import YRRewardManager  # Uky"
+    code, _, human = capture(tmp_path, {RM: base}, {RM: fork}, "--include", f"{RM}:17")  # the break it adds
+    assert code == 0, human
+    tree = release_tree("0.4.1")
+    pristine = (tree / RM).read_bytes()
+    code, out = run("apply", "--target", str(tree), "--patchset", str(tmp_path / "out"), "--json")
+    assert code == 0 and [r["status"] for r in json.loads(out)["results"]] == ["applied"], out
+    text = (tree / RM).read_text()
+    assert "from .prime import PrimeRewardManager\nfrom .yr_code import YRRewardManager  # Uky\n\n# Note" in text
+    code, out = run("revert", "--target", str(tree), "--patchset", str(tmp_path / "out"))
+    assert code == 0 and (tree / RM).read_bytes() == pristine, out

@@ -143,7 +143,11 @@ def set_add(text: str, tree: ast.Module, a: Adds) -> tuple[str, str, int] | None
     want = missing(tree, a)
     if not want:
         return None
-    added = "".join(_spelled(s, a.lines, want) for s in a.statements if any(b in want for b in _bindings(s)))
+    # each a whole line, as the file ends its lines: a fork's last import may end its file without a break
+    nl = "\r\n" if "\r\n" in text else "\n"
+    added = "".join(
+        _spelled(s, a.lines, want).rstrip("\r\n") + nl for s in a.statements if any(b in want for b in _bindings(s))
+    )
     lines = split_lines(text)
     at = _insert_after(tree)
     if at and lines[at - 1] and not lines[at - 1].endswith("\n"):
