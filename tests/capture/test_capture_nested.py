@@ -77,3 +77,77 @@ def test_a_repeated_loop_falls_back_to_the_wider_anchor(tmp_path: Path) -> None:
     assert code == 0 and doc["left_out"] == [], human
     params = tomllib.loads((tmp_path / "out" / "patchset.toml").read_text())["patch"][0]["params"]
     assert "blocks" not in params and params["above"] == ["self.mid = total"], params
+
+
+def test_an_insertion_above_a_loop_and_an_edit_inside_it_travel_as_separate_patches(tmp_path: Path) -> None:
+    """Issue 38 requirement 2: each hunk is narrowed before hunks are joined. Joined first, at the
+    level of ``fit``, the line above the epoch loop and the line deep inside it became one patch
+    holding the whole loop, so any upstream change in the loop held both back."""
+    base = (releases.materialize("0.6.1") / TRAINER).read_text()
+    above = "        next_step_profile = False\n"
+    fork = base.replace(above, above + "        self.uky_started = True  # Uky\n").replace(
+        INSERT_AFTER, INSERT_AFTER + "                        self.uky_seen = True  # Uky\n"
+    )
+    code, doc, human = capture(tmp_path, {TRAINER: base}, {TRAINER: fork})
+    assert code == 0 and doc["left_out"] == [], human
+    patches = tomllib.loads((tmp_path / "out" / "patchset.toml").read_text())["patch"]
+    assert len(patches) == 2, [p["params"] for p in patches]
+    sizes = [
+        len(split_lines(p["params"]["before"])) + len(p["params"]["above"]) + len(p["params"]["below"]) for p in patches
+    ]
+    assert max(sizes) <= 6, sizes
+    upstream = base.replace(FAR, FAR.replace("A reward_fn is required", "REMAX needs a reward_fn"))
+    kind, text = KINDS["structural"], upstream
+    for raw in patches:
+        p = kind.parse_params(raw["params"], Path("."), Path("patchset.toml"), raw["id"])
+        edit = kind.apply(
+            text, Patch(raw["id"], "t", "w", "Uky", "structural", (TRAINER,), p), Context(Path("."), TRAINER)
+        )
+        assert edit.status is EditStatus.CHANGED, edit.reason
+        text = edit.text
+    assert text == fork.replace(FAR, FAR.replace("A reward_fn is required", "REMAX needs a reward_fn"))
+
+
+WORKERS = "verl/workers/fsdp_workers.py"
+GENERATE = (
+    '    @register(dispatch_mode=make_nd_compute_dataproto_dispatch_fn(mesh_name="rollout"))\n'
+    '    @DistProfiler.annotate(color="red", role="rollout_generate")\n'
+    "    def generate_sequences(self, prompts: DataProto):\n"
+)
+
+
+def test_a_method_added_above_one_with_the_same_decorators_is_its_own_patch(tmp_path: Path) -> None:
+    """difflib put the new method's run from its ``def`` through the decorators of the method
+    below it, so the run touched both methods and capture joined the new method with an edit
+    inside ``generate_sequences``: one patch holding both. The run is slid to start after a
+    blank line and end with one, as git does."""
+    base = (releases.materialize("0.6.1") / WORKERS).read_text()
+    new = GENERATE.replace("generate_sequences(self", "uky_generate(self") + (
+        "        return self.generate_sequences(prompts)  # Uky\n\n"
+    )
+    assert_at = "        assert self._is_rollout\n        prompts = prompts.to(get_device_id())\n"
+    fork = base.replace(GENERATE, new + GENERATE, 1).replace(
+        assert_at, assert_at + "        prompts.meta_info['uky'] = True  # Uky\n", 1
+    )
+    line = fork[: fork.index(new)].count("\n") + 1  # the new method's decorators carry no tag: take them
+    code, doc, human = capture(tmp_path, {WORKERS: base}, {WORKERS: fork}, "--include", f"{WORKERS}:{line}")
+    assert code == 0 and doc["left_out"] == [], human
+    patches = tomllib.loads((tmp_path / "out" / "patchset.toml").read_text())["patch"]
+    scopes = sorted(p["params"]["scope"] for p in patches)
+    assert scopes == ["ActorRolloutRefWorker", "ActorRolloutRefWorker.generate_sequences"], patches
+    added = next(p for p in patches if p["params"]["scope"] == "ActorRolloutRefWorker")
+    assert added["params"]["after"].strip() == new.strip() and not added["params"]["before"].strip(), added["params"]
+
+
+def test_a_method_the_fork_moved_is_one_patch(tmp_path: Path) -> None:
+    """Moving a method is an insertion and a deletion in one body. Apart, the first to land
+    leaves the class defining the method twice (or not at all), which the load check refuses:
+    the two travel together, as one patch."""
+    methods = {n: f"    def {n}(self):\n        return {n!r}\n\n" for n in ("a", "b", "c", "d")}
+    base = "class K:\n" + "".join(methods.values())
+    fork = "class K:\n" + methods["c"] + methods["a"] + methods["b"] + methods["d"]
+    fork = fork.replace("return 'c'", "return 'c'  # Uky", 1)
+    code, doc, human = capture(tmp_path, {"k.py": base}, {"k.py": fork}, "--all", "--include", "k.py:2")
+    assert code == 0 and doc["left_out"] == [], human
+    (patch,) = tomllib.loads((tmp_path / "out" / "patchset.toml").read_text())["patch"]
+    assert patch["params"]["scope"] == "K"

@@ -94,13 +94,18 @@ def _python(
     except SyntaxError as exc:
         return Classified(left_out=(LeftOut(rel, exc.lineno or 0, f"does not parse ({exc.msg}); fix it in the fork"),))
     flines, blines = split_lines(fork_text), split_lines(base_text)
-    units = pyunits.merge([pyunits.find_unit(fork_tree, flines, h) for h in hunks], flines)
+
+    def forced_of(u: pyunits.Unit) -> bool:
+        return any(f == rel and (n == u.line or any(n in h.fork_lines for h in u.hunks)) for f, n in req.include)
+
+    units = nested.split([pyunits.find_unit(fork_tree, flines, h) for h in hunks], flines)
+    placed = nested.settle(units, flines, base_tree, blines, forced_of)
     free = pyunits.comment_free_lines(fork_text)
     drafts: list[Draft] = []
     left: list[LeftOut] = []
     notes: list[str] = []
-    for u in units:
-        forced = any(f == rel and (n == u.line or any(n in h.fork_lines for h in u.hunks)) for f, n in req.include)
+    for u, problem in placed:
+        forced = forced_of(u)
         tagged = any(h.tagged for h in u.hunks)
         loose = pyunits.untagged_code(u, flines, free, req.rx) if tagged else []
         if loose and not forced:
@@ -113,13 +118,6 @@ def _python(
                 )
             )
             continue
-        touched = {
-            i
-            for o in units
-            if o is not u and o.node is u.node and o.mode == "statements"
-            for i in range(o.above + 1, o.below)
-        }
-        problem = nested.place_narrowest(u, flines, base_tree, blines, touched, forced)
         if problem:
             left.append(LeftOut(rel, problem.line, problem.reason.replace("FILE:LINE", f"{rel}:{problem.line}")))
             continue
@@ -172,8 +170,59 @@ def _python(
             rule, note = _call_rule(draft, base_text, req.tag)
             draft = replace(draft, upstream=rule)
             notes += [note] if note else []
-        drafts.append(draft)
+        pieces = _one_per_import(params, u.fork_span[0]) if kind == "structural" else []
+        b1, b2 = u.base_span
+        for k, (raw, line, written) in enumerate(pieces):
+            if k:
+                pid = new_id(f"{Path(rel).stem}-{scope.split('.')[-1]}", taken)
+                taken = taken | {pid}
+            # what each adds to BASE, in order: the first replaces the place, the others follow it
+            part = ((b1, b2) if k == 0 else (b2 + 1, b2), written)
+            drafts.append(replace(draft, id=pid, line=line, params=raw, part=part, fork_lines=frozenset({line})))
+        if not pieces:
+            drafts.append(draft)
     return Classified(tuple(drafts), tuple(left), tuple(notes))
+
+
+def _one_per_import(params: dict[str, Any], first: int) -> list[tuple[dict[str, Any], int, str]]:
+    """A run of import statements the fork inserted at module level, one patch per statement, each
+    with the fork line its statement starts at (``first``: the line the run's place starts at) and
+    the fork's lines it accounts for, in order; [] for any other edit.
+
+    One patch for the run made every use of any of its names need all of them: one import held
+    back held back the users of the others (issue 38 requirement 2). The first piece replaces the
+    place's blank lines and comments with the fork's lines up to its statement; each next piece
+    goes right after the one before it (its anchor), with the lines the fork has above it, the
+    last with the lines that end the run. On BASE they land in the fork's order, byte for byte;
+    elsewhere a piece whose anchors lead nowhere is set-added to the module's imports
+    (:mod:`patchctl.patchsets.kinds.imports`).
+    """
+    after, before = str(params.get("after", "")), str(params.get("before", ""))
+    if params.get("mode") != "statements" or params.get("scope") or params.get("blocks"):
+        return []
+    try:
+        body, old = ast.parse(after).body, ast.parse(before).body
+    except SyntaxError:
+        return []
+    if old or len(body) < 2 or not all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in body):
+        return []
+    lines = split_lines(after)
+    ends = [0] + [s.end_lineno or s.lineno for s in body]
+    gaps = ["".join(lines[ends[k] : s.lineno - 1]) for k, s in enumerate(body)]  # the lines above each
+    texts = ["".join(lines[s.lineno - 1 : s.end_lineno]) for s in body]
+    tail = "".join(lines[ends[-1] :])
+    above = list(params.get("above", []))
+    heads = [lines[s.lineno - 1].strip() for s in body]
+    out: list[tuple[dict[str, Any], int, str]] = []
+    for k, s in enumerate(body):
+        written = gaps[k] + texts[k] + (tail if k == len(body) - 1 else "")
+        raw = {**params, "after": written, "before": before if k == 0 else ""}
+        if k:
+            raw["above"] = (above + heads[:k])[-3:]
+        if not raw["before"]:
+            raw.pop("before")
+        out.append((raw, first + s.lineno - 1, written))
+    return out
 
 
 def whitespace_only(before: str, after: str) -> bool:

@@ -38,6 +38,9 @@ class Unit:
     fork_span: tuple[int, int] = (0, -1)
     #: headers of the compound statements inside ``scope`` whose body ``node`` is (see capture.nested)
     blocks: list[str] = field(default_factory=list)
+    #: the unit one body further out, covering the block statement ``node`` is the body of (None at a
+    #: scope's own body): where BASE cannot place this one, capture widens it to that
+    outer: Unit | None = None
 
     @property
     def line(self) -> int:

@@ -115,11 +115,8 @@ def propose(text: str | None, patch: Patch, path: str, read: Callable[[str], str
 def _structural(text: str, patch: Patch, path: str) -> Place | str:
     p = patch.params
     c = candidate.propose(text, p, path)
-    if c is None:
-        return (
-            f"no statement of {p.scope or 'the module'} reads at least {candidate.MIN_RATIO:.0%} like its anchors, "
-            "and markers at a guess would be worse than none"
-        )
+    if isinstance(c, str):
+        return c
     ours = gaptext.reindent(p.before, p.indent, c.indent) or p.before
     theirs = gaptext.reindent(p.after, p.indent, c.indent) or p.after
     return Place(c.first, c.last, ours, theirs, c.how, c.indent, False, c.above, c.below, c.blocks)

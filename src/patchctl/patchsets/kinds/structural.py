@@ -39,11 +39,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
-from patchctl.patchsets.kinds import gaptext, places, splice
+from patchctl.patchsets.kinds import gaptext, imports, places, splice
 from patchctl.patchsets.kinds import structural_reasons as reasons
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
 from patchctl.patchsets.kinds.places import Params
-from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.schema import Field, Schema
 
@@ -158,6 +158,9 @@ class Structural:
             )
         if len(found.fits) > 1:  # present or not cannot be told: never a confident answer
             return Check(Presence.MISSING, reasons.ambiguous(p, found.fits))
+        added = imports.adds(p) if s is None else None  # the place its anchors lead to decides, where there is one
+        if added is not None and not imports.missing(parse_ast(text, ctx.path), added):
+            return Check(Presence.PRESENT, f"{reasons.where(p)}: every name it imports is imported by the module")
         tagged = found.tagged_other(patch.tag)
         if tagged:
             s = tagged[0]
@@ -180,7 +183,7 @@ class Structural:
             return Edit(EditStatus.AMBIGUOUS, reasons.ambiguous(p, found.fits))
         site = found.one
         if site is None:
-            return reasons.no_fit(text, found, p, ctx.path)
+            return self._set_add(text, p, ctx) or reasons.no_fit(text, found, p, ctx.path)
         if site.match.startswith("after"):
             return Edit(EditStatus.UNCHANGED, f"{reasons.where(p)}: already there")
         after = gaptext.reindent(p.after, p.indent, site.indent)
@@ -215,10 +218,35 @@ class Structural:
         undo = None if site.match == "before" else {"before": site.text}
         return Edit(EditStatus.CHANGED, f"{reasons.where(p)}: lines {reasons.spans([site])} replaced", new, undo=undo)
 
+    @staticmethod
+    def _set_add(text: str, p: Params, ctx: Context) -> Edit | None:
+        """An import-only patch whose anchors lead nowhere: its names added to the module's imports
+        (:mod:`~patchctl.patchsets.kinds.imports`); None for any other patch."""
+        added = imports.adds(p)
+        if added is None:
+            return None
+        done = imports.set_add(text, parse_ast(text, ctx.path), added)
+        if done is None:
+            return Edit(EditStatus.UNCHANGED, f"{reasons.where(p)}: every name it imports is imported by the module")
+        new, written, line = done
+        return Edit(
+            EditStatus.CHANGED,
+            f"the module's imports: line {line} added (its names set-added; its anchors "
+            f"{reasons.where(p).removeprefix('the module')} no longer lead to one place)",
+            new,
+            undo={"imports_added": written},
+        )
+
     def _revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
+        written = (ctx.undo or {}).get("imports_added")
+        if isinstance(written, str):  # a set-add: the lines it wrote go
+            new = imports.remove(text, written)
+            if new is None:
+                return Edit(EditStatus.NOT_APPLICABLE, f"the module's imports: `{written.strip()}` is not there once")
+            return Edit(EditStatus.CHANGED, "the module's imports: the set-added lines removed", new)
         found = places.find(text, p, ctx.path)
         if len(found.fits) > 1:
             return Edit(EditStatus.AMBIGUOUS, reasons.ambiguous(p, found.fits))
