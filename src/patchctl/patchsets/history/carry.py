@@ -1,0 +1,206 @@
+"""``--repo`` for apply, matrix and drift: the patches placed directly fail, so carry them along history.
+
+The planner (:func:`~patchctl.patchsets.plan.plan_apply`) runs first, as without ``--repo``. Each
+in-place patch it could not place (conflict, ambiguous, not-applicable) is then planned alone on
+its base commit, and that edit walked to the target's commit (:mod:`~.walk`). An edit the walk
+brings to the target becomes a text hunk anchored on the target's own lines, at the path the
+code moved to, and the whole plan is made again through the planner, so the load check, the
+``needs`` of the other patches, the record and the write are the ones every apply has. An edit
+whose anchor upstream removed is ``not-applicable``, naming the commit and where the code went.
+
+A patch's base is the commit its ``captured_against`` names (a commit id, or ``verl X.Y.Z`` for the
+tag ``vX.Y.Z``), else the one the caller gives (drift's ``--from``); the target's commit is the
+tree's own HEAD when the repository has it, else the tag of its verl version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from patchctl.drift.probe import ALWAYS, files_of
+from patchctl.errors import PatchctlError
+from patchctl.patchsets.history.upstream import Upstream
+from patchctl.patchsets.history.walk import Carried, walk
+from patchctl.patchsets.kinds import KINDS
+from patchctl.patchsets.kinds.text_hunk import Params as HunkParams
+from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset
+from patchctl.patchsets.plan import Plan, plan_apply
+from patchctl.target import Target, open_tree
+
+#: outcomes the walk is asked about: those where the planner found no place
+RETRY = (Outcome.CONFLICT, Outcome.AMBIGUOUS, Outcome.NOT_APPLICABLE)
+#: lines of context around a carried edit
+CONTEXT = 3
+_HEX = re.compile(r"\b[0-9a-f]{7,40}\b")
+_VERSION = re.compile(r"^verl\s+(\S+)$")
+
+
+@dataclass(frozen=True)
+class Base:
+    """A patch's edit on its base commit: upstream's file and the file with the edit alone in it."""
+
+    commit: str
+    path: str
+    upstream: str
+    patched: str
+
+
+class History:
+    """The walks of one command, sharing one :class:`Upstream` (and its caches) across versions."""
+
+    def __init__(self, repo: Path, base: str | None = None) -> None:
+        self.up = Upstream(repo)
+        #: the base for patches whose ``captured_against`` names no commit of the repository
+        self.base = base
+        self._bases: dict[tuple[str, str, str], Base | str] = {}
+        self._walks: dict[tuple[str, str, str, str], Carried] = {}
+
+    def close(self) -> None:
+        self.up.close()
+
+    def base_of(self, patch: Patch) -> str | None:
+        said = patch.meta.get("captured_against", "")
+        tries = _HEX.findall(said)
+        found = _VERSION.match(said.strip())
+        if found:
+            tries += [f"v{found.group(1)}", found.group(1)]
+        elif said and " " not in said.strip():
+            tries.append(said.strip())
+        for ref in tries:
+            sha = self.up.commit_of(ref)
+            if sha:
+                return sha
+        return self.up.commit_of(self.base) if self.base else None
+
+    def commit_of(self, target: Target) -> str | None:
+        """The upstream commit ``target`` is: its HEAD when the repository has it, else its version's tag."""
+        for ref in (target.commit, *((f"v{target.version}", target.version) if target.version else ())):
+            sha = self.up.commit_of(ref) if ref else None
+            if sha:
+                return sha
+        return None
+
+    def plan(self, target: Target, patchsets: list[Patchset], only: set[str] | None = None) -> Plan:
+        """:func:`plan_apply`, with the patches it could not place carried along history."""
+        plan = plan_apply(target, patchsets, only)
+        commit = self.commit_of(target)
+        if commit is None:
+            return plan
+        carried: dict[tuple[str, str], tuple[Carried, Patch]] = {}
+        for r in plan.results:
+            ps = next(s for s in patchsets if s.name == r.patchset)
+            patch = ps.get(r.patch)
+            if r.status not in RETRY or patch is None or KINDS[patch.kind].creates_target:
+                continue
+            found = self._carry(ps, patch, commit)
+            if found is not None:
+                carried[(ps.name, patch.id)] = (found, patch)
+        placed = {k: _reanchored(p, c) for k, (c, p) in carried.items() if c.status == "placed"}
+        placed = {k: v for k, v in placed.items() if v is not None}
+        if not carried:
+            return plan
+        if placed:
+            sets = [
+                replace(ps, patches=tuple(placed.get((ps.name, p.id)) or p for p in ps.patches)) for ps in patchsets
+            ]
+            plan = plan_apply(target, sets, only)
+        plan.results = [_said(r, carried.get((r.patchset, r.patch)), (r.patchset, r.patch) in placed) for r in plan.results]
+        return plan
+
+    def _carry(self, ps: Patchset, patch: Patch, target: str) -> Carried | None:
+        base = self.base_of(patch)
+        if base is None or base == target:
+            return None
+        key = (ps.digest, patch.id, base, target)
+        if key not in self._walks:
+            start = self._base(ps, patch, base)
+            if isinstance(start, str):
+                return None
+            self._walks[key] = walk(self.up, base, target, start.path, start.upstream, start.patched)
+        return self._walks[key]
+
+    def _base(self, ps: Patchset, patch: Patch, sha: str) -> Base | str:
+        """The patch planned alone on the files it reads at ``sha`` (cached: every version shares it)."""
+        key = (ps.digest, patch.id, sha)
+        if key not in self._bases:
+            self._bases[key] = self._plan_alone(ps, patch, sha)
+        return self._bases[key]
+
+    def _plan_alone(self, ps: Patchset, patch: Patch, sha: str) -> Base | str:
+        root = Path(tempfile.mkdtemp(prefix="patchctl-base-"))
+        try:
+            for rel in dict.fromkeys((*ALWAYS, *files_of(patch, ps.manifest))):
+                text = self.up.read(sha, rel)
+                if text is not None:
+                    dest = root / rel
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    dest.write_bytes(text.encode("utf-8", "surrogateescape"))
+            if not (root / "verl" / "__init__.py").is_file():
+                return "the base is not a verl tree"
+            tree = dataclasses.replace(open_tree(root, sha[:12]), commit=sha)
+            try:
+                plan = plan_apply(tree, [replace(ps, patches=(patch,))])
+            except PatchctlError as exc:
+                return str(exc)
+            r = plan.results[-1]
+            if r.status is not Outcome.APPLIED or r.path is None or plan.after.get(r.path) is None:
+                return f"{r.status.value} on its base"
+            upstream = self.up.read(sha, r.path)
+            patched = plan.after[r.path]
+            if upstream is None or patched is None:
+                return "no file on its base"
+            return Base(sha, r.path, upstream, patched)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _reanchored(patch: Patch, c: Carried) -> Patch | None:
+    """The carried edit as a text hunk on the target's own lines, at the path it moved to."""
+    up, mine = c.state.upstream.splitlines(keepends=True), c.state.patched.splitlines(keepends=True)
+    if up == mine:
+        return None
+    top = 0
+    while top < min(len(up), len(mine)) and up[top] == mine[top]:
+        top += 1
+    bottom = 0
+    while bottom < min(len(up), len(mine)) - top and up[-1 - bottom] == mine[-1 - bottom]:
+        bottom += 1
+    start = max(0, top - CONTEXT)
+    was = "".join(up[start : len(up) - max(0, bottom - CONTEXT)])
+    now = "".join(mine[start : len(mine) - max(0, bottom - CONTEXT)])
+    params = HunkParams(was, now, start + 1, 0, None)
+    return replace(patch, kind="text-hunk", target=(c.state.path,), params=params)
+
+
+def _said(r: PatchResult, found: tuple[Carried, Patch] | None, placed: bool) -> PatchResult:
+    """The result with what the walk found: how the edit came, or which commit stopped it."""
+    if found is None:
+        return r
+    c, _patch = found
+    steps = f"{c.state.merges} merge(s) along upstream history"
+    moves = f"; {', '.join(c.state.moves)}" if c.state.moves else ""
+    if placed:
+        if r.status is not Outcome.APPLIED:
+            return replace(r, reason=f"{r.reason} (carried by {steps}{moves})")
+        at = c.state.path + (f":{c.state.scope}" if c.state.scope else "")
+        return replace(r, reason=f"placed in {at}, carried from its base by {steps}{moves}")
+    if c.status == "removed" and c.commit is not None:
+        where = f"; the code went to {c.where}" if c.where else ""
+        anchor = c.state.scope or c.state.path
+        return replace(
+            r,
+            status=Outcome.NOT_APPLICABLE,
+            path=c.state.path,
+            reason=f"upstream removed {anchor} in commit {c.commit}{where}{moves}",
+            detail="",
+        )
+    if c.status == "conflict" and c.commit is not None:
+        went = f" (its code went to {c.where})" if c.where else ""
+        why = f": {c.reason}" if c.reason else ""
+        return replace(r, reason=f"{r.reason}; along upstream history it conflicts with commit {c.commit}{went}{why}{moves}")
+    return r
