@@ -9,6 +9,7 @@ import click
 from patchctl.cli import dryrun, render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import (
+    NonEmptyPath,
     config_option,
     json_option,
     only_option,
@@ -81,6 +82,15 @@ def _brought(r: PatchResult, result: engine.RunResult) -> str:
     help="markers: write a conflicting patch at its best candidate place with conflict "
     "markers (upstream, the patch's original, its change) to resolve, then run `patchctl refresh`.",
 )
+@click.option(
+    "--repo",
+    "repo",
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    default=None,
+    help="A clone of upstream verl (checkout or bare mirror): a patch that does not fit is carried along "
+    "upstream's commits from its base (captured_against) to TARGET's commit, following renames and moved "
+    "functions; one whose anchor upstream removed names the commit. Read only.",
+)
 @json_option
 @config_option
 @handled
@@ -94,6 +104,7 @@ def apply_cmd(
     branch: str | None,
     force: bool,
     on_conflict: str,
+    repo: Path | None,
     as_json: bool,
     config: Path | None,
 ) -> int:
@@ -105,17 +116,28 @@ def apply_cmd(
     sets = load_patchsets(patchsets)
     tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
     chosen = _only(sets, only)
-    # a call site without its callee is broken code: --only brings in what the chosen patches need
-    result = engine.apply(
-        tree,
-        sets,
-        only=needs.closure(sets, chosen) if chosen else None,
-        dry_run=dry_run,
-        force=force,
-        commit=commit,
-        branch=branch,
-        markers=on_conflict == "markers",
-    )
+    history = None
+    if repo is not None:  # the walk's modules are imported only when asked for
+        from patchctl.drift.refs import open_repo
+        from patchctl.patchsets.history.carry import History
+
+        history = History(open_repo(repo))
+    try:
+        # a call site without its callee is broken code: --only brings in what the chosen patches need
+        result = engine.apply(
+            tree,
+            sets,
+            only=needs.closure(sets, chosen) if chosen else None,
+            dry_run=dry_run,
+            force=force,
+            commit=commit,
+            branch=branch,
+            markers=on_conflict == "markers",
+            planner=history.plan if history is not None else engine.plan_apply,
+        )
+    finally:
+        if history is not None:
+            history.close()
     if as_json:
         render.emit_json(result.to_json())
     else:

@@ -50,13 +50,27 @@ class Base:
     patched: str
 
 
+class NoTargetCommit(PatchctlError):
+    """``--repo`` given, but the tree patched is no commit of it."""
+
+    def __init__(self, repo: Path, label: str, version: str | None) -> None:
+        self.repo, self.label = repo, label
+        tag = f", nor is there a tag v{version}" if version else ""
+        super().__init__(
+            f"--repo {repo}: the target {label} is no commit of it{tag}; pass the verl clone the target "
+            "was checked out from (fetched up to it), or leave out --repo"
+        )
+
+
 class History:
     """The walks of one command, sharing one :class:`Upstream` (and its caches) across versions."""
 
-    def __init__(self, repo: Path, base: str | None = None) -> None:
+    def __init__(self, repo: Path, base: str | None = None, strict: bool = True) -> None:
         self.up = Upstream(repo)
         #: the base for patches whose ``captured_against`` names no commit of the repository
         self.base = base
+        #: a target that is no commit of the repository is an error (apply), else a note (matrix)
+        self.strict = strict
         self._bases: dict[tuple[str, str, str], Base | str] = {}
         self._walks: dict[tuple[str, str, str, str], Carried] = {}
 
@@ -89,38 +103,54 @@ class History:
         """:func:`plan_apply`, with the patches it could not place carried along history."""
         plan = plan_apply(target, patchsets, only)
         commit = self.commit_of(target)
-        if commit is None:
-            return plan
+        if commit is None and self.strict:
+            raise NoTargetCommit(self.up.repo, target.label, target.version)
         carried: dict[tuple[str, str], tuple[Carried, Patch]] = {}
+        notes: dict[tuple[str, str], str] = {}
         for r in plan.results:
             ps = next(s for s in patchsets if s.name == r.patchset)
             patch = ps.get(r.patch)
             if r.status not in RETRY or patch is None or KINDS[patch.kind].creates_target:
                 continue
-            found = self._carry(ps, patch, commit)
-            if found is not None:
+            base = self.base_of(patch)
+            if commit is None or base is None:
+                said = patch.meta.get("captured_against", "nothing")
+                notes[(ps.name, patch.id)] = (
+                    f"not carried along history: {self.up.repo} has no commit for this version"
+                    if commit is None
+                    else f"not carried along history: its captured_against ({said}) names no commit of {self.up.repo}"
+                )
+                continue
+            found = self._carry(ps, patch, base, commit)
+            if isinstance(found, str):
+                notes[(ps.name, patch.id)] = f"not carried along history: {found}"
+            elif found is not None:
                 carried[(ps.name, patch.id)] = (found, patch)
         placed = {k: _reanchored(p, c) for k, (c, p) in carried.items() if c.status == "placed"}
         placed = {k: v for k, v in placed.items() if v is not None}
         if not carried:
+            plan.results = [_noted(r, notes) for r in plan.results]
             return plan
         if placed:
             sets = [
                 replace(ps, patches=tuple(placed.get((ps.name, p.id)) or p for p in ps.patches)) for ps in patchsets
             ]
             plan = plan_apply(target, sets, only)
-        plan.results = [_said(r, carried.get((r.patchset, r.patch)), (r.patchset, r.patch) in placed) for r in plan.results]
+        plan.results = [
+            _noted(_said(r, carried.get((r.patchset, r.patch)), (r.patchset, r.patch) in placed), notes)
+            for r in plan.results
+        ]
         return plan
 
-    def _carry(self, ps: Patchset, patch: Patch, target: str) -> Carried | None:
-        base = self.base_of(patch)
-        if base is None or base == target:
+    def _carry(self, ps: Patchset, patch: Patch, base: str, target: str) -> Carried | str | None:
+        """The walk from ``base`` to ``target``; a string says why there is none."""
+        if base == target:
             return None
         key = (ps.digest, patch.id, base, target)
         if key not in self._walks:
             start = self._base(ps, patch, base)
             if isinstance(start, str):
-                return None
+                return start
             self._walks[key] = walk(self.up, base, target, start.path, start.upstream, start.patched)
         return self._walks[key]
 
@@ -149,7 +179,7 @@ class History:
                 return str(exc)
             r = plan.results[-1]
             if r.status is not Outcome.APPLIED or r.path is None or plan.after.get(r.path) is None:
-                return f"{r.status.value} on its base"
+                return f"it is {r.status.value} on its base {sha[:12]}"
             upstream = self.up.read(sha, r.path)
             patched = plan.after[r.path]
             if upstream is None or patched is None:
@@ -175,6 +205,11 @@ def _reanchored(patch: Patch, c: Carried) -> Patch | None:
     now = "".join(mine[start : len(mine) - max(0, bottom - CONTEXT)])
     params = HunkParams(was, now, start + 1, 0, None)
     return replace(patch, kind="text-hunk", target=(c.state.path,), params=params)
+
+
+def _noted(r: PatchResult, notes: dict[tuple[str, str], str]) -> PatchResult:
+    note = notes.get((r.patchset, r.patch))
+    return replace(r, reason=f"{r.reason}; {note}") if note else r
 
 
 def _said(r: PatchResult, found: tuple[Carried, Patch] | None, placed: bool) -> PatchResult:
