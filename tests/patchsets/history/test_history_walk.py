@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from tests.drift.helpers import git, invoke
 from tests.patchsets.history.upstream_repo import build, captured, checkout
 

@@ -94,7 +94,11 @@ def build(root: Path) -> dict[str, str]:
     git(root, "mv", "verl/trainer/ppo.py", "verl/trainer/ppo_trainer.py")
     shas["rename"] = repo.commit({}, "Rename the PPO trainer module (#101)")
     shas["fit"] = repo.commit(
-        {"verl/trainer/ppo_trainer.py": PPO.replace("for batch in self.loader():", "for batch in self.loader(epoch=0):")},
+        {
+            "verl/trainer/ppo_trainer.py": PPO.replace(
+                "for batch in self.loader():", "for batch in self.loader(epoch=0):"
+            )
+        },
         "fit: name the epoch (#102)",
     )
     moved = METRICS.replace(

@@ -237,5 +237,7 @@ def _said(r: PatchResult, found: tuple[Carried, Patch] | None, placed: bool) -> 
     if c.status == "conflict" and c.commit is not None:
         went = f" (its code went to {c.where})" if c.where else ""
         why = f": {c.reason}" if c.reason else ""
-        return replace(r, reason=f"{r.reason}; along upstream history it conflicts with commit {c.commit}{went}{why}{moves}")
+        return replace(
+            r, reason=f"{r.reason}; along upstream history it conflicts with commit {c.commit}{went}{why}{moves}"
+        )
     return r

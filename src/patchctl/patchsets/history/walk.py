@@ -132,7 +132,7 @@ def _run(up: Upstream, state: State, commits: list[str]) -> State | Carried:
 def _stuck(up: Upstream, state: State, sha: str, new: str) -> Carried:
     """One commit whose change overlaps the edit: removed when it deleted every line under it."""
     under = _under(state.upstream, state.patched)
-    kept = set()
+    kept: set[int] = set()
     matcher = difflib.SequenceMatcher(None, scopes.lines(state.upstream), scopes.lines(new), autojunk=False)
     for block in matcher.get_matching_blocks():
         kept.update(range(block.a + 1, block.a + block.size + 1))
