@@ -62,7 +62,8 @@ def test_an_edit_whose_function_upstream_removed_names_the_commit_and_where_the_
     got = _apply(world, tmp_path, "--repo", str(up))["metrics-legacy-timer"]
     assert got["status"] == "not-applicable"
     assert got["reason"] == (
-        f'upstream removed legacy_timer in commit {shas["remove"][:12]} "Drop the legacy timer (#104)", PR #104; '
+        f"upstream removed legacy_timer (verl/utils/metrics.py) in commit "
+        f'{shas["remove"][:12]} "Drop the legacy timer (#104)", PR #104; '
         "the code went to verl/utils/profiling.py:Timer.timed"
     )
 
@@ -86,7 +87,9 @@ def test_matrix_and_drift_carry_the_same_way(world) -> None:
     cells = {(c["patch"], c["version"]): c for c in json.loads(done.output)["cells"]}
     assert cells[("ppo-fit", "v0.2.0")]["path"] == "verl/trainer/ppo_trainer.py"
     assert cells[("metrics-reduce-metrics", "v0.2.0")]["status"] == "applied"
-    assert cells[("metrics-legacy-timer", "v0.2.0")]["reason"].startswith("upstream removed legacy_timer in commit")
+    assert cells[("metrics-legacy-timer", "v0.2.0")]["reason"].startswith(
+        "upstream removed legacy_timer (verl/utils/metrics.py) in commit"
+    )
     plain = invoke("matrix", "--repo", str(up), "--no-history", "--versions", "v0.2.0", "--patchset", str(ps), "--json")
     assert {c["status"] for c in json.loads(plain.output)["cells"]} == {"not-applicable"}
     drift = invoke("drift", "--repo", str(up), "--from", "v0.1.0", "--to", "v0.2.0", "--patchset", str(ps), "--json")

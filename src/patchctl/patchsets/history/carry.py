@@ -226,18 +226,15 @@ def _said(r: PatchResult, found: tuple[Carried, Patch] | None, placed: bool) -> 
         return replace(r, reason=f"placed in {at}, carried from its base by {steps}{moves}")
     if c.status == "removed" and c.commit is not None:
         where = f"; the code went to {c.where}" if c.where else ""
-        anchor = c.state.scope or c.state.path
         return replace(
             r,
             status=Outcome.NOT_APPLICABLE,
             path=c.state.path,
-            reason=f"upstream removed {anchor} in commit {c.commit}{where}{moves}",
+            reason=f"upstream removed {c.what} in commit {c.commit}{where}{moves}",
             detail="",
         )
     if c.status == "conflict" and c.commit is not None:
         went = f" (its code went to {c.where})" if c.where else ""
         why = f": {c.reason}" if c.reason else ""
-        return replace(
-            r, reason=f"{r.reason}; along upstream history it conflicts with commit {c.commit}{went}{why}{moves}"
-        )
+        return replace(r, reason=f"{r.reason}; along upstream history it stops at commit {c.commit}{went}{why}{moves}")
     return r

@@ -57,7 +57,11 @@ class Upstream:
     def __init__(self, repo: Path) -> None:
         self.repo = repo
         self._blobs: dict[tuple[str, str], str | None] = {}
-        self._touching: dict[tuple[str, str, str], list[str]] = {}
+        #: end -> start -> (the first-parent line start..end: commit and the paths it changed; commit -> index)
+        self._lines: dict[str, dict[str, tuple[list[tuple[str, frozenset[str]]], dict[str, int]]]] = {}
+        self._refs: dict[str, str | None] = {}
+        self._ancestry: dict[tuple[str, str], bool] = {}
+        self._bases: dict[tuple[str, str], str | None] = {}
         self._changes: dict[str, list[tuple[str, str, str]]] = {}
         self._commits: dict[str, Commit] = {}
         self._merges: dict[tuple[str, str, str], Merged] = {}
@@ -82,7 +86,9 @@ class Upstream:
         """The commit ``ref`` names; a ref starting with ``-`` is never handed to git."""
         if not ref or ref.startswith("-"):
             return None
-        return git.commit_of(self.repo, ref)
+        if ref not in self._refs:
+            self._refs[ref] = git.commit_of(self.repo, ref)
+        return self._refs[ref]
 
     def read(self, sha: str, rel: str) -> str | None:
         """The text of ``rel`` at commit ``sha`` (undecodable bytes as surrogate escapes); None: no such file."""
@@ -109,20 +115,61 @@ class Upstream:
         return data.decode("utf-8", "surrogateescape")
 
     def is_ancestor(self, a: str, b: str) -> bool:
-        return git.run(self.repo, "merge-base", "--is-ancestor", a, b, check=False).returncode == 0
+        if (a, b) not in self._ancestry:
+            done = git.run(self.repo, "merge-base", "--is-ancestor", a, b, check=False)
+            self._ancestry[(a, b)] = done.returncode == 0
+        return self._ancestry[(a, b)]
 
     def merge_base(self, a: str, b: str) -> str | None:
-        done = git.run(self.repo, "merge-base", a, b, check=False)
-        return done.stdout.strip() or None if done.returncode == 0 else None
+        if (a, b) not in self._bases:
+            done = git.run(self.repo, "merge-base", a, b, check=False)
+            self._bases[(a, b)] = done.stdout.strip() or None if done.returncode == 0 else None
+        return self._bases[(a, b)]
 
     def touching(self, start: str, end: str, rel: str) -> list[str]:
         """Commits of ``end``'s first-parent line after ``start`` that change ``rel``, oldest first:
         the steps of the walk (a commit that leaves the file alone cannot move an edit in it)."""
-        key = (start, end, rel)
-        if key not in self._touching:
-            out = git.run(self.repo, "rev-list", "--first-parent", "--reverse", f"{start}..{end}", "--", rel).stdout
-            self._touching[key] = out.split()
-        return self._touching[key]
+        entries, at = self._line(start, end)
+        return [sha for sha, paths in entries[at:] if rel in paths]
+
+    def _line(self, start: str, end: str) -> tuple[list[tuple[str, frozenset[str]]], int]:
+        """The first-parent line to ``end`` that ``start`` is on, and where after ``start`` it goes on.
+
+        One ``git log --name-status`` per line, read once: every walk to ``end`` starts at the
+        same commit, and its later segments start at commits of that line."""
+        for origin, (entries, index) in self._lines.get(end, {}).items():
+            if start == origin:
+                return entries, 0
+            if start in index:
+                return entries, index[start] + 1
+        out = git.run(
+            self.repo,
+            "log",
+            "--first-parent",
+            "--diff-merges=first-parent",
+            "--reverse",
+            "-M",
+            "--name-status",
+            "--format=%x01%H%x02%s",
+            f"{start}..{end}",
+            "--",
+        ).stdout
+        entries: list[tuple[str, frozenset[str]]] = []
+        for chunk in out.split("\x01")[1:]:
+            head, _, body = chunk.partition("\n")
+            sha, _, subject = head.partition("\x02")
+            self._commits.setdefault(sha, Commit(sha, subject))
+            changes = []
+            for line in body.splitlines():
+                fields = line.split("\t")
+                if len(fields) == 3 and fields[0][:1] in ("R", "C"):
+                    changes.append((fields[0][0], fields[1], fields[2]))
+                elif len(fields) == 2:
+                    changes.append((fields[0][:1], fields[1], fields[1]))
+            self._changes.setdefault(sha, changes)
+            entries.append((sha, frozenset(p for c in changes for p in c[1:])))
+        self._lines.setdefault(end, {})[start] = (entries, {sha: i for i, (sha, _) in enumerate(entries)})
+        return entries, 0
 
     def changes(self, sha: str) -> list[tuple[str, str, str]]:
         """(status letter, old path, new path) of every file ``sha`` changed against its first

@@ -52,6 +52,8 @@ class Carried:
     #: where the removed code went, when a file of the removing commit holds it
     where: str | None = None
     reason: str = ""
+    #: what ``commit`` removed: the file, the scope, or the lines the edit changes
+    what: str = ""
 
 
 def walk(up: Upstream, base: str, target: str, path: str, upstream: str, patched: str) -> Carried:
@@ -83,7 +85,12 @@ def _jump(up: Upstream, state: State, to: str) -> State | Carried:
         return Carried("lost", state, reason=f"{state.path} is not at the merge base {to[:12]} as at the base")
     merged = up.merge(state.patched, state.upstream, new)
     if not merged.clean:
-        return Carried("conflict", state, up.info(to), reason="its base's release branch changed it")
+        return Carried(
+            "conflict",
+            state,
+            up.info(to),
+            reason="upstream changed the lines under the edit on the base's release branch",
+        )
     return replace(state, commit=to, upstream=new, patched=merged.text, merges=state.merges + 1)
 
 
@@ -130,16 +137,25 @@ def _run(up: Upstream, state: State, commits: list[str]) -> State | Carried:
 
 
 def _stuck(up: Upstream, state: State, sha: str, new: str) -> Carried:
-    """One commit whose change overlaps the edit: removed when it deleted every line under it."""
+    """One commit whose change overlaps the edit: ``removed`` when it deleted every line under the
+    edit (none rewritten in their place), else ``conflict`` (upstream rewrote them)."""
     under = _under(state.upstream, state.patched)
-    kept: set[int] = set()
+    deleted: set[int] = set()
     matcher = difflib.SequenceMatcher(None, scopes.lines(state.upstream), scopes.lines(new), autojunk=False)
-    for block in matcher.get_matching_blocks():
-        kept.update(range(block.a + 1, block.a + block.size + 1))
-    if under and not kept & set(under):
+    for op, i1, i2, _j1, _j2 in matcher.get_opcodes():
+        if op == "delete":
+            deleted.update(range(i1 + 1, i2 + 1))
+    if under and set(under) <= deleted:
         gone = "".join(scopes.lines(state.upstream)[i - 1] for i in under)
-        return Carried("removed", state, up.info(sha), _where(up, sha, gone))
-    return Carried("conflict", state, up.info(sha))
+        inside = f" of {state.scope}" if state.scope else ""
+        what = f"the lines{inside} the edit changes ({state.path}:{under[0]})"
+        return Carried("removed", state, up.info(sha), _where(up, sha, gone), what=what)
+    return Carried(
+        "conflict",
+        state,
+        up.info(sha),
+        reason=f"it rewrote the lines under the edit ({state.path}:{under[0] if under else 1})",
+    )
 
 
 def _under(upstream: str, patched: str) -> list[int]:
@@ -168,7 +184,7 @@ def _moved(up: Upstream, state: State, sha: str) -> State | Carried:
             )
         return _stuck(up, replace(state, moves=moves), sha, new)
     if state.scope is None:
-        return Carried("removed", state, up.info(sha), _where(up, sha, state.upstream))
+        return Carried("removed", state, up.info(sha), _where(up, sha, state.upstream), what=state.path)
     return _scope_moved(up, replace(state, moves=moves), sha, path, new)
 
 
@@ -188,13 +204,15 @@ def _scope_moved(up: Upstream, state: State, sha: str, path: str, new: str | Non
     found = scopes.find(scopes.body(state.upstream, old), old.leaf, candidates)
     if found is None:
         gone = scopes.body(state.upstream, old)
-        return Carried("removed", state, up.info(sha), _where(up, sha, gone, skip=state.scope))
+        what = f"{state.scope} ({state.path})"
+        return Carried("removed", state, up.info(sha), _where(up, sha, gone, skip=state.scope), what=what)
     where, s, _score = found
     text = next(t for p, t in candidates if p == where)
     merged = up.merge(scopes.body(state.patched, mine), scopes.body(state.upstream, old), scopes.body(text, s))
     moved = f"{state.path}:{state.scope} moved to {where}:{s.name} in {sha[:12]}"
     if not merged.clean:
-        return Carried("conflict", replace(state, moves=(*state.moves, moved)), up.info(sha), f"{where}:{s.name}")
+        went = replace(state, moves=(*state.moves, moved))
+        return Carried("conflict", went, up.info(sha), f"{where}:{s.name}", "the edit does not merge into it there")
     return replace(
         state,
         commit=sha,
