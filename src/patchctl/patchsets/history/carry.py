@@ -24,6 +24,7 @@ from pathlib import Path
 
 from patchctl.drift.probe import ALWAYS, files_of
 from patchctl.errors import PatchctlError
+from patchctl.patchsets import needs
 from patchctl.patchsets.history.upstream import Upstream
 from patchctl.patchsets.history.walk import Carried, walk
 from patchctl.patchsets.kinds import KINDS
@@ -135,7 +136,7 @@ class History:
             sets = [
                 replace(ps, patches=tuple(placed.get((ps.name, p.id)) or p for p in ps.patches)) for ps in patchsets
             ]
-            plan = plan_apply(target, sets, only)
+            plan = _again(plan, target, sets, only, {k[1] for k in placed})
         plan.results = [
             _noted(_said(r, carried.get((r.patchset, r.patch)), (r.patchset, r.patch) in placed), notes)
             for r in plan.results
@@ -187,6 +188,42 @@ class History:
             return Base(sha, r.path, upstream, patched)
         finally:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _again(plan: Plan, target: Target, sets: list[Patchset], only: set[str] | None, placed: set[str]) -> Plan:
+    """The plan made again for the files the carried patches touch, the rest kept as planned.
+
+    Re-planned are the patches on those files, and, until nothing is added, those on the files
+    of every patch they need or that needs them (a held-back partner frees its users): each file
+    is planned whole, by every patch on it, so the two plans never both write one file."""
+    patches = [(ps.name, p) for ps in sets for p in ps.patches if only is None or p.id in only]
+    files = {rel for _n, p in patches if p.id in placed for rel in p.target}
+    ids: set[str] = set()
+    while True:
+        grown = {p.id for _n, p in patches if files & set(p.target)}
+        grown = needs.closure(sets, needs.users(sets, grown))
+        if only is not None:
+            grown &= only
+        if grown == ids:
+            break
+        ids = grown
+        files |= {rel for _n, p in patches if p.id in ids for rel in p.target}
+    again = plan_apply(target, sets, ids)
+    redone = {(r.patchset, r.patch): r for r in again.results}
+    old, new = plan.record, again.record
+    if old is not None and new is not None:
+        old.entries = [e for e in old.entries if e.patch not in ids] + [e for e in new.entries if e.patch in ids]
+        old.patchsets.update(new.patchsets)
+    kept = {rel: text for rel, text in plan.after.items() if rel not in files}
+    return Plan(
+        target,
+        [redone.get((r.patchset, r.patch), r) for r in plan.results],
+        {**kept, **again.after},
+        {**{rel: t for rel, t in plan.before.items() if rel not in files}, **again.before},
+        {**plan.modes, **again.modes},
+        old if old is not None else new,
+        plan.record_changed or again.record_changed,
+    )
 
 
 def _reanchored(patch: Patch, c: Carried) -> Patch | None:

@@ -137,11 +137,11 @@ class Upstream:
 
         One ``git log --name-status`` per line, read once: every walk to ``end`` starts at the
         same commit, and its later segments start at commits of that line."""
-        for origin, (entries, index) in self._lines.get(end, {}).items():
+        for origin, (known, index) in self._lines.get(end, {}).items():
             if start == origin:
-                return entries, 0
+                return known, 0
             if start in index:
-                return entries, index[start] + 1
+                return known, index[start] + 1
         out = git.run(
             self.repo,
             "log",
