@@ -65,6 +65,8 @@ class Upstream:
         self._changes: dict[str, list[tuple[str, str, str]]] = {}
         self._commits: dict[str, Commit] = {}
         self._merges: dict[tuple[str, str, str], Merged] = {}
+        #: the walk's runs of commits, by (commits, state before): :func:`~.walk._blocks` fills it
+        self.steps: dict[tuple[tuple[str, ...], object], object] = {}
         self._reader: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self._scratch = tempfile.TemporaryDirectory(prefix="patchctl-history-")

@@ -114,10 +114,30 @@ def _segment(up: Upstream, state: State, commits: list[str]) -> State | Carried:
     if state.scope is not None:
         scope = state.scope
         k = _first(lambda c: not scopes.has(up.read(c, state.path), scope), commits[:k])
-    out = _run(up, state, commits[:k])
+    out = _blocks(up, state, commits[:k])
     if isinstance(out, Carried) or k == len(commits):
         return out
     return _moved(up, out, commits[k])
+
+
+#: commits merged in one go before a run is split in halves. Runs start at the same commits for
+#: every target on one line of history, so a matrix's versions share their runs, each merged once
+BLOCK = 32
+
+
+def _blocks(up: Upstream, state: State, commits: list[str]) -> State | Carried:
+    """:func:`_run` over ``commits`` a block at a time, each block's outcome cached per upstream
+    commit range and state (issue 38 req 8)."""
+    for i in range(0, len(commits), BLOCK):
+        key = (tuple(commits[i : i + BLOCK]), state)
+        if key not in up.steps:
+            up.steps[key] = _run(up, state, list(key[0]))
+        out = up.steps[key]
+        if isinstance(out, Carried):
+            return out
+        assert isinstance(out, State)
+        state = out
+    return state
 
 
 def _run(up: Upstream, state: State, commits: list[str]) -> State | Carried:
