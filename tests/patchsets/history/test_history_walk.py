@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.drift.helpers import git, invoke
+from tests.drift.helpers import Repo, git, invoke
 from tests.patchsets.history.upstream_repo import build, captured, checkout
 
 
@@ -129,3 +129,32 @@ def test_a_base_named_by_commit_id_is_found(world, tmp_path: Path) -> None:
     got = _apply(world, tmp_path / "again", "--repo", str(up), ps=unknown)
     assert got["ppo-fit"]["status"] == "not-applicable"
     assert got["ppo-fit"]["reason"].endswith(f"its captured_against (-c) names no commit of {up.resolve()}")
+
+
+def test_an_upstream_rewrite_of_the_lines_under_an_edit_is_a_conflict_naming_its_commit(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "up")
+    repo.commit(
+        {"verl/count.py": "def count(items):\n    total = len(items)\n    return total\n"}, "count", tag="v0.1.0"
+    )
+    repo.filler(5)
+    rewrite = repo.commit(
+        {"verl/count.py": "def count(items):\n    total = sum(1 for _ in items)\n    return total\n"},
+        "count: accept generators (#105)",
+    )
+    repo.filler(5, "more")
+    repo.commit({"verl/version/version": "0.2.0\n"}, "Release 0.2.0", tag="v0.2.0")
+    fork = checkout(repo.root, "v0.1.0", tmp_path / "fork")
+    (fork / "verl/count.py").write_text(
+        "def count(items):\n    total = len(list(items))  # Uky: sized\n    return total\n"
+    )
+    ps = tmp_path / "ps"
+    assert invoke("capture", "--from", str(fork), "--base", "v0.1.0", "--out", str(ps)).exit_code == 0
+    target = checkout(repo.root, "v0.2.0", tmp_path / "target")
+    done = invoke("apply", "--target", str(target), "--patchset", str(ps), "--repo", str(repo.root), "--json")
+    assert done.exit_code == 1
+    (r,) = json.loads(done.output)["results"]
+    assert r["status"] == "conflict"
+    assert r["reason"].endswith(
+        f'along upstream history it stops at commit {rewrite[:12]} "count: accept generators (#105)", PR #105: '
+        "it rewrote the lines under the edit (verl/count.py:2)"
+    )
