@@ -22,6 +22,7 @@ from patchctl.errors import UnknownPatch
 from patchctl.patchsets import engine, needs
 from patchctl.patchsets.loader import load_patchsets
 from patchctl.patchsets.model import Outcome, PatchResult, Patchset
+from patchctl.target import Target
 
 
 def _only(patchsets: list[Patchset], only: tuple[str, ...]) -> set[str] | None:
@@ -184,6 +185,13 @@ def apply_cmd(
 @only_option
 @click.option("--dry-run", is_flag=True, help="Print the diff that reverting would make; write nothing.")
 @click.option("--force", is_flag=True, help="Change files even if they have uncommitted changes.")
+@click.option(
+    "--repo",
+    "repo",
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    default=None,
+    help="The verl clone `apply --repo` carried patches along: they are found where they were carried to.",
+)
 @json_option
 @config_option
 @handled
@@ -193,12 +201,15 @@ def revert_cmd(
     only: tuple[str, ...],
     dry_run: bool,
     force: bool,
+    repo: Path | None,
     as_json: bool,
     config: Path | None,
 ) -> int:
     """Undo what patchctl applied to TARGET, byte for byte."""
     sets = load_patchsets(patchsets)
     tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
+    if repo is not None:
+        sets = carried(repo, tree, sets)
     chosen = _only(sets, only)
     result = engine.revert(tree, sets, only=needs.users(sets, chosen) if chosen else None, dry_run=dry_run)
     if as_json:
@@ -210,6 +221,18 @@ def revert_cmd(
             _show(result, f"revert -> {tree.root}")
         _revert_verdict(result, dry_run)
     return 0 if result.ok else 1
+
+
+def carried(repo: Path, tree: Target, sets: list[Patchset]) -> list[Patchset]:
+    """``sets`` with the patches ``apply --repo`` carried to ``tree`` as they were carried."""
+    from patchctl.drift.refs import open_repo
+    from patchctl.patchsets.history.carry import History
+
+    history = History(open_repo(repo))
+    try:
+        return history.recorded(tree, sets)
+    finally:
+        history.close()
 
 
 def _revert_verdict(result: engine.RunResult, dry_run: bool) -> None:

@@ -158,3 +158,21 @@ def test_an_upstream_rewrite_of_the_lines_under_an_edit_is_a_conflict_naming_its
         f'along upstream history it stops at commit {rewrite[:12]} "count: accept generators (#105)", PR #105: '
         "it rewrote the lines under the edit (verl/count.py:2)"
     )
+
+
+def test_verify_and_revert_with_repo_find_the_carried_patches(world, tmp_path: Path) -> None:
+    up, ps, _ = world
+    _apply(world, tmp_path, "--repo", str(up))
+    target = tmp_path / "target"
+    plain = invoke("verify", "--target", str(target), "--patchset", str(ps))
+    assert plain.exit_code == 1  # without the clone, the carried patches are not where the manifest says
+    checked = invoke("verify", "--target", str(target), "--patchset", str(ps), "--repo", str(up), "--json")
+    assert checked.exit_code == 0, checked.output
+    assert {c["patch"]: c["status"] for c in json.loads(checked.output)["patches"]} == {
+        "ppo-fit": "present",
+        "metrics-reduce-metrics": "present",
+        "metrics-legacy-timer": "not-applicable",
+    }
+    done = invoke("revert", "--target", str(target), "--patchset", str(ps), "--repo", str(up))
+    assert done.exit_code == 0, done.output
+    assert git(target, "status", "--porcelain") == ""

@@ -25,6 +25,7 @@ from pathlib import Path
 from patchctl.drift.probe import ALWAYS, files_of
 from patchctl.errors import PatchctlError
 from patchctl.patchsets import needs
+from patchctl.patchsets import record as rec
 from patchctl.patchsets.history.upstream import Upstream
 from patchctl.patchsets.history.walk import Carried, walk
 from patchctl.patchsets.kinds import KINDS
@@ -142,6 +143,25 @@ class History:
             for r in plan.results
         ]
         return plan
+
+    def recorded(self, target: Target, patchsets: list[Patchset]) -> list[Patchset]:
+        """``patchsets`` with each patch that ``apply --repo`` carried to ``target`` (its record says
+        so: another kind than the manifest's) as it was carried, for ``revert`` and ``verify``."""
+        record = rec.load(target.root)
+        commit = self.commit_of(target)
+        if record is None or commit is None:
+            return patchsets
+        out = []
+        for ps in patchsets:
+            patches = []
+            for p in ps.patches:
+                entry = record.find(ps.name, p.id)
+                base = self.base_of(p) if entry is not None and entry.kind != p.kind else None
+                found = self._carry(ps, p, base, commit) if base is not None else None
+                again = _reanchored(p, found) if isinstance(found, Carried) and found.status == "placed" else None
+                patches.append(again or p)
+            out.append(replace(ps, patches=tuple(patches)))
+        return out
 
     def _carry(self, ps: Patchset, patch: Patch, base: str, target: str) -> Carried | str | None:
         """The walk from ``base`` to ``target``; a string says why there is none."""
