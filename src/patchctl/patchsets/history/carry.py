@@ -128,16 +128,39 @@ class History:
                 notes[(ps.name, patch.id)] = f"not carried along history: {found}"
             elif found is not None:
                 carried[(ps.name, patch.id)] = (found, patch)
-        placed = {k: _reanchored(p, c) for k, (c, p) in carried.items() if c.status == "placed"}
-        placed = {k: v for k, v in placed.items() if v is not None}
+        placed: dict[tuple[str, str], Patch] = {}
+        for k, (c, p) in carried.items():
+            moved = _reanchored(p, c) if c.status == "placed" else None
+            if moved is not None:
+                placed[k] = moved
         if not carried:
             plan.results = [_noted(r, notes) for r in plan.results]
             return plan
-        if placed:
+        while placed:
             sets = [
                 replace(ps, patches=tuple(placed.get((ps.name, p.id)) or p for p in ps.patches)) for ps in patchsets
             ]
-            plan = _again(plan, target, sets, only, {k[1] for k in placed})
+            again = _again(plan, target, sets, only, {k[1] for k in placed})
+            was = {(r.patchset, r.patch): r.status for r in plan.results}
+            worse = [
+                r
+                for r in again.results
+                if was[(r.patchset, r.patch)] in needs.IN_TREE
+                and r.status not in needs.IN_TREE
+                and (r.patchset, r.patch) not in placed
+            ]
+            if not worse:
+                plan = again
+                break
+            # a carried edit that breaks a patch placed without it stays out (the one it breaks came first)
+            hit = {rel for r in worse for rel in ((r.path,) if r.path else ())}
+            drop = {k for k, p in placed.items() if hit & set(p.target)} or set(placed)
+            for k in drop:
+                names = ", ".join(r.patch for r in worse)
+                notes[k] = (
+                    f"along upstream history it goes to {placed[k].target[0]}, but placed there it breaks {names}"
+                )
+            placed = {k: v for k, v in placed.items() if k not in drop}
         plan.results = [
             _noted(_said(r, carried.get((r.patchset, r.patch)), (r.patchset, r.patch) in placed), notes)
             for r in plan.results
@@ -232,8 +255,11 @@ def _again(plan: Plan, target: Target, sets: list[Patchset], only: set[str] | No
     redone = {(r.patchset, r.patch): r for r in again.results}
     old, new = plan.record, again.record
     if old is not None and new is not None:
-        old.entries = [e for e in old.entries if e.patch not in ids] + [e for e in new.entries if e.patch in ids]
-        old.patchsets.update(new.patchsets)
+        old = replace(
+            old,
+            entries=[e for e in old.entries if e.patch not in ids] + [e for e in new.entries if e.patch in ids],
+            patchsets={**old.patchsets, **new.patchsets},
+        )
     kept = {rel: text for rel, text in plan.after.items() if rel not in files}
     return Plan(
         target,
