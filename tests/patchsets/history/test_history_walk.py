@@ -10,6 +10,9 @@ import pytest
 from tests.drift.helpers import Repo, git, invoke
 from tests.patchsets.history.upstream_repo import build, captured, checkout
 
+from patchctl.patchsets.history.upstream import Upstream
+from patchctl.patchsets.history.walk import walk
+
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
@@ -39,6 +42,7 @@ def test_an_edit_in_a_renamed_file_lands_in_the_new_file(world, tmp_path: Path) 
     assert (
         "        for batch in self.loader(epoch=0):\n            loss = self.update(batch)\n"
         '            print("loss", loss)  # Uky: log every step\n            self.step += 1\n'
+        "        return self.step  # done\n"
     ) in text
 
 
@@ -176,3 +180,19 @@ def test_verify_and_revert_with_repo_find_the_carried_patches(world, tmp_path: P
     done = invoke("revert", "--target", str(target), "--patchset", str(ps), "--repo", str(up))
     assert done.exit_code == 0, done.output
     assert git(target, "status", "--porcelain") == ""
+
+
+def test_two_edits_of_one_file_walk_the_same_commits_each_with_its_own_text(world) -> None:
+    """The walk's cache is per commit range and state: a second edit over the same commits gets its own merge."""
+    up, _, shas = world
+    with Upstream(up) as history:
+        base = history.read(shas["base"], "verl/trainer/ppo.py")
+        assert base is not None
+        one = base.replace("        self.step = 0\n", "        self.step = 0  # Uky: one\n")
+        two = base.replace("        self.model.save(path)\n", "        self.model.save(path)  # Uky: two\n")
+        got = [walk(history, shas["base"], shas["target"], "verl/trainer/ppo.py", base, p) for p in (one, two)]
+    assert [c.status for c in got] == ["placed", "placed"]
+    assert [c.state.path for c in got] == ["verl/trainer/ppo_trainer.py"] * 2
+    assert "# Uky: one" in got[0].state.patched and "# Uky: two" not in got[0].state.patched
+    assert "# Uky: two" in got[1].state.patched and "# Uky: one" not in got[1].state.patched
+    assert "for batch in self.loader(epoch=0):" in got[1].state.patched

@@ -101,6 +101,16 @@ def build(root: Path) -> dict[str, str]:
         },
         "fit: name the epoch (#102)",
     )
+    repo.filler(2, "notes")
+    fitted = PPO.replace("for batch in self.loader():", "for batch in self.loader(epoch=0):")
+    shas["returns"] = repo.commit(
+        {
+            "verl/trainer/ppo_trainer.py": fitted.replace(
+                "        return self.step\n", "        return self.step  # done\n"
+            )
+        },
+        "fit: say what it returns (#106)",
+    )
     moved = METRICS.replace(
         "def reduce_metrics(metrics):\n    out = {}\n    for key, values in metrics.items():\n"
         "        out[key] = sum(values) / len(values)\n    return out\n\n\n",
