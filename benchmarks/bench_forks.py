@@ -93,7 +93,8 @@ def fmt_diffs(ps: Patchset, tree: Path, label: str, plain: dict[str, PatchResult
     """Per formatter, the patches whose outcome on ``tree`` formatted differs from ``plain``."""
     counts = []
     for tool in ff.TOOLS:
-        done = outcomes(ps, ff.formatted(tree, tool, work / "formatted" / tool / label), f"{label}+{tool}")
+        files = sorted({p.target[0] for p in ps.patches})
+        done = outcomes(ps, ff.formatted(tree, tool, work / "formatted" / tool / label, files), f"{label}+{tool}")
         bad = 0
         for pid, r in plain.items():
             mine = done[pid]

@@ -21,20 +21,23 @@ from pathlib import Path
 TOOLS = ("ruff", "black")
 
 
-def formatted(tree: Path, tool: str, dest: Path) -> Path:
-    """A copy of ``tree`` at ``dest`` with its ``.py`` files formatted by ``tool`` (cached)."""
+def formatted(tree: Path, tool: str, dest: Path, files: list[str]) -> Path:
+    """A copy of ``tree`` at ``dest`` with ``files`` (those the patchset changes) formatted by
+    ``tool`` where they are Python (cached: ``dest`` is kept)."""
     if dest.is_dir():
         return dest
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(tree, tmp, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     bin_dir = Path(sys.executable).parent
+    py = sorted({f for f in files if f.endswith(".py") and (tmp / f).is_file()})
     if tool == "ruff":
-        argv = [str(bin_dir / "ruff"), "format", "--isolated", "--quiet", "."]
+        argv = [str(bin_dir / "ruff"), "format", "--isolated", "--quiet"]
     else:
         empty = tmp.parent / "black-defaults.toml"
         empty.write_text("", encoding="utf-8")
-        argv = [str(bin_dir / "black"), "--quiet", "--config", str(empty), "."]
-    subprocess.run(argv, cwd=tmp, capture_output=True, check=False)  # unparsable files stay as they are
+        argv = [str(bin_dir / "black"), "--quiet", "--config", str(empty)]
+    if py:
+        subprocess.run([*argv, *py], cwd=tmp, capture_output=True, check=False)  # unparsable files stay as they are
     tmp.rename(dest)
     return dest

@@ -1,0 +1,107 @@
+"""Formatting never decides (issue 38, requirement 3): anchors a formatter rewrites, in real verl.
+
+verl 0.3 was formatted by yapf: asserts and conditions continued with a backslash, docstrings
+whose closing quotes sit on a line of their own. ``ruff format`` and ``black`` turn ``assert x, \\``
+into ``assert x, (`` and pull a docstring that fits onto one line, so a patch whose anchor is
+such a statement's first line must still find it. For every such statement of real verl 0.3.0
+files, a tagged line goes in right after it (the statement is the patch's ``above`` anchor) and,
+separately, right before it (its ``below`` anchor); capture's own machinery drafts the patch
+against the file as released, and the patch must apply to the file as each formatter leaves it,
+giving the fork's syntax tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from patchctl import releases
+from patchctl.patchsets.kinds.base import EditStatus
+from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.kinds.syntax import code_dump
+from tests.patchsets.test_kind_structural_format import apply, drafted
+
+FILES = ["verl/protocol.py", "verl/trainer/ppo/ray_trainer.py", "verl/utils/torch_functional.py"]
+BIN = Path(sys.executable).parent
+
+
+def formatter(argv: list[str]) -> Callable[[str], str]:
+    def run(text: str) -> str:
+        return subprocess.run(argv, input=text, capture_output=True, text=True, check=True).stdout
+
+    return run
+
+
+FORMATTERS = {
+    "ruff": formatter([str(BIN / "ruff"), "format", "--isolated", "-"]),
+    "black": formatter([str(BIN / "black"), "--quiet", "-"]),
+}
+
+
+def hard_anchors(text: str) -> list[ast.stmt]:
+    """Statements in functions whose first line a formatter rewrites: a backslash continuation,
+    or a docstring spread over lines that holds one line of text."""
+    lines = split_lines(text)
+    out = []
+    for fn in ast.walk(ast.parse(text)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for s in ast.walk(fn):
+            if not isinstance(s, ast.stmt) or s is fn or hasattr(s, "body"):
+                continue
+            doc = isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
+            if lines[s.lineno - 1].rstrip().endswith("\\") or (
+                doc and s is fn.body[0] and s.end_lineno != s.lineno and len(s.value.value.strip().splitlines()) == 1  # type: ignore[attr-defined] # an Expr of a str Constant, tested above
+            ):
+                out.append(s)
+    return out
+
+
+def fork_at(text: str, line: int, stmt: ast.stmt) -> str:
+    """``text`` with a tagged line at 0-based ``line``, indented as ``stmt``."""
+    lines = split_lines(text)
+    first = lines[stmt.lineno - 1]
+    indent = first[: len(first) - len(first.lstrip())]
+    return "".join([*lines[:line], f"{indent}uky_probe = 1  # Uky\n", *lines[line:]])
+
+
+def norm(text: str) -> str:
+    return code_dump(ast.parse(text))
+
+
+@pytest.fixture(scope="module")
+def forks(release_cache: Path) -> dict[str, tuple[str, list[tuple[str, str, object]]]]:
+    """File -> (its text, [(where, the fork's text, its patch)])."""
+    root = releases.materialize("0.3.0.post1")
+    out = {}
+    for rel in FILES:
+        text = (root / rel).read_text(encoding="utf-8")
+        made = []
+        for s in hard_anchors(text):
+            for where, line in (("after", s.end_lineno or s.lineno), ("before", s.lineno - 1)):
+                fork = fork_at(text, line, s)
+                patch = drafted(text, fork)
+                if patch is not None:
+                    made.append((f"{where} line {s.lineno}", fork, patch))
+        assert len(made) >= 6, rel  # each file has several such anchors
+        out[rel] = (text, made)
+    return out
+
+
+@pytest.mark.parametrize("tool", sorted(FORMATTERS))
+@pytest.mark.parametrize("rel", FILES)
+def test_a_formatter_rewriting_the_anchor_does_not_make_a_conflict(forks, rel: str, tool: str) -> None:
+    text, made = forks[rel]
+    target = FORMATTERS[tool](text)
+    assert target != text  # the formatter did rewrite the file
+    wrong = []
+    for where, fork, patch in made:
+        status, got = apply(target, patch)  # type: ignore[arg-type] # a Patch, as drafted made it
+        if status is not EditStatus.CHANGED or norm(got) != norm(fork):
+            wrong.append(f"{where}: {status.value}: {got[:200] if status is not EditStatus.CHANGED else 'other tree'}")
+    assert not wrong, f"{rel} after {tool}:\n" + "\n".join(wrong)
