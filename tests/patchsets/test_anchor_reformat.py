@@ -19,12 +19,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.patchsets.test_kind_structural_format import apply, drafted
 
 from patchctl import releases
 from patchctl.patchsets.kinds.base import EditStatus
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.kinds.syntax import code_dump
-from tests.patchsets.test_kind_structural_format import apply, drafted
 
 FILES = ["verl/protocol.py", "verl/trainer/ppo/ray_trainer.py", "verl/utils/torch_functional.py"]
 BIN = Path(sys.executable).parent
