@@ -37,17 +37,13 @@ _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, token
 
 def code_dump(tree: ast.AST) -> str:
     """A tree as text, with the differences formatters make set aside: a docstring's indentation
-    and trailing spaces (ruff re-indents them), and ``del (a, b)`` for ``del a, b``."""
+    and the spaces around its text (ruff and black re-indent it, and strip the spaces of a one-line one),
+    and ``del (a, b)`` for ``del a, b``."""
     tree = copy.deepcopy(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Delete) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
             node.targets = node.targets[0].elts
-        elif (
-            isinstance(node, ast.Expr)
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-            and "\n" in node.value.value
-        ):
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             node.value.value = "\n".join(ln.strip() for ln in node.value.value.strip().splitlines())
     return ast.dump(tree)
 
