@@ -117,3 +117,20 @@ def test_a_formatter_rewriting_the_anchor_does_not_make_a_conflict(forks, rel: s
         if status is not EditStatus.CHANGED or norm(got) != norm(fork):
             wrong.append(f"{where}: {status.value}: {got[:200] if status is not EditStatus.CHANGED else 'other tree'}")
     assert not wrong, f"{rel} after {tool}:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("tool", sorted(FORMATTERS))
+def test_a_fork_edit_that_is_a_reformat_is_already_there_on_a_formatted_base(release_cache: Path, tool: str) -> None:
+    """Search-R1 added a trailing comma to ``RayPPOTrainer(...)`` and nothing else; on a base a
+    formatter rewrote, the call is the same code in another spelling: already there, no conflict."""
+    text = (releases.materialize("0.3.0.post1") / "verl/trainer/main_ppo.py").read_text(encoding="utf-8")
+    old = "                                val_reward_fn=val_reward_fn)\n"
+    assert old in text
+    fork = text.replace(old, "                                val_reward_fn=val_reward_fn,  # Uky\n        )\n")
+    patch = drafted(text, fork)
+    assert patch is not None
+    status, got = apply(text, patch)
+    assert status is EditStatus.CHANGED and got == fork  # on the base as released it is carried
+    status, got = apply(FORMATTERS[tool](text), patch)
+    assert status is EditStatus.UNCHANGED, got
+    assert "already there" in got
