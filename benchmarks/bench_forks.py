@@ -137,7 +137,7 @@ def one_version(
             "git": texts.get(rel, version),
         }
         base_text, fork_text = fs.read(base / rel) or "", fs.read(fork / rel) or ""
-        judged = {who: fh.judge(hs, fork_text, version, text) for who, text in results.items()}
+        judged = {who: fh.judge(hs, base_text, fork_text, version, text) for who, text in results.items()}
         for h in hs:
             n += 1
             got = {who: j.placed[h] for who, j in judged.items()}
@@ -154,7 +154,7 @@ def one_version(
                 )
     unloadable = {"patchctl": 0, "git": 0}
     for rel, text in plan.after.items():
-        why = fh.unloadable(rel, fs.read(vtree / rel), text)
+        why = fh.unloadable(rel, fs.read(vtree / rel), text, fs.read(base / rel), fs.read(fork / rel))
         if why:
             unloadable["patchctl"] += 1
             log.append(f"{name} {label} unloadable-patchctl {rel}: {why}")
@@ -163,7 +163,7 @@ def one_version(
         if text is not None and any(ln.startswith("<<<<<<< ") for ln in text.splitlines()):
             markers += 1
             continue
-        why = fh.unloadable(rel, fs.read(vtree / rel), text)
+        why = fh.unloadable(rel, fs.read(vtree / rel), text, fs.read(base / rel), fs.read(fork / rel))
         if why:
             unloadable["git"] += 1
             log.append(f"{name} {label} unloadable-git {rel}: {why}")
