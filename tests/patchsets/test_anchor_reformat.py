@@ -25,6 +25,7 @@ from patchctl import releases
 from patchctl.patchsets.kinds.base import EditStatus
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.kinds.syntax import code_dump
+from patchctl.patchsets.model import Patch
 
 #: file -> how many such anchors it has at least (backslash continuations; docstrings in the last two)
 FILES = {
@@ -87,7 +88,7 @@ def norm(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def forks(release_cache: Path) -> dict[str, tuple[str, list[tuple[str, str, object]]]]:
+def forks(release_cache: Path) -> dict[str, tuple[str, list[tuple[str, str, Patch]]]]:
     """File -> (its text, [(where, the fork's text, its patch)])."""
     root = releases.materialize("0.3.0.post1")
     out = {}
@@ -107,13 +108,15 @@ def forks(release_cache: Path) -> dict[str, tuple[str, list[tuple[str, str, obje
 
 @pytest.mark.parametrize("tool", sorted(FORMATTERS))
 @pytest.mark.parametrize("rel", FILES)
-def test_a_formatter_rewriting_the_anchor_does_not_make_a_conflict(forks, rel: str, tool: str) -> None:
+def test_a_formatter_rewriting_the_anchor_does_not_make_a_conflict(
+    forks: dict[str, tuple[str, list[tuple[str, str, Patch]]]], rel: str, tool: str
+) -> None:
     text, made = forks[rel]
     target = FORMATTERS[tool](text)
     assert target != text  # the formatter did rewrite the file
     wrong = []
     for where, fork, patch in made:
-        status, got = apply(target, patch)  # type: ignore[arg-type] # a Patch, as drafted made it
+        status, got = apply(target, patch)
         if status is not EditStatus.CHANGED or norm(got) != norm(fork):
             wrong.append(f"{where}: {status.value}: {got[:200] if status is not EditStatus.CHANGED else 'other tree'}")
     assert not wrong, f"{rel} after {tool}:\n" + "\n".join(wrong)
