@@ -14,6 +14,7 @@ not stop the others, as one ``git apply`` of the whole diff would).
 
 from __future__ import annotations
 
+import difflib
 import os
 import shutil
 import subprocess
@@ -56,14 +57,35 @@ def find_base(fork_git: Path, verl_git: Path) -> tuple[str, str]:
     first = git(f"--git-dir={fork_git}", "rev-list", "--max-parents=0", "HEAD").stdout.split()[0]
     date = git(f"--git-dir={fork_git}", "log", "-1", "--format=%cI", first).stdout.strip()
     mine = blobs(fork_git, first)
-    best: tuple[int, int, str] | None = None
+    seen: list[tuple[int, int, str, dict[str, str]]] = []
     revs = git(f"--git-dir={verl_git}", "rev-list", "--first-parent", "main", f"--before={date}", "-n", "700").stdout
     for i, rev in enumerate(revs.split()):
         theirs = blobs(verl_git, rev)
-        d = sum(1 for p in mine.keys() | theirs.keys() if mine.get(p) != theirs.get(p))
-        best = min(best or (d, i, rev), (d, i, rev))
-    assert best is not None
-    return best[2], f"nearest ({best[0]} verl/ files differ)"
+        seen.append((sum(1 for p in mine.keys() | theirs.keys() if mine.get(p) != theirs.get(p)), i, rev, theirs))
+    fewest = min(d for d, _, _, _ in seen)
+    # a tie on paths is broken by the smaller line diff, then the newer commit: the newest of a
+    # tie may already hold upstream commits the fork lacks, which capture would emit as reverts
+    tied = [(line_diff(fork_git, mine, verl_git, theirs), i, rev) for d, i, rev, theirs in seen if d == fewest]
+    lines, _, rev = min(tied)
+    return rev, f"nearest ({fewest} verl/ files, {lines} lines differ; {len(tied)} tied on files)"
+
+
+def line_diff(git_a: Path, a: dict[str, str], git_b: Path, b: dict[str, str]) -> int:
+    """Lines added plus removed between two trees' differing files (blob ids to text, by difflib)."""
+
+    def text(gd: Path, blob: str | None) -> list[str]:
+        if not blob:
+            return []
+        out = subprocess.run(["git", f"--git-dir={gd}", "cat-file", "blob", blob], capture_output=True, check=True)
+        return out.stdout.decode("utf-8", "replace").splitlines()
+
+    total = 0
+    for p in a.keys() | b.keys():
+        if a.get(p) != b.get(p):
+            x, y = text(git_a, a.get(p)), text(git_b, b.get(p))
+            same = sum(n for _, _, n in difflib.SequenceMatcher(None, x, y, autojunk=False).get_matching_blocks())
+            total += len(x) + len(y) - 2 * same
+    return total
 
 
 def export(gitdir: Path, rev: str, dest: Path) -> Path:
@@ -74,6 +96,14 @@ def export(gitdir: Path, rev: str, dest: Path) -> Path:
         archive = subprocess.run(["git", f"--git-dir={gitdir}", "archive", rev], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
         tmp.rename(dest)
+    return dest
+
+
+def clone(gitdir: Path, dest: Path) -> Path:
+    """A checkout of the bare mirror for ``matrix --repo`` (objects shared, no work tree written)."""
+    if not (dest / ".git").is_dir():
+        shutil.rmtree(dest, ignore_errors=True)
+        git("clone", "-q", "--shared", "--no-checkout", str(gitdir), str(dest))
     return dest
 
 
@@ -107,12 +137,13 @@ def read(path: Path) -> str | None:
     return path.read_bytes().decode("utf-8", "surrogateescape") if path.is_file() else None
 
 
-def git_three_way(gd: Path, version: Path, dest: Path) -> tuple[dict[str, str | None], int, int]:
+def git_three_way(gd: Path, version: Path, dest: Path) -> tuple[dict[str, str | None], dict[str, str | None], int, int]:
     """``git apply -3`` of the fork's diff on a copy of ``version``, file by file.
 
     Returns, per file the fork changed, the text git left (conflict regions resolved to
     upstream's side, so what git merged cleanly elsewhere in the file still counts; None: no
-    file), and the count of hunks git merged cleanly and with conflicts."""
+    file), the text as git wrote it (markers and all), and the count of hunks git merged
+    cleanly and with conflicts."""
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(version, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     env = {"GIT_DIR": str(gd), "GIT_WORK_TREE": str(dest), "GIT_INDEX_FILE": str(dest) + ".index"}
@@ -120,6 +151,7 @@ def git_three_way(gd: Path, version: Path, dest: Path) -> tuple[dict[str, str | 
     git("add", "-A", "-f", ".", env=env)
     names = git("diff", "--name-only", "--no-renames", "base", "fork", env={"GIT_DIR": str(gd)}).stdout.splitlines()
     out: dict[str, str | None] = {}
+    raw: dict[str, str | None] = {}
     clean = conflicted = 0
     for rel in names:
         # bytes, not text: text mode would turn a CRLF file's diff into one that no longer applies
@@ -144,7 +176,8 @@ def git_three_way(gd: Path, version: Path, dest: Path) -> tuple[dict[str, str | 
         conflicted += marks
         clean += max(hunks - marks, 0) if placed else 0
         out[rel] = ours(text) if marks and text is not None else text
-    return out, clean, conflicted
+        raw[rel] = text
+    return out, raw, clean, conflicted
 
 
 def ours(text: str) -> str:
