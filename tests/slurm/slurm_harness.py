@@ -78,6 +78,11 @@ class Daemon:
             self.proc.wait()
         self.proc = None
 
+    def restart(self, env: dict[str, str], argv: list[str]) -> None:
+        self.stop()
+        self.argv = argv
+        self.start(env)
+
     def kill(self) -> None:
         """SIGKILL, as a machine that loses power: its jobs' steps stay as they were."""
         self.stop(signal.SIGKILL)
@@ -116,11 +121,19 @@ class SlurmCluster:
             base / "log" / "munged.out",
         )
         self.ctld = Daemon("slurmctld", ["/usr/sbin/slurmctld", "-D", "-f", str(self.conf)], base / "log" / "ctld.out")
-        self.slurmd = {
-            n: Daemon(n, ["/usr/sbin/slurmd", "-D", "-N", n, "-f", str(self.conf)], base / "log" / f"{n}.out")
-            for n in NODES
-        }
+        self.slurmd = {n: Daemon(n, self._slurmd_argv(n), base / "log" / f"{n}.out") for n in NODES}
         self.start()
+
+    def _slurmd_argv(self, node: str) -> list[str]:
+        return ["/usr/sbin/slurmd", "-D", "-N", node, "-f", str(self.conf)]
+
+    def remount(self, node: str, source: Path, over: Path) -> None:
+        """Restart ``node``'s slurmd in a mount namespace of its own where ``source`` is mounted
+        over ``over``: its jobs see another tree at the same path, as behind another NFS mount."""
+        script = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
+        argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "remount", str(source), str(over)]
+        self.slurmd[node].restart(self.env, [*argv, *self._slurmd_argv(node)])
+        self.wait_idle()
 
     def _write_conf(self) -> None:
         b = self.base
@@ -227,8 +240,10 @@ class SlurmCluster:
         deadline = time.monotonic() + 30
         while self.jobs() and time.monotonic() < deadline:
             time.sleep(0.1)
-        for d in self.slurmd.values():
-            if d.proc is None or d.proc.poll() is not None:
+        for n, d in self.slurmd.items():
+            if d.argv != self._slurmd_argv(n):  # a remounted node gets the machine's own view back
+                d.restart(self.env, self._slurmd_argv(n))
+            elif d.proc is None or d.proc.poll() is not None:
                 d.start(self.env)
         self.wait_idle()
 
