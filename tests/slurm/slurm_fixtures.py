@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,7 @@ from sshd_harness import LoopbackCluster  # noqa: E402 - as above
 from sshd_harness import missing_tools as sshd_missing  # noqa: E402 - as above
 
 from patchctl.migrate import state  # noqa: E402 - as above
+from patchctl.validate.host.procs import MARKER  # noqa: E402 - as above
 from realparts import unavailable  # noqa: E402 - as above
 
 STANDIN = HERE.parent / "validate" / "standin"
@@ -64,6 +67,14 @@ class SlurmSite:
     dir: Path
     tree: Path
 
+    #: the head's GCS port: a free one, as another Ray on this machine may hold 6379
+    ray_port: int = 0
+
+    def __post_init__(self) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.ray_port = int(s.getsockname()[1])
+
     @property
     def shared(self) -> Path:
         return self.dir / "shared" / "verl_Uky"
@@ -79,7 +90,7 @@ class SlurmSite:
             f'ssh_config = "{self.slurm.login.ssh_config}"\nroot = "{root}"\n'
             f"shared_root = {'true' if shared else 'false'}\n"
             f'partition = "debug"\nnodes = {nodes}\ncpus_per_task = 1\ntime = "00:05:00"\n'
-            f'python = "{sys.executable}"\ntimeout = 20\n{extra}'
+            f'python = "{sys.executable}"\ntimeout = 20\nray_port = {self.ray_port}\n{extra}'
         )
         return path
 
@@ -97,3 +108,23 @@ def slurm_site(slurm: Slurm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     os.chmod(tmp_path, 0o755)
     yield SlurmSite(slurm, tmp_path, tree)
     slurm.cluster.reset()
+    deadline = time.monotonic() + 30  # a killed node's steps end once its slurmd is back (Slurm's own cleanup)
+    while ours(slurm) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ours(slurm) == [], "a Ray or trainer process of a validate job was left running"
+
+
+def ours(slurm: Slurm) -> list[int]:
+    """Live processes (not zombies) carrying a validate run's marker that this session's jobs
+    started: sbatch passes the login session's HOME, which is under this session's sshd base."""
+    home = f"HOME={slurm.login.base}/".encode()
+    out = []
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes()
+            state_ = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if f"{MARKER}=".encode() in env and state_ != b"Z" and home in env:
+            out.append(pid)
+    return out

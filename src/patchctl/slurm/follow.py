@@ -30,6 +30,8 @@ ENDED = (
     "BOOT_FAIL",
     "DEADLINE",
 )
+#: the states in which Slurm, not the job's driver, ended the job
+ENDED_BY_SLURM = ("TIMEOUT", "NODE_FAIL", "CANCELLED", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL", "DEADLINE")
 
 
 @dataclass(frozen=True)

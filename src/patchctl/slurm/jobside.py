@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import queue
+import signal
 import socket
 import subprocess
 import sys
@@ -135,8 +136,12 @@ class Job:
         self.children: list[Child] = []
 
     def words(self, node: str, index: int, action: str) -> list[str]:
+        """The host side's argv (remote.py's wrapper: env file, env, package path), its module
+        swapped for stepside's, which turns Slurm's SIGTERM into the cleanup it already has."""
         view = Node(node, Host(node, self.root), index, dict(self.req["env"]))
-        return remote.host_words(self.view, view, action)
+        words = remote.host_words(self.view, view, action)
+        at = words.index("patchctl.validate.host")
+        return [*words[:at], "patchctl.slurm.stepside", *words[at + 1 :]]
 
     def marker(self, index: int) -> str:
         return f"{self.req['run_id']}.{index}"
@@ -255,7 +260,13 @@ class Job:
         emit({"event": "teardown", "stopped": sum((s or {}).get("stopped", 0) for s in stopped)})
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Stop("cancelled", "", "the job was ended by Slurm (SIGTERM)")
+
+
 def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGTERM, _interrupt)  # scancel, the time limit: teardown still runs
     run_dir = Path(argv[1])
     request_file = run_dir / "job.json"
     request = json.loads(request_file.read_text())

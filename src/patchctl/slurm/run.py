@@ -295,15 +295,16 @@ def validate(
             f.marks["ended"] = time.monotonic()
             done = f.out.last("done")
             if not cause and not interrupted:
-                if done is not None:
+                if f.state.state in follow.ENDED_BY_SLURM or done is None:
+                    # Slurm's word first: the driver's own last line then only says it was ended
+                    stage, cause = follow.ended_cause(job_id, f.state, f.out, job.time, cancelled)
+                    host = f"job {job_id}"
+                else:
                     cause, stage, host = done["cause"], done["stage"], done["node"] if done["cause"] else ""
                     if not cause and f.trained is not None and not f.trained.passed:
                         from patchctl.validate.launch import summary
 
                         cause, stage, host = summary(f.trained), "training", done["node"]
-                else:
-                    stage, cause = follow.ended_cause(job_id, f.state, f.out, job.time, cancelled)
-                    host = f"job {job_id}"
             if interrupted:
                 stage, host = follow._stage(f.out), f"job {job_id}"
                 cause = f"validate: interrupted (Ctrl-C) while job {job_id} ran; it was cancelled (scancel)"
