@@ -77,6 +77,14 @@ def finish(child: subprocess.Popen[str], timeout: float = 240.0) -> tuple[int, s
     return child.returncode, out
 
 
+def top_finding(site: SlurmSite) -> str:
+    """doctor's top finding in the job's output as it came home (the real lines Slurm printed)."""
+    from patchctl.doctor import diagnose, load_signatures
+
+    lines = (site.dir / "run" / "job.out").read_text().splitlines()
+    return diagnose(lines, load_signatures()).matches[0].signature.id
+
+
 def last_line(out: str) -> str:
     return [ln for ln in out.splitlines() if ln.strip()][-1]
 
@@ -116,6 +124,7 @@ def test_the_time_limit_ends_the_run_in_one_line(slurm_site: SlurmSite) -> None:
     assert code == 1, out
     assert "hit its time limit (0:40) during training; raise the cluster's time" in last_line(out)
     assert last_line(out).startswith("validate: FAIL — job ")
+    assert top_finding(slurm_site) == "slurm-time-limit"
 
 
 def test_a_node_lost_mid_job_ends_the_run_in_one_line(slurm_site: SlurmSite) -> None:
@@ -125,7 +134,8 @@ def test_a_node_lost_mid_job_ends_the_run_in_one_line(slurm_site: SlurmSite) -> 
     slurm_site.slurm.cluster.slurmd["n2"].kill()  # our own slurmd's pid, as a machine losing power
     code, out = finish(child)
     assert code == 1, out
-    assert "lost a node (NODE_FAIL) during training" in last_line(out)
+    assert "lost node n2 (NODE_FAIL) during training; see `sinfo -R`" in last_line(out)
+    assert top_finding(slurm_site) == "slurm-node-failure"
 
 
 def test_a_job_cancelled_from_outside_ends_the_run_in_one_line(slurm_site: SlurmSite) -> None:

@@ -17,6 +17,8 @@ from typing import Any
 POLL = 'scontrol show job -o "$1" 2>&1; echo "@@patchctl-poll@@"; tail -c +"$2" -- "$3" 2>/dev/null; exit 0'
 SEPARATOR = "@@patchctl-poll@@\n"
 _FIELD = re.compile(r"(\w+)=(\S*)")
+#: srun's line naming the node Slurm lost
+_NODE_FAILURE = re.compile(r"srun: error: Node failure on ([A-Za-z0-9_.-]+)")
 
 #: Slurm's states in which the job is over
 ENDED = (
@@ -111,7 +113,12 @@ def ended_cause(job_id: str, state: JobState, out: Output, limit: str, cancelled
             "or pass --timeout to stop the trainer before it"
         )
     if state.state == "NODE_FAIL":
-        return "node-failure", f"job {job_id} lost a node (NODE_FAIL) during {stage}; see `sinfo -R` on the login node"
+        lost = next((m.group(1) for ln in out.other if (m := _NODE_FAILURE.search(ln))), None)
+        which = f"node {lost}" if lost else "a node"
+        return "node-failure", (
+            f"job {job_id} lost {which} (NODE_FAIL) during {stage}; see `sinfo -R` on the login node, "
+            "and leave the node out (--exclude in the cluster's sbatch) until it is back"
+        )
     if state.state == "OUT_OF_MEMORY":
         return "oom", f"job {job_id} was killed by the cgroup's OOM killer during {stage}; ask for more memory (sbatch)"
     if state.state == "CANCELLED" and not cancelled_by_us:
