@@ -61,6 +61,9 @@ def test_the_example_loads_with_every_key() -> None:
     assert [h.ssh for h in gpu.hosts] == ["node1", "user@10.0.0.12", "gpu3"]
     assert gpu.hosts[2].address == "10.0.0.13" and gpu.hosts[2].gpus == 4 and gpu.hosts[2].ifname == "ib0"
     assert gpu.hosts[0].gpus == 8 and gpu.hosts[0].ray_port == 6379 and gpu.preflight_skip == ("vllm",)
+    hpc = load_clusters(EXAMPLE)["hpc"]
+    assert hpc.slurm is not None and hpc.slurm.nodes == 2 and hpc.hosts[0].ssh == "me@login1.hpc.example.org"
+    assert set(SLURM_SCHEMA) - set(loaded.clusters["hpc"]) == {"gres"}  # gres instead of gpus_per_node
     raw = loaded.clusters["gpu"]
     assert set(raw) == set(CLUSTER_SCHEMA)
     assert set().union(*(h for h in raw["hosts"] if isinstance(h, dict))) == set(HOST_SCHEMA)

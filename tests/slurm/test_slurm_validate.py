@@ -162,3 +162,26 @@ def test_sigterm_cancels_the_job_and_leaves_nothing_running(slurm_site: SlurmSit
     state = slurm_site.slurm.cluster.run("scontrol", "show", "job", "-o", job).stdout
     assert "JobState=CANCELLED" in state
     # and no Ray or trainer process left: the fixture's teardown asserts it for every test
+
+
+def test_a_job_whose_preflight_fails_starts_no_ray_and_says_why(slurm_site: SlurmSite) -> None:
+    prepare(slurm_site, 'env = { CUDA_VISIBLE_DEVICES = "0" }\n')
+    code, out = run(
+        "validate", "hpc", "--config", str(slurm_site.dir / "patchctl.toml"), "--out", str(slurm_site.dir / "run")
+    )
+    assert code == 1, out
+    assert last_line(out).startswith(
+        "validate: FAIL — n1: preflight check 'slurm-cuda-visible' failed: the cluster's env sets CUDA_VISIBLE_DEVICES=0"
+    )
+    assert "ray-up" not in out
+
+
+def test_more_ray_cpus_than_cpus_per_task_is_refused_before_submitting(slurm_site: SlurmSite) -> None:
+    slurm_site.config()
+    code, out = run("validate", "hpc", "--config", str(slurm_site.dir / "patchctl.toml"), "--ray-cpus", "4")
+    assert code == 2, out
+    assert out.strip() == (
+        "error: hpc: --ray-cpus 4 is more than cpus_per_task = 1 on a Slurm cluster; pass --ray-cpus 1 or less, "
+        "or raise cpus_per_task"
+    )
+    assert slurm_site.slurm.cluster.jobs() == []
