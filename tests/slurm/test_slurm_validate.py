@@ -46,9 +46,22 @@ def test_the_standin_profile_passes_through_slurm(slurm_site: SlurmSite) -> None
 
 def spawn(site: SlurmSite, *args: str) -> subprocess.Popen[str]:
     """``patchctl validate hpc`` as a child in a session of its own (a terminal's foreground job)."""
+    config, out = str(site.dir / "patchctl.toml"), str(site.dir / "run")
     return subprocess.Popen(
-        [sys.executable, "-m", "patchctl", "validate", "hpc", "--config", str(site.dir / "patchctl.toml")]
-        + ["--out", str(site.dir / "run"), "--ray-cpus", "1", *args],
+        [
+            sys.executable,
+            "-m",
+            "patchctl",
+            "validate",
+            "hpc",
+            "--config",
+            config,
+            "--out",
+            out,
+            "--ray-cpus",
+            "1",
+            *args,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -171,7 +184,8 @@ def test_a_job_whose_preflight_fails_starts_no_ray_and_says_why(slurm_site: Slur
     )
     assert code == 1, out
     assert last_line(out).startswith(
-        "validate: FAIL — n1: preflight check 'slurm-cuda-visible' failed: the cluster's env sets CUDA_VISIBLE_DEVICES=0"
+        "validate: FAIL — n1: preflight check 'slurm-cuda-visible' failed: "
+        "the cluster's env sets CUDA_VISIBLE_DEVICES=0"
     )
     assert "ray-up" not in out
 
