@@ -71,7 +71,15 @@ def test_every_key_is_read(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("30", 1800), ("30:15", 1815), ("01:00:00", 3600), ("2-0", 172800), ("1-01:30", 91800), ("0-00:00:05", 5)],
+    [
+        ("30", 1800),
+        ("30:15", 1815),
+        ("01:00:00", 3600),
+        ("01:02:03", 3723),
+        ("2-0", 172800),
+        ("1-01:30", 91800),
+        ("0-00:00:05", 5),
+    ],
 )
 def test_slurm_time_formats(text: str, seconds: int) -> None:
     assert time_seconds(text) == seconds
