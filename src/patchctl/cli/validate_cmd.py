@@ -116,6 +116,13 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
     default=None,
     help="Local run directory (default: ./.patchctl/validate/CLUSTER-PROFILE-TIME).",
 )
+@click.option(
+    "--queue-timeout",
+    type=float,
+    default=None,
+    callback=_seconds,
+    help="Slurm clusters: cancel the job and fail when it is still pending after this many seconds.",
+)
 @json_option
 @config_option
 @click.argument("overrides", nargs=-1, type=click.UNPROCESSED)
@@ -135,6 +142,7 @@ def validate_cmd(
     dashboard: bool,
     ray_client: bool,
     out: Path | None,
+    queue_timeout: float | None,
     as_json: bool,
     config: Path | None,
     overrides: tuple[str, ...],
@@ -144,6 +152,12 @@ def validate_cmd(
 
     OVERRIDES are hydra overrides (key=value); they win over the profile's and over the
     trainer.nnodes / trainer.n_gpus_per_node that validate takes from Ray.
+
+    A Slurm cluster (scheduler = "slurm") runs as one batch job submitted on its login node: its
+    script starts the Ray head on the first node and workers on the others (srun), runs the
+    trainer on the head and writes the report; PENDING (with Slurm's reason), RUNNING (with the
+    nodes) and the step line show live; Ctrl-C cancels the job (scancel). --queue-timeout bounds
+    the wait in the queue.
     """
     from patchctl.clusters import load_cluster
     from patchctl.validate import run
@@ -180,6 +194,8 @@ def validate_cmd(
         ray_client=ray_client,
         checks=validate_health.checks_for(profile, checks),
     )
+    if cluster.slurm is not None:
+        return _slurm(cluster, options, dry_run, queue_timeout, as_json)
     if dry_run:
         result = run.dry_run(cluster, options)
         render.emit_json(result.to_json()) if as_json else validate_show.show_plan(result)
@@ -188,6 +204,36 @@ def validate_cmd(
     result = run.validate(
         cluster, options, validate_show.note, validate_show.progress(live), compare[0] if compare else None
     )
+    if live:
+        click.echo("", err=True)
+    if as_json:
+        render.emit_json(result.to_json())
+    else:
+        validate_show.show(result)
+    return EXIT[result.verdict.value]
+
+
+def _slurm(cluster: object, options: object, dry_run: bool, queue_timeout: float | None, as_json: bool) -> int:
+    """validate on a Slurm cluster: the job's plan, or the job run and followed (patchctl.slurm)."""
+    from patchctl.clusters import Cluster
+    from patchctl.slurm import run as slurm_run
+    from patchctl.validate import plan as planning
+    from patchctl.validate.plan import Options
+
+    assert isinstance(cluster, Cluster) and isinstance(options, Options)
+    if dry_run:
+        slurm_run.check(cluster, options)
+        plan = planning.make(cluster, options)
+        words = slurm_run.sbatch_words(plan)
+        if as_json:
+            render.emit_json({"cluster": cluster.name, "sbatch": words, "script": slurm_run.job_script(plan)})
+        else:
+            click.echo(f"# on the login node {cluster.hosts[0].ssh}, the script below on stdin:")
+            click.echo(planning.show(words))
+            click.echo(slurm_run.job_script(plan), nl=False)
+        return 0
+    live = sys.stderr.isatty()
+    result = slurm_run.validate(cluster, options, validate_show.note, validate_show.progress(live), queue_timeout)
     if live:
         click.echo("", err=True)
     if as_json:
