@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-from validate_helpers import Site, host_entry
+from validate_helpers import HERE, Site, host_entry
 
 from patchctl.cli.main import cli
 
@@ -55,3 +55,53 @@ def test_the_patched_module_is_seen_in_the_ray_workers_of_every_node(site: Site)
     roles = {p["role"] for p in patch["from_tree"]}
     assert any(r.startswith("ray::") for r in roles), roles
     assert report["patched_code"]["verl_from"] == [str(site.root("node1") / "verl" / "__init__.py")]
+
+
+def _hosts(report: dict) -> dict[str, dict]:
+    return {h["host"]: h for h in report["patched_code"]["hosts"]}
+
+
+def test_every_node_s_processes_are_judged_and_import_their_own_tree(site: Site) -> None:
+    """Per-host roots that differ: node2's Ray worker must import node2's tree (Ray puts the
+    driver's working directory first on every worker's sys.path), and its records come home."""
+    _patched(site)
+    cluster = site.cluster([host_entry("node1", site.root("node1"), "0"), *site.hosts({"node2": "1"}, gpus=1)])
+    site.migrate(cluster)
+    code, doc, out = site.run_json("--ray-timeout", "60")
+    assert code == 0, out
+    report = json.loads((site.dir / "run" / "report.json").read_text())
+    hosts = _hosts(report)
+    assert sorted(hosts) == ["node1", "node2"]
+    for label in ("node1", "node2"):
+        root = str(site.root(label).resolve())
+        marked = [p for p in hosts[label]["processes"] if "verl.utils.standin_mark" in p["imports"]]
+        assert marked, (label, hosts[label])
+        for p in marked:
+            imp = p["imports"]["verl.utils.standin_mark"]
+            assert imp["file"].startswith(root + "/") and imp["own_tree"] and imp["as_migrated"], (label, p)
+    # the records were brought home, per host
+    assert list((site.dir / "run" / "codehook" / "node2").glob("*.jsonl"))
+    gate = {g["name"]: g for g in doc["trained"]["gates"]}["patched-code-ran"]
+    assert gate["status"] == "pass" and "on 2 hosts" in gate["reason"], gate
+
+
+def test_a_worker_node_whose_tree_was_reverted_after_migrate_fails(site: Site) -> None:
+    """node2's patched file put back to upstream's after migrate, at the very path of the good one:
+    only its sha256 tells, and the run fails naming node2."""
+    _patched(site)
+    cluster = site.cluster([host_entry("node1", site.root("node1"), "0"), *site.hosts({"node2": "1"}, gpus=1)])
+    site.migrate(cluster)
+    mark = site.root("node2") / "verl" / "utils" / "standin_mark.py"
+    upstream = (HERE / "standin" / "verl" / "utils" / "standin_mark.py").read_text()
+    assert mark.read_text() != upstream
+    mark.write_text(upstream)
+    code, doc, out = site.run_json("--ray-timeout", "60")
+    assert code == 1 and doc["trained"], out
+    gate = {g["name"]: g for g in doc["trained"]["gates"]}["patched-code-ran"]
+    assert gate["status"] == "fail", gate
+    assert gate["reason"].startswith("node2: ") and "changed after migrate" in gate["reason"], gate
+    assert doc["verdict"] == "fail" and "patched-code-ran" in doc["cause"], doc["cause"]
+    report = json.loads((site.dir / "run" / "report.json").read_text())
+    assert report["verdict"] == "fail"
+    bad = [p for p in _hosts(report)["node2"]["processes"] if "verl.utils.standin_mark" in p["imports"]]
+    assert bad and not any(p["imports"]["verl.utils.standin_mark"]["as_migrated"] for p in bad)

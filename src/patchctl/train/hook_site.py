@@ -4,7 +4,7 @@ the trainer's ``PYTHONPATH`` starts with, so every Python process of the run loa
 
 It records, in ``$PATCHCTL_CODEHOOK_DIR/<pid>.jsonl``, each module of ``$PATCHCTL_CODEHOOK_WATCH``
 (comma-separated: the patched modules, and ``verl`` itself) that the process executed, with the
-file it came from and the process's command line (which shows the title vLLM and Ray set); twice
+file it came from (with that file's sha256) and the process's command line (which shows the title vLLM and Ray set); twice
 later it samples the command line again, since titles are set after the imports. patchctl judges
 the records after the run (``codehook.py``): this file decides nothing, and a failure in it never
 breaks the process. Standard library only; nothing is imported unless a watched module is.
@@ -58,6 +58,20 @@ def _record(event: str, **fields: object) -> None:
         pass
 
 
+def _digest(file: "str | None") -> "str | None":
+    """The sha256 of the source just executed: a reverted tree at the tree's own path shows here
+    (validate compares it with migrate's record of that host's file)."""
+    if not file or not file.endswith(".py"):
+        return None
+    try:
+        import hashlib
+
+        with open(file, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except Exception:  # noqa: BLE001 - no digest: the judgement says the file could not be read
+        return None
+
+
 def _sample_titles() -> None:
     if _state["sampling"]:
         return
@@ -101,14 +115,15 @@ class _Finder:
         if spec is None or spec.loader is None or isinstance(spec.loader, type):
             return spec
         if name == _main_module():
-            _record("import", module=name, file=spec.origin, main=True)
+            _record("import", module=name, file=spec.origin, sha256=_digest(spec.origin), main=True)
             _sample_titles()
             return spec
         run = spec.loader.exec_module
 
         def exec_module(module: "ModuleType") -> None:
             run(module)
-            _record("import", module=name, file=getattr(module, "__file__", None) or spec.origin)
+            file = getattr(module, "__file__", None) or spec.origin
+            _record("import", module=name, file=file, sha256=_digest(file))
             _sample_titles()
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign] # the wrap is the point: it records the run

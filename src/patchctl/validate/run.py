@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +20,14 @@ from patchctl import fsutil, orphans
 from patchctl.clusters import Cluster
 from patchctl.remote import ssh
 from patchctl.train.logparse import Progress
+from patchctl.train.gates import GateStatus
+from patchctl.validate import codehosts
 from patchctl.validate import compare as comparing
 from patchctl.validate import fetch, guard, launch, preflight, rayup
 from patchctl.validate import plan as planning
 from patchctl.validate.checks import runner as health
 from patchctl.validate.errors import HostLost, Interrupted, TrainerFailed, ValidateFailed
-from patchctl.validate.model import Note, ValidateResult, Verdict
+from patchctl.validate.model import Note, Trained, ValidateResult, Verdict
 from patchctl.validate.teardown import Interrupts, Started, no_interrupts
 
 NoteFn = Callable[[Note], None]
@@ -41,6 +43,7 @@ def trainer_command(plan: planning.Plan) -> tuple[str, ...]:
     from patchctl.target import Target
     from patchctl.train import run as train_run
     from patchctl.train.profiles import load_profile
+    from patchctl.validate.host.train import in_run_dir
 
     head = plan.head
     gpus: int | str = head.host.gpus if head.host.gpus is not None else "GPUS_COUNTED_BY_PREFLIGHT"
@@ -54,8 +57,10 @@ def trainer_command(plan: planning.Plan) -> tuple[str, ...]:
     )
     tree = Target(Path(head.host.root), None, head.label, None, False)
     overrides = planning.trainer_overrides(plan.options, len(plan.nodes), gpus)
-    p = train_run.plan(
-        tree, load_profile(plan.options.profile), view, overrides, plan.cluster.python, Path(plan.remote_run_dir)
+    p = in_run_dir(
+        train_run.plan(
+            tree, load_profile(plan.options.profile), view, overrides, plan.cluster.python, Path(plan.remote_run_dir)
+        )
     )
     return tuple(p.launch.argv)
 
@@ -154,6 +159,7 @@ def validate(
                     out["fetched"] = fetch.run(plan, trained, conns.masters[0])
                 except ValidateFailed as exc:
                     failure = failure or exc
+                trained = out["trained"] = _every_host(plan, conns.masters, trained)
                 marks["fetch"] = time.monotonic()
                 if not trained.passed and failure is None:
                     failure = TrainerFailed(plan.head.label, launch.summary(trained))
@@ -186,6 +192,17 @@ def validate(
         result = replace(result, comparison=_compare(plan.run_dir, compare_with))  # reads the validate.json
         _write(plan.run_dir, result)
     return result
+
+
+def _every_host(plan: planning.Plan, masters: list[ssh.Master], trained: Trained) -> Trained:
+    """``patched-code-ran`` judged over every host's processes (codehosts.py), in place of the
+    head's judgement of its own; the fetched report.json gets it and the processes per host."""
+    hosts = codehosts.collect(plan, masters)
+    g = codehosts.gate(hosts)
+    passed = codehosts.apply(plan.run_dir, hosts, g)
+    entry = {**asdict(g), "status": g.status.value}
+    gates = tuple(x for x in trained.gates if x.get("name") != g.name) + (entry,)
+    return replace(trained, gates=gates, passed=trained.passed and passed and g.status is not GateStatus.FAIL)
 
 
 def _write(run_dir: Path, result: ValidateResult) -> None:
