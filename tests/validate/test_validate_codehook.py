@@ -100,7 +100,7 @@ def test_a_worker_node_whose_tree_was_reverted_after_migrate_fails(site: Site) -
     gate = {g["name"]: g for g in doc["trained"]["gates"]}["patched-code-ran"]
     assert gate["status"] == "fail", gate
     assert gate["reason"].startswith("node2: ") and "changed after migrate" in gate["reason"], gate
-    assert doc["verdict"] == "fail" and "patched-code-ran" in doc["cause"], doc["cause"]
+    assert doc["verdict"] == "fail" and doc["host"] == "node2" and "patched-code-ran" in doc["cause"], doc["cause"]
     report = json.loads((site.dir / "run" / "report.json").read_text())
     assert report["verdict"] == "fail"
     bad = [p for p in _hosts(report)["node2"]["processes"] if "verl.utils.standin_mark" in p["imports"]]

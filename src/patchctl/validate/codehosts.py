@@ -179,6 +179,17 @@ def gate(hosts: tuple[HostCode, ...]) -> Gate:
     )
 
 
+def blamed(plan: planning.Plan, trained: Any) -> str:
+    """The host a failed run is charged to: the one the first failed gate names when that is
+    this gate naming a node ("node2: ..."), else the head, where the trainer ran."""
+    failed = [g for g in trained.gates if g.get("status") == GateStatus.FAIL.value]
+    if failed and failed[0].get("name") == "patched-code-ran":
+        for n in plan.nodes:
+            if str(failed[0].get("reason", "")).startswith(n.label + ": "):
+                return n.label
+    return plan.head.label
+
+
 def _fail(value: int, reason: str) -> Gate:
     return Gate("patched-code-ran", GateStatus.FAIL, value, BAR, reason)
 

@@ -162,7 +162,7 @@ def validate(
                 trained = out["trained"] = _every_host(plan, conns.masters, trained)
                 marks["fetch"] = time.monotonic()
                 if not trained.passed and failure is None:
-                    failure = TrainerFailed(plan.head.label, launch.summary(trained))
+                    failure = TrainerFailed(codehosts.blamed(plan, trained), launch.summary(trained))
     result = ValidateResult(
         cluster.name,
         options.profile,
