@@ -185,8 +185,9 @@ def validate(
         insecure_ray=options.insecure_ray,
         health=out.get("health"),
     )
-    if not options.trains:
-        plan.run_dir.mkdir(parents=True, exist_ok=True)  # no fetch made it: the checks' report goes there
+    # a run that ended before fetch (health alone, a failed preflight or Ray start) still leaves its
+    # folder with validate.json, as the README says
+    plan.run_dir.mkdir(parents=True, exist_ok=True)
     _write(plan.run_dir, result)
     if compare_with is not None and (plan.run_dir / "report.json").is_file():
         result = replace(result, comparison=_compare(plan.run_dir, compare_with))  # reads the validate.json
