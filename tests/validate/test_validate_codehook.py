@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from click.testing import CliRunner
 from validate_helpers import HERE, Site, host_entry
 
@@ -105,3 +107,45 @@ def test_a_worker_node_whose_tree_was_reverted_after_migrate_fails(site: Site) -
     assert report["verdict"] == "fail"
     bad = [p for p in _hosts(report)["node2"]["processes"] if "verl.utils.standin_mark" in p["imports"]]
     assert bad and not any(p["imports"]["verl.utils.standin_mark"]["as_migrated"] for p in bad)
+
+
+def _two_nodes_patched(site: Site) -> None:
+    _patched(site)
+    cluster = site.cluster([host_entry("node1", site.root("node1"), "0"), *site.hosts({"node2": "1"}, gpus=1)])
+    site.migrate(cluster)
+
+
+def test_weights_match_passes_when_the_engine_on_another_node_holds_the_trainer_s_weights(site: Site) -> None:
+    """The stand-in's torch-free weight sync: the trainer (driver, node1) sends 4 syncs to an engine
+    actor on node2; the code hook fingerprints both sides and validate brings node2's records home."""
+    _two_nodes_patched(site)
+    code, doc, out = site.run_json("--ray-timeout", "60", "+standin.weights=healthy")
+    assert code == 0, out
+    gate = {g["name"]: g for g in doc["trained"]["gates"]}["weights-match"]
+    assert gate["status"] == "pass" and gate["reason"].startswith("4 syncs x 13 parameters on 1 engine"), gate
+    report = json.loads((site.dir / "run" / "report.json").read_text())
+    assert report["weights_match"]["engine"]["syncs"] == 4 and report["weights_match"]["trainer"]["parameters"] == 13
+
+
+@pytest.mark.parametrize(
+    ("mode", "first"),
+    [
+        # half of each bucket never loaded: the engine keeps its initial (zero) weights there
+        ("partial", "sync 1, model.layers.0.mlp.down_proj.weight: engine sum 0"),
+        # the engine loads on odd syncs only: sync 2 still holds sync 1's weights
+        ("some", "differ on 2 of 4 syncs (syncs 2, 4); first: sync 2"),
+        # layer 0's names loaded into layer 1 and back: every layer parameter is another's
+        ("names", "first: sync 1, model.layers.0."),
+    ],
+)
+def test_weights_match_fails_each_sabotaged_sync_naming_the_first_sync_and_parameter(
+    site: Site, mode: str, first: str
+) -> None:
+    _two_nodes_patched(site)
+    code, doc, out = site.run_json("--ray-timeout", "60", f"+standin.weights={mode}")
+    assert code == 1, out
+    gates = {g["name"]: g for g in doc["trained"]["gates"]}
+    gate = gates["weights-match"]
+    assert gate["status"] == "fail" and first in gate["reason"], gate
+    # nothing else notices: the run is otherwise healthy (the sabotage touches the weights alone)
+    assert [g for g, v in gates.items() if v["status"] == "fail"] == ["weights-match"], gates

@@ -35,6 +35,8 @@ from patchctl.train.codeproof import Process, Proof, Watch
 from patchctl.train.gates import Gate, GateStatus
 
 DIR_NAME = "codehook"
+#: the weight fingerprints' module, imported by the hook where verl's weight sync runs
+WEIGHTS_MODULE = "patchctl_hook_weights.py"
 ENV_DIR, ENV_WATCH = "PATCHCTL_CODEHOOK_DIR", "PATCHCTL_CODEHOOK_WATCH"
 #: the kinds whose entries add files rather than edit code that verl runs
 NOT_CODE = ("add-file", "shell-env")
@@ -99,14 +101,19 @@ def install(run_dir: Path) -> Path:
     folder = fsutil.renew_folder(run_dir / DIR_NAME)
     (folder / "records").mkdir()
     fsutil.write_into(folder, "sitecustomize.py", Path(__file__).with_name("hook_site.py").read_bytes())
+    fsutil.write_into(folder, WEIGHTS_MODULE, Path(__file__).with_name("hook_weights.py").read_bytes())
     return folder
 
 
 def read(run_dir: Path, tree: Path, found: tuple[Watch, ...]) -> Proof:
     """The records of every process, latest title first; lines a process left half-written are skipped."""
+    return Proof(str(tree.resolve()), found, parse(texts(run_dir)))
+
+
+def texts(run_dir: Path) -> list[str]:
+    """Every process's record file, as text."""
     files = sorted((run_dir / DIR_NAME / "records").glob("*.jsonl"))
-    texts = [f.read_text(encoding="utf-8", errors="replace") for f in files]
-    return Proof(str(tree.resolve()), found, parse(texts))
+    return [f.read_text(encoding="utf-8", errors="replace") for f in files]
 
 
 def parse(texts: list[str]) -> tuple[Process, ...]:

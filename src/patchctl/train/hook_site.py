@@ -24,6 +24,14 @@ if TYPE_CHECKING:
 _DIR = os.environ.get("PATCHCTL_CODEHOOK_DIR")
 _WATCH = frozenset(filter(None, os.environ.get("PATCHCTL_CODEHOOK_WATCH", "").split(",")))
 _SAMPLES = (8.0, 40.0)
+#: verl's weight-sync modules: once one has run, ``patchctl_hook_weights`` (beside this file)
+#: wraps its sender or engine class to fingerprint every parameter after each sync (weights-match)
+_WEIGHTS = frozenset(
+    (
+        "verl.workers.rollout.vllm_rollout.bucketed_weight_transfer",
+        "verl.workers.rollout.vllm_rollout.utils",
+    )
+)
 _state = {"sampling": False}
 
 
@@ -72,6 +80,15 @@ def _digest(file: "str | None") -> "str | None":
         return None
 
 
+def _weights(name: str, module: "ModuleType") -> None:
+    try:
+        import patchctl_hook_weights  # type: ignore[import-not-found] # beside this file, in the run's codehook/
+
+        patchctl_hook_weights.install(name, module, _record)
+    except Exception:  # noqa: S110 - no fingerprints: weights-match then says it saw no sync
+        pass
+
+
 def _sample_titles() -> None:
     if _state["sampling"]:
         return
@@ -103,7 +120,7 @@ class _Finder:
     def find_spec(
         self, name: str, path: "Sequence[str] | None" = None, target: "ModuleType | None" = None
     ) -> "ModuleSpec | None":
-        if name not in _WATCH:
+        if name not in _WATCH and name not in _WEIGHTS:
             return None
         spec = None
         for finder in sys.meta_path:
@@ -122,6 +139,10 @@ class _Finder:
 
         def exec_module(module: "ModuleType") -> None:
             run(module)
+            if name in _WEIGHTS:
+                _weights(name, module)
+            if name not in _WATCH:
+                return
             file = getattr(module, "__file__", None) or spec.origin
             _record("import", module=name, file=file, sha256=_digest(file))
             _sample_titles()

@@ -25,6 +25,7 @@ from patchctl.target import Target
 from patchctl.train import (
     assets,
     codehook,
+    weightsmatch,
     facts,
     launcher,
     minibatch,
@@ -173,7 +174,8 @@ def train(
         if stopper:
             stopper.start()
     proof = codehook.read(p.run_dir, target.root, p.watched) if p.watched else None
-    judgement = judge(ran, p.profile.gates, p.launch.log, proof)
+    weights = weightsmatch.parse(codehook.texts(p.run_dir)) if p.watched else None
+    judgement = judge(ran, p.profile.gates, p.launch.log, proof, weights)
     done = report.write(p, ran, judgement, gathering.result(target), t0)
     if stopper:
         stopper.join()

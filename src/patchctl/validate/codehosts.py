@@ -31,9 +31,10 @@ from typing import Any
 
 from patchctl import fsutil
 from patchctl.remote import ssh
-from patchctl.train import codehook
+from patchctl.train import codehook, weightsmatch
 from patchctl.train.codeproof import Process, Proof, Watch
 from patchctl.train.gates import Gate, GateStatus
+from patchctl.train.weightsmatch import Sync
 from patchctl.validate import plan as planning
 from patchctl.validate import remote
 from patchctl.validate.model import Node
@@ -60,6 +61,8 @@ class HostCode:
     error: str = ""
     #: some records were left out (over the host's byte budget)
     cut: bool = False
+    #: the weight fingerprints its processes recorded (weights-match)
+    weights: tuple[Sync, ...] = ()
 
 
 def collect(plan: planning.Plan, masters: list[ssh.Master]) -> tuple[HostCode, ...]:
@@ -94,6 +97,7 @@ def _ask(plan: planning.Plan, node: Node, control: Path | None, rel: str) -> tup
         {str(k): str(v) for k, v in migrated.items()} if isinstance(migrated, dict) else None,
         watches,
         cut=bool(reply.get("cut")),
+        weights=weightsmatch.parse(list(texts.values())),
     ), texts
 
 
@@ -226,17 +230,29 @@ def to_json(hosts: tuple[HostCode, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def apply(run_dir: Path, hosts: tuple[HostCode, ...], g: Gate) -> bool:
-    """Put the all-host gate and the per-host listing into the fetched ``report.json``; the
+def weights_gate(hosts: tuple[HostCode, ...]) -> Gate:
+    """``weights-match`` over every host's fingerprints (the engine may sit on another node than
+    the trainer's rank that fed it); pids are told apart per host."""
+    records = tuple(
+        Sync(r.pid + 10_000_000 * i, r.side, r.sync, r.ms, r.params) for i, h in enumerate(hosts) for r in h.weights
+    )
+    return weightsmatch.judge(records)
+
+
+def apply(run_dir: Path, hosts: tuple[HostCode, ...], *new: Gate) -> bool:
+    """Put the all-host gates and the per-host listing into the fetched ``report.json``; the
     report's verdict is recomputed. Returns whether the report now passes (True: no report)."""
     path = run_dir / "report.json"
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return True
-    gates = [x for x in doc.get("gates", []) if x.get("name") != g.name]
-    gates.append({**asdict(g), "status": g.status.value})
+    names = {g.name for g in new}
+    gates = [x for x in doc.get("gates", []) if x.get("name") not in names]
+    gates += [{**asdict(g), "status": g.status.value} for g in new]
     doc["gates"] = gates
+    records = tuple(r for h in hosts for r in h.weights)
+    doc["weights_match"] = weightsmatch.summary(records) if records else None
     passed = all(x.get("status") != GateStatus.FAIL.value for x in gates)
     doc["verdict"] = "pass" if passed else "fail"
     doc.setdefault("patched_code", None)

@@ -196,14 +196,19 @@ def validate(
 
 
 def _every_host(plan: planning.Plan, masters: list[ssh.Master], trained: Trained) -> Trained:
-    """``patched-code-ran`` judged over every host's processes (codehosts.py), in place of the
-    head's judgement of its own; the fetched report.json gets it and the processes per host."""
+    """``patched-code-ran`` and ``weights-match`` judged over every host's records (codehosts.py),
+    in place of the head's judgement of its own; the fetched report.json gets them and the
+    processes per host."""
     hosts = codehosts.collect(plan, masters)
-    g = codehosts.gate(hosts)
-    passed = codehosts.apply(plan.run_dir, hosts, g)
-    entry = {**asdict(g), "status": g.status.value}
-    gates = tuple(x for x in trained.gates if x.get("name") != g.name) + (entry,)
-    return replace(trained, gates=gates, passed=trained.passed and passed and g.status is not GateStatus.FAIL)
+    new = (codehosts.gate(hosts), codehosts.weights_gate(hosts))
+    passed = codehosts.apply(plan.run_dir, hosts, *new)
+    names = {g.name for g in new}
+    gates = tuple(x for x in trained.gates if x.get("name") not in names) + tuple(
+        {**asdict(g), "status": g.status.value} for g in new
+    )
+    # the head's verdict was its gates'; with two of them now judged over every host, it is recomputed
+    ok = all(x.get("status") != GateStatus.FAIL.value for x in gates)
+    return replace(trained, gates=gates, passed=ok and passed)
 
 
 def _write(run_dir: Path, result: ValidateResult) -> None:
