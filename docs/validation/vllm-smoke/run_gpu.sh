@@ -160,20 +160,22 @@ speed() {
 # with vLLM's sleep mode: healthy-2 of 2026-11-24). Every run gets $SUITE_OVERRIDES (none by default)
 suite() {
     [ -f $R/assets.json ] || { say "no setup state in /tmp: run setup first"; exit 3; }
-    local group name pids rows=() followers=()
+    local group name pids rows=() followers=() i
+    # the runs of a group spread over the machine's GPUs (one each on nvidia-h200-x2)
+    local ngpu; ngpu=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true); [ "${ngpu:-0}" -ge 1 ] || ngpu=1
     for group in "$@"; do
-        pids=()
+        pids=(); i=0
         for name in ${group//,/ }; do
             rm -rf /tmp/sab/$name && mkdir -p /tmp/sab/$name
             python3 "$PWD/benchmarks/vllm_stages.py" follow /tmp/sab/$name/$name/run/train.log "$(date +%s.%N)" --idle 120 \
                 > $R/suite-$name.timed &
             followers+=($!)
             # 330 s: smoke-vllm's trainer ended at 177.3-177.5 s on freshly started machines (1.9x)
-            python3 "$PWD/benchmarks/sabotage.py" --tree "$T" --python python3 --pristine /tmp/verl-0.9.1.tar.gz \
+            CUDA_VISIBLE_DEVICES=$((i % ngpu)) python3 "$PWD/benchmarks/sabotage.py" --tree "$T" --python python3 --pristine /tmp/verl-0.9.1.tar.gz \
                 --out /tmp/sab/$name --only "$name" --timeout "${SUITE_TIMEOUT:-330}" \
                 -- ${SUITE_OVERRIDES:-} > $R/suite-$name.txt 2>&1 &
             pids+=($!)
-            say "suite: $name started"
+            say "suite: $name started on GPU $((i % ngpu))"; i=$((i + 1))
             sleep 2
         done
         for pid in "${pids[@]}"; do wait "$pid"; done
