@@ -10,20 +10,22 @@ result is returned, and the result names the host and the cause in one line.
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import asdict, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from patchctl import fsutil, orphans
 from patchctl.clusters import Cluster
+from patchctl.errors import PatchctlError
 from patchctl.remote import ssh
 from patchctl.train.logparse import Progress
 from patchctl.train.gates import GateStatus
 from patchctl.validate import codehosts
 from patchctl.validate import compare as comparing
-from patchctl.validate import fetch, guard, launch, preflight, rayup
+from patchctl.validate import fetch, guard, launch, preflight, rayup, remote
 from patchctl.validate import plan as planning
 from patchctl.validate.checks import runner as health
 from patchctl.validate.errors import HostLost, Interrupted, TrainerFailed, ValidateFailed
@@ -38,8 +40,11 @@ class _Checked(Exception):
     """--profile health: the checks were the run; no Ray, no training."""
 
 
-def trainer_command(plan: planning.Plan) -> tuple[str, ...]:
-    """The trainer's argv as the head will run it, sized from the config (Ray's count at run time)."""
+def trainer_command(plan: planning.Plan, version: str | None = None) -> tuple[str, ...]:
+    """The trainer's argv as the head will run it: the same plan the head makes (host/train.py),
+    with the head's verl ``version`` (its adaptations: verl >= 0.9's engine options) and the paths
+    of the patchctl package shipped there (the smoke reward file), sized from the config (Ray's
+    count at run time)."""
     from patchctl.target import Target
     from patchctl.train import run as train_run
     from patchctl.train.profiles import load_profile
@@ -55,18 +60,33 @@ def trainer_command(plan: planning.Plan) -> tuple[str, ...]:
         paths=dict(plan.cluster.paths),
         env={"RAY_ADDRESS": f"{head.host.address or 'HEAD_ADDRESS'}:{head.host.ray_port}"},
     )
-    tree = Target(Path(head.host.root), None, head.label, None, False)
+    tree = Target(Path(head.host.root), version, head.label, None, False)
     overrides = planning.trainer_overrides(plan.options, len(plan.nodes), gpus)
     p = in_run_dir(
         train_run.plan(
             tree, load_profile(plan.options.profile), view, overrides, plan.cluster.python, Path(plan.remote_run_dir)
         )
     )
-    return tuple(p.launch.argv)
+    here, there = str(planning.package_dir()), str(PurePosixPath(head.host.root) / remote.PKG_DIR / "patchctl")
+    return tuple(a.replace(here, there) for a in p.launch.argv)
+
+
+def head_version(cluster: Cluster, plan: planning.Plan) -> str | None:
+    """The head's verl version, read over one ssh (``cat``, nothing written); None when it cannot be."""
+    from patchctl import proc
+
+    argv = ssh.ssh_argv(cluster, plan.head.host, ["cat", f"{plan.head.host.root}/verl/version/version"])
+    try:
+        done = proc.run(argv, check=False, timeout=cluster.timeout)
+    except (OSError, PatchctlError, subprocess.TimeoutExpired):
+        return None
+    text = done.stdout.strip() if done.returncode == 0 and isinstance(done.stdout, str) else ""
+    return text if text and len(text) < 64 and text.isprintable() else None
 
 
 def dry_run(cluster: Cluster, options: planning.Options) -> ValidateResult:
     plan = planning.make(cluster, options)
+    version = head_version(cluster, plan) if options.trains else None
     return ValidateResult(
         cluster.name,
         options.profile,
@@ -74,7 +94,7 @@ def dry_run(cluster: Cluster, options: planning.Options) -> ValidateResult:
         run_id=plan.run_id,
         run_dir=str(plan.run_dir),
         commands=planning.commands(plan),
-        trainer_command=trainer_command(plan) if options.trains else (),
+        trainer_command=trainer_command(plan, version) if options.trains else (),
         insecure_ray=options.insecure_ray,
     )
 
