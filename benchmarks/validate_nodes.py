@@ -28,8 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_validate import CPU_SKIP, config, host, patchctl, tree_and_env  # noqa: E402 - after the path
-from sshd_harness import missing_tools, workspace  # noqa: E402 - bench_validate put its folder on the path
+from sshd_harness import missing_tools, workspace
+
+from bench_validate import CPU_SKIP, config, host, patchctl, tree_and_env
 
 MARK = """[patchset]
 name = "mark"
@@ -111,7 +112,10 @@ def main() -> int:
             _patch_standin(tree, work, log)
         rel = _code_patch(tree, args.revert)
         cfg = out / "patchctl.toml"
-        two = [host("node1", "127.0.0.2", roots["node1"], "0", 1, {}), host("node2", "127.0.0.3", roots["node2"], "1", 1, {})]
+        two = [
+            host("node1", "127.0.0.2", roots["node1"], "0", 1, {}),
+            host("node2", "127.0.0.3", roots["node2"], "1", 1, {}),
+        ]
         config(cfg, ws.loop, {"two": two}, env, (CPU_SKIP if cpu else []) + args.skip)
         marks = ["--patchset", str(work / "mark-ps")] if cpu else []
         code, secs, text = patchctl(["migrate", "two", "--target", str(tree), "--config", str(cfg), *marks], log, work)
@@ -132,11 +136,11 @@ def main() -> int:
             code, secs, text = patchctl([*argv, "--timeout", args.timeout], log, work)
             (out / f"validate-{name}.txt").write_text(text)
             doc = json.loads((run_dir / "validate.json").read_text()) if (run_dir / "validate.json").exists() else {}
-            gate = next(
-                (g for g in (doc.get("trained") or {}).get("gates", []) if g["name"] == "patched-code-ran"), {}
-            )
+            gate = next((g for g in (doc.get("trained") or {}).get("gates", []) if g["name"] == "patched-code-ran"), {})
             report = run_dir / "report.json"
-            hosts = (json.loads(report.read_text()).get("patched_code") or {}).get("hosts", []) if report.exists() else []
+            hosts = (
+                (json.loads(report.read_text()).get("patched_code") or {}).get("hosts", []) if report.exists() else []
+            )
             listing = {
                 h["host"]: [
                     f"{p['pid']} {p['role']} "
@@ -161,7 +165,8 @@ def main() -> int:
                     "timings": doc.get("timings"),
                 }
             )
-            print(f"validate two ({name}): rc={code}, wall {secs:.1f} s, verdict {doc.get('verdict')} {doc.get('cause', '')}")
+            verdict = f"verdict {doc.get('verdict')} {doc.get('cause', '')}"
+            print(f"validate two ({name}): rc={code}, wall {secs:.1f} s, {verdict}")
             print(f"  patched-code-ran: {gate.get('status')} - {gate.get('reason')}")
             for label, procs in listing.items():
                 print(f"  {label}: {len(procs)} processes")
@@ -170,7 +175,9 @@ def main() -> int:
         (out / "commands.txt").write_text("\n".join(log) + "\n")
         (out / "summary.json").write_text(json.dumps(rows, indent=2) + "\n")
         want = {"healthy": ("pass", 0), "reverted": ("fail", 1)}
-        ok = all((r["verdict"], r["rc"]) == want[r["run"]] and r["gate"].get("status") == want[r["run"]][0] for r in rows)
+        ok = all(
+            (r["verdict"], r["rc"]) == want[r["run"]] and r["gate"].get("status") == want[r["run"]][0] for r in rows
+        )
         print("\nexpected: healthy PASS, reverted FAIL by patched-code-ran:", "met" if ok else "NOT met")
         return 0 if ok else 1
 

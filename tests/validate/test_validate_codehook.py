@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from click.testing import CliRunner
 from validate_helpers import HERE, Site, host_entry
 
@@ -131,7 +130,11 @@ def test_weights_match_passes_when_the_engine_on_another_node_holds_the_trainer_
     ("mode", "first"),
     [
         # half of each bucket never loaded: the engine keeps its initial (zero) weights there
-        ("partial", "differ on 4 of 4 syncs (syncs 1, 2, 3, 4); first: sync 1, model.layers.0.mlp.gate_proj.weight: engine sum 0"),
+        (
+            "partial",
+            "differ on 4 of 4 syncs (syncs 1, 2, 3, 4); first: sync 1, "
+            "model.layers.0.mlp.gate_proj.weight: engine sum 0",
+        ),
         # the engine loads on odd syncs only: sync 2 still holds sync 1's weights
         ("some", "differ on 2 of 4 syncs (syncs 2, 4); first: sync 2"),
         # layer 0's names loaded into layer 1 and back: every layer parameter is another's

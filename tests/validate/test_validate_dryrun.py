@@ -39,6 +39,9 @@ def test_the_dry_run_adapts_the_profile_to_the_head_s_verl_version(site: Site) -
     planned = site.validate("--dry-run", "--json", "--profile", "smoke-vllm")
     assert planned.exit_code == 0, planned.output
     argv = json.loads(planned.output[planned.output.index("{") :])["trainer_command"]
-    assert "reward.num_workers=1" in argv and "+actor_rollout_ref.rollout.engine_kwargs.vllm.distributed_executor_backend=uni" in argv, argv
+    assert (
+        "reward.num_workers=1" in argv
+        and "+actor_rollout_ref.rollout.engine_kwargs.vllm.distributed_executor_backend=uni" in argv
+    ), argv
     pkg = str(site.root("node1") / ".patchctl" / "validate" / "pkg" / "patchctl" / "train")
     assert f"reward.custom_reward_function.path={pkg}/smoke_reward.py" in argv, argv

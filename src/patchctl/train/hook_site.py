@@ -4,10 +4,11 @@ the trainer's ``PYTHONPATH`` starts with, so every Python process of the run loa
 
 It records, in ``$PATCHCTL_CODEHOOK_DIR/<pid>.jsonl``, each module of ``$PATCHCTL_CODEHOOK_WATCH``
 (comma-separated: the patched modules, and ``verl`` itself) that the process executed, with the
-file it came from (with that file's sha256) and the process's command line (which shows the title vLLM and Ray set); twice
-later it samples the command line again, since titles are set after the imports. patchctl judges
-the records after the run (``codehook.py``): this file decides nothing, and a failure in it never
-breaks the process. Standard library only; nothing is imported unless a watched module is.
+file it came from (with that file's sha256) and the process's command line (which shows the
+title vLLM and Ray set); twice later it samples the command line again, since titles are set
+after the imports. patchctl judges the records after the run (``codehook.py``): this file decides
+nothing, and a failure in it never breaks the process. Standard library only; nothing is
+imported unless a watched module is (or, for the weight fingerprints, verl's weight sync).
 A ``sitecustomize`` the environment had before (found further down ``sys.path``) still runs.
 """
 
@@ -76,7 +77,7 @@ def _digest(file: "str | None") -> "str | None":
 
         with open(file, "rb") as f:
             return hashlib.sha256(f.read()).hexdigest()
-    except Exception:  # noqa: BLE001 - no digest: the judgement says the file could not be read
+    except Exception:
         return None
 
 

@@ -25,7 +25,6 @@ from patchctl.target import Target
 from patchctl.train import (
     assets,
     codehook,
-    weightsmatch,
     facts,
     launcher,
     minibatch,
@@ -36,6 +35,7 @@ from patchctl.train import (
     settings,
     smoke,
     treeconfig,
+    weightsmatch,
 )
 from patchctl.train.data import TINY_NAME
 from patchctl.train.judge import judge

@@ -8,7 +8,7 @@ loaded the sync. Per sync ``k`` and name, the engine's fingerprint must equal th
 * the trainer in float32, the engine in bfloat16 or float16: the engine holds the trainer's
   values rounded to nearest in its dtype, bit for bit (the sha256 of that rounding, which the
   trainer's side computes, equals the engine's);
-* other pairs: the float64 sums agree within the rounding bound ``|Σe − Σt| <= Σ|t| · u`` with
+* other pairs: the float64 sums agree within the rounding bound ``|sum(e) - sum(t)| <= sum(|t|) * u`` with
   ``u`` the engine dtype's unit roundoff (2^-8 bfloat16, 2^-11 float16, 2^-24 float32).
 
 A sync the engine never recorded, a name it could not place (a parameter-name mismatch), a part it

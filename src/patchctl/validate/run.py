@@ -21,11 +21,10 @@ from patchctl import fsutil, orphans
 from patchctl.clusters import Cluster
 from patchctl.errors import PatchctlError
 from patchctl.remote import ssh
-from patchctl.train.logparse import Progress
 from patchctl.train.gates import GateStatus
-from patchctl.validate import codehosts
+from patchctl.train.logparse import Progress
+from patchctl.validate import codehosts, fetch, guard, launch, preflight, rayup, remote
 from patchctl.validate import compare as comparing
-from patchctl.validate import fetch, guard, launch, preflight, rayup, remote
 from patchctl.validate import plan as planning
 from patchctl.validate.checks import runner as health
 from patchctl.validate.errors import HostLost, Interrupted, TrainerFailed, ValidateFailed

@@ -84,8 +84,13 @@ def _weights(cfg, nodes):
     rng = np.random.default_rng(0)
     params = {"model.embed_tokens.weight": rng.standard_normal((50, 8)).astype("float32")}
     for i in range(2):
-        for name, rows in (("self_attn.q_proj", 8), ("self_attn.k_proj", 4), ("self_attn.v_proj", 4),
-                           ("mlp.gate_proj", 16), ("mlp.up_proj", 16)):
+        for name, rows in (
+            ("self_attn.q_proj", 8),
+            ("self_attn.k_proj", 4),
+            ("self_attn.v_proj", 4),
+            ("mlp.gate_proj", 16),
+            ("mlp.up_proj", 16),
+        ):
             params[f"model.layers.{i}.{name}.weight"] = rng.standard_normal((rows, 8)).astype("float32")
         params[f"model.layers.{i}.mlp.down_proj.weight"] = rng.standard_normal((8, 16)).astype("float32")
     shapes = {n: p.shape for n, p in params.items()}
