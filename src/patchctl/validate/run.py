@@ -23,6 +23,7 @@ from patchctl.errors import PatchctlError
 from patchctl.remote import ssh
 from patchctl.train.gates import GateStatus
 from patchctl.train.logparse import Progress
+from patchctl.validate import baseline as baselines
 from patchctl.validate import codehosts, fetch, guard, launch, preflight, rayup, remote
 from patchctl.validate import compare as comparing
 from patchctl.validate import plan as planning
@@ -99,9 +100,15 @@ def dry_run(cluster: Cluster, options: planning.Options) -> ValidateResult:
 
 
 def validate(
-    cluster: Cluster, options: planning.Options, note: NoteFn, progress: ProgressFn, compare_with: Path | None = None
+    cluster: Cluster,
+    options: planning.Options,
+    note: NoteFn,
+    progress: ProgressFn,
+    compare_with: Path | None = None,
+    baseline_from: Path | None = None,
 ) -> ValidateResult:
     plan = planning.make(cluster, options)
+    refs = baselines.references(baseline_from) if baseline_from is not None else None  # unreadable: stop now
     old_stack = None
     if compare_with is not None:  # an unreadable report stops the run before it starts
         if options.trains:
@@ -210,6 +217,13 @@ def validate(
     _write(plan.run_dir, result)
     if compare_with is not None and (plan.run_dir / "report.json").is_file():
         result = replace(result, comparison=_compare(plan.run_dir, compare_with))  # reads the validate.json
+        _write(plan.run_dir, result)
+    if refs is not None and (plan.run_dir / "report.json").is_file():
+        verdict = baselines.judge(comparing.load(plan.run_dir), refs)
+        note(Note("baseline", plan.head.label, verdict.line()))
+        result = replace(result, baseline=verdict.to_json())
+        if verdict.verdict == "differs" and result.verdict is Verdict.PASS:
+            result = replace(result, verdict=Verdict.FAIL, cause=f"baseline {verdict.line()}", stage="baseline")
         _write(plan.run_dir, result)
     return result
 
