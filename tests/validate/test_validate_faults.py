@@ -31,6 +31,9 @@ def test_unreachable_host_stops_before_anything_starts(site: Site) -> None:
     assert code == 1 and doc["verdict"] == "fail" and doc["host"] == "node-down" and doc["stage"] == "preflight"
     assert doc["cause"].startswith("node-down: unreachable (ssh could not connect")
     assert doc["ray"] is None and doc["teardown"] == []
+    # the run folder and its validate.json exist although nothing ran (issue 40 req 6)
+    saved = json.loads((site.dir / "run" / "validate.json").read_text())
+    assert saved["verdict"] == "fail" and saved["stage"] == "preflight" and saved["host"] == "node-down"
 
 
 def test_worker_that_never_joins_times_out_naming_it_with_its_ray_log(site: Site) -> None:

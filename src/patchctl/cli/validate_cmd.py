@@ -76,6 +76,15 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) ->
     "compare those two reports only, OLD first (--compare OLD --compare NEW), as diff takes them.",
 )
 @click.option(
+    "--baseline",
+    "baseline",
+    type=NonEmptyPath(path_type=Path),
+    default=None,
+    help="A reference run (report.json, its run directory, or a folder of healthy runs) to judge this run "
+    "against per step and metric: same, within band or differs (with the metric and step). With a "
+    "report.json as CLUSTER: judge that report, no cluster involved.",
+)
+@click.option(
     "--join", is_flag=True, help="Use a Ray node already running on a host instead of refusing (it is never stopped)."
 )
 @click.option(
@@ -132,6 +141,7 @@ def validate_cmd(
     profile: str | None,
     dry_run: bool,
     compare: tuple[Path, ...],
+    baseline: Path | None,
     join: bool,
     ray_timeout: float,
     timeout: float | None,
@@ -163,6 +173,13 @@ def validate_cmd(
     from patchctl.validate import run
     from patchctl.validate.plan import Options
 
+    if baseline is not None and cluster_name is not None and Path(cluster_name).is_file():
+        from patchctl.validate import baseline as baselines
+        from patchctl.validate import compare as comparing
+
+        verdict = baselines.judge(comparing.load(Path(cluster_name)), baselines.references(baseline))
+        render.emit_json(verdict.to_json()) if as_json else click.echo(f"baseline: {verdict.line()}")
+        return 1 if verdict.verdict == "differs" else 0
     if cluster_name is None or (cluster_name.endswith(".json") and len(compare) == 1):
         reports = ([Path(cluster_name)] if cluster_name else []) + list(compare)
         if len(reports) != 2:
@@ -202,7 +219,12 @@ def validate_cmd(
         return 0
     live = sys.stderr.isatty()
     result = run.validate(
-        cluster, options, validate_show.note, validate_show.progress(live), compare[0] if compare else None
+        cluster,
+        options,
+        validate_show.note,
+        validate_show.progress(live),
+        compare[0] if compare else None,
+        baseline,
     )
     if live:
         click.echo("", err=True)

@@ -35,6 +35,7 @@ from patchctl.train import (
     settings,
     smoke,
     treeconfig,
+    weightsmatch,
 )
 from patchctl.train.data import TINY_NAME
 from patchctl.train.judge import judge
@@ -178,7 +179,8 @@ def train(
         if stopper:
             stopper.start()
     proof = codehook.read(p.run_dir, target.root, p.watched) if p.watched else None
-    judgement = judge(ran, p.profile.gates, p.launch.log, proof)
+    weights = weightsmatch.parse(codehook.texts(p.run_dir)) if p.watched else None
+    judgement = judge(ran, p.profile.gates, p.launch.log, proof, weights)
     done = report.write(p, ran, judgement, gathering.result(target), t0)
     if stopper:
         stopper.join()
