@@ -263,7 +263,16 @@ def _run_dir(path: Path, signatures: list[Signature], as_json: bool) -> int:
     if run.nodes:
         click.secho(f"hosts that differ from their peers ({len(run.nodes)}):", bold=True)
         for n in run.nodes:
-            _field(n.what + ":", n.text)
+            _field("host:", n.text)
+    stalled = run.progress is not None and run.progress.stalled
+    culprit = run.hang.culprit() if run.hang else ""
+    click.echo(
+        f"doctor: {path}: {len(run.logs)} log(s) read"
+        + (f", {sum(1 for d in run.logs if d.matches)} with a known failure" if run.logs else "")
+        + ("; the run stopped making progress" if stalled else "")
+        + (f"; {culprit.split(':')[0]}" if culprit else "")
+        + (f"; {len(run.nodes)} host difference(s)" if run.nodes else "")
+    )
     return 0
 
 

@@ -10,8 +10,8 @@ it by comparing each node with the others; so does this module, per property:
 - GPU clocks and uncorrected ECC errors, from ``hosts/HOST/gpus.csv`` (``nvidia-smi
   --query-gpu=index,clocks.sm,clocks.max.sm,ecc.errors.uncorrected.volatile.total --format=csv``);
 - Xid errors, from ``hosts/HOST/dmesg.txt`` (``NVRM: Xid (PCI:...): 79, ...``);
-- NCCL's chosen transport per rank, from the ``NCCL INFO Channel ... via NET/IB/0`` lines of the
-  trainer log and of each host's logs (the line's own hostname prefix names the host);
+- NCCL's chosen transports, from the ``NCCL INFO Channel ... via NET/IB/0`` and ``Using network IB``
+  lines of each host's logs (and of the trainer log, where the line's hostname prefix names the host);
 - step time, from the ``timing_s/step:`` values each host's log prints.
 
 A property where all hosts but one agree names that one host, with its value and the others';
@@ -44,11 +44,11 @@ PYTHON = re.compile(r"\bPython (\d+\.\d+\.\d+)")
 XID = re.compile(r"NVRM: Xid \([^()\n]*\): (\d+)")
 #: NCCL's line prefix "node1:812:900 [3] NCCL INFO ..." (after an optional Ray prefix)
 NCCL_LINE = re.compile(r"(?:^|\) )([A-Za-z0-9][\w.-]*):\d+:\d+ \[(\d+)\] NCCL INFO (?:Channel \d+/\d+ : |NET/)")
-#: "... Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0" or "via P2P/IPC": the transport is the first
-#: word after "via" up to a "/" followed by a digit or the end
-VIA = re.compile(r" via ([A-Za-z]+(?:/[A-Za-z]+)?)")
-#: "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB" or "NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>"
-NET_USING = re.compile(r"NCCL INFO NET/(\w+) ?: Using")
+#: "... Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0" or "via P2P/CUMEM": the transport's first two
+#: parts (P2P/IPC, P2P/CUMEM, SHM/direct, NET/IB, NET/Socket)
+VIA = re.compile(r" via ([A-Za-z0-9]+/[A-Za-z]+)")
+#: "NCCL INFO Using network IB": the network NCCL chose for traffic between nodes
+USING_NETWORK = re.compile(r"NCCL INFO Using network (\w+)")
 #: verl's per-step time in a metrics line
 STEP_TIME = re.compile(r"\btiming_s/step:(\d+(?:\.\d+)?)")
 #: pip freeze: "torch==2.6.0"
@@ -141,11 +141,9 @@ def read_lines(h: Host, lines: Iterable[str], by_prefix: dict[str, Host] | None 
             if by_prefix is not None and (m := NCCL_LINE.search(line)):
                 target = by_prefix.setdefault(m.group(1), Host(m.group(1)))
             if " via " in line and (v := VIA.search(line)):
-                kind = v.group(1)
-                if kind.startswith("NET/"):  # inter-node traffic: which network
-                    target.transports[kind] += 1
-            elif u := NET_USING.search(line):
-                target.transports[f"NET/{u.group(1)}"] += 1
+                target.transports[v.group(1)] += 1
+            elif u := USING_NETWORK.search(line):
+                target.transports[f"network {u.group(1)}"] += 1
         if "timing_s/step:" in line and (s := STEP_TIME.search(line)):
             h.step_times.append(float(s.group(1)))
 
