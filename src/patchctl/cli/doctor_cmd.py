@@ -267,8 +267,12 @@ def _run_dir(path: Path, signatures: list[Signature], as_json: bool) -> int:
     stalled = run.progress is not None and run.progress.stalled
     culprit = run.hang.culprit() if run.hang else ""
     click.echo(
-        f"doctor: {path}: {len(run.logs)} log(s) read"
-        + (f", {sum(1 for d in run.logs if d.matches)} with a known failure" if run.logs else "")
+        f"doctor: {path}: "
+        + (
+            f"{len(run.logs)} log(s) read, {sum(1 for d in run.logs if d.matches)} with a known failure"
+            if run.logs
+            else "no log in it (train.log, hosts/HOST/*.log)"
+        )
         + ("; the run stopped making progress" if stalled else "")
         + (f"; {culprit.split(':')[0]}" if culprit else "")
         + (f"; {len(run.nodes)} host difference(s)" if run.nodes else "")

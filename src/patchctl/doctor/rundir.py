@@ -127,6 +127,15 @@ class Hang:
     #: what was looked for and not found, so the reader knows what to enable next time
     missing: list[str] = field(default_factory=list)
 
+    def culprit_ranks(self) -> tuple[str, ...]:
+        """Who the others wait for: "rank 1" (or "pid 812" for a process without a rank); () when none."""
+        if self.flight is not None and self.flight.behind:
+            return tuple(f"rank {r}" for r in self.flight.behind)
+        if self.odd is not None:
+            s = self.odd.stack
+            return (f"rank {s.rank}" if s.rank is not None else f"pid {s.pid}",)
+        return ()
+
     def culprit(self) -> str:
         """The rank the others wait for, in one sentence ("" when the evidence names none)."""
         if self.flight is not None and self.flight.behind:
@@ -288,10 +297,16 @@ def read(run_dir: Path, signatures: list[Signature]) -> RunDir:
     validate_doc = _json(run_dir / "validate.json")
     timed_out = bool(validate_doc and "timed out" in str(validate_doc.get("cause", "")))
     stalled = (prog is not None and prog.stalled) or (prog is None and timed_out)
-    evidence = any((run_dir / d).is_dir() for d in (STACKS, FLIGHT)) or any((run_dir / n).is_file() for n in RAY_STATUS)
+    # every train run has a nccl_trace/ folder: only one with dumps in it is evidence
+    evidence = any(_has_files(run_dir / d) for d in (STACKS, FLIGHT))
+    evidence = evidence or any((run_dir / n).is_file() for n in RAY_STATUS)
     h = hang(run_dir) if stalled or evidence else None
     found = nodes.compare(nodes.read_run(run_dir, trainer_lines))
     return RunDir(run_dir, report if doc is not None else None, doc, diagnoses, prog, h, found, skipped)
+
+
+def _has_files(folder: Path) -> bool:
+    return folder.is_dir() and not folder.is_symlink() and any(p.is_file() for p in folder.iterdir())
 
 
 def _json(path: Path) -> dict[str, Any] | None:
