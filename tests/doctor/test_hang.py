@@ -215,6 +215,25 @@ def test_ray_stack_output_names_the_worker_that_is_elsewhere():
     assert str(odd.stack.waiting_at()) == "read (safetensors/torch.py:311)"
 
 
+DRIVER_STACK = """\
+Process 50: python3 -m verl.trainer.main_ppo
+Python v3.10.12 (/usr/bin/python3.10)
+
+Thread 50 (idle): "MainThread"
+    wait (threading.py:327)
+    get (ray/_private/worker.py:2772)
+    wrapper (ray/_private/client_mode_hook.py:103)
+    execute_all_sync (verl/single_controller/ray/base.py:480)
+    fit (verl/trainer/ppo/ray_trainer.py:1030)
+"""
+
+
+def test_the_frame_shown_is_what_the_process_waits_on_not_the_waiting_machinery():
+    (driver,) = stacks.parse(DRIVER_STACK, "pid-50.txt")
+    assert str(driver.waiting_at()) == "execute_all_sync (verl/single_controller/ray/base.py:480)"
+    assert driver.key() == ("execute_all_sync", "fit")
+
+
 def test_two_processes_elsewhere_are_no_single_culprit():
     text = RAY_STACK + RAY_STACK.split("\n\n", 4)[-1].replace("103", "104").replace("read (", "write (")
     assert len(stacks.parse(text, "ray-stack.txt")) == 4
