@@ -37,12 +37,13 @@ PID_NAME = re.compile(r"pid[-_]?(\d+)", re.IGNORECASE)
 #: a rank in a process's command line: "--rank 3", "--rank=3", "RANK=3"
 RANK_ARG = re.compile(r"(?:--rank[ =]|\bRANK=)(\d+)")
 #: frames that say *that* a process waits, not *what for*: the frame above them is the one shown
+#: (a script's ``<module>`` is kept: a script that waits at its top level waits there)
 GENERIC = re.compile(
     r"^(?:wait|_wait_for_tstate_lock|join|sleep|select|poll|epoll|_recv|recv|recv_into|acquire|get|"
-    r"_worker|run|_bootstrap|_bootstrap_inner|__call__|wrapper|_fn|inner|<module>)$"
+    r"_worker|run|_bootstrap|_bootstrap_inner|__call__|wrapper|_fn|inner|_run_code|_run_module_as_main)$"
 )
 #: files whose frames are the waiting machinery itself (threading, selectors, queue, socket, ...)
-GENERIC_FILE = re.compile(r"(?:^|/)(?:threading|selectors|queue|socket|subprocess|ssl|asyncio/\w+)\.py$")
+GENERIC_FILE = re.compile(r"(?:^|/)(?:threading|selectors|queue|socket|subprocess|ssl|asyncio/\w+)\.py$|^<frozen ")
 #: frames that name a distributed wait outright
 COLLECTIVE = re.compile(
     r"all_reduce|all_gather|reduce_scatter|broadcast|barrier|all_to_all|send|recv|_wait|ray\.get|"
