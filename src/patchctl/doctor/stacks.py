@@ -44,11 +44,6 @@ GENERIC = re.compile(
 )
 #: files whose frames are the waiting machinery itself (threading, selectors, queue, socket, ...)
 GENERIC_FILE = re.compile(r"(?:^|/)(?:threading|selectors|queue|socket|subprocess|ssl|asyncio/\w+)\.py$|^<frozen ")
-#: frames that name a distributed wait outright
-COLLECTIVE = re.compile(
-    r"all_reduce|all_gather|reduce_scatter|broadcast|barrier|all_to_all|send|recv|_wait|ray\.get|"
-    r"^get$|wait_for|synchronize"
-)
 #: at most this many frames are kept per thread (a deep recursion is cut, not stored whole)
 MAX_FRAMES = 200
 
@@ -180,9 +175,3 @@ def odd_one(stacks: list[Stack]) -> Odd | None:
         return None
     odd = next(s for s, k in keyed if k == rest[0][0])
     return Odd(odd, n, top)
-
-
-def collective(stack: Stack) -> bool:
-    """Whether the stack waits in a distributed call (a collective, a barrier, ``ray.get``)."""
-    main = stack.main()
-    return main is not None and any(COLLECTIVE.search(f.function) for f in main.frames[:8])
