@@ -94,7 +94,8 @@ def test_a_hung_trainer_is_stopped_at_its_timeout_with_its_stacks_fetched_for_do
     code, doc, _ = site.run_json("+standin.hang_at=3", "+standin.step_seconds=0.2", "--timeout", "20")
     assert code == 1, doc["cause"]
     run = site.dir / "run"
-    assert "stacks" in {Path(f).name for f in doc["fetched"]}
+    assert {"stacks", "ray-status.txt"} <= {Path(f).name for f in doc["fetched"]}
+    assert "Autoscaler status" in (run / "ray-status.txt").read_text()  # the cluster the run used
     dumps = (run / "stacks").glob("*.txt")
     assert any("compute_reward (verl/trainer/main_ppo.py:" in d.read_text() for d in dumps)
     out = subprocess.run(

@@ -6,6 +6,8 @@ the kill, :func:`capture` takes:
 - a ``py-spy dump`` of each Python process of the trainer's session (the driver and the Ray
   processes it started), into ``RUN_DIR/stacks/rank-R-pid-P.txt`` (``pid-P.txt`` when the process
   has no ``RANK`` in its environment), where py-spy is installed;
+- ``ray status`` into ``RUN_DIR/ray-status.txt`` (its pending demands say what a stuck job waits for),
+  with the trainer's interpreter's ``ray`` and environment (``RAY_ADDRESS``, the cluster's token);
 - the NCCL flight recorder's dump of each rank: :func:`flight_env` has the trainer run with
   ``TORCH_NCCL_TRACE_BUFFER_SIZE`` and a dump prefix in ``RUN_DIR/nccl_trace/``; each rank's
   watchdog listens on ``RUN_DIR/nccl_trace/rank_R.pipe`` (``TORCH_NCCL_DEBUG_INFO_PIPE_FILE``) and
@@ -40,6 +42,9 @@ PARALLEL = 4
 MAX_PROCESSES = 64
 #: seconds to wait for the ranks' flight recorder dumps after asking for them
 FLIGHT_WAIT = 10.0
+RAY_STATUS = "ray-status.txt"
+#: seconds ``ray status`` may take
+RAY_TIMEOUT = 20.0
 
 
 def flight_env(run_dir: Path) -> dict[str, str]:
@@ -144,8 +149,32 @@ def ask_flight_recorder(folder: Path) -> int:
     return asked
 
 
-def capture(run_dir: Path, sid: int, tool: str | None = None) -> list[str]:
-    """Stacks and flight recorder dumps of the trainer's session ``sid``; the lines of what failed."""
+def ray_status(run_dir: Path, python: str | None, env: dict[str, str] | None) -> str:
+    """``ray status`` of the cluster the trainer uses into the run directory; "" or why not."""
+    beside = Path(python).parent / "ray" if python else None
+    tool = str(beside) if beside is not None and beside.is_file() else shutil.which("ray")
+    if tool is None:
+        return "ray is not installed beside the trainer's interpreter: no ray status taken"
+    try:
+        done = subprocess.run(
+            [tool, "status"], capture_output=True, timeout=RAY_TIMEOUT, check=False, env={**os.environ, **(env or {})}
+        )
+    except subprocess.TimeoutExpired:
+        return f"ray status took over {RAY_TIMEOUT:.0f} s"
+    except OSError as exc:
+        return f"ray status could not run ({exc.strerror})"
+    if done.returncode != 0:
+        last = (done.stderr.decode(errors="replace").strip().splitlines() or ["failed"])[-1]
+        return f"ray status: {last[:300]}"
+    fsutil.write_into(run_dir, RAY_STATUS, done.stdout)
+    return ""
+
+
+def capture(
+    run_dir: Path, sid: int, tool: str | None = None, python: str | None = None, env: dict[str, str] | None = None
+) -> list[str]:
+    """Stacks, ``ray status`` (with the trainer's ``python`` and ``env``) and flight recorder dumps of
+    the trainer's session ``sid``; the lines of what failed."""
     notes: list[str] = []
     fsutil.renew_folder(run_dir / STACKS)  # this run's stacks only
     flight = run_dir / FLIGHT
@@ -158,6 +187,8 @@ def capture(run_dir: Path, sid: int, tool: str | None = None) -> list[str]:
     elif pids:
         with concurrent.futures.ThreadPoolExecutor(PARALLEL) as pool:
             notes += [n for n in pool.map(lambda p: _dump(tool, p, run_dir), pids) if n]
+    if python is not None and (why := ray_status(run_dir, python, env)):
+        notes.append(why)
     if asked:
         deadline = time.monotonic() + FLIGHT_WAIT
         while time.monotonic() < deadline:

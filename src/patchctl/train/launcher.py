@@ -172,7 +172,8 @@ def execute(
             code: int | None = child.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out, code = True, None
-            hangdump.capture(run_dir, child.pid)  # where each rank waits, while it still waits there
+            # where each rank waits, while it still waits there
+            hangdump.capture(run_dir, child.pid, python=launch.argv[0], env=launch.env)
             _terminate(child)
     except BaseException:
         _terminate(child)

@@ -17,8 +17,9 @@ from patchctl.validate.errors import HostNotReady
 from patchctl.validate.model import Trained
 
 WANTED = ("train.log", "report.json", "report.png")
-#: folders a timed-out run leaves for doctor (py-spy stacks, NCCL flight recorder dumps), fetched when the head has them
-FOLDERS = ("stacks", "nccl_trace")
+#: what a timed-out run leaves for doctor (py-spy stacks, NCCL flight recorder dumps, ray status), fetched
+#: when the head has them
+FOLDERS = ("stacks", "nccl_trace", "ray-status.txt")
 
 
 def run(plan: planning.Plan, trained: Trained, master: ssh.Master) -> tuple[str, ...]:
