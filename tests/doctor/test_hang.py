@@ -9,6 +9,7 @@ README says how). Nothing here is mocked.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickle
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -244,3 +246,80 @@ def test_ray_status_pending_demands_are_what_the_run_waits_for():
     pending = ray_pending(RAY_STATUS.read_text(encoding="utf-8"))
     assert any("{'GPU': 8.0}" in p for p in pending), pending
     assert not any("no pending" in p or "no failures" in p for p in pending)
+
+
+def _fake_torch(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """``torch.jit._pickle`` as torch has it, so that pickle writes the globals torch's C++ pickler writes
+    (``build_intlist`` and friends); removed again before the dump is read, as on a machine without torch."""
+    mod = types.ModuleType("torch.jit._pickle")
+
+    def build_intlist(data):
+        return data
+
+    def restore_type_tag(value, type_str):
+        return value
+
+    for fn in (build_intlist, restore_type_tag):
+        fn.__module__, fn.__qualname__ = mod.__name__, fn.__name__
+        setattr(mod, fn.__name__, fn)
+    for name in ("torch", "torch.jit"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    return mod
+
+
+class _Call:
+    def __init__(self, fn, *args) -> None:
+        self.fn, self.args = fn, args
+
+    def __reduce__(self):
+        return (self.fn, self.args)
+
+
+def test_the_list_builders_torchs_pickler_names_are_read_as_plain_values(tmp_path, monkeypatch):
+    mod = _fake_torch(monkeypatch)
+    entry = {
+        "collective_seq_id": 7,
+        "input_sizes": _Call(mod.build_intlist, [3, 4]),
+        "pg_id": _Call(mod.restore_type_tag, 0, "int"),
+    }
+    (tmp_path / "rank_0").write_bytes(pickle.dumps({"entries": [entry]}, protocol=2))
+    monkeypatch.undo()  # no torch here when it is read
+    assert "torch.jit._pickle" not in sys.modules
+    doc = flight.load(tmp_path / "rank_0")
+    assert doc["entries"][0]["input_sizes"] == [3, 4] and doc["entries"][0]["pg_id"] == 0
+
+
+class _Persistent(pickle.Pickler):
+    def persistent_id(self, obj):
+        return "tensor-0" if isinstance(obj, bytearray) else None
+
+
+def test_a_dump_holding_persistent_objects_is_refused(tmp_path):
+    buf = io.BytesIO()
+    _Persistent(buf, protocol=2).dump({"entries": [bytearray(b"x")]})
+    (tmp_path / "rank_0").write_bytes(buf.getvalue())
+    with pytest.raises(flight.NotADump, match="persistent objects"):
+        flight.load(tmp_path / "rank_0")
+
+
+def test_a_dump_over_the_size_limit_is_refused_and_one_at_it_is_read(monkeypatch):
+    dump = NCCL_HANG / "nccl_trace/rank_0"
+    monkeypatch.setattr(flight, "MAX_BYTES", dump.stat().st_size)
+    assert flight.load(dump)["version"] == "2.10"
+    monkeypatch.setattr(flight, "MAX_BYTES", dump.stat().st_size - 1)
+    with pytest.raises(flight.NotADump, match="larger than"):
+        flight.load(dump)
+
+
+def test_a_dump_that_is_broken_json_is_named_so(tmp_path):
+    (tmp_path / "rank_0").write_text('{"entries": [', encoding="utf-8")
+    with pytest.raises(flight.NotADump, match="not JSON"):
+        flight.load(tmp_path / "rank_0")
+
+
+@pytest.mark.parametrize("doc", [[1, 2], {"entries": 5}, {"version": "2.10", "entries": {"0": {}}}])
+def test_a_pickle_that_is_no_dump_of_entries_is_refused(tmp_path, doc):
+    (tmp_path / "rank_0").write_bytes(pickle.dumps(doc, protocol=2))
+    with pytest.raises(flight.NotADump, match="has no 'entries' list"):
+        flight.load(tmp_path / "rank_0")

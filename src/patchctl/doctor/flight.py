@@ -83,8 +83,6 @@ def load(path: Path) -> dict[str, Any]:
             doc = _Restricted(io.BytesIO(raw)).load()
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
             raise NotADump(f"not a flight recorder pickle: {exc}") from None
-        except RecursionError:
-            raise NotADump("nested too deeply for a flight recorder dump") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("entries", []), list):
         raise NotADump("has no 'entries' list")
     return doc
