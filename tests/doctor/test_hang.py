@@ -323,3 +323,11 @@ def test_a_pickle_that_is_no_dump_of_entries_is_refused(tmp_path, doc):
     (tmp_path / "rank_0").write_bytes(pickle.dumps(doc, protocol=2))
     with pytest.raises(flight.NotADump, match="has no 'entries' list"):
         flight.load(tmp_path / "rank_0")
+
+
+def test_a_run_directory_whose_report_is_broken_is_a_one_line_error(tmp_path):
+    (tmp_path / "report.json").write_text("{not json", encoding="utf-8")
+    (tmp_path / "train.log").write_text("step:1 - critic/score/mean:0.5\n", encoding="utf-8")
+    out = _doctor(str(tmp_path))
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and f"{tmp_path / 'report.json'}: not JSON (line 1" in out.stderr

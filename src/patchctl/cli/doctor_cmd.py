@@ -226,8 +226,9 @@ def _metrics(path: Path, as_json: bool) -> int:
 def _run_dir(path: Path, signatures: list[Signature], as_json: bool) -> int:
     """A run directory: its report's metrics, every log's root cause, where a stalled run's ranks
     waited, and the host that differs from its peers."""
+    # a report.json that is no report is a one-line error naming it, before anything is read
+    report, steps = load_report(path) if (path / "report.json").is_file() else (None, [])
     run = read_run_dir(path, signatures)
-    report, steps = load_report(path) if run.report is not None else (None, [])
     found = diagnose_metrics(steps) if report is not None else []
     if as_json:
         render.emit_json(
