@@ -73,6 +73,12 @@ def doctor_cmd(
     steps), each with its likely causes and the check to make. Exit code 0 when the input was read,
     whether or not anything was found.
 
+    A run directory is read whole: its report's metrics, the root cause of train.log and of each
+    host's logs (hosts/HOST/), where each rank waited when the run stopped making progress (py-spy
+    stacks in stacks/, NCCL flight recorder dumps in nccl_trace/, ray-status.txt) with the rank the
+    others wait for, and the host that differs from its peers (versions, driver, CUDA, NCCL
+    transport, Xid/ECC errors, GPU clocks, step time).
+
     With --healthy OLD (a log, report.json or run directory of a run that worked), shows what
     differs instead: the lines and warnings only the failed run printed, each with its phase
     (startup, ray, workers, training, validation, teardown) and seconds into it, the phases it never
