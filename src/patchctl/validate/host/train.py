@@ -111,7 +111,10 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
             "passed": result.passed,
             "returncode": result.returncode,
             "run_dir": str(plan.run_dir),
-            "files": [p.name for p in (result.log, result.report, result.plot) if p is not None and p.exists()],
+            "files": [p.name for p in (result.log, result.report, result.plot) if p is not None and p.exists()]
+            # what the run left for doctor when it timed out: stacks, flight recorder dumps, ray status
+            + [d for d in ("stacks", "nccl_trace") if (plan.run_dir / d).is_dir() and any((plan.run_dir / d).iterdir())]
+            + [f for f in ("ray-status.txt",) if (plan.run_dir / f).is_file()],
             "gates": doc.get("gates", []),
             "doctor": doc.get("doctor") or [],
             "steps": len(doc.get("steps", [])),

@@ -6,11 +6,18 @@ verl), checks that the cluster has ``trainer.nnodes`` nodes, runs one task on ea
 ``trainer.n_gpus_per_node`` GPUs, and prints verl's console-logger step lines. Test knobs:
 ``+standin.fail_at=N`` dies at step N with a CUDA error doctor knows; ``+standin.step_seconds=S``;
 ``+standin.weights=MODE`` syncs weights to an engine actor on the last node (see ``_weights``).
+``+standin.hang_at=N`` calls a reward function that never returns at step N (a run that stops making
+progress without an error).
 """
 
 import os
 import sys
 import time
+
+
+def compute_reward():
+    while True:  # the planted hang: a reward function that never returns
+        time.sleep(0.05)
 
 
 def main(argv):
@@ -50,6 +57,7 @@ def main(argv):
     sync = _weights(cfg, nodes) if "standin.weights" in cfg else None
     total = int(cfg.get("trainer.total_training_steps", "40"))
     fail_at = int(cfg.get("standin.fail_at", "0"))
+    hang_at = int(cfg.get("standin.hang_at", "0"))
     pause = float(cfg.get("standin.step_seconds", "0.02"))
     print(f"Total training steps: {total}", flush=True)
     print("Training from scratch", flush=True)
@@ -57,6 +65,8 @@ def main(argv):
         if sync is not None and step <= 4:
             sync(step)
         time.sleep(pause)
+        if step == hang_at:
+            compute_reward()
         if step == fail_at:
             print("RuntimeError: CUDA error: an illegal memory access was encountered", flush=True)
             sys.exit(1)
