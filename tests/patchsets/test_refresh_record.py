@@ -342,3 +342,15 @@ def test_a_recapture_keeps_a_keep_upstream_record(tmp_path: Path) -> None:
     assert (ps / "resolutions.toml").read_text(encoding="utf-8") == recorded
     code, rows = outcome(versioned(tmp_path / "v2", "0.8.0", up_edit[REQS]), ps)
     assert code == 0 and [r["status"] for r in rows.values()] == ["superseded-upstream"], rows
+
+
+def test_retire_takes_a_kept_patch_out_with_its_record(tmp_path: Path) -> None:
+    """The big jump's last step: a patch dropped by "keep upstream" is superseded, so retire cuts it
+    from the patchset, and its entry in resolutions.toml goes with it (one naming no patch is refused)."""
+    ps, *_ = kept_on(tmp_path, "0.7.0")
+    later = versioned(tmp_path / "later", "0.8.0", "numpy\npandas>=1.8\nray\n")
+    code, out = run("retire", "--target", str(later), "--patchset", str(ps), "--out", str(tmp_path / "new"))
+    assert code == 1 and "retired pin-pandas" in out and "wrote " in out, out  # 1: it has no drop_when
+    assert not (tmp_path / "new" / "resolutions.toml").exists()
+    code, out = run("list", "--patchset", str(tmp_path / "new"), "--json")
+    assert code == 0 and [p["id"] for p in json.loads(out)[0]["patches"]] == ["pin-ray"], out

@@ -173,6 +173,23 @@ def record(directory: Path, patch: str, resolution: Resolution) -> None:
     else:
         del entry["since"]
     entries.append(entry)
+    _write(directory, entries)
+
+
+def forget(directory: Path, patches: set[str]) -> None:
+    """Drop the entries of ``patches`` (retired from the manifest: an entry naming no patch is
+    refused on load); the file goes when none is left."""
+    entries = _read(directory)
+    left = [e for e in entries if e.get("patch") not in patches]
+    if len(left) == len(entries):
+        return
+    if left:
+        _write(directory, left)
+    else:
+        (directory / FILE).unlink()
+
+
+def _write(directory: Path, entries: list[dict[str, Any]]) -> None:
     out = ["# conflict resolutions recorded by `patchctl refresh`; replayed where the same conflict comes back"]
     for e in entries:
         out += ["", "[[resolution]]"] + [f"{k} = {_value(v)}" for k, v in e.items() if v not in ((), [], False)]
