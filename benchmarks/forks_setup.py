@@ -1,9 +1,10 @@
 """Trees for ``bench_forks.py``: each fork, its verl base, the verl versions, and git's 3-way side.
 
 A fork's base is found from its history (the newest verl commit it contains) or, for a fork
-committed as one snapshot, as the nearest verl commit: the commit of verl's first-parent line
-whose ``verl/`` files differ from the fork's first commit in the fewest paths (blob ids compared,
-so no file is read). Versions are verl's git tags (from the mirror) or source releases (from
+committed as one snapshot, as ``capture --base auto`` finds it (:mod:`patchctl.capture.base`):
+the verl commit whose files differ from the fork's first commit in the fewest paths, then the
+fewest lines (ties broken by the newest commit picked Search-R1's base 7 commits too new, issue
+38). Versions are verl's git tags (from the mirror) or source releases (from
 patchctl's release cache, which also holds 0.9.1, a release the mirror lacks).
 
 git's side: one scratch repository per fork holds the base and the fork as commits, so
@@ -17,9 +18,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
+from patchctl import git as patchctl_git
 from patchctl import releases
+from patchctl.capture import base
+from patchctl.capture.sources import list_files
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "bench",
@@ -42,11 +47,6 @@ def git(*args: str, env: dict[str, str] | None = None, check: bool = True) -> su
     )
 
 
-def blobs(gitdir: Path, rev: str) -> dict[str, str]:
-    out = git(f"--git-dir={gitdir}", "ls-tree", "-r", rev, "--", "verl").stdout
-    return {ln.split("\t", 1)[1]: ln.split()[2] for ln in out.splitlines()}
-
-
 def find_base(fork_git: Path, verl_git: Path) -> tuple[str, str]:
     """(verl commit, how it was found)."""
     known = set(git(f"--git-dir={verl_git}", "rev-list", "--all").stdout.split())
@@ -54,16 +54,11 @@ def find_base(fork_git: Path, verl_git: Path) -> tuple[str, str]:
         if rev in known:
             return rev, "history"
     first = git(f"--git-dir={fork_git}", "rev-list", "--max-parents=0", "HEAD").stdout.split()[0]
-    date = git(f"--git-dir={fork_git}", "log", "-1", "--format=%cI", first).stdout.strip()
-    mine = blobs(fork_git, first)
-    best: tuple[int, int, str] | None = None
-    revs = git(f"--git-dir={verl_git}", "rev-list", "--first-parent", "main", f"--before={date}", "-n", "700").stdout
-    for i, rev in enumerate(revs.split()):
-        theirs = blobs(verl_git, rev)
-        d = sum(1 for p in mine.keys() | theirs.keys() if mine.get(p) != theirs.get(p))
-        best = min(best or (d, i, rev), (d, i, rev))
-    assert best is not None
-    return best[2], f"nearest ({best[0]} verl/ files differ)"
+    with tempfile.TemporaryDirectory(prefix="forks-base-") as tmp:
+        root = patchctl_git.export(fork_git, first, Path(tmp) / "fork")
+        found = base.find(verl_git, base.fork_files(root, list_files(root).files))
+    best = found.best
+    return best.commit, f"capture --base auto: {best.paths} paths, {best.lines} lines differ"
 
 
 def export(gitdir: Path, rev: str, dest: Path) -> Path:
