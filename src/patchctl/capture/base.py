@@ -50,16 +50,19 @@ class NoBaseFound(PatchctlError):
 class NotARepository(PatchctlError):
     def __init__(self, repo: Path) -> None:
         super().__init__(
-            f"--repo {repo}: not a git repository; pass a clone of upstream verl "
+            f"--repo {repo}: not a git clone (a bare repository or a work tree's top folder); pass a clone of upstream verl "
             "(git clone https://github.com/volcengine/verl)"
         )
 
 
 def repository(repo: Path) -> Path:
-    """``repo`` when git reads it as a repository (a bare mirror too), else :class:`NotARepository`."""
-    if not repo.is_dir() or git.run(repo, "rev-parse", "--git-dir", check=False).returncode != 0:
-        raise NotARepository(repo)
-    return repo
+    """``repo`` when it is a repository's top (a bare mirror too), else :class:`NotARepository`:
+    a folder inside some other checkout is not the clone the user meant."""
+    if repo.is_dir():
+        bare = git.run(repo, "rev-parse", "--is-bare-repository", check=False).stdout.strip() == "true"
+        if bare or git.toplevel(repo) == repo.resolve():
+            return repo
+    raise NotARepository(repo)
 
 
 @dataclass(frozen=True)
