@@ -261,18 +261,20 @@ class _Blobs:
         return self._cache[sha]
 
 
-def describe(repo: Path, commit: str) -> str:
+def describe(repo: Path, commit: str, declared: str | None = None) -> str:
     """``commit`` as captured_against names it: its id, its date and the nearest releases, e.g.
     ``verl 19840945451e (2025-01-24; v0.1 + 62 commits, before v0.2)``: the newest tag in the
     commit's history and the oldest tag whose history holds it. A version file in the tree is no
     guide: a fork of a commit between releases reads as the last release, or older (issue 38's
-    ``verl 0.1``)."""
+    ``verl 0.1``). Only where no tag is near is the version file (``declared``) quoted, as such."""
     date = git.run(repo, "log", "-1", "--format=%cs", commit, "--").stdout.strip()
     described = git.run(repo, "describe", "--tags", "--long", commit, check=False).stdout.strip()
     tag, count = described.rsplit("-", 2)[:2] if described.count("-") >= 2 else ("", "")
     if count == "0":
         return f"verl {commit[:12]} ({date}; {tag})"
-    near = [f"{tag} + {count} commits"] if tag else ["no release before it"]
+    near = [f"{tag} + {count} commits"] if tag else ["no release tag before it"]
     later = git.run(repo, "tag", "--contains", commit, "--sort=creatordate", check=False).stdout.split()
     near += [f"before {later[0]}"] if later else []
+    if not tag and not later and declared:
+        near.append(f"its version file says {declared}")
     return f"verl {commit[:12]} ({date}; {', '.join(near)})"

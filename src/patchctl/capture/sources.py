@@ -155,5 +155,6 @@ def open_base(spec: str, fork: Path, scratch: Path, repo: Path | None = None) ->
         return Tree(root, spec, read_version(root), listed.files, identity(root, spec, listed.files), listed.skipped)
     root = trees.materialize(found, scratch / "base")
     listed = list_files(root)
-    described = describe(found.repo, found.commit) if found.repo is not None and found.commit else None
-    return Tree(root, found.label, found.release or read_version(root), listed.files, described, listed.skipped)
+    version = found.release or read_version(root)
+    described = describe(found.repo, found.commit, version) if found.repo is not None and found.commit else None
+    return Tree(root, found.label, version, listed.files, described, listed.skipped)
