@@ -150,8 +150,8 @@ def test_a_tagged_commit_is_named_by_its_tag(tmp_path: Path, upstream: tuple[Pat
         ([], "capture: --base auto needs --repo CLONE, a git clone of upstream verl to search"),
         (
             ["--repo", "{tmp}/fork"],
-            "--repo {tmp}/fork: not a git clone (a bare repository or a work tree's top folder); pass a clone of upstream verl "
-            "(git clone https://github.com/volcengine/verl)",
+            "--repo {tmp}/fork: not a git clone (a bare repository or a work tree's top folder); "
+            "pass a clone of upstream verl (git clone https://github.com/volcengine/verl)",
         ),
     ],
 )

@@ -59,10 +59,10 @@ def test_the_added_file_is_made_where_upstream_moved_its_example_away(tmp_path: 
 
 def test_a_file_moved_under_its_own_name_is_still_a_move(tmp_path: Path) -> None:
     patches, _ = capture(tmp_path, {f"scripts/data_process/{Path(OLD).name}": OURS})
-    assert [p["kind"] for p in patches.values()][0] == "rename-file", patches
+    assert next(p["kind"] for p in patches.values()) == "rename-file", patches
 
 
 def test_a_file_renamed_and_kept_nearly_whole_is_still_a_move(tmp_path: Path) -> None:
     """11 of 12 lines kept (92%): the fork moved the example and edited a line."""
     patches, _ = capture(tmp_path, {NEW: EXAMPLE.replace("step_3 = load('gsm8k', 3)", "step_3 = load('nq', 3)")})
-    assert [p["kind"] for p in patches.values()][0] == "rename-file", patches
+    assert next(p["kind"] for p in patches.values()) == "rename-file", patches

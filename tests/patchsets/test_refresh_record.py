@@ -337,7 +337,9 @@ def test_a_recapture_keeps_a_keep_upstream_record(tmp_path: Path) -> None:
     resolve(tree, "pandas>=1.5\n")
     assert run("refresh", "--target", str(tree), "--patchset", str(ps))[0] == 0
     recorded = (ps / "resolutions.toml").read_text(encoding="utf-8")
-    code, out = run("capture", "--from", str(tmp_path / "fork"), "--base", str(tmp_path / "base"), "--all", "--out", str(ps))
+    code, out = run(
+        "capture", "--from", str(tmp_path / "fork"), "--base", str(tmp_path / "base"), "--all", "--out", str(ps)
+    )
     assert code == 0 and "kept 1 conflict resolution(s)" in out, out
     assert (ps / "resolutions.toml").read_text(encoding="utf-8") == recorded
     code, rows = outcome(versioned(tmp_path / "v2", "0.8.0", up_edit[REQS]), ps)

@@ -50,8 +50,8 @@ class NoBaseFound(PatchctlError):
 class NotARepository(PatchctlError):
     def __init__(self, repo: Path) -> None:
         super().__init__(
-            f"--repo {repo}: not a git clone (a bare repository or a work tree's top folder); pass a clone of upstream verl "
-            "(git clone https://github.com/volcengine/verl)"
+            f"--repo {repo}: not a git clone (a bare repository or a work tree's top folder); "
+            "pass a clone of upstream verl (git clone https://github.com/volcengine/verl)"
         )
 
 
@@ -102,7 +102,8 @@ class Found:
 
 def blob_id(data: bytes) -> str:
     """git's id of a blob holding ``data`` (SHA-1), as ``git hash-object`` gives it."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    # git's object id, compared with ids git computed, not a security measure
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 def fork_files(root: Path, files: Iterable[str]) -> dict[str, bytes]:

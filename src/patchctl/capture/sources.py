@@ -141,9 +141,12 @@ def open_base(spec: str, fork: Path, scratch: Path, repo: Path | None = None) ->
     """Resolve ``--base`` into a directory; a release or git ref (of ``repo``, else of FORK's
     repository) is exported under ``scratch``. A ref is named by its commit, date and nearest
     release (:func:`~patchctl.capture.base.describe`), never by the version file it holds."""
+    found: trees.TreeSpec | None
     if repo is not None:  # a clone of upstream, bare (a mirror) or not
         fix = "check `git -C REPO tag` or pass a directory or verl==X.Y.Z"
-        found = trees.release(spec) or trees.directory(spec) or trees.ref(spec, repository(repo), option="--base", fix=fix)
+        found = (
+            trees.release(spec) or trees.directory(spec) or trees.ref(spec, repository(repo), option="--base", fix=fix)
+        )
     else:
         fix = "check `git -C FORK tag` or pass a directory or verl==X.Y.Z"
         found = trees.parse(spec, repo=fork, option="--base", ref_fix=fix)

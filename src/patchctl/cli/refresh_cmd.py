@@ -39,7 +39,9 @@ def refresh_cmd(target: str, patchsets: tuple[str, ...], as_json: bool, config: 
         what = f"recorded (key {d.context[:12]})"
         if d.kept:
             where = f"verl {d.since} and later" if d.since else "trees where upstream's text there is this one"
-            what = f"kept upstream's text: recorded as keep-upstream (key {d.context[:12]}), the patch dropped on {where}"
+            what = (
+                f"kept upstream's text: recorded as keep-upstream (key {d.context[:12]}), the patch dropped on {where}"
+            )
         what += "; the file is deleted, as the patch deletes it" if d.deleted else ""
         click.echo(f"{d.patch} in {render.quote_path(d.path)}: {what}")
     kept = sum(d.kept for d in done)

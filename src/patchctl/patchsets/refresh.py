@@ -158,7 +158,9 @@ def refresh(target: Target, patchsets: list[Patchset]) -> list[Refreshed]:
     for m, resolved in todo:
         if not resolved and resolved != m.upstream and not (m.whole and kind_of(by_name, m) == "delete-file"):
             raise ConflictUnresolved(
-                m.path, m.patch, "is resolved to nothing; keep upstream's text there to drop the patch from this version on"
+                m.path,
+                m.patch,
+                "is resolved to nothing; keep upstream's text there to drop the patch from this version on",
             )
     done = []
     for m, resolved in todo:

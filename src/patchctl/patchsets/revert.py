@@ -123,7 +123,11 @@ def _revert_one(
     kind = KINDS[patch.kind]
     text = tree.read_for(patch, path)
     found = kind.check(text, patch, ctx)
-    if not recorded and found.presence is not Presence.PRESENT and replay.dropped(text, patch, ctx, tree.target.version):
+    if (
+        not recorded
+        and found.presence is not Presence.PRESENT
+        and replay.dropped(text, patch, ctx, tree.target.version)
+    ):
         return None  # the user kept upstream's text here (refresh): there is nothing of the patch to undo
 
     def result(status: Outcome, reason: str, detail: str = "") -> PatchResult:
