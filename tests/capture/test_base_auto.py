@@ -168,3 +168,16 @@ def test_base_auto_without_a_repository_is_refused_in_one_line(tmp_path: Path, a
 def test_changed_lines_counts_a_unified_diffs_minus_and_plus_lines() -> None:
     assert base.changed_lines(b"a\nb\nc\n", b"a\nB\nc\nd\n") == 3
     assert base.changed_lines(b"", b"x\ny\n") == 2
+
+
+def test_files_the_fork_lacks_do_not_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fork deleted verl's docs, as forks do. Counted, they would make the older commit (fewer
+    docs yet) look nearer; only the fork's own paths tell its age."""
+    repo = tmp_path / "docs"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    at(monkeypatch, "2025-02-01")
+    old = commit(repo, {"a.py": A, "docs/1.md": "one\n"}, "u1")
+    new = commit(repo, {"a.py": A + "a10 = 10\n", "docs/2.md": "two\n", "docs/3.md": "three\n"}, "u2")
+    found = base.find(repo, {"a.py": (A + "a10 = 10\n").encode()})
+    assert [(c.commit, c.paths) for c in found.shown] == [(new, 0), (old, 1)], found

@@ -147,7 +147,7 @@ def _compare(repo: Path, fork: dict[str, str]) -> Iterator[Candidate]:
             repo,
             "log",
             "--first-parent",
-            "--diff-merges=first-parent",  # a merge's changes too, against the line it joins
+            "-m",  # a merge's changes too: with --first-parent, against the line it joins (any git)
             "--reverse",
             "--raw",
             "--root",
