@@ -1,9 +1,10 @@
 """Trees for ``bench_forks.py``: each fork, its verl base, the verl versions, and git's 3-way side.
 
 A fork's base is found from its history (the newest verl commit it contains) or, for a fork
-committed as one snapshot, as the nearest verl commit: the commit of verl's first-parent line
-whose ``verl/`` files differ from the fork's first commit in the fewest paths (blob ids compared,
-so no file is read). Versions are verl's git tags (from the mirror) or source releases (from
+committed as one snapshot, as ``capture --base auto`` finds it (:mod:`patchctl.capture.base`):
+the verl commit whose files differ from the fork's first commit in the fewest paths, then the
+fewest lines (ties broken by the newest commit picked Search-R1's base 7 commits too new, issue
+38). Versions are verl's git tags (from the mirror) or source releases (from
 patchctl's release cache, which also holds 0.9.1, a release the mirror lacks).
 
 git's side: one scratch repository per fork holds the base and the fork as commits, so
@@ -14,13 +15,16 @@ not stop the others, as one ``git apply`` of the whole diff would).
 
 from __future__ import annotations
 
-import difflib
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
+from patchctl import git as patchctl_git
 from patchctl import releases
+from patchctl.capture import base
+from patchctl.capture.sources import list_files
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "bench",
@@ -43,11 +47,6 @@ def git(*args: str, env: dict[str, str] | None = None, check: bool = True) -> su
     )
 
 
-def blobs(gitdir: Path, rev: str) -> dict[str, str]:
-    out = git(f"--git-dir={gitdir}", "ls-tree", "-r", rev, "--", "verl").stdout
-    return {ln.split("\t", 1)[1]: ln.split()[2] for ln in out.splitlines()}
-
-
 def find_base(fork_git: Path, verl_git: Path) -> tuple[str, str]:
     """(verl commit, how it was found)."""
     known = set(git(f"--git-dir={verl_git}", "rev-list", "--all").stdout.split())
@@ -55,37 +54,11 @@ def find_base(fork_git: Path, verl_git: Path) -> tuple[str, str]:
         if rev in known:
             return rev, "history"
     first = git(f"--git-dir={fork_git}", "rev-list", "--max-parents=0", "HEAD").stdout.split()[0]
-    date = git(f"--git-dir={fork_git}", "log", "-1", "--format=%cI", first).stdout.strip()
-    mine = blobs(fork_git, first)
-    seen: list[tuple[int, int, str, dict[str, str]]] = []
-    revs = git(f"--git-dir={verl_git}", "rev-list", "--first-parent", "main", f"--before={date}", "-n", "700").stdout
-    for i, rev in enumerate(revs.split()):
-        theirs = blobs(verl_git, rev)
-        seen.append((sum(1 for p in mine.keys() | theirs.keys() if mine.get(p) != theirs.get(p)), i, rev, theirs))
-    fewest = min(d for d, _, _, _ in seen)
-    # a tie on paths is broken by the smaller line diff, then the newer commit: the newest of a
-    # tie may already hold upstream commits the fork lacks, which capture would emit as reverts
-    tied = [(line_diff(fork_git, mine, verl_git, theirs), i, rev) for d, i, rev, theirs in seen if d == fewest]
-    lines, _, rev = min(tied)
-    return rev, f"nearest ({fewest} verl/ files, {lines} lines differ; {len(tied)} tied on files)"
-
-
-def line_diff(git_a: Path, a: dict[str, str], git_b: Path, b: dict[str, str]) -> int:
-    """Lines added plus removed between two trees' differing files (blob ids to text, by difflib)."""
-
-    def text(gd: Path, blob: str | None) -> list[str]:
-        if not blob:
-            return []
-        out = subprocess.run(["git", f"--git-dir={gd}", "cat-file", "blob", blob], capture_output=True, check=True)
-        return out.stdout.decode("utf-8", "replace").splitlines()
-
-    total = 0
-    for p in a.keys() | b.keys():
-        if a.get(p) != b.get(p):
-            x, y = text(git_a, a.get(p)), text(git_b, b.get(p))
-            same = sum(n for _, _, n in difflib.SequenceMatcher(None, x, y, autojunk=False).get_matching_blocks())
-            total += len(x) + len(y) - 2 * same
-    return total
+    with tempfile.TemporaryDirectory(prefix="forks-base-") as tmp:
+        root = patchctl_git.export(fork_git, first, Path(tmp) / "fork")
+        found = base.find(verl_git, base.fork_files(root, list_files(root).files))
+    best = found.best
+    return best.commit, f"capture --base auto: {best.paths} paths, {best.lines} lines differ"
 
 
 def export(gitdir: Path, rev: str, dest: Path) -> Path:

@@ -14,6 +14,7 @@ from patchctl import fsutil
 from patchctl.drift.retire import Retired, absorbed, disagreements, record, without
 from patchctl.drift.sides import open_side, spec
 from patchctl.errors import PatchctlError
+from patchctl.patchsets import resolutions
 from patchctl.patchsets.loader import MANIFEST, load_patchset
 from patchctl.patchsets.model import Outcome, Patchset
 from patchctl.patchsets.plan import plan_apply
@@ -99,6 +100,8 @@ def _write(patchset: Patchset, out: Path, retired: list[Retired], target: str, p
         shutil.copytree(patchset.root, new, symlinks=True, ignore=shutil.ignore_patterns(".git", "__pycache__"))
         cut = without(patchset.manifest.read_text(encoding="utf-8"), {r.patch for r in retired})
         fsutil.write_into(new, MANIFEST, cut.encode("utf-8"))
+        if (new / resolutions.FILE).is_file() and not (new / resolutions.FILE).is_symlink():
+            resolutions.forget(new, {r.patch for r in retired})  # a retired patch's keep-upstream goes with it
         load_patchset(new)  # the cut manifest must still be a valid patchset
         kept = new / RECORD  # a link is no record of this patchset's: it is replaced below, unread
         earlier = json.loads(kept.read_text())["retired"] if kept.is_file() and not kept.is_symlink() else []
