@@ -129,3 +129,26 @@ def test_a_record_that_links_out_of_the_patchset_is_replaced_not_written_through
     assert not (out / "retired.json").is_symlink() and not (out / "patchset.toml").is_symlink()
     assert 'id = "log-requests"' not in (out / "patchset.toml").read_text()
     assert [r["patch"] for r in json.loads((out / "retired.json").read_text())["retired"]] == ["log-requests"]
+
+
+def test_a_damaged_record_is_refused_in_one_line_and_nothing_is_written(tmp_path: Path) -> None:
+    """A plain retired.json that is no record (cut JSON, bytes, another shape) is the user's
+    file at fault: exit 2 naming it, not an internal error, and no new patchset half-made."""
+    repo, ps, _ = setup(tmp_path)
+    record = ps / "retired.json"
+    for text in (b'{"retired": [', b"\xff\xfe not utf-8", b"[]", b'{"retired": 3}', b"[" * 100000):
+        record.write_bytes(text)
+        out = tmp_path / "new"
+        done = retire(repo, ps, "--out", str(out))
+        assert done.exit_code == 2, (text[:20], done.output)
+        assert f"{record}: not a retirement record" in done.output and len(done.output.strip().splitlines()) == 1
+        assert not out.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".new")] == []
+
+
+def test_an_earlier_record_is_kept_ahead_of_the_new_entries(tmp_path: Path) -> None:
+    repo, ps, _ = setup(tmp_path)
+    (ps / "retired.json").write_text(json.dumps({"retired": [{"patch": "older"}]}))
+    out = tmp_path / "new"
+    done = retire(repo, ps, "--out", str(out))
+    assert done.exit_code == 0, done.output
+    assert [r["patch"] for r in json.loads((out / "retired.json").read_text())["retired"]] == ["older", "log-requests"]
