@@ -208,3 +208,19 @@ def test_a_prerelease_target_is_inside_a_drop_when_that_admits_it(tmp_path: Path
     doc = json.loads(done.output)
     assert doc["disagreements"] == [] and done.exit_code == 0, done.output
     assert doc["retired"][0]["absorbed_by"]["commit"] == fix and doc["retired"][0]["release"] == "v0.2.0rc1"
+
+
+def test_a_branch_past_its_release_tag_is_bisected_up_to_the_branch(tmp_path: Path) -> None:
+    """main at verl 0.2.0 holds a fix that came after the v0.2.0 tag: the commit found is on
+    main, in no release yet (bisecting up to the tag would find the patch still needed there)."""
+    repo, ps = Repo(tmp_path / "r"), patchset(tmp_path / "ps")
+    git(repo.root, "tag", "v0.1.0")
+    repo.commit({"verl/version/version": "0.2.0\n"}, "release 0.2.0", tag="v0.2.0")
+    repo.filler(2)
+    fix = repo.commit({SERVER: NEW}, "absorb the fix after the release")
+    done = invoke(
+        "retire", "--target", "main", "--repo", str(repo.root), "--since", "v0.1.0", "--patchset", str(ps), "--json"
+    )
+    assert done.exit_code == 0, done.output
+    retired = json.loads(done.output)["retired"][0]
+    assert retired["absorbed_by"]["commit"] == fix and retired["release"] is None
