@@ -63,6 +63,7 @@ def test_metadata_that_disagrees_with_bisect_is_reported(tmp_path: Path) -> None
     problems = json.loads(done.output)["disagreements"]
     assert any("applied_upstream = '0.3.0', but bisect found it absorbed by" in p and "v0.2.0" in p for p in problems)
     assert any("drop_when = '>=0.3.0' excludes 0.2.0" in p for p in problems)
+    assert "log-requests: superseded upstream on verl 0.2.0, but drop_when = '>=0.3.0' excludes it" in problems
     assert any(p.startswith("script: drop_when = '>=0.2.0' says drop it on verl 0.2.0") for p in problems)
 
 
