@@ -204,7 +204,16 @@ def test_a_prerelease_target_is_inside_a_drop_when_that_admits_it(tmp_path: Path
     a patch retired on a release candidate is still one drop_when admits."""
     repo, ps, fix = setup(tmp_path, applied="0.2.0rc1", drop=">=0.1", release="0.2.0rc1")
     done = invoke(
-        "retire", "--target", "v0.2.0rc1", "--repo", str(repo.root), "--since", "v0.1.0", "--patchset", str(ps), "--json"
+        "retire",
+        "--target",
+        "v0.2.0rc1",
+        "--repo",
+        str(repo.root),
+        "--since",
+        "v0.1.0",
+        "--patchset",
+        str(ps),
+        "--json",
     )
     doc = json.loads(done.output)
     assert doc["disagreements"] == [] and done.exit_code == 0, done.output

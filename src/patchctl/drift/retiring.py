@@ -29,8 +29,7 @@ class OutExists(PatchctlError):
 class RecordUnreadable(PatchctlError):
     def __init__(self, path: Path, problem: str) -> None:
         super().__init__(
-            f"{path}: not a retirement record ({problem}); restore it from git, or move it away "
-            "to start a new record"
+            f"{path}: not a retirement record ({problem}); restore it from git, or move it away to start a new record"
         )
 
 
