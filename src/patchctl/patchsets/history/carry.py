@@ -22,6 +22,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from patchctl.confine import in_metadata, relative_inside
 from patchctl.drift.probe import ALWAYS, files_of
 from patchctl.errors import PatchctlError
 from patchctl.patchsets import needs
@@ -275,8 +276,8 @@ def _again(plan: Plan, target: Target, sets: list[Patchset], only: set[str] | No
 def _reanchored(patch: Patch, c: Carried) -> Patch | None:
     """The carried edit as a text hunk on the target's own lines, at the path it moved to."""
     up, mine = c.state.upstream.splitlines(keepends=True), c.state.patched.splitlines(keepends=True)
-    if up == mine:
-        return None
+    if up == mine or relative_inside(c.state.path) or in_metadata(c.state.path):
+        return None  # nothing left to place, or a path (from the repository's renames) that leaves the tree
     top = 0
     while top < min(len(up), len(mine)) and up[top] == mine[top]:
         top += 1
