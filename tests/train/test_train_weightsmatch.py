@@ -44,5 +44,5 @@ def test_the_verdict_names_the_first_sync_and_parameter_and_an_unplaced_name() -
     assert g.status is GateStatus.FAIL and g.value == 1
     assert "first: sync 2, b.weight: no engine parameter holds this name" in g.reason, g.reason
     assert weightsmatch.judge(trainer + engine[:1]).reason.startswith("1 parameter(s) differ on 1 of 2 syncs")
-    assert weightsmatch.judge(trainer + (engine[0], Sync(2, "engine", 2, 1.0, good))).status is GateStatus.PASS
+    assert weightsmatch.judge((*trainer, engine[0], Sync(2, "engine", 2, 1.0, good))).status is GateStatus.PASS
     assert weightsmatch.judge(trainer).status is GateStatus.FAIL  # sent, never loaded
