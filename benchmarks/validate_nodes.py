@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "migrate"))
 
 from sshd_harness import missing_tools, workspace
 
@@ -168,6 +169,9 @@ def main() -> int:
             verdict = f"verdict {doc.get('verdict')} {doc.get('cause', '')}"
             print(f"validate two ({name}): rc={code}, wall {secs:.1f} s, {verdict}")
             print(f"  patched-code-ran: {gate.get('status')} - {gate.get('reason')}")
+            for g in (doc.get("trained") or {}).get("gates", []):
+                if g["name"] == "weights-match":
+                    print(f"  weights-match: {g['status']} - {g['reason']}")
             for label, procs in listing.items():
                 print(f"  {label}: {len(procs)} processes")
                 for line in procs:
