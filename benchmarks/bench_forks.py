@@ -85,6 +85,17 @@ def fork_hunks(gd: Path, base: Path, fork: Path) -> dict[str, list[fh.Hunk]]:
     return {rel: hs for rel, hs in out.items() if hs}
 
 
+def self_check(name: str, hunks: dict[str, list[fh.Hunk]], base: Path, fork: Path) -> None:
+    """The judge judged: on the base, the fork's own files hold every hunk, the base's none."""
+    for rel, hs in hunks.items():
+        b, f = fs.read(base / rel) or "", fs.read(fork / rel) or ""
+        placed = fh.judge(hs, b, f, b, f).placed
+        unplaced = fh.judge(hs, b, f, b, b).placed
+        wrong = [h.key for h in hs if not placed[h]] + [h.key for h in hs if unplaced[h]]
+        if wrong:
+            sys.exit(f"{name}: the hunk test misjudges the fork or its base at {', '.join(wrong[:5])}")
+
+
 def outcomes(ps: Patchset, tree: Path, label: str) -> dict[str, PatchResult]:
     return {r.patch: r for r in plan_apply(open_tree(tree, label), [ps]).results}
 
@@ -341,6 +352,7 @@ def run_fork(
     links += cross_links(name, ps)
     gd = fs.scratch_repo(base, fork, w)
     hunks = fork_hunks(gd, base, fork)
+    self_check(name, hunks, base, fork)
     rows = [one_version(name, ps, (base, fork), hunks, "base", base, gd, w, log, [])]
     rows += [
         one_version(name, ps, (base, fork), hunks, v, fs.version_tree(v, verl_git, work), gd, w, log, spots)
