@@ -20,8 +20,6 @@ PACKAGES = {
     "ssh-keygen": "openssh-client",
     "sshd": "openssh-server",
     "fio": "fio",
-    "sbatch": "slurm-wlm",
-    "munged": "munge",
 }
 
 

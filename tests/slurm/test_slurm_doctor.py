@@ -11,10 +11,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "doctor"))
 
-import corpus_score  # noqa: E402 - importable once sys.path has the doctor tests' folder
-from excerpts import EXCERPTS  # noqa: E402 - as above
+import corpus_score
+from excerpts import EXCERPTS
 
-from patchctl.doctor import diagnose, load_signatures  # noqa: E402 - as above
+from patchctl.doctor import diagnose, load_signatures
 
 SIGNATURES = load_signatures()
 

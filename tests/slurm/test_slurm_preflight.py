@@ -3,7 +3,7 @@ for the verdicts; the last test has a real job fail its preflight before Ray sta
 
 from __future__ import annotations
 
-from patchctl.slurm.preflight import Seen, cgroup, cpus, cuda_visible, ray_cpus
+from patchctl.slurm.preflight import Seen, cgroup, cpus, cuda_visible, ray_cpus, rows
 
 JOB = {"SLURM_CPUS_PER_TASK": "4", "SLURM_JOB_ID": "7"}
 
@@ -51,3 +51,18 @@ def test_cuda_visible_devices_is_slurm_s_to_set() -> None:
     unset = cuda_visible(1, {}, Seen(JOB, allowed=4, machine=64))
     assert unset.status == "fail" and "CUDA_VISIBLE_DEVICES=None" in unset.value
     assert cuda_visible(0, {}, Seen(JOB, allowed=4, machine=64)).status == "pass"
+
+
+def test_only_the_num_cpus_keys_count_as_the_trainer_s_cpus() -> None:
+    seen = Seen(JOB, allowed=4, machine=64)
+    assert cpus(None, ("trainer.total_training_steps=600", "data.train_batch_size=256"), seen).status == "pass"
+
+
+def test_the_job_runs_the_three_checks_in_order() -> None:
+    seen = Seen({**JOB, "CUDA_VISIBLE_DEVICES": "0"}, allowed=4, machine=8)
+    got = rows(None, (), 1, {}, seen)
+    assert [(r.check, r.status) for r in got] == [
+        ("slurm-cpus", "pass"),
+        ("slurm-cgroup", "pass"),
+        ("slurm-cuda-visible", "pass"),
+    ]
