@@ -9,6 +9,13 @@ version finder and signature table. Figures:
   back while they were written, on the blind ones collected after the patterns were frozen, and on
   issue 37's held-out half ("unseen": split off before its signatures were written)
   (``tests/doctor/corpus``, scored by ``tests/doctor/corpus_score.py``);
+- the fault-injection set (``benchmarks/doctor_faults.py``, issue 37 req. 6), made once by this
+  branch and scored by both columns: hangs planted in a rank and really run and stopped, a real NCCL
+  hang's flight recorder dumps, a host of three with another package version, NCCL over sockets, an
+  Xid, another driver or slower steps, a real tiny GRPO run whose reward function returns 0, the
+  validation's sabotaged reports; each with a control that has no fault. Per category: top-1
+  accuracy (the first finding is the expected one; a control's is none), wrong (a finding that is
+  not the expected one, or any on a control), none (a fault with no finding); ms per case;
 - ms/log: the median time to diagnose one corpus entry (N rounds over the corpus);
 - a 55 MB log (our vLLM run's log repeated, ending in a KV-cache error) read through ``open_log``:
   wall time (median of N) and peak Python memory (tracemalloc, a separate pass);
@@ -47,6 +54,8 @@ sys.path.insert(0, str(ROOT / "tests" / "doctor"))
 
 import backtrack  # noqa: E402 - found through the sys.path entry above
 import corpus_score  # noqa: E402 - as above
+
+import doctor_faults  # noqa: E402 - beside this file
 
 BIG_MB = 55
 #: the log without newlines, in MB
@@ -108,15 +117,16 @@ def slowest_regex(signatures: list[Any]) -> dict[str, Any]:
     return best
 
 
-def measure(big: Path, long_line: Path, rounds: int) -> dict[str, Any]:
+def measure(big: Path, long_line: Path, rounds: int, faults: Path) -> dict[str, Any]:
     from patchctl.doctor import diagnose, load_signatures, open_log
 
     signatures = load_signatures()
+    out_faults = doctor_faults.score(json.loads(faults.read_text(encoding="utf-8")), signatures)
 
     def fn(lines: Any) -> Any:
         return diagnose(lines, signatures)
 
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"faults": out_faults}
     entries = corpus_score.load()
     for split in SPLITS:
         out[split] = corpus_score.summary(corpus_score.score([e for e in entries if e.split == split], fn))
@@ -186,9 +196,10 @@ def tree_of(ref: str, into: Path) -> Path:
     return into / "src"
 
 
-def column(src: Path, big: Path, long_line: Path, rounds: int) -> dict[str, Any]:
+def column(src: Path, big: Path, long_line: Path, rounds: int, faults: Path) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(src)}
-    cmd = [sys.executable, __file__, "--measure", str(src), str(big), str(long_line), "--rounds", str(rounds)]
+    cmd = [sys.executable, __file__, "--measure", str(src), str(big), str(long_line), str(faults)]
+    cmd += ["--rounds", str(rounds)]
     got = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     result: dict[str, Any] = json.loads(got.stdout)
     return result
@@ -203,21 +214,28 @@ def main() -> int:
     ap.add_argument("--base", default="main", help="the git ref whose doctor is the baseline")
     ap.add_argument("--base-src", type=Path, help="the src directory of the baseline's tree, instead of --base")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--measure", nargs=3, metavar=("SRC", "BIG", "LINE"), help=argparse.SUPPRESS)
+    ap.add_argument("--measure", nargs=4, metavar=("SRC", "BIG", "LINE", "FAULTS"), help=argparse.SUPPRESS)
+    ap.add_argument("--build-faults", metavar="DIR", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure:  # a child: one column
-        src, big, long_line = args.measure
+        src, big, long_line, faults = args.measure
         sys.path.insert(0, src)
-        print(json.dumps(measure(Path(big), Path(long_line), args.rounds)))
+        print(json.dumps(measure(Path(big), Path(long_line), args.rounds, Path(faults))))
+        return 0
+    if args.build_faults:  # a child with this branch's src: the fault-injection set, made once for both columns
+        sys.path.insert(0, str(ROOT / "src"))
+        print(json.dumps(doctor_faults.build(Path(args.build_faults))))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         big = big_log(Path(tmp) / "train.log")
         long_line = one_line_log(Path(tmp) / "dump.log")
         base = args.base_src.resolve() if args.base_src else tree_of(args.base, Path(tmp) / "base")
+        faults = build_faults(Path(tmp) / "faults")
         cols = {
-            f"previous ({args.base_src or args.base})": column(base, big, long_line, args.rounds),
-            "this branch": column(ROOT / "src", big, long_line, args.rounds),
+            f"previous ({args.base_src or args.base})": column(base, big, long_line, args.rounds, faults),
+            "this branch": column(ROOT / "src", big, long_line, args.rounds, faults),
         }
+        cases = json.loads(faults.read_text(encoding="utf-8"))
         size = big.stat().st_size / MB
     entries = corpus_score.load()
     n = {split: sum(1 for e in entries if e.split == split) for split in SPLITS}
@@ -231,6 +249,15 @@ def main() -> int:
         for split in SPLITS
         for k in ("coverage", "precision", "correct", "partial", "none", "wrong")
     ]
+    categories = [*list(dict.fromkeys(c["category"] for c in cases)), "all"]
+    n_cases = {k: sum(1 for c in cases if k in (c["category"], "all")) for k in categories}
+    for k in categories:
+        rows += [
+            (f"faults, {k} ({n_cases[k]}): top-1", lambda c, k=k: _fault(c, k, "top1")),
+            (f"faults, {k}: wrong", lambda c, k=k: _fault(c, k, "wrong")),
+            (f"faults, {k}: none", lambda c, k=k: _fault(c, k, "none")),
+        ]
+    rows += [("faults: ms per case", lambda c: _fault(c, "all", "ms_per_case"))]
     rows += [
         ("ms per log", lambda c: f"{c['ms_per_log']:.2f}"),
         (f"{size:.0f} MB log: seconds", lambda c: f"{c['big_s']:.2f}"),
@@ -253,7 +280,29 @@ def main() -> int:
     print(f"{'':<{width}}  " + "  ".join(f"{name:>30}" for name in cols))
     for label, cell in rows:
         print(f"{label:<{width}}  " + "  ".join(f"{cell(c):>30}" for c in cols.values()))
+    for name, c in cols.items():  # each fault the column got wrong or missed, by name
+        for miss in c["faults"].get("all", {}).get("misses", []):
+            print(f"{name}: missed {miss}")
     return 0
+
+
+def build_faults(into: Path) -> Path:
+    """The fault-injection set, made by this branch (its hang capture and jobs), as a JSON file."""
+    into.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    got = subprocess.run(
+        [sys.executable, __file__, "--build-faults", str(into)], check=True, capture_output=True, text=True, env=env
+    )
+    path = into / "cases.json"
+    path.write_text(got.stdout, encoding="utf-8")
+    return path
+
+
+def _fault(c: dict[str, Any], category: str, key: str) -> str:
+    row = c["faults"].get(category)
+    if row is None:
+        return "-"
+    return f"{row[key]:.2f}" if key == "ms_per_case" else _fmt(row[key])
 
 
 def _fmt(v: float) -> str:

@@ -1,9 +1,10 @@
 """Trees for ``bench_forks.py``: each fork, its verl base, the verl versions, and git's 3-way side.
 
 A fork's base is found from its history (the newest verl commit it contains) or, for a fork
-committed as one snapshot, as the nearest verl commit: the commit of verl's first-parent line
-whose ``verl/`` files differ from the fork's first commit in the fewest paths (blob ids compared,
-so no file is read). Versions are verl's git tags (from the mirror) or source releases (from
+committed as one snapshot, as ``capture --base auto`` finds it (:mod:`patchctl.capture.base`):
+the verl commit whose files differ from the fork's first commit in the fewest paths, then the
+fewest lines (ties broken by the newest commit picked Search-R1's base 7 commits too new, issue
+38). Versions are verl's git tags (from the mirror) or source releases (from
 patchctl's release cache, which also holds 0.9.1, a release the mirror lacks).
 
 git's side: one scratch repository per fork holds the base and the fork as commits, so
@@ -17,9 +18,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
+from patchctl import git as patchctl_git
 from patchctl import releases
+from patchctl.capture import base
+from patchctl.capture.sources import list_files
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "bench",
@@ -42,11 +47,6 @@ def git(*args: str, env: dict[str, str] | None = None, check: bool = True) -> su
     )
 
 
-def blobs(gitdir: Path, rev: str) -> dict[str, str]:
-    out = git(f"--git-dir={gitdir}", "ls-tree", "-r", rev, "--", "verl").stdout
-    return {ln.split("\t", 1)[1]: ln.split()[2] for ln in out.splitlines()}
-
-
 def find_base(fork_git: Path, verl_git: Path) -> tuple[str, str]:
     """(verl commit, how it was found)."""
     known = set(git(f"--git-dir={verl_git}", "rev-list", "--all").stdout.split())
@@ -54,16 +54,11 @@ def find_base(fork_git: Path, verl_git: Path) -> tuple[str, str]:
         if rev in known:
             return rev, "history"
     first = git(f"--git-dir={fork_git}", "rev-list", "--max-parents=0", "HEAD").stdout.split()[0]
-    date = git(f"--git-dir={fork_git}", "log", "-1", "--format=%cI", first).stdout.strip()
-    mine = blobs(fork_git, first)
-    best: tuple[int, int, str] | None = None
-    revs = git(f"--git-dir={verl_git}", "rev-list", "--first-parent", "main", f"--before={date}", "-n", "700").stdout
-    for i, rev in enumerate(revs.split()):
-        theirs = blobs(verl_git, rev)
-        d = sum(1 for p in mine.keys() | theirs.keys() if mine.get(p) != theirs.get(p))
-        best = min(best or (d, i, rev), (d, i, rev))
-    assert best is not None
-    return best[2], f"nearest ({best[0]} verl/ files differ)"
+    with tempfile.TemporaryDirectory(prefix="forks-base-") as tmp:
+        root = patchctl_git.export(fork_git, first, Path(tmp) / "fork")
+        found = base.find(verl_git, base.fork_files(root, list_files(root).files))
+    best = found.best
+    return best.commit, f"capture --base auto: {best.paths} paths, {best.lines} lines differ"
 
 
 def export(gitdir: Path, rev: str, dest: Path) -> Path:
@@ -74,6 +69,14 @@ def export(gitdir: Path, rev: str, dest: Path) -> Path:
         archive = subprocess.run(["git", f"--git-dir={gitdir}", "archive", rev], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
         tmp.rename(dest)
+    return dest
+
+
+def clone(gitdir: Path, dest: Path) -> Path:
+    """A checkout of the bare mirror for ``matrix --repo`` (objects shared, no work tree written)."""
+    if not (dest / ".git").is_dir():
+        shutil.rmtree(dest, ignore_errors=True)
+        git("clone", "-q", "--shared", "--no-checkout", str(gitdir), str(dest))
     return dest
 
 
@@ -107,12 +110,13 @@ def read(path: Path) -> str | None:
     return path.read_bytes().decode("utf-8", "surrogateescape") if path.is_file() else None
 
 
-def git_three_way(gd: Path, version: Path, dest: Path) -> tuple[dict[str, str | None], int, int]:
+def git_three_way(gd: Path, version: Path, dest: Path) -> tuple[dict[str, str | None], dict[str, str | None], int, int]:
     """``git apply -3`` of the fork's diff on a copy of ``version``, file by file.
 
     Returns, per file the fork changed, the text git left (conflict regions resolved to
     upstream's side, so what git merged cleanly elsewhere in the file still counts; None: no
-    file), and the count of hunks git merged cleanly and with conflicts."""
+    file), the text as git wrote it (markers and all), and the count of hunks git merged
+    cleanly and with conflicts."""
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(version, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     env = {"GIT_DIR": str(gd), "GIT_WORK_TREE": str(dest), "GIT_INDEX_FILE": str(dest) + ".index"}
@@ -120,6 +124,7 @@ def git_three_way(gd: Path, version: Path, dest: Path) -> tuple[dict[str, str | 
     git("add", "-A", "-f", ".", env=env)
     names = git("diff", "--name-only", "--no-renames", "base", "fork", env={"GIT_DIR": str(gd)}).stdout.splitlines()
     out: dict[str, str | None] = {}
+    raw: dict[str, str | None] = {}
     clean = conflicted = 0
     for rel in names:
         # bytes, not text: text mode would turn a CRLF file's diff into one that no longer applies
@@ -144,7 +149,8 @@ def git_three_way(gd: Path, version: Path, dest: Path) -> tuple[dict[str, str | 
         conflicted += marks
         clean += max(hunks - marks, 0) if placed else 0
         out[rel] = ours(text) if marks and text is not None else text
-    return out, clean, conflicted
+        raw[rel] = text
+    return out, raw, clean, conflicted
 
 
 def ours(text: str) -> str:

@@ -13,6 +13,9 @@ by hand):
 | healthy-v05 (x N) | ``--tree-hf`` as prepared, the smoke profile (HF rollout) | none: PASS |
 | sync-off | patchset: vLLM's worker loads no weight bucket (+ free_cache_engine=False) | weights-synced |
 | temp-ignored | patchset: vLLM samples at 0.25 whatever the config says | rollout-agrees |
+| weights-partial | patchset: vLLM's worker loads only the first half of each weight bucket | weights-match |
+| weights-some | patchset: vLLM's worker loads on odd syncs only | weights-match |
+| weights-names | patchset: layer 0's and layer 1's weights load under each other's names | weights-match |
 | adv-sign | patchset: GRPO's advantage negated | learning |
 | opt-skip | patchset: the optimizer step skipped | update-applied |
 | lr-zero | setting: actor lr 0 | update-applied |
@@ -71,6 +74,10 @@ class SetUp:
 SABOTAGES = (
     SetUp("sync-off", "weights-synced", ("sync-off",), ("actor_rollout_ref.rollout.free_cache_engine=False",)),
     SetUp("temp-ignored", "rollout-agrees", ("temp-ignored",)),
+    # issue 40: the faults weights-synced caught only at the run's worst step; weights-match is exact
+    SetUp("weights-partial", "weights-match", ("weights-partial",)),
+    SetUp("weights-some", "weights-match", ("weights-some",)),
+    SetUp("weights-names", "weights-match", ("weights-names",)),
     SetUp("adv-sign", "learning", ("adv-sign",)),
     SetUp("opt-skip", "update-applied", ("opt-skip",)),
     SetUp("lr-zero", "update-applied", (), ("actor_rollout_ref.actor.optim.lr=0",)),

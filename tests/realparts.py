@@ -20,6 +20,8 @@ PACKAGES = {
     "ssh-keygen": "openssh-client",
     "sshd": "openssh-server",
     "fio": "fio",
+    "sbatch": "slurm-wlm",
+    "munged": "munge",
 }
 
 

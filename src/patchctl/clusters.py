@@ -37,6 +37,8 @@ from patchctl.cluster_nodes import check_entry, node_settings
 from patchctl.errors import ManifestError, NoClusterConfig, UnknownCluster
 from patchctl.errors.usage import ConfigProblems
 from patchctl.schema import Field, check, check_text
+from patchctl.slurm import settings as slurm_settings
+from patchctl.slurm.settings import SlurmSettings
 from patchctl.validate.checks import settings as health_settings
 
 PROFILES = ("standard", "fast-load")
@@ -60,6 +62,11 @@ CLUSTER_SCHEMA = {
     "ifname": Field(str, False, 'the network interface NCCL and Gloo use, e.g. "eth0"'),
     "preflight_skip": Field(list, False, 'verify --env checks validate leaves out, e.g. ["vllm"]', item=str),
     "health": Field(dict, False, "validate's health-check bars, e.g. { storage_bytes = 1073741824 }"),
+}
+#: a ``scheduler = "slurm"`` cluster's keys: no hosts (the job's nodes), the job's own keys
+SLURM_CLUSTER_SCHEMA = {
+    **{k: v for k, v in CLUSTER_SCHEMA.items() if k not in ("hosts", "gpus")},
+    **slurm_settings.SLURM_SCHEMA,
 }
 HOST_SCHEMA = {
     "ssh": Field(str, True, 'an ssh destination such as "node1" or "user@host"'),
@@ -114,6 +121,8 @@ class Cluster:
     preflight_skip: tuple[str, ...] = ()
     #: validate's health-check bars and bounds ([clusters.NAME.health], validate/checks/settings.py)
     health: health_settings.Settings = field(default_factory=health_settings.Settings)
+    #: ``scheduler = "slurm"``: the job's settings; the one host is then the login node
+    slurm: SlurmSettings | None = None
 
 
 def find_config(config: Path | None) -> Path | None:
@@ -141,6 +150,8 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
     if not isinstance(raw, dict):
         raise ManifestError(file, prefix[:-1], "expected a table", f"write [clusters.{name}] with hosts and root")
     check_text(raw, file=file, key=prefix[:-1])  # every host name, root and path, before anything uses them
+    if "scheduler" in raw:
+        return _slurm_cluster(name, raw, file)
     found: list[ManifestError] = []
     check(raw, CLUSTER_SCHEMA, file=file, prefix=prefix, problems=found)
     config_file.raise_all(file, found)  # every bad key of the table at once
@@ -201,6 +212,56 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
         raw.get("python", "python3"),
         tuple(raw.get("preflight_skip", ())),
         health_settings.load(raw.get("health", {}), file, prefix + "health."),
+    )
+
+
+def _slurm_cluster(name: str, raw: dict[str, Any], file: Path) -> Cluster:
+    """A ``scheduler = "slurm"`` cluster: its one host is the login node, where migrate sends the
+    tree and every Slurm command runs; the compute nodes come from the job (patchctl.slurm)."""
+    prefix = f"clusters.{name}."
+    found: list[ManifestError] = [
+        ManifestError(
+            file,
+            prefix + key,
+            'conflicts with scheduler = "slurm"',
+            "remove it: the nodes come from the job (nodes, gpus_per_node)",
+        )
+        for key in ("hosts", "gpus")
+        if key in raw
+    ]
+    rest = {k: v for k, v in raw.items() if k not in ("hosts", "gpus")}
+    check(rest, SLURM_CLUSTER_SCHEMA, file=file, prefix=prefix, problems=found)
+    config_file.raise_all(file, found)
+    root: str = raw["root"]
+    _check_root(root, file, prefix + "root", "/shared/verl_Uky")
+    job = slurm_settings.load(raw, file, prefix, root)
+    for key in ("paths", "env"):
+        for k, v in raw.get(key, {}).items():
+            check_entry(file, f"{prefix}{key}.", k, v, variable=key == "env")
+    for key in ("max_delete", "bwlimit", "timeout"):
+        if key in raw and raw[key] < (1 if key == "timeout" else 0):
+            raise ManifestError(file, prefix + key, f"{raw[key]} is out of range", "write 0 or more")
+    settings = node_settings({k: raw[k] for k in ("ifname", "ray_port") if k in raw}, {}, file, prefix, prefix)
+    login = Host(job.login, job.node_root(root, "login"), **settings)
+    ssh_config = raw.get("ssh_config")
+    return Cluster(
+        name,
+        (login,),
+        root,
+        file,
+        (file.parent / Path(ssh_config).expanduser()) if ssh_config else None,
+        dict(raw.get("paths", {})),
+        raw.get("profile", "standard"),
+        tuple(raw.get("include", ())),
+        tuple(raw.get("exclude", ())),
+        raw.get("max_delete", 100),
+        dict(raw.get("env", {})),
+        raw.get("bwlimit", 0),
+        raw.get("timeout", 60),
+        raw.get("python", "python3"),
+        tuple(raw.get("preflight_skip", ())),
+        health_settings.load(raw.get("health", {}), file, prefix + "health."),
+        job,
     )
 
 

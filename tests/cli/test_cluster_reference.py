@@ -11,9 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from patchctl import config
-from patchctl.cli.cluster_keys import CLUSTER_KEYS, HOST_KEYS
+from patchctl.cli.cluster_keys import CLUSTER_KEYS, HOST_KEYS, SLURM_KEYS
 from patchctl.cli.main import cli
 from patchctl.clusters import CLUSTER_SCHEMA, HOST_SCHEMA, load_clusters
+from patchctl.slurm.settings import SLURM_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "docs" / "patchctl.toml"
@@ -31,12 +32,14 @@ def readme_table() -> dict[str, set[str]]:
 def test_every_key_is_described_for_help() -> None:
     assert set(CLUSTER_KEYS) == set(CLUSTER_SCHEMA)
     assert set(HOST_KEYS) == set(HOST_SCHEMA)
+    assert set(SLURM_KEYS) == set(SLURM_SCHEMA)
 
 
 def test_every_key_is_in_the_readme_at_its_level() -> None:
     table = readme_table()
     assert {k for k, where in table.items() if "cluster" in where} == set(CLUSTER_SCHEMA)
     assert {k for k, where in table.items() if "host" in where} == set(HOST_SCHEMA)
+    assert {k for k, where in table.items() if "slurm" in where} == set(SLURM_SCHEMA)
 
 
 @pytest.mark.parametrize("command", [["migrate"], ["validate"], ["verify"]])
@@ -44,6 +47,8 @@ def test_every_key_is_in_help(command: list[str]) -> None:
     out = CliRunner().invoke(cli, [*command, "--help"]).output
     keys = out.split("Cluster config:", 1)[1]
     cluster_part, host_part = keys.split("A host written as a table", 1)
+    host_part, slurm_part = host_part.split("A Slurm cluster", 1)
+    assert set(re.findall(r"^    (\w+) ", slurm_part, re.M)) == set(SLURM_SCHEMA)
     assert set(re.findall(r"^    (\w+) ", cluster_part, re.M)) == set(CLUSTER_SCHEMA)
     assert set(re.findall(r"^    (\w+) ", host_part, re.M)) == set(HOST_SCHEMA)
     assert max(len(line) for line in keys.splitlines()) <= 80
@@ -56,6 +61,9 @@ def test_the_example_loads_with_every_key() -> None:
     assert [h.ssh for h in gpu.hosts] == ["node1", "user@10.0.0.12", "gpu3"]
     assert gpu.hosts[2].address == "10.0.0.13" and gpu.hosts[2].gpus == 4 and gpu.hosts[2].ifname == "ib0"
     assert gpu.hosts[0].gpus == 8 and gpu.hosts[0].ray_port == 6379 and gpu.preflight_skip == ("vllm",)
+    hpc = load_clusters(EXAMPLE)["hpc"]
+    assert hpc.slurm is not None and hpc.slurm.nodes == 2 and hpc.hosts[0].ssh == "me@login1.hpc.example.org"
+    assert set(SLURM_SCHEMA) - set(loaded.clusters["hpc"]) == {"gres"}  # gres instead of gpus_per_node
     raw = loaded.clusters["gpu"]
     assert set(raw) == set(CLUSTER_SCHEMA)
     assert set().union(*(h for h in raw["hosts"] if isinstance(h, dict))) == set(HOST_SCHEMA)

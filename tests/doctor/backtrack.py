@@ -506,15 +506,26 @@ def doctor_regexes(signatures: list[Any]) -> list[tuple[str, re.Pattern[str]]]:
     compiled pattern of the doctor modules (the warning and process markers, the version finder).
     Imported here, not at the top, so that the benchmark's child process imports the doctor of the
     tree it measures."""
+    import importlib
+
     from patchctl.doctor import compare, logfile, matcher, scan, versions
     from patchctl.doctor import signatures as table
+
+    # the run directory's modules (issue 37), where the measured tree has them (an older one's
+    # benchmark column does not)
+    extra = []
+    for name in ("stacks", "flight", "rundir", "nodes"):
+        try:
+            extra.append(importlib.import_module(f"patchctl.doctor.{name}"))
+        except ImportError:
+            continue
 
     out: dict[tuple[str, int], tuple[str, re.Pattern[str]]] = {}
     for s in signatures:
         for kind in ("patterns", "confirm", "unless"):
             for p in getattr(s, kind):
                 out.setdefault((p.pattern, p.flags), (f"{s.id}.{kind}", p))
-    for module in (scan, versions, matcher, logfile, table, compare):
+    for module in (scan, versions, matcher, logfile, table, compare, *extra):
         for name, value in vars(module).items():
             if isinstance(value, re.Pattern):
                 out.setdefault((value.pattern, value.flags), (f"{module.__name__.rsplit('.', 1)[1]}.{name}", value))

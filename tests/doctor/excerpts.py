@@ -89,6 +89,20 @@ OSError: [Errno 24] Too many open files: '/tmp/ray/session_2025-12-21_09-00-00_0
     from transformers import (
 ImportError: cannot import name 'AutoModelForVision2Seq' from 'transformers' (/opt/torch/.venv/lib/python3.12/site-packages/transformers/__init__.py)
 """,
+    "slurm-time-limit": """\
+step:212 - critic/score/mean:np.float64(0.3871) - actor/pg_loss:-2.1200 - timing_s/step:0.500
+slurmstepd-n2: error: *** STEP 2.1 ON n2 CANCELLED AT 2026-11-28T17:03:08 DUE TO TIME LIMIT ***
+slurmstepd-n1: error: *** JOB 2 ON n1 CANCELLED AT 2026-11-28T17:03:08 DUE TO TIME LIMIT ***
+srun: Job step aborted: Waiting up to 4 seconds for job step to finish.
+srun: error: n2: task 0: Exited with exit code 143
+""",
+    "slurm-node-failure": """\
+step:37 - critic/score/mean:np.float64(0.1493) - actor/pg_loss:-0.3700 - timing_s/step:0.500
+srun: error: Node failure on n2
+slurmstepd-n1: error: *** JOB 4 ON n1 CANCELLED AT 2026-11-28T17:04:16 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***
+srun: Job step aborted: Waiting up to 4 seconds for job step to finish.
+srun: error: Timed out waiting for job step to complete
+""",
 }
 
 #: a healthy run's output, which must match nothing

@@ -33,6 +33,8 @@ COMMANDS = (
     "df",
     "grep",
     "nc",
+    "sacct",
+    "sinfo",
 )
 
 

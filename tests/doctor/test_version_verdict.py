@@ -47,8 +47,22 @@ def test_tensordict_built_for_an_older_torch_names_the_tensordict_to_install():
     lines = [*ENTRIES["013-tensordict-forkingpickler-torch26"].lines, "tensordict==0.6.2", "torch==2.7.0"]
     assert _top(lines).verdict == (
         "tensordict 0.6.2 was built for torch 2.5; torch 2.7.0 is installed: "
-        "install tensordict 0.8.x (built for torch 2.7)"
+        "install tensordict >=0.8 (its wheels declare no torch bound)"
     )
+
+
+def test_tensordict_for_a_torch_in_the_table_is_the_release_built_with_it():
+    lines = [*ENTRIES["013-tensordict-forkingpickler-torch26"].lines, "tensordict==0.5.1", "torch==2.6.0"]
+    assert _top(lines).verdict == (
+        "tensordict 0.5.1 was built for torch 2.4; torch 2.6.0 is installed: "
+        "install tensordict 0.7.x (built for torch 2.6)"
+    )
+
+
+def test_no_claim_about_a_tensordict_whose_wheels_declare_no_torch_bound():
+    """tensordict 0.8's wheels require a bare ``torch``: nothing published says which torch it wants."""
+    lines = [*ENTRIES["013-tensordict-forkingpickler-torch26"].lines, "tensordict==0.8.3", "torch==2.5.1"]
+    assert "0.8.3 was built" not in _top(lines).verdict
 
 
 def test_an_import_error_names_the_importing_package_from_the_traceback():
@@ -64,6 +78,13 @@ def test_a_missing_triton_name_points_at_the_triton_torch_pins():
         "the installed triton_kernels has no SparseMatrix: torch 2.8.0 pins triton 3.4.0; "
         "install triton==3.4.0 and the triton_kernels of that release"
     )
+
+
+def test_the_triton_pin_is_the_torch_releases_own_not_its_minors():
+    """torch 2.7.0 pins triton 3.3.0 and 2.7.1 pins 3.3.1 (their wheels' Requires-Dist)."""
+    for torch, triton in (("2.7.0", "3.3.0"), ("2.7.1", "3.3.1"), ("2.3.0", "2.3.0")):
+        lines = [*ENTRIES["031-vllm-triton-kernels-import"].lines, f"torch=={torch}"]
+        assert f"torch {torch} pins triton {triton};" in _top(lines).verdict
 
 
 def test_doctor_prints_the_pair_and_puts_it_in_json(tmp_path):

@@ -98,7 +98,10 @@ def test_a_function_moved_to_another_file(tmp_path: Path) -> None:
     repo.commit({SERVER: "from verl.serving import start\n", "verl/serving.py": OLD}, "move start", tag="b")
     doc = patch_doc(drift(repo, ps, "--json").output, "log-requests")
     assert "moved: start -> verl/serving.py:start" in doc["flags"]
-    assert doc["outcome"]["to"]["status"] == "not-applicable"
+    # with --repo the edit is carried along the move (issue 38 req 4), where it lands applied
+    to = doc["outcome"]["to"]
+    assert (to["status"], to["path"]) == ("applied", "verl/serving.py")
+    assert "verl/server.py:start moved to verl/serving.py:start in " in to["reason"]
 
 
 def test_a_renamed_file_is_flagged(tmp_path: Path) -> None:
@@ -107,7 +110,9 @@ def test_a_renamed_file_is_flagged(tmp_path: Path) -> None:
     repo.commit({}, "rename the server", tag="b")
     doc = patch_doc(drift(repo, ps, "--json").output, "log-requests")
     assert "file renamed: verl/server.py -> verl/async_server.py" in doc["flags"]
-    assert "outcome: applied -> not-applicable" in doc["flags"]
+    # with --repo the edit follows the rename (issue 38 req 4): the outcome stays applied, in the new file
+    assert doc["outcome"]["to"]["status"] == "applied"
+    assert doc["outcome"]["to"]["path"] == "verl/async_server.py"
 
 
 def test_files_beside_an_added_file(tmp_path: Path) -> None:

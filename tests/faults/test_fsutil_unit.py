@@ -101,3 +101,25 @@ def test_sha256_of_a_file_read_in_chunks_is_that_of_its_bytes(tmp_path: Path) ->
     data = os.urandom((1 << 20) * 2 + 123)
     (tmp_path / "big").write_bytes(data)
     assert fsutil.sha256_file(tmp_path / "big") == fsutil.sha256_bytes(data)
+
+
+def test_an_interrupt_while_a_new_file_is_flushed_is_raised_as_itself(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C lands where a big write blocks, in fsync: the KeyboardInterrupt itself reaches the
+    CLI (exit 130, "interrupted"), the tree is as it was and no temp file is left. Only an
+    OSError, which names no file, gets the temp file's name for the message."""
+    before = snapshot(tree)
+
+    real = os.fsync
+
+    def interrupted(fd: int) -> None:  # the new file's, not the journal's
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(tree / "pkg")):
+            raise KeyboardInterrupt
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_all(tree, [FileChange("pkg/a.py", b"b\n")])
+    monkeypatch.undo()
+    assert snapshot(tree) == before

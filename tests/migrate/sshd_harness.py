@@ -105,8 +105,10 @@ class SshHost:
 
 
 class LoopbackCluster:
-    def __init__(self, base: Path, count: int) -> None:
+    def __init__(self, base: Path, count: int, env: dict[str, str] | None = None, first: int = 2) -> None:
         self.base = base
+        #: variables every session on every host gets (a login node's SLURM_CONF, as its /etc would give)
+        self.env = dict(env or {})
         self.user = pwd.getpwuid(os.getuid()).pw_name
         self.key = base / "id_ed25519"
         self.known_hosts = base / "known_hosts"
@@ -119,7 +121,7 @@ class LoopbackCluster:
         os.chmod(base / "authorized_keys", 0o600)
         self.hosts: list[SshHost] = []
         for i in range(count):
-            address = f"127.0.0.{i + 2}"
+            address = f"127.0.0.{i + first}"
             home = base / f"node{i + 1}"
             home.mkdir(exist_ok=True)
             self._keygen(home / "ssh_host_ed25519_key")
@@ -162,7 +164,7 @@ class LoopbackCluster:
                     "LogLevel ERROR",
                     # each node has a home of its own, as separate machines do; it also keeps the account's
                     # real ~/.bashrc (pyenv init, whose rehash lock a killed login leaves behind) out of it
-                    f"SetEnv HOME={h.home}",
+                    f"SetEnv HOME={h.home}" + "".join(f" {k}={v}" for k, v in self.env.items()),
                     "",
                 ]
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 from pathlib import Path
@@ -106,3 +107,14 @@ def test_ssh_options_never_prompt_and_use_the_cluster_config(tmp_path: Path) -> 
     argv = ssh.python_argv(c, HOST, "aGVsbG8=")
     assert argv[-7:-1] == ["--", "node1", "python3", "-I", "-S", "-c"]
     assert "'" not in argv[-1].strip("'")  # one quoted word, no quotes inside for any shell to trip on
+
+
+def test_progress2_lines_are_split_at_carriage_returns_and_read() -> None:
+    """rsync rewrites its running total with ``\\r``; the itemized lines still end in ``\\n``."""
+    out = (
+        b".d..t...... 0 4096 ./\n\r              3   0%    0.00kB/s    0:00:00  \r"
+        b"    104,005,635  33%   96.67MB/s    0:00:02 (xfr#1, to-chk=0/3)\n>f+++++++++ 46 3 a\n"
+    )
+    lines = list(transfer._lines(io.BytesIO(out)))
+    assert [transfer.parse_progress(x) for x in lines] == [None, 3, 104005635, None]
+    assert transfer.parse_line(lines[-1]) == transfer.Item(">f+++++++++", 46, 3, "a")

@@ -89,6 +89,8 @@ def test_refresh_records_the_patch_as_applied_beside_the_one_that_applied_and_re
         "recorded": True,
         "kind": "requirement",
         "deleted": False,
+        "kept": False,
+        "since": "",
     }
     record = json.loads((tree / ".patchctl" / "applied.json").read_text(encoding="utf-8"))
     assert sorted(e["patch"] for e in record["patches"]) == ["pin-pandas", "pin-ray"]
@@ -230,3 +232,127 @@ def test_a_patch_recorded_before_its_conflict_is_recorded_once_and_reverts_to_up
     assert [e["patch"] for e in record["patches"]] == ["pin-pandas"]
     code, out = run("revert", "--target", str(tree), "--patchset", str(ps))
     assert code == 0 and (tree / REQS).read_text(encoding="utf-8") == "numpy\npandas>=1.5\nray\n", out
+
+
+# --- "keep upstream" (issue 38, requirement 5): refresh records it, and apply, verify and revert honour it
+
+
+def versioned(root: Path, version: str | None, requirements: str) -> Path:
+    """A tree whose requirements.txt is ``requirements``, declaring verl ``version`` (None: no version file)."""
+    files: dict[str, str | None] = {REQS: requirements}
+    if version is not None:
+        files["verl/version/version"] = version + "\n"
+    return build(root, files)
+
+
+def kept_on(tmp_path: Path, version: str | None) -> tuple[Path, Path, dict[str, bytes], str]:
+    """pin-pandas conflicted on a tree of ``version`` and was left as upstream's ``pandas>=1.5``;
+    (patchset, tree, the tree before apply, refresh's output)."""
+    ps = tmp_path / "ps"
+    ps.mkdir()
+    (ps / "patchset.toml").write_text(TWO, encoding="utf-8")
+    tree = versioned(tmp_path / "v", version, "numpy\npandas>=1.5\nray\n")
+    pristine = snapshot(tree)
+    assert run("apply", "--target", str(tree), "--patchset", str(ps), "--conflicts=markers")[0] == 1
+    resolve(tree, "pandas>=1.5\n")
+    code, out = run("refresh", "--target", str(tree), "--patchset", str(ps))
+    assert code == 0, out
+    return ps, tree, pristine, out
+
+
+def outcome(tree: Path, ps: Path, command: str = "apply") -> tuple[int, dict[str, dict[str, str]]]:
+    code, out = run(command, "--target", str(tree), "--patchset", str(ps), "--json")
+    doc = json.loads(out)
+    return code, {r["patch"]: r for r in doc["results" if command == "apply" else "patches"]}
+
+
+def test_keeping_upstreams_text_is_recorded_and_the_tree_verifies_and_reverts(tmp_path: Path) -> None:
+    ps, tree, pristine, out = kept_on(tmp_path, "0.7.0")
+    assert "pin-pandas in requirements.txt: kept upstream's text: recorded as keep-upstream" in out, out
+    assert "the patch dropped on verl 0.7.0 and later" in out
+    assert "refresh: 1 resolution(s) recorded (1 keeping upstream's text)" in out
+    recorded = (ps / "resolutions.toml").read_text(encoding="utf-8")
+    assert 'patch = "pin-pandas"' in recorded and "keep = true" in recorded and 'since = "0.7.0"' in recorded
+    assert "after =" not in recorded, recorded
+    record = json.loads((tree / ".patchctl" / "applied.json").read_text(encoding="utf-8"))
+    assert [e["patch"] for e in record["patches"]] == ["pin-ray"]  # nothing of pin-pandas was applied
+    code, rows = outcome(tree, ps, "verify")
+    assert code == 0 and rows["pin-pandas"]["status"] == "superseded-upstream", rows
+    assert rows["pin-pandas"]["reason"].startswith("requirements.txt: dropped from verl 0.7.0 on, upstream's text")
+    code, out = run("revert", "--target", str(tree), "--patchset", str(ps))
+    assert code == 0 and snapshot(tree) == pristine, out
+
+
+@pytest.mark.parametrize(
+    ("version", "upstream", "status"),
+    [
+        ("0.7.0", "pandas>=1.5", "superseded-upstream"),  # the same version, afresh
+        ("0.9.1", "pandas>=1.8,<3", "superseded-upstream"),  # later, whatever upstream's line is by then
+        ("0.6.0", "pandas", "applied"),  # earlier: the patch is still wanted there
+        ("0.6.0", "pandas>=1.5", "conflict"),  # earlier: the same conflict is the user's to decide there
+    ],
+)
+def test_keep_upstream_drops_the_patch_from_its_version_on(
+    tmp_path: Path, version: str, upstream: str, status: str
+) -> None:
+    ps, *_ = kept_on(tmp_path, "0.7.0")
+    other = versioned(tmp_path / "other", version, f"numpy\n{upstream}\nray\n")
+    before = snapshot(other)
+    code, rows = outcome(other, ps)
+    assert rows["pin-pandas"]["status"] == status, rows
+    assert code == (1 if status == "conflict" else 0)
+    if status == "superseded-upstream":
+        assert "dropped from verl 0.7.0 on" in rows["pin-pandas"]["reason"]
+        assert (other / REQS).read_text(encoding="utf-8") == f"numpy\n{upstream}\nray==2.0\n"
+        code, out = run("revert", "--target", str(other), "--patchset", str(ps))
+        assert code == 0 and snapshot(other) == before, out
+
+
+@pytest.mark.parametrize(("upstream", "status"), [("pandas>=1.5", "superseded-upstream"), ("pandas>=1.8", "conflict")])
+def test_keep_upstream_on_trees_without_a_version_drops_the_patch_where_the_same_text_comes_back(
+    tmp_path: Path, upstream: str, status: str
+) -> None:
+    ps, _, _, out = kept_on(tmp_path, None)
+    assert "the patch dropped on trees where upstream's text there is this one" in out, out
+    other = versioned(tmp_path / "other", None, f"numpy\n{upstream}\nray\n")
+    code, rows = outcome(other, ps)
+    assert rows["pin-pandas"]["status"] == status and code == (status == "conflict"), rows
+
+
+def test_a_tree_without_a_record_where_upstreams_text_was_kept_reverts_without_a_conflict(tmp_path: Path) -> None:
+    """Its record lost: revert finds pin-ray's line and takes it back; pin-pandas has nothing to undo."""
+    ps, tree, pristine, _ = kept_on(tmp_path, "0.7.0")
+    (tree / ".patchctl" / "applied.json").unlink()
+    code, out = run("revert", "--target", str(tree), "--patchset", str(ps), "--json")
+    assert code == 0, out
+    assert [r["patch"] for r in json.loads(out)["results"]] == ["pin-ray"]
+    assert snapshot(tree) == pristine
+
+
+def test_a_recapture_keeps_a_keep_upstream_record(tmp_path: Path) -> None:
+    fork_edit, up_edit, *_ = CASES["requirement"]
+    ps = capture(tmp_path, fork_edit, "requirement")
+    tree = versioned(tmp_path / "v1", "0.7.0", up_edit[REQS])
+    assert run("apply", "--target", str(tree), "--patchset", str(ps), "--conflicts=markers")[0] == 1
+    resolve(tree, "pandas>=1.5\n")
+    assert run("refresh", "--target", str(tree), "--patchset", str(ps))[0] == 0
+    recorded = (ps / "resolutions.toml").read_text(encoding="utf-8")
+    code, out = run(
+        "capture", "--from", str(tmp_path / "fork"), "--base", str(tmp_path / "base"), "--all", "--out", str(ps)
+    )
+    assert code == 0 and "kept 1 conflict resolution(s)" in out, out
+    assert (ps / "resolutions.toml").read_text(encoding="utf-8") == recorded
+    code, rows = outcome(versioned(tmp_path / "v2", "0.8.0", up_edit[REQS]), ps)
+    assert code == 0 and [r["status"] for r in rows.values()] == ["superseded-upstream"], rows
+
+
+def test_retire_takes_a_kept_patch_out_with_its_record(tmp_path: Path) -> None:
+    """The big jump's last step: a patch dropped by "keep upstream" is superseded, so retire cuts it
+    from the patchset, and its entry in resolutions.toml goes with it (one naming no patch is refused)."""
+    ps, *_ = kept_on(tmp_path, "0.7.0")
+    later = versioned(tmp_path / "later", "0.8.0", "numpy\npandas>=1.8\nray\n")
+    code, out = run("retire", "--target", str(later), "--patchset", str(ps), "--out", str(tmp_path / "new"))
+    assert code == 1 and "retired pin-pandas" in out and "wrote " in out, out  # 1: it has no drop_when
+    assert not (tmp_path / "new" / "resolutions.toml").exists()
+    code, out = run("list", "--patchset", str(tmp_path / "new"), "--json")
+    assert code == 0 and [p["id"] for p in json.loads(out)[0]["patches"]] == ["pin-ray"], out

@@ -126,3 +126,31 @@ def test_a_damaged_file_is_refused_in_one_line(ps: Path, text: str, says: str) -
     code, out = run("list", "--patchset", str(ps))
     assert code == 2 and len(out.strip().splitlines()) == 1, out
     assert f"{ps / resolutions.FILE}: {says}" in out
+
+
+def test_a_keep_upstream_entry_reads_back_apart_from_the_resolutions_replayed(ps: Path) -> None:
+    """refresh's "keep upstream" (issue 38): written without `after`, read into ``Patch.kept`` only,
+    so no kind ever replays it as a text to write."""
+    keep = resolution("pandas>=1.5\n", "pandas>=1.5\n", keep=True, since="0.7.0")
+    resolutions.record(ps, PID, keep)
+    resolutions.record(ps, PID, resolution("pandas>=1.6\n", "pandas>=2.0\n"))
+    text = (ps / resolutions.FILE).read_text(encoding="utf-8")
+    assert text.count("after =") == 1 and text.count("since =") == 1, text
+    (patch,) = load_patchset(ps).patches
+    assert patch.kept == (keep,)
+    assert [r.before for r in patch.resolutions] == ["pandas>=1.6\n"]
+
+
+@pytest.mark.parametrize(
+    ("more", "says"),
+    [
+        ('after = "pandas>=2.0"', "key 'resolution[0].after': differs from before in an entry that keeps upstream"),
+        ('since = "the next one"', "key 'resolution[0].since': 'the next one' is no version; write one such as"),
+    ],
+)
+def test_a_keep_upstream_entry_edited_wrong_is_refused(ps: Path, more: str, says: str) -> None:
+    lines = [line for k, line in ENTRY.items() if k != "after"]
+    (ps / resolutions.FILE).write_text("[[resolution]]\n" + "\n".join([*lines, "keep = true", more]) + "\n", "utf-8")
+    code, out = run("list", "--patchset", str(ps))
+    assert code == 2 and len(out.strip().splitlines()) == 1, out
+    assert f"error: {ps / resolutions.FILE}: " in out and says in out

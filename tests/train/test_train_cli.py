@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -124,6 +125,31 @@ def test_timeout_stops_the_trainer(tree: Path, tmp_path: Path, monkeypatch: pyte
     doc = json.loads(done.stdout)
     assert doc["timed_out"] is True and doc["returncode"] is None
     assert doc["gates"][0]["reason"] == "the trainer was stopped (timeout or interrupt)"
+
+
+def test_a_timed_out_run_leaves_its_stacks_and_doctor_says_where_it_waited(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37: the trainer is stopped at its timeout only after py-spy took its stack, and the
+    flight recorder's variables point into the run directory; doctor reads both back."""
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("pyarrow")
+    from patchctl.train import hangdump
+
+    if hangdump.pyspy() is None:
+        pytest.skip("py-spy is not installed (pip install -e '.[test]')")
+    monkeypatch.setenv("FAKE_MODE", "hang")
+    run = tmp_path / "run"
+    done = invoke("--target", str(tree), "--out", str(run), "--timeout", "3", "--json")
+    assert done.exit_code == 1
+    (dump,) = (run / "stacks").glob("pid-*.txt")  # the stand-in trainer has no RANK
+    assert "<module> (verl/trainer/main_ppo.py:" in dump.read_text()  # the stand-in trainer's time.sleep
+    assert (run / "nccl_trace").is_dir()
+    doctor = subprocess.run(
+        [sys.executable, "-m", "patchctl", "doctor", str(run)], capture_output=True, text=True, timeout=120
+    )
+    assert "hang: the run timed out before its first step" in doctor.stdout
+    assert "py-spy:   pid " in doctor.stdout and "waits in <module> (verl/trainer/main_ppo.py:" in doctor.stdout
 
 
 def test_not_a_verl_tree(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ from patchctl.errors import ManifestError
 
 def invoke(*args: str) -> tuple[int, str]:
     done = CliRunner().invoke(cli, ["validate", *args])
-    return done.exit_code, done.output
+    # --json: the document alone, as `| jq` reads it (the default profile's pick is said on stderr)
+    return done.exit_code, done.stdout if "--json" in args and done.exit_code == 0 else done.output
 
 
 def test_dry_run_prints_every_remote_command_and_the_trainer_command(site: Site) -> None:
@@ -203,3 +205,22 @@ def test_the_profile_makes_some_checks_moot(tmp_path: Path) -> None:
         "model": "not needed by profile smoke",
     }
     assert skipped(planning.make(cluster, planning.Options("debug"))) == {"torch": "clusters.c.preflight_skip"}
+
+
+@pytest.mark.slow
+def test_without_profile_the_checkout_here_picks_the_smoke_profile(
+    site: Site, release_tree: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 39 req 7: ``smoke`` rolls out with HF, which verl >= 0.6 dropped; the default follows
+    the tree migrate sends (the checkout around the current folder) and says so on stderr."""
+    config = str(site.config(site.hosts({"node1": "0"})))
+    plans = {}
+    for where, version in ((release_tree("0.6.1"), "0.6.1"), (site.dir, None)):
+        monkeypatch.chdir(where)
+        done = CliRunner().invoke(cli, ["validate", "loop", "--config", config, "--dry-run", "--json"])
+        assert done.exit_code == 0, done.output
+        plans[version] = (json.loads(done.stdout)["profile"], done.stderr)
+    assert plans["0.6.1"][0] == "smoke-vllm"
+    assert "validate: profile smoke-vllm (picked: verl 0.6.1 at " in plans["0.6.1"][1]
+    assert plans[None][0] == "smoke"
+    assert "picked: no verl checkout around the current folder" in plans[None][1]

@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from validate_helpers import ADDRESS, Site, host_entry, ours
 
 
@@ -31,6 +32,9 @@ def test_unreachable_host_stops_before_anything_starts(site: Site) -> None:
     assert code == 1 and doc["verdict"] == "fail" and doc["host"] == "node-down" and doc["stage"] == "preflight"
     assert doc["cause"].startswith("node-down: unreachable (ssh could not connect")
     assert doc["ray"] is None and doc["teardown"] == []
+    # the run folder and its validate.json exist although nothing ran (issue 40 req 6)
+    saved = json.loads((site.dir / "run" / "validate.json").read_text())
+    assert saved["verdict"] == "fail" and saved["stage"] == "preflight" and saved["host"] == "node-down"
 
 
 def test_worker_that_never_joins_times_out_naming_it_with_its_ray_log(site: Site) -> None:
@@ -80,6 +84,28 @@ def test_trainer_that_dies_gets_doctors_findings_in_the_report(site: Site) -> No
     report = json.loads((site.dir / "run" / "report.json").read_text())
     assert report["verdict"] == "fail" and report["doctor"][0]["id"] == "cuda-illegal-memory-access"
     assert "an illegal memory access" in (site.dir / "run" / "train.log").read_text()
+
+
+def test_a_hung_trainer_is_stopped_at_its_timeout_with_its_stacks_fetched_for_doctor(site: Site) -> None:
+    """Issue 37: the head's train takes the hung trainer's stacks with py-spy before it stops it,
+    validate fetches them with the log and report, and doctor says where the run waited."""
+    from patchctl.train import hangdump
+
+    if hangdump.pyspy() is None:
+        pytest.skip("py-spy is not installed (pip install -e '.[test]')")
+    site.migrate(site.cluster([host_entry("node1", site.root("node1"), "0")]))
+    code, doc, _ = site.run_json("+standin.hang_at=3", "+standin.step_seconds=0.2", "--timeout", "20")
+    assert code == 1, doc["cause"]
+    run = site.dir / "run"
+    assert {"stacks", "ray-status.txt"} <= {Path(f).name for f in doc["fetched"]}
+    assert "Autoscaler status" in (run / "ray-status.txt").read_text()  # the cluster the run used
+    dumps = (run / "stacks").glob("*.txt")
+    assert any("compute_reward (verl/trainer/main_ppo.py:" in d.read_text() for d in dumps)
+    out = subprocess.run(
+        [sys.executable, "-m", "patchctl", "doctor", str(run)], capture_output=True, text=True, timeout=120
+    )
+    assert "hang: no step for " in out.stdout and "after step 2" in out.stdout
+    assert "waits in compute_reward (verl/trainer/main_ppo.py:" in out.stdout
 
 
 def test_head_lost_mid_run(site: Site) -> None:

@@ -274,3 +274,14 @@ def test_rounds_cover_every_pair_once_with_disjoint_groups(nodes: int) -> None:
     assert [k for k, _, _ in schedule[0]] == ["node"] * nodes
     assert (schedule[-1][0][0] == "cluster") == (nodes > 2)
     assert len(schedule) == 1 + (nodes - 1 + nodes % 2 if nodes > 1 else 0) + (nodes > 2)
+
+
+@pytest.mark.parametrize(("gbps", "status"), [(296.0, "pass"), (100.0, "fail")])
+def test_two_h200s_on_nvlink_are_judged_against_the_figure_measured_here(gbps: float, status: str) -> None:
+    """No config bar: the pair's NV18 link alone sets what it must reach (297 GB/s measured on
+    nvidia-h200-x2), so a pair far below it fails."""
+    h200 = host("a", gpus=2, gpu="NVIDIA H200")
+    r = busbw.judge("nccl", [group("node", "0", 2, gbps)], {"a": NV}, (h200,), Settings(), 3.0)
+    (g,) = r.groups
+    assert (g.expected, g.status) == (297.0, status)
+    assert "nvidia-h200-x2, 2026-11-28" in g.source and "NV18" in g.source

@@ -25,9 +25,10 @@ def classify(req: Request) -> Classified:
     """Every edit of FORK against BASE: the drafts to prove, the edits left out and the notes."""
     found: list[Classified] = []
     taken: frozenset[str] = frozenset()
-    moved = moves.renames(req)
+    alike = moves.alike(req)
+    moved = {rel: old for rel, (old, similar) in alike.items() if moves.moved(rel, old, similar)}
     for rel in sorted(req.fork.files):
-        found.append(_file(req, rel, taken, moved.get(rel)))
+        found.append(_file(req, rel, taken, moved.get(rel), alike.get(rel)))
         taken |= found[-1].ids
     found.append(_ignored(req, taken))
     taken |= found[-1].ids
@@ -36,12 +37,14 @@ def classify(req: Request) -> Classified:
     return Classified(crossfile.link(req, links.link(joined.drafts)), joined.left_out, joined.notes)
 
 
-def _file(req: Request, rel: str, taken: Set[str], moved_from: str | None = None) -> Classified:
+def _file(
+    req: Request, rel: str, taken: Set[str], moved_from: str | None = None, like: tuple[str, float] | None = None
+) -> Classified:
     data = (req.fork.root / rel).read_bytes()
     if moved_from is not None:
         return moves.renamed(req, rel, moved_from, data, taken, changed)
     if rel not in req.base.files:
-        return _new_file(req, rel, data, taken)
+        return _new_file(req, rel, data, taken, like)
     other = (req.base.root / rel).read_bytes()
     return changed(req, rel, other, data, taken) if other != data else Classified()
 
@@ -67,7 +70,11 @@ def _mode(req: Request, rel: str) -> int:
     return stat.S_IMODE(os.stat(req.fork.root / rel).st_mode) & 0o777
 
 
-def _new_file(req: Request, rel: str, data: bytes, taken: Set[str]) -> Classified:
+def _new_file(
+    req: Request, rel: str, data: bytes, taken: Set[str], like: tuple[str, float] | None = None
+) -> Classified:
+    """An add-file; ``like``: the file of BASE it resembles, which FORK deleted, and how alike
+    (a resemblance, not a move: :func:`~patchctl.capture.moves.moved`)."""
     if othertypes.is_binary(data):
         return othertypes.blob(req, rel, data, None, _mode(req, rel), taken)
     tagged = req.rx.search(data.decode("utf-8", errors="replace")) is not None
@@ -78,6 +85,16 @@ def _new_file(req: Request, rel: str, data: bytes, taken: Set[str]) -> Classifie
     tagged_at = [n for n, ln in enumerate(lines, 1) if req.rx.search(ln)]
     mode = stat.S_IMODE(os.stat(req.fork.root / rel).st_mode)
     stem = Path(rel).name.replace(".", "-") if Path(rel).suffix not in (".py",) else Path(rel).stem
+    similar = f" ({like[1]:.0%} like {like[0]} of BASE, which FORK deleted)" if like else ""
+    notes = (
+        (
+            f"{rel}: a new file{similar}; captured as add-file, not a move of it: the name and most of "
+            "the text differ, so it is the fork's own file and does not follow what upstream does to "
+            f"{like[0]}",
+        )
+        if like
+        else ()
+    )
     return Classified(
         (
             Draft(
@@ -86,12 +103,13 @@ def _new_file(req: Request, rel: str, data: bytes, taken: Set[str]) -> Classifie
                 rel,
                 None,
                 tagged,
-                f"add {rel}",
+                f"add {rel}{similar}",
                 why_from(lines, tagged_at[:1], req.tag),
                 {"source": f"files/{rel}", "mode": f"{mode & 0o777:04o}"},
                 content=data,
             ),
-        )
+        ),
+        notes=notes,
     )
 
 

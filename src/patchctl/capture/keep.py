@@ -38,7 +38,8 @@ def carry(old: Path, new: Path) -> tuple[str, ...]:
     if not (old / resolutions.FILE).exists() and not (old / resolutions.FILE).is_symlink():
         return ()
     try:
-        recorded = [(p.id, r) for p in load_patchset(old).patches for r in p.resolutions]
+        # "keep upstream" records too: dropping the patch from a version on is the user's work as well
+        recorded = [(p.id, r) for p in load_patchset(old).patches for r in (*p.resolutions, *p.kept)]
         before, after = _edits(old), _edits(new)
     except (PatchctlError, OSError, ValueError) as exc:
         return (f"{old / resolutions.FILE} could not be read ({exc}): none of its resolutions were carried over",)

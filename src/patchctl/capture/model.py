@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from patchctl.capture.base import Found
 from patchctl.capture.sources import Tree
 from patchctl.tags import tag_regex
 
@@ -63,6 +64,8 @@ class Report:
     notes: tuple[str, ...] = ()
     #: files FORK changed that the written patchset does not re-create (outside the captured scope)
     outside: tuple[str, ...] = ()
+    #: ``--base auto``: the commit found and the candidates compared
+    found: Found | None = None
 
     @property
     def ok(self) -> bool:
@@ -84,6 +87,7 @@ class Report:
             "left_out": [asdict(x) for x in self.left_out],
             "notes": list(self.notes),
             "outside": list(self.outside),
+            **({"base_search": self.found.to_json()} if self.found else {}),
         }
 
 

@@ -1,8 +1,13 @@
 """Files FORK moved or deleted: rename-file (then the moved file's edits) and delete-file drafts.
 
-A move is told from a deletion beside a new file the way git tells it: the new file is at least
-half like the deleted one (by lines; binary files only when identical). Carrying it as a move
-and then edits, rather than as a new file, keeps what upstream later changes in the old file.
+A new file at least half like a file FORK deleted (by lines, as git's rename detection pairs
+them; binary files only when identical) resembles it. It is a move only where FORK evidently
+moved that file: it kept the file's name, or kept the file nearly whole (:data:`MOVED`). Carrying
+a move as a move and then edits keeps what upstream later changes in the old file. A file that
+merely resembles one (Search-R1's ``scripts/data_process/nq.py``, 76% like the
+``examples/data_preprocess/math_dataset.py`` it deleted) is the fork's own new file: carried as a
+move it would be made from upstream's example, which upstream later moved and rewrote, so it
+could not be produced from verl 0.4.1 on (issue 38). It is an add-file, the likeness noted.
 """
 
 from __future__ import annotations
@@ -21,30 +26,43 @@ from patchctl.patchsets.kinds.pyparse import split_lines
 
 #: how alike a new file must be to a deleted one to count as the same file moved (git's default)
 SIMILAR = 0.5
+#: how alike a new file of another name must be to count as the deleted file moved and renamed
+MOVED = 0.9
 #: files larger than this are paired only when identical (comparing their lines costs too much)
 _COMPARE_LIMIT = 1 << 20
 
 
 def renames(req: Request) -> dict[str, str]:
-    """New path -> old path for each file FORK moved (and maybe edited). Only new files capture
-    would take (tagged, or any with ``--all``) are paired, each with its most alike deleted file."""
+    """New path -> old path for each file FORK moved (and maybe edited)."""
+    return {rel: old for rel, (old, similar) in alike(req).items() if moved(rel, old, similar)}
+
+
+def moved(rel: str, old: str, similar: float) -> bool:
+    """Whether a new file ``similar`` to the deleted ``old`` is that file moved, not a file of the fork's own."""
+    return _same_name(old, rel) or similar >= MOVED
+
+
+def alike(req: Request) -> dict[str, tuple[str, float]]:
+    """New path -> (the deleted path it is most like, how alike) for each new file at least half
+    like a file FORK deleted. Only new files capture would take (tagged, or any with ``--all``)
+    are paired, each with its most alike deleted file."""
     gone = sorted(req.base.files - req.fork.files)
     if not gone:
         return {}
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, float]] = {}
     for rel in sorted(req.fork.files - req.base.files):
         data = (req.fork.root / rel).read_bytes()
         if not req.all_ and not req.rx.search(data.decode("utf-8", errors="replace")):
             continue
         best, score = None, SIMILAR
         for old in gone:
-            if old in out.values() or PurePosixPath(old).suffix != PurePosixPath(rel).suffix:
+            if old in {o for o, _ in out.values()} or PurePosixPath(old).suffix != PurePosixPath(rel).suffix:
                 continue
             similar = _likeness((req.base.root / old).read_bytes(), data)
             if similar >= score and (best is None or similar > score or _same_name(old, rel)):
                 best, score = old, similar
         if best is not None:
-            out[rel] = best
+            out[rel] = (best, score)
     return out
 
 

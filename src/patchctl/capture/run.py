@@ -16,12 +16,14 @@ from pathlib import Path
 
 from patchctl import progress
 from patchctl.capture import keep, publish
+from patchctl.capture.base import AUTO, fork_files
+from patchctl.capture.base import find as find_base
 from patchctl.capture.classify import classify
 from patchctl.capture.model import Report, Request
 from patchctl.capture.proof import outside, prove
 from patchctl.capture.sources import base_dir, compared, open_base, open_fork
 from patchctl.capture.stage import Header, stage
-from patchctl.errors import BadOptionValue, PatchctlError
+from patchctl.errors import BadOptionValue, MissingOption, PatchctlError
 
 
 def capture(
@@ -33,16 +35,25 @@ def capture(
     all_: bool = False,
     include: set[tuple[str, int]] | None = None,
     name: str | None = None,
+    repo: Path | None = None,
 ) -> Report:
-    """Capture FORK's edits against BASE into ``out`` (None: report only, write nothing)."""
+    """Capture FORK's edits against BASE into ``out`` (None: report only, write nothing). BASE
+    ``auto`` is the commit of ``repo`` (a clone of upstream) FORK is nearest to."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", tag):
         raise BadOptionValue("--tag", repr(tag), "use letters, digits, '_', '.' or '-' (the word after '#')")
-    publish.check_apart(out, {"FORK": fork, "BASE": base_dir(base)})
+    if base == AUTO and repo is None:
+        raise MissingOption("capture", "--base auto needs --repo CLONE, a git clone of upstream verl to search")
+    publish.check_apart(out, {"FORK": fork, "BASE": None if base == AUTO else base_dir(base)})
     publish.check_out(out)
     fork_tree = open_fork(fork)
+    found = None
+    if base == AUTO and repo is not None:
+        with progress.step(f"capture: finding FORK's base among the commits of {repo}"):
+            found = find_base(repo, fork_files(fork_tree.root, fork_tree.files))
+        base = found.best.commit
     recovered = publish.recover(out) if out is not None else None
     with publish.scratch(out) as tmp, _outside(Path(tmp)), progress.step(f"capture: reading {fork}") as shown:
-        fork_tree, base_tree, skipped = compared(fork_tree, open_base(base, fork_tree.root, Path(tmp)))
+        fork_tree, base_tree, skipped = compared(fork_tree, open_base(base, fork_tree.root, Path(tmp), repo))
         req = Request(fork_tree, base_tree, tag, all_, frozenset(include or ()))
         header = Header(name or (out.name if out is not None else "captured"), tag, req.fork.label, req.base_label)
 
@@ -66,7 +77,14 @@ def capture(
             ),
         )
     return Report(
-        header.fork, header.base, published.out, tuple(d.captured for d in proven.staged.drafts), left, notes, beyond
+        header.fork,
+        header.base,
+        published.out,
+        tuple(d.captured for d in proven.staged.drafts),
+        left,
+        notes,
+        beyond,
+        found,
     )
 
 

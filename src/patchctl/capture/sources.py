@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from patchctl import git, trees
+from patchctl.capture.base import describe, repository
 from patchctl.capture.walk import Walk, judged, walk
 from patchctl.errors import BadOptionValue
 from patchctl.tags import SKIP_DIRS
@@ -136,11 +137,19 @@ def compared(fork: Tree, base: Tree) -> tuple[Tree, Tree, tuple[str, ...]]:
     return replace(fork, files=fork.files - base_out), replace(base, files=base.files - fork_out), notes
 
 
-def open_base(spec: str, fork: Path, scratch: Path) -> Tree:
-    """Resolve ``--base`` into a directory; a release or git ref is exported under ``scratch``."""
-    found = trees.parse(
-        spec, repo=fork, option="--base", ref_fix="check `git -C FORK tag` or pass a directory or verl==X.Y.Z"
-    )
+def open_base(spec: str, fork: Path, scratch: Path, repo: Path | None = None) -> Tree:
+    """Resolve ``--base`` into a directory; a release or git ref (of ``repo``, else of FORK's
+    repository) is exported under ``scratch``. A ref is named by its commit, date and nearest
+    release (:func:`~patchctl.capture.base.describe`), never by the version file it holds."""
+    found: trees.TreeSpec | None
+    if repo is not None:  # a clone of upstream, bare (a mirror) or not
+        fix = "check `git -C REPO tag` or pass a directory or verl==X.Y.Z"
+        found = (
+            trees.release(spec) or trees.directory(spec) or trees.ref(spec, repository(repo), option="--base", fix=fix)
+        )
+    else:
+        fix = "check `git -C FORK tag` or pass a directory or verl==X.Y.Z"
+        found = trees.parse(spec, repo=fork, option="--base", ref_fix=fix)
     if found is None:  # pragma: no cover - parse raises for a spec that is no ref either
         raise BadOptionValue("--base", spec, "not a directory, a release or a ref")
     if found.kind is trees.Kind.PATH:
@@ -149,4 +158,6 @@ def open_base(spec: str, fork: Path, scratch: Path) -> Tree:
         return Tree(root, spec, read_version(root), listed.files, identity(root, spec, listed.files), listed.skipped)
     root = trees.materialize(found, scratch / "base")
     listed = list_files(root)
-    return Tree(root, found.label, found.release or read_version(root), listed.files, skipped=listed.skipped)
+    version = found.release or read_version(root)
+    described = describe(found.repo, found.commit, version) if found.repo is not None and found.commit else None
+    return Tree(root, found.label, version, listed.files, described, listed.skipped)

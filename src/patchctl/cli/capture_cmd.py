@@ -42,8 +42,14 @@ def _include(values: tuple[str, ...]) -> set[tuple[str, int]]:
     "--base",
     required=True,
     type=SPEC,
-    help="What FORK was made from: a directory, verl==X.Y.Z, a name from patchctl.toml [targets], or a git ref "
-    "of FORK's repository.",
+    help="What FORK was made from: a directory, verl==X.Y.Z, a name from patchctl.toml [targets], a git ref "
+    "of FORK's repository (of --repo, when given), or `auto`: the commit of --repo FORK is nearest to.",
+)
+@click.option(
+    "--repo",
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    default=None,
+    help="A git clone of upstream: --base auto searches its commits, and a --base ref is read from it.",
 )
 @click.option(
     "--out",
@@ -67,6 +73,7 @@ def _include(values: tuple[str, ...]) -> set[tuple[str, int]]:
 def capture_cmd(
     fork: Path,
     base: str,
+    repo: Path | None,
     out: Path | None,
     tag: str,
     all_: bool,
@@ -92,8 +99,11 @@ def capture_cmd(
         raise MissingOption("capture", "pass --out DIR (the patchset to write), or --dry-run to only report")
     if out is not None and not dry_run:  # one capture at a time writes (and mends) --out: see lock.beside
         click.get_current_context().with_resource(lock.hold(lock.beside(out), what=f"--out {out}"))
-    base = expand(base, config)  # a [targets] name, as everywhere a tree is named (#19)
-    report = capture(fork, base, None if dry_run else out, tag=tag, all_=all_, include=_include(include), name=name)
+    if base != "auto":
+        base = expand(base, config)  # a [targets] name, as everywhere a tree is named (#19)
+    report = capture(
+        fork, base, None if dry_run else out, tag=tag, all_=all_, include=_include(include), name=name, repo=repo
+    )
     if as_json:
         render.emit_json(report.to_json())
     else:
@@ -102,6 +112,16 @@ def capture_cmd(
 
 
 def _show(report: Report, dry_run: bool) -> None:
+    if report.found is not None:
+        f = report.found
+        rows = [
+            [("* " if c is f.best else "  ") + c.commit[:12], c.date[:10], str(c.paths), str(c.lines)] for c in f.shown
+        ]
+        render.table(
+            f"base: {f.compared} commits of {f.repo} compared with FORK (fewest paths, then fewest lines)",
+            ["commit", "date", "paths differing", "lines differing"],
+            rows,
+        )
     rows = [[p.id, p.kind, p.where, "tagged" if p.tagged else "untagged (--all)"] for p in report.patches]
     render.table(f"capture {report.fork} against {report.base}", ["patch", "kind", "where (fork)", "tag"], rows)
     for note in report.notes:

@@ -42,6 +42,23 @@ HOST_KEYS = {
     "env": 'variables for this host only, after the cluster\'s, e.g. { CUDA_VISIBLE_DEVICES = "0,1" }.',
 }
 
+#: the keys a ``scheduler = "slurm"`` cluster adds (it has no hosts and no gpus: the job gives them)
+SLURM_KEYS = {
+    "scheduler": '"slurm": the cluster is reached through a login node and runs as Slurm jobs.',
+    "login": '(required) the login node\'s ssh destination, e.g. "login1"; every Slurm command runs there.',
+    "shared_root": "true when root is on a file system every compute node mounts (default false: "
+    "each node's own copy, sent from the login node; %n in root is the node's name).",
+    "partition": 'the partition the job asks for, e.g. "gpu" (default: Slurm\'s).',
+    "account": "the account the job is charged to.",
+    "qos": "the job's quality of service.",
+    "nodes": "how many nodes the job asks for (default 1); Ray's head runs on the first.",
+    "gpus_per_node": "GPUs per node (--gpus-per-node); Ray offers them.",
+    "gres": 'a GRES string instead of gpus_per_node, e.g. "gpu:a100:4".',
+    "cpus_per_task": "CPUs of each node's task (--cpus-per-task); Ray's CPUs must fit in them.",
+    "time": 'the job\'s time limit: "30", "00:30:00" or "1-00:00:00" (default "01:00:00").',
+    "sbatch": 'extra sbatch options, each one word, e.g. ["--constraint=a100", "--exclusive"].',
+}
+
 
 def _lines(keys: dict[str, str], width: int = 78) -> list[str]:
     out = []
@@ -63,6 +80,11 @@ def epilog() -> str:
             "\b",
             'A host written as a table, hosts = [{ ssh = "gpu1", address = "10.0.0.11" }]:',
             *_lines(HOST_KEYS),
+            "",
+            "\b",
+            'A Slurm cluster, scheduler = "slurm", has no hosts and no gpus, and these keys',
+            "(README: On a Slurm cluster):",
+            *_lines(SLURM_KEYS),
         ]
     )
 

@@ -21,7 +21,10 @@ from patchctl.doctor import (
     verl_pins,
 )
 from patchctl.doctor.compare import Comparison, compare, read_log, read_run
-from patchctl.doctor.metrics import diagnose_metrics, load_report
+from patchctl.doctor.metrics import MetricFinding, diagnose_metrics, load_report
+from patchctl.doctor.rundir import RunDir
+from patchctl.doctor.rundir import read as read_run_dir
+from patchctl.doctor.signatures import Signature
 from patchctl.errors import NoLogGiven
 
 KIND_LABEL = {"patch": "patch", "env": "env", "override": "override", "package": "install", "command": "run"}
@@ -70,6 +73,12 @@ def doctor_cmd(
     steps), each with its likely causes and the check to make. Exit code 0 when the input was read,
     whether or not anything was found.
 
+    A run directory is read whole: its report's metrics, the root cause of train.log and of each
+    host's logs (hosts/HOST/), where each rank waited when the run stopped making progress (py-spy
+    stacks in stacks/, NCCL flight recorder dumps in nccl_trace/, ray-status.txt) with the rank the
+    others wait for, and the host that differs from its peers (versions, driver, CUDA, NCCL
+    transport, Xid/ECC errors, GPU clocks, step time).
+
     With --healthy OLD (a log, report.json or run directory of a run that worked), shows what
     differs instead: the lines and warnings only the failed run printed, each with its phase
     (startup, ray, workers, training, validation, teardown) and seconds into it, the phases it never
@@ -87,7 +96,9 @@ def doctor_cmd(
                 "known failure signatures", ["id", "title", "source"], [[s.id, s.title, s.source] for s in signatures]
             )
         return 0
-    if log is not None and (log.is_dir() or log.suffix == ".json"):
+    if log is not None and log.is_dir():
+        return _run_dir(log, signatures, as_json)
+    if log is not None and log.suffix == ".json":
         return _metrics(log, as_json)
     if log is None or str(log) == "-":
         if log is None and sys.stdin.isatty():
@@ -214,18 +225,109 @@ def _metrics(path: Path, as_json: bool) -> int:
     if as_json:
         render.emit_json({"source": str(report), "steps": len(steps), "findings": [f.to_json() for f in found]})
         return 0
+    _show_metrics(report, steps, found)
+    return 0
+
+
+def _run_dir(path: Path, signatures: list[Signature], as_json: bool) -> int:
+    """A run directory: its report's metrics, every log's root cause, where a stalled run's ranks
+    waited, and the host that differs from its peers."""
+    # a report.json that is no report is a one-line error naming it, before anything is read
+    report, steps = load_report(path) if (path / "report.json").is_file() else (None, [])
+    run = read_run_dir(path, signatures)
+    found = diagnose_metrics(steps) if report is not None else []
+    if as_json:
+        render.emit_json(
+            {
+                "source": str(report or path),
+                "steps": len(steps),
+                "findings": [f.to_json() for f in found],
+                "logs": [
+                    {"source": d.source, "lines": d.lines, "findings": [m.to_json() for m in d.matches[:3]]}
+                    for d in run.logs
+                ],
+                "progress": run.progress.to_json() if run.progress else None,
+                "hang": run.hang.to_json() if run.hang else None,
+                "nodes": [f.to_json() for f in run.nodes],
+                "skipped": [{"file": f, "why": w} for f, w in run.skipped],
+            }
+        )
+        return 0
+    if report is not None:
+        _show_metrics(report, steps, found)
+    for d in run.logs:
+        if d.matches:
+            root = d.matches[0]
+            click.secho(f"{d.source}: {root.headline} [{root.signature.id}] (line {root.line})", bold=True)
+            click.echo(f"   {'log:':<10}{root.excerpt}")
+            _field("fix:", root.signature.fix)
+    logs_clean = [d.source for d in run.logs if not d.matches]
+    if logs_clean:
+        _field("logs:", f"no known failure signature in {', '.join(logs_clean[:8])}")
+    for f, why in run.skipped:
+        _field("skipped:", f"{f}: {why}")
+    _show_hang(run)
+    if run.nodes:
+        click.secho(f"hosts that differ from their peers ({len(run.nodes)}):", bold=True)
+        for n in run.nodes:
+            _field("host:", n.text)
+    stalled = run.progress is not None and run.progress.stalled
+    culprit = run.hang.culprit() if run.hang else ""
+    click.echo(
+        f"doctor: {path}: "
+        + (
+            f"{len(run.logs)} log(s) read, {sum(1 for d in run.logs if d.matches)} with a known failure"
+            if run.logs
+            else "no log in it (train.log, hosts/HOST/*.log)"
+        )
+        + ("; the run stopped making progress" if stalled else "")
+        + (f"; {culprit.split(':')[0]}" if culprit else "")
+        + (f"; {len(run.nodes)} host difference(s)" if run.nodes else "")
+    )
+    return 0
+
+
+def _show_hang(run: RunDir) -> None:
+    p, h = run.progress, run.hang
+    if p is not None and p.stalled:
+        click.secho(f"hang: {p.text()}", bold=True)
+    elif h is not None:
+        why = "no report.json with step times to tell a stall by" if p is None else "the steps did not stall"
+        click.secho(f"hang evidence in the run directory ({why}):", bold=True)
+    if h is None:
+        return
+    for s in h.stacks:
+        at = s.waiting_at()
+        _field("py-spy:", f"{s.who} waits in {at}" if at else f"{s.who}: no Python frames")
+    if h.flight is not None:
+        for r in h.flight.ranks:
+            last = f"collective #{r.last_seq} {r.op} ({r.state})" if r.last_seq >= 0 else "no collective"
+            _field("nccl:", f"rank {r.rank}: last {last}" + (f" from {r.where}" if r.where else ""))
+        for f, why in h.flight.unreadable:
+            _field("nccl:", f"{f} not read: {why}")
+    for line in h.ray_pending:
+        _field("ray:", line)
+    if culprit := h.culprit():
+        _field("culprit:", culprit)
+    elif h.stacks or h.flight is not None:
+        _field("culprit:", "no single rank differs from the others")
+    for why in h.missing:
+        _field("missing:", why)
+
+
+def _show_metrics(report: Path, steps: list[tuple[int, dict[str, object]]], found: list[MetricFinding]) -> None:
     if not steps:
         click.echo(
             f"doctor: {report} has no training step: the run ended before its first step; "
             "pass the run's log to find why"
         )
-        return 0
+        return
     if not found:
         click.echo(
             f"doctor: no failure in the metrics of {report} ({len(steps)} steps): reward, entropy, grad norm, "
             "response length, rollout/actor agreement and the update look as a learning run's do"
         )
-        return 0
+        return
     for i, f in enumerate(found, 1):
         click.secho(f"{i}. {f.title} [{f.id}]", bold=True)
         _field("metrics:", f.evidence)
@@ -236,7 +338,6 @@ def _metrics(path: Path, as_json: bool) -> int:
         f"doctor: {len(found)} finding(s) in the metrics of {report} ({len(steps)} steps); "
         "the first is the most telling"
     )
-    return 0
 
 
 def show(d: Diagnosis, pins: tuple[str, tuple[str, ...]] | None = None) -> None:

@@ -11,7 +11,7 @@ from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import NonEmptyPath, config_option, json_option, patchset_option
 from patchctl.config import load as load_config
-from patchctl.matrix.columns import parse_versions
+from patchctl.matrix.columns import parse_versions, repo_root
 from patchctl.matrix.run import Column, Matrix, run_matrix
 from patchctl.patchsets.loader import load_patchsets
 from patchctl.patchsets.model import Outcome
@@ -32,7 +32,15 @@ from patchctl.patchsets.model import Outcome
     "repo",
     type=NonEmptyPath(path_type=Path, file_okay=False),
     default=None,
-    help="A local verl git checkout whose refs --versions names (read from its blobs; not changed).",
+    help="A local verl git checkout whose refs --versions names (read from its blobs; not changed). Its history "
+    "also carries each patch that does not fit a version along upstream's commits from the patch's base "
+    "(captured_against), following renames and moved functions (--no-history: off).",
+)
+@click.option(
+    "--no-history",
+    "no_history",
+    is_flag=True,
+    help="With --repo: place the patches on each version directly, without walking upstream's history.",
 )
 @patchset_option
 @click.option(
@@ -51,6 +59,7 @@ from patchctl.patchsets.model import Outcome
 def matrix_cmd(
     versions: str,
     repo: Path | None,
+    no_history: bool,
     patchsets: tuple[str, ...],
     jobs: int | None,
     as_json: bool,
@@ -73,7 +82,9 @@ def matrix_cmd(
     if as_json and as_markdown:
         raise click.UsageError("pass at most one of --json and --markdown")
     sets = load_patchsets(patchsets)
-    matrix = run_matrix(parse_versions(versions, repo, load_config(config).targets), sets, jobs)
+    columns = parse_versions(versions, repo, load_config(config).targets)
+    history = repo_root(repo) if repo is not None and not no_history else None
+    matrix = run_matrix(columns, sets, jobs, history)
     if as_json:
         render.emit_json(matrix.to_json())
     elif as_markdown:

@@ -152,6 +152,13 @@ def _check_source(tree: Target, sets: list[Patchset], allow: bool, dry_run: bool
     is_flag=True,
     help="With --dry-run: list every file to send, not the summary per top-level folder.",
 )
+@click.option(
+    "--nodes",
+    "slurm_nodes",
+    default="",
+    metavar="N1,N2",
+    help="Slurm clusters: the compute nodes that confirm they see the tree (default: every node of the partition).",
+)
 @json_option
 @config_option
 @handled
@@ -166,6 +173,7 @@ def migrate_cmd(
     hosts: tuple[str, ...],
     allow_unverified: bool,
     full_list: bool,
+    slurm_nodes: str,
     as_json: bool,
     config: Path | None,
 ) -> int:
@@ -201,10 +209,17 @@ def migrate_cmd(
       patchctl migrate gpu --dry-run --delete
       patchctl migrate gpu --host node2 --host node3
       patchctl migrate gpu --json | jq '.hosts[] | {host, status, files_sent}'
+
+    A Slurm cluster (scheduler = "slurm") gets the tree on its login node, then one srun step
+    shows every compute node sees the same tree (a row per node, "NODE (srun)"); without
+    shared_root the login node's tree reaches each node's own root by sbcast first.
     """
     if full_list and not dry_run:
         raise click.UsageError("--list shows a dry run's files: pass it with --dry-run")
     spec = limit_hosts(load_cluster(cluster, config), hosts)
+    from patchctl.slurm import confirm
+
+    nodes = confirm.node_list(slurm_nodes)
     options = Options(dry_run=dry_run, delete=delete, checksum=checksum, jobs=jobs)
     with start(spec, options) as session:  # the hosts log in while the rest loads
         # imported here, not at the top, so that loading them overlaps the logins
@@ -225,6 +240,9 @@ def migrate_cmd(
         else:
             with progress.step(f"migrate {spec.name}: hashing the tree, logging in") as shown:
                 result = session.run(tree.root, sets, progress=PlainLines(spec.name, shown, not as_json).update)
+    if spec.slurm is not None and not dry_run and result.ok:
+        with progress.step(f"migrate {spec.name}: the compute nodes confirm the tree (srun)"):
+            result = confirm.extend(spec, result, nodes)
     if as_json:
         render.emit_json({**result.to_json(), "source_verify": source.to_json()})
     else:

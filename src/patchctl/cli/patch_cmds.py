@@ -9,6 +9,7 @@ import click
 from patchctl.cli import dryrun, render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import (
+    NonEmptyPath,
     config_option,
     json_option,
     only_option,
@@ -21,6 +22,7 @@ from patchctl.errors import UnknownPatch
 from patchctl.patchsets import engine, needs
 from patchctl.patchsets.loader import load_patchsets
 from patchctl.patchsets.model import Outcome, PatchResult, Patchset
+from patchctl.target import Target
 
 
 def _only(patchsets: list[Patchset], only: tuple[str, ...]) -> set[str] | None:
@@ -81,6 +83,15 @@ def _brought(r: PatchResult, result: engine.RunResult) -> str:
     help="markers: write a conflicting patch at its best candidate place with conflict "
     "markers (upstream, the patch's original, its change) to resolve, then run `patchctl refresh`.",
 )
+@click.option(
+    "--repo",
+    "repo",
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    default=None,
+    help="A clone of upstream verl (checkout or bare mirror): a patch that does not fit is carried along "
+    "upstream's commits from its base (captured_against) to TARGET's commit, following renames and moved "
+    "functions; one whose anchor upstream removed names the commit. Read only.",
+)
 @json_option
 @config_option
 @handled
@@ -94,6 +105,7 @@ def apply_cmd(
     branch: str | None,
     force: bool,
     on_conflict: str,
+    repo: Path | None,
     as_json: bool,
     config: Path | None,
 ) -> int:
@@ -105,17 +117,28 @@ def apply_cmd(
     sets = load_patchsets(patchsets)
     tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
     chosen = _only(sets, only)
-    # a call site without its callee is broken code: --only brings in what the chosen patches need
-    result = engine.apply(
-        tree,
-        sets,
-        only=needs.closure(sets, chosen) if chosen else None,
-        dry_run=dry_run,
-        force=force,
-        commit=commit,
-        branch=branch,
-        markers=on_conflict == "markers",
-    )
+    history = None
+    if repo is not None:  # the walk's modules are imported only when asked for
+        from patchctl.drift.refs import open_repo
+        from patchctl.patchsets.history.carry import History
+
+        history = History(open_repo(repo))
+    try:
+        # a call site without its callee is broken code: --only brings in what the chosen patches need
+        result = engine.apply(
+            tree,
+            sets,
+            only=needs.closure(sets, chosen) if chosen else None,
+            dry_run=dry_run,
+            force=force,
+            commit=commit,
+            branch=branch,
+            markers=on_conflict == "markers",
+            planner=history.plan if history is not None else engine.plan_apply,
+        )
+    finally:
+        if history is not None:
+            history.close()
     if as_json:
         render.emit_json(result.to_json())
     else:
@@ -162,6 +185,13 @@ def apply_cmd(
 @only_option
 @click.option("--dry-run", is_flag=True, help="Print the diff that reverting would make; write nothing.")
 @click.option("--force", is_flag=True, help="Change files even if they have uncommitted changes.")
+@click.option(
+    "--repo",
+    "repo",
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    default=None,
+    help="The verl clone `apply --repo` carried patches along: they are found where they were carried to.",
+)
 @json_option
 @config_option
 @handled
@@ -171,12 +201,15 @@ def revert_cmd(
     only: tuple[str, ...],
     dry_run: bool,
     force: bool,
+    repo: Path | None,
     as_json: bool,
     config: Path | None,
 ) -> int:
     """Undo what patchctl applied to TARGET, byte for byte."""
     sets = load_patchsets(patchsets)
     tree = open_target(target, config, Use.READ if dry_run else Use.WRITE)
+    if repo is not None:
+        sets = carried(repo, tree, sets)
     chosen = _only(sets, only)
     result = engine.revert(tree, sets, only=needs.users(sets, chosen) if chosen else None, dry_run=dry_run)
     if as_json:
@@ -188,6 +221,18 @@ def revert_cmd(
             _show(result, f"revert -> {tree.root}")
         _revert_verdict(result, dry_run)
     return 0 if result.ok else 1
+
+
+def carried(repo: Path, tree: Target, sets: list[Patchset]) -> list[Patchset]:
+    """``sets`` with the patches ``apply --repo`` carried to ``tree`` as they were carried."""
+    from patchctl.drift.refs import open_repo
+    from patchctl.patchsets.history.carry import History
+
+    history = History(open_repo(repo))
+    try:
+        return history.recorded(tree, sets)
+    finally:
+        history.close()
 
 
 def _revert_verdict(result: engine.RunResult, dry_run: bool) -> None:

@@ -98,6 +98,9 @@ def show(result: Any) -> None:
                 f"{t.label} {t.status}" + (f" ({t.stopped} processes)" if t.stopped else "") for t in result.teardown
             )
         )
+    if result.slurm:
+        s = result.slurm
+        click.echo(f"slurm job {s['job_id']}: {s['state']}" + (f" on {s['nodes']}" if s.get("nodes") else ""))
     click.echo("time (s): " + ", ".join(f"{k} {v}" for k, v in result.timings.items() if v is not None))
     if result.run_dir and Path(result.run_dir).is_dir():  # a run stopped before it made one has none
         click.echo(

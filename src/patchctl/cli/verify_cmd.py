@@ -8,7 +8,7 @@ import click
 
 from patchctl.cli import cluster_keys, completion, render
 from patchctl.cli.errors import handled
-from patchctl.cli.options import config_option, json_option, patchset_option, target_option
+from patchctl.cli.options import NonEmptyPath, config_option, json_option, patchset_option, target_option
 from patchctl.cli.targets import open_target
 from patchctl.patchsets.loader import load_patchsets
 from patchctl.verify.patches import verify
@@ -26,6 +26,13 @@ from patchctl.verify.patches import verify
     shell_complete=completion.clusters,
     help="With --env: check this cluster's data and model paths.",
 )
+@click.option(
+    "--repo",
+    "repo",
+    type=NonEmptyPath(path_type=Path, file_okay=False),
+    default=None,
+    help="The verl clone `apply --repo` carried patches along: they are checked where they were carried to.",
+)
 @json_option
 @config_option
 @handled
@@ -35,6 +42,7 @@ def verify_cmd(
     strict: bool,
     env: bool,
     cluster: str | None,
+    repo: Path | None,
     as_json: bool,
     config: Path | None,
 ) -> int:
@@ -48,6 +56,10 @@ def verify_cmd(
         return run_env(target, given, cluster, config, patchsets, as_json)
     sets = load_patchsets(patchsets)
     tree = open_target(target, config)
+    if repo is not None:
+        from patchctl.cli.patch_cmds import carried
+
+        sets = carried(repo, tree, sets)
     report = verify(tree, sets)
     ok = report.passes(strict)
     if as_json:

@@ -87,49 +87,73 @@ def verl_pins(tree: Path | None = None) -> tuple[str, tuple[str, ...]]:
 #
 # A version-mismatch finding is acted on only when it names the pair: "vllm 0.3.2 was built for torch
 # 2.1.2; torch 2.2.1 is installed: install torch==2.1.2". The tables hold what each release was built
-# against, from the releases' own requirements (vLLM's requirements-cuda.txt, tensordict's torch
-# pairing, torch's pinned pytorch-triton); a release not in them gets no claim, only what the log says.
+# against, each row read from the release's own published metadata: the ``Requires-Dist`` lines of its
+# manylinux x86_64 wheel on PyPI (the METADATA file inside the wheel, as ``pip download --no-deps``
+# gets it). A release not in them gets no claim, only what the log says.
 
-#: vLLM release prefix -> the torch its CUDA wheels were built against
+#: vLLM release prefix -> the torch its CUDA wheels require, exactly (``Requires-Dist: torch==X``)
 VLLM_TORCH = (
-    ("0.3.", "2.1.2"),
-    ("0.4.0", "2.1.2"),
-    ("0.4.1", "2.2.1"),
-    ("0.4.2", "2.3.0"),
-    ("0.4.3", "2.3.0"),
-    ("0.5.4", "2.4.0"),
-    ("0.5.5", "2.4.0"),
-    ("0.6.0", "2.4.0"),
-    ("0.6.1", "2.4.0"),
-    ("0.6.2", "2.4.0"),
-    ("0.6.3", "2.4.0"),
-    ("0.6.4", "2.5.1"),
-    ("0.6.5", "2.5.1"),
-    ("0.6.6", "2.5.1"),
-    ("0.7.", "2.5.1"),
-    ("0.8.", "2.6.0"),
-    ("0.9.", "2.7.0"),
-    ("0.10.0", "2.7.1"),
-    ("0.10.1", "2.7.1"),
-    ("0.10.2", "2.8.0"),
-    ("0.11.0", "2.8.0"),
-    ("0.11.1", "2.9.0"),
-    ("0.11.2", "2.9.0"),
-    ("0.12.", "2.9.0"),
+    ("0.3.", "2.1.2"),  # vllm-0.3.0 .. 0.3.3-cp310-manylinux1_x86_64.whl: torch ==2.1.2
+    ("0.4.0", "2.1.2"),  # vllm-0.4.0, 0.4.0.post1: torch ==2.1.2
+    ("0.4.1", "2.2.1"),  # vllm-0.4.1: torch ==2.2.1
+    ("0.4.2", "2.3.0"),  # vllm-0.4.2: torch ==2.3.0
+    ("0.4.3", "2.3.0"),  # vllm-0.4.3: torch ==2.3.0
+    ("0.5.0", "2.3.0"),  # vllm-0.5.0: torch ==2.3.0
+    ("0.5.1", "2.3.0"),  # vllm-0.5.1: torch ==2.3.0
+    ("0.5.2", "2.3.1"),  # vllm-0.5.2-cp38-abi3: torch (==2.3.1)
+    ("0.5.3", "2.3.1"),  # vllm-0.5.3: torch ==2.3.1
+    ("0.5.4", "2.4.0"),  # vllm-0.5.4: torch==2.4.0
+    ("0.5.5", "2.4.0"),  # vllm-0.5.5: torch==2.4.0
+    ("0.6.0", "2.4.0"),  # vllm-0.6.0: torch==2.4.0
+    ("0.6.1", "2.4.0"),  # vllm-0.6.1: torch==2.4.0
+    ("0.6.2", "2.4.0"),  # vllm-0.6.2: torch==2.4.0
+    ("0.6.3", "2.4.0"),  # vllm-0.6.3: torch==2.4.0
+    ("0.6.4", "2.5.1"),  # vllm-0.6.4: torch==2.5.1
+    ("0.6.5", "2.5.1"),  # vllm-0.6.5: torch==2.5.1; platform_machine != "aarch64"
+    ("0.6.6", "2.5.1"),  # vllm-0.6.6: torch==2.5.1
+    ("0.7.", "2.5.1"),  # vllm-0.7.0 .. 0.7.3: torch==2.5.1
+    ("0.8.", "2.6.0"),  # vllm-0.8.0, 0.8.3, 0.8.5: torch==2.6.0
+    ("0.9.", "2.7.0"),  # vllm-0.9.0 .. 0.9.2: torch==2.7.0
+    ("0.10.0", "2.7.1"),  # vllm-0.10.0: torch==2.7.1
+    ("0.10.1", "2.7.1"),  # vllm-0.10.1, 0.10.1.1: torch==2.7.1
+    ("0.10.2", "2.8.0"),  # vllm-0.10.2: torch==2.8.0
+    ("0.11.0", "2.8.0"),  # vllm-0.11.0: torch==2.8.0
+    ("0.11.1", "2.9.0"),  # vllm-0.11.1: torch==2.9.0
+    ("0.11.2", "2.9.0"),  # vllm-0.11.2: torch==2.9.0
+    ("0.12.", "2.9.0"),  # vllm-0.12.0-cp38-abi3-manylinux_2_31_x86_64.whl: torch==2.9.0
 )
-#: tensordict minor release -> the torch minor release it was built for
-TENSORDICT_TORCH = (("0.5", "2.4"), ("0.6", "2.5"), ("0.7", "2.6"), ("0.8", "2.7"), ("0.9", "2.8"), ("0.10", "2.9"))
-#: torch minor release -> the triton it pins
+#: tensordict minor release -> the torch minor release its wheels were built with (their lower bound,
+#: ``Requires-Dist: torch>=X``). tensordict 0.8.0 .. 0.10.0 declare a bare ``torch`` (no bound): no
+#: row, so no claim is made about them.
+TENSORDICT_TORCH = (
+    ("0.5", "2.4"),  # tensordict-0.5.0-cp310-manylinux1_x86_64.whl: torch (>=2.4.0)
+    ("0.6", "2.5"),  # tensordict-0.6.0, 0.6.2: torch (>=2.5.0)
+    ("0.7", "2.6"),  # tensordict-0.7.0, 0.7.2: torch>=2.6.0
+)
+#: the first tensordict whose wheels declare no torch bound
+TENSORDICT_UNBOUND = "0.8"
+#: torch release -> the triton it pins (``Requires-Dist: triton==X; platform_system == "Linux" and
+#: platform_machine == "x86_64"``); per release, not per minor: 2.7.0 and 2.7.1 pin different ones
 TORCH_TRITON = (
-    ("2.1", "2.1.0"),
-    ("2.2", "2.2.0"),
-    ("2.3", "2.3.1"),
-    ("2.4", "3.0.0"),
-    ("2.5", "3.1.0"),
-    ("2.6", "3.2.0"),
-    ("2.7", "3.3.1"),
-    ("2.8", "3.4.0"),
-    ("2.9", "3.5.0"),
+    ("2.1.0", "2.1.0"),  # torch-2.1.0-cp310-manylinux1_x86_64.whl: triton (==2.1.0)
+    ("2.1.1", "2.1.0"),  # torch-2.1.1: triton (==2.1.0)
+    ("2.1.2", "2.1.0"),  # torch-2.1.2: triton (==2.1.0)
+    ("2.2.0", "2.2.0"),  # torch-2.2.0: triton (==2.2.0)
+    ("2.2.1", "2.2.0"),  # torch-2.2.1: triton (==2.2.0)
+    ("2.2.2", "2.2.0"),  # torch-2.2.2: triton (==2.2.0)
+    ("2.3.0", "2.3.0"),  # torch-2.3.0: triton (==2.3.0)
+    ("2.3.1", "2.3.1"),  # torch-2.3.1: triton (==2.3.1)
+    ("2.4.0", "3.0.0"),  # torch-2.4.0: triton (==3.0.0)
+    ("2.4.1", "3.0.0"),  # torch-2.4.1: triton (==3.0.0)
+    ("2.5.0", "3.1.0"),  # torch-2.5.0: triton (==3.1.0)
+    ("2.5.1", "3.1.0"),  # torch-2.5.1: triton (==3.1.0)
+    ("2.6.0", "3.2.0"),  # torch-2.6.0: triton (==3.2.0)
+    ("2.7.0", "3.3.0"),  # torch-2.7.0-cp310-manylinux_2_28_x86_64.whl: triton==3.3.0
+    ("2.7.1", "3.3.1"),  # torch-2.7.1: triton==3.3.1
+    ("2.8.0", "3.4.0"),  # torch-2.8.0: triton==3.4.0
+    ("2.9.0", "3.5.0"),  # torch-2.9.0: triton==3.5.0
+    ("2.9.1", "3.5.1"),  # torch-2.9.1: triton==3.5.1
+    ("2.10.0", "3.6.0"),  # torch-2.10.0: triton==3.6.0
 )
 
 
@@ -157,8 +181,24 @@ def _vllm_for_torch(torch: str) -> str | None:
 
 
 def _tensordict_for_torch(torch: str) -> str | None:
+    """The tensordict to install for this torch: "0.6.x" from the table, ">=0.8" past its last row."""
     found = [td for td, t in TENSORDICT_TORCH if t == _minor(torch)]
-    return found[-1] if found else None
+    if found:
+        return f"{found[-1]}.x"
+    return f">={TENSORDICT_UNBOUND}" if _newer(_minor(torch), TENSORDICT_TORCH[-1][1]) else None
+
+
+def _newer(a: str, b: str) -> bool:
+    """Whether release ``a`` ("2.7") comes after ``b`` ("2.6"); False when either is not numeric."""
+    try:
+        return tuple(int(x) for x in a.split(".")) > tuple(int(x) for x in b.split("."))
+    except ValueError:
+        return False
+
+
+def _built_with(td: str | None, torch: str | None) -> str:
+    """What an install suggestion says the tensordict fits: built with this torch, or declares no bound."""
+    return "(its wheels declare no torch bound)" if td and td.startswith(">=") else f"(built for torch {torch})"
 
 
 def mismatch(captures: dict[str, str], seen: dict[str, list[str]]) -> str:
@@ -170,7 +210,7 @@ def mismatch(captures: dict[str, str], seen: dict[str, list[str]]) -> str:
         line = f"{pkg} {captures.get('pkgver', '')} requires {captures['req']}; {dep} {captures['depver']} is installed"
         alt = _tensordict_for_torch(captures["depver"]) if pkg == "tensordict" and dep == "torch" else None
         return f"{line}: install {captures['req']}, or " + (
-            f"tensordict {alt}.x (built for torch {_minor(captures['depver'])})"
+            f"tensordict {alt} {_built_with(alt, _minor(captures['depver']))}"
             if alt
             else f"the {pkg} release built for {dep} {captures['depver']}"
         )
@@ -185,7 +225,7 @@ def mismatch(captures: dict[str, str], seen: dict[str, list[str]]) -> str:
     if torch and td_built and td_built != _minor(torch):
         alt = _tensordict_for_torch(torch)
         return f"tensordict {first['tensordict']} was built for torch {td_built}; torch {torch} is installed: " + (
-            f"install tensordict {alt}.x (built for torch {_minor(torch)})" if alt else f"install torch {td_built}.x"
+            f"install tensordict {alt} {_built_with(alt, _minor(torch))}" if alt else f"install torch {td_built}.x"
         )
     importer = captures.get("importer", "").replace("_", "-")
     if dep and importer and importer != dep:
@@ -193,13 +233,14 @@ def mismatch(captures: dict[str, str], seen: dict[str, list[str]]) -> str:
             f" {first[dep]}" if dep in first else ""
         )
         if importer == "tensordict" and dep == "torch":
-            pairs = ", ".join(f"torch {t}: tensordict {td}" for td, t in TENSORDICT_TORCH[-4:])
+            pairs = ", ".join(f"torch {t}: tensordict {td}" for td, t in TENSORDICT_TORCH[-3:])
+            pairs += f"; tensordict >= {TENSORDICT_UNBOUND} declares no torch bound"
             return (
                 f"{what} does not have: tensordict was built for another torch; "
                 f"install the tensordict built for the installed torch ({pairs})"
             )
         if dep == "triton":
-            pin = _lookup(TORCH_TRITON, _minor(torch), prefix=False) if torch else None
+            pin = _lookup(TORCH_TRITON, torch, prefix=False) if torch else None
             return f"{what} does not have: " + (
                 f"torch {torch} pins triton {pin}; install triton=={pin}"
                 if pin
@@ -209,7 +250,7 @@ def mismatch(captures: dict[str, str], seen: dict[str, list[str]]) -> str:
     if dep and captures.get("name"):
         have = f"{dep} {first[dep]}" if dep in first else f"the installed {dep}"
         if dep.startswith("triton"):
-            pin = _lookup(TORCH_TRITON, _minor(torch), prefix=False) if torch else None
+            pin = _lookup(TORCH_TRITON, torch, prefix=False) if torch else None
             return f"{have} has no {captures['name']}: " + (
                 f"torch {torch} pins triton {pin}; install triton=={pin} and the {dep} of that release"
                 if pin

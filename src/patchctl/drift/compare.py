@@ -27,7 +27,7 @@ def drift(source: str, dest: str, patchsets: list[Patchset], repo: Path | None =
     a_spec, b_spec = spec(source, repo, "--from"), spec(dest, repo, "--to")
     with tempfile.TemporaryDirectory(prefix="patchctl-drift-") as tmp:
         a, b = open_side(a_spec, Path(tmp) / "from"), open_side(b_spec, Path(tmp) / "to")
-        before, after = _outcomes(a, patchsets), _outcomes(b, patchsets)
+        before, after = _outcomes(a, patchsets, repo, a.commit), _outcomes(b, patchsets, repo, a.commit)
         finders = (Finder(a), Finder(b))
         out = [
             PatchDrift(
@@ -44,8 +44,20 @@ def drift(source: str, dest: str, patchsets: list[Patchset], repo: Path | None =
     return Drift(a.label, b.label, a.target.version, b.target.version, tuple(out))
 
 
-def _outcomes(side: Side, patchsets: list[Patchset]) -> dict[tuple[str, str], PatchResult]:
-    return {(r.patchset, r.patch): r for r in plan_apply(side.target, patchsets).results}
+def _outcomes(
+    side: Side, patchsets: list[Patchset], repo: Path | None, base: str | None
+) -> dict[tuple[str, str], PatchResult]:
+    """The planner's outcomes on one side; with ``repo`` the patches that do not fit are carried
+    along its history from their base (``captured_against``, else ``--from``), as ``apply --repo`` does."""
+    if repo is None:
+        return {(r.patchset, r.patch): r for r in plan_apply(side.target, patchsets).results}
+    from patchctl.patchsets.history.carry import History
+
+    history = History(repo, base, strict=False)
+    try:
+        return {(r.patchset, r.patch): r for r in history.plan(side.target, patchsets).results}
+    finally:
+        history.close()
 
 
 def _regions(ps: Patchset, patch: Patch, a: Side, b: Side, finders: tuple[Finder, Finder]) -> list[Region]:

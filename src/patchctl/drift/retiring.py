@@ -14,6 +14,7 @@ from patchctl import fsutil
 from patchctl.drift.retire import Retired, absorbed, disagreements, record, without
 from patchctl.drift.sides import open_side, spec
 from patchctl.errors import PatchctlError
+from patchctl.patchsets import resolutions
 from patchctl.patchsets.loader import MANIFEST, load_patchset
 from patchctl.patchsets.model import Outcome, Patchset
 from patchctl.patchsets.plan import plan_apply
@@ -24,6 +25,13 @@ RECORD = "retired.json"
 class OutExists(PatchctlError):
     def __init__(self, out: Path) -> None:
         super().__init__(f"--out {out}: already exists; name a new folder (retire never overwrites a patchset)")
+
+
+class RecordUnreadable(PatchctlError):
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(
+            f"{path}: not a retirement record ({problem}); restore it from git, or move it away to start a new record"
+        )
 
 
 class AllRetired(PatchctlError):
@@ -92,6 +100,7 @@ def _write(patchset: Patchset, out: Path, retired: list[Retired], target: str, p
     :func:`fsutil.write_into`: a ``retired.json`` that links elsewhere is replaced, not written
     through (issue 41).
     """
+    earlier = _earlier(patchset.root / RECORD)
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.retire-", dir=out.parent))
     try:
@@ -99,9 +108,9 @@ def _write(patchset: Patchset, out: Path, retired: list[Retired], target: str, p
         shutil.copytree(patchset.root, new, symlinks=True, ignore=shutil.ignore_patterns(".git", "__pycache__"))
         cut = without(patchset.manifest.read_text(encoding="utf-8"), {r.patch for r in retired})
         fsutil.write_into(new, MANIFEST, cut.encode("utf-8"))
+        if (new / resolutions.FILE).is_file() and not (new / resolutions.FILE).is_symlink():
+            resolutions.forget(new, {r.patch for r in retired})  # a retired patch's keep-upstream goes with it
         load_patchset(new)  # the cut manifest must still be a valid patchset
-        kept = new / RECORD  # a link is no record of this patchset's: it is replaced below, unread
-        earlier = json.loads(kept.read_text())["retired"] if kept.is_file() and not kept.is_symlink() else []
         doc = json.loads(record(retired, target, problems))
         doc["retired"] = earlier + doc["retired"]
         fsutil.write_into(new, RECORD, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
@@ -109,3 +118,24 @@ def _write(patchset: Patchset, out: Path, retired: list[Retired], target: str, p
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return out
+
+
+def _earlier(path: Path) -> list[Any]:
+    """The entries of the patchset's own ``retired.json``, kept ahead of the new ones.
+
+    A link is no record of this patchset's: it is replaced, unread. A record that does not read
+    as one is refused before anything is written (it is the user's file, not patchctl's to drop).
+    """
+    if path.is_symlink() or not path.is_file():
+        return []
+    try:
+        doc = json.loads(path.read_bytes())
+    except OSError as e:
+        raise RecordUnreadable(path, e.strerror or type(e).__name__) from None
+    except json.JSONDecodeError as e:
+        raise RecordUnreadable(path, f"not JSON: {e.msg} at line {e.lineno}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise RecordUnreadable(path, f"not JSON: {type(e).__name__}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("retired"), list):
+        raise RecordUnreadable(path, "no list under 'retired'")
+    return list(doc["retired"])

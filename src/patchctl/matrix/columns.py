@@ -89,7 +89,7 @@ def parse_versions(text: str, repo: Path | None = None, names: Mapping[str, str]
         raise BadVersionList(repr(text), "no versions given", f"list them {SYNTAX}")
     if "" in items:
         raise BadVersionList(text, "has an empty entry", "remove the extra comma")
-    top = _repo_root(repo) if repo is not None else None
+    top = repo_root(repo) if repo is not None else None
     sources = [
         _named(item, names[item]) if names and item in names and not trees.release(item) else _source(item, top)
         for item in items
@@ -101,7 +101,7 @@ def parse_versions(text: str, repo: Path | None = None, names: Mapping[str, str]
     return sources
 
 
-def _repo_root(repo: Path) -> Path:
+def repo_root(repo: Path) -> Path:
     top = git.toplevel(repo) if repo.is_dir() else None
     if top is None:
         raise NotARepository(repo)

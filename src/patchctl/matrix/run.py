@@ -20,6 +20,7 @@ from patchctl.errors import PatchctlError
 from patchctl.matrix.columns import Source, fetch, unpack
 from patchctl.patchsets import engine
 from patchctl.patchsets.engine import PatchResult
+from patchctl.patchsets.history.carry import History
 from patchctl.patchsets.model import Outcome, Patchset
 from patchctl.target import open_tree
 
@@ -109,6 +110,8 @@ class _Job:
     source: Source
     scratch: Path
     patchsets: tuple[Patchset, ...]
+    #: ``--repo``: the clone whose history carries the patches that do not fit (None: no walk)
+    history: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -117,17 +120,22 @@ class _Failed:
     message: str
 
 
-def run_matrix(columns: list[Source], patchsets: list[Patchset], jobs: int | None = None) -> Matrix:
-    """Apply ``patchsets`` to a pristine copy of each source; at most ``jobs`` at once."""
+def run_matrix(
+    columns: list[Source], patchsets: list[Patchset], jobs: int | None = None, history: Path | None = None
+) -> Matrix:
+    """Apply ``patchsets`` to a pristine copy of each source; at most ``jobs`` at once. With
+    ``history`` (a verl clone) the patches that do not fit are carried along its commits."""
     fetch(columns)
     # owned: the next matrix removes what a killed one left; its workers die with it (proc)
     with orphans.scratch("patchctl-matrix-") as tmp:
-        work = [_Job(s, Path(tmp) / str(i), tuple(patchsets)) for i, s in enumerate(columns)]
+        work = [_Job(s, Path(tmp) / str(i), tuple(patchsets), history) for i, s in enumerate(columns)]
         workers = min(len(work), jobs or _cpus())
         with progress.step("matrix: applying to each version", total=len(work)) as shown:
             if workers <= 1:
-                outs = map(_apply_in_scratch, work)
-                done = [_done(out, shown) for out in outs]
+                try:
+                    done = [_done(out, shown) for out in map(_apply_in_scratch, work)]
+                finally:
+                    _close_histories()
             else:
                 with ProcessPoolExecutor(max_workers=workers, initializer=proc.die_with_parent) as pool:
                     done = [_done(out, shown) for out in pool.map(_apply_in_scratch, work)]
@@ -141,6 +149,23 @@ def run_matrix(columns: list[Source], patchsets: list[Patchset], jobs: int | Non
 def _done(out: Column | _Failed, shown: progress.Step) -> Column | _Failed:
     shown.advance(f"matrix: versions done (last {out.source.label if isinstance(out, Column) else out.label})")
     return out
+
+
+#: one walker per repository and process: a worker's later columns reuse its caches (base plans,
+#: blobs, merges), since every column walks from the same bases
+_HISTORIES: dict[Path, History] = {}
+
+
+def _history(repo: Path) -> History:
+    if repo not in _HISTORIES:
+        _HISTORIES[repo] = History(repo, strict=False)
+    return _HISTORIES[repo]
+
+
+def _close_histories() -> None:
+    for h in _HISTORIES.values():
+        h.close()
+    _HISTORIES.clear()
 
 
 def _cpus() -> int:
@@ -157,7 +182,8 @@ def _apply_in_scratch(job: _Job) -> Column | _Failed:
     try:
         root = unpack(job.source, job.scratch)
         tree = dataclasses.replace(open_tree(root, job.source.label), commit=job.source.commit)
-        plan = engine.plan_apply(tree, list(job.patchsets))
+        planner = _history(job.history).plan if job.history is not None else engine.plan_apply
+        plan = planner(tree, list(job.patchsets), None)
         written = engine.execute(plan).paths if plan.ok else []
         return Column(job.source, tree.version, tuple(plan.results), tuple(written))
     except PatchctlError as exc:

@@ -47,6 +47,14 @@ def send(
                 shown = time.monotonic()
                 show(running)
 
+    def on_bytes(moved: int) -> None:
+        """rsync's running total, also inside one large file; the exact figure (%b, after delta
+        compression) replaces it as each file ends."""
+        nonlocal shown
+        if time.monotonic() - shown >= LIVE_EVERY:
+            shown = time.monotonic()
+            show(Tally(running.files, max(running.bytes, tally.bytes + moved)))
+
     show(tally)
     with clock.transferring():
         done = transfer.send(
@@ -57,6 +65,7 @@ def send(
             checksum=checksum,
             control=control,
             on_item=on_item,
+            on_bytes=on_bytes,
             empty_root=empty_root,
         )
     show(running)

@@ -29,6 +29,11 @@ def encode_manifest(fs: FileSet) -> bytes:
     return json.dumps([e[:4] for e in fs.entries], separators=(",", ":")).encode()  # path, kind, digest, executable
 
 
+def _patched_digests(fs: FileSet, record: rec.Record | None) -> dict[str, str]:
+    wanted = {e.path for e in record.entries} if record else set()
+    return {e.path: e.digest for e in fs.entries if e.path in wanted and e.kind == "f"}
+
+
 def build(fs: FileSet, cluster: Cluster, manifest: bytes) -> dict[str, Any]:
     """The host-independent part; the agent adds the host's root and the verification outcome.
     ``manifest``: ``encode_manifest(fs)``, whose digest is recorded."""
@@ -43,6 +48,9 @@ def build(fs: FileSet, cluster: Cluster, manifest: bytes) -> dict[str, Any]:
         "patches": [{"patchset": e.patchset, "patch": e.patch, "path": e.path} for e in record.entries]
         if record
         else [],
+        # what each patched file must hash to on the host: validate compares the sha256 of what every
+        # process of a run imported with this, so a tree reverted after migrate fails there
+        "patched_sha256": _patched_digests(fs, record),
         "migrated_at": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
         "source_host": socket.gethostname(),
         "source_root": str(fs.root),

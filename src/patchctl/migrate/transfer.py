@@ -16,16 +16,21 @@
   5.6-6.6 s on the 10k tree (rsync then makes a missing folder only when a file in it is
   written, not while its parent's entries are handled: generator.c, ``recv_generator``).
 - ``--out-format``: one line per item, parsed live for the per-host progress (files, bytes).
+- ``--info=progress2`` (when the caller follows bytes): rsync's running total of the data it has
+  moved, rewritten in place with ``\r`` a few times a second. ``--out-format`` names a file only
+  once it is whole, so a single 400 MB file showed "0 B" for most of its transfer.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from patchctl import proc
 from patchctl.clusters import Cluster, Host
@@ -59,6 +64,17 @@ class TransferResult:
     stderr: str
 
 
+#: a ``--info=progress2`` line: "   104,005,635  33%   96.67MB/s    0:00:02 (xfr#1, to-chk=0/3)"
+_PROGRESS = re.compile(r" *([0-9][0-9,]*) +[0-9]+% ")
+_LINE_ENDS = re.compile(rb"[\r\n]")
+
+
+def parse_progress(line: str) -> int | None:
+    """The bytes moved so far by the whole transfer, from a progress2 line; None for other lines."""
+    m = _PROGRESS.match(line)
+    return int(m.group(1).replace(",", "")) if m else None
+
+
 def parse_line(line: str) -> Item | None:
     parts = line.split(" ", 3)
     if len(parts) != 4 or len(parts[0]) < 2 or not parts[1].isdigit() or not parts[2].isdigit():
@@ -76,6 +92,7 @@ def rsync_argv(
     checksum: bool = False,
     control: Path | None = None,
     empty_root: bool = False,
+    live_bytes: bool = False,
 ) -> list[str]:
     argv = rsync.argv(
         cluster,
@@ -91,6 +108,8 @@ def rsync_argv(
         "--out-format",
         _FORMAT,
     )
+    if live_bytes and not dry_run:
+        argv.append("--info=progress2")
     if cluster.bwlimit:
         argv += ["--bwlimit", str(cluster.bwlimit)]
     if checksum:
@@ -113,9 +132,11 @@ def send(
     checksum: bool = False,
     control: Path | None = None,
     on_item: Callable[[Item], None] | None = None,
+    on_bytes: Callable[[int], None] | None = None,
     empty_root: bool = False,
 ) -> TransferResult:
-    """Run rsync for one host, reporting each item as rsync prints it."""
+    """Run rsync for one host, reporting each item as rsync prints it, and (``on_bytes``) the
+    bytes the transfer has moved so far, also while one large file is still on its way."""
     argv = rsync_argv(
         cluster,
         host,
@@ -125,6 +146,7 @@ def send(
         checksum=checksum,
         control=control,
         empty_root=empty_root,
+        live_bytes=on_bytes is not None,
     )
     if shutil.which("rsync") is None:
         raise ToolMissing("rsync", "migrate sends trees with it: apt-get install rsync")
@@ -134,10 +156,26 @@ def send(
         p = proc.spawn(argv, stdout=subprocess.PIPE, stderr=err)
         with p:
             assert p.stdout is not None
-            for raw in p.stdout:
-                item = parse_line(raw.decode("utf-8", "replace").rstrip("\n"))
-                if item is not None and on_item is not None:
-                    on_item(item)
+            for line in _lines(p.stdout):
+                item = parse_line(line)
+                if item is not None:
+                    if on_item is not None:
+                        on_item(item)
+                elif on_bytes is not None and (moved := parse_progress(line)) is not None:
+                    on_bytes(moved)
         err.seek(0)
         stderr = err.read().decode("utf-8", "replace")
     return TransferResult(p.returncode, stderr)
+
+
+def _lines(stream: IO[bytes]) -> Iterator[str]:
+    """rsync's output split at ``\n`` and at the ``\r`` that progress2 rewrites its line with,
+    as it comes (``read1``: whatever the pipe holds, without waiting for a full buffer)."""
+    held = b""
+    while chunk := stream.read1(65536):  # type: ignore[attr-defined]
+        *whole, held = _LINE_ENDS.split(held + chunk)
+        for raw in whole:
+            if raw:
+                yield raw.decode("utf-8", "replace")
+    if held:
+        yield held.decode("utf-8", "replace")

@@ -9,6 +9,7 @@ only renders. ``matrix`` and ``capture`` use the planning steps directly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,14 +84,16 @@ def apply(
     commit: bool = False,
     branch: str | None = None,
     markers: bool = False,
+    planner: Callable[[Target, list[Patchset], set[str] | None], Plan] = plan_apply,
 ) -> RunResult:
     """Plan every patch, then write the plan all-or-nothing; with ``commit`` on a new branch
     (``patchctl/<patchsets>`` unless named) in one commit listing the applied patch ids. With
     ``markers`` a conflicting patch is written at its best candidate place with conflict markers
     (:mod:`~patchctl.patchsets.conflicts`) instead of refusing the change, and one with no such
-    place is left unwritten without refusing the others."""
+    place is left unwritten without refusing the others. ``planner`` is :func:`plan_apply` or one
+    that wraps it (``--repo``: :meth:`~patchctl.patchsets.history.carry.History.plan`)."""
     conflicts.refuse_pending(target.root)
-    plan = plan_apply(target, patchsets, only)
+    plan = planner(target, patchsets, only)
     if markers:
         conflicts.mark(plan, patchsets)
     written = Written([])

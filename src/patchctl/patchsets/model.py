@@ -109,6 +109,10 @@ class Resolution:
     blocks: tuple[str, ...] = ()
     #: ``before`` and ``after`` are the whole file (add-file, rename-file, delete-file; empty: deleted)
     whole: bool = False
+    #: the user kept upstream's text (``after`` is ``before``): the patch is dropped from ``since`` on
+    keep: bool = False
+    #: the verl version the tree declared when the keep was recorded ("" when it declared none)
+    since: str = ""
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,8 @@ class Patch:
     needs: tuple[str, ...] = ()
     #: resolutions recorded for this patch (``resolutions.toml`` beside the manifest)
     resolutions: tuple[Resolution, ...] = ()
+    #: "keep upstream" records of this patch (``keep = true`` there): where it is dropped
+    kept: tuple[Resolution, ...] = ()
 
 
 @dataclass(frozen=True)

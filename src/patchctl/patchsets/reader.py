@@ -15,7 +15,7 @@ from packaging.version import InvalidVersion, Version
 from patchctl.confine import resolve_target
 from patchctl.errors import NotUtf8, OutsideTree
 from patchctl.patchsets import upstream
-from patchctl.patchsets.kinds import KINDS
+from patchctl.patchsets.kinds import KINDS, replay
 from patchctl.patchsets.kinds.base import Check, Context
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.target import Target
@@ -133,7 +133,11 @@ def assess(patch: Patch, tree: TreeReader, patchset_root: Path) -> Assessment:
         skip = "none of its target files exists: " + ", ".join(patch.target)
     if skip is not None or path is None:
         return Assessment(path, skip)
-    found = KINDS[patch.kind].check(tree.read_for(patch, path), patch, Context(patchset_root, path, read=tree.confined))
+    text, ctx = tree.read_for(patch, path), Context(patchset_root, path, read=tree.confined)
+    found = KINDS[patch.kind].check(text, patch, ctx)
+    kept = replay.dropped(text, patch, ctx, tree.target.version) if found.presence is not Presence.PRESENT else None
+    if kept is not None:  # the user's "keep upstream" (refresh): upstream's text is the answer here
+        return Assessment(path, None, Check(Presence.SUPERSEDED_UPSTREAM, kept), kept)
     superseded = (
         upstream.find(patch.upstream, path, tree.read, patch.tag) if found.presence is Presence.MISSING else None
     )

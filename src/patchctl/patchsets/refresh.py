@@ -6,7 +6,9 @@ holding a marker line, or a file edited outside its conflicts, is refused by nam
 is recorded. Each resolution goes into the patchset's ``resolutions.toml`` keyed by the patch
 id and the hash of upstream's text there, so apply and matrix replay it wherever the same
 conflict comes back (``git rerere``); the patch's own texts stay as captured, so it still fits
-the versions it fitted. The tree's record then lists the patch as applied (revert and verify
+the versions it fitted. A conflict left as upstream's text is a "keep upstream" record: the
+patch is dropped on the tree's version and every later one (``superseded-upstream``), so that
+conflict no longer blocks each apply (issue 38). The tree's record then lists the patch as applied (revert and verify
 find it through the resolution) and its list of conflicts is emptied, in one journaled write.
 """
 
@@ -35,11 +37,15 @@ class Refreshed:
     path: str
     #: the key the resolution was recorded under (sha256 of upstream's text there)
     context: str
-    #: False where the user kept upstream's text: nothing to record, the patch is dropped there
+    #: True: written into ``resolutions.toml`` (an edited resolution, or a "keep upstream")
     recorded: bool
     kind: str = "structural"
     #: a delete-file conflict resolved to an empty file: refresh deletes it, as the patch does
     deleted: bool = False
+    #: the user kept upstream's text: recorded as "keep upstream", the patch dropped from ``since`` on
+    kept: bool = False
+    #: the tree's verl version the keep holds from ("" when the tree declares none)
+    since: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,6 +56,8 @@ class Refreshed:
             "recorded": self.recorded,
             "kind": self.kind,
             "deleted": self.deleted,
+            "kept": self.kept,
+            "since": self.since,
         }
 
 
@@ -150,30 +158,35 @@ def refresh(target: Target, patchsets: list[Patchset]) -> list[Refreshed]:
     for m, resolved in todo:
         if not resolved and resolved != m.upstream and not (m.whole and kind_of(by_name, m) == "delete-file"):
             raise ConflictUnresolved(
-                m.path, m.patch, "is resolved to nothing; keep upstream's text there to drop the patch on this tree"
+                m.path,
+                m.patch,
+                "is resolved to nothing; keep upstream's text there to drop the patch from this version on",
             )
     done = []
     for m, resolved in todo:
         context = resolutions.context_of(m.upstream)
-        if resolved != m.upstream:
-            resolutions.record(
-                by_name[m.patchset].root,
-                m.patch,
-                Resolution(
-                    context,
-                    m.indent,
-                    m.upstream,
-                    resolved,
-                    f"verl {m.version}" if m.version else str(root),
-                    m.above,
-                    m.below,
-                    m.blocks,
-                    m.whole,
-                ),
-            )
+        keep = resolved == m.upstream  # "keep upstream": the patch is dropped here and on later versions
+        resolutions.record(
+            by_name[m.patchset].root,
+            m.patch,
+            Resolution(
+                context,
+                m.indent,
+                m.upstream,
+                resolved,
+                f"verl {m.version}" if m.version else str(root),
+                m.above,
+                m.below,
+                m.blocks,
+                m.whole,
+                keep,
+                m.version if keep else "",
+            ),
+        )
         kind = kind_of(by_name, m)
         gone = m.whole and not resolved and kind == "delete-file"
-        done.append(Refreshed(m.patchset, m.patch, m.path, context, resolved != m.upstream, kind, gone))
+        since = m.version if keep else ""
+        done.append(Refreshed(m.patchset, m.patch, m.path, context, True, kind, gone, keep, since))
     _settle(target, patchsets, done)
     return done
 
@@ -188,7 +201,7 @@ def _settle(target: Target, patchsets: list[Patchset], done: list[Refreshed]) ->
         record.entries = [e for e in record.entries if (e.patchset, e.patch) != (d.patchset, d.patch)]
         if d.deleted and (target.root / d.path).exists():
             changes[d.path] = fsutil.FileChange(d.path, None)
-        if d.recorded:
+        if d.recorded and not d.kept:
             sha = None if d.deleted else fsutil.sha256_file(target.root / d.path)
             undo = {"resolution": d.context}  # revert goes back through the resolution
             record.entries.append(rec.Entry(d.patchset, d.patch, d.kind, d.path, None, sha, now, undo))

@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from patchctl.errors import ManifestError
 from patchctl.patchsets.model import Patch, Resolution
 from patchctl.schema import Field, check
@@ -44,6 +46,8 @@ SCHEMA = {
     "below": Field(list, False, "the place's own anchors below", item=str),
     "blocks": Field(list, False, "the place's own block headers", item=str),
     "whole": Field(bool, False, "before and after are the whole file (empty after: the file is deleted)"),
+    "keep": Field(bool, False, "upstream's text was kept: the patch is dropped from `since` on (no after)"),
+    "since": Field(str, False, "the verl version the keep was recorded on"),
 }
 
 
@@ -74,9 +78,11 @@ def attach(directory: Path, patches: list[Patch]) -> list[Patch]:
     file = directory / FILE
     by_id = {p.id: p for p in patches}
     found: dict[str, list[Resolution]] = {}
+    kept: dict[str, list[Resolution]] = {}
     for i, raw in enumerate(_read(directory)):
         check(raw, SCHEMA, file=file, prefix=f"resolution[{i}].")
-        for key in ("before", "after"):
+        keep = bool(raw.get("keep", False))
+        for key in ("before",) if keep else ("before", "after"):
             if key not in raw:
                 raise ManifestError(file, f"resolution[{i}].{key}", "missing", f"add it ({SCHEMA[key].hint})")
         pid = raw["patch"]
@@ -88,10 +94,27 @@ def attach(directory: Path, patches: list[Patch]) -> list[Patch]:
                 "delete this resolution",
                 pid,
             )
-        if (
-            context_of(raw["before"]) != raw["context"]
-            or raw["before"] == raw["after"]
-            or (not raw["after"] and not (raw.get("whole") and by_id[pid].kind == "delete-file"))
+        if keep and raw.get("after", raw["before"]) != raw["before"]:
+            raise ManifestError(
+                file,
+                f"resolution[{i}].after",
+                "differs from before in an entry that keeps upstream's text",
+                "delete `keep = true` (an edited resolution) or `after` (upstream's text kept)",
+                pid,
+            )
+        if keep and raw.get("since"):
+            try:
+                Version(raw["since"])
+            except InvalidVersion:
+                raise ManifestError(
+                    file, f"resolution[{i}].since", f"{raw['since']!r} is no version", 'write one such as "0.7.0"', pid
+                ) from None
+        if context_of(raw["before"]) != raw["context"] or (
+            not keep
+            and (
+                raw["before"] == raw["after"]
+                or (not raw["after"] and not (raw.get("whole") and by_id[pid].kind == "delete-file"))
+            )
         ):
             raise ManifestError(
                 file,
@@ -101,20 +124,27 @@ def attach(directory: Path, patches: list[Patch]) -> list[Patch]:
                 "delete it and resolve the conflict again",
                 pid,
             )
-        found.setdefault(pid, []).append(
+        (kept if keep else found).setdefault(pid, []).append(
             Resolution(
                 raw["context"],
                 raw.get("indent", ""),
                 raw["before"],
-                raw["after"],
+                raw.get("after", raw["before"]),
                 raw.get("recorded_on", ""),
                 tuple(raw.get("above", ())),
                 tuple(raw.get("below", ())),
                 tuple(raw.get("blocks", ())),
                 bool(raw.get("whole", False)),
+                keep,
+                raw.get("since", "") if keep else "",
             )
         )
-    return [dataclasses.replace(p, resolutions=tuple(found[p.id])) if p.id in found else p for p in patches]
+    return [
+        dataclasses.replace(p, resolutions=tuple(found.get(p.id, ())), kept=tuple(kept.get(p.id, ())))
+        if p.id in found or p.id in kept
+        else p
+        for p in patches
+    ]
 
 
 def _string(value: str) -> str:
@@ -137,7 +167,29 @@ def _value(v: Any) -> str:
 def record(directory: Path, patch: str, resolution: Resolution) -> None:
     """Add ``resolution`` of ``patch`` (replacing one with the same key), written atomically."""
     entries = [e for e in _read(directory) if (e.get("patch"), e.get("context")) != (patch, resolution.context)]
-    entries.append({"patch": patch, **dataclasses.asdict(resolution)})
+    entry = {"patch": patch, **dataclasses.asdict(resolution)}
+    if resolution.keep:  # after is before: one copy of upstream's text is enough to read
+        del entry["after"]
+    else:
+        del entry["since"]
+    entries.append(entry)
+    _write(directory, entries)
+
+
+def forget(directory: Path, patches: set[str]) -> None:
+    """Drop the entries of ``patches`` (retired from the manifest: an entry naming no patch is
+    refused on load); the file goes when none is left."""
+    entries = _read(directory)
+    left = [e for e in entries if e.get("patch") not in patches]
+    if len(left) == len(entries):
+        return
+    if left:
+        _write(directory, left)
+    else:
+        (directory / FILE).unlink()
+
+
+def _write(directory: Path, entries: list[dict[str, Any]]) -> None:
     out = ["# conflict resolutions recorded by `patchctl refresh`; replayed where the same conflict comes back"]
     for e in entries:
         out += ["", "[[resolution]]"] + [f"{k} = {_value(v)}" for k, v in e.items() if v not in ((), [], False)]

@@ -12,7 +12,7 @@ from pathlib import Path
 from patchctl import fsutil, git
 from patchctl.errors import PatchsetNotGiven
 from patchctl.patchsets import record as rec
-from patchctl.patchsets.kinds import KINDS
+from patchctl.patchsets.kinds import KINDS, replay
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset, Presence
 from patchctl.patchsets.plan import Plan
@@ -123,6 +123,12 @@ def _revert_one(
     kind = KINDS[patch.kind]
     text = tree.read_for(patch, path)
     found = kind.check(text, patch, ctx)
+    if (
+        not recorded
+        and found.presence is not Presence.PRESENT
+        and replay.dropped(text, patch, ctx, tree.target.version)
+    ):
+        return None  # the user kept upstream's text here (refresh): there is nothing of the patch to undo
 
     def result(status: Outcome, reason: str, detail: str = "") -> PatchResult:
         return PatchResult(entry.patchset, entry.patch, status, path, reason, detail)

@@ -35,6 +35,8 @@ from patchctl.train.codeproof import Process, Proof, Watch
 from patchctl.train.gates import Gate, GateStatus
 
 DIR_NAME = "codehook"
+#: the weight fingerprints' module, imported by the hook where verl's weight sync runs
+WEIGHTS_MODULE = "patchctl_hook_weights.py"
 ENV_DIR, ENV_WATCH = "PATCHCTL_CODEHOOK_DIR", "PATCHCTL_CODEHOOK_WATCH"
 #: the kinds whose entries add files rather than edit code that verl runs
 NOT_CODE = ("add-file", "shell-env")
@@ -99,16 +101,29 @@ def install(run_dir: Path) -> Path:
     folder = fsutil.renew_folder(run_dir / DIR_NAME)
     (folder / "records").mkdir()
     fsutil.write_into(folder, "sitecustomize.py", Path(__file__).with_name("hook_site.py").read_bytes())
+    fsutil.write_into(folder, WEIGHTS_MODULE, Path(__file__).with_name("hook_weights.py").read_bytes())
     return folder
 
 
 def read(run_dir: Path, tree: Path, found: tuple[Watch, ...]) -> Proof:
     """The records of every process, latest title first; lines a process left half-written are skipped."""
+    return Proof(str(tree.resolve()), found, parse(texts(run_dir)))
+
+
+def texts(run_dir: Path) -> list[str]:
+    """Every process's record file, as text."""
+    files = sorted((run_dir / DIR_NAME / "records").glob("*.jsonl"))
+    return [f.read_text(encoding="utf-8", errors="replace") for f in files]
+
+
+def parse(texts: list[str]) -> tuple[Process, ...]:
+    """One process per record file's text, by pid."""
     processes = []
-    for file in sorted((run_dir / DIR_NAME / "records").glob("*.jsonl")):
+    for text in texts:
         imports: dict[str, str] = {}
+        digests: dict[str, str] = {}
         cmd, pid = "", 0
-        for line in file.read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in text.splitlines():
             try:
                 doc = json.loads(line)
                 pid, cmd = int(doc["pid"]), str(doc.get("cmd", cmd))
@@ -116,9 +131,11 @@ def read(run_dir: Path, tree: Path, found: tuple[Watch, ...]) -> Proof:
                 continue
             if doc.get("event") == "import" and isinstance(doc.get("module"), str):
                 imports.setdefault(doc["module"], str(doc.get("file")))
+                if isinstance(doc.get("sha256"), str):
+                    digests.setdefault(doc["module"], doc["sha256"])
         if pid:
-            processes.append(Process(pid, role(cmd), imports))
-    return Proof(str(tree.resolve()), found, tuple(sorted(processes, key=lambda p: p.pid)))
+            processes.append(Process(pid, role(cmd), imports, digests))
+    return tuple(sorted(processes, key=lambda p: p.pid))
 
 
 def role(cmd: str) -> str:
@@ -155,6 +172,29 @@ def gate(proof: Proof | None) -> Gate:
             f"pid {p.pid} ({p.role}) ran {module} from {file} ({where}: {proof.tree}); a verl installed in "
             "site-packages or put first on sys.path shadows the tree: remove it (pip uninstall verl)",
         )
+    failed = coverage(proof)
+    if failed is not None:
+        return failed
+    on_path = [w for w in proof.watches if proof.on_path(w)]
+    off = [w.patch for w in proof.watches if w not in on_path]
+    note = f"; off this run's path (their packages never imported): {', '.join(off)}" if off else ""
+    if not on_path:
+        return Gate(name, GateStatus.SKIP, len(proof.processes), bar, "no code patch is on this run's path" + note)
+    counts = ", ".join(f"{w.patch}: {sum(w.module in p.imports for p in proof.processes)} processes" for w in on_path)
+    return Gate(
+        name,
+        GateStatus.PASS,
+        len(proof.processes),
+        bar,
+        f"{len(proof.processes)} processes recorded, verl from the tree in each; {counts}{note}",
+    )
+
+
+def coverage(proof: Proof) -> Gate | None:
+    """The failure of a code patch on the run's path that no process (or no engine process it acts
+    in) imported; None when each on the path was imported where it acts. Shared with validate's
+    judgement of every host's processes (validate/codehosts.py)."""
+    name, bar = "patched-code-ran", "every code patch imported from the tree; no verl from elsewhere"
     on_path = [w for w in proof.watches if proof.on_path(w)]
     for w in on_path:
         users = [p for p in proof.processes if w.module in p.imports]
@@ -190,15 +230,4 @@ def gate(proof: Proof | None) -> Gate:
                     f"patch {w.patch} edits {w.module}, which acts in "
                     f"{title} processes; none of the run's {len(engines)} imported it",
                 )
-    off = [w.patch for w in proof.watches if w not in on_path]
-    note = f"; off this run's path (their packages never imported): {', '.join(off)}" if off else ""
-    if not on_path:
-        return Gate(name, GateStatus.SKIP, len(proof.processes), bar, "no code patch is on this run's path" + note)
-    counts = ", ".join(f"{w.patch}: {sum(w.module in p.imports for p in proof.processes)} processes" for w in on_path)
-    return Gate(
-        name,
-        GateStatus.PASS,
-        len(proof.processes),
-        bar,
-        f"{len(proof.processes)} processes recorded, verl from the tree in each; {counts}{note}",
-    )
+    return None

@@ -8,7 +8,7 @@ shows them: a reader of those needs the types, not the hook's set-up.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -34,6 +34,8 @@ class Process:
     role: str
     #: module -> the file it was executed from
     imports: dict[str, str]
+    #: module -> the sha256 of that file as the process executed it (absent: not recorded)
+    digests: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

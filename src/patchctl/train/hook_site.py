@@ -4,10 +4,11 @@ the trainer's ``PYTHONPATH`` starts with, so every Python process of the run loa
 
 It records, in ``$PATCHCTL_CODEHOOK_DIR/<pid>.jsonl``, each module of ``$PATCHCTL_CODEHOOK_WATCH``
 (comma-separated: the patched modules, and ``verl`` itself) that the process executed, with the
-file it came from and the process's command line (which shows the title vLLM and Ray set); twice
-later it samples the command line again, since titles are set after the imports. patchctl judges
-the records after the run (``codehook.py``): this file decides nothing, and a failure in it never
-breaks the process. Standard library only; nothing is imported unless a watched module is.
+file it came from (with that file's sha256) and the process's command line (which shows the
+title vLLM and Ray set); twice later it samples the command line again, since titles are set
+after the imports. patchctl judges the records after the run (``codehook.py``): this file decides
+nothing, and a failure in it never breaks the process. Standard library only; nothing is
+imported unless a watched module is (or, for the weight fingerprints, verl's weight sync).
 A ``sitecustomize`` the environment had before (found further down ``sys.path``) still runs.
 """
 
@@ -24,6 +25,14 @@ if TYPE_CHECKING:
 _DIR = os.environ.get("PATCHCTL_CODEHOOK_DIR")
 _WATCH = frozenset(filter(None, os.environ.get("PATCHCTL_CODEHOOK_WATCH", "").split(",")))
 _SAMPLES = (8.0, 40.0)
+#: verl's weight-sync modules: once one has run, ``patchctl_hook_weights`` (beside this file)
+#: wraps its sender or engine class to fingerprint every parameter after each sync (weights-match)
+_WEIGHTS = frozenset(
+    (
+        "verl.workers.rollout.vllm_rollout.bucketed_weight_transfer",
+        "verl.workers.rollout.vllm_rollout.utils",
+    )
+)
 _state = {"sampling": False}
 
 
@@ -58,6 +67,29 @@ def _record(event: str, **fields: object) -> None:
         pass
 
 
+def _digest(file: "str | None") -> "str | None":
+    """The sha256 of the source just executed: a reverted tree at the tree's own path shows here
+    (validate compares it with migrate's record of that host's file)."""
+    if not file or not file.endswith(".py"):
+        return None
+    try:
+        import hashlib
+
+        with open(file, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except Exception:
+        return None
+
+
+def _weights(name: str, module: "ModuleType") -> None:
+    try:
+        import patchctl_hook_weights  # type: ignore[import-not-found] # beside this file, in the run's codehook/
+
+        patchctl_hook_weights.install(name, module, _record)
+    except Exception:  # noqa: S110 - no fingerprints: weights-match then says it saw no sync
+        pass
+
+
 def _sample_titles() -> None:
     if _state["sampling"]:
         return
@@ -89,7 +121,7 @@ class _Finder:
     def find_spec(
         self, name: str, path: "Sequence[str] | None" = None, target: "ModuleType | None" = None
     ) -> "ModuleSpec | None":
-        if name not in _WATCH:
+        if name not in _WATCH and name not in _WEIGHTS:
             return None
         spec = None
         for finder in sys.meta_path:
@@ -101,14 +133,19 @@ class _Finder:
         if spec is None or spec.loader is None or isinstance(spec.loader, type):
             return spec
         if name == _main_module():
-            _record("import", module=name, file=spec.origin, main=True)
+            _record("import", module=name, file=spec.origin, sha256=_digest(spec.origin), main=True)
             _sample_titles()
             return spec
         run = spec.loader.exec_module
 
         def exec_module(module: "ModuleType") -> None:
             run(module)
-            _record("import", module=name, file=getattr(module, "__file__", None) or spec.origin)
+            if name in _WEIGHTS:
+                _weights(name, module)
+            if name not in _WATCH:
+                return
+            file = getattr(module, "__file__", None) or spec.origin
+            _record("import", module=name, file=file, sha256=_digest(file))
             _sample_titles()
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign] # the wrap is the point: it records the run

@@ -7,19 +7,24 @@ import importlib
 from pathlib import Path
 
 from patchctl.errors import PatchctlError
-from patchctl.train import codehook, signals
+from patchctl.train import codehook, signals, weightsmatch
 from patchctl.train import gates as gates_mod
 from patchctl.train.codeproof import Proof
 from patchctl.train.model import DoctorFailed, Finding, Judgement, Ran
 from patchctl.train.profiles import Gates
+from patchctl.train.weightsmatch import Sync
 
 
-def judge(ran: Ran, gates: Gates, log: Path, proof: Proof | None = None) -> Judgement:
-    """Every gate of the profile, the reward-independent ones, the code hook's, the verdict, and on
-    a failure doctor's reading of ``log``."""
+def judge(
+    ran: Ran, gates: Gates, log: Path, proof: Proof | None = None, weights: tuple[Sync, ...] | None = None
+) -> Judgement:
+    """Every gate of the profile, the reward-independent ones, the code hook's (and, where the hook
+    ran, ``weights-match`` over its fingerprints), the verdict, and on a failure doctor's reading of ``log``."""
     results = gates_mod.evaluate(ran.finished.returncode, ran.scan, gates, ran.timings.first_step)
     results += signals.evaluate(ran.scan, gates)
     results.append(codehook.gate(proof))
+    if weights is not None:
+        results.append(weightsmatch.judge(weights))
     passed = gates_mod.verdict(results)
     return Judgement(tuple(results), passed, None if passed else diagnose(log), proof)
 

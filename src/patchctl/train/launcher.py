@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl import bytecode, fsutil, proc
+from patchctl.train import hangdump
 from patchctl.train.overrides import parse as parse_override
 from patchctl.train.profiles import Profile, expand_env, fill
 
@@ -128,12 +129,18 @@ def execute(
     train, migrate, validate or matrix (see :mod:`patchctl.proc` and :mod:`patchctl.orphans`).
     ``while_starting`` runs once the process is launched (work the trainer needs only later, such
     as the smoke assets); if it raises, the trainer is stopped and the error propagates.
+
+    The trainer runs with PyTorch's NCCL flight recorder on, dumping into the run directory (the
+    caller's own ``TORCH_NCCL_*`` values win); on timeout, before the kill, :func:`hangdump.capture`
+    takes each process's stacks and asks every rank for its flight recorder dump, for ``doctor``.
     """
-    launch.log.parent.mkdir(parents=True, exist_ok=True)
+    run_dir = launch.log.parent
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fsutil.renew_folder(run_dir / hangdump.FLIGHT)  # this run's dumps only
     child = proc.spawn(
         launch.argv,
         cwd=launch.cwd,
-        env={**os.environ, **launch.env},
+        env={**hangdump.flight_env(run_dir), **os.environ, **launch.env},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         new_session=True,
@@ -165,6 +172,8 @@ def execute(
             code: int | None = child.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out, code = True, None
+            # where each rank waits, while it still waits there
+            hangdump.capture(run_dir, child.pid, python=launch.argv[0], env=launch.env)
             _terminate(child)
     except BaseException:
         _terminate(child)

@@ -35,6 +35,7 @@ from patchctl.train import (
     settings,
     smoke,
     treeconfig,
+    weightsmatch,
 )
 from patchctl.train.data import TINY_NAME
 from patchctl.train.judge import judge
@@ -102,9 +103,14 @@ def default_profile(target: Target) -> tuple[str, str]:
     its registry; a default the tree refuses was a newcomer's first error. The tree's own rollouts
     decide, as :func:`check_rollout` reads them; where they cannot be told, ``smoke`` stays.
     """
-    have = rollouts.available(target.root)
+    return pick_smoke(target.root, f"verl {target.version}" if target.version else "this tree")
+
+
+def pick_smoke(root: Path, verl: str) -> tuple[str, str]:
+    """:func:`default_profile` for a tree known only by its folder (``validate``'s source tree);
+    ``verl`` names it in the reason."""
+    have = rollouts.available(root)
     profiles = load_profiles()
-    verl = f"verl {target.version}" if target.version else "this tree"
     if have is None:
         return SMOKE_PROFILES[0], f"{verl}'s rollouts could not be read"
     for name in SMOKE_PROFILES:
@@ -173,7 +179,8 @@ def train(
         if stopper:
             stopper.start()
     proof = codehook.read(p.run_dir, target.root, p.watched) if p.watched else None
-    judgement = judge(ran, p.profile.gates, p.launch.log, proof)
+    weights = weightsmatch.parse(codehook.texts(p.run_dir)) if p.watched else None
+    judgement = judge(ran, p.profile.gates, p.launch.log, proof, weights)
     done = report.write(p, ran, judgement, gathering.result(target), t0)
     if stopper:
         stopper.join()

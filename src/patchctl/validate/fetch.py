@@ -1,6 +1,7 @@
 """Step ``fetch``: the head's log, ``report.json`` and ``report.png`` into the local run directory.
 
-One rsync over the head's master connection for all files. The streamed ``train.log`` already
+One rsync over the head's master connection for all files (and the ``stacks/`` and
+``nccl_trace/`` folders a timed-out run left for doctor). The streamed ``train.log`` already
 holds every line; the head's copy replaces it (the same lines, flushed to the end).
 """
 
@@ -16,10 +17,14 @@ from patchctl.validate.errors import HostNotReady
 from patchctl.validate.model import Trained
 
 WANTED = ("train.log", "report.json", "report.png")
+#: what a timed-out run leaves for doctor (py-spy stacks, NCCL flight recorder dumps, ray status), fetched
+#: when the head has them
+FOLDERS = ("stacks", "nccl_trace", "ray-status.txt")
 
 
 def run(plan: planning.Plan, trained: Trained, master: ssh.Master) -> tuple[str, ...]:
     files = tuple(f for f in WANTED if f in trained.files) or WANTED[:2]
+    files += tuple(f for f in FOLDERS if f in trained.files)
     plan.run_dir.mkdir(parents=True, exist_ok=True)
     done = proc.run(planning.fetch_argv(plan, files, master.socket), check=False, timeout=plan.cluster.timeout * 4)
     if done.returncode != 0:

@@ -173,6 +173,10 @@ class ValidateResult:
     insecure_ray: bool = False
     #: the health checks' results (validate/checks/runner.py Health), when any ran
     health: Any = None
+    #: a Slurm cluster's job: {"job_id", "state", "reason", "nodes", "exit_code"} (None over ssh)
+    slurm: dict[str, Any] | None = None
+    #: --baseline's verdict (validate/baseline.py), when asked
+    baseline: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)

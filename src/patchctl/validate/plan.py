@@ -206,7 +206,9 @@ def fetch_argv(
     """
     where = plan.remote_run_dir
     sources = [f"{plan.head.host.ssh}:{where}/{files[0]}", *(f":{where}/{f}" for f in files[1:])]
-    return [*rsync.argv(plan.cluster, control, "-t"), "--", *sources, f"{plan.run_dir.absolute()}/"]
+    # -r only for the folders a timed-out run leaves (stacks/, nccl_trace/); rsync copies no FIFO
+    options = ("-rt",) if any(f in ("stacks", "nccl_trace") for f in files) else ("-t",)
+    return [*rsync.argv(plan.cluster, control, *options), "--", *sources, f"{plan.run_dir.absolute()}/"]
 
 
 def show(argv: tuple[str, ...] | list[str]) -> str:

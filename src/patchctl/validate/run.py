@@ -10,22 +10,26 @@ result is returned, and the result names the host and the cause in one line.
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import replace
-from pathlib import Path
+from dataclasses import asdict, replace
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from patchctl import fsutil, orphans
 from patchctl.clusters import Cluster
+from patchctl.errors import PatchctlError
 from patchctl.remote import ssh
+from patchctl.train.gates import GateStatus
 from patchctl.train.logparse import Progress
+from patchctl.validate import baseline as baselines
+from patchctl.validate import codehosts, fetch, guard, launch, preflight, rayup, remote
 from patchctl.validate import compare as comparing
-from patchctl.validate import fetch, guard, launch, preflight, rayup
 from patchctl.validate import plan as planning
 from patchctl.validate.checks import runner as health
 from patchctl.validate.errors import HostLost, Interrupted, TrainerFailed, ValidateFailed
-from patchctl.validate.model import Note, ValidateResult, Verdict
+from patchctl.validate.model import Note, Trained, ValidateResult, Verdict
 from patchctl.validate.teardown import Interrupts, Started, no_interrupts
 
 NoteFn = Callable[[Note], None]
@@ -36,11 +40,15 @@ class _Checked(Exception):
     """--profile health: the checks were the run; no Ray, no training."""
 
 
-def trainer_command(plan: planning.Plan) -> tuple[str, ...]:
-    """The trainer's argv as the head will run it, sized from the config (Ray's count at run time)."""
+def trainer_command(plan: planning.Plan, version: str | None = None) -> tuple[str, ...]:
+    """The trainer's argv as the head will run it: the same plan the head makes (host/train.py),
+    with the head's verl ``version`` (its adaptations: verl >= 0.9's engine options) and the paths
+    of the patchctl package shipped there (the smoke reward file), sized from the config (Ray's
+    count at run time)."""
     from patchctl.target import Target
     from patchctl.train import run as train_run
     from patchctl.train.profiles import load_profile
+    from patchctl.validate.host.train import in_run_dir
 
     head = plan.head
     gpus: int | str = head.host.gpus if head.host.gpus is not None else "GPUS_COUNTED_BY_PREFLIGHT"
@@ -52,16 +60,33 @@ def trainer_command(plan: planning.Plan) -> tuple[str, ...]:
         paths=dict(plan.cluster.paths),
         env={"RAY_ADDRESS": f"{head.host.address or 'HEAD_ADDRESS'}:{head.host.ray_port}"},
     )
-    tree = Target(Path(head.host.root), None, head.label, None, False)
+    tree = Target(Path(head.host.root), version, head.label, None, False)
     overrides = planning.trainer_overrides(plan.options, len(plan.nodes), gpus)
-    p = train_run.plan(
-        tree, load_profile(plan.options.profile), view, overrides, plan.cluster.python, Path(plan.remote_run_dir)
+    p = in_run_dir(
+        train_run.plan(
+            tree, load_profile(plan.options.profile), view, overrides, plan.cluster.python, Path(plan.remote_run_dir)
+        )
     )
-    return tuple(p.launch.argv)
+    here, there = str(planning.package_dir()), str(PurePosixPath(head.host.root) / remote.PKG_DIR / "patchctl")
+    return tuple(a.replace(here, there) for a in p.launch.argv)
+
+
+def head_version(cluster: Cluster, plan: planning.Plan) -> str | None:
+    """The head's verl version, read over one ssh (``cat``, nothing written); None when it cannot be."""
+    from patchctl import proc
+
+    argv = ssh.ssh_argv(cluster, plan.head.host, ["cat", f"{plan.head.host.root}/verl/version/version"])
+    try:
+        done = proc.run(argv, check=False, timeout=cluster.timeout)
+    except (OSError, PatchctlError, subprocess.TimeoutExpired):
+        return None
+    text = done.stdout.strip() if done.returncode == 0 and isinstance(done.stdout, str) else ""
+    return text if text and len(text) < 64 and text.isprintable() else None
 
 
 def dry_run(cluster: Cluster, options: planning.Options) -> ValidateResult:
     plan = planning.make(cluster, options)
+    version = head_version(cluster, plan) if options.trains else None
     return ValidateResult(
         cluster.name,
         options.profile,
@@ -69,15 +94,21 @@ def dry_run(cluster: Cluster, options: planning.Options) -> ValidateResult:
         run_id=plan.run_id,
         run_dir=str(plan.run_dir),
         commands=planning.commands(plan),
-        trainer_command=trainer_command(plan) if options.trains else (),
+        trainer_command=trainer_command(plan, version) if options.trains else (),
         insecure_ray=options.insecure_ray,
     )
 
 
 def validate(
-    cluster: Cluster, options: planning.Options, note: NoteFn, progress: ProgressFn, compare_with: Path | None = None
+    cluster: Cluster,
+    options: planning.Options,
+    note: NoteFn,
+    progress: ProgressFn,
+    compare_with: Path | None = None,
+    baseline_from: Path | None = None,
 ) -> ValidateResult:
     plan = planning.make(cluster, options)
+    refs = baselines.references(baseline_from) if baseline_from is not None else None  # unreadable: stop now
     old_stack = None
     if compare_with is not None:  # an unreadable report stops the run before it starts
         if options.trains:
@@ -154,9 +185,10 @@ def validate(
                     out["fetched"] = fetch.run(plan, trained, conns.masters[0])
                 except ValidateFailed as exc:
                     failure = failure or exc
+                trained = out["trained"] = _every_host(plan, conns.masters, trained)
                 marks["fetch"] = time.monotonic()
                 if not trained.passed and failure is None:
-                    failure = TrainerFailed(plan.head.label, launch.summary(trained))
+                    failure = TrainerFailed(codehosts.blamed(plan, trained), launch.summary(trained))
     result = ValidateResult(
         cluster.name,
         options.profile,
@@ -179,13 +211,37 @@ def validate(
         insecure_ray=options.insecure_ray,
         health=out.get("health"),
     )
-    if not options.trains:
-        plan.run_dir.mkdir(parents=True, exist_ok=True)  # no fetch made it: the checks' report goes there
+    # a run that ended before fetch (health alone, a failed preflight or Ray start) still leaves its
+    # folder with validate.json, as the README says
+    plan.run_dir.mkdir(parents=True, exist_ok=True)
     _write(plan.run_dir, result)
     if compare_with is not None and (plan.run_dir / "report.json").is_file():
         result = replace(result, comparison=_compare(plan.run_dir, compare_with))  # reads the validate.json
         _write(plan.run_dir, result)
+    if refs is not None and (plan.run_dir / "report.json").is_file():
+        verdict = baselines.judge(comparing.load(plan.run_dir), refs)
+        note(Note("baseline", plan.head.label, verdict.line()))
+        result = replace(result, baseline=verdict.to_json())
+        if verdict.verdict == "differs" and result.verdict is Verdict.PASS:
+            result = replace(result, verdict=Verdict.FAIL, cause=f"baseline {verdict.line()}", stage="baseline")
+        _write(plan.run_dir, result)
     return result
+
+
+def _every_host(plan: planning.Plan, masters: list[ssh.Master], trained: Trained) -> Trained:
+    """``patched-code-ran`` and ``weights-match`` judged over every host's records (codehosts.py),
+    in place of the head's judgement of its own; the fetched report.json gets them and the
+    processes per host."""
+    hosts = codehosts.collect(plan, masters)
+    new = (codehosts.gate(hosts), codehosts.weights_gate(hosts))
+    passed = codehosts.apply(plan.run_dir, hosts, *new)
+    names = {g.name for g in new}
+    gates = tuple(x for x in trained.gates if x.get("name") not in names) + tuple(
+        {**asdict(g), "status": g.status.value} for g in new
+    )
+    # the head's verdict was its gates'; with two of them now judged over every host, it is recomputed
+    ok = all(x.get("status") != GateStatus.FAIL.value for x in gates)
+    return replace(trained, gates=gates, passed=ok and passed)
 
 
 def _write(run_dir: Path, result: ValidateResult) -> None:

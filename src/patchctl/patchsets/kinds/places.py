@@ -70,6 +70,10 @@ def _classify(found: str, indent: str, p: Params) -> str:
         return "after-code"
     if changes_code and st.same_code(norm(found), norm(p.before)):
         return "before-code"
+    if not changes_code and st.same_code(norm(found), norm(p.after)):
+        # the fork's edit is itself a reformat (a trailing comma, a re-wrap): upstream's code is
+        # the same, however it is spelled now, so there is nothing left to carry (issue 38.3)
+        return "after-code"
     return "other"
 
 

@@ -7,12 +7,18 @@ the text occurs exactly once in the file; a whole-file resolution only where the
 that text. So check, apply and revert agree: the resolved text in place is *present*, upstream's
 text there is what apply replaces, and revert puts upstream's text back. Nothing else of the file
 is touched, and a text found twice outside the kind's place is never guessed at.
+
+A "keep upstream" record (``keep = true``, kept apart in ``Patch.kept``) is no text to write: it
+drops the patch, through :func:`dropped`, which :func:`~patchctl.patchsets.reader.assess` asks
+for apply and verify alike, and revert of a tree with no record.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
+
+from packaging.version import InvalidVersion, Version
 
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, PatchKind
 from patchctl.patchsets.kinds.pyparse import split_lines
@@ -44,6 +50,33 @@ def find(text: str | None, piece: str, r: Resolution, patch: Patch, ctx: Context
     n = len(want)
     hits = [i for i in range(len(lines) - n + 1) if lines[i] == want[0] and lines[i : i + n] == want]
     return (hits[0], hits[0] + n) if len(hits) == 1 else None
+
+
+def _version(v: str | None) -> Version | None:
+    try:
+        return Version(v) if v else None
+    except InvalidVersion:
+        return None
+
+
+def dropped(text: str | None, patch: Patch, ctx: Context, version: str | None) -> str | None:
+    """Why ``patch`` is dropped on this tree by a "keep upstream" record, else None.
+
+    The user said: from the version where the conflict came up on, upstream's text stands. So
+    on a tree declaring that version or a later one the patch is dropped, wherever its text
+    stands. Where either version is unknown (a checkout with no version file, a keep recorded on
+    one), only the same conflict drops it: upstream's kept text back at the patch's place.
+    """
+    here = _version(version)
+    for r in patch.kept:
+        since = _version(r.since)
+        how = f"upstream's text kept by refresh on {r.recorded_on or 'another tree'} (key {r.context[:12]})"
+        if here is not None and since is not None:
+            if here >= since:
+                return f"{ctx.path}: dropped from verl {since} on, {how}"
+        elif find(text, r.before, r, patch, ctx) is not None:
+            return f"{ctx.path}: dropped where upstream's text is the one kept, {how}"
+    return None
 
 
 def _swap(text: str | None, span: tuple[int, int], piece: str, whole: bool) -> str | None:

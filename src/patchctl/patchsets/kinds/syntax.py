@@ -9,9 +9,12 @@ when, in this order:
 1. its text is the statement's first line, stripped (what anchors always were);
 2. it parses on its own (a header with ``pass`` as its body) to the same tree as the
    statement's header, bodies and decorators left out;
-3. it is a first line cut inside brackets (the statement was wrapped), and its tokens, with
-   comments, layout, string quotes, number spelling and round brackets normalised away, begin
-   the statement's tokens normalised alike.
+3. it is a first line cut inside brackets, after a backslash continuation, or inside a
+   triple-quoted string (the statement was wrapped, or is a docstring that goes on), and its
+   tokens, with comments, layout, string quotes, number spelling and round brackets normalised
+   away, begin the statement's tokens normalised alike; the text of a cut string begins the
+   statement's string, whitespace runs read as one space (a formatter turns ``x, \\`` into
+   ``x, (``, and collapses a docstring that fits onto its first line).
 
 Rule 2 is exact; rule 3 is a prefix, so it is used only where the anchor cannot parse.
 """
@@ -22,6 +25,7 @@ import ast
 import contextlib
 import copy
 import io
+import re
 import tokenize
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -33,17 +37,13 @@ _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, token
 
 def code_dump(tree: ast.AST) -> str:
     """A tree as text, with the differences formatters make set aside: a docstring's indentation
-    and trailing spaces (ruff re-indents them), and ``del (a, b)`` for ``del a, b``."""
+    and the spaces around its text (ruff and black re-indent it, and strip the spaces of a one-line one),
+    and ``del (a, b)`` for ``del a, b``."""
     tree = copy.deepcopy(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Delete) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
             node.targets = node.targets[0].elts
-        elif (
-            isinstance(node, ast.Expr)
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-            and "\n" in node.value.value
-        ):
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             node.value.value = "\n".join(ln.strip() for ln in node.value.value.strip().splitlines())
     return ast.dump(tree)
 
@@ -59,12 +59,20 @@ def header_dump(node: ast.stmt) -> str:
     return code_dump(bare)
 
 
+#: a line cut inside a triple-quoted string: the code before it, and the string's text so far
+_OPEN_STRING = re.compile(
+    r"^(?P<code>(?:[^'\"#]|'[^'\n]*'|\"[^\"\n]*\")*?)(?P<prefix>[rRuUbBfF]{0,2})(?P<quote>'{3}|\"{3})(?P<text>.*)$"
+)
+
+
 def norm_tokens(src: str) -> tuple[tuple[str, ...], bool]:
     """``src``'s tokens with layout and comments dropped, strings and numbers by value, and
     trailing commas before a closing bracket dropped; and whether ``src`` ends complete
-    (all brackets closed, every string ended)."""
+    (all brackets closed, every string ended, no backslash continuation at its end)."""
     out: list[str] = []
     depth, complete = 0, True
+    if src.rstrip().endswith("\\"):  # the statement goes on on the next line: what is here is a prefix
+        src, complete = src.rstrip()[:-1], False
     try:
         for tok in tokenize.generate_tokens(io.StringIO(src).readline):
             if tok.type in _SKIP:
@@ -73,6 +81,8 @@ def norm_tokens(src: str) -> tuple[tuple[str, ...], bool]:
             if tok.type in (tokenize.STRING, tokenize.NUMBER):
                 with contextlib.suppress(ValueError, SyntaxError):  # an f-string, bytes with escapes: as written
                     text = repr(ast.literal_eval(text))
+            elif tok.type == tokenize.ERRORTOKEN and not text.strip():
+                continue  # the space before a backslash the tokenizer met at the end
             elif tok.type == tokenize.OP and text in "([{":
                 depth += 1
             elif tok.type == tokenize.OP and text in ")]}":
@@ -93,6 +103,8 @@ class Anchor:
     dump: str | None
     tokens: tuple[str, ...]
     complete: bool
+    #: the anchor is cut inside a triple-quoted string: that string's text so far, spaces collapsed
+    cut_string: str | None = None
 
 
 @lru_cache(maxsize=4096)
@@ -108,6 +120,9 @@ def anchor(text: str) -> Anchor:
             dump = header_dump(body[0])
         break
     tokens, complete = norm_tokens(text)
+    cut = _OPEN_STRING.match(text) if dump is None else None
+    if cut is not None and cut["quote"] not in cut["text"]:
+        return Anchor(text, None, norm_tokens(cut["code"])[0], False, " ".join(cut["text"].split()))
     return Anchor(text, dump, tokens, complete)
 
 
@@ -143,10 +158,24 @@ def reads(a: Anchor, s: Stmt, exact: bool = False) -> bool:
         return a.text == s.text
     if a.dump is not None:
         return a.dump == s.dump
+    if a.cut_string is not None:
+        return _string_goes_on(a, s.tokens)
     if a.complete or not a.tokens:
         return a.tokens == s.tokens
     mine, theirs = _unparenthesised(a.tokens), _unparenthesised(s.tokens)
     return theirs[: len(mine)] == mine
+
+
+def _string_goes_on(a: Anchor, tokens: tuple[str, ...]) -> bool:
+    """Whether ``tokens`` begin with the anchor's code, then a string that begins with its cut text."""
+    mine, theirs = _unparenthesised(a.tokens), _unparenthesised(tokens)
+    if theirs[: len(mine)] != mine or len(theirs) <= len(mine):
+        return False
+    try:
+        value = ast.literal_eval(theirs[len(mine)])
+    except (ValueError, SyntaxError):
+        return False
+    return isinstance(value, str) and " ".join(value.split()).startswith(a.cut_string or "")
 
 
 def _unparenthesised(tokens: tuple[str, ...]) -> tuple[str, ...]:

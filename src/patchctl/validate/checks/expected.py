@@ -11,8 +11,14 @@ Sources:
 - InfiniBand NDR (400 Gb/s = 50 GB/s line rate): 46-48 GB/s busbw per NIC across nodes (issue 22);
   NCCL drives one NIC per GPU at most, so a pair of nodes expects 47 x min(NICs, GPUs per node).
 
+- 2 x H200 SXM joined by NVLink 4 (``nvidia-smi topo -m``: NV18, 18 links): 297 and 296 GB/s
+  busbw, NCCL 2.28.9, all-reduce of 256 MiB, NVLS off, measured on this project's
+  ``nvidia-h200-x2`` machine on 2026-11-28 (issue 40; ../shared/gpu/README.md). H100 SXM has the
+  same NVLink 4 with 18 links, so the figure is applied to it too.
+
 A figure is only applied where the measured configuration is the one it was taken on (8 GPUs for
-the NVLink figures); anything else is compared with its peers and the cluster config's bars.
+the NVLink figures, 2 GPUs on NV18 for the measured pair); anything else is compared with its peers
+and the cluster config's bars.
 """
 
 from __future__ import annotations
@@ -22,6 +28,12 @@ from typing import Any
 
 #: GPU name fragment -> GB/s of an 8-GPU NVLink all-reduce with NVLS off, and with it on
 NVLINK_8 = {"H100": (370.0, 470.0), "H200": (370.0, 470.0), "A100": (240.0, 240.0)}
+#: GPU name fragment -> GB/s of a 2-GPU all-reduce over NVLink 4 with 18 links (topo "NV18")
+NVLINK_2_NV18 = {"H200": 297.0, "H100": 297.0}
+SOURCE_NV18 = (
+    "2 x H200 NVLink 4 (NV18) all-reduce measured on nvidia-h200-x2, 2026-11-28: 297 and 296 GB/s, "
+    "NCCL 2.28.9, 256 MiB (issue 40)"
+)
 #: GPU name fragment -> GB/s of an 8-GPU all-reduce over PCIe only
 PCIE_8 = {"H100": 40.0}
 #: GB/s busbw per InfiniBand NDR NIC across nodes
@@ -43,9 +55,12 @@ def _fragment(gpu: str, table: dict[str, Any]) -> str | None:
 
 def intra(gpu: str, n: int, topology: str, nvls: bool) -> Figure | None:
     """The figure for one node's ``n`` GPUs named ``gpu`` (None: no public figure applies)."""
+    links = [t for t in topology.split(", ") if t]
+    if n == 2 and links == ["NV18"] and (key := _fragment(gpu, NVLINK_2_NV18)):
+        return Figure(NVLINK_2_NV18[key], SOURCE_NV18)
     if n != 8:
         return None
-    nvlink = any(t.startswith("NV") for t in topology.split(", ") if t)
+    nvlink = any(t.startswith("NV") for t in links)
     if nvlink and (key := _fragment(gpu, NVLINK_8)):
         off, on = NVLINK_8[key]
         return Figure(on if nvls else off, f"{SOURCE_NVLINK}, NVLS {'on' if nvls else 'off'}")

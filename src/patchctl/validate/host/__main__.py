@@ -18,6 +18,7 @@ ACTIONS = {
     "reap": "procs",
     "allreduce": "allreduce",
     "storage": "storage",
+    "records": "records",
 }
 
 

@@ -112,19 +112,23 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
 def _code_hook(run_rel: str | None, pythonpath: str) -> dict[str, str]:
     """The raylet's workers inherit its environment, not the trainer's: without the hook there,
     ``patched-code-ran`` would see no Ray actor at all. The hook is installed now, before any
-    worker starts; on the head the trainer's launch installs it again into the same folder."""
+    worker starts; on the head the trainer's launch installs it again into the same folder. The
+    node's own tree leads ``PYTHONPATH`` with or without the hook."""
+    root = Path.cwd()
+    # this node's tree first on its workers' path in every case: the trainer starts in its run
+    # folder (host/train.py), so Ray's copy of the driver's working directory no longer brings it
+    own = {"PYTHONPATH": os.pathsep.join([str(root), *(p for p in pythonpath.split(os.pathsep) if p)])}
     if not run_rel:
-        return {}
+        return own
     from patchctl.train import codehook
 
-    root = Path.cwd()
     run_dir = (root / run_rel).resolve()
     if not run_dir.is_relative_to(root.resolve()):  # the request comes from patchctl; still, never outside
-        return {}
+        return own
     env = codehook.node_env(root, run_dir, pythonpath)
     if env:
         codehook.install(run_dir)
-    return env
+    return env or own
 
 
 def _lease(request: dict[str, Any]) -> tuple[float | None, float | None]:

@@ -18,8 +18,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from patchctl.train.model import Plan
 
 
 def _watch_stdin(stopped: threading.Event, lease: float | None) -> None:
@@ -50,6 +54,15 @@ def _is_stop(line: bytes) -> bool:
         return False
 
 
+def in_run_dir(plan: Plan) -> Plan:
+    """The trainer starts in its run folder, not in the tree (the tree stays first on its
+    ``PYTHONPATH``): Ray puts the driver's working directory first on ``sys.path`` in every worker
+    of the job, on every node, so a driver started in the head's tree made the other nodes' workers
+    import the head's path (the head's files where roots differ on a shared disk, whatever sits
+    there otherwise) instead of their own tree, which their raylet's ``PYTHONPATH`` names."""
+    return replace(plan, launch=replace(plan.launch, cwd=plan.run_dir))
+
+
 def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     from patchctl.clusters import Cluster
     from patchctl.target import open_tree
@@ -70,7 +83,9 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         paths=dict(request.get("paths", {})),
         env=dict(request.get("env", {})),
     )
-    plan = train_run.plan(tree, profile, view, list(request["overrides"]), sys.executable, Path(request["run_dir"]))
+    plan = in_run_dir(
+        train_run.plan(tree, profile, view, list(request["overrides"]), sys.executable, Path(request["run_dir"]))
+    )
     emit({"event": "plan", "argv": list(plan.launch.argv), "run_dir": str(plan.run_dir), "version": tree.version})
     finished = threading.Event()
     threading.Thread(
@@ -96,7 +111,10 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
             "passed": result.passed,
             "returncode": result.returncode,
             "run_dir": str(plan.run_dir),
-            "files": [p.name for p in (result.log, result.report, result.plot) if p is not None and p.exists()],
+            "files": [p.name for p in (result.log, result.report, result.plot) if p is not None and p.exists()]
+            # what the run left for doctor when it timed out: stacks, flight recorder dumps, ray status
+            + [d for d in ("stacks", "nccl_trace") if (plan.run_dir / d).is_dir() and any((plan.run_dir / d).iterdir())]
+            + [f for f in ("ray-status.txt",) if (plan.run_dir / f).is_file()],
             "gates": doc.get("gates", []),
             "doctor": doc.get("doctor") or [],
             "steps": len(doc.get("steps", [])),

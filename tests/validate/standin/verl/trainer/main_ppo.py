@@ -4,12 +4,20 @@ Like verl it reads hydra-style ``key=value`` overrides, joins the running Ray cl
 ``ray.init(num_cpus=ray_kwargs.ray_init.num_cpus)`` (Ray refuses num_cpus when joining, as for
 verl), checks that the cluster has ``trainer.nnodes`` nodes, runs one task on each node holding
 ``trainer.n_gpus_per_node`` GPUs, and prints verl's console-logger step lines. Test knobs:
-``+standin.fail_at=N`` dies at step N with a CUDA error doctor knows; ``+standin.step_seconds=S``.
+``+standin.fail_at=N`` dies at step N with a CUDA error doctor knows; ``+standin.step_seconds=S``;
+``+standin.weights=MODE`` syncs weights to an engine actor on the last node (see ``_weights``).
+``+standin.hang_at=N`` calls a reward function that never returns at step N (a run that stops making
+progress without an error).
 """
 
 import os
 import sys
 import time
+
+
+def compute_reward():
+    while True:  # the planted hang: a reward function that never returns
+        time.sleep(0.05)
 
 
 def main(argv):
@@ -46,13 +54,19 @@ def main(argv):
         print(
             f"(WorkerDict pid={os.getpid()}) rank on {ip}: " + " ".join(f"{k}={v}" for k, v in env.items()), flush=True
         )
+    sync = _weights(cfg, nodes) if "standin.weights" in cfg else None
     total = int(cfg.get("trainer.total_training_steps", "40"))
     fail_at = int(cfg.get("standin.fail_at", "0"))
+    hang_at = int(cfg.get("standin.hang_at", "0"))
     pause = float(cfg.get("standin.step_seconds", "0.02"))
     print(f"Total training steps: {total}", flush=True)
     print("Training from scratch", flush=True)
     for step in range(1, total + 1):
+        if sync is not None and step <= 4:
+            sync(step)
         time.sleep(pause)
+        if step == hang_at:
+            compute_reward()
         if step == fail_at:
             print("RuntimeError: CUDA error: an illegal memory access was encountered", flush=True)
             sys.exit(1)
@@ -63,6 +77,57 @@ def main(argv):
             flush=True,
         )
     ray.shutdown()
+
+
+def _weights(cfg, nodes):
+    """``+standin.weights=MODE``: a torch-free weight sync before each of the first 4 steps, from this
+    driver (the trainer's side) to an engine actor on the last node (its side), through the
+    stand-in's verl.workers.rollout.vllm_rollout (MODE: healthy, partial, some, names)."""
+    import asyncio
+
+    import numpy as np
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from verl.workers.rollout.vllm_rollout.bucketed_weight_transfer import BucketedWeightSender
+
+    rng = np.random.default_rng(0)
+    params = {"model.embed_tokens.weight": rng.standard_normal((50, 8)).astype("float32")}
+    for i in range(2):
+        for name, rows in (
+            ("self_attn.q_proj", 8),
+            ("self_attn.k_proj", 4),
+            ("self_attn.v_proj", 4),
+            ("mlp.gate_proj", 16),
+            ("mlp.up_proj", 16),
+        ):
+            params[f"model.layers.{i}.{name}.weight"] = rng.standard_normal((rows, 8)).astype("float32")
+        params[f"model.layers.{i}.mlp.down_proj.weight"] = rng.standard_normal((8, 16)).astype("float32")
+    shapes = {n: p.shape for n, p in params.items()}
+
+    @ray.remote(num_cpus=0)
+    class Engine:
+        def __init__(self, shapes, mode):
+            from verl.workers.rollout.vllm_rollout.utils import vLLMColocateWorkerExtension
+
+            self.worker = vLLMColocateWorkerExtension(shapes, mode)
+
+        def load(self, weights):
+            self.worker.update_weights_from_ipc(weights)
+            return self.worker.syncs
+
+    engine = Engine.options(scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[-1]["NodeID"], soft=False)).remote(
+        shapes, cfg["standin.weights"]
+    )
+
+    def sync(step):
+        for p in params.values():  # the trainer moves: an update per step
+            p += np.float32(0.01) * rng.standard_normal(p.shape).astype("float32")
+        sender = BucketedWeightSender()
+        asyncio.run(sender.async_send_weights(iter(list(params.items()))))
+        ray.get(engine.load.remote(sender.sent), timeout=60)
+
+    return sync
 
 
 if __name__ == "__main__":

@@ -1,0 +1,155 @@
+"""The functions and classes of a Python file, and which of them an edit sits in.
+
+The walk follows an edit by its innermost enclosing ``def`` or ``class`` (its scope): when a
+commit takes that scope out of the file, the scope is looked for where the commit put code,
+by name and by how alike the bodies are. Parsing is :mod:`ast` (the standard library, fast),
+cached per text, since a walk asks the same blob many times.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import functools
+from dataclasses import dataclass
+
+#: how alike (difflib's ratio of lines) a scope of the same name must be to count as the moved one
+ALIKE = 0.5
+
+
+@dataclass(frozen=True)
+class Scope:
+    #: ``Class.method``, ``function``, ``outer.inner``
+    name: str
+    #: 1-based first line (its first decorator) and last line, inclusive
+    start: int
+    end: int
+    #: the ``def``/``class`` line's indentation
+    indent: str
+
+    @property
+    def leaf(self) -> str:
+        return self.name.rpartition(".")[2]
+
+
+@dataclass(frozen=True)
+class Region:
+    """The upstream lines an edit replaces, or the line it inserts after (``inserted`` set)."""
+
+    #: 1-based, inclusive; an insertion after line N has first == last == N (0: the top)
+    first: int
+    last: int
+    #: the indentation of the first non-blank inserted line, for a pure insertion
+    inserted: str | None = None
+
+
+def lines(text: str) -> list[str]:
+    return text.splitlines(keepends=True)
+
+
+@functools.lru_cache(maxsize=256)
+def scopes(text: str) -> dict[str, Scope] | None:
+    """Every def and class by qualified name (the first of a repeated name); None: not Python."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    src = lines(text)
+    out: dict[str, Scope] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                line = src[child.lineno - 1] if child.lineno <= len(src) else ""
+                indent = line[: len(line) - len(line.lstrip())]
+                out.setdefault(name, Scope(name, first, child.end_lineno or child.lineno, indent))
+                visit(child, f"{name}.")
+            elif not isinstance(child, (ast.expr, ast.Lambda)):
+                visit(child, prefix)
+
+    visit(tree, "")
+    return out
+
+
+def has(text: str | None, name: str) -> bool:
+    """Whether ``text`` still defines ``name``; a text that does not parse counts as yes (no
+    commit is taken for the one that moved a scope because a file was broken in between)."""
+    if text is None:
+        return False
+    found = scopes(text)
+    return found is None or name in found
+
+
+def edited(before: str, after: str) -> list[Region]:
+    """The regions of ``before`` that ``after`` changes."""
+    a, b = lines(before), lines(after)
+    out = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        if op == "insert":
+            added = next((ln for ln in b[j1:j2] if ln.strip()), "")
+            out.append(Region(i1, i1, added[: len(added) - len(added.lstrip())]))
+        else:
+            out.append(Region(i1 + 1, i2))
+    return out
+
+
+def _inside(s: Scope, r: Region) -> bool:
+    if r.inserted is None:
+        return s.start <= r.first and r.last <= s.end
+    # an insertion after the scope's last line belongs to it only when indented into its body
+    return s.start <= r.first <= s.end and (r.first < s.end or len(r.inserted) > len(s.indent))
+
+
+def enclosing(before: str, after: str) -> str | None:
+    """The innermost def or class holding every change from ``before`` to ``after``; None when
+    the edit is at module level, spans scopes, or the file is not Python."""
+    found = scopes(before)
+    regions = edited(before, after)
+    if not found or not regions:
+        return None
+    holders = [s for s in found.values() if all(_inside(s, r) for r in regions)]
+    return min(holders, key=lambda s: s.end - s.start).name if holders else None
+
+
+def body(text: str, s: Scope) -> str:
+    """The scope's lines, its indentation taken off (so a method and a function compare alike)."""
+    cut = len(s.indent)
+    return "".join(ln[cut:] if ln.startswith(s.indent) else ln for ln in lines(text)[s.start - 1 : s.end])
+
+
+def indented(text: str, indent: str) -> str:
+    return "".join(indent + ln if ln.strip() else ln for ln in lines(text))
+
+
+def splice(text: str, s: Scope, new: str) -> str:
+    """``text`` with the scope's lines replaced by ``new`` (already indented)."""
+    src = lines(text)
+    return "".join(src[: s.start - 1]) + new + "".join(src[s.end :])
+
+
+def alike(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, lines(a), lines(b), autojunk=False).ratio()
+
+
+def find(old: str, leaf: str, candidates: list[tuple[str, str]]) -> tuple[str, Scope, float] | None:
+    """Where a scope named ``leaf`` whose text was ``old`` (unindented) now is: among the
+    ``(path, text)`` candidates, the same-named def or class most like it, at least :data:`ALIKE`."""
+    best: tuple[str, Scope, float] | None = None
+    for path, text in candidates:
+        for s in (scopes(text) or {}).values():
+            if s.leaf != leaf:
+                continue
+            score = alike(old, body(text, s))
+            if score >= ALIKE and (best is None or score > best[2]):
+                best = (path, s, score)
+    return best
+
+
+def at_line(text: str, line: int) -> str | None:
+    """The innermost scope holding 1-based ``line``, for a message."""
+    holders = [s for s in (scopes(text) or {}).values() if s.start <= line <= s.end]
+    return min(holders, key=lambda s: s.end - s.start).name if holders else None

@@ -1,0 +1,222 @@
+"""Upstream's history as the walk reads it: blobs, the commits that touch one file, renames.
+
+Everything is cached per upstream commit (issue 38 req 8): a blob by ``commit:path``, the
+commits touching a path between two commits, the renames and changed files of one commit, a
+commit's subject. One ``git cat-file --batch`` serves every blob, so a walk over hundreds of
+commits starts a handful of processes, not one per read. The repository is data: every argv
+comes from :func:`patchctl.git.command`, refs come in as full commit ids only, and nothing is
+written into it (merges happen on files in a scratch folder of our own).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from patchctl import git
+
+#: "(#1234)" at the end of a squash-merged subject, as GitHub writes it
+_PR = re.compile(r"\(#(\d+)\)")
+_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+@dataclass(frozen=True)
+class Commit:
+    """An upstream commit as a reason names it."""
+
+    sha: str
+    subject: str
+
+    @property
+    def pr(self) -> str | None:
+        """The pull request number from the subject ("#1234"), None when it names none."""
+        found = _PR.findall(self.subject)
+        return f"#{found[-1]}" if found else None
+
+    def __str__(self) -> str:
+        pr = f", PR {self.pr}" if self.pr else ""
+        return f'{self.sha[:12]} "{self.subject}"{pr}'
+
+
+@dataclass(frozen=True)
+class Merged:
+    """``git merge-file`` of one step: the text, and whether it merged without conflict."""
+
+    text: str
+    clean: bool
+
+
+class Upstream:
+    """A read-only view of ``repo``'s history with a cache; use as a context manager."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self._blobs: dict[tuple[str, str], str | None] = {}
+        #: end -> start -> (the first-parent line start..end: commit and the paths it changed; commit -> index)
+        self._lines: dict[str, dict[str, tuple[list[tuple[str, frozenset[str]]], dict[str, int]]]] = {}
+        self._refs: dict[str, str | None] = {}
+        self._ancestry: dict[tuple[str, str], bool] = {}
+        self._bases: dict[tuple[str, str], str | None] = {}
+        self._changes: dict[str, list[tuple[str, str, str]]] = {}
+        self._commits: dict[str, Commit] = {}
+        self._merges: dict[tuple[str, str, str], Merged] = {}
+        #: the walk's runs of commits, by (commits, state before): :func:`~.walk._blocks` fills it
+        self.steps: dict[tuple[tuple[str, ...], object], object] = {}
+        self._reader: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._scratch = tempfile.TemporaryDirectory(prefix="patchctl-history-")
+
+    def __enter__(self) -> Upstream:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.kill()
+            self._reader.wait()
+            self._reader = None
+        self._scratch.cleanup()
+
+    def commit_of(self, ref: str) -> str | None:
+        """The commit ``ref`` names; a ref starting with ``-`` is never handed to git."""
+        if not ref or ref.startswith("-"):
+            return None
+        if ref not in self._refs:
+            self._refs[ref] = git.commit_of(self.repo, ref)
+        return self._refs[ref]
+
+    def read(self, sha: str, rel: str) -> str | None:
+        """The text of ``rel`` at commit ``sha`` (undecodable bytes as surrogate escapes); None: no such file."""
+        key = (sha, rel)
+        if key not in self._blobs:
+            self._blobs[key] = self._cat(sha, rel)
+        return self._blobs[key]
+
+    def _cat(self, sha: str, rel: str) -> str | None:
+        if "\n" in rel or not _SHA.fullmatch(sha):  # the batch protocol is one request a line
+            return None
+        with self._lock:
+            if self._reader is None:
+                self._reader = git.spawn(self.repo, "cat-file", "--batch", stdin=subprocess.PIPE)
+            reader = self._reader
+            assert reader.stdin is not None and reader.stdout is not None
+            reader.stdin.write(f"{sha}:{rel}\n".encode())
+            reader.stdin.flush()
+            header = reader.stdout.readline().split()
+            if len(header) != 3 or header[1] != b"blob":
+                return None
+            data = reader.stdout.read(int(header[2]))
+            reader.stdout.read(1)
+        return data.decode("utf-8", "surrogateescape")
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        if (a, b) not in self._ancestry:
+            done = git.run(self.repo, "merge-base", "--is-ancestor", a, b, check=False)
+            self._ancestry[(a, b)] = done.returncode == 0
+        return self._ancestry[(a, b)]
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        if (a, b) not in self._bases:
+            done = git.run(self.repo, "merge-base", a, b, check=False)
+            self._bases[(a, b)] = done.stdout.strip() or None if done.returncode == 0 else None
+        return self._bases[(a, b)]
+
+    def touching(self, start: str, end: str, rel: str) -> list[str]:
+        """Commits of ``end``'s first-parent line after ``start`` that change ``rel``, oldest first:
+        the steps of the walk (a commit that leaves the file alone cannot move an edit in it)."""
+        entries, at = self._line(start, end)
+        return [sha for sha, paths in entries[at:] if rel in paths]
+
+    def _line(self, start: str, end: str) -> tuple[list[tuple[str, frozenset[str]]], int]:
+        """The first-parent line to ``end`` that ``start`` is on, and where after ``start`` it goes on.
+
+        One ``git log --name-status`` per line, read once: every walk to ``end`` starts at the
+        same commit, and its later segments start at commits of that line."""
+        for origin, (known, index) in self._lines.get(end, {}).items():
+            if start == origin:
+                return known, 0
+            if start in index:
+                return known, index[start] + 1
+        out = git.run(
+            self.repo,
+            "log",
+            "--first-parent",
+            "--diff-merges=first-parent",
+            "--reverse",
+            "-M",
+            "--name-status",
+            "--format=%x01%H%x02%s",
+            f"{start}..{end}",
+            "--",
+        ).stdout
+        entries: list[tuple[str, frozenset[str]]] = []
+        for chunk in out.split("\x01")[1:]:
+            head, _, body = chunk.partition("\n")
+            sha, _, subject = head.partition("\x02")
+            self._commits.setdefault(sha, Commit(sha, subject))
+            changes = []
+            for line in body.splitlines():
+                fields = line.split("\t")
+                if len(fields) == 3 and fields[0][:1] in ("R", "C"):
+                    changes.append((fields[0][0], fields[1], fields[2]))
+                elif len(fields) == 2:
+                    changes.append((fields[0][:1], fields[1], fields[1]))
+            self._changes.setdefault(sha, changes)
+            entries.append((sha, frozenset(p for c in changes for p in c[1:])))
+        self._lines.setdefault(end, {})[start] = (entries, {sha: i for i, (sha, _) in enumerate(entries)})
+        return entries, 0
+
+    def changes(self, sha: str) -> list[tuple[str, str, str]]:
+        """(status letter, old path, new path) of every file ``sha`` changed against its first
+        parent, renames detected (``-M``): how a file or a function that left its place is followed."""
+        if sha not in self._changes:
+            out = git.run(self.repo, "diff", "--name-status", "-z", "-M", f"{sha}^", sha, "--").stdout.split("\0")
+            found: list[tuple[str, str, str]] = []
+            i = 0
+            while i < len(out) - 1:
+                status = out[i]
+                if status[:1] in ("R", "C"):
+                    found.append((status[0], out[i + 1], out[i + 2]))
+                    i += 3
+                else:
+                    found.append((status[:1], out[i + 1], out[i + 1]))
+                    i += 2
+            self._changes[sha] = found
+        return self._changes[sha]
+
+    def renamed(self, sha: str, rel: str) -> str | None:
+        """Where commit ``sha`` renamed ``rel`` to, None when it did not."""
+        return next((new for status, old, new in self.changes(sha) if status == "R" and old == rel), None)
+
+    def info(self, sha: str) -> Commit:
+        if sha not in self._commits:
+            out = git.run(self.repo, "log", "-1", "--format=%H%x00%s", sha, "--").stdout
+            full, _, subject = out.rstrip("\n").partition("\0")
+            self._commits[sha] = Commit(full, subject)
+        return self._commits[sha]
+
+    def merge(self, mine: str, old: str, new: str) -> Merged:
+        """``git merge-file``: upstream's change from ``old`` to ``new`` carried into ``mine``."""
+        if old == new:
+            return Merged(mine, True)
+        if mine == old:
+            return Merged(new, True)
+        key = (mine, old, new)
+        if key not in self._merges:
+            folder = Path(self._scratch.name)
+            names = []
+            for i, text in enumerate((mine, old, new)):
+                path = folder / f"{i}.txt"
+                path.write_bytes(text.encode("utf-8", "surrogateescape"))
+                names.append(str(path))
+            child = git.spawn(folder, "merge-file", "-p", "-q", *names)
+            out, _ = child.communicate()
+            self._merges[key] = Merged(out.decode("utf-8", "surrogateescape"), child.returncode == 0)
+        return self._merges[key]

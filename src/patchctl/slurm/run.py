@@ -1,0 +1,360 @@
+"""``patchctl validate CLUSTER`` on a Slurm cluster: one batch job, followed from the login node.
+
+ship patchctl's package into the shared root (rsync to the login node, as validate ships it to a
+host) -> the request into the run folder (0600, with the run's token; never on a command line)
+-> ``sbatch --parsable`` with the job's options as argv words and the script (script.py) on
+stdin -> poll ``scontrol`` and the job's output file (follow.py), showing PENDING with its reason
+and the time waited, RUNNING with the node list, the trainer's step line -> the job ends -> the
+trainer's files and the job's output fetched home -> the same ``ValidateResult`` as over ssh.
+
+Ctrl-C or SIGTERM cancels the job (``scancel``) and waits until Slurm has ended it, so no Ray or
+trainer process is left on a node; the verdict is INTERRUPTED (exit 130).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from patchctl import orphans, proc
+from patchctl.clusters import Cluster
+from patchctl.slurm import follow, login, script
+from patchctl.slurm.errors import LoginFailed, SlurmNotSupported, SlurmRefused
+from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Progress, pick
+from patchctl.validate import plan as planning
+from patchctl.validate.model import (
+    CheckRow,
+    HostPreflight,
+    HostTeardown,
+    Note,
+    RayCluster,
+    RayNode,
+    Trained,
+    ValidateResult,
+    Verdict,
+)
+from patchctl.validate.teardown import Interrupts, no_interrupts
+
+NoteFn = Callable[[Note], None]
+ProgressFn = Callable[[Progress], None]
+
+#: seconds between polls of the job (one ssh each)
+POLL = 1.0
+#: the request file's writer on the login node: a private folder, the request from stdin
+_WRITE = 'umask 077 && mkdir -p -- "$1" && cat > "$1/job.json"'
+
+
+def check(cluster: Cluster, options: planning.Options) -> None:
+    """What a Slurm validate refuses before anything is sent (exit 2)."""
+    job = login.job(cluster)
+    if not job.shared_root:
+        raise SlurmNotSupported(
+            cluster.name,
+            "validate needs shared_root = true",
+            "the job's run folder must be seen by the login node (put root on the shared file system)",
+        )
+    if not options.trains:
+        raise SlurmNotSupported(cluster.name, "--profile health is not run", "validate an ssh cluster for it")
+    if options.join or options.dashboard or options.ray_client:
+        raise SlurmNotSupported(cluster.name, "--join, --dashboard and --ray-client do not apply", "leave them out")
+    if options.num_cpus is not None and job.cpus_per_task is not None and options.num_cpus > job.cpus_per_task:
+        raise SlurmNotSupported(
+            cluster.name,
+            f"--ray-cpus {options.num_cpus} is more than cpus_per_task = {job.cpus_per_task}",
+            f"pass --ray-cpus {job.cpus_per_task} or less, or raise cpus_per_task",
+        )
+
+
+def request(plan: planning.Plan) -> dict[str, Any]:
+    c, o, job = plan.cluster, plan.options, login.job(plan.cluster)
+    return {
+        "run_id": plan.run_id,
+        "token": plan.auth_token,
+        "python": c.python,
+        "env": dict(c.env),
+        "paths": dict(c.paths),
+        "profile": o.profile,
+        "overrides": planning.trainer_overrides(o, job.nodes, job.gpus),
+        "run_dir": plan.remote_run_dir,
+        "timeout": o.timeout,
+        "ray_timeout": o.ray_timeout,
+        "num_cpus": o.num_cpus,
+        "object_store_bytes": o.object_store_bytes,
+        "gpus": job.gpus,
+        "ray_port": c.hosts[0].ray_port,
+        "ceiling": job.time_seconds + 60,
+        "insecure_ray": o.insecure_ray,
+    }
+
+
+def sbatch_words(plan: planning.Plan) -> list[str]:
+    job = login.job(plan.cluster)
+    return [
+        "sbatch",
+        "--parsable",
+        *job.sbatch_options(),
+        f"--job-name=patchctl-validate-{plan.run_id}",
+        f"--output={plan.remote_run_dir}/job.out",
+        f"--chdir={plan.cluster.root}",
+    ]
+
+
+def job_script(plan: planning.Plan) -> str:
+    c = plan.cluster
+    return script.render(plan.run_id, c.root, plan.remote_run_dir, c.python, dict(c.env))
+
+
+class Follow:
+    """The job as the poll sees it, turned into notes, the step line and the result's parts."""
+
+    def __init__(self, plan: planning.Plan, job_id: str, note: NoteFn, progress: ProgressFn) -> None:
+        self.plan, self.job_id, self.note, self.progress = plan, job_id, note, progress
+        self.out = follow.Output()
+        self.state = follow.JobState("SUBMITTED")
+        self.t0 = time.monotonic()
+        self.marks: dict[str, float] = {}
+        self.scan = LogScan()
+        self.preflight: list[HostPreflight] = []
+        self.ray: RayCluster | None = None
+        self.trained: Trained | None = None
+        self.nodes: list[str] = []
+        self.address: dict[str, str] = {}
+        self.joined: dict[str, float] = {}
+
+    def poll(self) -> None:
+        path = f"{self.plan.remote_run_dir}/job.out"
+        words = ["sh", "-c", follow.POLL, "patchctl-poll", self.job_id, str(self.out.offset + 1), path]
+        done = login.run(self.plan.cluster, words, timeout=60)
+        if done.returncode != 0:
+            return  # a lost poll: the next one asks again (the job runs on without patchctl)
+        head, data = follow.split_poll(done.stdout)
+        state = follow.parse_state(head)
+        self._state(state)
+        for event in self.out.feed(data):
+            self._event(event)
+
+    def _state(self, state: follow.JobState) -> None:
+        before = self.state
+        self.state = state
+        waited = time.monotonic() - self.t0
+        if state.state == "PENDING" and (before.state, before.reason) != ("PENDING", state.reason):
+            self.note(Note("queue", f"job {self.job_id}", f"PENDING ({state.reason or 'None'}), waited {waited:.0f} s"))
+        elif state.state == "RUNNING" and before.state != "RUNNING":
+            self.marks.setdefault("running", time.monotonic())
+            self.note(
+                Note("queue", f"job {self.job_id}", f"RUNNING on {state.nodes} after {waited:.1f} s in the queue")
+            )
+
+    def _event(self, e: dict[str, Any]) -> None:
+        name = e.get("event")
+        head = self.nodes[0] if self.nodes else "head"
+        if name == "allocation":
+            self.nodes = list(e["nodes"])
+        elif name == "preflight":
+            rows = tuple(CheckRow(r["check"], r["status"], r["value"], r.get("fix", "")) for r in e["rows"])
+            self.preflight.append(HostPreflight(e["node"], rows, "", login.job(self.plan.cluster).gpus, None, 0.0))
+            self.marks["preflight"] = time.monotonic()
+        elif name == "ray-node":
+            self.address[e["address"]] = e["node"]
+            self.note(Note("ray-up", e["node"], f"Ray {e['role']} started at {e['address']} (srun)"))
+        elif name == "joined":
+            self.joined[e["address"]] = float(e.get("at", 0.0))
+            self.note(Note("ray-up", e.get("node") or e["address"], f"node joined with {e['gpus']} GPU(s)"))
+        elif name == "ray-formed":
+            self.marks["ray_up"] = time.monotonic()
+            nodes = tuple(
+                RayNode(
+                    self.address.get(d["address"], d["address"]),
+                    d["address"],
+                    len(d.get("uuids", [])) or login.job(self.plan.cluster).gpus,
+                    self.joined.get(d["address"], 0.0),
+                    d.get("cuda_visible_devices"),
+                    tuple(d.get("uuids", [])),
+                    tuple(d.get("names", [])),
+                    dict(d.get("env", {})),
+                )
+                for d in e["nodes"]
+            )
+            self.ray = RayCluster(e["gcs"], nodes, float(e["seconds"]))
+            self.note(Note("ray-up", head, f"{len(nodes)} node(s) in Ray at {e['gcs']}"))
+        elif name == "train-plan":
+            self.note(Note("launch", head, "trainer started: " + planning.show(e["argv"][:3]) + " ..."))
+        elif name == "train-line":
+            step = self.scan.feed(e["text"], e.get("at"))
+            if step is not None:
+                now = time.monotonic()
+                self.marks.setdefault("first_step", now)
+                self.marks["last_step"] = now
+                self.progress(_progress(self.scan, step.step, e.get("at") or 0.0))
+        elif name == "train-reply":
+            self.marks["trainer_done"] = time.monotonic()
+            self.trained = Trained(
+                bool(e["passed"]),
+                e.get("returncode"),
+                len(self.scan.steps),
+                e["run_dir"],
+                tuple(e.get("command", ())),
+                tuple(e.get("gates", ())),
+                tuple(e.get("doctor", ())),
+                (),
+                tuple(e.get("files", ())),
+            )
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "state": self.state.state,
+            "reason": self.state.reason,
+            "nodes": self.state.nodes or ",".join(self.nodes),
+            "exit_code": self.state.exit_code,
+        }
+
+    def timings(self) -> dict[str, float | None]:
+        m, t0 = self.marks, self.t0
+
+        def span(a: str, b: str) -> float | None:
+            start = t0 if a == "start" else m.get(a)
+            return round(m[b] - start, 2) if start is not None and b in m else None
+
+        return {
+            "queue": span("start", "running"),
+            "preflight": span("running", "preflight"),
+            "ray_up": span("preflight", "ray_up"),
+            "startup": span("ray_up", "first_step"),
+            "steps": span("first_step", "last_step"),
+            "trainer_exit": span("last_step", "trainer_done"),
+            "fetch": span("ended", "fetch"),
+            "total": round(time.monotonic() - t0, 2),
+        }
+
+
+def _progress(scan: LogScan, step: int, at: float) -> Progress:
+    first = scan.steps[0]
+    per = (at - first.at) / (len(scan.steps) - 1) if len(scan.steps) > 1 and first.at is not None else None
+    last = scan.steps[-1].metrics
+    return Progress(step, scan.total_steps, pick(last, REWARD_KEYS), pick(last, LOSS_KEYS), per, at)
+
+
+def submit(plan: planning.Plan, stage: Path) -> str:
+    c = plan.cluster
+    where = c.hosts[0].ssh
+    shipped = proc.run(planning.ship_argv(plan, plan.head, planning.stage_package(stage)), check=False, timeout=600)
+    if shipped.returncode != 0:
+        raise LoginFailed(c.name, where, "shipping patchctl's package", login.tail(shipped.stderr))
+    wrote = login.run(
+        c, ["sh", "-c", _WRITE, "patchctl-validate", plan.remote_run_dir], input=json.dumps(request(plan))
+    )
+    if wrote.returncode != 0:
+        raise LoginFailed(c.name, where, f"writing {plan.remote_run_dir}/job.json", login.tail(wrote.stderr))
+    done = login.run(c, sbatch_words(plan), input=job_script(plan))
+    job_id = done.stdout.strip().split(";")[0]
+    if done.returncode != 0 or not job_id.isdigit():
+        login.run(c, ["rm", "-rf", "--", plan.remote_run_dir])  # the request and its token go with it
+        raise SlurmRefused(c.name, where, login.tail(done.stderr or done.stdout).removeprefix("sbatch: error: "))
+    return job_id
+
+
+def validate(
+    cluster: Cluster, options: planning.Options, note: NoteFn, progress: ProgressFn, queue_timeout: float | None = None
+) -> ValidateResult:
+    check(cluster, options)
+    plan = planning.make(cluster, options)
+    job = login.job(cluster)
+    cause, stage, host = "", "done", ""
+    interrupted = cancelled = False
+    with Interrupts() as interrupts, orphans.scratch("pcv-stage-") as stage_dir:
+        job_id = submit(plan, Path(stage_dir))
+        note(Note("queue", f"job {job_id}", f"submitted on {cluster.hosts[0].ssh} ({' '.join(job.sbatch_options())})"))
+        f = Follow(plan, job_id, note, progress)
+        try:
+            while True:
+                interrupts.check()
+                f.poll()
+                waited = time.monotonic() - f.t0
+                if f.state.state == "PENDING" and queue_timeout is not None and waited > queue_timeout:
+                    cancelled = _cancel(cluster, f)
+                    cause = (
+                        f"job {job_id} still PENDING ({f.state.reason or 'None'}) after {waited:.0f} s "
+                        f"(--queue-timeout {queue_timeout:g}); cancelled"
+                    )
+                    stage, host = "queue", f"job {job_id}"
+                    break
+                if f.state.ended or (f.state.state == "UNKNOWN" and f.out.last("done")):
+                    break
+                time.sleep(POLL)
+        except KeyboardInterrupt:
+            interrupted = True
+        interrupts.quiet()
+        with no_interrupts():
+            if interrupts.seen or interrupted:
+                interrupted = True
+                cancelled = _cancel(cluster, f)
+            f.marks["ended"] = time.monotonic()
+            done = f.out.last("done")
+            if not cause and not interrupted:
+                if f.state.state in follow.ENDED_BY_SLURM or done is None:
+                    # Slurm's word first: the driver's own last line then only says it was ended
+                    stage, cause = follow.ended_cause(job_id, f.state, f.out, job.time, cancelled)
+                    host = f"job {job_id}"
+                else:
+                    cause, stage, host = done["cause"], done["stage"], done["node"] if done["cause"] else ""
+                    if not cause and f.trained is not None and not f.trained.passed:
+                        from patchctl.validate.launch import summary
+
+                        cause, stage, host = summary(f.trained), "training", done["node"]
+            if interrupted:
+                stage, host = follow._stage(f.out), f"job {job_id}"
+                cause = f"validate: interrupted (Ctrl-C) while job {job_id} ran; it was cancelled (scancel)"
+            fetched = _fetch(plan, f)
+            f.marks["fetch"] = time.monotonic()
+    verdict = Verdict.INTERRUPTED if interrupted else (Verdict.FAIL if cause else Verdict.PASS)
+    nodes = f.state.nodes or ",".join(f.nodes)
+    result = ValidateResult(
+        cluster.name,
+        options.profile,
+        verdict,
+        cause,
+        host,
+        stage,
+        plan.run_id,
+        str(plan.run_dir),
+        (),
+        f.trained.command if f.trained else (),
+        tuple(f.preflight),
+        f.ray,
+        f.trained,
+        tuple(fetched),
+        tuple(HostTeardown(n, "ended with the job") for n in f.nodes),
+        f.timings(),
+        insecure_ray=options.insecure_ray,
+        slurm={**f.summary(), "nodes": nodes},
+    )
+    plan.run_dir.mkdir(parents=True, exist_ok=True)
+    from patchctl.validate.run import _write
+
+    _write(plan.run_dir, result)
+    return result
+
+
+def _cancel(cluster: Cluster, f: Follow) -> bool:
+    """scancel, then wait (bounded) until Slurm has ended the job and with it every process."""
+    login.run(cluster, ["scancel", f.job_id], timeout=60)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        f.poll()
+        if f.state.ended or f.state.state == "UNKNOWN":
+            break
+        time.sleep(0.5)
+    return True
+
+
+def _fetch(plan: planning.Plan, f: Follow) -> list[str]:
+    """The trainer's files and the job's output, into the local run folder."""
+    files = [*(f.trained.files if f.trained else ()), "job.out"]
+    plan.run_dir.mkdir(parents=True, exist_ok=True)
+    done = proc.run(planning.fetch_argv(plan, tuple(files)), check=False, timeout=600)
+    del done  # a file the job never wrote is simply not there; what arrived is listed
+    return [str(plan.run_dir / name) for name in files if (plan.run_dir / name).is_file()]

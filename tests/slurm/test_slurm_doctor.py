@@ -1,0 +1,52 @@
+"""doctor on Slurm's side of a failure (issue 36 req 4): each of the job-ending messages is the top
+finding over the generic ``srun: error`` lines around it, in the corpus threads and in the lines
+the test suite's own Slurm printed (tests/doctor/excerpts.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "doctor"))
+
+import corpus_score  # noqa: E402 - importable once sys.path has the doctor tests' folder
+from excerpts import EXCERPTS  # noqa: E402 - as above
+
+from patchctl.doctor import diagnose, load_signatures  # noqa: E402 - as above
+
+SIGNATURES = load_signatures()
+
+
+def top(lines: list[str]) -> str:
+    return diagnose(lines, SIGNATURES).matches[0].signature.id
+
+
+@pytest.mark.parametrize("sig", ["slurm-time-limit", "slurm-node-failure"])
+def test_the_job_ending_message_outranks_srun_s_error_lines(sig: str) -> None:
+    assert top(EXCERPTS[sig].splitlines()) == sig
+
+
+@pytest.mark.parametrize(
+    ("entry", "sig"),
+    [("111-slurm-cgroup-oom-kill-tune", "slurm-oom-kill"), ("112-slurm-srun-task-exited", "slurm-srun-error")],
+)
+def test_the_corpus_threads_are_diagnosed(entry: str, sig: str) -> None:
+    (found,) = [e for e in corpus_score.load() if e.name == entry]
+    assert top(found.lines) == sig
+
+
+def test_srun_s_out_of_memory_line_alone_is_the_oom_kill() -> None:
+    assert top(["srun: error: sdumont6156: task 0: Out Of Memory"]) == "slurm-oom-kill"
+
+
+def test_srun_s_error_line_points_at_the_step_s_own_error() -> None:
+    """srun reports a task that died; the task's own error is the cause, even where the nodes'
+    output interleaves and srun's line comes first (as in ray-project/ray#6978)."""
+    lines = [
+        "srun: error: n2: task 0: Exited with exit code 1",
+        "(TaskRunner pid=2101) RuntimeError: CUDA error: an illegal memory access was encountered",
+    ]
+    found = [m.signature.id for m in diagnose(lines, SIGNATURES).matches]
+    assert found[-1] == "slurm-srun-error" and found[0] != "slurm-srun-error"

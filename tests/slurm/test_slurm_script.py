@@ -1,0 +1,43 @@
+"""The job script is a fixed template with every value quoted (issue 36 req 3): a config's root,
+interpreter and env values reach the job as the very strings written, never as shell."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from tests.clirun import run
+
+HOSTILE = 'a\'b "c" $(touch PWNED) `touch PWNED2` ${HOME} ; touch PWNED3 \\'
+
+
+def test_every_value_reaches_the_job_as_written(tmp_path: Path) -> None:
+    root = tmp_path / "root with 'quote\" $(x)"
+    (root / ".patchctl").mkdir(parents=True)
+    (root / ".patchctl" / "env.sh").write_text("")
+    stub = tmp_path / "py dir" / "stub python"
+    stub.parent.mkdir()
+    stub.write_text('#!/bin/sh\nprintf "%s\\n" "$X" "$PWD" "$@" > "$OUT"\n')
+    stub.chmod(0o755)
+    config = tmp_path / "patchctl.toml"
+    config.write_text(
+        "[clusters.hpc]\n"
+        'scheduler = "slurm"\nlogin = "login1"\nshared_root = true\npartition = "gpu-a100"\n'
+        f"root = {json.dumps(str(root))}\npython = {json.dumps(str(stub))}\n"
+        f"env = {{ X = {json.dumps(HOSTILE)} }}\n"
+    )
+    code, out = run("validate", "hpc", "--config", str(config), "--dry-run", "--json")
+    assert code == 0, out
+    doc = json.loads(out)
+    assert "--partition=gpu-a100" in doc["sbatch"] and "--parsable" in doc["sbatch"]
+    script = tmp_path / "job.sh"
+    script.write_text(doc["script"])
+    result = tmp_path / "out"
+    subprocess.run(["sh", str(script)], cwd=tmp_path, env={**os.environ, "OUT": str(result)}, check=True, timeout=30)
+    x, pwd, *args = result.read_text().splitlines()
+    assert x == HOSTILE
+    assert pwd == str(root)
+    assert args[:2] == ["-m", "patchctl.slurm.jobside"] and args[2].startswith(f"{root}/.patchctl/runs/validate-")
+    assert not list(tmp_path.glob("PWNED*")) and not list(root.glob("PWNED*"))

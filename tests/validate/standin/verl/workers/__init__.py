@@ -1,0 +1,1 @@
+"""Stand-in package (see verl/workers/rollout/vllm_rollout)."""
