@@ -119,10 +119,11 @@ def test_a_hunk_that_would_take_upstreams_keys_into_its_own_is_a_conflict(
 
 
 def test_a_hunk_whose_context_fits_another_section_is_a_conflict(fork: Path, release_tree, tmp_path: Path) -> None:
-    """The fork adds trainer.uky_gpu_type after n_gpus_per_node; upstream changed that line in
-    trainer: and added a section that has the hunk's context word for word: the file would
+    """The fork adds trainer.uky_gpu_type after n_gpus_per_node; upstream changed the lines around
+    it in trainer: and added a section that has the hunk's context word for word: the file would
     load, with the key in the wrong section. capture keeps where the fork had the line."""
     gpus = "  # Number of GPUs per node\n  n_gpus_per_node: 8\n"
+    save = "  # Save frequency (by iteration) for model checkpoints\n  save_freq: -1\n"
     edit(fork, YAML, TOP, (gpus, gpus + "\n  # Uky: our cards\n  uky_gpu_type: a100  # Uky\n"))
     ps = capture(fork, tmp_path / "ps")
     assert 'parent = ["trainer"]' in (ps / "patchset.toml").read_text(encoding="utf-8")
@@ -130,12 +131,15 @@ def test_a_hunk_whose_context_fits_another_section_is_a_conflict(fork: Path, rel
     section = (
         "# where the reward model runs\nreward_placement:\n\n  # Number of nodes used in the training\n  nnodes: 1\n\n"
         + gpus
-        + "\n  save_freq: -1\n\n"
+        + "\n"
+        + save
+        + "\n"
     )
     edit(
         tree,
         YAML,
         ("  n_gpus_per_node: 8\n", "  n_gpus_per_node: 4\n"),
+        (save, save.replace("Save frequency", "How often to save")),  # the hunk's context on either side
         ("# config for the trainer\ntrainer:\n", section + "# config for the trainer\ntrainer:\n"),
     )
     refused(
