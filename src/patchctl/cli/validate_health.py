@@ -94,7 +94,7 @@ def show(health: Any) -> None:
                     str(g.ranks),
                     f"{g.busbw:.3g}",
                     g.status,
-                    f"{g.expected:g} ({g.source})" if g.expected else "no public figure: peers only",
+                    f"{g.expected:g} ({g.source})" if g.expected else f"{g.source or 'no figure'}; peers only",
                     _size(g.sizes[-1]["bytes"]) if g.sizes else "-",
                     g.note,
                 ]

@@ -13,12 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from patchctl.validate.checks import expected
-from patchctl.validate.checks.interconnect import Group, Interconnect, _causes, _ndr
+from patchctl.validate.checks.interconnect import Group, Interconnect, _causes
 from patchctl.validate.checks.settings import Settings
 from patchctl.validate.model import HostPreflight
 
 
 def _figure(
+    backend: str,
     kind: str,
     hosts: tuple[str, ...],
     n: int,
@@ -26,16 +27,20 @@ def _figure(
     info: dict[str, dict[str, Any]],
     gpu: dict[str, str],
     gpus: int,
-) -> expected.Figure | None:
+) -> expected.Figure | str:
+    """The figure a group is held to, or why none applies (the report row's text then)."""
     if kind == "node":
         if s.expected_intra_gbps:
             return expected.Figure(float(s.expected_intra_gbps), "clusters.NAME.health.expected_intra_gbps")
+        if backend != "nccl":
+            return f"no figure: {backend} on CPUs (published figures are NCCL's)"
         h = info.get(hosts[0], {})
         nvls = h.get("env", {}).get("NCCL_NVLS_ENABLE", "1") != "0"
-        return expected.intra(gpu.get(hosts[0], ""), n, h.get("topology", ""), nvls)
+        fig = expected.intra(gpu.get(hosts[0], ""), n, h.get("topology", ""), nvls)
+        return fig or expected.no_intra(gpu.get(hosts[0], ""), n, h.get("topology", ""))
     if s.expected_inter_gbps:
         return expected.Figure(float(s.expected_inter_gbps), "clusters.NAME.health.expected_inter_gbps")
-    return expected.inter(min(_ndr(info.get(h, {})) for h in hosts), gpus)
+    return expected.inter([info.get(h, {}) for h in hosts], gpus, backend)
 
 
 def judge(
@@ -61,7 +66,8 @@ def judge(
                 else range(len(labels))
             )
         )
-        fig = _figure(g["kind"], hosts, int(g["n"]), s, info, gpu, gpus)
+        found = _figure(backend, g["kind"], hosts, int(g["n"]), s, info, gpu, gpus)
+        fig = found if isinstance(found, expected.Figure) else None
         status, note = "pass", ""
         if not g.get("correct", True):
             status, note = "fail", "the all-reduce returned wrong sums"
@@ -82,7 +88,7 @@ def judge(
                 float(g["busbw"]),
                 tuple(g["sizes"]),
                 fig.gbps if fig else None,
-                fig.source if fig else "",
+                fig.source if fig else str(found),
                 status,
                 note,
             )
