@@ -10,6 +10,7 @@ of whose pairs is slow, while some other pair is not, is named as the slow node.
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from patchctl.validate.checks import expected
@@ -103,26 +104,38 @@ def _order(g: Group) -> tuple[int, tuple[str, ...]]:
     return ({"node": 0, "pair": 1, "cluster": 2}[g.kind], g.hosts)
 
 
+def _failed(g: Group, note: str) -> Group:
+    return Group(
+        g.kind, g.hosts, g.ranks, g.busbw, g.sizes, g.expected, g.source, "fail", note + ("; " + g.note if g.note else "")
+    )
+
+
 def _peers(groups: list[Group], s: Settings) -> list[Group]:
-    """Groups far below their best peer (same kind, same rank count) fail."""
+    """Groups far below their peers fail (same kind, same rank count; never the whole cluster).
+
+    A pair is held to the median of the *other* pairs: one bad cable or switch port stands out
+    however fast the rest are, and one unusually fast pair moves no bar. With three nodes, one
+    slow node is in two of the three pairs, so a pair of it has one slow and one fast peer; the
+    node is therefore also held to the median of the pairs without it, and when every pair with it
+    is below that, they all fail. FAIL, not warn: a ring or tree all-reduce over the whole cluster
+    runs at its slowest link, so one pair at half speed halves every step's gradient sync.
+    """
     out = []
+    p = s.peer_percent
     for g in groups:
-        peers = [p.busbw for p in groups if p.kind == g.kind and p.ranks == g.ranks and p.kind != "cluster"]
-        best = max(peers) if len(peers) >= 2 else None
-        if best and g.busbw < best * s.peer_percent / 100:
-            note = f"below {s.peer_percent}% of its best peer's {best:.3g} GB/s"
-            g = Group(
-                g.kind,
-                g.hosts,
-                g.ranks,
-                g.busbw,
-                g.sizes,
-                g.expected,
-                g.source,
-                "fail",
-                note + ("; " + g.note if g.note else ""),
-            )
+        others = [o.busbw for o in groups if o is not g and o.kind == g.kind and o.ranks == g.ranks]
+        if g.kind != "cluster" and others and g.busbw < (mid := statistics.median(others)) * p / 100:
+            g = _failed(g, f"below {p}% of the median {mid:.3g} GB/s of its {len(others)} peer(s)")
         out.append(g)
+    pairs = [g for g in out if g.kind == "pair"]
+    hosts = sorted({h for g in pairs for h in g.hosts})
+    for h in hosts if len(hosts) >= 3 else []:
+        mine = [g for g in pairs if h in g.hosts]
+        rest = [g.busbw for g in pairs if h not in g.hosts]
+        mid = statistics.median(rest) if rest else 0.0
+        if mine and rest and all(g.busbw < mid * p / 100 for g in mine):
+            note = f"node {h}: every pair with it below {p}% of the median {mid:.3g} GB/s of the pairs without it"
+            out = [_failed(g, note) if g in mine and g.status != "fail" else g for g in out]
     return out
 
 

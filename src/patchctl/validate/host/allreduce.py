@@ -144,20 +144,41 @@ def topology() -> str:
     return ", ".join(links)
 
 
-def nics() -> list[dict[str, str]]:
-    """InfiniBand ports (``/sys/class/infiniband``): name, rate ("400 Gb/sec (4X NDR)"), state."""
+def nics(base: str = "/sys/class/infiniband") -> list[dict[str, str]]:
+    """RDMA ports (``/sys/class/infiniband``): name, rate ("400 Gb/sec (4X NDR)"), state, and
+    link_layer ("InfiniBand", or "Ethernet" for RoCE)."""
     out = []
-    base = "/sys/class/infiniband"
     for dev in sorted(os.listdir(base)) if os.path.isdir(base) else []:
         for port in sorted(os.listdir(os.path.join(base, dev, "ports"))):
             info = {"name": f"{dev}/{port}"}
-            for key in ("rate", "state"):
+            for key in ("rate", "state", "link_layer"):
                 try:
                     with open(os.path.join(base, dev, "ports", port, key), encoding="utf-8") as f:
                         info[key] = f.read().strip()
                 except OSError:
                     info[key] = ""
             out.append(info)
+    return out
+
+
+def ethernet(base: str = "/sys/class/net") -> list[dict[str, Any]]:
+    """Physical network interfaces (those with a ``device`` link: not lo, bridges or veths) that
+    are up, with their line rate in Mb/s (``speed``; the kernel refuses the read, or gives -1, where
+    it does not know it)."""
+    out: list[dict[str, Any]] = []
+    for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        where = os.path.join(base, name)
+        if not os.path.exists(os.path.join(where, "device")):
+            continue
+        try:
+            with open(os.path.join(where, "operstate"), encoding="utf-8") as f:
+                state = f.read().strip()
+            with open(os.path.join(where, "speed"), encoding="utf-8") as f:
+                speed = int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        if state == "up" and speed > 0:
+            out.append({"name": name, "speed": speed})
     return out
 
 
@@ -189,6 +210,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
             "env": {k: os.environ[k] for k in WATCHED if k in os.environ},
             "topology": topology(),
             "nics": nics(),
+            "ethernet": ethernet(),
         }
     )
     ctx = multiprocessing.get_context("spawn")
