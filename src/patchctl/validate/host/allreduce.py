@@ -139,7 +139,23 @@ def topology() -> str:
         done = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return ""
-    cells = [c for line in done.stdout.splitlines() if line.startswith("GPU") for c in line.split()[1:]]
+    return parse_topology(done.stdout)
+
+
+def parse_topology(text: str) -> str:
+    """The distinct GPU-to-GPU link kinds of a ``nvidia-smi topo -m`` matrix, e.g. "NV18".
+
+    Only the GPU columns count: on a node with NICs the GPU rows go on with GPU-to-NIC cells (PIX,
+    SYS), which would make an all-NVLink node look partly PCIe and hide its NVLink figure."""
+    lines = text.splitlines()
+    header = next((line.split() for line in lines if line.split()[:1] == ["GPU0"]), [])
+    gpus = [i for i, name in enumerate(header) if name.startswith("GPU") and name[3:].isdigit()]
+    cells = []
+    for line in lines:
+        row = line.split()
+        if row and row[0].startswith("GPU") and row[0][3:].isdigit():
+            # "X" (self) is one cell like the rest: the row's cells line up with the header's names
+            cells += [row[1 + i] for i in gpus if 1 + i < len(row)]
     links = sorted({c for c in cells if c.startswith("NV") or c in ("SYS", "NODE", "PHB", "PXB", "PIX")})
     return ", ".join(links)
 
