@@ -113,11 +113,13 @@ def test_the_slower_host_of_a_pair_decides_its_figure() -> None:
 def test_no_figure_is_said_in_the_row_with_the_reason(capsys: pytest.CaptureFixture[str]) -> None:
     """Sockets over Ethernet, gloo on CPUs: no silent pass; the row says why there is no figure."""
     sockets = {"env": {"NCCL_IB_DISABLE": "1"}, "topology": "NV18", "nics": [], "ethernet": [{"speed": 100000}]}
-    g = pair(sockets, 5.0)
+    slower = {**sockets, "ethernet": [{"speed": 25000}, {"speed": 10000}]}  # the host's fastest, the pair's slower
+    raw = [group("pair", "0-1", 16, 5.0)]
+    (g,) = busbw.judge("nccl", raw, {"a": sockets, "b": slower}, (host("a"), host("b")), Settings(), 1.0).groups
     assert (g.expected, g.status) == (None, "pass")
     assert g.source == (
-        "no figure: NCCL_IB_DISABLE=1, NCCL over TCP sockets on Ethernet of 100 Gb/s "
-        "(12.5 GB/s line rate; no published figure)"
+        "no figure: NCCL_IB_DISABLE=1, NCCL over TCP sockets on Ethernet of 25 Gb/s "
+        "(3.125 GB/s line rate; no published figure)"
     )
     g = pair({}, 0.5, gpus=0, backend="gloo")
     assert g.source == "no figure: gloo on CPUs (published figures are NCCL's)"
