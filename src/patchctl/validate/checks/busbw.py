@@ -106,7 +106,15 @@ def _order(g: Group) -> tuple[int, tuple[str, ...]]:
 
 def _failed(g: Group, note: str) -> Group:
     return Group(
-        g.kind, g.hosts, g.ranks, g.busbw, g.sizes, g.expected, g.source, "fail", note + ("; " + g.note if g.note else "")
+        g.kind,
+        g.hosts,
+        g.ranks,
+        g.busbw,
+        g.sizes,
+        g.expected,
+        g.source,
+        "fail",
+        note + ("; " + g.note if g.note else ""),
     )
 
 

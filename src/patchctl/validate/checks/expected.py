@@ -94,7 +94,9 @@ def intra(gpu: str, n: int, topology: str, nvls: bool) -> Figure | None:
 
 #: NVIDIA datasheets: NVLink GB/s per link and direction, by GPU name fragment (longest first)
 NVLINK_PER_LINK = {"GB200": 50.0, "B200": 50.0, "H200": 25.0, "H100": 25.0, "A100": 25.0, "V100": 25.0}
-SOURCE_PER_LINK = "NVIDIA datasheets: NVLink 900 GB/s over 18 links (H100/H200), 600/12 (A100), 300/6 (V100), 1.8 TB/s/18 (B200)"
+SOURCE_PER_LINK = (
+    "NVIDIA datasheets: NVLink 900 GB/s over 18 links (H100/H200), 600/12 (A100), 300/6 (V100), 1.8 TB/s/18 (B200)"
+)
 #: 297 GB/s measured on NV18 (18 x 25 GB/s): the share of one direction a 2-GPU all-reduce reaches
 NVLINK_2_EFFICIENCY = 0.66
 #: busbw per RDMA port over its line rate: 47 of NDR's 50 GB/s (issue 22)

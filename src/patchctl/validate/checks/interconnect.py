@@ -159,7 +159,3 @@ def _causes(kind: str, hosts: tuple[str, ...], info: dict[str, dict[str, Any]]) 
             if env.get("NCCL_IB_DISABLE") == "1":
                 out.append(f"{h}: InfiniBand disabled (NCCL_IB_DISABLE=1)")
     return "; ".join(out) or "none reported by the hosts"
-
-
-def _ndr(info: dict[str, Any]) -> int:
-    return sum(1 for n in info.get("nics", []) if "NDR" in n.get("rate", "") and "ACTIVE" in n.get("state", ""))
