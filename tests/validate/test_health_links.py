@@ -88,6 +88,30 @@ def test_two_a100s_on_nv12_are_held_to_the_datasheet_rate_times_the_measured_eff
     assert g.source.startswith("NV12 x 25 GB/s per link") and "297 of 450" in g.source
 
 
+def test_a_gpu_of_no_known_nvlink_generation_or_on_pcie_gets_no_figure_and_says_why() -> None:
+    topo = allreduce.parse_topology((LINKS / "topo-4xH800-17nics.txt").read_text(encoding="utf-8"))
+    (g,) = busbw.judge(
+        "nccl",
+        [group("node", "0", 2, 10.0)],
+        {"a": {"topology": topo}},
+        (host("a", 2, "NVIDIA H800"),),
+        Settings(),
+        1.0,
+    ).groups
+    assert (g.expected, g.status) == (None, "pass")
+    assert g.source == "no figure: 2 x NVIDIA H800 over NV8 (figures exist for 2 GPUs on one NV# and 8 GPUs)"
+    reasons = [
+        busbw.judge("nccl", [group("node", "0", 2, 1.0)], {"a": {"topology": t}}, (host("a", 2),), Settings(), 1.0)
+        .groups[0]
+        .source
+        for t in ("", "SYS")
+    ]
+    assert reasons == [
+        "no figure: nvidia-smi topo -m told nothing of how the 2 GPUs connect",
+        "no figure: 2 GPUs over PCIe/SMP (SYS), PCIe generation unknown",
+    ]
+
+
 def test_a_roce_pair_far_below_its_ports_fails_without_a_config_bar() -> None:
     """2 RoCE ports of 200 Gb/s per host: 2 x 25 GB/s x 0.94 = 47 GB/s."""
     ports = [
@@ -97,8 +121,11 @@ def test_a_roce_pair_far_below_its_ports_fails_without_a_config_bar() -> None:
     g = pair({"env": {}, "topology": "NV18", "nics": ports}, 10.0)
     assert (g.expected, g.status) == (47.0, "fail")
     assert g.source.startswith("2 x 200 Gb/s RoCE port(s) x line rate x 0.94")
-    # a host of one GPU drives one port: NCCL uses one NIC per GPU at most
-    assert pair({"env": {}, "topology": "", "nics": ports}, 20.0, gpus=1).expected == 23.5
+    # a host of one GPU drives one port, its fastest: NCCL uses one NIC per GPU at most
+    ndr = {"name": "mlx5_2/1", "rate": "400 Gb/sec (4X NDR)", "state": "4: ACTIVE", "link_layer": "Ethernet"}
+    assert pair({"env": {}, "topology": "", "nics": [*ports, ndr]}, 20.0, gpus=1).expected == 47.0
+    edr = {**ndr, "rate": "100 Gb/sec (4X EDR)", "link_layer": "InfiniBand"}
+    assert pair({"env": {}, "topology": "", "nics": [edr]}, 20.0).expected == 11.8  # 12.5 x 0.94 = 11.75
 
 
 def test_the_slower_host_of_a_pair_decides_its_figure() -> None:

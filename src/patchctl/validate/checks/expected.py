@@ -31,7 +31,7 @@ Derived from the link each host reports (issue 40 req 5), each with its formula:
   min(active RDMA ports, GPUs per node)``, the fastest ports first, the slower host of the pair
   deciding. 0.94 is the NDR figure above (47 of 50 GB/s line rate); NCCL drives InfiniBand and
   RoCE through the same verbs transport (``NCCL_IB_*`` covers both, ``NCCL_IB_GID_INDEX`` is
-  RoCE's), so the ratio is applied to either at the port's rate. NDR keeps its 47 GB/s per NIC.
+  RoCE's), so the ratio is applied to either at the port's rate (NDR: 50 x 0.94 = 47 GB/s again).
 - No figure (said so in the report row, the pair then judged by its peers and the config's bars):
   NCCL over TCP sockets (no RDMA port active, or ``NCCL_IB_DISABLE=1``) — the line rate of
   ``/sys/class/net/*/speed`` is shown, but no published busbw per Gb/s exists for NCCL's socket
@@ -148,7 +148,7 @@ def rdma_ports(info: dict[str, Any]) -> list[tuple[float, str]]:
 
 def _rdma(ports: list[tuple[float, str]], used: int) -> tuple[float, str]:
     mine = ports[:used]
-    total = sum(NDR_NIC if r == 50.0 and k == "InfiniBand" else r * RDMA_EFFICIENCY for r, k in mine)
+    total = sum(r * RDMA_EFFICIENCY for r, _ in mine)  # NDR: 50 x 0.94 = the 47 GB/s it is derived from
     kinds = ", ".join(sorted({f"{r * 8:g} Gb/s {k}" for r, k in mine}))
     return total, kinds
 
@@ -172,7 +172,7 @@ def inter(infos: list[dict[str, Any]], gpus_per_node: int, backend: str = "nccl"
     assert best is not None
     return Figure(
         round(best[0], 1),
-        f"{best[1]} port(s) x line rate x {RDMA_EFFICIENCY} ({SOURCE_IB}: 47 of 50 GB/s; NDR at 47 GB/s each)",
+        f"{best[1]} port(s) x line rate x {RDMA_EFFICIENCY} ({SOURCE_IB}: 47 of 50 GB/s)",
     )
 
 
