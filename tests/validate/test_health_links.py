@@ -151,6 +151,8 @@ def test_no_figure_is_said_in_the_row_with_the_reason(capsys: pytest.CaptureFixt
     g = pair({}, 0.5, gpus=0, backend="gloo")
     assert g.source == "no figure: gloo on CPUs (published figures are NCCL's)"
     r = busbw.judge("gloo", [group("pair", "0-1", 2, 0.5)], {}, (host("a", 0), host("b", 0)), Settings(), 1.0)
+    (node,) = busbw.judge("gloo", [group("node", "0", 2, 0.5)], {}, (host("a", 0),), Settings(), 1.0).groups
+    assert node.source == "no figure: gloo on CPUs (published figures are NCCL's)"
     validate_health.show(SimpleNamespace(interconnect=r, storage=(), stack=None, seconds={}))
     assert "no figure: gloo on CPUs (published figures are NCCL's); peers only" in capsys.readouterr().out
 
