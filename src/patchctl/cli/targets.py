@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from patchctl import journal, lock, recovery
+from patchctl import journal, lock
 from patchctl.target import Target, resolve
 
 
@@ -64,6 +64,9 @@ def _lock(root: Path, shared: bool) -> lock.Held:
 
 
 def _recover(root: Path) -> None:
+    # here, not at the top: a tree with a journal to recover is rare, its module is not cheap
+    from patchctl import recovery
+
     done = recovery.recover(root)
     if done is not None:
         click.echo(done.sentence(root), err=True)
