@@ -19,7 +19,6 @@ import hashlib
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -105,6 +104,8 @@ def _forget(archive: Path) -> None:
 def sdist(version: str) -> Path:
     """The cached sdist of ``verl==version``, downloaded from the index on first use (no pip),
     and again when the cached one no longer matches the sha256 recorded beside it."""
+    import tempfile  # here, as the rest: a local checkout's commands never download or unpack
+
     from patchctl import progress, pypi  # here: its urllib, http and ssl cost every command's start-up ~10 ms
 
     with _cache_in_use() as store:
@@ -201,6 +202,8 @@ def materialize(version: str) -> Path:
     final = trees / f"verl-{version}"
     if (final / "verl" / "__init__.py").is_file():
         return final
+    import tempfile
+
     from patchctl import progress
 
     with _cache_in_use():
