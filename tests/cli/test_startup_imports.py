@@ -31,7 +31,7 @@ NOT_FOR_A_CHECKOUT = {
     "patchctl.progress": "a download's or unpack's progress line",
     "patchctl.config": "a target given by name (the config's [targets])",
     "patchctl.recovery": "a tree with an interrupted change",
-    "secrets": "a journal's name (a command that writes)",
+    "secrets": "nothing: os.urandom(n).hex() names a journal and a temporary file",
 }
 
 
@@ -91,7 +91,8 @@ def test_verify_of_a_checkout_loads_no_release_machinery(checkout: Path, output:
     assert not loaded, f"verify of a local checkout imported modules only these need: {loaded}"
 
 
-def test_apply_dry_run_of_a_checkout_loads_no_release_machinery(checkout: Path) -> None:
-    names = imported("apply", "--dry-run", "--json", cwd=checkout)
-    for name in ("patchctl.archive", "tarfile", "patchctl.pypi", "patchctl.config", "patchctl.recovery"):
-        assert name not in names, f"apply --dry-run of a local checkout imported {name}"
+@pytest.mark.parametrize("dry_run", [["--dry-run"], []])
+def test_apply_to_a_checkout_loads_no_release_machinery(checkout: Path, dry_run: list[str]) -> None:
+    names = imported("apply", *dry_run, "--json", cwd=checkout)
+    loaded = {name: why for name, why in NOT_FOR_A_CHECKOUT.items() if name in names}
+    assert not loaded, f"apply to a local checkout imported modules only these need: {loaded}"

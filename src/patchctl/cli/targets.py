@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 from enum import Enum
 from pathlib import Path
 
@@ -64,7 +65,9 @@ def _lock(root: Path, shared: bool) -> lock.Held:
 
 
 def _recover(root: Path) -> None:
-    # here, not at the top: a tree with a journal to recover is rare, its module is not cheap
+    if not os.path.lexists(root / journal.JOURNAL_DIR):
+        return  # nothing there, not even a link or a file in the way: recovery would say nothing
+    # here, not at the top: a tree with a journal to recover is rare, and apply pays for it first
     from patchctl import recovery
 
     done = recovery.recover(root)
