@@ -6,7 +6,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import secrets
 import shutil
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -299,7 +298,7 @@ def _fresh(dfd: int, name: str) -> tuple[str, int]:
     """A new hidden file beside ``name`` that nobody else can have made or linked (its name cut
     short: a destination of 250 bytes must still leave room for the temp file's)."""
     while True:
-        tmp = f".{name[:64]}.{secrets.token_hex(6)}.part"
+        tmp = f".{name[:64]}.{os.urandom(6).hex()}.part"  # secrets.token_hex(6), without its hmac import
         with contextlib.suppress(FileExistsError):
             return tmp, os.open(tmp, _FRESH, 0o666, dir_fd=dfd)  # 0o666: the umask decides, as for any file
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -356,6 +355,8 @@ def export(repo: Path, commit: str, dest: Path) -> Path:
             (dest / rel).mkdir(parents=True, exist_ok=True)
         elif kind == "blob":
             blobs.append((int(mode, 8), sha, rel))
+    import tempfile  # here: the start-up of every command that reads a tree paid for it
+
     with tempfile.TemporaryFile() as errors:
         reader = spawn(repo, "cat-file", "--batch", stdin=subprocess.PIPE, stderr=errors)
         assert reader.stdin is not None and reader.stdout is not None

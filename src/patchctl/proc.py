@@ -13,7 +13,6 @@ starts such a child (train, migrate, validate, matrix) ends it.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import queue
 import shutil
@@ -49,10 +48,13 @@ class UnguardedGit(Exception):
 
 
 def _libc_prctl() -> object | None:
-    """``prctl`` looked up once, before any fork: the child between fork and exec must not load
+    """``prctl`` looked up before any fork: the child between fork and exec must not load
     libraries (another thread may have held the loader's lock at the fork)."""
     if not sys.platform.startswith("linux"):
         return None
+    # here, not at the top: ctypes costs every start-up ~5 ms, and many commands never fork
+    import ctypes
+
     # the running program's own symbols, libc's among them: ctypes.util.find_library("c") ran
     # `ldconfig -p` in a child process at every start of patchctl
     for library in (None, "libc.so.6"):
@@ -63,21 +65,40 @@ def _libc_prctl() -> object | None:
     return None
 
 
-_PRCTL = _libc_prctl()
+#: libc's ``prctl`` once :func:`ready_to_fork` looked it up (``_UNSET`` before)
+_UNSET = object()
+_prctl: object | None = _UNSET
+_prctl_lock = threading.Lock()
 _PR_SET_PDEATHSIG = 1
 
 
+def ready_to_fork() -> object | None:
+    """Look ``prctl`` up, in the parent, once; every path that forks calls this first.
+
+    A child calls only the function found here (:func:`_die_with`), never the lookup: loading a
+    library between fork and exec could hang on a lock another thread held at the fork.
+    """
+    global _prctl
+    if _prctl is _UNSET:
+        with _prctl_lock:
+            if _prctl is _UNSET:
+                _prctl = _libc_prctl()
+    return _prctl
+
+
 def die_with_parent() -> None:
-    """For a child that is not exec'd (a process pool's worker): die with the process that
-    forked it, as :func:`spawn`'s children do."""
+    """For a child that is not exec'd (a process pool's worker, its parent having called
+    :func:`ready_to_fork` before it made the pool): die with the process that forked it, as
+    :func:`spawn`'s children do."""
     _die_with(os.getppid())
 
 
 def _die_with(parent: int) -> None:
     """In the child before exec: SIGKILL when the forking thread ends; exit at once when the
     parent is already gone (it died between the fork and this call, and would never signal)."""
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # type: ignore[operator] # _PRCTL is libc's prctl found through ctypes, untyped
+    prctl = _prctl
+    if prctl is not None and prctl is not _UNSET:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # type: ignore[operator] # libc's prctl found through ctypes, untyped
         if os.getppid() != parent:
             os._exit(1)
 
@@ -150,6 +171,7 @@ def run(
     command, the exit code and the tail of stderr, so callers need no error plumbing of their own.
     """
     argv = _argv(argv)
+    ready_to_fork()
     parent = os.getpid()
     done = subprocess.run(
         argv,
@@ -194,6 +216,7 @@ def spawn(
     group is recorded so that the next patchctl ends it if this one is killed (see the module).
     """
     argv = _argv(argv, why, env)
+    ready_to_fork()
     parent = os.getpid()
     try:
         child = _spawn_thread().popen(

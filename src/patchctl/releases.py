@@ -19,14 +19,12 @@ import hashlib
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
-from patchctl import archive as archives
-from patchctl import git, progress
+from patchctl import git
 from patchctl.errors import ArchiveRefused, FileSystemFailed, ReleaseArchiveRefused
 
 RELEASE_SPEC = re.compile(r"^verl==(?P<version>\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?)$")
@@ -106,7 +104,9 @@ def _forget(archive: Path) -> None:
 def sdist(version: str) -> Path:
     """The cached sdist of ``verl==version``, downloaded from the index on first use (no pip),
     and again when the cached one no longer matches the sha256 recorded beside it."""
-    from patchctl import pypi  # here: its urllib, http and ssl cost every command's start-up ~10 ms
+    import tempfile  # here, as the rest: a local checkout's commands never download or unpack
+
+    from patchctl import progress, pypi  # here: its urllib, http and ssl cost every command's start-up ~10 ms
 
     with _cache_in_use() as store:
         for suffix in SUFFIXES:
@@ -168,6 +168,10 @@ def check_version(top: Path, version: str) -> str | None:
 
 def _unpack_release(version: str, archive: Path, into: Path) -> Path:
     """The release's tree, unpacked under ``into``; a refused archive leaves the cache."""
+    # here, not at the top: tarfile, zipfile, lzma and bz2 cost a command on a local checkout
+    # (most of them) start-up time for nothing
+    from patchctl import archive as archives
+
     try:
         top = archives.unpack(archive, into)
     except ArchiveRefused as exc:
@@ -187,6 +191,8 @@ def _refuse(version: str, archive: Path, problem: str) -> NoReturn:
 def unpack(archive: Path, into: Path) -> Path:
     """Extract a .tar.gz/.tar/.zip holding one top directory into ``into``; return that directory
     (checked member by member on every Python: see :mod:`patchctl.archive`)."""
+    from patchctl import archive as archives
+
     return archives.unpack(archive, into)
 
 
@@ -196,6 +202,10 @@ def materialize(version: str) -> Path:
     final = trees / f"verl-{version}"
     if (final / "verl" / "__init__.py").is_file():
         return final
+    import tempfile
+
+    from patchctl import progress
+
     with _cache_in_use():
         archive = sdist(version)
         trees.mkdir(exist_ok=True)  # beside releases/, which sdist made
@@ -225,6 +235,8 @@ def pristine(version: str, dest: Path) -> Path:
     verl==X`` patches it in place, so it cannot tell what the release itself holds. The sdist
     can, and reading it writes nothing outside ``dest`` (after a first download).
     """
+    from patchctl import progress
+
     archive = sdist(version)
     with progress.step(f"unpacking {archive.name}"):
         return _unpack_release(version, archive, dest)

@@ -6,8 +6,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl import git, trees
-from patchctl.config import load as load_config
-from patchctl.config import search_paths
 from patchctl.errors import NoSuchPath, NotAVerlTree, UnknownTarget
 
 
@@ -63,6 +61,10 @@ def resolve(spec: str, config: Path | None = None) -> Target:
         return open_tree(root, spec)
     if found is not None:
         return open_tree(trees.materialize(found), spec)
+    # here, not at the top: tomllib and the schema, for a target given by name only
+    from patchctl.config import load as load_config
+    from patchctl.config import search_paths
+
     loaded = load_config(config)
     configured = loaded.targets.get(spec)
     if configured:

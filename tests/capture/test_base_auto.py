@@ -18,6 +18,7 @@ base came out 7 commits too new when ties went to the newest commit.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -181,3 +182,103 @@ def test_files_the_fork_lacks_do_not_count(tmp_path: Path, monkeypatch: pytest.M
     new = commit(repo, {"a.py": A + "a10 = 10\n", "docs/2.md": "two\n", "docs/3.md": "three\n"}, "u2")
     found = base.find(repo, {"a.py": (A + "a10 = 10\n").encode()})
     assert [(c.commit, c.paths) for c in found.shown] == [(new, 0), (old, 1)], found
+
+
+def test_among_commits_tied_on_paths_the_fewest_lines_win_even_when_newer(
+    tmp_path: Path, upstream: tuple[Path, dict[str, str]]
+) -> None:
+    """Taken at c4: m3 differs in the same one path (a.py), by c4's two lines and the fork's."""
+    repo, shas = upstream
+    fork = {"a.py": A + "a10 = 10\na11 = 11\na12 = 12\nours = 1  # Uky\n", "b.py": MERGED}
+    found = base.find(repo, {k: v.encode() for k, v in fork.items()})
+    assert [(c.commit, c.paths, c.lines) for c in found.shown][:2] == [(shas["c4"], 1, 1), (shas["m3"], 1, 3)]
+
+
+def test_a_file_upstream_deleted_differs_from_the_forks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = tmp_path / "gone"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    at(monkeypatch, "2025-03-01")
+    kept = commit(repo, {"a.py": A, "b.py": B}, "u1")
+    (repo / "b.py").unlink()
+    gone = commit(repo, {}, "u2: b.py deleted")
+    found = base.find(repo, {"a.py": A.encode(), "b.py": B.encode()})
+    assert [(c.commit, c.paths) for c in found.shown] == [(kept, 0), (gone, 1)], found
+
+
+def test_a_repository_without_commits_is_refused_in_one_line(tmp_path: Path) -> None:
+    repo = tmp_path / "empty"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    fork = tmp_path / "fork"
+    (fork / "verl").mkdir(parents=True)
+    (fork / "verl" / "x.py").write_text("x = 1  # Uky\n", encoding="utf-8")
+    code, text = run("capture", "--from", str(fork), "--base", "auto", "--repo", str(repo), "--dry-run")
+    assert code == 2, text
+    assert text.strip() == (
+        f"error: --repo {repo}: holds no commit to compare the fork with; pass a clone of upstream "
+        "(git clone https://github.com/volcengine/verl)"
+    )
+
+
+def test_a_file_over_a_mebibyte_is_counted_by_its_size_not_diffed() -> None:
+    big = b"x = 1\n" * 200_000  # 1.2 MB: diffing it would cost seconds per candidate
+    assert base.changed_lines(big, big + b"y = 2\n") == 400_001
+
+
+def _git_children() -> list[int]:
+    """This process's children named git, running or not yet waited for (zombies too)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            name, _, rest = Path(f"/proc/{pid}/stat").read_text().partition(")")
+        except OSError:
+            continue
+        if name.endswith("(git") and int(rest.split()[1]) == os.getpid():
+            found.append(int(pid))
+    return found
+
+
+def test_no_git_process_is_left_running(tmp_path: Path, upstream: tuple[Path, dict[str, str]]) -> None:
+    repo, _ = upstream
+    base.find(repo, {"a.py": b"other\n", "b.py": B.encode()})
+    assert _git_children() == []
+
+
+def test_a_commit_is_named_without_a_tag_near_and_by_a_tag_with_dashes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "tags"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    at(monkeypatch, "2025-04-01")
+    first = commit(repo, {"a.py": A}, "u1")
+    second = commit(repo, {"a.py": A + "a10 = 10\n"}, "u2")
+    assert base.describe(repo, second) == f"verl {second[:12]} (2025-04-01; no release tag before it)"
+    said = f"verl {second[:12]} (2025-04-01; no release tag before it, its version file says 0.1)"
+    assert base.describe(repo, second, "0.1") == said  # quoted as such, only where no tag is near
+    git(repo, "tag", "release-2025-04", first)
+    named = f"verl {second[:12]} (2025-04-01; release-2025-04 + 1 commits)"
+    assert base.describe(repo, second) == base.describe(repo, second, "0.1") == named
+
+
+def test_the_one_nearest_commit_wins_over_a_crowd_of_next_nearest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """f0..f7 edited one per commit, with five docs-only commits before the last: six commits
+    differ from the fork in one path, and only the last in none."""
+    repo = tmp_path / "crowd"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    at(monkeypatch, "2025-05-01")
+    files = {f"f{i}.py": f"v = {i}\n" for i in range(8)}
+    commit(repo, files, "start")
+    for i in range(7):
+        commit(repo, {f"f{i}.py": f"v = {i}0\n"}, f"f{i}")
+    for i in range(5):
+        commit(repo, {"docs.md": f"{i}\n"}, f"docs {i}")
+    last = commit(repo, {"f7.py": "v = 70\n"}, "f7")
+    fork = {f"f{i}.py": f"v = {i}0\n".encode() for i in range(8)}
+    found = base.find(repo, fork)
+    assert (found.best.commit, found.best.paths, found.best.lines) == (last, 0, 0), found
+    assert [c.paths for c in found.shown] == [0, 1, 1, 1, 1]

@@ -11,8 +11,6 @@ import functools
 import json
 import os
 import sys
-import tempfile
-import traceback
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -95,6 +93,9 @@ def handled(fn: F) -> F:
 
 def crash(exc: BaseException, as_json: bool = False) -> NoReturn:
     """A bug: keep the traceback, but in a file, and say where."""
+    import tempfile  # here, as traceback: only a crash needs them, every command's start-up paid for them
+    import traceback
+
     fd, log = tempfile.mkstemp(prefix="patchctl-crash-", suffix=".log")
     with os.fdopen(fd, "w") as f:
         traceback.print_exception(exc, file=f)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -117,6 +118,11 @@ def table(
     ``status_col`` cell is coloured by ``styles``. The title is a line of its own: rich would
     fold it to the table's width, mid-path. Column ``drop_to_fit`` is left out where the table
     would not fit the width with it; True then, and the caller prints that text whole below."""
+    plain = _plain_table(columns, rows)
+    if plain is not None:
+        click.echo(printable(title))
+        click.echo(plain, nl=False, color=False)
+        return False
     from rich.table import Table
     from rich.text import Text
 
@@ -137,6 +143,52 @@ def table(
     click.echo(printable(title))
     show(t)
     return dropped
+
+
+#: what a cell or header may hold for :func:`_plain_table`: printable ASCII, one character a
+#: column, and no markup or emoji code (a header is read as rich markup)
+_PLAIN_CELL = re.compile(r"[ -~]*")
+_PLAIN_HEADER = re.compile(r"[ -9;-Z^-~]*")
+
+
+def _plain_table(columns: list[str], rows: list[list[str]]) -> str | None:
+    """The table exactly as rich lays it out (its heavy-headed box), without importing rich, when
+    the output reaches no terminal and the table fits the width unfolded; else None.
+
+    rich's import, console and layout were about a quarter of a piped ``patchctl verify``. Only
+    the simplest case is drawn here, byte for byte what rich draws without colours: no colour at
+    all (rich would colour for FORCE_COLOR or TTY_COMPATIBLE), every cell one line of printable
+    ASCII without spaces at its ends, at least one row, nothing to fold or drop. Anything else
+    goes to rich, and tests/cli/test_plain_table.py holds the two side by side.
+    """
+    if not rows or "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ:
+        return None
+    try:
+        if sys.stdout.isatty():
+            return None
+    except ValueError:  # a closed stdout: rich's problem to report
+        return None
+    if any(not _PLAIN_HEADER.fullmatch(c) or c != c.strip() for c in columns):
+        return None
+    cells = [[printable(c) for c in row] for row in rows]
+    if any(len(row) != len(columns) for row in cells):
+        return None
+    if any(not _PLAIN_CELL.fullmatch(c) or c != c.strip() for row in cells for c in row):
+        return None
+    widths = [max(len(c) for c in col) for col in zip(columns, *cells, strict=True)]
+    if sum(widths) + 3 * len(widths) + 1 > width():
+        return None
+
+    def line(left: str, fill: str, mid: str, right: str) -> str:
+        return left + mid.join(fill * (w + 2) for w in widths) + right
+
+    def row(values: list[str], bar: str) -> str:
+        return bar + bar.join(f" {v.ljust(w)} " for v, w in zip(values, widths, strict=True)) + bar
+
+    out = [line("┏", "━", "┳", "┓"), row(columns, "┃"), line("┡", "━", "╇", "┩")]
+    out += [row(r, "│") for r in cells]
+    out.append(line("└", "─", "┴", "┘"))
+    return _TRAILING.sub(r"\1", "\n".join(out) + "\n")
 
 
 def emit_json(doc: Any) -> None:

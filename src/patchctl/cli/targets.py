@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import errno
+import os
 from enum import Enum
 from pathlib import Path
 
 import click
 
-from patchctl import journal, lock, recovery
+from patchctl import journal, lock
 from patchctl.target import Target, resolve
 
 
@@ -64,6 +65,11 @@ def _lock(root: Path, shared: bool) -> lock.Held:
 
 
 def _recover(root: Path) -> None:
+    if not os.path.lexists(root / journal.JOURNAL_DIR):
+        return  # nothing there, not even a link or a file in the way: recovery would say nothing
+    # here, not at the top: a tree with a journal to recover is rare, and apply pays for it first
+    from patchctl import recovery
+
     done = recovery.recover(root)
     if done is not None:
         click.echo(done.sentence(root), err=True)

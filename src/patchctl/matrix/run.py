@@ -137,6 +137,7 @@ def run_matrix(
                 finally:
                     _close_histories()
             else:
+                proc.ready_to_fork()  # the workers' die_with_parent uses what the parent looked up
                 with ProcessPoolExecutor(max_workers=workers, initializer=proc.die_with_parent) as pool:
                     done = [_done(out, shown) for out in pool.map(_apply_in_scratch, work)]
     for out in done:

@@ -22,14 +22,16 @@ import json
 import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patchctl.confine import in_metadata, not_a_real_folder, why_outside
 from patchctl.errors import ConflictsPending, ConflictStateDamaged
-from patchctl.patchsets.kinds import marking
 from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset
-from patchctl.patchsets.plan import Plan
+
+if TYPE_CHECKING:  # verify reads the pending conflicts; only apply's markers need the planner
+    from patchctl.patchsets.kinds import marking
+    from patchctl.patchsets.plan import Plan
 
 STATE_PATH = ".patchctl/conflicts.json"
 
@@ -102,6 +104,8 @@ def to_bytes(marked: list[Marked]) -> str:
 def mark(plan: Plan, patchsets: list[Patchset]) -> None:
     """Write each conflicting patch of ``plan`` at its candidate place with markers (in the plan,
     not on disk); a conflict with no candidate stays a conflict, its reason saying why."""
+    from patchctl.patchsets.kinds import marking
+
     by_key = {(ps.name, p.id): p for ps in patchsets for p in ps.patches}
     chosen: dict[str, list[tuple[marking.Place, Patch, PatchResult]]] = {}
     why_not: dict[tuple[str, str], str] = {}
@@ -157,6 +161,8 @@ def mark(plan: Plan, patchsets: list[Patchset]) -> None:
 def _write(
     text: str, rel: str, found: list[tuple[marking.Place, Patch, PatchResult]], plan: Plan
 ) -> tuple[str, list[Marked]]:
+    from patchctl.patchsets.kinds import marking
+
     lines = split_lines(text)
     if lines and not lines[-1].endswith("\n") and any(c.last == len(lines) for c, _, _ in found):
         lines[-1] += "\n"  # a marker line after the file's last line must not join it

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -197,7 +196,9 @@ def load_patchset(directory: Path, *, builtin: bool = False) -> Patchset:
 
 
 def builtin_dir() -> Path:
-    return Path(str(resources.files("patchctl.patchsets") / "builtin"))
+    # the package's own folder, as importlib.resources.files finds it for a package on disk, which
+    # a Path is taken of anyway: importing importlib.resources cost start-up its zipfile and tempfile
+    return Path(__file__).parent / "builtin"
 
 
 def builtin_names() -> list[str]:

@@ -1,0 +1,98 @@
+"""What a command imports decides its start-up time (issue 39.13): ``verify`` of a local checkout
+is measured against ``grep -rn`` and must not load the release and archive machinery (tarfile,
+zipfile, lzma's archive reader, the index client), the config reader or the journal recovery,
+which only a ``verl==X`` target, a target given by name or an interrupted change needs.
+
+Each command runs as a user runs it, a fresh ``python -m patchctl``, and the test reads the
+modules it had loaded when it exited. Timings are the benchmark's business
+(benchmarks/bench_core.py); this only keeps an import from creeping back to the top of a module.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import patchctl
+
+SRC = Path(patchctl.__file__).resolve().parent.parent
+
+#: modules a command on a local checkout has no use for: what they cost, and who needs them
+NOT_FOR_A_CHECKOUT = {
+    "patchctl.archive": "unpacking a release (verl==X targets)",
+    "tarfile": "unpacking a release",
+    "zipfile": "unpacking a release",
+    "patchctl.pypi": "downloading a release",
+    "patchctl.progress": "a download's or unpack's progress line",
+    "patchctl.config": "a target given by name (the config's [targets])",
+    "patchctl.recovery": "a tree with an interrupted change",
+    "secrets": "nothing: os.urandom(n).hex() names a journal and a temporary file",
+}
+
+
+#: runs ``python -m patchctl ARGS`` and, as the interpreter exits, writes the names of every
+#: module loaded to the file the first argument names (``-X importtime`` misses those loaded
+#: through importlib.import_module, as the commands and the patch kinds are)
+DRIVER = """
+import atexit, runpy, sys
+out = sys.argv.pop(1)
+def dump():
+    with open(out, "w") as f:
+        f.write("\\n".join(sorted(sys.modules)))
+atexit.register(dump)
+sys.argv[0] = "patchctl"
+runpy.run_module("patchctl", run_name="__main__", alter_sys=True)
+"""
+
+
+def imported(*args: str, cwd: Path) -> set[str]:
+    """The modules a fresh ``patchctl ARGS`` had loaded when it exited."""
+    out = cwd.parent / "modules.txt"
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(out), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    names = set(out.read_text().split())
+    assert "patchctl.cli.main" in names, names  # the command ran through the CLI
+    return names
+
+
+@pytest.fixture
+def checkout(release_tree: Callable[[str], Path]) -> Path:
+    return release_tree("0.6.1")
+
+
+#: what verify in particular does without
+NOT_FOR_VERIFY = {
+    "patchctl.patchsets.plan": "apply's planner (verify reads the pending conflicts only)",
+    "patchctl.patchsets.kinds.marking": "apply --conflicts=markers",
+}
+
+
+@pytest.mark.parametrize("output", [[], ["--json"]])
+def test_verify_of_a_checkout_loads_no_release_machinery(checkout: Path, output: list[str]) -> None:
+    names = imported("verify", "--target", str(checkout), *output, cwd=checkout)
+    unneeded = {**NOT_FOR_A_CHECKOUT, **NOT_FOR_VERIFY}
+    if output:
+        unneeded["rich"] = "tables for a person to read"
+    loaded = {name: why for name, why in unneeded.items() if name in names}
+    assert not loaded, f"verify of a local checkout imported modules only these need: {loaded}"
+
+
+@pytest.mark.parametrize("dry_run", [["--dry-run"], []])
+def test_apply_to_a_checkout_loads_no_release_machinery(checkout: Path, dry_run: list[str]) -> None:
+    names = imported("apply", *dry_run, "--json", cwd=checkout)
+    loaded = {name: why for name, why in NOT_FOR_A_CHECKOUT.items() if name in names}
+    assert not loaded, f"apply to a local checkout imported modules only these need: {loaded}"
