@@ -197,3 +197,9 @@ def test_with_three_nodes_a_slow_node_is_held_to_the_pair_without_it() -> None:
 @pytest.mark.parametrize("rate", [40.0, 10.0])
 def test_with_two_nodes_the_one_pair_has_no_peers(rate: float) -> None:
     assert [g.status for g in pairs_of({"0-1": rate}, 2).groups] == ["pass"]
+
+
+@pytest.mark.parametrize(("slow", "status"), [(49.9, "fail"), (50.0, "pass")])
+def test_the_slow_node_bar_sits_exactly_at_peer_percent(slow: float, status: str) -> None:
+    r = pairs_of({"0-1": 100.0, "0-2": slow, "1-2": slow}, 3)
+    assert [g.status for g in r.groups] == ["pass", status, status]
