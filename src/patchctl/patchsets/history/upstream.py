@@ -11,10 +11,10 @@ written into it (merges happen on files in a scratch folder of our own).
 from __future__ import annotations
 
 import re
-from collections import Counter
 import subprocess
 import tempfile
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
