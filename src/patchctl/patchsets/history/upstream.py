@@ -241,8 +241,8 @@ def away(mine: str, old: str, new: str) -> str | None:
     the other is the same in ``old`` and ``new``, upstream changed nothing there, and
     ``git merge-file`` (which conflicts only on overlapping or adjacent changes) gives ``new`` with
     that stretch taken from ``mine``: the same text without a process and three files per merge
-    (issue 38 req 8). Anything else (no anchor, a stretch upstream changed, or one of its lines
-    upstream wrote again elsewhere) goes to git."""
+    (issue 38 req 8). Anything else (no anchor, a stretch upstream changed or moved, or one of its
+    lines upstream wrote again elsewhere) goes to git."""
     if not (mine.endswith("\n") and old.endswith("\n") and new.endswith("\n")):
         return None
     a, b, c = old.splitlines(keepends=True), mine.splitlines(keepends=True), new.splitlines(keepends=True)
@@ -259,6 +259,10 @@ def away(mine: str, old: str, new: str) -> str | None:
         return None
     ib, jb = once_c[a[i]], once_c[a[j]]
     if jb - ib != j - i or c[ib : jb + 1] != a[i : j + 1]:
+        return None
+    # upstream moved the stretch: a line found once on both sides lies before it in one and after it
+    # in the other; git's diff deletes the stretch at its old place, under the edit
+    if any((k < i) != (once_c[ln] < ib) for ln, k in once_a.items() if ln in once_c and not i <= k <= j):
         return None
     # a line of the stretch that upstream wrote again elsewhere (code copied or moved, the old
     # place rewritten) is one git's diff may take for it instead: git decides those
