@@ -74,3 +74,20 @@ def test_the_same_change_on_both_sides_is_no_sure_conflict(tmp_path: Path) -> No
     mine = OLD.replace("line 20\n", "line 20  # Uky\n")
     assert not clash(mine, OLD, mine)
     assert _git(tmp_path, mine, OLD, mine) == (mine, True)
+
+
+def test_a_line_swapped_next_to_the_edit_is_left_to_git(tmp_path: Path) -> None:
+    """Upstream swapped the line above the edit with a far one: every line still occurs once."""
+    mine = OLD.replace("line 20\n", "line 20  # Uky\n")
+    new = OLD.replace("line 19\n", "SWAP\n").replace("line 35\n", "line 19\n").replace("SWAP\n", "line 35\n")
+    assert away(mine, OLD, new) is None
+    assert _git(tmp_path, mine, OLD, new)[1] is False
+
+
+def test_a_copy_of_the_code_around_the_edit_is_left_to_git(tmp_path: Path) -> None:
+    """Upstream appended a copy of the lines around the edit: which copy is the edit's is git's call."""
+    lines = OLD.splitlines(keepends=True)
+    mine = OLD.replace("line 20\n", "line 20  # Uky\n")
+    new = OLD + "".join(lines[19:22])
+    assert away(mine, OLD, new) is None
+    assert _git(tmp_path, mine, OLD, new) == (mine + "".join(lines[19:22]), True)
