@@ -130,29 +130,42 @@ def changed_text(req: Request, rel: str, base_text: str, fork_text: str, taken: 
 
 
 def hunks(rel: str, blines: list[str], flines: list[str], keep: Callable[[Hunk], bool] = lambda h: True) -> list[Found]:
-    """The file's changes as text hunks with :data:`CONTEXT` lines around; hunks whose context would
-    touch are one hunk, so that each finds its place in the text the ones before it left."""
-    groups: list[list[Hunk]] = []
-    for h in diff(blines, flines, re.compile(r"(?!x)x")):
+    """The file's changes as text hunks, one patch per hunk so that each travels alone (issue 38
+    requirement 2: one upstream change anywhere in a README used to conflict all its edits).
+
+    A hunk's context is up to :data:`CONTEXT` lines on each side, as ``diff -u``, but only lines
+    base and fork share: it stops at the next change, so no hunk's context holds another hunk's
+    lines and each finds its place whether or not its neighbours landed. A hunk whose lines then
+    occur more than once in BASE (a lone blank-line context around an inserted line) would be
+    placed by its line number alone; it joins the hunk before it, whose lines pin it down.
+    """
+    every = diff(blines, flines, re.compile(r"(?!x)x"))
+    groups: list[tuple[int, int]] = []  # (first, last) index into ``every``
+    for k, h in enumerate(every):
         if not keep(h):
             continue
-        if groups and h.base[0] - groups[-1][-1].base[1] <= 2 * CONTEXT:
-            groups[-1].append(h)
+        lo, hi = _window(every, k, k, len(blines))
+        joins = groups and (
+            h.base[0] - every[groups[-1][1]].base[1] <= 2 * CONTEXT
+            and len(_matches(blines, blines[lo:hi])) != 1
+        )
+        if joins:
+            groups[-1] = (groups[-1][0], k)
         else:
-            groups.append([h])
+            groups.append((k, k))
     found: list[Found] = []
-    for g in groups:
-        lo = max(0, g[0].base[0] - CONTEXT)
-        hi = min(len(blines), g[-1].base[1] + CONTEXT)
+    for first, last in groups:
+        g = every[first : last + 1]
+        lo, hi = _window(every, first, last, len(blines))
         flo = lo + (g[0].fork[0] - g[0].base[0])
         fhi = hi + (g[-1].fork[1] - g[-1].base[1])
         was, now = "".join(blines[lo:hi]), "".join(flines[flo:fhi])
         if [x.rstrip() for x in split_lines(was)] == [x.rstrip() for x in split_lines(now)]:
             continue  # trailing spaces only: no text a hunk could be found by differs
         raw: dict[str, Any] = {"was": was, "now": now, "line": lo + 1}
-        first = first_new(was, now) if keypath.fmt_of(rel) == "yaml" else None
-        if first is not None:  # where the hunk's new line sits, so apply can tell a wrong section (issue 38)
-            raw["parent"] = list(keypath.parent_at(flines, flo + first))
+        first_line = first_new(was, now) if keypath.fmt_of(rel) == "yaml" else None
+        if first_line is not None:  # where the hunk's new line sits, so apply can tell a wrong section (issue 38)
+            raw["parent"] = list(keypath.parent_at(flines, flo + first_line))
         changed = sorted({n for h in g for n in h.fork_lines})
         found.append(
             (
@@ -165,3 +178,21 @@ def hunks(rel: str, blines: list[str], flines: list[str], keep: Callable[[Hunk],
             )
         )
     return found
+
+
+def _window(every: list[Hunk], first: int, last: int, size: int) -> tuple[int, int]:
+    """BASE lines ``every[first..last]`` cover with their context: up to :data:`CONTEXT` lines
+    each side, none of them another change's."""
+    before = every[first - 1].base[1] if first else 0
+    after = every[last + 1].base[0] if last + 1 < len(every) else size
+    return max(before, every[first].base[0] - CONTEXT), min(after, every[last].base[1] + CONTEXT)
+
+
+def _matches(lines: list[str], piece: list[str]) -> list[int]:
+    """Where ``piece`` occurs in ``lines``, trailing spaces aside (as text-hunk finds it)."""
+    want = [x.rstrip() for x in piece]
+    if not any(want):
+        return []  # blank lines only: nothing to find it by
+    text = [x.rstrip() for x in lines]
+    n = len(want)
+    return [i for i in range(len(text) - n + 1) if text[i] == want[0] and text[i : i + n] == want]
