@@ -136,23 +136,22 @@ def hunks(rel: str, blines: list[str], flines: list[str], keep: Callable[[Hunk],
     A hunk's context is up to :data:`CONTEXT` lines on each side, as ``diff -u``, but only lines
     base and fork share: it stops at the next change, so no hunk's context holds another hunk's
     lines and each finds its place whether or not its neighbours landed. A hunk whose lines then
-    occur more than once in BASE (a lone blank-line context around an inserted line) would be
-    placed by its line number alone; it joins the hunk before it, whose lines pin it down.
+    occur more than once in BASE, or its new lines more than once in FORK (a lone blank line
+    around an inserted line), would be placed by its line number alone, or taken as applied
+    already: it joins the hunk next to it, whose lines pin it down.
     """
     every = diff(blines, flines, re.compile(r"(?!x)x"))
     groups: list[tuple[int, int]] = []  # (first, last) index into ``every``
+    vague = False  # the last group's lines do not pin it down
     for k, h in enumerate(every):
         if not keep(h):
             continue
-        lo, hi = _window(every, k, k, len(blines))
-        joins = groups and (
-            h.base[0] - every[groups[-1][1]].base[1] <= 2 * CONTEXT
-            and len(_matches(blines, blines[lo:hi])) != 1
-        )
-        if joins:
+        near = bool(groups) and h.base[0] - every[groups[-1][1]].base[1] <= 2 * CONTEXT
+        if near and (vague or _vague(every, k, k, blines, flines)):
             groups[-1] = (groups[-1][0], k)
         else:
             groups.append((k, k))
+        vague = _vague(every, *groups[-1], blines, flines)
     found: list[Found] = []
     for first, last in groups:
         g = every[first : last + 1]
@@ -186,6 +185,16 @@ def _window(every: list[Hunk], first: int, last: int, size: int) -> tuple[int, i
     before = every[first - 1].base[1] if first else 0
     after = every[last + 1].base[0] if last + 1 < len(every) else size
     return max(before, every[first].base[0] - CONTEXT), min(after, every[last].base[1] + CONTEXT)
+
+
+def _vague(every: list[Hunk], first: int, last: int, blines: list[str], flines: list[str]) -> bool:
+    """Whether text-hunk could place ``every[first..last]`` by its lines alone: what it replaces
+    occurs once in BASE, and what it writes once in FORK (apply takes a copy of the new lines
+    found nearer than the old ones as the hunk already applied)."""
+    lo, hi = _window(every, first, last, len(blines))
+    flo = lo + (every[first].fork[0] - every[first].base[0])
+    fhi = hi + (every[last].fork[1] - every[last].base[1])
+    return len(_matches(blines, blines[lo:hi])) != 1 or len(_matches(flines, flines[flo:fhi])) != 1
 
 
 def _matches(lines: list[str], piece: list[str]) -> list[int]:
