@@ -88,3 +88,27 @@ def test_an_edit_upstream_rewrote_conflicts_alone(release_tree, tmp_path: Path) 
     now = (target / "README.md").read_text()
     assert EDITS[30] in now and EDITS[36] in now and EDITS[40] in now
     assert now.count(">>>>>>> readme-hunk-2") == 1 and ">>>>>>> readme-hunk\n" not in now  # one marked region
+
+
+def test_a_hunk_its_lines_do_not_pin_down_joins_its_neighbour(tmp_path: Path) -> None:
+    """A Markdown list the fork edits, a few lines below another edit, where the list with its
+    context occurs again further down: alone, apply would place it by its line number only, on
+    a drifted upstream maybe in the copy. It joins the edit above, whose lines pin it down, and
+    the patchset still gives the fork's file."""
+    block = "- a\n- b\n- c\n- e\n- f\n- g\n"
+    base_text = "# Steps\n\nStart here.\n\n" + block + "\n" + block + "\nThe end.\n"
+    fork_text = base_text.replace("Start here.\n", "Start here, ours.\n", 1).replace("- c\n", "- c\n- d\n", 1)
+    base = tmp_path / "base"
+    fork = tmp_path / "fork"
+    for root, text in ((base, base_text), (fork, fork_text)):
+        (root / "verl").mkdir(parents=True)
+        (root / "verl" / "__init__.py").write_text("")
+        (root / "STEPS.md").write_text(text)
+    out = tmp_path / "ps"
+    code, text = run("capture", "--from", str(fork), "--base", str(base), "--out", str(out), "--all", "--json")
+    assert code == 0, text
+    doc = json.loads(text)
+    assert [p["id"] for p in doc["patches"]] == ["steps-hunk"] and doc["outside"] == [], doc
+    target = shutil.copytree(base, tmp_path / "target")
+    assert run("apply", "--patchset", str(out), "--target", str(target))[0] == 0
+    assert (target / "STEPS.md").read_text() == fork_text

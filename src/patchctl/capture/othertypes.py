@@ -188,13 +188,14 @@ def _window(every: list[Hunk], first: int, last: int, size: int) -> tuple[int, i
 
 
 def _vague(every: list[Hunk], first: int, last: int, blines: list[str], flines: list[str]) -> bool:
-    """Whether text-hunk could place ``every[first..last]`` by its lines alone: what it replaces
-    occurs once in BASE, and what it writes once in FORK (apply takes a copy of the new lines
-    found nearer than the old ones as the hunk already applied)."""
+    """Whether text-hunk could not place ``every[first..last]`` by its lines alone: what it
+    replaces occurs once in BASE, and what it writes once in FORK and nowhere in BASE (apply
+    takes a copy of the new lines found nearer than the old ones as the hunk already applied)."""
     lo, hi = _window(every, first, last, len(blines))
     flo = lo + (every[first].fork[0] - every[first].base[0])
     fhi = hi + (every[last].fork[1] - every[last].base[1])
-    return len(_matches(blines, blines[lo:hi])) != 1 or len(_matches(flines, flines[flo:fhi])) != 1
+    was, now = blines[lo:hi], flines[flo:fhi]
+    return (len(_matches(blines, was)), len(_matches(flines, now)), len(_matches(blines, now))) != (1, 1, 0)
 
 
 def _matches(lines: list[str], piece: list[str]) -> list[int]:
