@@ -243,7 +243,9 @@ def test_a_duplicate_the_fork_itself_has_is_accepted_and_one_beside_upstream_is_
     base = "import os\n\n\nclass RayPPOTrainer:\n    pass\n"
     spot = base.index("class RayPPOTrainer")
     assert loads.check("ray_trainer.py", base[:spot] + fork_defs + base[spot:], base) is None
-    upstream = "import os\n\n\ndef dataprotoitem_to_dataproto(item):\n    return 0\n\n\n" + base[len("import os\n\n\n") :]
+    upstream = (
+        "import os\n\n\ndef dataprotoitem_to_dataproto(item):\n    return 0\n\n\n" + base[len("import os\n\n\n") :]
+    )
     at = upstream.index("class RayPPOTrainer")
     problem = loads.check("ray_trainer.py", upstream[:at] + fork_defs + upstream[at:], upstream)
     assert "the module would define dataprotoitem_to_dataproto 3 times (lines 4, 8, 12)" in str(problem)
