@@ -9,7 +9,10 @@ such as a comment at the top) the file is carried as text hunks, which always re
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import tempfile
 from collections.abc import Callable, Set
 from pathlib import Path
 from typing import Any
@@ -140,7 +143,7 @@ def hunks(rel: str, blines: list[str], flines: list[str], keep: Callable[[Hunk],
     around an inserted line), would be placed by its line number alone, or taken as applied
     already: it joins the hunk next to it, whose lines pin it down.
     """
-    every = diff(blines, flines, re.compile(r"(?!x)x"))
+    every = git_hunks(blines, flines) or diff(blines, flines, re.compile(r"(?!x)x"))
     groups: list[tuple[int, int]] = []  # (first, last) index into ``every``
     vague = False  # the last group's lines do not pin it down
     for k, h in enumerate(every):
@@ -206,3 +209,52 @@ def _matches(lines: list[str], piece: list[str]) -> list[int]:
     text = [x.rstrip() for x in lines]
     n = len(want)
     return [i for i in range(len(text) - n + 1) if text[i] == want[0] and text[i : i + n] == want]
+
+
+_HEADER = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
+
+
+def git_hunks(blines: list[str], flines: list[str]) -> list[Hunk] | None:
+    """The hunks ``git diff`` finds, as the user reads them and ``git apply -3`` merges them.
+
+    difflib matches the longest common run first; in prose that upstream and the fork both
+    reword (a README a fork rewrote), it pairs a blank line far away and turns a dozen small
+    edits into one run of 40 lines, which travels as one patch. git's Myers diff keeps them
+    apart. git runs outside any repository with no user or system config and no external diff
+    or textconv, so nothing in the fork configures it; None (difflib then) when git is missing
+    or its hunks do not give the fork's lines back (a line break git reads otherwise).
+    """
+    with tempfile.TemporaryDirectory(prefix="patchctl-hunks-") as tmp:
+        a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+        for path, lines in ((a, blines), (b, flines)):
+            with open(path, "wb") as f:
+                f.write("".join(lines).encode("utf-8", "surrogateescape"))
+        env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C"}
+        env.pop("GIT_DIR", None)
+        try:
+            done = subprocess.run(
+                ["git", "diff", "--no-index", "--no-ext-diff", "--no-textconv", "--no-color", "-U0", "a", "b"],
+                cwd=tmp,
+                env=env,
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    if done.returncode not in (0, 1):
+        return None
+    out: list[Hunk] = []
+    for m in _HEADER.finditer(done.stdout):
+        a0, an = int(m.group(1)), int(m.group(2) or 1)
+        f0, fn = int(m.group(3)), int(m.group(4) or 1)
+        start, fstart = (a0 if an == 0 else a0 - 1), (f0 if fn == 0 else f0 - 1)
+        out.append(Hunk((start, start + an), (fstart, fstart + fn), ()))
+    rebuilt: list[str] = []
+    at = 0
+    for h in out:
+        if h.base[0] < at:
+            return None
+        rebuilt += blines[at : h.base[0]] + flines[h.fork[0] : h.fork[1]]
+        at = h.base[1]
+    return out if rebuilt + blines[at:] == flines else None
