@@ -112,3 +112,34 @@ def test_a_hunk_its_lines_do_not_pin_down_joins_its_neighbour(tmp_path: Path) ->
     target = shutil.copytree(base, tmp_path / "target")
     assert run("apply", "--patchset", str(out), "--target", str(target))[0] == 0
     assert (target / "STEPS.md").read_text() == fork_text
+
+
+def test_hunks_are_the_ones_git_diff_shows(tmp_path: Path) -> None:
+    """A list with repeated lines, where difflib pairs a far blank line and bundles two edits
+    that ``git diff`` (and so ``git apply -3``) keeps apart: capture follows git's hunks."""
+    words = {"d": "- [ ] test", "b": "- [ ] build", "a": "- [ ] lint", "c": "- [ ] docs", "x": "", "y": "- [ ] ours"}
+
+    def text(keys: str) -> str:
+        return "".join(words[k] + "\n" for k in keys)
+
+    base_text, fork_text = text("dddbaxcxcxxdcx"), text("dddbaycxxxxycx")
+    base, fork = tmp_path / "base", tmp_path / "fork"
+    for root, body in ((base, base_text), (fork, fork_text)):
+        (root / "verl").mkdir(parents=True)
+        (root / "verl" / "__init__.py").write_text("")
+        (root / "TODO.md").write_text(body)
+    out = tmp_path / "ps"
+    code, got = run("capture", "--from", str(fork), "--base", str(base), "--out", str(out), "--all", "--json")
+    assert code == 0, got
+    seen = subprocess.run(
+        ["git", "diff", "--no-index", "-U0", "base/TODO.md", "fork/TODO.md"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    ).stdout
+    starts = [int(h.split()[1].lstrip("-").split(",")[0]) for h in seen.splitlines() if h.startswith("@@")]
+    assert len(starts) == 3
+    assert len(json.loads(got)["patches"]) == 3
+    target = shutil.copytree(base, tmp_path / "target")
+    assert run("apply", "--patchset", str(out), "--target", str(target))[0] == 0
+    assert (target / "TODO.md").read_text() == fork_text
