@@ -130,7 +130,7 @@ def test_a_hunk_whose_context_fits_another_section_is_a_conflict(fork: Path, rel
     section = (
         "# where the reward model runs\nreward_placement:\n\n  # Number of nodes used in the training\n  nnodes: 1\n\n"
         + gpus
-        + "\n  save_freq: -1\n\n"
+        + "\n  # Save frequency (by iteration) for model checkpoints\n  save_freq: -1\n\n"
     )
     edit(
         tree,
