@@ -6,8 +6,9 @@ every version the patchset is planned twice on a pristine tree: by the planner a
 ``matrix`` does without ``--repo``) and through :class:`~patchctl.patchsets.history.carry.History`
 (``matrix --repo``). A hunk is placed when its in-place patch ends applied, already-applied or
 superseded-upstream. The walk's caches live as long as one matrix does (one History per fork,
-shared by its versions). Times are wall seconds of the planning only; the last lines give the
-totals, their ratio (req 8: at most 1.5) and the peak memory.
+shared by its versions). Times are wall seconds of the planning only, and its CPU seconds (``cpu s``,
+git's processes included: the fair measure on a loaded machine); the last lines give the totals,
+their ratios (req 8: at most 1.5) and the peak memory.
 
     python benchmarks/bench_history.py [--forks TinyZero,...] [--versions v0.3.0.post1,...]
 """
@@ -43,6 +44,12 @@ FORKS = {
 VERSIONS = "v0.2.0.post2,v0.3.0.post1,v0.4.1,v0.5.0,v0.6.1,v0.7.0"
 
 
+def cpu() -> float:
+    """CPU seconds of this process and of the git processes it waited for (user + system)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def placed(ps: Patchset, results: list[PatchResult]) -> int:
     in_place = {p.id for p in ps.patches if not KINDS[p.kind].creates_target}
     return sum(1 for r in results if r.patch in in_place and r.status in IN_TREE)
@@ -65,11 +72,11 @@ def run_fork(name: str, mirrors: Path, verl_git: Path, work: Path, versions: lis
         for v in versions:
             commit = fs.git(f"--git-dir={verl_git}", "rev-parse", f"{v}^{{commit}}").stdout.strip()
             tree = dataclasses.replace(open_tree(fs.version_tree(v, verl_git, work), v), commit=commit)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), cpu()
             direct = plan_apply(tree, [ps]).results
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), cpu()
             walked = history.plan(tree, [ps]).results
-            t2 = time.perf_counter()
+            t2, c2 = time.perf_counter(), cpu()
             removed = sum(1 for r in walked if r.status is Outcome.NOT_APPLICABLE and "upstream removed" in r.reason)
             moved = sum(1 for r in walked if r.status is Outcome.APPLIED and "moved to" in r.reason)
             renamed = sum(1 for r in walked if r.status is Outcome.APPLIED and "renamed to" in r.reason)
@@ -85,6 +92,8 @@ def run_fork(name: str, mirrors: Path, verl_git: Path, work: Path, versions: lis
                     str(removed),
                     f"{t1 - t0:.1f}",
                     f"{t2 - t1:.1f}",
+                    f"{c1 - c0:.1f}",
+                    f"{c2 - c1:.1f}",
                 ]
             )
             print(" | ".join(rows[-1]), flush=True)
@@ -113,6 +122,8 @@ def main() -> None:
         "removed (commit named)",
         "s",
         "s --repo",
+        "cpu s",
+        "cpu s --repo",
     ]
     rows = [
         r
@@ -120,12 +131,15 @@ def main() -> None:
         for r in run_fork(n, args.mirrors, verl_git, args.work, args.versions.split(","))
     ]
     plain, walked = sum(float(r[8]) for r in rows), sum(float(r[9]) for r in rows)
+    plain_cpu, walked_cpu = sum(float(r[10]) for r in rows), sum(float(r[11]) for r in rows)
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     lines += [
         "",
         f"planning time, all rows: {plain:.1f} s without --repo, {walked:.1f} s with it "
         f"(x{walked / plain:.2f}; the second includes the first plan), peak memory {peak:.0f} MB",
+        f"CPU seconds (git's processes included), all rows: {plain_cpu:.1f} without --repo, {walked_cpu:.1f} with "
+        f"it (x{walked_cpu / plain_cpu:.2f})",
     ]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -106,9 +106,12 @@ def test_a_definition_added_twice_is_named_and_meant_ones_are_not() -> None:
     )
     assert loads.check("t.py", prop, "class T:\n    pass\n") is None
     nested = "class A:\n    class B:\n        def f(self): ...\n        def f(self): ...\n"
-    assert "class A.B would define f twice" in str(loads.check("t.py", nested, "class A:\n    pass\n"))
+    nested_old = "class A:\n    class B:\n        def f(self): ...\n"
+    assert "class A.B would define f twice" in str(loads.check("t.py", nested, nested_old))
     decorated = "import torch\n\ndef f(): ...\n\n@torch.no_grad()\ndef f(): ...\n"  # a decorator that means no overload
-    assert "the module would define f twice (lines 3, 6)" in str(loads.check("t.py", decorated, "import torch\n"))
+    assert "the module would define f twice (lines 3, 6)" in str(
+        loads.check("t.py", decorated, "import torch\n\ndef f(): ...\n")
+    )
 
 
 F, G = "def f(): ...\n", "def g(): ...\n"
@@ -227,3 +230,22 @@ def test_a_hand_written_patch_with_a_typo_is_a_conflict(
     (row,) = json.loads(out)["results"]
     assert code == 1 and row["status"] == "conflict" and row["reason"].startswith(said), out
     assert snapshot(tree) == before
+
+
+def test_a_duplicate_the_fork_itself_has_is_accepted_and_one_beside_upstream_is_not() -> None:
+    """Skywork-OR1's ray_trainer.py defines ``dataprotoitem_to_dataproto`` twice at module level;
+    the change that copies both from the fork adds the fork's own file, not a placement's mistake.
+    The same change where upstream already defines the name still shadows upstream's (issue 38)."""
+    fork_defs = (
+        "def dataprotoitem_to_dataproto(item):\n    return 1\n\n\n"
+        "def dataprotoitem_to_dataproto(item):\n    return 2\n\n\n"
+    )
+    base = "import os\n\n\nclass RayPPOTrainer:\n    pass\n"
+    spot = base.index("class RayPPOTrainer")
+    assert loads.check("ray_trainer.py", base[:spot] + fork_defs + base[spot:], base) is None
+    upstream = (
+        "import os\n\n\ndef dataprotoitem_to_dataproto(item):\n    return 0\n\n\n" + base[len("import os\n\n\n") :]
+    )
+    at = upstream.index("class RayPPOTrainer")
+    problem = loads.check("ray_trainer.py", upstream[:at] + fork_defs + upstream[at:], upstream)
+    assert "the module would define dataprotoitem_to_dataproto 3 times (lines 4, 8, 12)" in str(problem)

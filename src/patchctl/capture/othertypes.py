@@ -9,7 +9,10 @@ such as a comment at the top) the file is carried as text hunks, which always re
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import tempfile
 from collections.abc import Callable, Set
 from pathlib import Path
 from typing import Any
@@ -130,29 +133,41 @@ def changed_text(req: Request, rel: str, base_text: str, fork_text: str, taken: 
 
 
 def hunks(rel: str, blines: list[str], flines: list[str], keep: Callable[[Hunk], bool] = lambda h: True) -> list[Found]:
-    """The file's changes as text hunks with :data:`CONTEXT` lines around; hunks whose context would
-    touch are one hunk, so that each finds its place in the text the ones before it left."""
-    groups: list[list[Hunk]] = []
-    for h in diff(blines, flines, re.compile(r"(?!x)x")):
+    """The file's changes as text hunks, one patch per hunk so that each travels alone (issue 38
+    requirement 2: one upstream change anywhere in a README used to conflict all its edits).
+
+    A hunk's context is up to :data:`CONTEXT` lines on each side, as ``diff -u``, but only lines
+    base and fork share: it stops at the next change, so no hunk's context holds another hunk's
+    lines and each finds its place whether or not its neighbours landed. A hunk whose lines then
+    occur more than once in BASE, or its new lines more than once in FORK (a lone blank line
+    around an inserted line), would be placed by its line number alone, or taken as applied
+    already: it joins the hunk next to it, whose lines pin it down.
+    """
+    every = git_hunks(blines, flines) or diff(blines, flines, re.compile(r"(?!x)x"))
+    groups: list[tuple[int, int]] = []  # (first, last) index into ``every``
+    vague = False  # the last group's lines do not pin it down
+    for k, h in enumerate(every):
         if not keep(h):
             continue
-        if groups and h.base[0] - groups[-1][-1].base[1] <= 2 * CONTEXT:
-            groups[-1].append(h)
+        near = bool(groups) and h.base[0] - every[groups[-1][1]].base[1] <= 2 * CONTEXT
+        if near and (vague or _vague(every, k, k, blines, flines)):
+            groups[-1] = (groups[-1][0], k)
         else:
-            groups.append([h])
+            groups.append((k, k))
+        vague = _vague(every, *groups[-1], blines, flines)
     found: list[Found] = []
-    for g in groups:
-        lo = max(0, g[0].base[0] - CONTEXT)
-        hi = min(len(blines), g[-1].base[1] + CONTEXT)
+    for first, last in groups:
+        g = every[first : last + 1]
+        lo, hi = _window(every, first, last, len(blines))
         flo = lo + (g[0].fork[0] - g[0].base[0])
         fhi = hi + (g[-1].fork[1] - g[-1].base[1])
         was, now = "".join(blines[lo:hi]), "".join(flines[flo:fhi])
         if [x.rstrip() for x in split_lines(was)] == [x.rstrip() for x in split_lines(now)]:
             continue  # trailing spaces only: no text a hunk could be found by differs
         raw: dict[str, Any] = {"was": was, "now": now, "line": lo + 1}
-        first = first_new(was, now) if keypath.fmt_of(rel) == "yaml" else None
-        if first is not None:  # where the hunk's new line sits, so apply can tell a wrong section (issue 38)
-            raw["parent"] = list(keypath.parent_at(flines, flo + first))
+        first_line = first_new(was, now) if keypath.fmt_of(rel) == "yaml" else None
+        if first_line is not None:  # where the hunk's new line sits, so apply can tell a wrong section (issue 38)
+            raw["parent"] = list(keypath.parent_at(flines, flo + first_line))
         changed = sorted({n for h in g for n in h.fork_lines})
         found.append(
             (
@@ -165,3 +180,81 @@ def hunks(rel: str, blines: list[str], flines: list[str], keep: Callable[[Hunk],
             )
         )
     return found
+
+
+def _window(every: list[Hunk], first: int, last: int, size: int) -> tuple[int, int]:
+    """BASE lines ``every[first..last]`` cover with their context: up to :data:`CONTEXT` lines
+    each side, none of them another change's."""
+    before = every[first - 1].base[1] if first else 0
+    after = every[last + 1].base[0] if last + 1 < len(every) else size
+    return max(before, every[first].base[0] - CONTEXT), min(after, every[last].base[1] + CONTEXT)
+
+
+def _vague(every: list[Hunk], first: int, last: int, blines: list[str], flines: list[str]) -> bool:
+    """Whether text-hunk could not place ``every[first..last]`` by its lines alone: what it
+    replaces occurs once in BASE, and what it writes once in FORK and nowhere in BASE (apply
+    takes a copy of the new lines found nearer than the old ones as the hunk already applied)."""
+    lo, hi = _window(every, first, last, len(blines))
+    flo = lo + (every[first].fork[0] - every[first].base[0])
+    fhi = hi + (every[last].fork[1] - every[last].base[1])
+    was, now = blines[lo:hi], flines[flo:fhi]
+    return (len(_matches(blines, was)), len(_matches(flines, now)), len(_matches(blines, now))) != (1, 1, 0)
+
+
+def _matches(lines: list[str], piece: list[str]) -> list[int]:
+    """Where ``piece`` occurs in ``lines``, trailing spaces aside (as text-hunk finds it)."""
+    want = [x.rstrip() for x in piece]
+    if not any(want):
+        return []  # blank lines only: nothing to find it by
+    text = [x.rstrip() for x in lines]
+    n = len(want)
+    return [i for i in range(len(text) - n + 1) if text[i] == want[0] and text[i : i + n] == want]
+
+
+_HEADER = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
+
+
+def git_hunks(blines: list[str], flines: list[str]) -> list[Hunk] | None:
+    """The hunks ``git diff`` finds, as the user reads them and ``git apply -3`` merges them.
+
+    difflib matches the longest common run first; in prose that upstream and the fork both
+    reword (a README a fork rewrote), it pairs a blank line far away and turns a dozen small
+    edits into one run of 40 lines, which travels as one patch. git's Myers diff keeps them
+    apart. git runs outside any repository with no user or system config and no external diff
+    or textconv, so nothing in the fork configures it; None (difflib then) when git is missing
+    or its hunks do not give the fork's lines back (a line break git reads otherwise).
+    """
+    with tempfile.TemporaryDirectory(prefix="patchctl-hunks-") as tmp:
+        a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+        for path, lines in ((a, blines), (b, flines)):
+            with open(path, "wb") as f:
+                f.write("".join(lines).encode("utf-8", "surrogateescape"))
+        env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C"}
+        env.pop("GIT_DIR", None)
+        try:
+            done = subprocess.run(
+                ["git", "diff", "--no-index", "--no-ext-diff", "--no-textconv", "--no-color", "-U0", "a", "b"],
+                cwd=tmp,
+                env=env,
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    if done.returncode not in (0, 1):
+        return None
+    out: list[Hunk] = []
+    for m in _HEADER.finditer(done.stdout):
+        a0, an = int(m.group(1)), int(m.group(2) or 1)
+        f0, fn = int(m.group(3)), int(m.group(4) or 1)
+        start, fstart = (a0 if an == 0 else a0 - 1), (f0 if fn == 0 else f0 - 1)
+        out.append(Hunk((start, start + an), (fstart, fstart + fn), ()))
+    rebuilt: list[str] = []
+    at = 0
+    for h in out:
+        if h.base[0] < at:
+            return None
+        rebuilt += blines[at : h.base[0]] + flines[h.fork[0] : h.fork[1]]
+        at = h.base[1]
+    return out if rebuilt + blines[at:] == flines else None

@@ -301,7 +301,14 @@ def _written(old: str, new: str) -> str:
 
 def _shadowed(path: str, old: str, new: str) -> Problem | None:
     """A name the change defines twice in one class or module body: Python keeps the later one,
-    so the other never runs (a method the fork added, where upstream now defines it further down)."""
+    so the other never runs (a method the fork added, where upstream now defines it further down).
+
+    A body where every definition of the name is the change's own is the fork's file as it is:
+    the change copies the fork's lines, and the fork defines the name twice there too (Skywork-OR1's
+    ray_trainer.py defines ``dataprotoitem_to_dataproto`` twice). Refusing it would refuse the
+    fork itself; what is refused is a duplicate the placement makes, beside a definition that was
+    there before the change.
+    """
     written = _defined(_written(old, new))
     if not written:
         return None  # the common case (a change that defines nothing): no parse
@@ -309,11 +316,12 @@ def _shadowed(path: str, old: str, new: str) -> Problem | None:
     if not any(after.get(k, 0) > 1 and after.get(k, 0) > before.get(k, 0) for k in written):
         return None  # no name it defines is defined twice now: no parse
     try:
-        counts_old = _twice(ast.parse(_unmarked(old).encode("utf-8", "surrogateescape")))
+        counts_old = _every(ast.parse(_unmarked(old).encode("utf-8", "surrogateescape")))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None  # nothing to compare with: the change made the file compile
-    for (scope, name), lines in _twice(ast.parse(_unmarked(new).encode("utf-8", "surrogateescape"))).items():
-        if len(lines) > len(counts_old.get((scope, name), [])):
+    for (scope, name), lines in _every(ast.parse(_unmarked(new).encode("utf-8", "surrogateescape"))).items():
+        had = len(counts_old.get((scope, name), []))
+        if len(lines) > 1 and len(lines) > had and had > 0:
             where = f"class {scope}" if scope else "the module"
             return Problem(
                 path,
@@ -325,20 +333,18 @@ def _shadowed(path: str, old: str, new: str) -> Problem | None:
     return None
 
 
-def _twice(tree: ast.Module) -> dict[tuple[str, str], list[int]]:
-    """Names defined more than once in one class or module body: (class path, name) -> lines.
+def _every(tree: ast.Module) -> dict[tuple[str, str], list[int]]:
+    """Every name defined in each class or module body: (class path, name) -> lines.
     Redefinitions that are meant are left out: ``@x.setter``, ``@overload``, ``@f.register``."""
     out: dict[tuple[str, str], list[int]] = {}
 
     def visit(body: list[ast.stmt], scope: str) -> None:
-        seen: dict[str, list[int]] = {}
         for s in body:
             if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 if not _meant(s):
-                    seen.setdefault(s.name, []).append(s.lineno)
+                    out.setdefault((scope, s.name), []).append(s.lineno)
                 if isinstance(s, ast.ClassDef):
                     visit(s.body, f"{scope}.{s.name}" if scope else s.name)
-        out.update({(scope, k): v for k, v in seen.items() if len(v) > 1})
 
     visit(tree.body, "")
     return out

@@ -4,6 +4,7 @@ whose commits rename a file, move a function to a new module and remove one."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -118,18 +119,31 @@ def test_a_target_that_is_no_commit_of_the_repo_is_one_line_exit_2(world, tmp_pa
     )
 
 
+def _against(ps: Path, said: str) -> str:
+    """The patchset's text with every ``captured_against`` saying ``said`` (capture names a ref base
+    by its commit, date and nearest tag: the rewrite must not depend on that wording)."""
+    text, n = re.subn(
+        r'^captured_against = ".*"$',
+        f"captured_against = {json.dumps(said)}",
+        (ps / "patchset.toml").read_text(),
+        flags=re.M,
+    )
+    assert n >= 1, "the patchset names no captured_against to rewrite"
+    return text
+
+
 def test_a_base_named_by_commit_id_is_found(world, tmp_path: Path) -> None:
     """capture names a directory BASE by its commit ("DIR at commit 0123456789ab"): that commit is the base."""
     up, ps, shas = world
     copy = tmp_path / "ps"
     copy.mkdir()
     said = f"/somewhere/verl at commit {shas['base'][:12]}"
-    (copy / "patchset.toml").write_text((ps / "patchset.toml").read_text().replace('"verl 0.1.0"', f'"{said}"'))
+    (copy / "patchset.toml").write_text(_against(ps, said))
     got = _apply(world, tmp_path, "--repo", str(up), ps=copy)
     assert got["ppo-fit"]["status"] == "applied"
     unknown = tmp_path / "ps2"
     unknown.mkdir()
-    (unknown / "patchset.toml").write_text((ps / "patchset.toml").read_text().replace('"verl 0.1.0"', '"-c"'))
+    (unknown / "patchset.toml").write_text(_against(ps, "-c"))
     got = _apply(world, tmp_path / "again", "--repo", str(up), ps=unknown)
     assert got["ppo-fit"]["status"] == "not-applicable"
     assert got["ppo-fit"]["reason"].endswith(f"its captured_against (-c) names no commit of {up.resolve()}")
