@@ -98,6 +98,14 @@ def top_finding(site: SlurmSite) -> str:
     return diagnose(lines, load_signatures()).matches[0].signature.id
 
 
+def one_error(out: str) -> str:
+    """The error line, checking it is the only line but the default profile's pick (said on stderr
+    when validate runs without --profile)."""
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    assert all(ln.startswith("validate: profile ") for ln in lines[:-1]), out
+    return lines[-1]
+
+
 def last_line(out: str) -> str:
     return [ln for ln in out.splitlines() if ln.strip()][-1]
 
@@ -111,7 +119,7 @@ def test_a_partition_slurm_does_not_know_is_refused_with_sbatch_s_message(slurm_
     slurm_site.config().write_text(slurm_site.config().read_text().replace('partition = "debug"', 'partition = "nope"'))
     code, out = run("validate", "hpc", "--config", str(slurm_site.dir / "patchctl.toml"))
     assert code == 2, out
-    assert out.strip() == (
+    assert one_error(out) == (
         "error: hpc: sbatch on node1 refused the job: Batch job submission failed: Invalid partition name "
         "specified; fix the cluster's partition, account, qos, time or sbatch options"
     )
@@ -194,7 +202,7 @@ def test_more_ray_cpus_than_cpus_per_task_is_refused_before_submitting(slurm_sit
     slurm_site.config()
     code, out = run("validate", "hpc", "--config", str(slurm_site.dir / "patchctl.toml"), "--ray-cpus", "4")
     assert code == 2, out
-    assert out.strip() == (
+    assert one_error(out) == (
         "error: hpc: --ray-cpus 4 is more than cpus_per_task = 1 on a Slurm cluster; pass --ray-cpus 1 or less, "
         "or raise cpus_per_task"
     )

@@ -30,6 +30,9 @@ WRITTEN_FOR = {
     "temp-ignored": ("0.9.1", ("uky",)),
     "adv-sign": ("0.9.1", ("uky",)),
     "opt-skip": ("0.9.1", ("uky",)),
+    "weights-partial": ("0.9.1", ("uky",)),
+    "weights-some": ("0.9.1", ("uky",)),
+    "weights-names": ("0.9.1", ("uky",)),
     "adv-sign-v05": ("0.5.0", ("uky", "verl05-nofa-hf")),
     "opt-skip-v05": ("0.5.0", ("uky", "verl05-nofa-hf")),
 }

@@ -37,6 +37,9 @@ def launch(plan: planning.Plan, started: Started, ray: RayCluster) -> remote.Ses
         "env": {"RAY_ADDRESS": ray.address, MARKER: plan.marker(plan.head)},
         "ray_auth": plan.ray_auth,
         "lease": plan.options.lease,
+        # a Ray node joined with --join is the user's: its raylet's PYTHONPATH does not name the
+        # host's tree, so its workers find verl only through the driver's working directory
+        "in_tree": bool(started.joined),
     }
     session = remote.Session(plan.cluster, plan.head, "train", request, started.conns.masters[0].socket)
     started.trainer = session

@@ -83,9 +83,9 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         paths=dict(request.get("paths", {})),
         env=dict(request.get("env", {})),
     )
-    plan = in_run_dir(
-        train_run.plan(tree, profile, view, list(request["overrides"]), sys.executable, Path(request["run_dir"]))
-    )
+    plan = train_run.plan(tree, profile, view, list(request["overrides"]), sys.executable, Path(request["run_dir"]))
+    if not request.get("in_tree"):  # every raylet is validate's own, its PYTHONPATH led by its tree
+        plan = in_run_dir(plan)
     emit({"event": "plan", "argv": list(plan.launch.argv), "run_dir": str(plan.run_dir), "version": tree.version})
     finished = threading.Event()
     threading.Thread(
