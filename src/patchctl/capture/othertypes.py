@@ -155,6 +155,8 @@ def hunks(rel: str, blines: list[str], flines: list[str], keep: Callable[[Hunk],
         else:
             groups.append((k, k))
         vague = _vague(every, *groups[-1], blines, flines)
+    if len(groups) > 1 and all(keep(h) for h in every) and not _apart(every, groups, blines, flines):
+        groups = [(groups[0][0], groups[-1][1])]  # one patch, as before the split: it reproduces
     found: list[Found] = []
     for first, last in groups:
         g = every[first : last + 1]
@@ -180,6 +182,24 @@ def hunks(rel: str, blines: list[str], flines: list[str], keep: Callable[[Hunk],
             )
         )
     return found
+
+
+def _apart(every: list[Hunk], groups: list[tuple[int, int]], blines: list[str], flines: list[str]) -> bool:
+    """Whether the groups, placed one after another by their text as apply places them, rebuild
+    FORK: each group's old text must occur exactly once in what the ones before it made. In a file
+    the fork rewrote nearly whole (Search-R1's README), a later hunk's old text turned up in what an
+    earlier one wrote, the proof on BASE refused every hunk, and all of the file's edits were lost."""
+    text = "".join(blines)
+    for first, last in groups:
+        lo, hi = _window(every, first, last, len(blines))
+        flo = lo + (every[first].fork[0] - every[first].base[0])
+        fhi = hi + (every[last].fork[1] - every[last].base[1])
+        was, now = "".join(blines[lo:hi]), "".join(flines[flo:fhi])
+        at = text.find(was)
+        if not was or at < 0 or text.find(was, at + 1) >= 0:
+            return False
+        text = text[:at] + now + text[at + len(was) :]
+    return text == "".join(flines)
 
 
 def _window(every: list[Hunk], first: int, last: int, size: int) -> tuple[int, int]:
