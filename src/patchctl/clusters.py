@@ -182,37 +182,7 @@ def _cluster(name: str, raw: Any, file: Path) -> Cluster:
             )
     if not hosts:
         raise ManifestError(file, prefix + "hosts", "is empty", "list at least one ssh destination")
-    for key in ("paths", "env"):
-        for k, v in raw.get(key, {}).items():  # env: as migrate's env file needs; caught at load
-            check_entry(file, f"{prefix}{key}.", k, v, variable=key == "env")
-    for key in ("max_delete", "bwlimit", "timeout"):
-        if key in raw and raw[key] < (1 if key == "timeout" else 0):
-            raise ManifestError(
-                file,
-                prefix + key,
-                f"{raw[key]} is out of range",
-                "write a positive number" if key == "timeout" else "write 0 or more",
-            )
-    ssh_config = raw.get("ssh_config")
-    ssh_path = (file.parent / Path(ssh_config).expanduser()) if ssh_config else None
-    return Cluster(
-        name,
-        tuple(hosts),
-        root,
-        file,
-        ssh_path,
-        dict(raw.get("paths", {})),
-        raw.get("profile", "standard"),
-        tuple(raw.get("include", ())),
-        tuple(raw.get("exclude", ())),
-        raw.get("max_delete", 100),
-        dict(raw.get("env", {})),
-        raw.get("bwlimit", 0),
-        raw.get("timeout", 60),
-        raw.get("python", "python3"),
-        tuple(raw.get("preflight_skip", ())),
-        health_settings.load(raw.get("health", {}), file, prefix + "health."),
-    )
+    return _build(name, tuple(hosts), root, raw, file, prefix)
 
 
 def _slurm_cluster(name: str, raw: dict[str, Any], file: Path) -> Cluster:
@@ -235,18 +205,37 @@ def _slurm_cluster(name: str, raw: dict[str, Any], file: Path) -> Cluster:
     root: str = raw["root"]
     _check_root(root, file, prefix + "root", "/shared/verl_Uky")
     job = slurm_settings.load(raw, file, prefix, root)
+    settings = node_settings({k: raw[k] for k in ("ifname", "ray_port") if k in raw}, {}, file, prefix, prefix)
+    login = Host(job.login, job.node_root(root, "login"), **settings)
+    return _build(name, (login,), root, raw, file, prefix, job)
+
+
+def _build(
+    name: str,
+    hosts: tuple[Host, ...],
+    root: str,
+    raw: dict[str, Any],
+    file: Path,
+    prefix: str,
+    slurm: SlurmSettings | None = None,
+) -> Cluster:
+    """The keys every cluster shares, checked and read the same for hosts over ssh and for a
+    Slurm cluster's login node."""
     for key in ("paths", "env"):
-        for k, v in raw.get(key, {}).items():
+        for k, v in raw.get(key, {}).items():  # env: as migrate's env file needs; caught at load
             check_entry(file, f"{prefix}{key}.", k, v, variable=key == "env")
     for key in ("max_delete", "bwlimit", "timeout"):
         if key in raw and raw[key] < (1 if key == "timeout" else 0):
-            raise ManifestError(file, prefix + key, f"{raw[key]} is out of range", "write 0 or more")
-    settings = node_settings({k: raw[k] for k in ("ifname", "ray_port") if k in raw}, {}, file, prefix, prefix)
-    login = Host(job.login, job.node_root(root, "login"), **settings)
+            raise ManifestError(
+                file,
+                prefix + key,
+                f"{raw[key]} is out of range",
+                "write a positive number" if key == "timeout" else "write 0 or more",
+            )
     ssh_config = raw.get("ssh_config")
     return Cluster(
         name,
-        (login,),
+        hosts,
         root,
         file,
         (file.parent / Path(ssh_config).expanduser()) if ssh_config else None,
@@ -261,7 +250,7 @@ def _slurm_cluster(name: str, raw: dict[str, Any], file: Path) -> Cluster:
         raw.get("python", "python3"),
         tuple(raw.get("preflight_skip", ())),
         health_settings.load(raw.get("health", {}), file, prefix + "health."),
-        job,
+        slurm,
     )
 
 
