@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +13,9 @@ from patchctl.cli import cluster_keys, completion, render, validate_health, vali
 from patchctl.cli.errors import handled
 from patchctl.cli.options import Choice, NonEmptyPath, config_option, json_option
 from patchctl.errors import MissingOption
+
+if TYPE_CHECKING:
+    from patchctl.validate.model import ValidateResult
 
 #: exit codes: a pass (or a plan), a failed run, an interrupted one (as the error handler's Ctrl-C)
 EXIT = {"pass": 0, "planned": 0, "fail": 1, "interrupted": 130}
@@ -226,13 +230,7 @@ def validate_cmd(
         compare[0] if compare else None,
         baseline,
     )
-    if live:
-        click.echo("", err=True)
-    if as_json:
-        render.emit_json(result.to_json())
-    else:
-        validate_show.show(result)
-    return EXIT[result.verdict.value]
+    return _ended(result, live, as_json)
 
 
 def _slurm(cluster: object, options: object, dry_run: bool, queue_timeout: float | None, as_json: bool) -> int:
@@ -256,6 +254,12 @@ def _slurm(cluster: object, options: object, dry_run: bool, queue_timeout: float
         return 0
     live = sys.stderr.isatty()
     result = slurm_run.validate(cluster, options, validate_show.note, validate_show.progress(live), queue_timeout)
+    return _ended(result, live, as_json)
+
+
+def _ended(result: ValidateResult, live: bool, as_json: bool) -> int:
+    """A run's result shown (after the live line, on a terminal) and its exit code: over ssh and on
+    Slurm alike."""
     if live:
         click.echo("", err=True)
     if as_json:
