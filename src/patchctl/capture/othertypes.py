@@ -160,9 +160,7 @@ def hunks(rel: str, blines: list[str], flines: list[str], keep: Callable[[Hunk],
     found: list[Found] = []
     for first, last in groups:
         g = every[first : last + 1]
-        lo, hi = _window(every, first, last, len(blines))
-        flo = lo + (g[0].fork[0] - g[0].base[0])
-        fhi = hi + (g[-1].fork[1] - g[-1].base[1])
+        lo, hi, flo, fhi = _spans(every, first, last, len(blines))
         was, now = "".join(blines[lo:hi]), "".join(flines[flo:fhi])
         if [x.rstrip() for x in split_lines(was)] == [x.rstrip() for x in split_lines(now)]:
             continue  # trailing spaces only: no text a hunk could be found by differs
@@ -191,9 +189,7 @@ def _apart(every: list[Hunk], groups: list[tuple[int, int]], blines: list[str], 
     earlier one wrote, the proof on BASE refused every hunk, and all of the file's edits were lost."""
     text = "".join(blines)
     for first, last in groups:
-        lo, hi = _window(every, first, last, len(blines))
-        flo = lo + (every[first].fork[0] - every[first].base[0])
-        fhi = hi + (every[last].fork[1] - every[last].base[1])
+        lo, hi, flo, fhi = _spans(every, first, last, len(blines))
         was, now = "".join(blines[lo:hi]), "".join(flines[flo:fhi])
         at = text.find(was)
         if not was or at < 0 or text.find(was, at + 1) >= 0:
@@ -210,13 +206,17 @@ def _window(every: list[Hunk], first: int, last: int, size: int) -> tuple[int, i
     return max(before, every[first].base[0] - CONTEXT), min(after, every[last].base[1] + CONTEXT)
 
 
+def _spans(every: list[Hunk], first: int, last: int, size: int) -> tuple[int, int, int, int]:
+    """The BASE lines ``lo:hi`` of :func:`_window` and the FORK lines ``flo:fhi`` they become."""
+    lo, hi = _window(every, first, last, size)
+    return lo, hi, lo + (every[first].fork[0] - every[first].base[0]), hi + (every[last].fork[1] - every[last].base[1])
+
+
 def _vague(every: list[Hunk], first: int, last: int, blines: list[str], flines: list[str]) -> bool:
     """Whether text-hunk could not place ``every[first..last]`` by its lines alone: what it
     replaces occurs once in BASE, and what it writes once in FORK and nowhere in BASE (apply
     takes a copy of the new lines found nearer than the old ones as the hunk already applied)."""
-    lo, hi = _window(every, first, last, len(blines))
-    flo = lo + (every[first].fork[0] - every[first].base[0])
-    fhi = hi + (every[last].fork[1] - every[last].base[1])
+    lo, hi, flo, fhi = _spans(every, first, last, len(blines))
     was, now = blines[lo:hi], flines[flo:fhi]
     return (len(_matches(blines, was)), len(_matches(flines, now)), len(_matches(blines, now))) != (1, 1, 0)
 
