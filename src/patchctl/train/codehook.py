@@ -37,6 +37,8 @@ from patchctl.train.gates import Gate, GateStatus
 DIR_NAME = "codehook"
 #: the weight fingerprints' module, imported by the hook where verl's weight sync runs
 WEIGHTS_MODULE = "patchctl_hook_weights.py"
+#: the per-sample seeds and prompt ids of a reproducible run, imported where PATCHCTL_REPRO_SEED is set
+REPRO_MODULE = "patchctl_hook_repro.py"
 ENV_DIR, ENV_WATCH = "PATCHCTL_CODEHOOK_DIR", "PATCHCTL_CODEHOOK_WATCH"
 #: the kinds whose entries add files rather than edit code that verl runs
 NOT_CODE = ("add-file", "shell-env")
@@ -102,6 +104,7 @@ def install(run_dir: Path) -> Path:
     (folder / "records").mkdir()
     fsutil.write_into(folder, "sitecustomize.py", Path(__file__).with_name("hook_site.py").read_bytes())
     fsutil.write_into(folder, WEIGHTS_MODULE, Path(__file__).with_name("hook_weights.py").read_bytes())
+    fsutil.write_into(folder, REPRO_MODULE, Path(__file__).with_name("hook_repro.py").read_bytes())
     return folder
 
 

@@ -33,6 +33,19 @@ _WEIGHTS = frozenset(
         "verl.workers.rollout.vllm_rollout.utils",
     )
 )
+#: verl's modules that ``patchctl_hook_repro`` (beside this file) seeds once they have run, where
+#: ``PATCHCTL_REPRO_SEED`` is set (the smoke-vllm profile's reproducible rollout)
+_REPRO = (
+    frozenset(
+        (
+            "verl.trainer.ppo.v1.trainer_base",
+            "verl.trainer.ppo.ray_trainer",
+            "verl.experimental.agent_loop.single_turn_agent_loop",
+        )
+    )
+    if os.environ.get("PATCHCTL_REPRO_SEED")
+    else frozenset()
+)
 _state = {"sampling": False}
 
 
@@ -90,6 +103,16 @@ def _weights(name: str, module: "ModuleType") -> None:
         pass
 
 
+def _repro(name: str, module: "ModuleType") -> None:
+    try:
+        import patchctl_hook_repro  # type: ignore[import-not-found] # beside this file, in the run's codehook/
+
+        if patchctl_hook_repro.install(name, module):
+            _record("repro", module=name)
+    except Exception as exc:  # the run goes on unseeded; the record says why
+        _record("repro-failed", module=name, error=repr(exc)[:200])
+
+
 def _sample_titles() -> None:
     if _state["sampling"]:
         return
@@ -121,7 +144,7 @@ class _Finder:
     def find_spec(
         self, name: str, path: "Sequence[str] | None" = None, target: "ModuleType | None" = None
     ) -> "ModuleSpec | None":
-        if name not in _WATCH and name not in _WEIGHTS:
+        if name not in _WATCH and name not in _WEIGHTS and name not in _REPRO:
             return None
         spec = None
         for finder in sys.meta_path:
@@ -142,6 +165,8 @@ class _Finder:
             run(module)
             if name in _WEIGHTS:
                 _weights(name, module)
+            if name in _REPRO:
+                _repro(name, module)
             if name not in _WATCH:
                 return
             file = getattr(module, "__file__", None) or spec.origin
