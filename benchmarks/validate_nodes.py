@@ -89,6 +89,14 @@ def _upstream(tree: Path, rel: str) -> bytes:
     raise SystemExit(f"{tree}: no committed upstream copy of {rel} that differs from the patched file")
 
 
+#: NODESxGPUS -> the loopback hosts: (name, address, CUDA_VISIBLE_DEVICES, GPUs)
+LAYOUTS = {
+    "2x1": (("node1", "127.0.0.2", "0", 1), ("node2", "127.0.0.3", "1", 1)),
+    "1x2": (("node1", "127.0.0.2", "0,1", 2),),
+    "2x2": (("node1", "127.0.0.2", "0,1", 2), ("node2", "127.0.0.3", "2,3", 2)),
+}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tree", type=Path, help="a patched verl tree (GPU mode); default: the CPU stand-in")
@@ -99,6 +107,13 @@ def main() -> int:
     ap.add_argument("--timeout", default="420", help="validate's --timeout (seconds)")
     ap.add_argument("--revert", help="the tree-relative file to revert on node2 (default: the first code patch's)")
     ap.add_argument("--only", choices=("healthy", "reverted"), help="run one of the two")
+    ap.add_argument(
+        "--layout",
+        choices=tuple(LAYOUTS),
+        default="2x1",
+        help="NODESxGPUS: 2x1 (default), 1x2 (one host, two GPUs) or 2x2 (nvidia-h200-x4)",
+    )
+    ap.add_argument("--override", action="append", default=[], help="a hydra override for validate")
     args = ap.parse_args()
     why = missing_tools()
     if why:
@@ -114,8 +129,8 @@ def main() -> int:
         rel = _code_patch(tree, args.revert)
         cfg = out / "patchctl.toml"
         two = [
-            host("node1", "127.0.0.2", roots["node1"], "0", 1, {}),
-            host("node2", "127.0.0.3", roots["node2"], "1", 1, {}),
+            host(name, addr, roots[name], cvd, gpus, {})
+            for name, addr, cvd, gpus in LAYOUTS[args.layout]
         ]
         config(cfg, ws.loop, {"two": two}, env, (CPU_SKIP if cpu else []) + args.skip)
         marks = ["--patchset", str(work / "mark-ps")] if cpu else []
@@ -134,7 +149,7 @@ def main() -> int:
             run_dir = out / name
             shutil.rmtree(run_dir, ignore_errors=True)
             argv = ["validate", "two", "--profile", args.profile, "--config", str(cfg), "--out", str(run_dir)]
-            code, secs, text = patchctl([*argv, "--timeout", args.timeout], log, work)
+            code, secs, text = patchctl([*argv, "--timeout", args.timeout, *args.override], log, work)
             (out / f"validate-{name}.txt").write_text(text)
             doc = json.loads((run_dir / "validate.json").read_text()) if (run_dir / "validate.json").exists() else {}
             gate = next((g for g in (doc.get("trained") or {}).get("gates", []) if g["name"] == "patched-code-ran"), {})
