@@ -39,7 +39,7 @@ train() {
             --timeout "${TRAIN_TIMEOUT:-420}" --json "${ov[@]}" > "$R/runs/$name.json" 2> "$R/runs/$name-progress.txt" &
         pids+=($!); names+=("$name")
         say "train $name on GPU $gpus ${ov[*]:-}"
-        sleep 1
+        sleep "${STAGGER:-4}"
     done
     local i
     for i in "${!pids[@]}"; do
@@ -77,6 +77,10 @@ judge() {
 layout() {
     local lay=$1; shift
     sshd_up
+    # cold: the page cache dropped; with COLD=1 also Triton's, torch's and vLLM's caches (not while
+    # other runs start beside this one: they read them)
+    [ -n "${COLD:-}" ] && rm -rf ~/.triton ~/.cache/torch ~/.cache/vllm ~/.cache/flashinfer /tmp/torchinductor_*
+    sync; if (echo 3 > /proc/sys/vm/drop_caches) 2>/dev/null; then say "page cache dropped"; else say "page cache NOT dropped"; fi
     local extra=() o
     for o in "$@"; do extra+=(--override "$o"); done
     rm -rf $R/layout-$lay
@@ -114,7 +118,7 @@ sshd_up() {
     id sshd >/dev/null 2>&1 || useradd -r -M -d /run/sshd -s /usr/sbin/nologin sshd 2>/dev/null \
         || echo 'sshd:x:105:65534::/run/sshd:/usr/sbin/nologin' >> /etc/passwd
     export PATCHCTL_SSHD=/usr/local/sbin/sshd
-    python3 -m ray.scripts.scripts stop --force >/dev/null 2>&1
+    # no `ray stop --force` here: it would end the Ray clusters of runs beside this one
 }
 
 busbw() {
