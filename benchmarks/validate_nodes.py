@@ -128,10 +128,7 @@ def main() -> int:
             _patch_standin(tree, work, log)
         rel = _code_patch(tree, args.revert)
         cfg = out / "patchctl.toml"
-        two = [
-            host(name, addr, roots[name], cvd, gpus, {})
-            for name, addr, cvd, gpus in LAYOUTS[args.layout]
-        ]
+        two = [host(name, addr, roots[name], cvd, gpus, {}) for name, addr, cvd, gpus in LAYOUTS[args.layout]]
         config(cfg, ws.loop, {"two": two}, env, (CPU_SKIP if cpu else []) + args.skip)
         marks = ["--patchset", str(work / "mark-ps")] if cpu else []
         code, secs, text = patchctl(["migrate", "two", "--target", str(tree), "--config", str(cfg), *marks], log, work)

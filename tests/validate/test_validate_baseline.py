@@ -57,3 +57,45 @@ def test_an_unreadable_baseline_is_one_line_naming_it(tmp_path: Path) -> None:
     assert done.exit_code == 2 and str(tmp_path / "empty") in done.output and "no report.json" in done.output, (
         done.output
     )
+
+
+REPRO = Path(__file__).resolve().parents[2] / "docs" / "validation" / "repro"
+
+
+def test_reproducible_h200_reruns_are_the_same_and_a_run_without_the_settings_differs_at_step_1() -> None:
+    """The five healthy smoke-vllm runs with the reproducibility settings (docs/validation/repro/runs)
+    as the baseline: one of them is ``same`` on all 208 values; the same stack's healthy run without
+    the settings, which every absolute gate passed, ``differs`` at step 1."""
+    runs = REPRO / "runs"
+    done = CliRunner().invoke(
+        cli, ["validate", str(runs / "healthy-10-report.json"), "--baseline", str(runs), "--json"]
+    )
+    doc = json.loads(done.output)
+    assert done.exit_code == 0 and (doc["verdict"], doc["values_compared"], doc["references"]) == ("same", 208, 5)
+    old = REPRO.parent / "weights-match" / "healthy-1-report.json"
+    assert json.loads(old.read_text())["verdict"] == "pass"
+    done = CliRunner().invoke(cli, ["validate", str(old), "--baseline", str(runs), "--json"])
+    doc = json.loads(done.output)
+    assert done.exit_code == 1 and (doc["verdict"], doc["metric"], doc["step"]) == ("differs", "actor/entropy", 1)
+    assert doc["band"][0] == doc["band"][1]  # bitwise reruns: the band is one value
+
+
+def test_a_reference_that_stopped_early_does_not_shrink_the_comparison(tmp_path: Path) -> None:
+    """healthy-9 logged 3 steps before it was stopped: beside the five complete runs, the new run is
+    still judged on all 16 steps, and a run that left them at step 2 (healthy-8) still differs there."""
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    for f in (REPRO / "runs").glob("*-report.json"):
+        if f.name != "healthy-10-report.json":
+            shutil.copy(f, refs / f.name)
+    shutil.copy(REPRO / "disturbed" / "healthy-9-report.json", refs / "healthy-9-report.json")
+    done = CliRunner().invoke(
+        cli, ["validate", str(REPRO / "runs" / "healthy-10-report.json"), "--baseline", str(refs), "--json"]
+    )
+    doc = json.loads(done.output)
+    assert (doc["verdict"], doc["values_compared"], doc["references"]) == ("same", 208, 5), doc
+    done = CliRunner().invoke(
+        cli, ["validate", str(REPRO / "disturbed" / "healthy-8-report.json"), "--baseline", str(refs), "--json"]
+    )
+    doc = json.loads(done.output)
+    assert done.exit_code == 1 and (doc["verdict"], doc["step"]) == ("differs", 2), doc

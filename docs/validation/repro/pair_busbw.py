@@ -18,7 +18,7 @@ import torch.multiprocessing as mp
 BYTES = 256 << 20
 
 
-def worker(rank: int, pair: tuple[int, int], port: int, out: "mp.Queue[float]") -> None:
+def worker(rank: int, pair: tuple[int, int], port: int, out: mp.Queue[float]) -> None:
     torch.cuda.set_device(pair[rank])
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
     x = torch.ones(BYTES // 4, device="cuda")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src"))
 
-from patchctl.validate.baseline import MARGIN, METRICS  # noqa: E402
+from patchctl.validate.baseline import MARGIN, METRICS
 
 #: not numerics: wall-clock, rates and memory differ between any two runs
 NOISE = ("timing", "perf/", "time", "throughput", "memory", "mfu", "_s/", "tokens_per")
@@ -70,13 +70,25 @@ def main() -> int:
             rel = (hi - lo) / abs(mean) * 100 if mean else (0.0 if hi == lo else math.inf)
             largest = max(largest, rel)
             pad = MARGIN * (hi - lo)
-            bands.append({"metric": metric, "step": step, "runs": len(xs), "min": lo, "max": hi, "spread": hi - lo,
-                          "spread_pct": rel, "band": [lo - pad, hi + pad]})
+            bands.append(
+                {
+                    "metric": metric,
+                    "step": step,
+                    "runs": len(xs),
+                    "min": lo,
+                    "max": hi,
+                    "spread": hi - lo,
+                    "spread_pct": rel,
+                    "band": [lo - pad, hi + pad],
+                }
+            )
             row[step] = f"{rel:.3g}%"
         if row:
             print(f"| `{metric}` | " + " | ".join(row.get(s, "-") for s in (1, 4, 8, 16)) + f" | {largest:.3g}% |")
     if args.bands:
-        args.bands.write_text(json.dumps({"runs": [n for n, _ in vals], "margin": MARGIN, "bands": bands}, indent=1) + "\n")
+        args.bands.write_text(
+            json.dumps({"runs": [n for n, _ in vals], "margin": MARGIN, "bands": bands}, indent=1) + "\n"
+        )
     return 0
 
 

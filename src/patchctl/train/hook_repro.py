@@ -96,9 +96,10 @@ def seeded(params: "dict[str, Any]", base: int, kwargs: "dict[str, Any]") -> "tu
 
 
 def _wrap_agent(module: Any, base: int) -> None:
-    cls: Any = getattr(module, "SingleTurnAgentLoop", None)
-    if not isinstance(cls, type) or getattr(cls, "_patchctl_repro", False):
+    found = getattr(module, "SingleTurnAgentLoop", None)
+    if not isinstance(found, type) or getattr(found, "_patchctl_repro", False):
         return
+    cls: Any = found  # verl's class: its attributes are not known here
     run = cls.run
 
     async def run_seeded(self: Any, sampling_params: Any, *args: Any, **kwargs: Any) -> Any:

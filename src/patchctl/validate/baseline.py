@@ -98,19 +98,22 @@ def _values(r: comparing.Report) -> dict[tuple[int, str], float]:
 
 
 def judge(new: comparing.Report, refs: list[comparing.Report]) -> Verdict:
+    """Each (step, metric) of the new run is judged against the references that logged it: a
+    reference that stopped early (a run killed at step 8) still counts where it has values, and
+    does not shrink the comparison of every other step to its own few."""
     mine = _values(new)
     theirs = [_values(r) for r in refs]
-    keys = sorted(k for k in mine if all(k in t for t in theirs))
+    keys = sorted(k for k in mine if any(k in t for t in theirs))
     if not keys:
         return Verdict("differs", "no metric in common", None, None, None, len(refs), 0)
-    if all(mine[k] == theirs[0][k] for k in keys):
+    if all(mine[k] == next(t[k] for t in theirs if k in t) for k in keys):
         return Verdict("same", references=len(refs), compared=len(keys))
     for k in keys:  # in step order, then metric: the first place the run left the band
-        vals = [t[k] for t in theirs]
+        vals = [t[k] for t in theirs if k in t]
         lo, hi = min(vals), max(vals)
         pad = MARGIN * (hi - lo)
-        if len(refs) == 1 or not (lo - pad <= mine[k] <= hi + pad):
-            if len(refs) == 1 and mine[k] == lo:
+        if len(vals) == 1 or not (lo - pad <= mine[k] <= hi + pad):
+            if len(vals) == 1 and mine[k] == lo:
                 continue
             return Verdict("differs", k[1], k[0], mine[k], (lo - pad, hi + pad), len(refs), len(keys))
     return Verdict("within band", references=len(refs), compared=len(keys))
