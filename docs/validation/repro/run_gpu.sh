@@ -3,8 +3,12 @@
 # bundle), from a copy of this tree (.gpu/repro40/wt; the bundle parts in ../p0..p3, sshd in ../debs).
 # part and setup are ../vllm-smoke/run_gpu.sh's. Results go to $OUT.
 #
-#   run_gpu.sh train NAME:GPUS[:OVERRIDE,...] ...   patchctl train --profile smoke-vllm, all at once,
-#                                                   each on its GPUs; reports in $R/runs/NAME-report.json
+#   run_gpu.sh train NAME:GPUS[:OVERRIDE,...] ...   patchctl train --profile smoke-vllm, one after
+#                                                   another; reports in $R/runs/NAME-report.json. With
+#                                                   PARALLEL=1 all at once: verl's weight-sync socket is
+#                                                   /tmp/rl-colocate-zmq-<Ray job id>-..., and every fresh
+#                                                   Ray cluster's first job is 01000000, so runs beside
+#                                                   each other collide (README.md: 7 of 12 disturbed)
 #   run_gpu.sh judge                                 docs/validation/repro/repro_table.py over the healthy
 #                                                   runs, then validate --baseline for every other run
 #   run_gpu.sh layout LAYOUT [OVERRIDE...]           benchmarks/validate_nodes.py --layout (1x2, 2x1, 2x2)
@@ -37,7 +41,9 @@ train() {
         rm -rf /tmp/vrun/$name
         CUDA_VISIBLE_DEVICES=$gpus patchctl train --target "$T" --profile smoke-vllm "${CFG[@]}" --out /tmp/vrun/$name \
             --timeout "${TRAIN_TIMEOUT:-420}" --json "${ov[@]}" > "$R/runs/$name.json" 2> "$R/runs/$name-progress.txt" &
-        pids+=($!); names+=("$name")
+        names+=("$name")
+        [ -n "${PARALLEL:-}" ] || { wait "$!"; say "train $name rc=$?"; continue; }
+        pids+=($!)
         say "train $name on GPU $gpus ${ov[*]:-}"
         sleep "${STAGGER:-4}"
     done
