@@ -70,3 +70,25 @@ def test_a_host_that_cannot_be_reached_gets_one_line_and_the_others_their_dumps(
     # the reachable head answered: its folder has its (empty) stacks and no such line
     head = site.dir / "run" / "hosts" / "node1"
     assert (head / "stacks").is_dir() and "could not be reached" not in (head / "capture.txt").read_text()
+
+
+def test_what_a_host_sends_is_written_only_inside_its_folder(tmp_path: Path) -> None:
+    """The host names its logs and pids: a name that climbs out, or a pid that is no number, must
+    not put a file anywhere but under ``hosts/HOST/``."""
+    from types import SimpleNamespace
+
+    node = SimpleNamespace(label="node2", index=1)
+    reply = {
+        "stacks": [{"pid": "../../x", "rank": None, "text": "Process 1: x\n"}, {"pid": 7, "rank": 2, "text": "T"}],
+        "logs": [{"path": "../../../etc/evil.log", "text": "a"}, {"path": "session_1/logs/raylet.out", "text": "b"}],
+        "notes": ["one line"],
+    }
+    notes = hostdumps.write(tmp_path / "run", node, reply)  # type: ignore[arg-type]
+    files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert files == [
+        "run/hosts/node2/capture.txt",
+        "run/hosts/node2/ray/etc__evil.log",
+        "run/hosts/node2/ray/session_1__logs__raylet.out",
+        "run/hosts/node2/stacks/rank-2-pid-7.txt",
+    ], files
+    assert notes == ["one line"]
