@@ -36,6 +36,10 @@ def test_a_hang_on_another_host_is_dumped_there_and_named_by_doctor(site: Site) 
     peer = [p for p in (run / "hosts" / "node2" / "stacks").glob("*.txt") if "hold_peer (" in p.read_text()]
     assert peer, sorted(str(p.relative_to(run)) for p in run.rglob("*"))
     assert not any("hold_peer (" in p.read_text() for p in (run / "hosts" / "node1" / "stacks").glob("*.txt"))
+    # only the task's worker: Ray's own agents there run no task of the job
+    assert [
+        p.read_text().splitlines()[0].split(": ", 1)[1] for p in (run / "hosts" / "node2" / "stacks").iterdir()
+    ] == ["ray::hold_peer"]
     # each host's Ray session logs came home (the raylet's own among them)
     for host in ("node1", "node2"):
         logs = {p.name for p in (run / "hosts" / host / "ray").iterdir()}

@@ -7,7 +7,7 @@ private temp dir, which the node removes when it stops. So before the head kills
 validate asks every host for this, over the ssh connection it already holds:
 
 - a ``py-spy dump`` of each Ray worker of this run on this host (a process carrying the run's
-  marker whose title is ``ray::...``; idle workers wait for nothing and are left out), each
+  marker whose title is ``ray::...``; idle workers and Ray's agents run no task and are left out), each
   bounded by :data:`hangdump.PYSPY_TIMEOUT`;
 - a byte into each NCCL flight recorder pipe of the run folder here, where a rank of this host
   listens (the dumps stay on the host: they name it in ``capture.txt``);
@@ -37,6 +37,9 @@ PER_HOST = 2 * 1024 * 1024
 #: at most this many log files per host
 MAX_FILES = 60
 LOG_SUFFIXES = (".log", ".err", ".out")
+#: Ray's own processes with a ``ray::`` title, which run no task of the job: an idle worker and the
+#: node's agents (their stacks would sit beside the ranks' as if they were ranks)
+NOT_RANKS = ("ray::IDLE", "ray::DashboardAgent", "ray::RuntimeEnvAgent")
 
 
 def workers(marker: str) -> list[tuple[int, str]]:
@@ -48,7 +51,7 @@ def workers(marker: str) -> list[tuple[int, str]]:
         except OSError:
             continue
         title = argv[0].decode(errors="replace").strip() if argv else ""
-        if title.startswith("ray::") and not title.startswith("ray::IDLE"):
+        if title.startswith("ray::") and not title.startswith(NOT_RANKS):
             out.append((pid, title[:200]))
     return sorted(out)[: hangdump.MAX_PROCESSES]
 
