@@ -122,3 +122,43 @@ def test_the_score_catches_a_signature_without_its_confirming_condition(tmp_path
     table.write_text(text.replace('confirm = ["AsyncEngineArgs", "vllm_async_server", "verl/workers/rollout"]\n', ""))
     result = _score([e for e in ENTRIES if e.category == "not-this-failure"], load_signatures(table))
     assert result["wrong"] == ["018-vllm-engineargs-attr-not-verl"]
+
+
+#: issue 37's categories (its list, in its words) and the signature each has
+ISSUE37_CATEGORIES = {
+    "ModuleNotFoundError from a verl version that moved a module": "verl-module-moved",
+    "an optional dependency missing": "optional-dependency",
+    "flash-attn on a GPU it does not support": "flash-attn-gpu-unsupported",
+    "/dev/shm too small (Docker)": "shm-too-small",
+    "FSDP wrap policy errors": "fsdp-wrap-policy",
+    "checkpoint merge failures": "checkpoint-merge",
+    "Ulysses sequence parallel on an unsupported model": "ulysses-unsupported-model",
+    "vLLM built against another torch": "vllm-torch-abi",
+    "a tokenizer without a chat template": "chat-template-missing",
+    "a VL model's image-token mismatch": "vl-image-token-mismatch",
+    "an unsupported model architecture": "vllm-unsupported-architecture",
+    "Triton's compiler failing on a missing driver/libcuda at compile time": "triton-no-active-driver",
+}
+
+
+@pytest.mark.parametrize("category", list(ISSUE37_CATEGORIES))
+def test_each_of_issue_37s_categories_has_a_signature_that_diagnoses_its_written_threads(category):
+    """Each category has a signature and a real thread in the corpus it was written from, whose log
+    doctor diagnoses with it as the confident top finding."""
+    sig = ISSUE37_CATEGORIES[category]
+    assert sig in {s.id for s in SIGNATURES}, f"{category}: no signature {sig}"
+    written = [e for e in ENTRIES if sig in e.expect and e.split == "written"]
+    assert written, f"{category}: no corpus entry the signature was written from"
+    result = _score(written)
+    assert result["correct"] == [e.name for e in written], f"{category}: {result}"
+
+
+def test_a_non_contiguous_tensor_without_ulysses_nearby_is_only_a_possible_ulysses_failure():
+    """facebookresearch/fairscale#1173: the same message from fairscale's all_gather of a transposed
+    weight, no sequence parallelism anywhere: doctor may mention Ulysses, never claim it."""
+    lines = [
+        "           work = group.allgather([tensor_list], [tensor])",
+        "E       ValueError: Tensors must be contiguous",
+    ]
+    found = [(m.signature.id, m.confidence) for m in diagnose(lines, SIGNATURES).matches]
+    assert ("ulysses-unsupported-model", "possible") in found and not any(c == "likely" for _, c in found), found

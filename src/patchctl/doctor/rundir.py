@@ -200,10 +200,14 @@ def ray_pending(text: str) -> list[str]:
 
 def hang(run_dir: Path) -> Hang:
     h = Hang()
-    folders = [run_dir / STACKS, *sorted((run_dir / nodes.HOSTS).glob(f"*/{STACKS}"))]
-    for folder in folders:
-        if folder.is_dir() and not folder.is_symlink():
-            h.stacks += dumps.read_dir(folder)
+    # the head's own (train's dumps of the trainer), then each host's (validate's dumps of its Ray workers)
+    folders = [
+        (run_dir / STACKS, ""),
+        *((f, f.parent.name) for f in sorted((run_dir / nodes.HOSTS).glob(f"*/{STACKS}"))),
+    ]
+    for folder, host in folders:
+        if folder.is_dir() and not folder.is_symlink() and not folder.parent.is_symlink():
+            h.stacks += dumps.read_dir(folder, host=host)
     h.odd = dumps.odd_one(h.stacks)
     if not h.stacks:
         h.missing.append(

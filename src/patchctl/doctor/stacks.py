@@ -75,12 +75,15 @@ class Stack:
     command: str
     rank: int | None
     threads: list[Thread] = field(default_factory=list)
+    #: the host it ran on, for a dump validate brought from ``hosts/HOST/stacks/`` ("": the head's own)
+    host: str = ""
 
     @property
     def who(self) -> str:
+        on = f" on {self.host}" if self.host else ""
         if self.rank is not None:
-            return f"rank {self.rank}" + (f" (pid {self.pid})" if self.pid is not None else "")
-        return f"pid {self.pid}" if self.pid is not None else self.source
+            return f"rank {self.rank}" + (f" (pid {self.pid})" if self.pid is not None else "") + on
+        return (f"pid {self.pid}" if self.pid is not None else self.source) + on
 
     def main(self) -> Thread | None:
         """The thread that says what the process does: MainThread, else the first one with frames."""
@@ -137,14 +140,18 @@ def parse(text: str, source: str) -> list[Stack]:
     return [s for s in stacks if s.threads]
 
 
-def read_dir(folder: Path, limit: int = 1 << 20) -> list[Stack]:
-    """Every dump in ``folder`` (its ``*.txt`` and ``*.dump`` files, each read up to ``limit`` bytes)."""
+def read_dir(folder: Path, limit: int = 1 << 20, host: str = "") -> list[Stack]:
+    """Every dump in ``folder`` (its ``*.txt`` and ``*.dump`` files, each read up to ``limit`` bytes);
+    ``host``: the host they were taken on, where the folder is one host's."""
     out: list[Stack] = []
     for path in sorted(folder.iterdir()):
         if path.suffix in (".txt", ".dump", ".log") and path.is_file() and not path.is_symlink():
             with path.open("rb") as f:
                 text = f.read(limit).decode("utf-8", errors="replace")
-            out.extend(parse(text, path.name))
+            found = parse(text, path.name)
+            for s in found:
+                s.host = host
+            out.extend(found)
     return out
 
 

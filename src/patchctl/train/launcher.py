@@ -119,6 +119,7 @@ def execute(
     on_line: Callable[[str, float], None],
     timeout: float | None = None,
     while_starting: Callable[[], None] | None = None,
+    on_hang: Callable[[], None] | None = None,
 ) -> Finished:
     """Run the trainer, streaming its merged output into the log and ``on_line``.
 
@@ -129,6 +130,8 @@ def execute(
     train, migrate, validate or matrix (see :mod:`patchctl.proc` and :mod:`patchctl.orphans`).
     ``while_starting`` runs once the process is launched (work the trainer needs only later, such
     as the smoke assets); if it raises, the trainer is stopped and the error propagates.
+    ``on_hang`` runs at the timeout, before the dumps and the kill: while the ranks still wait
+    (validate takes the other hosts' dumps then).
 
     The trainer runs with PyTorch's NCCL flight recorder on, dumping into the run directory (the
     caller's own ``TORCH_NCCL_*`` values win); on timeout, before the kill, :func:`hangdump.capture`
@@ -173,6 +176,8 @@ def execute(
         except subprocess.TimeoutExpired:
             timed_out, code = True, None
             # where each rank waits, while it still waits there
+            if on_hang is not None:
+                on_hang()
             hangdump.capture(run_dir, child.pid, python=launch.argv[0], env=launch.env)
             _terminate(child)
     except BaseException:

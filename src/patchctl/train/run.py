@@ -164,6 +164,7 @@ def train(
     timeout: float | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     on_line: Callable[[str, float], None] | None = None,
+    on_hang: Callable[[], None] | None = None,
 ) -> TrainReport:
     """Run the plan: launch → judge → report; ``t0`` is the ``time.monotonic()`` that counts as the launch."""
     p.run_dir.mkdir(parents=True, exist_ok=True)
@@ -172,7 +173,7 @@ def train(
     gathering = facts.Gathering(p.launch.argv[0], _trainer_env(p), also=report.warm)
     head = rayhead.Head(p.head, p.launch.env, p.launch.cwd) if p.head else None
     try:
-        ran = launch(p, t0, timeout=timeout, on_progress=on_progress, on_line=on_line)
+        ran = launch(p, t0, timeout=timeout, on_progress=on_progress, on_line=on_line, on_hang=on_hang)
     finally:
         # the head stops while the run is judged and reported: Ray's teardown delays no verdict
         stopper = threading.Thread(target=head.stop, name="ray-head-stop") if head else None
@@ -194,6 +195,7 @@ def launch(
     timeout: float | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     on_line: Callable[[str, float], None] | None = None,
+    on_hang: Callable[[], None] | None = None,
 ) -> Ran:
     """Run the trainer to its end, reading each line it prints into the log scan as it comes.
 
@@ -226,7 +228,7 @@ def launch(
 
     started = time.monotonic() - t0
     try:
-        done = launcher.execute(p.launch, t0, seen, timeout, build_assets)
+        done = launcher.execute(p.launch, t0, seen, timeout, build_assets, on_hang)
     finally:
         for w in warming:
             w.stop()

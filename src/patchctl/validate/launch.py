@@ -46,7 +46,20 @@ def launch(plan: planning.Plan, started: Started, ray: RayCluster) -> remote.Ses
     return session
 
 
-def watch(plan: planning.Plan, session: remote.Session, note: NoteFn, progress: ProgressFn) -> Trained:
+#: seconds the head may take, once every host's dumps are in, to dump its trainer, stop it and report
+AFTER_HANG = 180.0
+
+
+def watch(
+    plan: planning.Plan,
+    session: remote.Session,
+    note: NoteFn,
+    progress: ProgressFn,
+    on_hang: Callable[[], None] | None = None,
+) -> Trained:
+    """The trainer's events until its verdict. At its timeout the head says "hung" and waits:
+    ``on_hang`` then takes every host's dumps while the ranks still wait, and the head is told
+    to go on (its own dumps, the kill, the report)."""
     head = plan.head.label
     plan.run_dir.mkdir(parents=True, exist_ok=True)
     scan = LogScan()
@@ -86,6 +99,15 @@ def watch(plan: planning.Plan, session: remote.Session, note: NoteFn, progress: 
                 step = scan.feed(text, event.get("at"))
                 if step is not None:
                     progress(_progress(scan, step.step, event.get("at") or 0.0))
+            elif name == "hung":
+                note(Note("watch", head, "the trainer timed out: taking every host's stacks and Ray logs"))
+                try:
+                    if on_hang is not None:
+                        on_hang()
+                finally:
+                    session.send({"cmd": "captured"})
+                if limit is not None:
+                    limit = time.monotonic() + AFTER_HANG
             elif name == "error":
                 raise HostNotReady(
                     head,

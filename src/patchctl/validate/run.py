@@ -24,7 +24,7 @@ from patchctl.remote import ssh
 from patchctl.train.gates import GateStatus
 from patchctl.train.logparse import Progress
 from patchctl.validate import baseline as baselines
-from patchctl.validate import codehosts, fetch, guard, launch, preflight, rayup, remote
+from patchctl.validate import codehosts, fetch, guard, hostdumps, launch, preflight, rayup, remote
 from patchctl.validate import compare as comparing
 from patchctl.validate import plan as planning
 from patchctl.validate.checks import runner as health
@@ -153,7 +153,12 @@ def validate(
                 marks["last_step"] = time.monotonic()
                 progress(p)
 
-            out["trained"] = launch.watch(plan, session, note, seen)
+            def hung() -> None:
+                for host, notes in hostdumps.capture(plan, conns.masters).items():
+                    for line in notes:
+                        note(Note("watch", host, line))
+
+            out["trained"] = launch.watch(plan, session, note, seen, hung)
             marks["trainer_done"] = time.monotonic()
             if first:
                 marks["first_step"] = first[0]

@@ -19,6 +19,7 @@ ACTIONS = {
     "allreduce": "allreduce",
     "storage": "storage",
     "records": "records",
+    "hostdump": "hostdump",
 }
 
 

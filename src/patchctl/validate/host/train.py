@@ -26,9 +26,10 @@ if TYPE_CHECKING:
     from patchctl.train.model import Plan
 
 
-def _watch_stdin(stopped: threading.Event, lease: float | None) -> None:
+def _watch_stdin(stopped: threading.Event, lease: float | None, captured: threading.Event | None = None) -> None:
     """Interrupt the main thread (the launcher then ends the trainer's group) on stop, EOF or
-    no line at all (a heartbeat renews it) for ``lease`` seconds."""
+    no line at all (a heartbeat renews it) for ``lease`` seconds; set ``captured`` when patchctl
+    says the other hosts' dumps are taken."""
     fd, buffered, heard = sys.stdin.fileno(), b"", time.monotonic()
     while not stopped.is_set():
         if not select.select([fd], [], [], 0.5)[0]:
@@ -40,6 +41,8 @@ def _watch_stdin(stopped: threading.Event, lease: float | None) -> None:
             break
         heard, buffered = time.monotonic(), buffered + chunk
         lines, buffered = buffered.split(b"\n"), buffered.rsplit(b"\n", 1)[-1]
+        if captured is not None and any(_cmd(line) == "captured" for line in lines[:-1]):
+            captured.set()
         if any(_is_stop(line) for line in lines[:-1]):
             break
     if not stopped.is_set():
@@ -48,10 +51,30 @@ def _watch_stdin(stopped: threading.Event, lease: float | None) -> None:
 
 
 def _is_stop(line: bytes) -> bool:
+    return _cmd(line) == "stop"
+
+
+def _cmd(line: bytes) -> str | None:
     try:
-        return bool(json.loads(line or b"{}").get("cmd") == "stop")
+        cmd = json.loads(line or b"{}").get("cmd")
     except (ValueError, AttributeError):
-        return False
+        return None
+    return cmd if isinstance(cmd, str) else None
+
+
+#: seconds the trainer is kept hung for patchctl to take every host's dumps (hostdumps.py)
+CAPTURE_WAIT = 150.0
+
+
+def _hung(emit: Callable[[dict[str, Any]], None], captured: threading.Event) -> Callable[[], None]:
+    """At the timeout: tell patchctl, which dumps every host's Ray workers while they still wait,
+    and wait (bounded) for its word before the trainer is dumped here and killed."""
+
+    def on_hang() -> None:
+        emit({"event": "hung"})
+        captured.wait(CAPTURE_WAIT)
+
+    return on_hang
 
 
 def in_run_dir(plan: Plan) -> Plan:
@@ -87,9 +110,9 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     if not request.get("in_tree"):  # every raylet is validate's own, its PYTHONPATH led by its tree
         plan = in_run_dir(plan)
     emit({"event": "plan", "argv": list(plan.launch.argv), "run_dir": str(plan.run_dir), "version": tree.version})
-    finished = threading.Event()
+    finished, captured = threading.Event(), threading.Event()
     threading.Thread(
-        target=_watch_stdin, args=(finished, request.get("lease")), name="validate-stdin", daemon=True
+        target=_watch_stdin, args=(finished, request.get("lease"), captured), name="validate-stdin", daemon=True
     ).start()
     try:
         result = train_run.train(
@@ -98,6 +121,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
             t0,
             timeout=request.get("timeout"),
             on_line=lambda line, at: emit({"event": "line", "text": line, "at": round(at, 3)}),
+            on_hang=_hung(emit, captured),
         )
     except KeyboardInterrupt:
         emit({"event": "stopped", "run_dir": str(plan.run_dir)})

@@ -7,7 +7,8 @@ verl), checks that the cluster has ``trainer.nnodes`` nodes, runs one task on ea
 ``+standin.fail_at=N`` dies at step N with a CUDA error doctor knows; ``+standin.step_seconds=S``;
 ``+standin.weights=MODE`` syncs weights to an engine actor on the last node (see ``_weights``).
 ``+standin.hang_at=N`` calls a reward function that never returns at step N (a run that stops making
-progress without an error).
+progress without an error); ``+standin.peer_hang_at=N`` waits at step N for a task on the last node
+that never returns (``hold_peer``: the hang is on another host than the driver's).
 """
 
 import os
@@ -17,6 +18,11 @@ import time
 
 def compute_reward():
     while True:  # the planted hang: a reward function that never returns
+        time.sleep(0.05)
+
+
+def hold_peer():
+    while True:  # the planted hang on another host: a rank that never reaches the collective
         time.sleep(0.05)
 
 
@@ -58,6 +64,7 @@ def main(argv):
     total = int(cfg.get("trainer.total_training_steps", "40"))
     fail_at = int(cfg.get("standin.fail_at", "0"))
     hang_at = int(cfg.get("standin.hang_at", "0"))
+    peer_hang_at = int(cfg.get("standin.peer_hang_at", "0"))
     pause = float(cfg.get("standin.step_seconds", "0.02"))
     print(f"Total training steps: {total}", flush=True)
     print("Training from scratch", flush=True)
@@ -67,6 +74,13 @@ def main(argv):
         time.sleep(pause)
         if step == hang_at:
             compute_reward()
+        if step == peer_hang_at:
+            here = ray.util.get_node_ip_address()
+            other = next((n for n in nodes if n["NodeManagerAddress"] != here), nodes[-1])
+            peer = ray.remote(num_cpus=0)(hold_peer).options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(other["NodeID"], soft=False)
+            )
+            ray.get(peer.remote())
         if step == fail_at:
             print("RuntimeError: CUDA error: an illegal memory access was encountered", flush=True)
             sys.exit(1)

@@ -1,0 +1,98 @@
+"""Issue 37 req. 2 on a multi-host run: when the trainer times out, validate takes the stacks of
+the run's Ray workers on every host (py-spy, over the ssh it holds) and brings each host's Ray logs
+into ``RUN_DIR/hosts/HOST/``, before the head kills the trainer, so that ``doctor RUN_DIR`` names
+the host and the function where the run waited. Real sshd hosts on loopback, a real Ray cluster,
+a real hung task on the second host."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from validate_helpers import Site, host_entry
+
+from patchctl.validate import hostdumps
+from patchctl.validate import plan as planning
+
+
+def _pyspy() -> None:
+    from patchctl.train import hangdump
+
+    if hangdump.pyspy() is None:
+        pytest.skip("py-spy is not installed (pip install -e '.[test]')")
+
+
+def test_a_hang_on_another_host_is_dumped_there_and_named_by_doctor(site: Site) -> None:
+    _pyspy()
+    hosts = [host_entry("node1", site.root("node1"), "0"), host_entry("node2", site.root("node2"), "1")]
+    site.migrate(site.cluster(hosts))
+    code, doc, _ = site.run_json("+standin.peer_hang_at=3", "+standin.step_seconds=0.2", "--timeout", "25")
+    assert code == 1, doc["cause"]
+    run = site.dir / "run"
+    # the worker that never returned, dumped on the host it ran on, not the head
+    peer = [p for p in (run / "hosts" / "node2" / "stacks").glob("*.txt") if "hold_peer (" in p.read_text()]
+    assert peer, sorted(str(p.relative_to(run)) for p in run.rglob("*"))
+    assert not any("hold_peer (" in p.read_text() for p in (run / "hosts" / "node1" / "stacks").glob("*.txt"))
+    # only the task's worker: Ray's own agents there run no task of the job
+    assert [
+        p.read_text().splitlines()[0].split(": ", 1)[1] for p in (run / "hosts" / "node2" / "stacks").iterdir()
+    ] == ["ray::hold_peer"]
+    # each host's Ray session logs came home (the raylet's own among them)
+    for host in ("node1", "node2"):
+        logs = {p.name for p in (run / "hosts" / host / "ray").iterdir()}
+        assert any(n.endswith(("raylet.out", "raylet.err")) for n in logs), (host, sorted(logs))
+    out = subprocess.run(
+        [sys.executable, "-m", "patchctl", "doctor", str(run)], capture_output=True, text=True, timeout=120
+    )
+    assert "hang: no step for " in out.stdout and "after step 2" in out.stdout, out.stdout
+    assert " on node2 waits in hold_peer (" in out.stdout, out.stdout
+
+
+@dataclass
+class _NoMaster:
+    """No control connection: ssh dials the host itself (as it would after a lost master)."""
+
+    socket: Path | None = None
+
+
+def test_a_host_that_cannot_be_reached_gets_one_line_and_the_others_their_dumps(site: Site) -> None:
+    hosts = [host_entry("node1", site.root("node1"), "0"), host_entry("node2", site.root("node2"), "1")]
+    cluster = site.cluster(hosts)
+    site.migrate(cluster)
+    plan = planning.make(cluster, planning.Options(out=site.dir / "run"))
+    # patchctl's host side on node1, as preflight sends it there
+    ship = planning.ship_argv(plan, plan.head, planning.stage_package(site.dir / "stage"))
+    subprocess.run(ship, check=True, capture_output=True, timeout=60)
+    site.loop.host("node2").stop()
+    notes = hostdumps.capture(plan, [_NoMaster(), _NoMaster()])  # type: ignore[list-item]
+    down = (site.dir / "run" / "hosts" / "node2" / "capture.txt").read_text().splitlines()
+    assert len(down) == 1 and down[0].startswith("node2: could not be reached for its stacks and Ray logs"), down
+    assert notes["node2"] == down
+    # the reachable head answered: its folder has its (empty) stacks and no such line
+    head = site.dir / "run" / "hosts" / "node1"
+    assert (head / "stacks").is_dir() and "could not be reached" not in (head / "capture.txt").read_text()
+
+
+def test_what_a_host_sends_is_written_only_inside_its_folder(tmp_path: Path) -> None:
+    """The host names its logs and pids: a name that climbs out, or a pid that is no number, must
+    not put a file anywhere but under ``hosts/HOST/``."""
+    from types import SimpleNamespace
+
+    node = SimpleNamespace(label="node2", index=1)
+    reply = {
+        "stacks": [{"pid": "../../x", "rank": None, "text": "Process 1: x\n"}, {"pid": 7, "rank": 2, "text": "T"}],
+        "logs": [{"path": "../../../etc/evil.log", "text": "a"}, {"path": "session_1/logs/raylet.out", "text": "b"}],
+        "notes": ["one line"],
+    }
+    notes = hostdumps.write(tmp_path / "run", node, reply)  # type: ignore[arg-type]
+    files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert files == [
+        "run/hosts/node2/capture.txt",
+        "run/hosts/node2/ray/etc__evil.log",
+        "run/hosts/node2/ray/session_1__logs__raylet.out",
+        "run/hosts/node2/stacks/rank-2-pid-7.txt",
+    ], files
+    assert notes == ["one line"]
