@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchctl import git, trees
+from patchctl import trees
 from patchctl.errors import NoSuchPath, NotAVerlTree, UnknownTarget
 
 
@@ -40,6 +40,8 @@ class Target:
 
         def __getattr__(self, name: str) -> object:
             """Only for a field :meth:`on_disk` left unread (Python asks here for no other)."""
+            from patchctl import git  # here: git and its subprocess machinery, for a command that asks
+
             if name == "is_git":
                 value: object = git.is_worktree_root(self.root)
             elif name == "commit":

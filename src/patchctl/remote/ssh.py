@@ -128,6 +128,19 @@ class Master:
                 self._outcome = (self._wait(),)
             return self._outcome[0]
 
+    def logged_in(self, stop: threading.Event) -> bool:
+        """Wait, without ``open``'s lock, until the login is done (True) or has ended, was closed,
+        was never begun or ``stop`` is set (False): for a helper that must never hold up ``close``,
+        which takes that lock (see migrate.session)."""
+        while not stop.is_set():
+            if self.socket.exists():
+                return True
+            login = self._proc
+            if self._outcome is not None or login is None or login.poll() is not None:
+                return False
+            time.sleep(0.005)
+        return False
+
     def _start(self) -> None:
         if self._proc is not None or self._outcome is not None:
             return
