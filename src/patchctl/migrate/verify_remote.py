@@ -85,6 +85,8 @@ class Agent:
         self._missing = ""
         #: a seal answer still to read (see ``sealed``), and bytes read from stdout ahead of ``ask``
         self._seal_asked, self._early = False, b""
+        #: whether the agent has its prescan (it reads the host's tree ahead of the request)
+        self.prescanned = False
         self._proc: subprocess.Popen[bytes] | None = None
         try:
             self._proc = proc.spawn(
@@ -100,7 +102,8 @@ class Agent:
 
     def send_prescan(self, prescan: dict[str, Any]) -> None:
         """Hand the agent its prescan (once, before ``sealed`` or ``ask``)."""
-        self._seal_asked = bool(prescan.get("seal"))
+        assert not self.prescanned, "one prescan per agent"
+        self._seal_asked, self.prescanned = bool(prescan.get("seal")), True
         if self._proc is not None and self._proc.stdin is not None:
             order = {"prescan": dict(prescan, root=self.host.root)}
             try:
