@@ -184,7 +184,8 @@ def test_each_host_s_agent_starts_as_the_host_logs_in_before_the_run(site: Site,
         assert begun.agents == []  # nothing runs on a host before the tree is named
         begun.look_at(tree)
         agents = [started.result(timeout=60) for started in begun.agents]
-        assert len(agents) == 2 and all(a is not None and a._proc is not None and a._proc.poll() is None for a in agents)
+        assert len(agents) == 2
+        assert all(a is not None and a._proc is not None and a._proc.poll() is None for a in agents)
         result = begun.run(tree, [])
     assert [h.status.value for h in result.hosts] == ["ok", "ok"]
     assert (site.root("node2") / "a.txt").read_text() == "a\n"
