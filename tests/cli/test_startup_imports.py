@@ -78,6 +78,12 @@ def checkout(release_tree: Callable[[str], Path]) -> Path:
 NOT_FOR_VERIFY = {
     "patchctl.patchsets.plan": "apply's planner (verify reads the pending conflicts only)",
     "patchctl.patchsets.kinds.marking": "apply --conflicts=markers",
+    # verify of a checkout starts no process: git's answers (HEAD, the work tree's top) are read
+    # only by the commands that use them (target.Target.on_disk)
+    "subprocess": "starting a program: verify runs none",
+    "patchctl.git": "asking git about the tree (apply, revert, migrate)",
+    "patchctl.proc": "starting a program",
+    "shutil": "copying and removing folders (its zlib, bz2 and lzma with it): a write's",
 }
 
 
