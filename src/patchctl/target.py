@@ -27,7 +27,7 @@ class Target:
     def on_disk(cls, root: Path, version: str | None, label: str) -> Target:
         """A tree whose git facts (``is_git``, ``commit``) are read from it when first asked for.
 
-        Each is a git process (~5-10 ms with its fork), and ``verify`` and ``migrate`` never ask:
+        They take a git process (~5-10 ms with its fork), and ``verify`` and ``migrate`` never ask:
         verify is measured against ``grep -rn`` (issue 39), and migrate asks git about the tree
         itself, on a thread of its own. ``dataclasses.replace`` and ``==`` read them as any field.
         """
@@ -40,16 +40,15 @@ class Target:
 
         def __getattr__(self, name: str) -> object:
             """Only for a field :meth:`on_disk` left unread (Python asks here for no other)."""
+            if name not in ("is_git", "commit"):
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
             from patchctl import git  # here: git and its subprocess machinery, for a command that asks
 
-            if name == "is_git":
-                value: object = git.is_worktree_root(self.root)
-            elif name == "commit":
-                value = git.head(self.root) if self.is_git else None
-            else:
-                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            object.__setattr__(self, name, value)
-            return value
+            top, head = git.top_and_head(self.root)  # both at once: who asks for one asks for the other
+            is_git = top is not None and top.resolve() == self.root.resolve()
+            object.__setattr__(self, "is_git", is_git)
+            object.__setattr__(self, "commit", head if is_git else None)
+            return getattr(self, name)
 
 
 def read_version(root: Path) -> str | None:
