@@ -5,7 +5,8 @@ a change of machine load hits every column alike. Before each apply run the tree
 pristine release (not timed). The baselines do the same job the dumb way: `git apply` of the very
 diff patchctl writes, and `grep -rn "# Uky"` over the same tree. `--baseline REF` also runs the
 patchctl of another commit (a git worktree of this repository) side by side: the before/after of a
-start-up change in one run. The last table is `python -X importtime`'s largest imports of one apply.
+start-up change in one run. The modules column counts what one run loads (a figure a loaded
+machine does not blur). The last table is `python -X importtime`'s largest imports of one apply.
 
     python benchmarks/bench_core.py [--runs N] [--version 0.6.1] [--baseline REF]
 """
@@ -71,6 +72,11 @@ def main() -> int:
             builds[f" @{args.baseline[:10]}"] = old / "src"
         try:
             rows = _measure(Path(tmp), cmd, builds, args)
+            counts = {
+                f"patchctl {verb}{suffix}": _modules(Path(tmp), src, verb, args.version)
+                for suffix, src in builds.items()
+                for verb in ("apply", "verify")
+            }
             importtime = _importtime(Path(tmp), cmd, builds[""], args.version)
         finally:
             if args.baseline:
@@ -79,14 +85,15 @@ def main() -> int:
     cpu = {k: statistics.median(c for _, c in v) for k, v in rows.items()}
     load = os.getloadavg()[0]
     print(f"verl {args.version}, median of {args.runs} cold processes, interleaved (load average {load:.1f})")
-    print(f"{'command':<30}{'wall s':>8}{'min s':>8}{'cpu s':>8}{'vs baseline':>13}{'goal (wall)':>13}")
+    print(f"{'command':<30}{'wall s':>8}{'min s':>8}{'cpu s':>8}{'modules':>9}{'vs baseline':>13}{'goal (wall)':>13}")
     for name in rows:
         base = "git apply" if "apply" in name else "grep -rn"
         verb = "apply" if "apply" in name else "verify"
         ratio = f"{med[name] / med[base]:.1f}x" if name.startswith("patchctl") else "-"
         goal = f"<= {GOALS[verb]:.2f}" if name == f"patchctl {verb}" else ""
         fastest = min(w for w, _ in rows[name])
-        print(f"{name:<30}{med[name]:>8.3f}{fastest:>8.3f}{cpu[name]:>8.3f}{ratio:>13}{goal:>13}")
+        mods = str(counts.get(name, "-"))
+        print(f"{name:<30}{med[name]:>8.3f}{fastest:>8.3f}{cpu[name]:>8.3f}{mods:>9}{ratio:>13}{goal:>13}")
     print("\nlargest imports of one `patchctl apply` (python -X importtime, cumulative us)")
     for us, name in importtime:
         print(f"{us:>10}  {name}")
@@ -127,6 +134,37 @@ def _measure(tmp: Path, cmd: list[str], builds: dict[str, Path], args: argparse.
             rows[f"patchctl verify{suffix}"].append(timed(argv, patchctl_env(src)))
         rows["grep -rn"].append(timed(["grep", "-rn", "# Uky", str(tree)]))
     return rows
+
+
+#: runs ``python -m patchctl ARGS`` and, as the interpreter exits, writes how many modules it had
+#: loaded to the file the first argument names (tests/cli/test_startup_imports.py does the same)
+MODULES_DRIVER = """
+import atexit, runpy, sys
+out = sys.argv.pop(1)
+atexit.register(lambda: open(out, "w").write(str(len(sys.modules))))
+sys.argv[0] = "patchctl"
+runpy.run_module("patchctl", run_name="__main__", alter_sys=True)
+"""
+
+
+def _modules(tmp: Path, src: Path, verb: str, version: str) -> int:
+    """The modules one ``patchctl VERB --json`` of ``src`` loads, on a fresh tree (apply's) or an
+    applied one (verify's): the figure a loaded machine does not blur."""
+    tree = tmp / "verl-modules"
+    if not tree.exists():
+        shutil.copytree(releases.materialize(version), tree, symlinks=True)
+    reset(tree)
+    if verb == "verify":
+        apply = [sys.executable, "-m", "patchctl", "apply", "--target", str(tree)]
+        subprocess.run(apply, env=patchctl_env(src), capture_output=True, check=True)
+    out = tmp / "modules.txt"
+    subprocess.run(
+        [sys.executable, "-c", MODULES_DRIVER, str(out), verb, "--target", str(tree), "--json"],
+        env=patchctl_env(src),
+        capture_output=True,
+        check=False,
+    )
+    return int(out.read_text())
 
 
 def _importtime(tmp: Path, cmd: list[str], src: Path, version: str) -> list[tuple[int, str]]:

@@ -17,6 +17,8 @@ rsync, git; beside the rsyncs' own, with their ssh), peak RSS (patchctl's own, f
 largest of its processes, from wait4), and where each host's time went
 (``--json``'s phases, the slowest host's: file set / transfer / verification / rendering).
 The hosts run on this machine too, so on few cores read the ratios, not the seconds.
+bench_migrate_whole.py times a no-change re-run as a user types it (no ``--json``, its table
+printed), with its parts (start-up, the source's check) as commands of their own.
 
     python benchmarks/bench_migrate.py [--sizes verl,10k,1g] [--hosts 2,4] [--runs 3] [--version 0.6.1]
 

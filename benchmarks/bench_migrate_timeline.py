@@ -29,7 +29,7 @@ from typing import Any  # noqa: E402
 STEPS = {
     "patchctl.clusters": ["load_cluster"],
     "patchctl.migrate.session": ["Session.__init__", "Session.look_at", "Session.run"],
-    "patchctl.remote.ssh": ["Master.open"],
+    "patchctl.remote.ssh": ["Master.open", "Master.logged_in", "Master.close", "Connections.close"],
     "patchctl.cli.targets": ["open_target"],
     "patchctl.patchsets.loader": ["load_patchsets"],
     "patchctl.cli.migrate_cmd": ["_check_source"],

@@ -6,7 +6,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import shutil
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,6 +179,8 @@ def _swap(jr: journal.Journal, op: journal.Op) -> None:
         try:
             os.link(dest, backup, follow_symlinks=False)
         except OSError:  # another file system, or links not supported: a copy will do
+            import shutil  # here, as below: shutil loads zlib, bz2 and lzma (see journal)
+
             shutil.copy2(dest, backup, follow_symlinks=False)
     journal.step()
     if op.tmp is None:
@@ -262,6 +263,8 @@ def renew_folder(path: Path) -> Path:
         if path.is_symlink() or (path.exists() and not path.is_dir()):
             path.unlink()
         elif path.exists():
+            import shutil
+
             shutil.rmtree(path)
         path.mkdir(parents=True)  # the folders above are the user's to name
     except OSError as exc:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -157,6 +156,8 @@ def finish(journal: Journal) -> None:
             backup.unlink()
     if (journal.folder / "backup").exists():
         step()
+        import shutil  # here: shutil loads zlib, bz2 and lzma, which a command that writes nothing never needs
+
         shutil.rmtree(journal.folder / "backup")
     for name in (JOURNAL_FILE, JOURNAL_FILE + TMP_SUFFIX):
         if (journal.folder / name).exists():

@@ -64,9 +64,11 @@ _stop = threading.Event()
 def enabled(stream: TextIO | None = None) -> bool:
     """A terminal that can take a redrawn line: stderr is a TTY and TERM is not ``dumb``; never
     in a worker process (matrix's), whose line would fight its parent's."""
-    import multiprocessing  # here: ~5 ms of start-up that migrate would pay before its hosts log in
-
-    if multiprocessing.parent_process() is not None:
+    # a worker process has multiprocessing loaded already (its parent's, forked, or its own, for
+    # spawn): a command that never loaded it is no worker, and need not pay for its import
+    # (multiprocessing with pickle: ~5 ms, which migrate paid at its first line of progress)
+    mp = sys.modules.get("multiprocessing")
+    if mp is not None and mp.parent_process() is not None:
         return False
     stream = stream or sys.stderr
     try:

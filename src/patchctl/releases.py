@@ -18,13 +18,11 @@ import fcntl
 import hashlib
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
-from patchctl import git
 from patchctl.errors import ArchiveRefused, FileSystemFailed, ReleaseArchiveRefused
 
 RELEASE_SPEC = re.compile(r"^verl==(?P<version>\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?)$")
@@ -49,6 +47,8 @@ def parse_spec(spec: str) -> str | None:
 
 def _sweep(cache: Path) -> None:
     """Remove what runs killed mid-way left: only called while no other run holds the cache."""
+    import shutil  # here, as below: shutil loads zlib, bz2 and lzma, which a local checkout never needs
+
     store, trees = cache / "releases", cache / "trees"
     for entry in store.iterdir():
         if entry.is_dir():  # .part-*, and the tmp* of earlier patchctl; rmtree never follows a link
@@ -179,6 +179,8 @@ def _unpack_release(version: str, archive: Path, into: Path) -> Path:
     problem = check_version(top, version)
     if problem is None:
         return top
+    import shutil
+
     shutil.rmtree(top)
     _refuse(version, archive, problem)
 
@@ -215,6 +217,8 @@ def materialize(version: str) -> Path:
         ):
             top = _unpack_release(version, archive, Path(tmp))
             # the archive held no .git (archive drops it): this repository is git init's own
+            from patchctl import git  # here: reading a release spec runs no git
+
             git.init_with_commit(top, f"verl {version} (source release {archive.name})")
             try:
                 os.replace(top, final)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from patchctl import git, trees
+from patchctl import trees
 from patchctl.errors import NoSuchPath, NotAVerlTree, UnknownTarget
 
 
@@ -22,6 +23,33 @@ class Target:
     #: True when the tree's root is a git work tree root
     is_git: bool
 
+    @classmethod
+    def on_disk(cls, root: Path, version: str | None, label: str) -> Target:
+        """A tree whose git facts (``is_git``, ``commit``) are read from it when first asked for.
+
+        They take a git process (~5-10 ms with its fork), and ``verify`` and ``migrate`` never ask:
+        verify is measured against ``grep -rn`` (issue 39), and migrate asks git about the tree
+        itself, on a thread of its own. ``dataclasses.replace`` and ``==`` read them as any field.
+        """
+        target = cls.__new__(cls)
+        for name, value in (("root", root), ("version", version), ("label", label)):
+            object.__setattr__(target, name, value)
+        return target
+
+    if not TYPE_CHECKING:  # for mypy every field is set: a typo stays an error
+
+        def __getattr__(self, name: str) -> object:
+            """Only for a field :meth:`on_disk` left unread (Python asks here for no other)."""
+            if name not in ("is_git", "commit"):
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            from patchctl import git  # here: git and its subprocess machinery, for a command that asks
+
+            top, head = git.top_and_head(self.root)  # both at once: who asks for one asks for the other
+            is_git = top is not None and top.resolve() == self.root.resolve()
+            object.__setattr__(self, "is_git", is_git)
+            object.__setattr__(self, "commit", head if is_git else None)
+            return getattr(self, name)
+
 
 def read_version(root: Path) -> str | None:
     f = root / "verl" / "version" / "version"
@@ -35,8 +63,7 @@ def open_tree(root: Path, label: str | None = None) -> Target:
     root = root.resolve()
     if not (root / "verl" / "__init__.py").is_file():
         raise NotAVerlTree(root)
-    is_git = git.is_worktree_root(root)
-    return Target(root, read_version(root), label or str(root), git.head(root) if is_git else None, is_git)
+    return Target.on_disk(root, read_version(root), label or str(root))
 
 
 def find_root(start: Path) -> Path | None:

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl import git, releases
+from patchctl import releases
 from patchctl.errors import BadRef, PatchctlError
 
 
@@ -98,6 +98,8 @@ def ref(text: str, repo: Path, *, option: str, fix: str) -> TreeSpec:
     """A git ref of ``repo``, resolved to its commit now so a bad one fails before any work."""
     if text.startswith("-"):
         raise BadRef(option, text)
+    from patchctl import git  # here, as in the two below: a path or release target runs no git
+
     commit = git.commit_of(repo, text)
     if commit is None:
         raise UnknownRef(option, text, repo, fix)
@@ -119,6 +121,8 @@ def parse(
     found = release(text) or directory(text)
     if found is not None or repo is None:
         return found
+    from patchctl import git
+
     if git.toplevel(repo) is None:
         raise NoRepository(option, text, repo)
     return ref(text, repo, option=option, fix=ref_fix)
@@ -138,4 +142,6 @@ def materialize(spec: TreeSpec, scratch: Path | None = None) -> Path:
         return releases.pristine(spec.release, scratch) if scratch is not None else releases.materialize(spec.release)
     assert spec.repo is not None and spec.commit is not None and scratch is not None
     scratch.mkdir(parents=True, exist_ok=True)
+    from patchctl import git
+
     return git.export(spec.repo, spec.commit, scratch / "tree")

@@ -174,3 +174,32 @@ def test_a_session_of_the_same_cluster_takes_the_logins_over(site: Site) -> None
         assert taken.connections is begun[2]  # not a second login per host
         assert [m.open() for m in taken.connections.masters] == [None, None]
     assert early._begun is None and not begun[2].dir.exists()
+
+
+def test_each_host_s_agent_starts_as_the_host_logs_in_before_the_run(site: Site, tmp_path: Path) -> None:
+    """The agent's ssh session and python3's start on the host overlap the source's check and the
+    rest of migrate's loading (issue 39): started once the tree is named, used by the run."""
+    tree = make_repo(tmp_path / "src", {"verl/__init__.py": "", "a.txt": "a\n"})
+    with session.start(site.cluster("", ["node1", "node2"]), Options(jobs=2)) as begun:
+        assert begun.agents == []  # nothing runs on a host before the tree is named
+        begun.look_at(tree)
+        agents = [started.result(timeout=60) for started in begun.agents]
+        assert len(agents) == 2
+        assert all(a is not None and a._proc is not None and a._proc.poll() is None for a in agents)
+        result = begun.run(tree, [])
+    assert [h.status.value for h in result.hosts] == ["ok", "ok"]
+    assert (site.root("node2") / "a.txt").read_text() == "a\n"
+    # the run took them over: it handed them their prescan (and ended them)
+    assert all(a is not None and a.prescanned and a._proc is None for a in agents)
+
+
+def test_agents_a_session_started_end_when_it_closes_without_a_run(site: Site, tmp_path: Path) -> None:
+    """A migrate that stops before its run (the source fails verify) leaves no agent on a host."""
+    tree = make_repo(tmp_path / "src", {"verl/__init__.py": ""})
+    with session.start(site.cluster("", ["node1"])) as begun:
+        begun.look_at(tree)
+        agent = begun.agents[0].result(timeout=60)
+        assert agent is not None and agent._proc is not None
+        process = agent._proc
+    assert process.poll() is not None  # ended: its ssh session gone with it
+    assert not begun.connections.dir.exists()

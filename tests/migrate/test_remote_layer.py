@@ -215,3 +215,28 @@ def test_the_lock_keeper_reads_any_root_and_answers_one_line(tmp_path: Path) -> 
     finally:
         first.stdin.close()
         first.wait(timeout=10)
+
+
+def test_a_master_is_ended_through_its_socket_without_an_ssh_process(
+    site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ssh -O exit``'s two messages, spoken by patchctl: the master ends, and no ssh client
+    starts for it (issue 39: one such process per host ended every migrate)."""
+    log, bin_dir = tmp_path / "ssh-runs", tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec {shutil.which("ssh")} "$@"\n')
+    (bin_dir / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    cluster = site.cluster("", ["node1"])
+    folder = Path(tempfile.mkdtemp(dir="/tmp", prefix="pcm-test-"))  # a unix socket path is short
+    try:
+        master = ssh.Master(cluster, cluster.hosts[0], folder, 0)
+        assert master.open() is None
+        assert master._proc is not None
+        master.close()
+        assert master._proc.poll() is not None  # ended
+        assert [" -M " in run for run in log.read_text().splitlines()] == [True]  # the login, nothing after
+        # spoken to a socket nobody listens on: False, for the caller to fall back to ssh -O exit
+        assert not ssh.mux_terminate(master.socket)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

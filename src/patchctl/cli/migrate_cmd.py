@@ -217,9 +217,11 @@ def migrate_cmd(
     if full_list and not dry_run:
         raise click.UsageError("--list shows a dry run's files: pass it with --dry-run")
     spec = limit_hosts(load_cluster(cluster, config), hosts)
-    from patchctl.slurm import confirm
+    nodes: tuple[str, ...] = ()
+    if slurm_nodes or spec.slurm is not None:  # an ssh cluster's migrate loads no Slurm code
+        from patchctl.slurm import confirm
 
-    nodes = confirm.node_list(slurm_nodes)
+        nodes = confirm.node_list(slurm_nodes)
     options = Options(dry_run=dry_run, delete=delete, checksum=checksum, jobs=jobs)
     with start(spec, options) as session:  # the hosts log in while the rest loads
         # imported here, not at the top, so that loading them overlaps the logins
@@ -241,6 +243,8 @@ def migrate_cmd(
             with progress.step(f"migrate {spec.name}: hashing the tree, logging in") as shown:
                 result = session.run(tree.root, sets, progress=PlainLines(spec.name, shown, not as_json).update)
     if spec.slurm is not None and not dry_run and result.ok:
+        from patchctl.slurm import confirm
+
         with progress.step(f"migrate {spec.name}: the compute nodes confirm the tree (srun)"):
             result = confirm.extend(spec, result, nodes)
     if as_json:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from patchctl.cli import dryrun, render
+from patchctl.cli import render
 from patchctl.cli.errors import handled
 from patchctl.cli.options import (
     NonEmptyPath,
@@ -142,6 +142,8 @@ def apply_cmd(
     if as_json:
         render.emit_json(result.to_json())
     else:
+        from patchctl.cli import dryrun  # here: the summary of a dry run only
+
         files = dryrun.split(result.diff) if dry_run else []
         if dry_run and show_diff:
             dryrun.show_diff(files)

@@ -5,13 +5,14 @@ Kept apart so that each area's module of conditions imports only this, never ano
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from pathlib import Path
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """``" (did you mean 'gpu'?)"`` for the closest of ``known`` to a mistyped ``name``, else ``""``."""
+    import difflib  # here: only a name not found needs it (~1 ms of every start-up)
+
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

@@ -41,10 +41,12 @@ def run(
     patchsets: Sequence[Patchset],
     progress: ProgressFn | None,
     asked: Listing | None = None,
+    started: Sequence[Future[Agent | None]] = (),
 ) -> MigrateResult:
     """Every host of the cluster on its own worker thread (as far as --jobs allows), over the
     session's ``conns``, each a ``HostRun`` once the tree is prepared here, which happens while
-    they log in. ``asked``: git's answers about ``root``, asked earlier (see listing)."""
+    they log in. ``asked``: git's answers about ``root``, asked earlier (see listing);
+    ``started``: the first hosts' agents, started as each logged in (see session.look_at)."""
     example = render.find_example(root, patchsets)
     generated = (render.GIT_IGNORE,) if example else ()
     labels = host_labels(cluster)
@@ -65,9 +67,12 @@ def run(
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         # the hosts log in (and start their agents) while the tree is listed and hashed here
         pending = Pending(cluster, root, options)
+        early = [*started, *[None] * (len(cluster.hosts) - len(started))]
         futures = [
-            pool.submit(_connected, pending, h, label, files, emit, master, prescan)
-            for h, label, files, master in zip(cluster.hosts, labels, rendered, conns.masters, strict=True)
+            pool.submit(_connected, pending, h, label, files, emit, master, prescan, agent)
+            for h, label, files, master, agent in zip(
+                cluster.hosts, labels, rendered, conns.masters, early, strict=True
+            )
         ]
         try:
             prepare(root, patchsets, generated, conns.dir, pending, asked, partial(_needed, pending, futures))
@@ -101,6 +106,7 @@ def _connected(
     emit: ProgressFn,
     master: ssh.Master,
     prescan: dict[str, Any] | None,
+    started: Future[Agent | None] | None = None,
 ) -> HostResult:
     """One host's run over its own master connection, closed after. As soon as the host is logged
     in, before the tree is ready, the host's root is requested (remote.lock: one migrate per root
@@ -132,7 +138,13 @@ def _connected(
             held = None if prescan is None or sealable else ask_root()
             if prescan is not None and not sealable:
                 prescan = {k: v for k, v in prescan.items() if k != "seal"}  # no seal answer to work out
-            first = agents.enter_context(Agent(master.cluster, host, master.socket, prescan))
+            early = started.result() if started is not None else None
+            if early is None:
+                first = agents.enter_context(Agent(master.cluster, host, master.socket, prescan))
+            else:  # started as the host logged in: it waited for its prescan until now
+                first = agents.enter_context(early)
+                if prescan is not None:
+                    first.send_prescan(prescan)
             pending.listed.result()  # a tree that cannot be sent stops the host before its root is taken
             refused = held.wait() if held is not None else None
             if refused:

@@ -72,7 +72,9 @@ class Agent:
     ``prescan`` (the tag rule and whether to re-hash everything): sent at once, so the agent
     starts reading the host's tree while the source is still hashed here (remote_agent.Prescan).
     With ``"seal": True`` in it the agent first answers whether the tree is still as a verified
-    finish sealed it (``sealed``, see agent_seal).
+    finish sealed it (``sealed``, see agent_seal). An agent started before its prescan is known
+    (a migrate's session starts one per host as soon as the host is logged in, see
+    migrate.session) gets it later through :meth:`send_prescan`: until then it only waits.
     """
 
     def __init__(
@@ -82,7 +84,9 @@ class Agent:
         self._err = tempfile.TemporaryFile()  # noqa: SIM115 - outlives __init__: close() closes it
         self._missing = ""
         #: a seal answer still to read (see ``sealed``), and bytes read from stdout ahead of ``ask``
-        self._seal_asked, self._early = bool(prescan and prescan.get("seal")), b""
+        self._seal_asked, self._early = False, b""
+        #: whether the agent has its prescan (it reads the host's tree ahead of the request)
+        self.prescanned = False
         self._proc: subprocess.Popen[bytes] | None = None
         try:
             self._proc = proc.spawn(
@@ -93,8 +97,15 @@ class Agent:
             )
         except PatchctlError as exc:  # ssh itself is missing
             self._missing = str(exc)
-        if prescan is not None and self._proc is not None and self._proc.stdin is not None:
-            order = {"prescan": dict(prescan, root=host.root)}
+        if prescan is not None:
+            self.send_prescan(prescan)
+
+    def send_prescan(self, prescan: dict[str, Any]) -> None:
+        """Hand the agent its prescan (once, before ``sealed`` or ``ask``)."""
+        assert not self.prescanned, "one prescan per agent"
+        self._seal_asked, self.prescanned = bool(prescan.get("seal")), True
+        if self._proc is not None and self._proc.stdin is not None:
+            order = {"prescan": dict(prescan, root=self.host.root)}
             try:
                 self._proc.stdin.write(json.dumps(order).encode("utf-8") + b"\n")
                 self._proc.stdin.flush()

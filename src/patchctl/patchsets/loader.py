@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
 from patchctl.confine import in_metadata, relative_inside
 from patchctl.errors import ManifestError, NoPatchset, PatchsetGivenTwice
 from patchctl.patchsets import resolutions, upstream
@@ -64,6 +62,10 @@ META_KEYS = ("origin", "forwarded", "applied_upstream", "drop_when", "captured_a
 
 
 def _spec(value: str, file: Path, key: str, patch_id: str) -> str:
+    # here, not at the top: packaging's specifiers compile a large regular expression (some 5 ms
+    # of every start-up), and only a patch with ``versions`` or ``requires`` has one to check
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     try:
         SpecifierSet(value)
     except InvalidSpecifier:

@@ -9,9 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from patchctl.confine import resolve_target
 from patchctl.errors import NotUtf8, OutsideTree
 from patchctl.patchsets import upstream
@@ -89,6 +86,9 @@ def to_bytes(text: str) -> bytes:
 def version_mismatch(patch: Patch, version: str | None) -> str | None:
     if not patch.versions or not version:
         return None
+    from packaging.specifiers import SpecifierSet  # here: only a patch with versions (see loader._spec)
+    from packaging.version import InvalidVersion, Version
+
     try:
         if Version(version) in SpecifierSet(patch.versions):
             return None

@@ -22,8 +22,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from patchctl.errors import ManifestError
 from patchctl.patchsets.model import Patch, Resolution
 from patchctl.schema import Field, check
@@ -103,6 +101,8 @@ def attach(directory: Path, patches: list[Patch]) -> list[Patch]:
                 pid,
             )
         if keep and raw.get("since"):
+            from packaging.version import InvalidVersion, Version  # here: only a kept entry's since (see loader._spec)
+
             try:
                 Version(raw["since"])
             except InvalidVersion:
