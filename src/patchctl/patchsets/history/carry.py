@@ -290,13 +290,8 @@ def _on_top(plan: Plan, target: Target, sets: list[Patchset], only: set[str] | N
     record = plan.record
     if record is not None and top.record is not None:
         # an entry's "before" is the file as upstream shipped it, as for every patch of the first plan
-        fresh = [
-            replace(e, sha256_before=fsutil.sha256_bytes(to_bytes(before[e.path])) if before.get(e.path) else None)
-            if e.path in before
-            else e
-            for e in top.record.entries
-            if e.patch in ids
-        ]
+        fresh = [replace(e, sha256_before=_sha(before[e.path])) if e.path in before else e for e in top.record.entries]
+        fresh = [e for e in fresh if e.patch in ids]
         record = replace(
             record,
             entries=[e for e in record.entries if e.patch not in ids] + fresh,
@@ -350,6 +345,10 @@ def _again(plan: Plan, target: Target, sets: list[Patchset], only: set[str] | No
         old if old is not None else new,
         plan.record_changed or again.record_changed,
     )
+
+
+def _sha(text: str | None) -> str | None:
+    return fsutil.sha256_bytes(to_bytes(text)) if text is not None else None
 
 
 def _reanchored(patch: Patch, c: Carried) -> Patch | None:
