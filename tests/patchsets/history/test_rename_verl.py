@@ -10,6 +10,7 @@ v0.3.0.post1, must land in ``TaskRunner.run``. The test reads a bare mirror of v
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
 import re
@@ -25,6 +26,9 @@ RENAME = "c6dc8b73cf011aa75b8c6a47b0322f50aed800ad"
 FILES = ("verl/__init__.py", "verl/version/version", "verl/trainer/main_ppo.py")
 LINE = "    local_path = copy_to_local(config.actor_rollout_ref.model.path)\n"
 EDIT = '    print("model at", local_path)  # Uky: log the model path\n'
+#: a second edit, in code upstream left alone: placed directly, before the carried one is placed on top
+NEAR = "    file_path = reward_fn_config.get(\"path\")\n"
+NEAR_EDIT = '    print("reward fn", file_path)  # Uky: log the reward file\n'
 
 pytestmark = pytest.mark.skipif(
     not (MIRROR / "objects").is_dir() and not (MIRROR / ".git").is_dir(),
@@ -70,7 +74,8 @@ def test_an_edit_in_a_function_upstream_renamed_and_made_a_method_lands_in_the_m
     main_ppo = fork / "verl/trainer/main_ppo.py"
     text = main_ppo.read_text()
     assert text.count(LINE) == 1 and "\ndef main_task(config):\n" in text
-    main_ppo.write_text(text.replace(LINE, LINE + EDIT))
+    assert text.count(NEAR) == 1
+    main_ppo.write_text(text.replace(LINE, LINE + EDIT).replace(NEAR, NEAR + NEAR_EDIT))
     ps = tmp_path / "ps"
     done = invoke("capture", "--from", str(fork), "--base", str(_export(base, tmp_path / "base")), "--out", str(ps))
     assert done.exit_code == 0, done.output
@@ -78,13 +83,20 @@ def test_an_edit_in_a_function_upstream_renamed_and_made_a_method_lands_in_the_m
     manifest.write_text(re.sub(r'(?m)^captured_against = ".*"$', f'captured_against = "{base}"', manifest.read_text()))
     target = _export("v0.3.0.post1", tmp_path / "target")
 
+    pristine = (target / "verl/trainer/main_ppo.py").read_bytes()
+
     plain = invoke("apply", "--target", str(target), "--patchset", str(ps), "--json", "--dry-run")
-    (r,) = json.loads(plain.output)["results"]
-    assert r["status"] != "applied"  # without the history, main_task is nowhere in v0.3.0.post1
+    got = {r["patch"]: r for r in json.loads(plain.output)["results"]}
+    assert len(got) == 2, got
+    # without the history, main_task is nowhere in v0.3.0.post1; the reward function's edit lands
+    assert sorted(r["status"] for r in got.values())[0] == "applied"
+    (name,) = [k for k, r in got.items() if r["status"] != "applied"]
 
     done = invoke("apply", "--target", str(target), "--patchset", str(ps), "--repo", str(MIRROR), "--json")
     assert done.exit_code == 0, done.output
-    (r,) = json.loads(done.output)["results"]
+    got = {r["patch"]: r for r in json.loads(done.output)["results"]}
+    assert all(r["status"] == "applied" for r in got.values()), got
+    r = got[name]
     assert r["status"] == "applied", r
     assert r["path"] == "verl/trainer/main_ppo.py"
     moved = re.search(
@@ -98,4 +110,12 @@ def test_an_edit_in_a_function_upstream_renamed_and_made_a_method_lands_in_the_m
     # the method's own indentation, right after the line it followed in the fork
     assert "    " + LINE + "    " + EDIT in after
     assert _scope_of(after, "# Uky: log the model path") == "TaskRunner.run"
-    assert after.count("# Uky") == 1
+    assert NEAR + NEAR_EDIT in after
+    assert after.count("# Uky") == 2
+    # the record says what the file was before either patch (what verify and revert compare with)
+    record = json.loads((target / ".patchctl/applied.json").read_text())
+    befores = {e["sha256_before"] for e in record["patches"] if e["path"] == "verl/trainer/main_ppo.py"}
+    assert befores == {hashlib.sha256(pristine).hexdigest()}
+    done = invoke("revert", "--target", str(target), "--patchset", str(ps), "--repo", str(MIRROR))
+    assert done.exit_code == 0, done.output
+    assert (target / "verl/trainer/main_ppo.py").read_bytes() == pristine
