@@ -230,5 +230,7 @@ def test_a_removed_function_is_not_followed_into_a_lookalike_that_was_already_th
     done = invoke("apply", "--target", str(target), "--patchset", str(ps), "--repo", str(repo.root), "--json")
     (r,) = json.loads(done.output)["results"]
     assert r["status"] == "not-applicable", r
-    assert r["reason"].startswith(f'upstream removed old_loss (verl/loss.py) in commit {drop[:12]} "loss: drop old_loss')
+    assert r["reason"].startswith(
+        f'upstream removed old_loss (verl/loss.py) in commit {drop[:12]} "loss: drop old_loss'
+    )
     assert "Uky" not in (target / "verl/loss.py").read_text()

@@ -27,7 +27,7 @@ FILES = ("verl/__init__.py", "verl/version/version", "verl/trainer/main_ppo.py")
 LINE = "    local_path = copy_to_local(config.actor_rollout_ref.model.path)\n"
 EDIT = '    print("model at", local_path)  # Uky: log the model path\n'
 #: a second edit, in code upstream left alone: placed directly, before the carried one is placed on top
-NEAR = "    file_path = reward_fn_config.get(\"path\")\n"
+NEAR = '    file_path = reward_fn_config.get("path")\n'
 NEAR_EDIT = '    print("reward fn", file_path)  # Uky: log the reward file\n'
 
 pytestmark = pytest.mark.skipif(
@@ -37,9 +37,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _git(*args: str) -> str:
-    return subprocess.run(
-        ["git", f"--git-dir={MIRROR}", *args], check=True, capture_output=True, text=True
-    ).stdout
+    return subprocess.run(["git", f"--git-dir={MIRROR}", *args], check=True, capture_output=True, text=True).stdout
 
 
 def _export(ref: str, where: Path) -> Path:
