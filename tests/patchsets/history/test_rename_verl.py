@@ -66,7 +66,10 @@ def _scope_of(text: str, needle: str) -> str:
     return max(found)[1]
 
 
-def test_an_edit_in_a_function_upstream_renamed_and_made_a_method_lands_in_the_method(tmp_path: Path) -> None:
+def test_an_edit_in_a_function_upstream_renamed_and_made_a_method_lands_in_the_method(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATCHCTL_CACHE", str(tmp_path / "cache"))  # walked here, not read from an earlier run
     base = _git("rev-parse", f"{RENAME}^").strip()
     fork = _export(base, tmp_path / "fork")
     main_ppo = fork / "verl/trainer/main_ppo.py"

@@ -26,6 +26,7 @@ from patchctl.drift.probe import ALWAYS, files_of
 from patchctl.errors import PatchctlError
 from patchctl.patchsets import needs
 from patchctl.patchsets import record as rec
+from patchctl.patchsets.history import disk
 from patchctl.patchsets.history.upstream import Upstream
 from patchctl.patchsets.history.walk import Carried, walk
 from patchctl.patchsets.kinds import KINDS
@@ -202,7 +203,12 @@ class History:
             start = self._base(ps, patch, base)
             if isinstance(start, str):
                 return start
-            self._walks[key] = walk(self.up, base, target, start.path, start.upstream, start.patched)
+            k = disk.key(base, target, start.path, start.upstream, start.patched)
+            found = disk.load(k, self.up, start.patched)
+            if found is None:
+                found = walk(self.up, base, target, start.path, start.upstream, start.patched)
+                disk.save(k, found)
+            self._walks[key] = found
         return self._walks[key]
 
     def _base(self, ps: Patchset, patch: Patch, sha: str) -> Base | str:
