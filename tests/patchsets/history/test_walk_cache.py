@@ -50,6 +50,11 @@ def test_a_walk_is_read_back_from_disk_and_a_tampered_one_is_walked_again(
     again, again_text = _apply(world, tmp_path / "t2")
     assert "carried from its base by 99 merge(s)" in again["ppo-fit"]["reason"]
     assert again_text == text
+    # walks cached by other code (another version, a changed threshold) are not read
+    with monkeypatch.context() as m:
+        m.setattr(disk, "_code", lambda: "other code")
+        other, _ = _apply(world, tmp_path / "t2-other")
+    assert other == first
 
     # a line that is neither upstream's nor the edit's: the file is no walk of ours, walked again
     injected = doc["patched"].replace(

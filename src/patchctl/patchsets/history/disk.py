@@ -2,7 +2,7 @@
 instead of merging along upstream's commits again.
 
 One JSON file per walk, ``<cache>/history/<SCHEMA>/<key[:2]>/<key>.json``, the key a sha256 over
-patchctl's version, the base and target commits, the path and the two texts the walk starts
+the walk's own code, the base and target commits, the path and the two texts the walk starts
 from (upstream's file at the base and the file with the edit): what the walk's outcome depends
 on besides the repository, whose commits never change.
 
@@ -17,6 +17,8 @@ file renamed), and a cache that cannot be read or written only costs the time.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -44,9 +46,20 @@ def folder() -> Path:
     return cache_dir() / "history" / SCHEMA
 
 
+@functools.lru_cache(maxsize=1)
+def _code() -> str:
+    """A digest of the walk's own code: a walk cached by other code (an upgrade, a change of
+    :data:`~.scopes.RENAMED`) is never read, whatever the version says."""
+    h = hashlib.sha256(__version__.encode())
+    for name in ("walk.py", "scopes.py", "upstream.py", "disk.py"):
+        with contextlib.suppress(OSError):  # run from an archive: the version alone
+            h.update((Path(__file__).parent / name).read_bytes())
+    return h.hexdigest()
+
+
 def key(base: str, target: str, path: str, upstream: str, patched: str) -> str:
     h = hashlib.sha256()
-    for part in (__version__, base, target, path, upstream, patched):
+    for part in (_code(), base, target, path, upstream, patched):
         h.update(hashlib.sha256(part.encode("utf-8", "surrogateescape")).digest())
     return h.hexdigest()
 
