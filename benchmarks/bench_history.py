@@ -10,14 +10,20 @@ shared by its versions). Times are wall seconds of the planning only, and its CP
 git's processes included: the fair measure on a loaded machine); the last lines give the totals,
 their ratios (req 8: at most 1.5) and the peak memory.
 
-    python benchmarks/bench_history.py [--forks TinyZero,...] [--versions v0.3.0.post1,...]
+Walks are also kept on disk (:mod:`patchctl.patchsets.history.disk`), here in ``WORK/cache``: a run
+starts with none (cold, what a first ``matrix --repo`` pays) unless ``--warm`` keeps those of the
+last run (what the next command pays).
+
+    python benchmarks/bench_history.py [--forks TinyZero,...] [--versions v0.3.0.post1,...] [--warm]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import resource
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -109,8 +115,13 @@ def main() -> None:
     ap.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache" / "patchctl-bench" / "history")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "history.md")
+    ap.add_argument("--warm", action="store_true", help="keep the walks the last run cached on disk")
     args = ap.parse_args()
     verl_git = args.mirrors / "volcengine+verl" / "repo"
+    cache = args.work / "cache"
+    if not args.warm:
+        shutil.rmtree(cache / "history", ignore_errors=True)
+    os.environ["PATCHCTL_CACHE"] = str(cache)  # bench_history reads tags only: no release is fetched there
     head = [
         "fork",
         "version",
@@ -139,7 +150,7 @@ def main() -> None:
         f"planning time, all rows: {plain:.1f} s without --repo, {walked:.1f} s with it "
         f"(x{walked / plain:.2f}; the second includes the first plan), peak memory {peak:.0f} MB",
         f"CPU seconds (git's processes included), all rows: {plain_cpu:.1f} without --repo, {walked_cpu:.1f} with "
-        f"it (x{walked_cpu / plain_cpu:.2f})",
+        f"it (x{walked_cpu / plain_cpu:.2f}); walks on disk: {'warm' if args.warm else 'cold'}",
     ]
     text = "\n".join(lines) + "\n"
     print(text)

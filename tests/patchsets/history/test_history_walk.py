@@ -210,3 +210,27 @@ def test_two_edits_of_one_file_walk_the_same_commits_each_with_its_own_text(worl
     assert "# Uky: one" in got[0].state.patched and "# Uky: two" not in got[0].state.patched
     assert "# Uky: two" in got[1].state.patched and "# Uky: one" not in got[1].state.patched
     assert "for batch in self.loader(epoch=0):" in got[1].state.patched
+
+
+def test_a_removed_function_is_not_followed_into_a_lookalike_that_was_already_there(tmp_path: Path) -> None:
+    """Under another name, only a def new to its file can be the edit's moved one: an older copy
+    that upstream kept is another function, however alike."""
+    body = "    total = 0\n    for x in items:\n        total += x * x\n    return total\n"
+    repo = Repo(tmp_path / "up")
+    repo.commit({"verl/loss.py": f"def old_loss(items):\n{body}\n\ndef new_loss(items):\n{body}"}, "loss", tag="v0.1.0")
+    repo.filler(3)
+    drop = repo.commit({"verl/loss.py": f"def new_loss(items):\n{body}"}, "loss: drop old_loss (#107)")
+    repo.commit({"verl/version/version": "0.2.0\n"}, "Release 0.2.0", tag="v0.2.0")
+    fork = checkout(repo.root, "v0.1.0", tmp_path / "fork")
+    edited = f"def old_loss(items):\n{body.replace('x * x', 'abs(x)  # Uky: l1')}\n\ndef new_loss(items):\n{body}"
+    (fork / "verl/loss.py").write_text(edited)
+    ps = tmp_path / "ps"
+    assert invoke("capture", "--from", str(fork), "--base", "v0.1.0", "--out", str(ps)).exit_code == 0
+    target = checkout(repo.root, "v0.2.0", tmp_path / "target")
+    done = invoke("apply", "--target", str(target), "--patchset", str(ps), "--repo", str(repo.root), "--json")
+    (r,) = json.loads(done.output)["results"]
+    assert r["status"] == "not-applicable", r
+    assert r["reason"].startswith(
+        f'upstream removed old_loss (verl/loss.py) in commit {drop[:12]} "loss: drop old_loss'
+    )
+    assert "Uky" not in (target / "verl/loss.py").read_text()

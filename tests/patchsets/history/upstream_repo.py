@@ -4,7 +4,7 @@
 
 - renames ``verl/trainer/ppo.py`` to ``verl/trainer/ppo_trainer.py`` (and then edits ``fit``);
 - moves ``reduce_metrics`` out of ``verl/utils/metrics.py`` into a new ``verl/utils/reduce.py``;
-- removes ``legacy_timer``, its lines going into ``verl/utils/profiling.py:timed``;
+- removes ``legacy_timer``, some of its lines going into a rewritten ``verl/utils/profiling.py:Timer.timed``;
 - and adds unrelated commits around them.
 
 The fork (a checkout of ``v0.1.0`` with ``# Uky`` edits) is captured by the real ``capture``.
@@ -130,9 +130,13 @@ def build(root: Path) -> dict[str, str]:
         "    print(name, elapsed)\n\n\n",
         "",
     )
+    # a rewrite that keeps three of legacy_timer's lines: too unlike it to be legacy_timer renamed
+    # (scopes.RENAMED), alike enough to be named as where its code went
     profiling = (
-        "import time\n\n\nclass Timer:\n    def timed(self, name):\n        start = time.time()\n        yield\n"
-        "        elapsed = time.time() - start\n        print(name, elapsed)\n"
+        "import time\n\n\nclass Timer:\n    def __init__(self):\n        self.total = 0.0\n\n"
+        "    def timed(self, name, log):\n        start = time.time()\n        try:\n            yield\n"
+        "        finally:\n            elapsed = time.time() - start\n            self.total += elapsed\n"
+        '            log.info("%s took %.3f s", name, elapsed)\n'
     )
     shas["remove"] = repo.commit(
         {"verl/utils/metrics.py": gone, "verl/utils/profiling.py": profiling}, "Drop the legacy timer (#104)"

@@ -15,25 +15,26 @@ tree's own HEAD when the repository has it, else the tag of its verl version.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from patchctl import fsutil
 from patchctl.confine import in_metadata, relative_inside
 from patchctl.drift.probe import ALWAYS, files_of
 from patchctl.errors import PatchctlError
 from patchctl.patchsets import needs
 from patchctl.patchsets import record as rec
+from patchctl.patchsets.history import disk
 from patchctl.patchsets.history.upstream import Upstream
 from patchctl.patchsets.history.walk import Carried, walk
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.text_hunk import Params as HunkParams
 from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset
 from patchctl.patchsets.plan import Plan, plan_apply
-from patchctl.target import Target, open_tree
+from patchctl.patchsets.reader import to_bytes
+from patchctl.target import Target, read_version
 
 #: outcomes the walk is asked about: those where the planner found no place
 RETRY = (Outcome.CONFLICT, Outcome.AMBIGUOUS, Outcome.NOT_APPLICABLE)
@@ -76,9 +77,14 @@ class History:
         self.strict = strict
         self._bases: dict[tuple[str, str, str], Base | str] = {}
         self._walks: dict[tuple[str, str, str, str], Carried] = {}
+        #: one scratch tree per base commit, holding the files its patches read (:meth:`_tree_of`)
+        self._scratch = tempfile.TemporaryDirectory(prefix="patchctl-bases-")
+        self._trees: dict[str, Path] = {}
+        self._written: dict[str, set[str]] = {}
 
     def close(self) -> None:
         self.up.close()
+        self._scratch.cleanup()
 
     def base_of(self, patch: Patch) -> str | None:
         said = patch.meta.get("captured_against", "")
@@ -141,7 +147,8 @@ class History:
             sets = [
                 replace(ps, patches=tuple(placed.get((ps.name, p.id)) or p for p in ps.patches)) for ps in patchsets
             ]
-            again = _again(plan, target, sets, only, {k[1] for k in placed})
+            ids = {k[1] for k in placed}
+            again = _on_top(plan, target, sets, only, ids) or _again(plan, target, sets, only, ids)
             was = {(r.patchset, r.patch): r.status for r in plan.results}
             worse = [
                 r
@@ -196,7 +203,12 @@ class History:
             start = self._base(ps, patch, base)
             if isinstance(start, str):
                 return start
-            self._walks[key] = walk(self.up, base, target, start.path, start.upstream, start.patched)
+            k = disk.key(base, target, start.path, start.upstream, start.patched)
+            found = disk.load(k, self.up, start.patched)
+            if found is None:
+                found = walk(self.up, base, target, start.path, start.upstream, start.patched)
+                disk.save(k, found)
+            self._walks[key] = found
         return self._walks[key]
 
     def _base(self, ps: Patchset, patch: Patch, sha: str) -> Base | str:
@@ -207,31 +219,99 @@ class History:
         return self._bases[key]
 
     def _plan_alone(self, ps: Patchset, patch: Patch, sha: str) -> Base | str:
-        root = Path(tempfile.mkdtemp(prefix="patchctl-base-"))
+        root = self._tree_of(sha)
+        for rel in dict.fromkeys((*ALWAYS, *files_of(patch, ps.manifest))):
+            dest = root / rel
+            if rel in self._written[sha]:
+                continue
+            self._written[sha].add(rel)
+            text = self.up.read(sha, rel)
+            if text is not None:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(text.encode("utf-8", "surrogateescape"))
+        if not (root / "verl" / "__init__.py").is_file():
+            return "the base is not a verl tree"
+        # built, not opened: open_tree asks git about a folder that is no repository (issue 38 req 8)
+        tree = Target(root, read_version(root), sha[:12], sha, False)
         try:
-            for rel in dict.fromkeys((*ALWAYS, *files_of(patch, ps.manifest))):
-                text = self.up.read(sha, rel)
-                if text is not None:
+            plan = plan_apply(tree, [replace(ps, patches=(patch,))])
+        except PatchctlError as exc:
+            return str(exc)
+        r = plan.results[-1]
+        if r.status is not Outcome.APPLIED or r.path is None or plan.after.get(r.path) is None:
+            return f"it is {r.status.value} on its base {sha[:12]}"
+        upstream = self.up.read(sha, r.path)
+        patched = plan.after[r.path]
+        if upstream is None or patched is None:
+            return "no file on its base"
+        return Base(sha, r.path, upstream, patched)
+
+    def _tree_of(self, sha: str) -> Path:
+        """The scratch tree of commit ``sha``: the files its patches read, each written once.
+
+        Planning never writes into it, so every patch planned alone on ``sha`` shares it; a
+        file is only ever one of ``sha``'s own blobs, so one patch's files are those it would
+        find in a tree of its own."""
+        if sha not in self._trees:
+            self._trees[sha] = Path(tempfile.mkdtemp(prefix=f"base-{sha[:12]}-", dir=self._scratch.name))
+            self._written[sha] = set()
+        return self._trees[sha]
+
+
+def _on_top(plan: Plan, target: Target, sets: list[Patchset], only: set[str] | None, placed: set[str]) -> Plan | None:
+    """The carried patches planned on the first plan's own output, the rest kept as planned;
+    None when one of them does not apply there (:func:`_again` then plans their files again).
+
+    Planned with them are the users the first plan held back, transitively, for want of them
+    (a freed user). Every other patch keeps its outcome and its text: re-planning the files
+    the carried patches touch (what :func:`_again` does) costs as much as the first plan of
+    those files (issue 38 req 8). The plan runs in a scratch tree holding, for each file those
+    patches read, the first plan's text of it, so its ``after`` holds their changes on top."""
+    held = {r.patch for r in plan.results if r.status is Outcome.HELD_BACK}
+    ids = placed | (needs.users(sets, placed) & held)
+    if only is not None:
+        ids &= only | placed
+    reader = plan.reader
+    with tempfile.TemporaryDirectory(prefix="patchctl-on-top-") as tmp:
+        root = Path(tmp)
+        for ps in sets:
+            for p in ps.patches:
+                if p.id not in ids:
+                    continue
+                for rel in files_of(p, ps.manifest):
+                    text = reader.read(rel, binary=True)
+                    if text is None or (root / rel).exists():
+                        continue
                     dest = root / rel
                     dest.parent.mkdir(parents=True, exist_ok=True)
-                    dest.write_bytes(text.encode("utf-8", "surrogateescape"))
-            if not (root / "verl" / "__init__.py").is_file():
-                return "the base is not a verl tree"
-            tree = dataclasses.replace(open_tree(root, sha[:12]), commit=sha)
-            try:
-                plan = plan_apply(tree, [replace(ps, patches=(patch,))])
-            except PatchctlError as exc:
-                return str(exc)
-            r = plan.results[-1]
-            if r.status is not Outcome.APPLIED or r.path is None or plan.after.get(r.path) is None:
-                return f"it is {r.status.value} on its base {sha[:12]}"
-            upstream = self.up.read(sha, r.path)
-            patched = plan.after[r.path]
-            if upstream is None or patched is None:
-                return "no file on its base"
-            return Base(sha, r.path, upstream, patched)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+                    dest.write_bytes(to_bytes(text))
+                    mode = reader.mode_of(rel)
+                    if mode is not None:
+                        dest.chmod(mode)
+        top = plan_apply(replace(target, root=root, is_git=False), sets, ids)
+    done = {(r.patchset, r.patch): r for r in top.results}
+    if any(r.patch in placed and r.status not in needs.IN_TREE for r in top.results):
+        return None
+    before = {rel: plan.before.get(rel, text) for rel, text in top.before.items()}
+    record = plan.record
+    if record is not None and top.record is not None:
+        # an entry's "before" is the file as upstream shipped it, as for every patch of the first plan
+        fresh = [replace(e, sha256_before=_sha(before[e.path])) if e.path in before else e for e in top.record.entries]
+        fresh = [e for e in fresh if e.patch in ids]
+        record = replace(
+            record,
+            entries=[e for e in record.entries if e.patch not in ids] + fresh,
+            patchsets={**record.patchsets, **top.record.patchsets},
+        )
+    return Plan(
+        target,
+        [done.get((r.patchset, r.patch), r) for r in plan.results],
+        {**plan.after, **top.after},
+        {**plan.before, **before},
+        {**plan.modes, **top.modes},
+        record if record is not None else top.record,
+        plan.record_changed or top.record_changed,
+    )
 
 
 def _again(plan: Plan, target: Target, sets: list[Patchset], only: set[str] | None, placed: set[str]) -> Plan:
@@ -271,6 +351,10 @@ def _again(plan: Plan, target: Target, sets: list[Patchset], only: set[str] | No
         old if old is not None else new,
         plan.record_changed or again.record_changed,
     )
+
+
+def _sha(text: str | None) -> str | None:
+    return fsutil.sha256_bytes(to_bytes(text)) if text is not None else None
 
 
 def _reanchored(patch: Patch, c: Carried) -> Patch | None:

@@ -15,6 +15,14 @@ from dataclasses import dataclass
 
 #: how alike (difflib's ratio of lines) a scope of the same name must be to count as the moved one
 ALIKE = 0.5
+#: how alike a def or class of another name must be to count as the edit's, moved and renamed
+#: (verl's ``main_task`` became ``TaskRunner.run``): difflib's ratio over the two bodies' lines,
+#: decorators and the ``def``/``class`` line left out (they hold the name), each line indented
+#: as inside its scope. A name says much; without it the body must say most
+RENAMED = 0.8
+#: the fewest non-blank body lines a scope needs to be followed under another name: a two-line
+#: body (``return x``) is alike to too many others to tell which one it became
+RENAMED_LINES = 3
 
 
 @dataclass(frozen=True)
@@ -82,11 +90,26 @@ def has(text: str | None, name: str) -> bool:
     return found is None or name in found
 
 
+def opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes from ``a`` to ``b``, the lines both share at the top and the bottom
+    cut off first: an edit or a commit changes a few lines of a file of thousands, and
+    SequenceMatcher's cost grows with the lines it is given (issue 38 req 8)."""
+    top = 0
+    while top < min(len(a), len(b)) and a[top] == b[top]:
+        top += 1
+    bottom = 0
+    while bottom < min(len(a), len(b)) - top and a[-1 - bottom] == b[-1 - bottom]:
+        bottom += 1
+    middle = difflib.SequenceMatcher(None, a[top : len(a) - bottom], b[top : len(b) - bottom], autojunk=False)
+    out = [(op, i1 + top, i2 + top, j1 + top, j2 + top) for op, i1, i2, j1, j2 in middle.get_opcodes()]
+    return [op for op in out if op[0] != "equal"]
+
+
 def edited(before: str, after: str) -> list[Region]:
     """The regions of ``before`` that ``after`` changes."""
     a, b = lines(before), lines(after)
     out = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in opcodes(a, b):
         if op == "equal":
             continue
         if op == "insert":
@@ -153,3 +176,44 @@ def at_line(text: str, line: int) -> str | None:
     """The innermost scope holding 1-based ``line``, for a message."""
     holders = [s for s in (scopes(text) or {}).values() if s.start <= line <= s.end]
     return min(holders, key=lambda s: s.end - s.start).name if holders else None
+
+
+def inner(text: str) -> list[str]:
+    """A scope's lines (as :func:`body` gives them) without its decorators and its ``def`` or
+    ``class`` line: what stays when only its name changes."""
+    src = lines(text)
+    for i, ln in enumerate(src):
+        if ln.lstrip().startswith(("def ", "async def ", "class ")):
+            return src[i + 1 :]
+    return src
+
+
+def _kind(text: str) -> str:
+    head = next((ln.lstrip() for ln in lines(text) if ln.lstrip().startswith(("def ", "async def ", "class "))), "")
+    return "class" if head.startswith("class ") else "def"
+
+
+def renamed(old: str, candidates: list[tuple[str, str, frozenset[str]]]) -> tuple[str, Scope, float] | None:
+    """Where a scope whose text was ``old`` (unindented) went under another name: among the
+    ``(path, text, names the file defined before)`` candidates, the def (or class, as ``old``
+    is) of a name new to its file whose body is most like ``old``'s, at least :data:`RENAMED`.
+    A scope that kept its name is no candidate: it is another one, which ``old`` may resemble."""
+    mine = inner(old)
+    if sum(1 for ln in mine if ln.strip()) < RENAMED_LINES:
+        return None
+    kind = _kind(old)
+    best: tuple[str, Scope, float] | None = None
+    for path, text, before in candidates:
+        for s in (scopes(text) or {}).values():
+            if s.name in before:
+                continue
+            theirs = body(text, s)
+            if _kind(theirs) != kind:
+                continue
+            m = difflib.SequenceMatcher(None, mine, inner(theirs), autojunk=False)
+            if m.real_quick_ratio() < RENAMED or m.quick_ratio() < RENAMED:
+                continue
+            score = m.ratio()
+            if score >= RENAMED and (best is None or score > best[2]):
+                best = (path, s, score)
+    return best

@@ -66,6 +66,7 @@ class Upstream:
         self._bases: dict[tuple[str, str], str | None] = {}
         self._changes: dict[str, list[tuple[str, str, str]]] = {}
         self._commits: dict[str, Commit] = {}
+        self._parents: dict[str, str | None] = {}
         self._merges: dict[tuple[str, str, str], Merged] = {}
         #: the walk's runs of commits, by (commits, state before): :func:`~.walk._blocks` fills it
         self.steps: dict[tuple[tuple[str, ...], object], object] = {}
@@ -192,6 +193,14 @@ class Upstream:
                     i += 2
             self._changes[sha] = found
         return self._changes[sha]
+
+    def parent(self, sha: str) -> str | None:
+        """``sha``'s first parent, None for a root commit."""
+        if sha not in self._parents:
+            done = git.run(self.repo, "rev-parse", "--verify", "-q", f"{sha}^1^{{commit}}", check=False)
+            found = done.stdout.strip()
+            self._parents[sha] = found if done.returncode == 0 and _SHA.fullmatch(found) else None
+        return self._parents[sha]
 
     def renamed(self, sha: str, rel: str) -> str | None:
         """Where commit ``sha`` renamed ``rel`` to, None when it did not."""

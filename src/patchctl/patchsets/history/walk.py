@@ -17,7 +17,6 @@ the walk with that commit named.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -161,8 +160,7 @@ def _stuck(up: Upstream, state: State, sha: str, new: str) -> Carried:
     edit (none rewritten in their place), else ``conflict`` (upstream rewrote them)."""
     under = _under(state.upstream, state.patched)
     deleted: set[int] = set()
-    matcher = difflib.SequenceMatcher(None, scopes.lines(state.upstream), scopes.lines(new), autojunk=False)
-    for op, i1, i2, _j1, _j2 in matcher.get_opcodes():
+    for op, i1, i2, _j1, _j2 in scopes.opcodes(scopes.lines(state.upstream), scopes.lines(new)):
         if op == "delete":
             deleted.update(range(i1 + 1, i2 + 1))
     if under and set(under) <= deleted:
@@ -222,6 +220,10 @@ def _scope_moved(up: Upstream, state: State, sha: str, path: str, new: str | Non
             if text is not None:
                 candidates.append((written, text))
     found = scopes.find(scopes.body(state.upstream, old), old.leaf, candidates)
+    alike = ""
+    if found is None:
+        found = scopes.renamed(scopes.body(state.upstream, old), _before(up, sha, state, candidates))
+        alike = f" (renamed; its body {found[2]:.0%} alike)" if found is not None else ""
     if found is None:
         gone = scopes.body(state.upstream, old)
         what = f"{state.scope} ({state.path})"
@@ -229,7 +231,7 @@ def _scope_moved(up: Upstream, state: State, sha: str, path: str, new: str | Non
     where, s, _score = found
     text = next(t for p, t in candidates if p == where)
     merged = up.merge(scopes.body(state.patched, mine), scopes.body(state.upstream, old), scopes.body(text, s))
-    moved = f"{state.path}:{state.scope} moved to {where}:{s.name} in {sha[:12]}"
+    moved = f"{state.path}:{state.scope} moved to {where}:{s.name} in {sha[:12]}{alike}"
     if not merged.clean:
         went = replace(state, moves=(*state.moves, moved))
         return Carried("conflict", went, up.info(sha), f"{where}:{s.name}", "the edit does not merge into it there")
@@ -243,6 +245,23 @@ def _scope_moved(up: Upstream, state: State, sha: str, path: str, new: str | Non
         merges=state.merges + 1,
         moves=(*state.moves, moved),
     )
+
+
+def _before(
+    up: Upstream, sha: str, state: State, candidates: list[tuple[str, str]]
+) -> list[tuple[str, str, frozenset[str]]]:
+    """The candidates with the names each file defined before ``sha`` (a file ``sha`` added: none),
+    so that a scope is taken for the edit's renamed one only where its name is new."""
+    old_paths = {new: old for status, old, new in up.changes(sha) if status in ("M", "R", "C")}
+    parent = up.parent(sha)
+    out = []
+    for path, text in candidates:
+        if path == state.path or old_paths.get(path) == state.path:
+            was: str | None = state.upstream
+        else:
+            was = up.read(parent, old_paths[path]) if parent is not None and path in old_paths else None
+        out.append((path, text, frozenset(scopes.scopes(was) or {}) if was is not None else frozenset()))
+    return out
 
 
 def _where(up: Upstream, sha: str, gone: str, skip: str | None = None) -> str | None:
