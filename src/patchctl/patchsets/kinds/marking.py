@@ -3,7 +3,7 @@
 A place is a run of upstream's lines and the two texts the patch has for it: the original the
 fork changed (``ours``, the 3-way view's middle) and the change (``theirs``). How each kind finds it:
 
-- ``structural``: :mod:`~patchctl.patchsets.kinds.candidate` (its anchors, else the statement
+- ``structural``: :mod:`~patchctl.patchsets.placement.candidate` (its anchors, else the statement
   most like them);
 - ``config-key``, ``requirement``, ``text-hunk`` (the :class:`~.swap.Swap` kinds): the key, the
   package line or the hunk where the kind finds it now; a key whose parent upstream removed goes
@@ -33,11 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from patchctl.patchsets.kinds import KINDS, calls, candidate, gaptext
+from patchctl.patchsets.kinds import KINDS, calls
 from patchctl.patchsets.kinds.base import Context, EditStatus
-from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
 from patchctl.patchsets.kinds.shell_env import ShellEnv
 from patchctl.patchsets.model import Patch
+from patchctl.patchsets.placement import candidate, gaptext
+from patchctl.patchsets.placement.pyparse import parse_ast, split_lines
 
 #: the kinds whose patches are written over the whole file
 WHOLE = ("add-file", "rename-file", "delete-file")

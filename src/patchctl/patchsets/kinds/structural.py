@@ -15,7 +15,7 @@ patch names:
   decorators through the colon); ``before``/``after`` are that header's text.
 
 A place **fits** when its anchors read ``above`` and ``below`` (by text, else by syntax:
-:mod:`patchctl.patchsets.kinds.syntax`) and the text between is ``before`` or ``after``
+:mod:`patchctl.patchsets.placement.syntax`) and the text between is ``before`` or ``after``
 (exactly, else as the same code). Where it holds the same code in other spelling, only the
 statements the fork changed are written (:mod:`patchctl.patchsets.kinds.splice`). Every run of statements reading like
 ``below`` counts as an end, not only the nearest: the text replaced may itself hold one.
@@ -26,8 +26,8 @@ its place could not be told apart again (issue 10: never confidently wrong).
 ``indent`` is the indentation the texts were captured at; where the scope now sits at another
 depth the texts are re-indented. The original text is kept in the manifest, so revert needs
 nothing else; where the tree's text differed from it only in spacing or comments, the record
-keeps what was really there. See :mod:`patchctl.patchsets.kinds.anchors` for the terms,
-:mod:`patchctl.patchsets.kinds.places` for how the fitting places are found and ranked, and
+keeps what was really there. See :mod:`patchctl.patchsets.placement.anchors` for the terms,
+:mod:`patchctl.patchsets.placement.places` for how the fitting places are found and ranked, and
 :mod:`patchctl.patchsets.kinds.structural_reasons` for how the answers are worded.
 """
 
@@ -39,12 +39,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
-from patchctl.patchsets.kinds import gaptext, imports, places, splice
+from patchctl.patchsets.kinds import imports, splice
 from patchctl.patchsets.kinds import structural_reasons as reasons
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
-from patchctl.patchsets.kinds.places import Params
-from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
 from patchctl.patchsets.model import Patch, Presence
+from patchctl.patchsets.placement import gaptext, places
+from patchctl.patchsets.placement.places import Params
+from patchctl.patchsets.placement.pyparse import parse_ast, split_lines
 from patchctl.schema import Field, Schema
 
 MODES = ("statements", "header")

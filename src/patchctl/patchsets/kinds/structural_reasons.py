@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import difflib
 
-from patchctl.patchsets.kinds import explain, gaptext, places
+from patchctl.patchsets.kinds import explain
 from patchctl.patchsets.kinds.base import Edit, EditStatus
-from patchctl.patchsets.kinds.places import Params
-from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
+from patchctl.patchsets.placement import gaptext, places
+from patchctl.patchsets.placement.places import Params
+from patchctl.patchsets.placement.pyparse import parse_ast, split_lines
 
 
 def where(p: Params) -> str:

@@ -10,7 +10,7 @@ The ``structural`` kind and ``patchctl capture`` share this vocabulary:
   which is what a structural patch replaces.
 
 Anchors are stored as the stripped text of a statement's first line (its ``def``/``class``
-line for definitions), and compared by syntax (:mod:`patchctl.patchsets.kinds.syntax`): a
+line for definitions), and compared by syntax (:mod:`patchctl.patchsets.placement.syntax`): a
 neighbour that moved, changed below its first line, or was only re-spelled or re-wrapped
 still anchors; one whose header changed does not, and the patch reports a conflict rather
 than guessing. Everything here uses the standard library's ``ast`` and ``tokenize`` only. The
@@ -23,7 +23,7 @@ import ast
 import tokenize
 from dataclasses import dataclass, replace
 
-from patchctl.patchsets.kinds import syntax as sx
+from patchctl.patchsets.placement import syntax as sx
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 #: statements whose ``body`` a patch may sit inside, named by their header (``params.blocks``)
@@ -222,7 +222,7 @@ def header_span(lines: list[str], node: ast.stmt) -> tuple[int, int]:
 
 def same_code(a: str, b: str) -> bool:
     """Whether two runs of statements parse to the same tree (comments, spacing and the other
-    differences :func:`~patchctl.patchsets.kinds.syntax.code_dump` sets aside)."""
+    differences :func:`~patchctl.patchsets.placement.syntax.code_dump` sets aside)."""
     import textwrap
 
     try:

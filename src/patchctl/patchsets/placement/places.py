@@ -1,7 +1,7 @@
 """Where a structural patch's texts sit in a file: every place its anchors lead to, what each
 holds, and which of them count.
 
-:func:`find` is the one entry point. It walks the windows :mod:`patchctl.patchsets.kinds.anchors`
+:func:`find` is the one entry point. It walks the windows :mod:`patchctl.patchsets.placement.anchors`
 gives for the patch's scope and anchors, reads what each holds (:class:`Site`: the patch's
 ``after`` or ``before`` text exactly, the same code with other spacing or comments, or other
 code) and ranks them: exact places outrank those holding only the same code, and both sides
@@ -16,9 +16,9 @@ import ast
 import textwrap
 from dataclasses import dataclass
 
-from patchctl.patchsets.kinds import anchors as st
-from patchctl.patchsets.kinds import gaptext
-from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
+from patchctl.patchsets.placement import anchors as st
+from patchctl.patchsets.placement import gaptext
+from patchctl.patchsets.placement.pyparse import parse_ast, split_lines
 
 
 @dataclass(frozen=True)

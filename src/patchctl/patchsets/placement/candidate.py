@@ -22,10 +22,10 @@ import ast
 import difflib
 from dataclasses import dataclass, replace
 
-from patchctl.patchsets.kinds import anchors as st
-from patchctl.patchsets.kinds import gaptext, places
-from patchctl.patchsets.kinds.places import Params
-from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
+from patchctl.patchsets.placement import anchors as st
+from patchctl.patchsets.placement import gaptext, places
+from patchctl.patchsets.placement.places import Params
+from patchctl.patchsets.placement.pyparse import parse_ast, split_lines
 
 MIN_RATIO = 0.6
 _NONE = (
