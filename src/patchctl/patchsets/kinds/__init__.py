@@ -71,7 +71,7 @@ def kind_names() -> list[str]:
 #: no file left at the old paths, so that git follows the renames when it merges.
 _MOVED = {
     f"{__name__}.{m}": f"patchctl.patchsets.placement.{m}"
-    for m in ("anchors", "candidate", "gaptext", "places", "pyparse", "syntax")
+    for m in ("anchors", "candidate", "explain", "gaptext", "places", "pyparse", "syntax")
 }
 
 

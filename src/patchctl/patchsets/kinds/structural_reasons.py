@@ -3,14 +3,14 @@
 :mod:`~patchctl.patchsets.kinds.structural` decides; these word its answers. They name a place
 by its scope, blocks and nearest anchor (never by a line number alone, which moves with every
 release), list every fitting place where there are several, and for a conflict name the one
-anchor or statement that differs (:mod:`~patchctl.patchsets.kinds.explain`) with a diff beside.
+anchor or statement that differs (:mod:`~patchctl.patchsets.placement.explain`) with a diff beside.
 """
 
 from __future__ import annotations
 
 import difflib
 
-from patchctl.patchsets.kinds import explain
+from patchctl.patchsets.placement import explain
 from patchctl.patchsets.kinds.base import Edit, EditStatus
 from patchctl.patchsets.placement import gaptext, places
 from patchctl.patchsets.placement.places import Params
