@@ -7,7 +7,6 @@ Kinds are imported on first use: a kind built on libcst costs ~200 ms to import,
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
@@ -75,11 +74,14 @@ _MOVED = {
 }
 
 
-class _OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _OldPaths:
+    """A finder and loader for the old names (no importlib.abc base classes: importing those costs ~3 ms)."""
+
     def find_spec(
         self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        return importlib.util.spec_from_loader(name, self) if name in _MOVED else None
+        # a loader with create_module and exec_module, which is all importlib calls
+        return importlib.util.spec_from_loader(name, self) if name in _MOVED else None  # type: ignore[arg-type] # (no load_module)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         return importlib.import_module(_MOVED[spec.name])

@@ -37,7 +37,7 @@ from patchctl.patchsets.kinds import KINDS, calls
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.kinds.shell_env import ShellEnv
 from patchctl.patchsets.model import Patch
-from patchctl.patchsets.placement import gaptext, locate
+from patchctl.patchsets.placement import gaptext
 from patchctl.patchsets.placement.pyparse import parse_ast, split_lines
 
 #: the kinds whose patches are written over the whole file
@@ -114,6 +114,9 @@ def propose(text: str | None, patch: Patch, path: str, read: Callable[[str], str
 
 
 def _structural(text: str, patch: Patch, path: str) -> Place | str:
+    # imported on first use: a patchset with no structural patch needs none of it
+    from patchctl.patchsets.placement import locate
+
     p = patch.params
     c = locate(p, text, path).candidate
     if isinstance(c, str):
