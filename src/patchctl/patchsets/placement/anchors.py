@@ -173,12 +173,13 @@ class Parsed:
     keys: dict[int, list[sx.Stmt]] = field(default_factory=dict, repr=False)
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=4)
 def parsed(text: str, path: str) -> Parsed:
     """``text`` parsed once however often it is asked: a patch's check, its apply and the next
     patch of the same file (whose text is this one's result) all read the same text (issue 38
     requirement 9). Nothing here is changed after it is made. ``path`` names the file in a
-    syntax error."""
+    syntax error. Four texts are kept (a patch's text and its result, with room for markers):
+    a tree costs a few MB, and a matrix's versions share none."""
     return Parsed(parse_ast(text, path), split_lines(text))
 
 

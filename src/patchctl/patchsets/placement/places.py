@@ -119,11 +119,12 @@ def find(text: str, p: Params, path: str) -> Found:
         return Found(_best(near), near, bool(nodes))
     exists = bool(st.find_scopes(tree, p.scope))
     found = Found([], [], exists)
+    sizes = _sizes(p)
     for exact in (True, False):  # anchors as text first; by syntax where text finds no fit
         nearest = st.candidates(lines, tree, p.scope, list(p.above), list(p.below), exact, list(p.blocks), memo)
         if p.occurrence is not None:
             nearest = nearest[p.occurrence - 1 : p.occurrence]
-        every = [w for n in nearest for w in st.spread(lines, n, list(p.below), _sizes(p), memo)]
+        every = [w for n in nearest for w in st.spread(lines, n, list(p.below), sizes, memo)]
         near = [_site(lines, w.first, w.last, w.indent, p) for w in nearest]
         found = Found(_best([_site(lines, w.first, w.last, w.indent, p) for w in every]), near, exists)
         if found.fits:

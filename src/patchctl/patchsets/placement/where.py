@@ -93,7 +93,7 @@ class Placement:
         return cand.best(self.near, self.file, self.edit)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def locate(edit: Params, text: str, path: str) -> Placement:
     """Where ``edit`` (a structural patch's parameters) goes in ``text``, the file at ``path``, and why.
 
