@@ -74,6 +74,30 @@ def test_other_code_where_the_anchors_lead_names_the_line_that_differs() -> None
     assert isinstance(c, Candidate) and (c.first, c.last) == (3, 3) and c.how == "where its anchors lead"
 
 
+def test_other_code_at_several_places_lists_them_all() -> None:
+    text = MODULE.replace("self.sync()", "self.flush()")
+    found = locate(edit("    self.sync()\n", "    self.sync(blocking=True)  # Uky\n"), text + "\n\n" + text, "m.py")
+    assert found.why.startswith("lines 3, 9 hold other code than the patch expects: line 3 reads `self.flush()`")
+
+
+def test_tagged_text_unlike_either_side_is_named_for_verify() -> None:
+    text = MODULE.replace("self.sync()", "self.sync(timeout=9)  # Uky")
+    found = locate(edit("    self.sync()\n", "    self.sync(blocking=True)  # Uky\n"), text, "m.py")
+    assert [(s.first, s.last) for s in found.tagged_other("Uky")] == [(3, 3)]
+    assert found.tagged_other("Fork") == []
+
+
+def test_tagged_text_where_the_original_fits_is_not_named() -> None:
+    # the nearest end (the first `self.sync()`) leaves the tagged line alone, "other"; the next end
+    # takes it with the statement after it, the original: that place fits, so nothing is "modified"
+    text = "def fit(self):\n    self.init()\n    self.note()  # Uky\n    self.sync()\n    self.sync()\n"
+    original = "    self.note()  # Uky\n    self.sync()\n"
+    p = edit(original, "    self.sync(blocking=True)  # Uky\n", below=("self.sync()",))
+    found = locate(p, text, "m.py")
+    assert found.how == "before" and found.where is not None and found.where.first == 3
+    assert [s.match for s in found.near] == ["other"] and found.tagged_other("Uky") == []
+
+
 def test_a_missing_scope_names_the_file() -> None:
     found = locate(edit("    self.sync()\n", "    self.sync(True)\n", scope="train"), MODULE, "verl/m.py")
     assert not found.exists and found.why == "verl/m.py has no train scope"

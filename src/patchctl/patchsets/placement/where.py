@@ -16,7 +16,7 @@ from functools import cached_property, lru_cache
 
 from patchctl.patchsets.placement import anchors as st
 from patchctl.patchsets.placement import candidate as cand
-from patchctl.patchsets.placement import explain, gaptext, places
+from patchctl.patchsets.placement import explain, places
 from patchctl.patchsets.placement.places import Params, Site
 
 
@@ -81,9 +81,8 @@ class Placement:
         if not self.near:
             file = self.file
             return explain.anchors(file.lines, file.tree, p.scope, list(p.above), list(p.below), list(p.blocks))
-        near = self.near[0]
-        before = gaptext.reindent(p.before, p.indent, near.indent) or p.before
-        why = explain.difference(before, near.text, near.first) if p.mode == "statements" else "its header differs"
+        near = self.near[0]  # (difference dedents both texts: the original needs no re-indenting)
+        why = explain.difference(p.before, near.text, near.first) if p.mode == "statements" else "its header differs"
         return f"{lines_hold(self.near)} other code than the patch expects: {why}"
 
     @cached_property
