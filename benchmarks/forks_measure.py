@@ -10,9 +10,9 @@ from pathlib import Path
 
 from patchctl.errors import PatchctlError
 from patchctl.patchsets.kinds import KINDS
-from patchctl.patchsets.kinds import anchors as st
 from patchctl.patchsets.kinds.base import Context
 from patchctl.patchsets.model import Patch, Patchset, Presence
+from patchctl.patchsets.placement import anchors as st
 
 
 def present(patch: Patch, ps: Patchset, text: str | None) -> tuple[bool, list[int]]:

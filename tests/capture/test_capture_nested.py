@@ -18,8 +18,8 @@ from patchctl.capture import nested, pyunits
 from patchctl.capture.hunks import diff
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
-from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch
+from patchctl.patchsets.placement.pyparse import split_lines
 from patchctl.tags import tag_regex
 
 TRAINER = "verl/trainer/ppo/ray_trainer.py"

@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from patchctl.patchsets.kinds import KINDS
-from patchctl.patchsets.kinds import anchors as structure
 from patchctl.patchsets.kinds.base import Context, EditStatus
-from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch, Presence
+from patchctl.patchsets.placement import anchors as structure
+from patchctl.patchsets.placement.pyparse import split_lines
 
 KIND = KINDS["structural"]
 CTX = Context(Path("."), "m.py")

@@ -23,9 +23,9 @@ from tests.patchsets.test_kind_structural_format import apply, drafted
 
 from patchctl import releases
 from patchctl.patchsets.kinds.base import EditStatus
-from patchctl.patchsets.kinds.pyparse import split_lines
-from patchctl.patchsets.kinds.syntax import code_dump
 from patchctl.patchsets.model import Patch
+from patchctl.patchsets.placement.pyparse import split_lines
+from patchctl.patchsets.placement.syntax import code_dump
 
 #: file -> how many such anchors it has at least (backslash continuations; docstrings in the last two)
 FILES = {

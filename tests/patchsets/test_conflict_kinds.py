@@ -136,8 +136,8 @@ def test_a_value_conflict_of_a_by_syntax_kind_is_marked_and_replayed(kind: str, 
 
 
 def test_a_structural_place_comes_from_the_anchor_below_when_the_one_above_is_gone() -> None:
-    from patchctl.patchsets.kinds import candidate
-    from patchctl.patchsets.kinds.places import Params
+    from patchctl.patchsets.placement import candidate
+    from patchctl.patchsets.placement.places import Params
 
     text = "def f():\n    a = fetch_everything(1, 2, 3)\n    b = 2\n    return b\n"
     p = Params("statements", "f", ("x = totally_other()",), ("b = 2",), "    ", "", "    c = 3  # Uky\n", None, ())

@@ -11,8 +11,8 @@ from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.kinds.calls import rewrite_call as _rewrite_call
 from patchctl.patchsets.kinds.calls import sites as _sites
-from patchctl.patchsets.kinds.pyparse import parse_ast, parse_module
 from patchctl.patchsets.model import Patch
+from patchctl.patchsets.placement.pyparse import parse_ast, parse_module
 
 RAW = {"call": "make", "old_keyword": "quiet", "new_keyword": "verbose", "new_value": "not args.quiet"}
 CTX = Context(Path("."), "m.py")

@@ -31,10 +31,10 @@ from patchctl import releases
 from patchctl.capture import nested, pyunits
 from patchctl.capture.hunks import diff
 from patchctl.patchsets.kinds import KINDS
-from patchctl.patchsets.kinds import anchors as st
 from patchctl.patchsets.kinds.base import Context, EditStatus
-from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch
+from patchctl.patchsets.placement import anchors as st
+from patchctl.patchsets.placement.pyparse import split_lines
 
 KIND = KINDS["structural"]
 FILES = ["verl/utils/tracking.py", "verl/trainer/ppo/ray_trainer.py", "verl/workers/actor/dp_actor.py"]

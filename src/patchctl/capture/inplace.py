@@ -19,8 +19,8 @@ from patchctl.capture import narrow, nested, pyunits
 from patchctl.capture.hunks import Hunk, diff, why_from
 from patchctl.capture.model import Classified, Draft, LeftOut, Request, new_id, splice
 from patchctl.patchsets import upstream
-from patchctl.patchsets.kinds.anchors import same_code
-from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.placement.anchors import same_code
+from patchctl.patchsets.placement.pyparse import split_lines
 
 
 def changed(req: Request, rel: str, base_data: bytes, fork_data: bytes, taken: Set[str]) -> Classified:

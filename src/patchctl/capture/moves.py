@@ -22,7 +22,7 @@ from patchctl import fsutil
 from patchctl.capture.model import Classified, Draft, Request, new_id
 from patchctl.capture.othertypes import blob, is_binary
 from patchctl.patchsets.kinds.blob import MAX_BLOB
-from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.placement.pyparse import split_lines
 
 #: how alike a new file must be to a deleted one to count as the same file moved (git's default)
 SIMILAR = 0.5

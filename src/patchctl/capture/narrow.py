@@ -14,8 +14,8 @@ from typing import Any
 from patchctl.errors import PatchctlError
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
-from patchctl.patchsets.kinds.pyparse import dotted_ast, first_import
 from patchctl.patchsets.model import Patch
+from patchctl.patchsets.placement.pyparse import dotted_ast, first_import
 
 
 def reproduces(kind: str, raw: dict[str, Any], base_text: str, expected: str, rel: str, tag: str) -> bool:

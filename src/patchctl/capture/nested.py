@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from patchctl.capture.pyunits import Problem, Unit, around, merge, place
-from patchctl.patchsets.kinds import anchors as st
+from patchctl.patchsets.placement import anchors as st
 
 _BLOCKS = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)
 

@@ -23,9 +23,9 @@ from patchctl.capture.keyed import KINDS, Found, by_key, by_package
 from patchctl.capture.model import Classified, Draft, LeftOut, Request, new_id
 from patchctl.patchsets.kinds import keypath
 from patchctl.patchsets.kinds.blob import MAX_BLOB
-from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.kinds.text_hunk import Params as HunkParams
 from patchctl.patchsets.kinds.text_hunk import first_new
+from patchctl.patchsets.placement.pyparse import split_lines
 
 #: lines of context a text hunk carries on each side, as diff -u
 CONTEXT = 3

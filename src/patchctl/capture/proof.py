@@ -21,9 +21,9 @@ from patchctl.capture.sources import Tree
 from patchctl.capture.stage import Staged, stage
 from patchctl.errors import ManifestError, PatchctlError
 from patchctl.patchsets.engine import Plan, plan_apply
-from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.loader import load_patchset
 from patchctl.patchsets.model import Outcome, Patchset
+from patchctl.patchsets.placement.pyparse import split_lines
 from patchctl.target import Target
 
 

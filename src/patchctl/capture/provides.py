@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from patchctl.capture.links import module_of
 from patchctl.capture.model import Draft, Request
 from patchctl.patchsets.kinds import keypath
-from patchctl.patchsets.kinds.anchors import find_scopes
-from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.placement.anchors import find_scopes
+from patchctl.patchsets.placement.pyparse import split_lines
 
 _WORD = re.compile(r"\w+")
 _IMPORT = re.compile(r"\s*(from|import)\s")

@@ -16,7 +16,7 @@ import tokenize
 from dataclasses import dataclass, field
 
 from patchctl.capture.hunks import Hunk
-from patchctl.patchsets.kinds import anchors as st
+from patchctl.patchsets.placement import anchors as st
 
 MAX_ANCHORS = 3
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)

@@ -15,8 +15,8 @@ import ast
 import difflib
 from dataclasses import dataclass
 
-from patchctl.patchsets.kinds.pyparse import calls_to
 from patchctl.patchsets.model import Patch
+from patchctl.patchsets.placement.pyparse import calls_to
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 #: lines of a region's diff shown before the rest is counted

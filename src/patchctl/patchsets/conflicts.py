@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from patchctl.confine import in_metadata, not_a_real_folder, why_outside
 from patchctl.errors import ConflictsPending, ConflictStateDamaged
-from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset
+from patchctl.patchsets.placement.pyparse import split_lines
 
 if TYPE_CHECKING:  # verify reads the pending conflicts; only apply's markers need the planner
     from patchctl.patchsets.kinds import marking

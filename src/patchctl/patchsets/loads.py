@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from patchctl.errors import PatchctlError
-from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.placement.pyparse import split_lines
 
 # Each loader imports what it needs when it first runs (tomllib, packaging.requirements, PyYAML,
 # the YAML key reader): apply touches a handful of file types, and every import counts at start-up.

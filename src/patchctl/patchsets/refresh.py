@@ -22,8 +22,8 @@ from patchctl import fsutil
 from patchctl.errors import ConflictUnresolved, PatchctlError
 from patchctl.patchsets import conflicts, resolutions
 from patchctl.patchsets import record as rec
-from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patchset, Resolution
+from patchctl.patchsets.placement.pyparse import split_lines
 from patchctl.target import Target
 
 #: a line that starts like one of the markers apply writes (git's own, too)

@@ -18,8 +18,8 @@ from typing import Any
 
 from patchctl.patchsets.kinds.bom import strip_bom
 from patchctl.patchsets.kinds.calls import calls
-from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import UpstreamRule
+from patchctl.patchsets.placement.pyparse import split_lines
 
 
 @dataclass(frozen=True)

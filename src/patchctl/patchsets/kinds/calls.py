@@ -4,7 +4,7 @@
 upstream rule (:mod:`patchctl.patchsets.upstream`) looks at the same ones, so "upstream changed
 the call" and "the patch edits the call" always mean the same call. Finding uses ``ast``;
 libcst is imported only inside the rewriting helpers, when a file must really change (see
-:mod:`patchctl.patchsets.kinds.pyparse` for why).
+:mod:`patchctl.patchsets.placement.pyparse` for why).
 
 - :func:`calls`, :func:`sites`: the calls of a callee in source order, and where a keyword
   sits in each;
@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from patchctl.patchsets.kinds import anchors as structure
-from patchctl.patchsets.kinds.pyparse import calls_to, dotted, parse_ast, parse_module, split_lines
+from patchctl.patchsets.placement import anchors as structure
+from patchctl.patchsets.placement.pyparse import calls_to, dotted, parse_ast, parse_module, split_lines
 
 if TYPE_CHECKING:
     import libcst as cst

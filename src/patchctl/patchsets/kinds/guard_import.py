@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.linerewrite import LineRewrite
-from patchctl.patchsets.kinds.pyparse import parse_ast as parse
-from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch
+from patchctl.patchsets.placement.pyparse import parse_ast as parse
+from patchctl.patchsets.placement.pyparse import split_lines
 from patchctl.schema import Field, Schema
 
 

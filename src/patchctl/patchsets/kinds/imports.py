@@ -25,8 +25,8 @@ import ast
 import textwrap
 from dataclasses import dataclass
 
-from patchctl.patchsets.kinds.places import Params
-from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.placement.places import Params
+from patchctl.patchsets.placement.pyparse import split_lines
 
 #: (module as written with its leading dots, or "" for ``import x``; imported name; bound name)
 Binding = tuple[str, str, str]

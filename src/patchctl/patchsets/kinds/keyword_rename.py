@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from patchctl.patchsets.kinds import calls, kwline
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, tag_comment
-from patchctl.patchsets.kinds.pyparse import check_expressions, parse_ast, same_expr
 from patchctl.patchsets.model import Patch, Presence
+from patchctl.patchsets.placement.pyparse import check_expressions, parse_ast, same_expr
 from patchctl.schema import Field, Schema
 
 if TYPE_CHECKING:

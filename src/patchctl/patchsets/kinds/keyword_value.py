@@ -23,10 +23,10 @@ from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.linerewrite import LineRewrite
-from patchctl.patchsets.kinds.pyparse import check_expressions, split_lines
-from patchctl.patchsets.kinds.pyparse import dotted_ast as dotted
-from patchctl.patchsets.kinds.pyparse import parse_ast as parse
 from patchctl.patchsets.model import Patch
+from patchctl.patchsets.placement.pyparse import check_expressions, split_lines
+from patchctl.patchsets.placement.pyparse import dotted_ast as dotted
+from patchctl.patchsets.placement.pyparse import parse_ast as parse
 from patchctl.schema import Field, Schema
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import re
 
-from patchctl.patchsets.kinds.pyparse import split_lines
+from patchctl.patchsets.placement.pyparse import split_lines
 
 #: what may follow the value on its line: an optional comma right after it, trailing blanks, the end of line
 _AFTER = re.compile(r"^(?P<comma>,?)(?P<ws>[ \t]*)(?P<eol>\r\n|\n|\r|)$")

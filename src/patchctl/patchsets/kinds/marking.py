@@ -3,8 +3,8 @@
 A place is a run of upstream's lines and the two texts the patch has for it: the original the
 fork changed (``ours``, the 3-way view's middle) and the change (``theirs``). How each kind finds it:
 
-- ``structural``: :mod:`~patchctl.patchsets.kinds.candidate` (its anchors, else the statement
-  most like them);
+- ``structural``: :func:`~patchctl.patchsets.placement.locate`'s candidate (its anchors, else the
+  statement most like them);
 - ``config-key``, ``requirement``, ``text-hunk`` (the :class:`~.swap.Swap` kinds): the key, the
   package line or the hunk where the kind finds it now; a key whose parent upstream removed goes
   at the end of its nearest ancestor that is left, a hunk nothing matches exactly at the window
@@ -33,11 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from patchctl.patchsets.kinds import KINDS, calls, candidate, gaptext
+from patchctl.patchsets.kinds import KINDS, calls
 from patchctl.patchsets.kinds.base import Context, EditStatus
-from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
 from patchctl.patchsets.kinds.shell_env import ShellEnv
 from patchctl.patchsets.model import Patch
+from patchctl.patchsets.placement import gaptext
+from patchctl.patchsets.placement.pyparse import parse_ast, split_lines
 
 #: the kinds whose patches are written over the whole file
 WHOLE = ("add-file", "rename-file", "delete-file")
@@ -113,8 +114,11 @@ def propose(text: str | None, patch: Patch, path: str, read: Callable[[str], str
 
 
 def _structural(text: str, patch: Patch, path: str) -> Place | str:
+    # imported on first use: a patchset with no structural patch needs none of it
+    from patchctl.patchsets.placement import locate
+
     p = patch.params
-    c = candidate.propose(text, p, path)
+    c = locate(p, text, path).candidate
     if isinstance(c, str):
         return c
     ours = gaptext.reindent(p.before, p.indent, c.indent) or p.before

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds import preludeline
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
-from patchctl.patchsets.kinds.pyparse import (
+from patchctl.patchsets.model import Patch, Presence
+from patchctl.patchsets.placement.pyparse import (
     first_import,
     parse_ast,
     parse_module,
     split_lines,
 )
-from patchctl.patchsets.model import Patch, Presence
 from patchctl.quoting import quote_path
 from patchctl.schema import Field, Schema
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from patchctl.patchsets.kinds.pyparse import first_import, split_lines
+from patchctl.patchsets.placement.pyparse import first_import, split_lines
 
 
 def insert(text: str, tree: ast.Module, block: str) -> tuple[str, int, str] | None:

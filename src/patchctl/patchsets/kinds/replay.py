@@ -21,8 +21,8 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, PatchKind
-from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch, Presence, Resolution
+from patchctl.patchsets.placement.pyparse import split_lines
 
 
 def _how(r: Resolution) -> str:

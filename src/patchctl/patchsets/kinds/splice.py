@@ -18,9 +18,9 @@ import difflib
 import textwrap
 from collections.abc import Iterator, Sequence
 
-from patchctl.patchsets.kinds.anchors import first_line
-from patchctl.patchsets.kinds.pyparse import split_lines
-from patchctl.patchsets.kinds.syntax import code_dump
+from patchctl.patchsets.placement.anchors import first_line
+from patchctl.patchsets.placement.pyparse import split_lines
+from patchctl.patchsets.placement.syntax import code_dump
 
 #: a statement list inside a tree: the (field, index) steps from the module down to it
 Path = tuple[tuple[str, int], ...]

@@ -15,7 +15,7 @@ patch names:
   decorators through the colon); ``before``/``after`` are that header's text.
 
 A place **fits** when its anchors read ``above`` and ``below`` (by text, else by syntax:
-:mod:`patchctl.patchsets.kinds.syntax`) and the text between is ``before`` or ``after``
+:mod:`patchctl.patchsets.placement.syntax`) and the text between is ``before`` or ``after``
 (exactly, else as the same code). Where it holds the same code in other spelling, only the
 statements the fork changed are written (:mod:`patchctl.patchsets.kinds.splice`). Every run of statements reading like
 ``below`` counts as an end, not only the nearest: the text replaced may itself hold one.
@@ -26,8 +26,8 @@ its place could not be told apart again (issue 10: never confidently wrong).
 ``indent`` is the indentation the texts were captured at; where the scope now sits at another
 depth the texts are re-indented. The original text is kept in the manifest, so revert needs
 nothing else; where the tree's text differed from it only in spacing or comments, the record
-keeps what was really there. See :mod:`patchctl.patchsets.kinds.anchors` for the terms,
-:mod:`patchctl.patchsets.kinds.places` for how the fitting places are found and ranked, and
+keeps what was really there. See :mod:`patchctl.patchsets.placement.anchors` for the terms,
+:func:`patchctl.patchsets.placement.locate` for how the fitting places are found and ranked, and
 :mod:`patchctl.patchsets.kinds.structural_reasons` for how the answers are worded.
 """
 
@@ -39,12 +39,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
-from patchctl.patchsets.kinds import gaptext, imports, places, splice
+from patchctl.patchsets.kinds import imports, splice
 from patchctl.patchsets.kinds import structural_reasons as reasons
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
-from patchctl.patchsets.kinds.places import Params
-from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
 from patchctl.patchsets.model import Patch, Presence
+from patchctl.patchsets.placement import Placement, gaptext, locate
+from patchctl.patchsets.placement.places import Params
+from patchctl.patchsets.placement.pyparse import split_lines
+from patchctl.patchsets.placement.where import spans
 from patchctl.schema import Field, Schema
 
 MODES = ("statements", "header")
@@ -147,26 +149,26 @@ class Structural:
         p: Params = patch.params
         if text is None:
             return Check(Presence.MISSING, f"{ctx.path} does not exist")
-        found = places.find(text, p, ctx.path)
-        s = found.one
+        found = locate(p, text, ctx.path)
+        s = found.where
         if s is not None and s.match.startswith("after"):
             how = "" if s.match == "after" else " (same code; spacing or comments differ)"
             return Check(
                 Presence.PRESENT,
-                f"{reasons.where(p)}: present at lines {reasons.spans([s])}{how}",
+                f"{reasons.where(p)}: present at lines {spans([s])}{how}",
                 frozenset(range(s.first, s.last + 1)),
             )
         if len(found.fits) > 1:  # present or not cannot be told: never a confident answer
-            return Check(Presence.MISSING, reasons.ambiguous(p, found.fits))
+            return Check(Presence.MISSING, reasons.ambiguous(p, found))
         added = imports.adds(p) if s is None else None  # the place its anchors lead to decides, where there is one
-        if added is not None and not imports.missing(parse_ast(text, ctx.path), added):
+        if added is not None and not imports.missing(found.file.tree, added):
             return Check(Presence.PRESENT, f"{reasons.where(p)}: every name it imports is imported by the module")
         tagged = found.tagged_other(patch.tag)
         if tagged:
             s = tagged[0]
             return Check(
                 Presence.MODIFIED,
-                f"{reasons.where(p)}: the tagged text at lines {reasons.spans([s])} differs from the patch",
+                f"{reasons.where(p)}: the tagged text at lines {spans([s])} differs from the patch",
                 frozenset(range(s.first, s.last + 1)),
                 reasons.diff(p.after, s, p, ctx.path),
             )
@@ -178,12 +180,12 @@ class Structural:
         p: Params = patch.params
         if text is None:
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} does not exist")
-        found = places.find(text, p, ctx.path)
+        found = locate(p, text, ctx.path)
         if len(found.fits) > 1:
-            return Edit(EditStatus.AMBIGUOUS, reasons.ambiguous(p, found.fits))
-        site = found.one
+            return Edit(EditStatus.AMBIGUOUS, reasons.ambiguous(p, found))
+        site = found.where
         if site is None:
-            return self._set_add(text, p, ctx) or reasons.no_fit(text, found, p, ctx.path)
+            return self._set_add(found) or reasons.no_fit(found)
         if site.match.startswith("after"):
             return Edit(EditStatus.UNCHANGED, f"{reasons.where(p)}: already there")
         after = gaptext.reindent(p.after, p.indent, site.indent)
@@ -206,9 +208,10 @@ class Structural:
                 EditStatus.CONFLICT,
                 f"{reasons.where(p)}: the result would not be valid Python (line {exc.lineno}: {exc.msg})",
             )
-        later = places.find(new, p, ctx.path).fits
+        again = locate(p, new, ctx.path)
+        later = again.fits
         if len(later) > 1:  # check and revert could not tell the change from the original: do not make it
-            return Edit(EditStatus.AMBIGUOUS, reasons.ambiguous(p, later, " after the change"))
+            return Edit(EditStatus.AMBIGUOUS, reasons.ambiguous(p, again, " after the change"))
         if not later or not later[0].match.startswith("after") or later[0].first != site.first:
             return Edit(
                 EditStatus.CONFLICT,
@@ -216,16 +219,17 @@ class Structural:
                 "it, so check and revert could not find it; the patch's after text does not fit between them",
             )
         undo = None if site.match == "before" else {"before": site.text}
-        return Edit(EditStatus.CHANGED, f"{reasons.where(p)}: lines {reasons.spans([site])} replaced", new, undo=undo)
+        return Edit(EditStatus.CHANGED, f"{reasons.where(p)}: lines {spans([site])} replaced", new, undo=undo)
 
     @staticmethod
-    def _set_add(text: str, p: Params, ctx: Context) -> Edit | None:
+    def _set_add(found: Placement) -> Edit | None:
         """An import-only patch whose anchors lead nowhere: its names added to the module's imports
         (:mod:`~patchctl.patchsets.kinds.imports`); None for any other patch."""
+        p = found.edit
         added = imports.adds(p)
         if added is None:
             return None
-        done = imports.set_add(text, parse_ast(text, ctx.path), added)
+        done = imports.set_add(found.text, found.file.tree, added)
         if done is None:
             return Edit(EditStatus.UNCHANGED, f"{reasons.where(p)}: every name it imports is imported by the module")
         new, written, line = done
@@ -247,10 +251,10 @@ class Structural:
             if new is None:
                 return Edit(EditStatus.NOT_APPLICABLE, f"the module's imports: `{written.strip()}` is not there once")
             return Edit(EditStatus.CHANGED, "the module's imports: the set-added lines removed", new)
-        found = places.find(text, p, ctx.path)
+        found = locate(p, text, ctx.path)
         if len(found.fits) > 1:
-            return Edit(EditStatus.AMBIGUOUS, reasons.ambiguous(p, found.fits))
-        site = found.one
+            return Edit(EditStatus.AMBIGUOUS, reasons.ambiguous(p, found))
+        site = found.where
         if site is None or not site.match.startswith("after"):
             return Edit(EditStatus.NOT_APPLICABLE, f"{reasons.where(p)}: not present; nothing to revert")
         undo = ctx.undo or {}
@@ -262,4 +266,4 @@ class Structural:
             before = splice.fine(after, before, site.text) or before  # the tree's spelling elsewhere stays
         lines = split_lines(text)
         new = "".join([*lines[: site.first - 1], before, *lines[site.last :]])
-        return Edit(EditStatus.CHANGED, f"{reasons.where(p)}: lines {reasons.spans([site])} restored", new)
+        return Edit(EditStatus.CHANGED, f"{reasons.where(p)}: lines {spans([site])} restored", new)

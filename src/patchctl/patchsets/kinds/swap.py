@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
-from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.model import Patch, Presence
+from patchctl.patchsets.placement.pyparse import split_lines
 
 
 @dataclass(frozen=True)

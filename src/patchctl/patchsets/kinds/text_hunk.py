@@ -22,9 +22,9 @@ from typing import Any, ClassVar
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds import keypath
 from patchctl.patchsets.kinds.base import Context, Edit, EditStatus
-from patchctl.patchsets.kinds.pyparse import split_lines
 from patchctl.patchsets.kinds.swap import Spot, Swap
 from patchctl.patchsets.model import Patch
+from patchctl.patchsets.placement.pyparse import split_lines
 from patchctl.schema import Field, Schema
 
 

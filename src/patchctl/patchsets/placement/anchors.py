@@ -10,7 +10,7 @@ The ``structural`` kind and ``patchctl capture`` share this vocabulary:
   which is what a structural patch replaces.
 
 Anchors are stored as the stripped text of a statement's first line (its ``def``/``class``
-line for definitions), and compared by syntax (:mod:`patchctl.patchsets.kinds.syntax`): a
+line for definitions), and compared by syntax (:mod:`patchctl.patchsets.placement.syntax`): a
 neighbour that moved, changed below its first line, or was only re-spelled or re-wrapped
 still anchors; one whose header changed does not, and the patch reports a conflict rather
 than guessing. Everything here uses the standard library's ``ast`` and ``tokenize`` only. The
@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import ast
 import tokenize
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
-from patchctl.patchsets.kinds import syntax as sx
+from patchctl.patchsets.placement import syntax as sx
+from patchctl.patchsets.placement.pyparse import parse_ast, split_lines
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 #: statements whose ``body`` a patch may sit inside, named by their header (``params.blocks``)
@@ -150,9 +152,35 @@ def ends(keys: list[sx.Stmt], p: int, below: list[str], exact: bool = False) -> 
     return [q for q in range(p + 1, len(keys) - len(below) + 1) if sx.run_reads(want, keys[q : q + len(below)], exact)]
 
 
-def keys_of(lines: list[str], stmts: list[ast.stmt]) -> list[sx.Stmt]:
-    """The statements of a body, ready to be compared with anchors (:mod:`.syntax`)."""
-    return [sx.Stmt(s, lines) for s in stmts]
+def keys_of(lines: list[str], stmts: list[ast.stmt], memo: dict[int, list[sx.Stmt]] | None = None) -> list[sx.Stmt]:
+    """The statements of a body, ready to be compared with anchors (:mod:`.syntax`). With
+    ``memo`` (a :class:`Parsed` file's) each body's are made once, so the header trees and tokens
+    they compute are too, however many windows and anchors ask."""
+    if memo is None:
+        return [sx.Stmt(s, lines) for s in stmts]
+    if id(stmts) not in memo:  # the tree that owns ``stmts`` outlives ``memo``: its id stays its own
+        memo[id(stmts)] = [sx.Stmt(s, lines) for s in stmts]
+    return memo[id(stmts)]
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """One text's tree and lines, and its bodies' statements as anchors read them (see :func:`parsed`)."""
+
+    tree: ast.Module
+    lines: list[str]
+    #: id of a body list of ``tree`` -> its statements as :func:`keys_of` gives them
+    keys: dict[int, list[sx.Stmt]] = field(default_factory=dict, repr=False)
+
+
+@lru_cache(maxsize=4)
+def parsed(text: str, path: str) -> Parsed:
+    """``text`` parsed once however often it is asked: a patch's check, its apply and the next
+    patch of the same file (whose text is this one's result) all read the same text (issue 38
+    requirement 9). Nothing here is changed after it is made. ``path`` names the file in a
+    syntax error. Four texts are kept (a patch's text and its result, with room for markers):
+    a tree costs a few MB, and a matrix's versions share none."""
+    return Parsed(parse_ast(text, path), split_lines(text))
 
 
 def candidates(
@@ -163,6 +191,7 @@ def candidates(
     below: list[str],
     exact: bool = False,
     blocks: list[str] | None = None,
+    memo: dict[int, list[sx.Stmt]] | None = None,
 ) -> list[Window]:
     """The nearest window after each place where ``scope``'s statements read ``above``, in source order.
 
@@ -174,11 +203,12 @@ def candidates(
     ``blocks`` names compound statements inside the scope whose body holds the window.
     ``exact`` compares first lines as text only (the tier tried first: a tagged copy of a
     neighbour reads like it once comments are set aside, and must not become an anchor).
+    ``memo``: see :func:`keys_of`.
     """
     out: list[Window] = []
     for node in descend(lines, find_scopes(tree, scope), blocks or []):
         stmts: list[ast.stmt] = node.body  # type: ignore[attr-defined] # node is a Module, def, class or block: it has a body
-        keys = keys_of(lines, stmts)
+        keys = keys_of(lines, stmts, memo)
         want = [sx.anchor(a) for a in above]
         starts = (
             [-1]
@@ -198,14 +228,20 @@ def candidates(
     return out
 
 
-def spread(lines: list[str], nearest: Window, below: list[str], sizes: set[int] | None = None) -> list[Window]:
+def spread(
+    lines: list[str],
+    nearest: Window,
+    below: list[str],
+    sizes: set[int] | None = None,
+    memo: dict[int, list[sx.Stmt]] | None = None,
+) -> list[Window]:
     """Every window that starts where ``nearest`` does and ends before a run reading ``below``.
 
     The nearest end is not always the right one: a patch that deletes or replaces a statement
     reading like its own ``below`` anchor ends at a later one (issue 10). ``sizes`` keeps only
     windows of that many statements, the counts a patch's texts hold.
     """
-    keys = keys_of(lines, nearest.stmts)
+    keys = keys_of(lines, nearest.stmts, memo)
     out = []
     for q in ends(keys, nearest.above, below, nearest.exact):
         if sizes is None or q - nearest.above - 1 in sizes:
@@ -222,7 +258,7 @@ def header_span(lines: list[str], node: ast.stmt) -> tuple[int, int]:
 
 def same_code(a: str, b: str) -> bool:
     """Whether two runs of statements parse to the same tree (comments, spacing and the other
-    differences :func:`~patchctl.patchsets.kinds.syntax.code_dump` sets aside)."""
+    differences :func:`~patchctl.patchsets.placement.syntax.code_dump` sets aside)."""
     import textwrap
 
     try:

@@ -1,13 +1,13 @@
 """Where a structural patch's texts sit in a file: every place its anchors lead to, what each
 holds, and which of them count.
 
-:func:`find` is the one entry point. It walks the windows :mod:`patchctl.patchsets.kinds.anchors`
+:func:`find` walks the windows :mod:`patchctl.patchsets.placement.anchors`
 gives for the patch's scope and anchors, reads what each holds (:class:`Site`: the patch's
 ``after`` or ``before`` text exactly, the same code with other spacing or comments, or other
 code) and ranks them: exact places outrank those holding only the same code, and both sides
 count together, so a file holding the original at one place and the change at another is
-ambiguous rather than a guess (issue 10). The ``structural`` kind decides what to do with the
-:class:`Found` it gets back.
+ambiguous rather than a guess (issue 10). :func:`~patchctl.patchsets.placement.locate` gives
+the :class:`Found` as its answer, and the ``structural`` kind decides what to do with it.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ import ast
 import textwrap
 from dataclasses import dataclass
 
-from patchctl.patchsets.kinds import anchors as st
-from patchctl.patchsets.kinds import gaptext
-from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
+from patchctl.patchsets.placement import anchors as st
+from patchctl.patchsets.placement import gaptext
 
 
 @dataclass(frozen=True)
@@ -106,24 +105,12 @@ class Found:
     #: whether the scope exists at all
     exists: bool
 
-    @property
-    def one(self) -> Site | None:
-        """The single fitting place; None when there is none or several (then nothing is guessed)."""
-        return self.fits[0] if len(self.fits) == 1 else None
-
-    def tagged_other(self, tag: str) -> list[Site]:
-        """Places holding tagged text unlike either side, away from every fitting place."""
-        return [
-            s
-            for s in self.near
-            if s.match == "other" and f"# {tag}" in s.text and all(s.first != f.first for f in self.fits)
-        ]
-
 
 def find(text: str, p: Params, path: str) -> Found:
-    """Every place in ``text`` that holds the patch's before or after text."""
-    tree = parse_ast(text, path)
-    lines = split_lines(text)
+    """Every place in ``text`` that holds the patch's before or after text (the file parsed once
+    for every patch that asks: :func:`~.anchors.parsed`)."""
+    file = st.parsed(text, path)
+    tree, lines, memo = file.tree, file.lines, file.keys
     if p.mode == "header":
         nodes = [n for n in st.find_scopes(tree, p.scope) if not isinstance(n, ast.Module)]
         if p.occurrence is not None:
@@ -132,11 +119,12 @@ def find(text: str, p: Params, path: str) -> Found:
         return Found(_best(near), near, bool(nodes))
     exists = bool(st.find_scopes(tree, p.scope))
     found = Found([], [], exists)
+    sizes = _sizes(p)
     for exact in (True, False):  # anchors as text first; by syntax where text finds no fit
-        nearest = st.candidates(lines, tree, p.scope, list(p.above), list(p.below), exact, list(p.blocks))
+        nearest = st.candidates(lines, tree, p.scope, list(p.above), list(p.below), exact, list(p.blocks), memo)
         if p.occurrence is not None:
             nearest = nearest[p.occurrence - 1 : p.occurrence]
-        every = [w for n in nearest for w in st.spread(lines, n, list(p.below), _sizes(p))]
+        every = [w for n in nearest for w in st.spread(lines, n, list(p.below), sizes, memo)]
         near = [_site(lines, w.first, w.last, w.indent, p) for w in nearest]
         found = Found(_best([_site(lines, w.first, w.last, w.indent, p) for w in every]), near, exists)
         if found.fits:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from patchctl.patchsets.kinds import anchors as st
-from patchctl.patchsets.kinds import syntax as sx
+from patchctl.patchsets.placement import anchors as st
+from patchctl.patchsets.placement import syntax as sx
 
 
 def anchors(

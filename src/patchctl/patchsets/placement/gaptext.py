@@ -1,6 +1,6 @@
 """The texts a structural patch carries for a gap, carried to the tree at hand.
 
-:mod:`~patchctl.patchsets.kinds.anchors` finds where a gap sits; these work on the patch's own
+:mod:`~patchctl.patchsets.placement.anchors` finds where a gap sits; these work on the patch's own
 ``before``/``after`` texts: moved to the indentation the scope has now (upstream may have
 nested it deeper or lifted it out), and counted in statements so that only windows of that
 size are tried. They read the texts alone, never the tree, which is why they live apart.

@@ -22,10 +22,9 @@ import ast
 import difflib
 from dataclasses import dataclass, replace
 
-from patchctl.patchsets.kinds import anchors as st
-from patchctl.patchsets.kinds import gaptext, places
-from patchctl.patchsets.kinds.places import Params
-from patchctl.patchsets.kinds.pyparse import parse_ast, split_lines
+from patchctl.patchsets.placement import anchors as st
+from patchctl.patchsets.placement import gaptext, places
+from patchctl.patchsets.placement.places import Params
 
 MIN_RATIO = 0.6
 _NONE = (
@@ -50,8 +49,14 @@ class Candidate:
 
 
 def propose(text: str, p: Params, path: str) -> Candidate | str:
-    """The candidate place, or why none is offered."""
-    near = places.find(text, p, path).near
+    """The candidate place, or why none is offered (:meth:`~.where.Placement.candidate` asks
+    :func:`best` with what it has found already)."""
+    return best(places.find(text, p, path).near, st.parsed(text, path), p)
+
+
+def best(near: list[places.Site], file: st.Parsed, p: Params) -> Candidate | str:
+    """The candidate place in ``file``, given ``near``, the places its anchors lead to (whatever
+    they hold); or why none is offered."""
     if len(near) == 1 or (near and p.mode != "statements"):  # for a header: the definition's header, as the tree has it
         s = near[0]
         return Candidate(s.first, s.last, s.indent, "where its anchors lead")
@@ -60,9 +65,9 @@ def propose(text: str, p: Params, path: str) -> Candidate | str:
     if p.mode != "statements":
         return _NONE.format(scope=p.scope or "the module")
     keys = ([(p.above[-1], True)] if p.above else []) + ([(p.below[0], False)] if p.below else [])
-    lines = split_lines(text)
+    lines = file.lines
     found: list[_Alike] = []
-    for scope in st.find_scopes(parse_ast(text, path), p.scope):
+    for scope in st.find_scopes(file.tree, p.scope):
         for i, body, blocks in _statements(lines, scope, ()):
             for key, after in keys:  # the anchor above, else the one below, whichever reads more alike
                 ratio = difflib.SequenceMatcher(None, st.head(lines, body[i]), key).ratio()
