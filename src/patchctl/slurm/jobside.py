@@ -31,10 +31,11 @@ from typing import Any
 
 from patchctl.clusters import Cluster, Host
 from patchctl.slurm import preflight
-from patchctl.validate import remote
+from patchctl.validate import gpus, remote
+from patchctl.validate.errors import DuplicateGpu, UnevenGpus
 from patchctl.validate.host.census import own_resource
 from patchctl.validate.host.procs import MARKER
-from patchctl.validate.model import Node
+from patchctl.validate.model import Node, RayNode
 
 
 def emit(event: dict[str, Any]) -> None:
@@ -212,6 +213,43 @@ class Job:
             raise Stop("ray-up", nodes[0], f"{nodes[0]}: the run's Ray let in a caller without its token")
         return event
 
+    def distinct_gpus(self, nodes: list[str], addresses: dict[str, str], listed: list[dict[str, Any]]) -> None:
+        """validate's GPU identity check (validate/gpus.py) over the nodes as Ray listed them: one
+        physical GPU behind two nodes (or ranks), or nodes offering different counts, stop the run.
+        Slurm numbers each node's GPUs from 0; a gres.conf that gives two nodes of one machine the
+        same device file, or a node without device confinement, shows here."""
+        by_address = {addresses[n]: n for n in nodes}
+        ray_nodes = tuple(
+            RayNode(
+                by_address.get(d["address"], d["address"]),
+                d["address"],
+                len(d.get("uuids", [])) or self.req["gpus"],
+                0.0,
+                d.get("cuda_visible_devices"),
+                tuple(d.get("uuids", [])),
+            )
+            for d in listed
+        )
+        configured = {r.label: Node(r.label, Host(r.label, self.root), i, {}) for i, r in enumerate(ray_nodes)}
+        try:
+            gpus.check(ray_nodes, configured)
+        except DuplicateGpu as exc:
+            who = ", ".join(f"{h} (CUDA_VISIBLE_DEVICES={v or 'unset'})" for h, v in exc.holders)
+            raise Stop(
+                "ray-up",
+                exc.host,
+                f"{exc.host}: GPU {exc.gpu} is seen by more than one Ray node or rank: {who}; each node's "
+                "gres.conf must name its own GPUs' device files (and cgroup.conf ConstrainDevices=yes hides the rest)",
+            ) from None
+        except UnevenGpus as exc:
+            shown = ", ".join(f"{h}: {n}" for h, n in exc.counts)
+            raise Stop(
+                "ray-up",
+                exc.host,
+                f"{exc.host}: the nodes offer different GPU counts ({shown}); verl needs the same on every node: "
+                "ask for whole nodes of one kind (gpus_per_node, or a --constraint in sbatch)",
+            ) from None
+
     def train(self, nodes: list[str], gcs: str) -> dict[str, Any]:
         request = {
             "profile": self.req["profile"],
@@ -251,6 +289,7 @@ class Job:
             self.start_node(nodes, i, addresses, cpus, gcs)
         formed = self.form(nodes, addresses, gcs)
         emit({"event": "ray-formed", "gcs": gcs, "nodes": formed["nodes"], "seconds": formed["seconds"]})
+        self.distinct_gpus(nodes, addresses, formed["nodes"])
         reply = self.train(nodes, gcs)
         emit({"event": "done", "passed": bool(reply["passed"]), "stage": "done", "node": nodes[0], "cause": ""})
         return 0
