@@ -7,7 +7,7 @@ DEST=${1:?usage: pack.sh DEST}
 mkdir -p "$DEST/debs"
 rm -rf "$DEST/wt" && mkdir -p "$DEST/wt"
 git archive HEAD src benchmarks tests/slurm tests/migrate tests/validate/standin tests/validate/stub_bin \
-    tests/realparts.py tests/__init__.py tests/clirun.py docs/validation/slurm docs/validation/vllm/make_assets.py \
+    tests/realparts.py tests/clirun.py docs/validation/slurm docs/validation/vllm/make_assets.py \
     docs/validation/vllm-smoke/run_gpu.sh | tar -x -C "$DEST/wt"
 (cd "$DEST/debs" && apt-get download slurmd slurmctld slurm-client slurm-wlm-basic-plugins munge libmunge2 \
     libhwloc15 liblz4-1 libnuma1 libpam0g libreadline8 libtinfo6 libdbus-1-3 libjson-c5 liblua5.1-0 libyaml-0-2 \
