@@ -42,6 +42,8 @@ slurm_in() {
     for d in "$SLURM_DEBS"/slurm*.deb "$SLURM_DEBS"/munge_*.deb "$SLURM_DEBS"/libmunge2_*.deb; do
         dpkg-deb -x "$d" / || { say "cannot unpack $d"; return 1; }
     done
+    # what the packages' postinst does with update-alternatives: slurmd, slurmctld and slurmstepd
+    for b in slurmd slurmctld slurmstepd; do [ -e /usr/sbin/$b ] || ln -s $b-wlm /usr/sbin/$b; done
     rm -rf /tmp/slurm-libs && mkdir -p /tmp/slurm-libs
     for d in "$SLURM_DEBS"/lib*.deb; do dpkg-deb -x "$d" /tmp/slurm-libs; done
     libs_in /tmp/slurm-libs
