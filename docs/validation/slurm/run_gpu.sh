@@ -5,6 +5,7 @@
 # tree (the device sends the session's checkout; the branch travels in a carried folder). $OUT
 # receives the logs and results.tar.gz.
 #
+#   run_gpu.sh probe              the machine's OS, the GPUs' device files, Slurm unpacked and started
 #   run_gpu.sh part DIR [probe]   one part of the vLLM bundle to /tmp/vparts (../vllm-smoke/run_gpu.sh
 #                                 part); with probe, first the machine's OS, GPUs' device files and
 #                                 Slurm unpacked and started once (slurmd -C, ldd: what is missing)
@@ -97,6 +98,7 @@ PY
 }
 
 case $MODE in
+    probe) probe 2>&1 | tee "$OUT/probe.txt" ;;
     part)
         DIR=$(cd "${2:?part DIR}" && pwd)
         [ "${3:-}" = probe ] && { probe 2>&1 | tee "$OUT/probe.txt"; }
@@ -104,7 +106,7 @@ case $MODE in
         ;;
     proof)
         DIR=$(cd "${2:?proof DIR}" && pwd)
-        bash "$SMOKE" setup "$DIR" 2>&1 | tee "$OUT/setup.log" | grep -vE "^\s*$|ldconfig"
+        bash "$SMOKE" setup "$DIR" 2>&1 | grep -E "rc=|done|unpacked|compiled|^ray |assets|missing|damaged|failed"
         {
             slurm_in && sshd_in || exit 1
             say "gpu_proof: pair (2 nodes x 1 GPU), then big (1 node x 2 GPUs)"
