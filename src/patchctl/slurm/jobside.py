@@ -162,6 +162,9 @@ class Job:
             "ray_auth": self.auth,
             "ceiling": self.req["ceiling"],
             "run_rel": os.path.relpath(self.req["run_dir"], self.root),
+            # asked for, the head's dashboard and client server run as on an ssh head (raystart.py)
+            "dashboard": index == 0 and bool(self.req.get("dashboard")),
+            "ray_client": index == 0 and bool(self.req.get("ray_client")),
         }
         srun = ["srun", "--overlap", "--nodes=1", "--ntasks=1", f"--nodelist={node}", "--kill-on-bad-exit=0"]
         child = Child([*srun, *self.words(node, index, "node")], request)
@@ -178,7 +181,16 @@ class Job:
         if event["event"] in ("failed", "error"):
             tail = " | ".join(event.get("tail", [])[-3:])
             raise Stop("ray-up", node, f"{node}: ray start failed: {event.get('error') or tail}")
-        emit({"event": "ray-node", "node": node, "role": request["role"], "address": addresses[node]})
+        emit(
+            {
+                "event": "ray-node",
+                "node": node,
+                "role": request["role"],
+                "address": addresses[node],
+                "dashboard": _bound(event, "--dashboard-port", addresses[node]) if request["dashboard"] else None,
+                "client": _bound(event, "--ray-client-server-port", addresses[node]) if request["ray_client"] else None,
+            }
+        )
         return gcs or f"{addresses[node]}:{self.req['ray_port']}"
 
     def form(self, nodes: list[str], addresses: dict[str, str], gcs: str) -> dict[str, Any]:
@@ -297,6 +309,12 @@ class Job:
     def teardown(self) -> None:
         stopped = [c.close() for c in reversed(self.children)]
         emit({"event": "teardown", "stopped": sum((s or {}).get("stopped", 0) for s in stopped)})
+
+
+def _bound(up: dict[str, Any], flag: str, address: str) -> str | None:
+    """``address:port`` of what ``ray start`` was told to bind with ``flag`` (its argv, in "up")."""
+    argv = [str(a) for a in up.get("argv") or ()]
+    return f"{address}:{argv[argv.index(flag) + 1]}" if flag in argv[:-1] else None
 
 
 def _interrupt(signum: int, frame: object) -> None:

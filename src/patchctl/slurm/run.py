@@ -58,8 +58,12 @@ def check(cluster: Cluster, options: planning.Options) -> None:
         )
     if not options.trains:
         raise SlurmNotSupported(cluster.name, "--profile health is not run", "validate an ssh cluster for it")
-    if options.join or options.dashboard or options.ray_client:
-        raise SlurmNotSupported(cluster.name, "--join, --dashboard and --ray-client do not apply", "leave them out")
+    if options.join:
+        raise SlurmNotSupported(
+            cluster.name,
+            "--join has nothing to join (a job's nodes are allocated without Ray, and the job starts its own)",
+            "leave --join out (to use a Ray cluster already running on hosts, validate them as an ssh cluster)",
+        )
     if options.num_cpus is not None and job.cpus_per_task is not None and options.num_cpus > job.cpus_per_task:
         raise SlurmNotSupported(
             cluster.name,
@@ -87,6 +91,8 @@ def request(plan: planning.Plan) -> dict[str, Any]:
         "ray_port": c.hosts[0].ray_port,
         "ceiling": job.time_seconds + 60,
         "insecure_ray": o.insecure_ray,
+        "dashboard": o.dashboard,
+        "ray_client": o.ray_client,
     }
 
 
@@ -160,6 +166,11 @@ class Follow:
         elif name == "ray-node":
             self.address[e["address"]] = e["node"]
             self.note(Note("ray-up", e["node"], f"Ray {e['role']} started at {e['address']} (srun)"))
+            login_node = self.plan.cluster.hosts[0].ssh
+            for what, at in (("dashboard", e.get("dashboard")), ("Ray client server", e.get("client"))):
+                if at:  # on a compute node: reached through the login node while the job runs
+                    port = at.rsplit(":", 1)[1]
+                    self.note(Note("ray-up", e["node"], f"{what} at {at}; from here: ssh -L {port}:{at} {login_node}"))
         elif name == "joined":
             self.joined[e["address"]] = float(e.get("at", 0.0))
             self.note(Note("ray-up", e.get("node") or e["address"], f"node joined with {e['gpus']} GPU(s)"))
