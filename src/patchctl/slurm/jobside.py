@@ -30,12 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from patchctl.clusters import Cluster, Host
+from patchctl.slurm import health as job_health
 from patchctl.slurm import preflight
 from patchctl.validate import gpus, remote
-from patchctl.validate.errors import DuplicateGpu, UnevenGpus
+from patchctl.validate.errors import DuplicateGpu, UnevenGpus, ValidateFailed
 from patchctl.validate.host.census import own_resource
 from patchctl.validate.host.procs import MARKER
-from patchctl.validate.model import Node, RayNode
+from patchctl.validate.model import Node, Note, RayNode
+from patchctl.validate.plan import HEALTH
 
 
 def emit(event: dict[str, Any]) -> None:
@@ -225,6 +227,24 @@ class Job:
             raise Stop("ray-up", nodes[0], f"{nodes[0]}: the run's Ray let in a caller without its token")
         return event
 
+    def health(self, nodes: list[str], addresses: dict[str, str]) -> None:
+        """validate's host preflight and health checks on every node of the allocation (health.py)."""
+        plan = job_health.make_plan(self.req, nodes, addresses, self.root)
+
+        def note(n: Note) -> None:
+            emit({"event": "note", "stage": n.stage, "host": n.host, "text": n.text})
+
+        try:
+            found, measured = job_health.run(plan, note)
+        except ValidateFailed as exc:
+            for p in exc.preflight:
+                emit({"event": "host-preflight", "preflight": asdict(p)})
+            emit({"event": "health", "health": job_health.dump(getattr(exc, "health", None))})
+            raise Stop(exc.stage or "checks", exc.host, str(exc)) from None
+        for p in found:
+            emit({"event": "host-preflight", "preflight": asdict(p)})
+        emit({"event": "health", "health": job_health.dump(measured)})
+
     def distinct_gpus(self, nodes: list[str], addresses: dict[str, str], listed: list[dict[str, Any]]) -> None:
         """validate's GPU identity check (validate/gpus.py) over the nodes as Ray listed them: one
         physical GPU behind two nodes (or ranks), or nodes offering different counts, stop the run.
@@ -296,6 +316,11 @@ class Job:
             raise Stop("preflight", nodes[0], f"{nodes[0]}: preflight check {r.check!r} failed: {r.value}; {r.fix}")
         cpus = preflight.ray_cpus(self.req["num_cpus"], seen)
         addresses = {n: address(n) for n in nodes}
+        if self.req["profile"] == HEALTH or set(self.req.get("checks", ())) - {"stack"}:
+            self.health(nodes, addresses)
+            if self.req["profile"] == HEALTH:  # the checks were the run: no Ray, no training
+                emit({"event": "done", "passed": True, "stage": "done", "node": nodes[0], "cause": ""})
+                return 0
         gcs = self.start_node(nodes, 0, addresses, cpus, None)
         for i in range(1, len(nodes)):
             self.start_node(nodes, i, addresses, cpus, gcs)

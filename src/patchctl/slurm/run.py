@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 from patchctl import orphans, proc
 from patchctl.clusters import Cluster
 from patchctl.slurm import follow, login, script
+from patchctl.slurm import health as job_health
 from patchctl.slurm.errors import LoginFailed, SlurmNotSupported, SlurmRefused
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Progress, pick
 from patchctl.validate import plan as planning
@@ -56,8 +58,6 @@ def check(cluster: Cluster, options: planning.Options) -> None:
             "validate needs shared_root = true",
             "the job's run folder must be seen by the login node (put root on the shared file system)",
         )
-    if not options.trains:
-        raise SlurmNotSupported(cluster.name, "--profile health is not run", "validate an ssh cluster for it")
     if options.join:
         raise SlurmNotSupported(
             cluster.name,
@@ -93,6 +93,10 @@ def request(plan: planning.Plan) -> dict[str, Any]:
         "insecure_ray": o.insecure_ray,
         "dashboard": o.dashboard,
         "ray_client": o.ray_client,
+        # the health checks, run by the job on its nodes as validate runs them over ssh (health.py)
+        "checks": list(o.checks),
+        "health_settings": asdict(c.health),
+        "preflight_skip": list(c.preflight_skip),
     }
 
 
@@ -129,6 +133,7 @@ class Follow:
         self.nodes: list[str] = []
         self.address: dict[str, str] = {}
         self.joined: dict[str, float] = {}
+        self.health: Any = None
 
     def poll(self) -> None:
         path = f"{self.plan.remote_run_dir}/job.out"
@@ -191,6 +196,18 @@ class Follow:
             )
             self.ray = RayCluster(e["gcs"], nodes, float(e["seconds"]))
             self.note(Note("ray-up", head, f"{len(nodes)} node(s) in Ray at {e['gcs']}"))
+        elif name == "note":
+            self.note(Note(e["stage"], e["host"], e["text"]))
+        elif name == "host-preflight":
+            p = e["preflight"]
+            rows = tuple(CheckRow(r["check"], r["status"], r["value"], r.get("fix", "")) for r in p["rows"])
+            self.preflight.append(
+                HostPreflight(p["label"], rows, p["address"], p["gpus"], p.get("existing"), p["seconds"], p["stack"])
+            )
+            self.note(Note("preflight", p["label"], "ok" if not self.preflight[-1].failed else "check(s) failed"))
+        elif name == "health":
+            self.health = job_health.load(e["health"])
+            self.marks["checks"] = time.monotonic()
         elif name == "train-plan":
             self.note(Note("launch", head, "trainer started: " + planning.show(e["argv"][:3]) + " ..."))
         elif name == "train-line":
@@ -341,6 +358,7 @@ def validate(
         tuple(HostTeardown(n, "ended with the job") for n in f.nodes),
         f.timings(),
         insecure_ray=options.insecure_ray,
+        health=f.health,
         slurm={**f.summary(), "nodes": nodes},
     )
     plan.run_dir.mkdir(parents=True, exist_ok=True)
