@@ -12,6 +12,8 @@
 #   run_gpu.sh proof DIR          DIR holds the last part: the bundle set up (../vllm-smoke/run_gpu.sh
 #                                 setup), Slurm, munge, sshd and rsync from the carried packages, then
 #                                 gpu_proof.py (ONLY=pair|big runs one job)
+#   run_gpu.sh warm               on a machine left warm with that bundle set up: a fresh tree, then
+#                                 Slurm and the proof as above (one call)
 #
 # SLURM_DEBS: the folder of Slurm's and munge's packages and the libraries they need;
 # SSH_DEBS: the folder of openssh-server/-client and rsync (as ../vllm-smoke/run_gpu.sh has them).
@@ -111,6 +113,29 @@ case $MODE in
             slurm_in && sshd_in || exit 1
             say "gpu_proof: pair (2 nodes x 1 GPU), then big (1 node x 2 GPUs)"
             PYTHONPATH=$PWD/src:/tmp/vsite timeout "${PROOF_LIMIT:-420}" python3 docs/validation/slurm/gpu_proof.py --tree /tmp/w/verl-0.9.1 \
+                --out /tmp/s36res --profile smoke-vllm --gpu /dev/nvidia0 --gpu /dev/nvidia1 --cpus 16 \
+                --env "PYTHONPATH=$PWD/src:/tmp/vsite" --env RAY_memory_monitor_refresh_ms=0 \
+                --timeout "${VALIDATE_TIMEOUT:-300}" ${ONLY:+--only $ONLY}
+            say "proof done"
+        } 2>&1 | tee "$OUT/proof.log"
+        cp /tmp/s36res/validate-*.txt /tmp/s36res/summary.json "$OUT/" 2>/dev/null
+        tar -czf "$OUT/results.tar.gz" -C /tmp/s36res . 2>/dev/null
+        ;;
+    warm)
+        # a machine a session's earlier call left warm with the bundle set up (../vllm-smoke/run_gpu.sh
+        # setup): a fresh tree from the release archive, uky applied and verified, then the proof
+        [ -f /tmp/vsite/.complete ] && [ -f /tmp/verl-0.9.1.tar.gz ] || { echo "not warm: no bundle set up here"; exit 3; }
+        {
+            say "a fresh verl 0.9.1 tree: uky applied, verified"
+            rm -rf /tmp/s36w && mkdir -p /tmp/s36w && tar --no-same-owner -xzf /tmp/verl-0.9.1.tar.gz -C /tmp/s36w
+            T=/tmp/s36w/verl-0.9.1
+            git -C $T init -q -b main && git -C $T add -A &&
+                git -C $T -c user.name=patchctl -c user.email=patchctl@localhost commit -qm "verl 0.9.1 source release"
+            PYTHONPATH=$PWD/src python3 -m patchctl apply --target $T > /tmp/s36-apply.txt 2>&1; echo "apply rc=$?"
+            PYTHONPATH=$PWD/src python3 -m patchctl verify --target $T 2>&1 | tail -n 1
+            slurm_in && sshd_in || exit 1
+            say "gpu_proof: pair (2 nodes x 1 GPU), then big (1 node x 2 GPUs)"
+            PYTHONPATH=$PWD/src:/tmp/vsite timeout "${PROOF_LIMIT:-420}" python3 docs/validation/slurm/gpu_proof.py --tree $T \
                 --out /tmp/s36res --profile smoke-vllm --gpu /dev/nvidia0 --gpu /dev/nvidia1 --cpus 16 \
                 --env "PYTHONPATH=$PWD/src:/tmp/vsite" --env RAY_memory_monitor_refresh_ms=0 \
                 --timeout "${VALIDATE_TIMEOUT:-300}" ${ONLY:+--only $ONLY}
