@@ -179,9 +179,7 @@ class SlurmCluster:
         prolog = b / "task_prolog.sh"
         if self.layout.physical:
             cases = "".join(
-                f"{n}) set -- {' '.join(_number(f) for f in files)} ;;\n"
-                for n, files in gpus.items()
-                if files
+                f"{n}) set -- {' '.join(_number(f) for f in files)} ;;\n" for n, files in gpus.items() if files
             )
             prolog.write_text(_PROLOG.replace("CASES\n", cases))
             prolog.chmod(0o755)

@@ -16,15 +16,17 @@ import pytest
 from slurm_fixtures import STANDIN, SlurmSite, git
 from slurm_harness import Layout, SlurmCluster
 from sshd_harness import LoopbackCluster
+from tests.clirun import run
 
 from patchctl.migrate import state
-from tests.clirun import run
 
 STUB = Path(__file__).parent.parent / "validate" / "stub_bin"
 
 
 @pytest.fixture(scope="module")
-def gpu_slurm(slurm: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SlurmCluster, LoopbackCluster]]:
+def gpu_slurm(
+    slurm: object, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[SlurmCluster, LoopbackCluster]]:
     """Two GPU nodes (character devices named nvidia0 / nvidia1: Slurm takes nothing else), each
     Slurm's GPU 0 of its own node; ``slurm`` first: it says when no Slurm is installed."""
     base = tmp_path_factory.mktemp("gpu-slurm")
@@ -48,7 +50,7 @@ def gpu_slurm(slurm: object, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 def test_two_nodes_on_one_gpu_stop_at_ray_up_naming_it(
     gpu_slurm: tuple[SlurmCluster, LoopbackCluster], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cluster, login = gpu_slurm
+    _, login = gpu_slurm
     monkeypatch.setattr(state, "state_dir", lambda: tmp_path / "migrate-state")
     monkeypatch.chdir(tmp_path)
     os.chmod(tmp_path, 0o755)

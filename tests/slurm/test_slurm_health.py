@@ -9,7 +9,6 @@ import json
 
 from slurm_fixtures import SlurmSite
 from test_slurm_validate import prepare, validate
-
 from tests.clirun import run
 
 #: no torch or vLLM on this machine (as the ssh health tests skip them); small and lenient bars:

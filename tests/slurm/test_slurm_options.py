@@ -8,7 +8,6 @@ import importlib.util
 
 from slurm_fixtures import SlurmSite
 from test_slurm_validate import one_error, prepare, validate
-
 from tests.clirun import run
 
 

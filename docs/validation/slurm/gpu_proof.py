@@ -194,10 +194,13 @@ def main() -> int:
                 argv = ["validate", name, "--profile", args.profile, "--config", str(cfg), "--out", str(run_dir)]
                 argv += ["--timeout", args.timeout] + (["--ray-cpus", args.ray_cpus] if args.ray_cpus else [])
                 code, secs, text = patchctl(argv, log, work, stream=out / f"validate-{name}.txt")
-                doc = json.loads((run_dir / "validate.json").read_text()) if (run_dir / "validate.json").exists() else {}
+                doc = (
+                    json.loads((run_dir / "validate.json").read_text()) if (run_dir / "validate.json").exists() else {}
+                )
                 r = row(name, code, secs, doc)
                 rows.append(r)
-                print(f"\nvalidate {name} ({SHAPES[name][1]} node(s) x {SHAPES[name][2]} GPU): rc={code}, wall {secs:.1f} s")
+                shape = f"{SHAPES[name][1]} node(s) x {SHAPES[name][2]} GPU"
+                print(f"\nvalidate {name} ({shape}): rc={code}, wall {secs:.1f} s")
                 print(f"  verdict {r['verdict']} {r['cause']}")
                 print(f"  slurm {r['slurm']}")
                 for n in r["ray_nodes"]:
