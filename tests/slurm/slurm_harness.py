@@ -54,6 +54,11 @@ class Layout:
     #: own GPU 0), so two nodes here would both get CUDA_VISIBLE_DEVICES=0, one physical GPU. True:
     #: a TaskProlog turns each node's local numbers into its device files' (n2's /dev/nvidia1 -> 1)
     physical: bool = False
+    #: cgroup.conf: Slurm's cgroup/v2 plugin (autodetected where /sys/fs/cgroup is cgroup2) wants
+    #: systemd over dbus, which a VM or container may not run; no plugin here uses cgroups
+    cgroup: str = "CgroupPlugin=cgroup/v1\n"
+    #: seconds the nodes have to come up
+    idle_timeout: float = 30.0
 
 
 def missing_tools() -> str | None:
@@ -176,6 +181,7 @@ class SlurmCluster:
             (b / "gres.conf").write_text(
                 "".join(f"NodeName={n} Name=gpu File={f}\n" for n, files in gpus.items() for f in files)
             )
+        (b / "cgroup.conf").write_text(self.layout.cgroup)
         prolog = b / "task_prolog.sh"
         if self.layout.physical:
             cases = "".join(
@@ -238,7 +244,7 @@ class SlurmCluster:
         self._wait(lambda: _listening(self.ctld_port), "slurmctld's port", self.ctld)
         for d in self.slurmd.values():
             d.start(self.env)
-        self.wait_idle(self.nodes, since=t0)
+        self.wait_idle(self.nodes, since=t0, timeout=self.layout.idle_timeout)
 
     def _wait(self, ready: object, what: str, daemon: Daemon, timeout: float = 20.0) -> None:
         deadline = time.monotonic() + timeout

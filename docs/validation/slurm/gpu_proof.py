@@ -166,6 +166,7 @@ def main() -> int:
         args.cpus,
         {"pair": ("n1", "n2"), "big": ("n3",)},
         physical=not args.local_numbers,
+        cgroup=os.environ.get("SLURM_CGROUP_CONF", "CgroupPlugin=cgroup/v1").replace(";", "\n") + "\n",
     )
     t0 = time.monotonic()
     cluster = SlurmCluster(work / "slurm", layout)

@@ -71,6 +71,39 @@ sshd_in() {
     /usr/local/sbin/sshd -V 2>&1 | head -1; rsync --version | head -1
 }
 
+# which cgroup.conf lets slurmd start on this machine (exported for gpu_proof.py): cgroup/v1, else
+# cgroup/v2 without systemd (a VM with cgroup2 and no dbus)
+slurm_check() {
+    local conf
+    rm -f /tmp/s36-cgroup
+    for conf in "CgroupPlugin=cgroup/v1" "CgroupPlugin=cgroup/v2;IgnoreSystemd=yes"; do
+        if SLURM_CGROUP_CONF="$conf" python3 - <<'PY'
+import os, sys, tempfile, time
+sys.path[:0] = ["tests/slurm", "tests/migrate"]
+from pathlib import Path
+from slurm_harness import Layout, SlurmCluster
+conf = os.environ["SLURM_CGROUP_CONF"].replace(";", "\n") + "\n"
+t0 = time.monotonic()
+base = Path(tempfile.mkdtemp()) / "s"
+try:
+    c = SlurmCluster(base, Layout(
+        {"n1": ("/dev/nvidia0",), "n2": ("/dev/nvidia1",), "n3": ("/dev/nvidia0", "/dev/nvidia1")}, 16,
+        {"pair": ("n1", "n2"), "big": ("n3",)}, physical=True, cgroup=conf, idle_timeout=10))
+except RuntimeError as exc:
+    print(f"cgroup.conf {conf!r}: {exc}"); os.system(f"tail -n 4 {base}/log/n1.out"); sys.exit(1)
+try:
+    print(f"cgroup.conf {conf!r}: slurm up in {time.monotonic() - t0:.1f} s: {c.node_states()}")
+    for a in (["-p", "pair", "-N2", "--gpus-per-node=1"], ["-p", "big", "-N1", "--gpus-per-node=2"]):
+        r = c.run("srun", *a, "sh", "-c", "echo $SLURMD_NODENAME CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES", check=False)
+        print(" ".join(a), "->", r.stdout.strip().replace("\n", " | "), r.stderr.strip()[-300:])
+finally:
+    c.close()
+PY
+        then echo "$conf" > /tmp/s36-cgroup; return 0; fi
+    done
+    return 1
+}
+
 probe() {
     head -3 /etc/os-release; uname -r; nproc; python3 --version
     ls -l /dev/nvidia* 2>&1 | head -8
@@ -108,9 +141,13 @@ case $MODE in
         ;;
     proof)
         DIR=$(cd "${2:?proof DIR}" && pwd)
+        # Slurm first: a machine where it cannot start costs no bundle set-up
+        { slurm_in && slurm_check; } 2>&1 | tee "$OUT/slurm.log"
+        [ -s /tmp/s36-cgroup ] || exit 1
+        SLURM_CGROUP_CONF=$(cat /tmp/s36-cgroup); export SLURM_CGROUP_CONF
         bash "$SMOKE" setup "$DIR" 2>&1 | grep -E "rc=|done|unpacked|compiled|^ray |assets|missing|damaged|failed"
         {
-            slurm_in && sshd_in || exit 1
+            sshd_in || exit 1
             say "gpu_proof: pair (2 nodes x 1 GPU), then big (1 node x 2 GPUs)"
             PYTHONPATH=$PWD/src:/tmp/vsite timeout "${PROOF_LIMIT:-420}" python3 docs/validation/slurm/gpu_proof.py --tree /tmp/w/verl-0.9.1 \
                 --out /tmp/s36res --profile smoke-vllm --gpu /dev/nvidia0 --gpu /dev/nvidia1 --cpus 16 \
@@ -133,7 +170,8 @@ case $MODE in
                 git -C $T -c user.name=patchctl -c user.email=patchctl@localhost commit -qm "verl 0.9.1 source release"
             PYTHONPATH=$PWD/src python3 -m patchctl apply --target $T > /tmp/s36-apply.txt 2>&1; echo "apply rc=$?"
             PYTHONPATH=$PWD/src python3 -m patchctl verify --target $T 2>&1 | tail -n 1
-            slurm_in && sshd_in || exit 1
+            slurm_in && slurm_check && sshd_in || exit 1
+            SLURM_CGROUP_CONF=$(cat /tmp/s36-cgroup); export SLURM_CGROUP_CONF
             say "gpu_proof: pair (2 nodes x 1 GPU), then big (1 node x 2 GPUs)"
             PYTHONPATH=$PWD/src:/tmp/vsite timeout "${PROOF_LIMIT:-420}" python3 docs/validation/slurm/gpu_proof.py --tree $T \
                 --out /tmp/s36res --profile smoke-vllm --gpu /dev/nvidia0 --gpu /dev/nvidia1 --cpus 16 \
