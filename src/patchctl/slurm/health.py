@@ -29,7 +29,7 @@ from patchctl.validate.checks.settings import Settings
 from patchctl.validate.checks.stack import StackTable
 from patchctl.validate.checks.storage import StorageRow
 from patchctl.validate.errors import PreflightFailed
-from patchctl.validate.model import HostPreflight, Note
+from patchctl.validate.model import HostPreflight, Node, Note
 
 
 class _Step:
@@ -38,10 +38,14 @@ class _Step:
     socket: Path | None = None
 
 
-def srun_words(node: planning.Node, words: list[str]) -> list[str]:
+#: set by the job's driver: ``env -u ROCR_VISIBLE_DEVICES`` where Slurm sets it beside CUDA's
+unset: list[str] = []
+
+
+def srun_words(node: Node, words: list[str]) -> list[str]:
     """A host action as one step of the job on ``node`` (the allocation's own, shared with the driver)."""
     srun = ["srun", "--overlap", "--nodes=1", "--ntasks=1", f"--nodelist={node.label}", "--kill-on-bad-exit=0"]
-    return [*srun, *words]
+    return [*srun, *unset, *words]
 
 
 def make_plan(request: dict[str, Any], nodes: list[str], addresses: dict[str, str], root: str) -> planning.Plan:

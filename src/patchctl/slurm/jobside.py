@@ -137,6 +137,8 @@ class Job:
         self.view = Cluster("slurm", (), self.root, Path(".patchctl/env.sh"), python=request["python"])
         self.auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": request.pop("token")}
         self.children: list[Child] = []
+        #: what each step's host side runs under: without Slurm's ROCR_VISIBLE_DEVICES (preflight.drops_rocr)
+        self.unset: list[str] = []
 
     def words(self, node: str, index: int, action: str) -> list[str]:
         """The host side's argv (remote.py's wrapper: env file, env, package path), its module
@@ -144,7 +146,7 @@ class Job:
         view = Node(node, Host(node, self.root), index, dict(self.req["env"]))
         words = remote.host_words(self.view, view, action)
         at = words.index("patchctl.validate.host")
-        return [*words[:at], "patchctl.slurm.stepside", *words[at + 1 :]]
+        return [*self.unset, *words[:at], "patchctl.slurm.stepside", *words[at + 1 :]]
 
     def marker(self, index: int) -> str:
         return f"{self.req['run_id']}.{index}"
@@ -314,6 +316,9 @@ class Job:
         if failed:
             r = failed[0]
             raise Stop("preflight", nodes[0], f"{nodes[0]}: preflight check {r.check!r} failed: {r.value}; {r.fix}")
+        if preflight.drops_rocr(seen):
+            self.unset = ["env", "-u", "ROCR_VISIBLE_DEVICES"]
+            job_health.unset = self.unset
         cpus = preflight.ray_cpus(self.req["num_cpus"], seen)
         addresses = {n: address(n) for n in nodes}
         if self.req["profile"] == HEALTH or set(self.req.get("checks", ())) - {"stack"}:
