@@ -68,7 +68,7 @@ sshd_in() {
     id sshd >/dev/null 2>&1 || useradd -r -M -d /run/sshd -s /usr/sbin/nologin sshd 2>/dev/null \
         || echo 'sshd:x:105:65534::/run/sshd:/usr/sbin/nologin' >> /etc/passwd
     export PATCHCTL_SSHD=/usr/local/sbin/sshd
-    /usr/local/sbin/sshd -V 2>&1 | head -1; rsync --version | head -1
+    /usr/local/sbin/sshd -V 2>&1 | head -1; rsync --version | head -1; true  # head ends the pipes early: pipefail
 }
 
 # which cgroup.conf lets slurmd start on this machine (exported for gpu_proof.py): cgroup/v1, else
@@ -168,8 +168,8 @@ case $MODE in
             T=/tmp/s36w/verl-0.9.1
             git -C $T init -q -b main && git -C $T add -A &&
                 git -C $T -c user.name=patchctl -c user.email=patchctl@localhost commit -qm "verl 0.9.1 source release"
-            PYTHONPATH=$PWD/src python3 -m patchctl apply --target $T > /tmp/s36-apply.txt 2>&1; echo "apply rc=$?"
-            PYTHONPATH=$PWD/src python3 -m patchctl verify --target $T 2>&1 | tail -n 1
+            PYTHONPATH=$PWD/src:/tmp/vsite python3 -m patchctl apply --target $T > /tmp/s36-apply.txt 2>&1; echo "apply rc=$?"
+            PYTHONPATH=$PWD/src:/tmp/vsite python3 -m patchctl verify --target $T 2>&1 | tail -n 1
             slurm_in && slurm_check && sshd_in || exit 1
             SLURM_CGROUP_CONF=$(cat /tmp/s36-cgroup); export SLURM_CGROUP_CONF
             say "gpu_proof: pair (2 nodes x 1 GPU), then big (1 node x 2 GPUs)"
