@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -250,7 +250,8 @@ class Follow:
         return {
             "queue": span("start", "running"),
             "preflight": span("running", "preflight"),
-            "ray_up": span("preflight", "ray_up"),
+            "checks": span("preflight", "checks"),
+            "ray_up": span("checks" if "checks" in m else "preflight", "ray_up"),
             "startup": span("ray_up", "first_step"),
             "steps": span("first_step", "last_step"),
             "trainer_exit": span("last_step", "trainer_done"),
