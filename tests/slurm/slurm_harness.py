@@ -147,7 +147,11 @@ class SlurmCluster:
         )
         self.ctld = Daemon("slurmctld", ["/usr/sbin/slurmctld", "-D", "-f", str(self.conf)], base / "log" / "ctld.out")
         self.slurmd = {n: Daemon(n, self._slurmd_argv(n), base / "log" / f"{n}.out") for n in self.nodes}
-        self.start()
+        try:
+            self.start()
+        except BaseException:  # a node that never came up: the daemons that did go too
+            self.close()
+            raise
 
     def _slurmd_argv(self, node: str) -> list[str]:
         return ["/usr/sbin/slurmd", "-D", "-N", node, "-f", str(self.conf)]
