@@ -65,3 +65,34 @@ def test_storage_below_its_bar_fails_the_job_naming_node_and_dir(slurm_site: Slu
     doc = json.loads((slurm_site.dir / "run" / "validate.json").read_text())
     assert doc["stage"] == "storage" and doc["host"] == "n1"
     assert doc["health"]["storage"] and doc["health"]["interconnect"] is None
+
+
+def test_the_interconnect_check_runs_its_ranks_on_the_nodes_and_says_why_it_failed(slurm_site: SlurmSite) -> None:
+    """The all-reduce ranks start on each node (srun steps, as ssh starts them on hosts); with no
+    torch there (this machine's, shadowed as in the ssh test) the job ends in validate's own line."""
+    shadow = slurm_site.dir / "no-torch"
+    (shadow / "torch").mkdir(parents=True)
+    (shadow / "torch" / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n"
+    )
+    config = prepare(
+        slurm_site,
+        SMALL.replace("[clusters.hpc.health]", f'[clusters.hpc.env]\nPYTHONPATH = "{shadow}"\n[clusters.hpc.health]'),
+    )
+    code, out = run(
+        "validate",
+        "hpc",
+        "--config",
+        str(config),
+        "--out",
+        str(slurm_site.dir / "run"),
+        "--profile",
+        "health",
+        "--checks",
+        "interconnect",
+    )
+    assert code == 1, out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith(
+        "validate: FAIL — n1: interconnect check failed: ModuleNotFoundError: No module named 'torch'; install torch in "
+    ), last
