@@ -94,5 +94,6 @@ def test_the_interconnect_check_runs_its_ranks_on_the_nodes_and_says_why_it_fail
     assert code == 1, out
     last = out.strip().splitlines()[-1]
     assert last.startswith(
-        "validate: FAIL — n1: interconnect check failed: ModuleNotFoundError: No module named 'torch'; install torch in "
+        "validate: FAIL — n1: interconnect check failed: ModuleNotFoundError: No module named 'torch'; "
+        "install torch in "
     ), last
