@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -36,6 +37,28 @@ TOOLS = {
     "srun": "slurm-client",
 }
 NODES = ("n1", "n2")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which nodes a harness cluster has, their CPUs and GPUs, and its partitions. The tests'
+    default is two CPU nodes in one partition; the GPU proof (docs/validation/slurm/) gives each
+    node the device files of its GPUs (``gres.conf``) and a partition per job shape."""
+
+    #: node name -> its GPUs' device files (empty: a CPU node)
+    nodes: dict[str, tuple[str, ...]] = field(default_factory=lambda: {n: () for n in NODES})
+    cpus: int = 2
+    #: partition name -> its nodes; the first is the default
+    partitions: dict[str, tuple[str, ...]] = field(default_factory=lambda: {"debug": NODES})
+    #: one machine playing several GPU nodes: Slurm numbers each node's GPUs from 0 (a real node's
+    #: own GPU 0), so two nodes here would both get CUDA_VISIBLE_DEVICES=0, one physical GPU. True:
+    #: a TaskProlog turns each node's local numbers into its device files' (n2's /dev/nvidia1 -> 1)
+    physical: bool = False
+    #: cgroup.conf: Slurm's cgroup/v2 plugin (autodetected where /sys/fs/cgroup is cgroup2) wants
+    #: systemd over dbus, which a VM or container may not run; no plugin here uses cgroups
+    cgroup: str = "CgroupPlugin=cgroup/v1\n"
+    #: seconds the nodes have to come up
+    idle_timeout: float = 30.0
 
 
 def missing_tools() -> str | None:
@@ -89,13 +112,15 @@ class Daemon:
 
 
 class SlurmCluster:
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, layout: Layout | None = None) -> None:
         self.base = base
+        self.layout = layout or Layout()
+        self.nodes = tuple(self.layout.nodes)
         self.conf = base / "slurm.conf"
         net = f"127.{secrets.randbelow(200) + 20}.{secrets.randbelow(250) + 1}"
         #: node name -> the address its Ray node uses (Slurm's NodeAddr)
-        self.address = {n: f"{net}.{i + 2}" for i, n in enumerate(NODES)}
-        for sub in ("munge", "state", "log", *(f"spool/{n}" for n in NODES)):
+        self.address = {n: f"{net}.{i + 2}" for i, n in enumerate(self.nodes)}
+        for sub in ("munge", "state", "log", *(f"spool/{n}" for n in self.nodes)):
             (base / sub).mkdir(parents=True, exist_ok=True)
         os.chmod(base / "munge", 0o711)  # the clients reach munged's socket through it
         key = base / "munge" / "munge.key"
@@ -121,8 +146,12 @@ class SlurmCluster:
             base / "log" / "munged.out",
         )
         self.ctld = Daemon("slurmctld", ["/usr/sbin/slurmctld", "-D", "-f", str(self.conf)], base / "log" / "ctld.out")
-        self.slurmd = {n: Daemon(n, self._slurmd_argv(n), base / "log" / f"{n}.out") for n in NODES}
-        self.start()
+        self.slurmd = {n: Daemon(n, self._slurmd_argv(n), base / "log" / f"{n}.out") for n in self.nodes}
+        try:
+            self.start()
+        except BaseException:  # a node that never came up: the daemons that did go too
+            self.close()
+            raise
 
     def _slurmd_argv(self, node: str) -> list[str]:
         return ["/usr/sbin/slurmd", "-D", "-N", node, "-f", str(self.conf)]
@@ -138,13 +167,32 @@ class SlurmCluster:
     def _write_conf(self) -> None:
         b = self.base
         self.ctld_port = _free_port()
-        ports = {n: _free_port() for n in NODES}
+        ports = {n: _free_port() for n in self.nodes}
         host = socket.gethostname()
+        gpus = self.layout.nodes
         nodes = [
-            f"NodeName={n} NodeHostname={host} NodeAddr={self.address[n]} Port={ports[n]} CPUs=2 "
-            "RealMemory=1000 State=UNKNOWN"
-            for n in NODES
+            f"NodeName={n} NodeHostname={host} NodeAddr={self.address[n]} Port={ports[n]} CPUs={self.layout.cpus} "
+            + (f"Gres=gpu:{len(gpus[n])} " if gpus[n] else "")
+            + "RealMemory=1000 State=UNKNOWN"
+            for n in self.nodes
         ]
+        parts = [
+            f"PartitionName={name} Nodes={','.join(members)} Default={'YES' if i == 0 else 'NO'} "
+            "MaxTime=INFINITE State=UP OverSubscribe=FORCE:4"
+            for i, (name, members) in enumerate(self.layout.partitions.items())
+        ]
+        if any(gpus.values()):  # each node's GPUs by device file: Slurm sets CUDA_VISIBLE_DEVICES from them
+            (b / "gres.conf").write_text(
+                "".join(f"NodeName={n} Name=gpu File={f}\n" for n, files in gpus.items() for f in files)
+            )
+        (b / "cgroup.conf").write_text(self.layout.cgroup)
+        prolog = b / "task_prolog.sh"
+        if self.layout.physical:
+            cases = "".join(
+                f"{n}) set -- {' '.join(_number(f) for f in files)} ;;\n" for n, files in gpus.items() if files
+            )
+            prolog.write_text(_PROLOG.replace("CASES\n", cases))
+            prolog.chmod(0o755)
         self.conf.write_text(
             "\n".join(
                 [
@@ -174,6 +222,8 @@ class SlurmCluster:
                     "SelectType=select/cons_tres",
                     "SelectTypeParameters=CR_CPU",
                     "ReturnToService=2",
+                    *(["GresTypes=gpu"] if any(gpus.values()) else []),
+                    *([f"TaskProlog={prolog}"] if self.layout.physical else []),
                     # a killed slurmd is noticed in seconds (the node-failure test), a job's end too
                     "SlurmdTimeout=5",
                     "SlurmctldTimeout=5",
@@ -184,7 +234,7 @@ class SlurmCluster:
                     "MinJobAge=600",
                     "JobRequeue=0",
                     *nodes,
-                    "PartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4",
+                    *parts,
                     "",
                 ]
             )
@@ -198,7 +248,7 @@ class SlurmCluster:
         self._wait(lambda: _listening(self.ctld_port), "slurmctld's port", self.ctld)
         for d in self.slurmd.values():
             d.start(self.env)
-        self.wait_idle(NODES, since=t0)
+        self.wait_idle(self.nodes, since=t0, timeout=self.layout.idle_timeout)
 
     def _wait(self, ready: object, what: str, daemon: Daemon, timeout: float = 20.0) -> None:
         deadline = time.monotonic() + timeout
@@ -210,8 +260,9 @@ class SlurmCluster:
             time.sleep(0.05)
         raise RuntimeError(f"{what} not ready in {timeout} s: {daemon.log.read_text()[-2000:]}")
 
-    def wait_idle(self, nodes: tuple[str, ...] = NODES, since: float | None = None, timeout: float = 30.0) -> None:
+    def wait_idle(self, nodes: tuple[str, ...] = (), since: float | None = None, timeout: float = 30.0) -> None:
         """Until every node is idle (registered and free), resuming a node left down by a test."""
+        nodes = nodes or self.nodes
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             states = self.node_states()
@@ -279,6 +330,31 @@ class SlurmCluster:
                     os.kill(pid, signal.SIGKILL)
         self.ctld.stop()
         self.munged.stop()
+
+
+#: the TaskProlog of a ``physical`` layout: Slurm's local GPU numbers -> the machine's (its
+#: ``export`` lines set the task's environment)
+_PROLOG = """#!/bin/sh
+[ -n "$CUDA_VISIBLE_DEVICES" ] || exit 0
+case "$SLURMD_NODENAME" in
+CASES
+*) exit 0 ;;
+esac
+out=""
+for i in $(echo "$CUDA_VISIBLE_DEVICES" | tr , ' '); do
+    eval "d=\\${$((i + 1))}"
+    out="${out:+$out,}$d"
+done
+echo "export CUDA_VISIBLE_DEVICES=$out"
+"""
+
+
+def _number(device: str) -> str:
+    """The GPU number in a device file's name (``/dev/nvidia1`` -> ``1``)."""
+    m = re.search(r"([0-9]+)$", device)
+    if m is None:
+        raise ValueError(f"{device}: a GPU device file's name ends in its number")
+    return m.group(1)
 
 
 def _listening(port: int) -> bool:

@@ -3,7 +3,7 @@ for the verdicts; the last test has a real job fail its preflight before Ray sta
 
 from __future__ import annotations
 
-from patchctl.slurm.preflight import Seen, cgroup, cpus, cuda_visible, ray_cpus, rows
+from patchctl.slurm.preflight import Seen, cgroup, cpus, cuda_visible, drops_rocr, ray_cpus, rocr_visible, rows
 
 JOB = {"SLURM_CPUS_PER_TASK": "4", "SLURM_JOB_ID": "7"}
 
@@ -58,11 +58,24 @@ def test_only_the_num_cpus_keys_count_as_the_trainer_s_cpus() -> None:
     assert cpus(None, ("trainer.total_training_steps=600", "data.train_batch_size=256"), seen).status == "pass"
 
 
-def test_the_job_runs_the_three_checks_in_order() -> None:
+def test_the_job_runs_the_four_checks_in_order() -> None:
     seen = Seen({**JOB, "CUDA_VISIBLE_DEVICES": "0"}, allowed=4, machine=8)
     got = rows(None, (), 1, {}, seen)
     assert [(r.check, r.status) for r in got] == [
         ("slurm-cpus", "pass"),
         ("slurm-cgroup", "pass"),
         ("slurm-cuda-visible", "pass"),
+        ("slurm-rocr-visible", "pass"),
     ]
+
+
+def test_slurm_s_own_rocr_visible_devices_is_dropped_and_another_one_fails() -> None:
+    """Slurm's gres/gpu sets ROCR_VISIBLE_DEVICES to CUDA_VISIBLE_DEVICES's numbers in every step;
+    verl's workers refuse the two together (the H200 run: docs/validation/slurm/)."""
+    same = Seen({**JOB, "CUDA_VISIBLE_DEVICES": "0,1", "ROCR_VISIBLE_DEVICES": "0,1"}, allowed=4, machine=8)
+    assert drops_rocr(same) and rocr_visible(same).status == "warn"
+    assert "the run's Ray nodes start without it" in rocr_visible(same).value
+    other = Seen({**JOB, "CUDA_VISIBLE_DEVICES": "0", "ROCR_VISIBLE_DEVICES": "1"}, allowed=4, machine=8)
+    assert not drops_rocr(other) and rocr_visible(other).status == "fail"
+    alone = Seen({**JOB, "ROCR_VISIBLE_DEVICES": "0"}, allowed=4, machine=8)
+    assert not drops_rocr(alone) and rocr_visible(alone).status == "pass"

@@ -30,11 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from patchctl.clusters import Cluster, Host
+from patchctl.slurm import health as job_health
 from patchctl.slurm import preflight
-from patchctl.validate import remote
+from patchctl.validate import gpus, remote
+from patchctl.validate.errors import DuplicateGpu, UnevenGpus, ValidateFailed
 from patchctl.validate.host.census import own_resource
 from patchctl.validate.host.procs import MARKER
-from patchctl.validate.model import Node
+from patchctl.validate.model import Node, Note, RayNode
+from patchctl.validate.plan import HEALTH
 
 
 def emit(event: dict[str, Any]) -> None:
@@ -134,6 +137,8 @@ class Job:
         self.view = Cluster("slurm", (), self.root, Path(".patchctl/env.sh"), python=request["python"])
         self.auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": request.pop("token")}
         self.children: list[Child] = []
+        #: what each step's host side runs under: without Slurm's ROCR_VISIBLE_DEVICES (preflight.drops_rocr)
+        self.unset: list[str] = []
 
     def words(self, node: str, index: int, action: str) -> list[str]:
         """The host side's argv (remote.py's wrapper: env file, env, package path), its module
@@ -141,7 +146,7 @@ class Job:
         view = Node(node, Host(node, self.root), index, dict(self.req["env"]))
         words = remote.host_words(self.view, view, action)
         at = words.index("patchctl.validate.host")
-        return [*words[:at], "patchctl.slurm.stepside", *words[at + 1 :]]
+        return [*self.unset, *words[:at], "patchctl.slurm.stepside", *words[at + 1 :]]
 
     def marker(self, index: int) -> str:
         return f"{self.req['run_id']}.{index}"
@@ -161,6 +166,9 @@ class Job:
             "ray_auth": self.auth,
             "ceiling": self.req["ceiling"],
             "run_rel": os.path.relpath(self.req["run_dir"], self.root),
+            # asked for, the head's dashboard and client server run as on an ssh head (raystart.py)
+            "dashboard": index == 0 and bool(self.req.get("dashboard")),
+            "ray_client": index == 0 and bool(self.req.get("ray_client")),
         }
         srun = ["srun", "--overlap", "--nodes=1", "--ntasks=1", f"--nodelist={node}", "--kill-on-bad-exit=0"]
         child = Child([*srun, *self.words(node, index, "node")], request)
@@ -177,7 +185,16 @@ class Job:
         if event["event"] in ("failed", "error"):
             tail = " | ".join(event.get("tail", [])[-3:])
             raise Stop("ray-up", node, f"{node}: ray start failed: {event.get('error') or tail}")
-        emit({"event": "ray-node", "node": node, "role": request["role"], "address": addresses[node]})
+        emit(
+            {
+                "event": "ray-node",
+                "node": node,
+                "role": request["role"],
+                "address": addresses[node],
+                "dashboard": _bound(event, "--dashboard-port", addresses[node]) if request["dashboard"] else None,
+                "client": _bound(event, "--ray-client-server-port", addresses[node]) if request["ray_client"] else None,
+            }
+        )
         return gcs or f"{addresses[node]}:{self.req['ray_port']}"
 
     def form(self, nodes: list[str], addresses: dict[str, str], gcs: str) -> dict[str, Any]:
@@ -212,6 +229,61 @@ class Job:
             raise Stop("ray-up", nodes[0], f"{nodes[0]}: the run's Ray let in a caller without its token")
         return event
 
+    def health(self, nodes: list[str], addresses: dict[str, str]) -> None:
+        """validate's host preflight and health checks on every node of the allocation (health.py)."""
+        plan = job_health.make_plan(self.req, nodes, addresses, self.root)
+
+        def note(n: Note) -> None:
+            emit({"event": "note", "stage": n.stage, "host": n.host, "text": n.text})
+
+        try:
+            found, measured = job_health.run(plan, note)
+        except ValidateFailed as exc:
+            for p in exc.preflight:
+                emit({"event": "host-preflight", "preflight": asdict(p)})
+            emit({"event": "health", "health": job_health.dump(getattr(exc, "health", None))})
+            raise Stop(exc.stage or "checks", exc.host, str(exc)) from None
+        for p in found:
+            emit({"event": "host-preflight", "preflight": asdict(p)})
+        emit({"event": "health", "health": job_health.dump(measured)})
+
+    def distinct_gpus(self, nodes: list[str], addresses: dict[str, str], listed: list[dict[str, Any]]) -> None:
+        """validate's GPU identity check (validate/gpus.py) over the nodes as Ray listed them: one
+        physical GPU behind two nodes (or ranks), or nodes offering different counts, stop the run.
+        Slurm numbers each node's GPUs from 0; a gres.conf that gives two nodes of one machine the
+        same device file, or a node without device confinement, shows here."""
+        by_address = {addresses[n]: n for n in nodes}
+        ray_nodes = tuple(
+            RayNode(
+                by_address.get(d["address"], d["address"]),
+                d["address"],
+                len(d.get("uuids", [])) or self.req["gpus"],
+                0.0,
+                d.get("cuda_visible_devices"),
+                tuple(d.get("uuids", [])),
+            )
+            for d in listed
+        )
+        configured = {r.label: Node(r.label, Host(r.label, self.root), i, {}) for i, r in enumerate(ray_nodes)}
+        try:
+            gpus.check(ray_nodes, configured)
+        except DuplicateGpu as exc:
+            who = ", ".join(f"{h} (CUDA_VISIBLE_DEVICES={v or 'unset'})" for h, v in exc.holders)
+            raise Stop(
+                "ray-up",
+                exc.host,
+                f"{exc.host}: GPU {exc.gpu} is seen by more than one Ray node or rank: {who}; each node's "
+                "gres.conf must name its own GPUs' device files (and cgroup.conf ConstrainDevices=yes hides the rest)",
+            ) from None
+        except UnevenGpus as exc:
+            shown = ", ".join(f"{h}: {n}" for h, n in exc.counts)
+            raise Stop(
+                "ray-up",
+                exc.host,
+                f"{exc.host}: the nodes offer different GPU counts ({shown}); verl needs the same on every node: "
+                "ask for whole nodes of one kind (gpus_per_node, or a --constraint in sbatch)",
+            ) from None
+
     def train(self, nodes: list[str], gcs: str) -> dict[str, Any]:
         request = {
             "profile": self.req["profile"],
@@ -244,13 +316,22 @@ class Job:
         if failed:
             r = failed[0]
             raise Stop("preflight", nodes[0], f"{nodes[0]}: preflight check {r.check!r} failed: {r.value}; {r.fix}")
+        if preflight.drops_rocr(seen):
+            self.unset = ["env", "-u", "ROCR_VISIBLE_DEVICES"]
+            job_health.unset = self.unset
         cpus = preflight.ray_cpus(self.req["num_cpus"], seen)
         addresses = {n: address(n) for n in nodes}
+        if self.req["profile"] == HEALTH or set(self.req.get("checks", ())) - {"stack"}:
+            self.health(nodes, addresses)
+            if self.req["profile"] == HEALTH:  # the checks were the run: no Ray, no training
+                emit({"event": "done", "passed": True, "stage": "done", "node": nodes[0], "cause": ""})
+                return 0
         gcs = self.start_node(nodes, 0, addresses, cpus, None)
         for i in range(1, len(nodes)):
             self.start_node(nodes, i, addresses, cpus, gcs)
         formed = self.form(nodes, addresses, gcs)
         emit({"event": "ray-formed", "gcs": gcs, "nodes": formed["nodes"], "seconds": formed["seconds"]})
+        self.distinct_gpus(nodes, addresses, formed["nodes"])
         reply = self.train(nodes, gcs)
         emit({"event": "done", "passed": bool(reply["passed"]), "stage": "done", "node": nodes[0], "cause": ""})
         return 0
@@ -258,6 +339,12 @@ class Job:
     def teardown(self) -> None:
         stopped = [c.close() for c in reversed(self.children)]
         emit({"event": "teardown", "stopped": sum((s or {}).get("stopped", 0) for s in stopped)})
+
+
+def _bound(up: dict[str, Any], flag: str, address: str) -> str | None:
+    """``address:port`` of what ``ray start`` was told to bind with ``flag`` (its argv, in "up")."""
+    argv = [str(a) for a in up.get("argv") or ()]
+    return f"{address}:{argv[argv.index(flag) + 1]}" if flag in argv[:-1] else None
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -109,7 +109,42 @@ def cuda_visible(gpus: int, configured: Mapping[str, str], seen: Seen) -> CheckR
     return CheckRow("slurm-cuda-visible", "pass", f"CUDA_VISIBLE_DEVICES={value} as Slurm set it ({gpus} GPU(s))")
 
 
+def drops_rocr(seen: Seen) -> bool:
+    """Slurm's gres/gpu sets ``ROCR_VISIBLE_DEVICES`` to the same numbers as ``CUDA_VISIBLE_DEVICES``
+    in every step (unless gres.conf says ``Flags=nvidia_gpu_env``), and verl's workers refuse the
+    two together (``Please don't set ROCR_VISIBLE_DEVICES when HIP/CUDA_VISIBLE_DEVICES is set``,
+    verl/single_controller/base/worker.py): the job's Ray nodes then start without it."""
+    rocr, cuda = seen.env.get("ROCR_VISIBLE_DEVICES"), seen.env.get("CUDA_VISIBLE_DEVICES")
+    return bool(rocr) and rocr == cuda
+
+
+def rocr_visible(seen: Seen) -> CheckRow:
+    rocr, cuda = seen.env.get("ROCR_VISIBLE_DEVICES"), seen.env.get("CUDA_VISIBLE_DEVICES")
+    if not rocr or not cuda:
+        return CheckRow("slurm-rocr-visible", "pass", "ROCR_VISIBLE_DEVICES not set beside CUDA_VISIBLE_DEVICES")
+    if drops_rocr(seen):
+        return CheckRow(
+            "slurm-rocr-visible",
+            "warn",
+            f"Slurm set ROCR_VISIBLE_DEVICES={rocr} beside CUDA_VISIBLE_DEVICES={cuda}, which verl's workers refuse; "
+            "the run's Ray nodes start without it",
+            "gres.conf Flags=nvidia_gpu_env on NVIDIA nodes makes Slurm set CUDA_VISIBLE_DEVICES alone",
+        )
+    return CheckRow(
+        "slurm-rocr-visible",
+        "fail",
+        f"ROCR_VISIBLE_DEVICES={rocr} differs from CUDA_VISIBLE_DEVICES={cuda}: verl's workers refuse the two "
+        "together, and they name different GPUs",
+        "remove ROCR_VISIBLE_DEVICES from the cluster's env and the job's environment",
+    )
+
+
 def rows(
     requested: int | None, overrides: Sequence[str], gpus: int, configured: Mapping[str, str], seen: Seen
 ) -> tuple[CheckRow, ...]:
-    return (cpus(requested, overrides, seen), cgroup(seen), cuda_visible(gpus, configured, seen))
+    return (
+        cpus(requested, overrides, seen),
+        cgroup(seen),
+        cuda_visible(gpus, configured, seen),
+        rocr_visible(seen),
+    )

@@ -16,12 +16,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from patchctl import orphans, proc
 from patchctl.clusters import Cluster
 from patchctl.slurm import follow, login, script
+from patchctl.slurm import health as job_health
 from patchctl.slurm.errors import LoginFailed, SlurmNotSupported, SlurmRefused
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Progress, pick
 from patchctl.validate import plan as planning
@@ -56,10 +58,12 @@ def check(cluster: Cluster, options: planning.Options) -> None:
             "validate needs shared_root = true",
             "the job's run folder must be seen by the login node (put root on the shared file system)",
         )
-    if not options.trains:
-        raise SlurmNotSupported(cluster.name, "--profile health is not run", "validate an ssh cluster for it")
-    if options.join or options.dashboard or options.ray_client:
-        raise SlurmNotSupported(cluster.name, "--join, --dashboard and --ray-client do not apply", "leave them out")
+    if options.join:
+        raise SlurmNotSupported(
+            cluster.name,
+            "--join has nothing to join (a job's nodes are allocated without Ray, and the job starts its own)",
+            "leave --join out (to use a Ray cluster already running on hosts, validate them as an ssh cluster)",
+        )
     if options.num_cpus is not None and job.cpus_per_task is not None and options.num_cpus > job.cpus_per_task:
         raise SlurmNotSupported(
             cluster.name,
@@ -87,6 +91,12 @@ def request(plan: planning.Plan) -> dict[str, Any]:
         "ray_port": c.hosts[0].ray_port,
         "ceiling": job.time_seconds + 60,
         "insecure_ray": o.insecure_ray,
+        "dashboard": o.dashboard,
+        "ray_client": o.ray_client,
+        # the health checks, run by the job on its nodes as validate runs them over ssh (health.py)
+        "checks": list(o.checks),
+        "health_settings": asdict(c.health),
+        "preflight_skip": list(c.preflight_skip),
     }
 
 
@@ -123,6 +133,7 @@ class Follow:
         self.nodes: list[str] = []
         self.address: dict[str, str] = {}
         self.joined: dict[str, float] = {}
+        self.health: Any = None
 
     def poll(self) -> None:
         path = f"{self.plan.remote_run_dir}/job.out"
@@ -160,6 +171,11 @@ class Follow:
         elif name == "ray-node":
             self.address[e["address"]] = e["node"]
             self.note(Note("ray-up", e["node"], f"Ray {e['role']} started at {e['address']} (srun)"))
+            login_node = self.plan.cluster.hosts[0].ssh
+            for what, at in (("dashboard", e.get("dashboard")), ("Ray client server", e.get("client"))):
+                if at:  # on a compute node: reached through the login node while the job runs
+                    port = at.rsplit(":", 1)[1]
+                    self.note(Note("ray-up", e["node"], f"{what} at {at}; from here: ssh -L {port}:{at} {login_node}"))
         elif name == "joined":
             self.joined[e["address"]] = float(e.get("at", 0.0))
             self.note(Note("ray-up", e.get("node") or e["address"], f"node joined with {e['gpus']} GPU(s)"))
@@ -180,6 +196,18 @@ class Follow:
             )
             self.ray = RayCluster(e["gcs"], nodes, float(e["seconds"]))
             self.note(Note("ray-up", head, f"{len(nodes)} node(s) in Ray at {e['gcs']}"))
+        elif name == "note":
+            self.note(Note(e["stage"], e["host"], e["text"]))
+        elif name == "host-preflight":
+            p = e["preflight"]
+            rows = tuple(CheckRow(r["check"], r["status"], r["value"], r.get("fix", "")) for r in p["rows"])
+            self.preflight.append(
+                HostPreflight(p["label"], rows, p["address"], p["gpus"], p.get("existing"), p["seconds"], p["stack"])
+            )
+            self.note(Note("preflight", p["label"], "ok" if not self.preflight[-1].failed else "check(s) failed"))
+        elif name == "health":
+            self.health = job_health.load(e["health"])
+            self.marks["checks"] = time.monotonic()
         elif name == "train-plan":
             self.note(Note("launch", head, "trainer started: " + planning.show(e["argv"][:3]) + " ..."))
         elif name == "train-line":
@@ -222,7 +250,8 @@ class Follow:
         return {
             "queue": span("start", "running"),
             "preflight": span("running", "preflight"),
-            "ray_up": span("preflight", "ray_up"),
+            "checks": span("preflight", "checks"),
+            "ray_up": span("checks" if "checks" in m else "preflight", "ray_up"),
             "startup": span("ray_up", "first_step"),
             "steps": span("first_step", "last_step"),
             "trainer_exit": span("last_step", "trainer_done"),
@@ -330,6 +359,7 @@ def validate(
         tuple(HostTeardown(n, "ended with the job") for n in f.nodes),
         f.timings(),
         insecure_ray=options.insecure_ray,
+        health=f.health,
         slurm={**f.summary(), "nodes": nodes},
     )
     plan.run_dir.mkdir(parents=True, exist_ok=True)

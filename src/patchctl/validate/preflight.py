@@ -65,6 +65,11 @@ def skipped(plan: planning.Plan) -> dict[str, str]:
 def check_host(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path) -> HostPreflight:
     t0 = time.monotonic()
     ship(plan, node, master, stage)
+    return ask(plan, node, master.socket, t0)
+
+
+def ask(plan: planning.Plan, node: Node, control: Path | None, t0: float) -> HostPreflight:
+    """The host's preflight, patchctl's package already there (shipped, or on a Slurm job's shared root)."""
     request = {
         "address": node.host.address,
         "gpus": node.host.gpus,
@@ -81,7 +86,7 @@ def check_host(plan: planning.Plan, node: Node, master: ssh.Master, stage: Path)
     }
     try:
         reply = remote.call(
-            plan.cluster, node, "preflight", request, timeout=plan.cluster.timeout + 120, control=master.socket
+            plan.cluster, node, "preflight", request, timeout=plan.cluster.timeout + 120, control=control
         )
     except remote.Ended as exc:
         kind, problem, fix = remote.failure(plan.cluster, node, exc.returncode, exc.stderr)

@@ -22,7 +22,7 @@ import queue
 import subprocess
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +61,17 @@ def host_words(cluster: Cluster, node: Node, action: str, extra_env: dict[str, s
     ]
 
 
+#: how a host action's words reach their node: ``None`` is ssh; inside a Slurm job, where compute
+#: nodes have no ssh, the job's driver (patchctl.slurm.jobside) sets an ``srun`` step on the node
+Launcher = Callable[[Node, list[str]], list[str]]
+launcher: Launcher | None = None
+
+
 def host_argv(
     cluster: Cluster, node: Node, action: str, control: Path | None = None, extra_env: dict[str, str] | None = None
 ) -> list[str]:
-    return ssh.ssh_argv(cluster, node.host, host_words(cluster, node, action, extra_env), control)
+    words = host_words(cluster, node, action, extra_env)
+    return launcher(node, words) if launcher is not None else ssh.ssh_argv(cluster, node.host, words, control)
 
 
 def failure(cluster: Cluster, node: Node, returncode: int | None, stderr: str) -> tuple[str, str, str]:

@@ -30,6 +30,8 @@ WATCHED_ENV = (
     "NVSHMEM_DISABLE_NVLS",
     "NCCL_SOCKET_IFNAME",
     "GLOO_SOCKET_IFNAME",
+    # Slurm's gres/gpu sets it beside CUDA_VISIBLE_DEVICES; verl's workers refuse the two together
+    "ROCR_VISIBLE_DEVICES",
 )
 
 
