@@ -30,7 +30,11 @@ def test_the_job_ending_message_outranks_srun_s_error_lines(sig: str) -> None:
 
 @pytest.mark.parametrize(
     ("entry", "sig"),
-    [("111-slurm-cgroup-oom-kill-tune", "slurm-oom-kill"), ("112-slurm-srun-task-exited", "slurm-srun-error")],
+    [
+        ("111-slurm-cgroup-oom-kill-tune", "slurm-oom-kill"),
+        ("112-slurm-srun-task-exited", "slurm-srun-error"),
+        ("115-verl-slurm-rocr-visible-devices", "rocr-visible-devices-set"),
+    ],
 )
 def test_the_corpus_threads_are_diagnosed(entry: str, sig: str) -> None:
     (found,) = [e for e in corpus_score.load() if e.name == entry]
@@ -50,3 +54,10 @@ def test_srun_s_error_line_points_at_the_step_s_own_error() -> None:
     ]
     found = [m.signature.id for m in diagnose(lines, SIGNATURES).matches]
     assert found[-1] == "slurm-srun-error" and found[0] != "slurm-srun-error"
+
+
+def test_the_gpu_job_s_own_log_names_rocr_visible_devices_not_a_dead_worker() -> None:
+    """The two-node H200 job under Slurm (docs/validation/slurm/runs/4-job.out) died because gres/gpu
+    set ROCR_VISIBLE_DEVICES beside CUDA_VISIBLE_DEVICES; doctor used to say only that a worker died."""
+    log = Path(__file__).parents[2] / "docs" / "validation" / "slurm" / "runs" / "4-job.out"
+    assert top(log.read_text(encoding="utf-8", errors="replace").splitlines()) == "rocr-visible-devices-set"
