@@ -40,7 +40,9 @@ def _tree(tmp: Path, name: str, files: dict[str, str]) -> Path:
 
 
 def _real(side: str, rel: str = DS) -> str:
-    return (HERE / side / rel).read_text(encoding="utf-8")
+    """A file as the fixture keeps it (``.txt``: no formatter or linter ever touches the real text)."""
+    name = "rl_dataset.py.txt" if rel == DS else Path(rel).name
+    return (HERE / side / name).read_text(encoding="utf-8")
 
 
 def _capture(tmp: Path) -> Path:
@@ -69,7 +71,9 @@ def _apply(target: Path, ps: Path, *more: str) -> tuple[int, dict[str, dict[str,
     return code, {r["patch"]: r for r in json.loads(out)["results"]}
 
 
-def test_a_rewritten_function_takes_the_edit_by_a_3way_merge_verify_finds_it_revert_undoes_it(captured: Path, tmp_path: Path) -> None:
+def test_a_rewritten_function_takes_the_edit_by_a_3way_merge_verify_finds_it_revert_undoes_it(
+    captured: Path, tmp_path: Path
+) -> None:
     require("git")
     ps = captured
     target = _tree(tmp_path, "target", {DS: _real("target")})
@@ -103,8 +107,10 @@ def test_without_base_texts_the_same_patch_stays_a_conflict(captured: Path, tmp_
 def test_a_region_upstream_changed_too_is_refused_and_nothing_written(captured: Path, tmp_path: Path) -> None:
     require("git")
     ps = captured
-    ours = "prompt_with_chat_template = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)"
-    changed = _real("target").replace(ours, ours.replace("tokenize=False", "tokenize=False, continue_final_message=False"))
+    ours = "self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)"
+    changed = _real("target").replace(
+        ours, ours.replace("tokenize=False", "tokenize=False, continue_final_message=False")
+    )
     assert changed != _real("target")
     target = _tree(tmp_path, "target", {DS: changed})
     code, got = _apply(target, ps)
@@ -120,10 +126,11 @@ def test_a_merge_that_lands_in_another_method_is_refused(captured: Path, tmp_pat
     renamed = _real("target").replace("    def __getitem__(self, item):", "    def _row(self, item):")
     assert renamed != _real("target")
     target = _tree(tmp_path, "target", {DS: renamed})
-    code, got = _apply(target, ps)
+    _code, got = _apply(target, ps)
     assert got[GETITEM]["status"] in ("conflict", "not-applicable"), got[GETITEM]
-    assert "the merge puts the change in RLHFDataset._row, where the fork has it in RLHFDataset.__getitem__" in (
-        got[GETITEM]["reason"]
+    assert (
+        "the merge puts the change in RLHFDataset._row, where the fork has it in RLHFDataset.__getitem__"
+        in (got[GETITEM]["reason"])
     )
     assert (target / DS).read_text(encoding="utf-8") == renamed
 
@@ -180,9 +187,12 @@ def test_a_yaml_line_the_merge_puts_under_another_key_is_refused(tmp_path: Path)
         "  save_freq: -1\n", "  save_freq: 10\n"
     )
     target = _tree(tmp_path, "target", {YAML: upstream})
-    code, got = _apply(target, ps)
+    _code, got = _apply(target, ps)
     assert got["resume"]["status"] == "conflict", got["resume"]
-    assert "the merge puts 'resume_mode: auto  # Uky' under key ray_init, not where the fork has it" in got["resume"]["reason"]
+    assert (
+        "the merge puts 'resume_mode: auto  # Uky' under key ray_init, not where the fork has it"
+        in got["resume"]["reason"]
+    )
     assert (target / YAML).read_text(encoding="utf-8") == upstream
 
 
@@ -192,7 +202,7 @@ def test_the_same_yaml_edit_merges_where_the_key_path_holds(tmp_path: Path) -> N
     ps = _yaml_patchset(tmp_path, base_text)
     upstream = base_text.replace("  save_freq: -1\n", "  save_freq: 10\n")
     target = _tree(tmp_path, "target", {YAML: upstream})
-    code, got = _apply(target, ps)
+    _code, got = _apply(target, ps)
     assert got["resume"]["status"] == "applied", got["resume"]
     assert "  save_freq: 10\n  test_freq: -1\n  resume_mode: auto  # Uky\n" in (target / YAML).read_text()
 
@@ -203,12 +213,17 @@ def test_the_same_yaml_edit_merges_where_the_key_path_holds(tmp_path: Path) -> N
         # apart: upstream's change far from the fork's (the in-process merge)
         (("tokenize=False)", "tokenize=False)  # Uky"), ("import torch\n", "import torch\nimport math\n")),
         # close by: two lines apart (git merge-file decides)
-        (("tokenize=False)", "tokenize=False)  # Uky"), ("        is_multi_modal", "        # mm\n        is_multi_modal")),
+        (
+            ("tokenize=False)", "tokenize=False)  # Uky"),
+            ("        is_multi_modal", "        # mm\n        is_multi_modal"),
+        ),
         # the same line on both sides: a conflict
         (("tokenize=False)", "tokenize=False)  # Uky"), ("tokenize=False)", "tokenize=True)")),
     ],
 )
-def test_merge_agrees_with_git_merge_file(tmp_path: Path, mine_edit: tuple[str, str], new_edit: tuple[str, str]) -> None:
+def test_merge_agrees_with_git_merge_file(
+    tmp_path: Path, mine_edit: tuple[str, str], new_edit: tuple[str, str]
+) -> None:
     require("git")
     old = _real("target")
     mine, new = old.replace(*mine_edit, 1), old.replace(*new_edit, 1)
@@ -239,7 +254,7 @@ def test_a_base_text_that_does_not_match_its_sha256_stops_the_run(captured: Path
 
 
 def test_an_index_naming_a_path_outside_the_tree_is_refused(captured: Path, tmp_path: Path) -> None:
-    ps, index, blob = _tampered(captured)
+    ps, index, _blob = _tampered(captured)
     index.write_text(index.read_text().replace(f'"{DS}"', '"../../etc/passwd"'))
     code, out = run("verify", "-t", str(_tree(tmp_path, "target", {DS: _real("target")})), "-p", str(ps))
     assert code == 2

@@ -78,7 +78,9 @@ def load(root: Path) -> Mapping[str, str]:
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        raise ManifestError(index, "(file)", f"cannot be read ({exc.strerror})", "restore it or capture again") from None
+        raise ManifestError(
+            index, "(file)", f"cannot be read ({exc.strerror})", "restore it or capture again"
+        ) from None
     key = (str(root.resolve()), st.st_mtime_ns, st.st_size)
     if key not in _cache:
         _cache.clear()  # one patchset at a time in practice; never grow without bound

@@ -214,7 +214,9 @@ def record_of(text: str, merged: str) -> dict[str, Any] | None:
 
 def replace_patch(hunk: dict[str, Any]) -> Patch:
     """A bare text-hunk patch of a record, for checking it."""
-    return Patch("merged", "", "", "", th.TextHunk.name, ("merged",), th.Params(hunk["was"], hunk["now"], hunk["line"], 0))
+    return Patch(
+        "merged", "", "", "", th.TextHunk.name, ("merged",), th.Params(hunk["was"], hunk["now"], hunk["line"], 0)
+    )
 
 
 def _once(lines: list[str], piece: str) -> bool:
@@ -255,6 +257,6 @@ def _new_keys(old: str, new: str) -> list[tuple[str, tuple[str, ...]]] | None:
         for op, _, _, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
             if op in ("insert", "replace"):
                 out += [(b[j], keypath.parent_at(b, j)) for j in range(j1, j2) if keypath.content(b[j])]
-    except Exception:  # noqa: BLE001 - a text PyYAML's reader cannot follow: the load check speaks for it
+    except Exception:
         return None
     return out
