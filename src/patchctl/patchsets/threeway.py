@@ -64,18 +64,29 @@ def merge(mine: str, old: str, new: str) -> str | None:
         return fast
     if clash(mine, old, new):
         return None
-    with tempfile.TemporaryDirectory(prefix="patchctl-merge-") as tmp:
-        names = []
-        for i, text in enumerate((mine, old, new)):
-            path = Path(tmp) / f"{i}.txt"
-            path.write_bytes(text.encode("utf-8", "surrogateescape"))
-            names.append(str(path))
-        try:
-            child = git.spawn(Path(tmp), "merge-file", "-p", "-q", *names)
-        except (OSError, PatchctlError):
-            return None
-        out, _ = child.communicate()
+    folder = _scratch()
+    names = []
+    for i, text in enumerate((mine, old, new)):
+        path = folder / f"{i}.txt"
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+        names.append(str(path))
+    try:
+        child = git.spawn(folder, "merge-file", "-p", "-q", *names)
+    except (OSError, PatchctlError):
+        return None
+    out, _ = child.communicate()
     return out.decode("utf-8", "surrogateescape") if child.returncode == 0 else None
+
+
+_folder: list[tempfile.TemporaryDirectory[str]] = []
+
+
+def _scratch() -> Path:
+    """One scratch folder per process for the merges' three files (as the history walk keeps
+    one): git's per-folder config look-up is made once, not once per merge."""
+    if not _folder:
+        _folder.append(tempfile.TemporaryDirectory(prefix="patchctl-merge-"))
+    return Path(_folder[0].name)
 
 
 class ThreeWay:
@@ -85,6 +96,9 @@ class ThreeWay:
     def __init__(self, kind: PatchKind) -> None:
         self._kind = kind
         self._mine: dict[Any, Edit] = {}
+        #: the fallback's answer per patch and target text: the planner plans again in rounds
+        #: (a patch held back for its partner), and matrix meets the same text in each round
+        self._done: dict[Any, Edit | str] = {}
 
     def __getattr__(self, name: str) -> Any:  # name, description, params_schema, parse_params, ...
         return getattr(self._kind, name)
@@ -110,7 +124,14 @@ class ThreeWay:
         base = _base_text(patch, ctx)
         if base is None:
             return edit
-        done = self._fallback(text, base, patch, ctx)
+        key = _key(patch, ctx, base)
+        done = self._done.get((key, text)) if key is not None else None
+        if done is None:
+            done = self._fallback(text, base, patch, ctx)
+            if key is not None:
+                if len(self._done) > 1024:
+                    self._done.clear()
+                self._done[(key, text)] = done
         if isinstance(done, Edit):
             return done
         return replace(edit, reason=f"{edit.reason}; the 3-way merge from its base text: {done}")
@@ -145,11 +166,7 @@ class ThreeWay:
 
     def _on_base(self, base: str, patch: Patch, ctx: Context) -> Edit:
         """The kind's own apply on the base text: the same for every target, so done once."""
-        try:
-            key: Any = (str(ctx.patchset_root), patch.id, ctx.path, patch.params, hash(base))
-            hash(key)
-        except TypeError:
-            key = None
+        key = _key(patch, ctx, base)
         if key is not None and key in self._mine:
             return self._mine[key]
         plain = Context(ctx.patchset_root, ctx.path, read=ctx.read, mode_of=ctx.mode_of)
@@ -162,6 +179,17 @@ class ThreeWay:
                 self._mine.clear()
             self._mine[key] = own
         return own
+
+
+def _key(patch: Patch, ctx: Context, base: str) -> Any:
+    """What the fallback's answer depends on besides the target's text; None when the patch's
+    params cannot be a key (then nothing is cached)."""
+    key = (str(ctx.patchset_root), patch.id, ctx.path, patch.params, patch.resolutions, base)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _base_text(patch: Patch, ctx: Context) -> str | None:
