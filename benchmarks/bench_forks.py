@@ -4,7 +4,9 @@ For each fork (TinyZero, Search-R1, Skywork-OR1; bare mirrors as the search tool
 leaves them) it finds the verl base (``forks_setup.find_base``), captures the fork with
 ``capture --all`` and, on each verl version, plans the patchset on a pristine tree beside
 ``git apply -3`` of the fork's diff, file by file, in a scratch repository that holds the base
-and fork blobs (so git's clean 3-way merges count for git).
+and fork blobs (so git's clean 3-way merges count for git). patchctl's side is ``apply`` as a user runs it, its
+3-way fallback included (the base texts ``capture`` keeps in ``bases/``,
+:mod:`patchctl.patchsets.threeway`), so both tools may merge from the base.
 
 The unit is the fork's in-place hunk (``forks_hunks``): a ``git diff -U0`` hunk of a file both
 base and fork hold, placed when its added lines are in the result and its removed lines are gone,

@@ -137,6 +137,9 @@ def test_outcomes_on_neighbouring_releases(fork: Path, release_tree, tmp_path: P
 def test_older_release_conflicts_instead_of_guessing(fork: Path, release_tree, tmp_path: Path) -> None:
     """0.4.1 has no _SOLUTION_CLIP_CHARS: the helper's anchor is gone, so the patch says conflict."""
     capture(fork, "verl==0.6.1", tmp_path / "mine")
+    # the kind's own answer: with the base texts the 3-way fallback merges the new module-level
+    # helper where the constant was (as git does), which tests/patchsets/test_threeway.py covers
+    shutil.rmtree(tmp_path / "mine" / "bases")
     old = release_tree("0.4.1")
     code, out = run("apply", "--target", str(old), "--patchset", str(tmp_path / "mine"), "--json")
     assert code == 1

@@ -10,7 +10,7 @@ from typing import Any
 
 from patchctl.confine import in_metadata, relative_inside
 from patchctl.errors import ManifestError, NoPatchset, PatchsetGivenTwice
-from patchctl.patchsets import resolutions, upstream
+from patchctl.patchsets import bases, resolutions, upstream
 from patchctl.patchsets.kinds import KINDS, kind_names
 from patchctl.patchsets.model import Patch, Patchset
 from patchctl.schema import Field, check
@@ -186,6 +186,7 @@ def load_patchset(directory: Path, *, builtin: bool = False) -> Patchset:
                     p.id,
                 )
     patches = resolutions.attach(directory, patches)
+    bases.load(directory)  # the 3-way fallback's base texts: refused here, before any plan, when not sound
     return Patchset(
         meta["name"],
         meta.get("description", ""),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from patchctl.confine import resolve_target
 from patchctl.errors import NotUtf8, OutsideTree
@@ -126,14 +127,16 @@ class Assessment:
     superseded: str | None = None
 
 
-def assess(patch: Patch, tree: TreeReader, patchset_root: Path) -> Assessment:
+def assess(patch: Patch, tree: TreeReader, patchset_root: Path, undo: dict[str, Any] | None = None) -> Assessment:
+    """``undo``: what the record kept when the patch was applied (verify passes it, so a placement
+    the 3-way fallback made is found where it was made)."""
     path = locate(patch, tree)
     skip = version_mismatch(patch, tree.target.version)
     if skip is None and path is None:
         skip = "none of its target files exists: " + ", ".join(patch.target)
     if skip is not None or path is None:
         return Assessment(path, skip)
-    text, ctx = tree.read_for(patch, path), Context(patchset_root, path, read=tree.confined)
+    text, ctx = tree.read_for(patch, path), Context(patchset_root, path, undo, read=tree.confined)
     found = KINDS[patch.kind].check(text, patch, ctx)
     kept = replay.dropped(text, patch, ctx, tree.target.version) if found.presence is not Presence.PRESENT else None
     if kept is not None:  # the user's "keep upstream" (refresh): upstream's text is the answer here

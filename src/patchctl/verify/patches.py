@@ -118,7 +118,7 @@ def _check(
     def result(presence: Presence, path: str | None, reason: str, detail: str = "") -> PatchResult:
         return PatchResult(ps.name, patch.id, presence, path, reason, detail)
 
-    a = assess(patch, tree, ps.root)
+    a = assess(patch, tree, ps.root, entry.undo if entry else None)
     if a.skip is not None or a.found is None or a.path is None:
         return result(Presence.MISSING if entry else Presence.NOT_APPLICABLE, a.path, a.skip or "")
     path, found = a.path, a.found

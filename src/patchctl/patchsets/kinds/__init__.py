@@ -46,6 +46,10 @@ class _Kinds(Mapping[str, PatchKind]):
             kind = getattr(importlib.import_module(f"{__name__}.{module}"), cls)()
             if name != "structural":  # replays its recorded resolutions at its own anchors
                 kind = cast(PatchKind, Replay(kind))
+            if not kind.creates_target and not getattr(kind, "binary", False):
+                from patchctl.patchsets.threeway import ThreeWay  # it reads kinds of this registry
+
+                kind = cast(PatchKind, ThreeWay(kind))  # merged from its base text where its anchors fail
             # a kind that edits a file in place keeps its BOM (see bom.py); add-file ships bytes as they are
             self._loaded[name] = kind if kind.creates_target else cast(PatchKind, KeepBom(kind))
         return self._loaded[name]
