@@ -23,21 +23,20 @@ kind in the registry, so apply, matrix, markers, drift and the history walk all 
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from patchctl import git
 from patchctl.errors import PatchctlError
 from patchctl.patchsets import bases, loads
-from patchctl.patchsets.history import scopes
-from patchctl.patchsets.history.upstream import away, clash
 from patchctl.patchsets.kinds import keypath
 from patchctl.patchsets.kinds import text_hunk as th
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, PatchKind
 from patchctl.patchsets.kinds.bom import strip_bom
 from patchctl.patchsets.model import Patch, Presence
+
+if TYPE_CHECKING:
+    import tempfile
 
 #: the record key of a placement made by the fallback
 KEY = "merged"
@@ -59,6 +58,11 @@ def merge(mine: str, old: str, new: str) -> str | None:
         return mine
     if mine == old:
         return new
+    # imported here: every in-place kind is wrapped, and verify of a tree with no base texts
+    # must not load git, subprocess and the history walk (tests/cli/test_startup_imports.py)
+    from patchctl import git
+    from patchctl.patchsets.history.upstream import away, clash
+
     fast = away(mine, old, new)
     if fast is not None:
         return fast
@@ -85,6 +89,8 @@ def _scratch() -> Path:
     """One scratch folder per process for the merges' three files (as the history walk keeps
     one): git's per-folder config look-up is made once, not once per merge."""
     if not _folder:
+        import tempfile
+
         _folder.append(tempfile.TemporaryDirectory(prefix="patchctl-merge-"))
     return Path(_folder[0].name)
 
@@ -257,6 +263,8 @@ def misplaced(path: str, base: str, mine: str, text: str, merged: str) -> str | 
     """Why the merged change sits elsewhere than the fork's, else None: in Python another
     innermost def or class; in YAML a new line under another key path."""
     if path.endswith(".py"):
+        from patchctl.patchsets.history import scopes
+
         want, got = scopes.enclosing(base, mine), scopes.enclosing(text, merged)
         if want != got:
             return (

@@ -7,11 +7,7 @@ Kinds are imported on first use: a kind built on libcst costs ~200 ms to import,
 from __future__ import annotations
 
 import importlib
-import importlib.machinery
-import importlib.util
-import sys
-from collections.abc import Iterator, Mapping, Sequence
-from types import ModuleType
+from collections.abc import Iterator, Mapping
 from typing import cast
 
 from patchctl.patchsets.kinds.base import PatchKind
@@ -66,32 +62,3 @@ KINDS: Mapping[str, PatchKind] = _Kinds()
 
 def kind_names() -> list[str]:
     return sorted(_REGISTRY)
-
-
-#: TEMPORARY (issue 38 requirement 9, remove once the branches written against the old paths are
-#: merged): the placement modules moved from ``kinds/`` to :mod:`patchctl.patchsets.placement`.
-#: Importing them by their old names still works, lazily (no import cost until asked), and with
-#: no file left at the old paths, so that git follows the renames when it merges.
-_MOVED = {
-    f"{__name__}.{m}": f"patchctl.patchsets.placement.{m}"
-    for m in ("anchors", "candidate", "explain", "gaptext", "places", "pyparse", "syntax")
-}
-
-
-class _OldPaths:
-    """A finder and loader for the old names (no importlib.abc base classes: importing those costs ~3 ms)."""
-
-    def find_spec(
-        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        # a loader with create_module and exec_module, which is all importlib calls
-        return importlib.util.spec_from_loader(name, self) if name in _MOVED else None  # type: ignore[arg-type] # (no load_module)
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        return importlib.import_module(_MOVED[spec.name])
-
-    def exec_module(self, module: ModuleType) -> None:
-        """The module is the moved one, already run."""
-
-
-sys.meta_path.append(_OldPaths())
