@@ -1,0 +1,61 @@
+"""Which def or class an edit falls in (patchsets/history/scopes.py), asserted on small texts.
+
+The history walk follows a scope through upstream's commits by these answers; each test fails on a
+bug the mutation run planted (issue 41 req 8): a scope's indentation read off the wrong line, defs
+inside an ``if`` or ``try`` missed, an edit on a scope's first or last line counted outside it, an
+inserted line's indentation misread, a broken text said to define nothing.
+"""
+
+from __future__ import annotations
+
+from patchctl.patchsets.history.scopes import enclosing, has, scopes
+
+F = "def f(a):\n    return a\n"
+
+
+def test_a_text_that_is_not_python_has_no_scopes_and_still_counts_as_defining_the_name() -> None:
+    assert scopes("def (:\n") is None
+    assert has("def (:\n", "f") and not has(None, "f") and not has(F, "g")
+
+
+def test_each_scope_has_the_indentation_of_its_own_def_line_also_on_the_texts_last_line() -> None:
+    found = scopes("class A:\n    def f(self):\n        pass\n")
+    assert found is not None and (found["A"].indent, found["A.f"].indent) == ("", "    ")
+    last = scopes("class B:\n    def g(self): pass")
+    assert last is not None and last["B.g"].indent == "    "
+
+
+def test_defs_inside_an_if_or_a_try_at_module_level_are_scopes() -> None:
+    found = scopes(
+        "if True:\n    def g():\n        pass\ntry:\n    class C:\n        pass\nexcept ImportError:\n    pass\n"
+    )
+    assert found is not None and {"g", "C"} <= set(found)
+
+
+def test_an_edit_on_a_scopes_first_or_last_line_is_inside_it() -> None:
+    assert enclosing(F, F.replace("def f(a):", "def f(a, b):")) == "f"
+    assert enclosing(F, F.replace("return a", "return -a")) == "f"
+
+
+def test_a_line_inserted_right_after_the_def_line_or_indented_after_its_end_is_inside_it() -> None:
+    assert enclosing(F, "def f(a):\n    a += 1\n    return a\n") == "f"
+    assert enclosing(F, F + "    print(a)\n") == "f"
+
+
+def test_a_module_level_line_inserted_after_a_scope_is_outside_it() -> None:
+    assert enclosing(F, F + "x = 2\n") is None
+
+
+def test_a_blank_line_inserted_inside_a_body_is_inside_it() -> None:
+    before = "def f(a):\n    a += 1\n    return a\n"
+    assert enclosing(before, "def f(a):\n    a += 1\n\n    return a\n") == "f"
+
+
+def test_no_change_is_in_no_scope() -> None:
+    assert enclosing(F, F) is None
+
+
+def test_an_edit_below_a_long_run_of_alike_lines_is_found_in_its_own_scope() -> None:
+    """difflib's autojunk would drop the 300 alike lines as junk, and the edit would seem to span both scopes."""
+    before = "def f():\n" + "    pass\n" * 300 + "def g():\n    return 1\n"
+    assert enclosing(before, before.replace("return 1", "return 2")) == "g"
