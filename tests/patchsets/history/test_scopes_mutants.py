@@ -8,7 +8,7 @@ inserted line's indentation misread, a broken text said to define nothing.
 
 from __future__ import annotations
 
-from patchctl.patchsets.history.scopes import enclosing, has, scopes
+from patchctl.patchsets.history.scopes import enclosing, find, has, scopes
 
 F = "def f(a):\n    return a\n"
 
@@ -59,3 +59,18 @@ def test_an_edit_below_a_long_run_of_alike_lines_is_found_in_its_own_scope() -> 
     """difflib's autojunk would drop the 300 alike lines as junk, and the edit would seem to span both scopes."""
     before = "def f():\n" + "    pass\n" * 300 + "def g():\n    return 1\n"
     assert enclosing(before, before.replace("return 1", "return 2")) == "g"
+
+
+H = "def h():\n    a = 1\n    return a\n"
+
+
+def test_a_moved_scope_is_found_when_half_its_lines_are_alike_and_not_below() -> None:
+    half = "def h():\n    x = 1\n    y = 2\n    z = 3\n    return a\n"  # 2 of 3 + 5 lines alike: a ratio of 0.5
+    found = find(H, "h", [("a.py", half)])
+    assert found is not None and found[0] == "a.py" and found[2] == 0.5
+    assert find(H, "h", [("b.py", "def h():\n    return [n for n in range(9)]\n")]) is None
+
+
+def test_of_two_equally_alike_candidates_the_first_is_taken() -> None:
+    found = find(H, "h", [("first.py", H), ("second.py", "x = 0\n" + H)])
+    assert found is not None and (found[0], found[2]) == ("first.py", 1.0)
