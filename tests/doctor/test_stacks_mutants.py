@@ -63,3 +63,11 @@ def test_a_thread_of_waiting_machinery_only_shows_its_innermost_frame() -> None:
 def test_a_dump_without_its_process_line_takes_the_pid_its_file_is_named_by() -> None:
     (stack,) = parse(dump(thread("MainThread", "step (app.py:3)"), process=None), "node2/rank-3-pid-812.txt")
     assert (stack.pid, stack.rank, stack.who) == (812, 3, "rank 3 (pid 812)")
+
+
+def test_a_rank_in_the_command_line_names_a_process_whose_file_has_none_and_the_files_rank_wins() -> None:
+    text = dump(thread("MainThread", "step (app.py:3)"), process="Process 812: python train.py --rank 3")
+    (stack,) = parse(text, "dump.txt")
+    assert (stack.rank, stack.who) == (3, "rank 3 (pid 812)")
+    (named,) = parse(text, "rank5.txt")
+    assert named.rank == 5
