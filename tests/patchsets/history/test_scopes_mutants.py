@@ -8,7 +8,7 @@ inserted line's indentation misread, a broken text said to define nothing.
 
 from __future__ import annotations
 
-from patchctl.patchsets.history.scopes import enclosing, find, has, scopes
+from patchctl.patchsets.history.scopes import at_line, enclosing, find, has, scopes, splice
 
 F = "def f(a):\n    return a\n"
 
@@ -74,3 +74,26 @@ def test_a_moved_scope_is_found_when_half_its_lines_are_alike_and_not_below() ->
 def test_of_two_equally_alike_candidates_the_first_is_taken() -> None:
     found = find(H, "h", [("first.py", H), ("second.py", "x = 0\n" + H)])
     assert found is not None and (found[0], found[2]) == ("first.py", 1.0)
+
+
+def test_an_edit_in_the_last_method_of_a_class_is_in_the_method_not_the_class() -> None:
+    before = "class A:\n    def f(self):\n        return 1\n"
+    assert enclosing(before, before.replace("return 1", "return 2")) == "A.f"
+
+
+def test_a_scope_of_many_alike_lines_is_found_again_whole() -> None:
+    """difflib's autojunk would take the 250 repeated lines for junk and see the same body as unlike."""
+    old = "def h():\n" + "    x += 1\n" * 250 + "    return x\n"
+    found = find(old, "h", [("a.py", "import os\n" + old)])
+    assert found is not None and found[2] == 1.0
+
+
+def test_a_splice_keeps_every_line_around_the_scope() -> None:
+    text = "x = 1\n" + F + "y = 2\n"
+    f = scopes(text)["f"]  # type: ignore[index]
+    assert splice(text, f, "def f(a):\n    return -a\n") == "x = 1\ndef f(a):\n    return -a\ny = 2\n"
+
+
+def test_a_line_is_named_by_the_scope_from_its_first_line_to_its_last() -> None:
+    text = "x = 1\n" + F + "y = 2\n"
+    assert [at_line(text, n) for n in (1, 2, 3, 4)] == [None, "f", "f", None]
