@@ -6,7 +6,9 @@ the main thread's choice, the frame shown when every frame is waiting machinery.
 
 from __future__ import annotations
 
-from patchctl.doctor.stacks import MAX_FRAMES, parse
+from pathlib import Path
+
+from patchctl.doctor.stacks import MAX_FRAMES, odd_one, parse, read_dir
 
 
 def dump(*threads: str, process: str | None = "Process 812: python train.py") -> str:
@@ -71,3 +73,26 @@ def test_a_rank_in_the_command_line_names_a_process_whose_file_has_none_and_the_
     assert (stack.rank, stack.who) == (3, "rank 3 (pid 812)")
     (named,) = parse(text, "rank5.txt")
     assert named.rank == 5
+
+
+def test_a_dump_file_is_read_up_to_one_mib_and_only_a_plain_dump_file_is_read(tmp_path: Path) -> None:
+    head = dump(thread("MainThread", "early (app.py:1)"))
+    (tmp_path / "rank0.txt").write_text(head + ("#" * 1023 + "\n") * 1024 + "    late (app.py:2)\n")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    outside.write_text(dump(thread("MainThread", "secret (x.py:1)")))
+    (tmp_path / "rank1.txt").symlink_to(outside)
+    (tmp_path / "rank2.md").write_text(dump(thread("MainThread", "notes (x.py:1)")))
+    (tmp_path / "rank3.txt").mkdir()
+    stacks = read_dir(tmp_path)
+    assert [(s.source, [f.function for f in s.threads[0].frames]) for s in stacks] == [("rank0.txt", ["early"])]
+
+
+def test_three_ranks_are_judged_among_themselves_without_the_driver() -> None:
+    stacks = [
+        s
+        for n, fn in enumerate(["all_reduce", "all_reduce", "compute_loss"])
+        for s in parse(dump(thread("MainThread", f"{fn} (w.py:{n})", "update_actor (w.py:611)")), f"rank{n}.txt")
+    ]
+    stacks += parse(dump(thread("MainThread", "fit (ray_trainer.py:900)", "main (main_ppo.py:40)")), "driver.txt")
+    odd = odd_one(stacks)
+    assert odd is not None and odd.stack.rank == 2 and odd.others == 2
