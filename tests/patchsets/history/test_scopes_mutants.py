@@ -82,10 +82,12 @@ def test_an_edit_in_the_last_method_of_a_class_is_in_the_method_not_the_class() 
 
 
 def test_a_scope_of_many_alike_lines_is_found_again_whole() -> None:
-    """difflib's autojunk would take the 250 repeated lines for junk and see the same body as unlike."""
+    """difflib's autojunk would take the 250 repeated lines for junk and see the body, a line added
+    at each end, as unlike."""
     old = "def h():\n" + "    x += 1\n" * 250 + "    return x\n"
-    found = find(old, "h", [("a.py", "import os\n" + old)])
-    assert found is not None and found[2] == 1.0
+    now = "def h():\n    y = 0\n" + "    x += 1\n" * 250 + "    z = 1\n    return x\n"
+    found = find(old, "h", [("a.py", "import os\n" + now)])
+    assert found is not None and found[2] > 0.99
 
 
 def test_a_splice_keeps_every_line_around_the_scope() -> None:
