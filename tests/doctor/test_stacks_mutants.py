@@ -96,3 +96,20 @@ def test_three_ranks_are_judged_among_themselves_without_the_driver() -> None:
     stacks += parse(dump(thread("MainThread", "fit (ray_trainer.py:900)", "main (main_ppo.py:40)")), "driver.txt")
     odd = odd_one(stacks)
     assert odd is not None and odd.stack.rank == 2 and odd.others == 2
+
+
+def test_a_long_command_line_is_kept_to_200_characters() -> None:
+    command = "python -m verl.trainer.main_ppo " + "x" * 300
+    (stack,) = parse(dump(thread("MainThread", "step (app.py:3)"), process=f"Process 812: {command}"), "dump.txt")
+    assert stack.command == command[:200]
+
+
+def test_frames_of_a_next_process_before_its_thread_line_join_no_thread_of_the_one_before() -> None:
+    text = (
+        dump(thread("MainThread", "step (app.py:3)"))
+        + "Process 813: python worker.py\n    stray (app.py:9)\n"
+        + thread("MainThread", "load (data.py:1)", ident="813")
+    )
+    first, second = parse(text, "ray_stack.txt")
+    assert [f.function for f in first.threads[0].frames] == ["step"]
+    assert [f.function for f in second.threads[0].frames] == ["load"]
