@@ -51,6 +51,42 @@ def test_a_hang_on_another_host_is_dumped_there_and_named_by_doctor(site: Site) 
     assert " on node2 waits in hold_peer (" in out.stdout, out.stdout
 
 
+NCCL_HANG = Path(__file__).parents[1] / "doctor" / "runs" / "nccl-hang" / "nccl_trace"
+
+
+def test_the_flight_recorder_dump_of_a_rank_on_another_host_comes_home_and_doctor_names_it(site: Site) -> None:
+    """Every raylet starts its workers with the flight recorder on, dumping into its own host's run
+    folder; at the timeout each host pokes its ranks' pipes and sends the dumps they write. The
+    stand-in's ranks play torch's watchdog with the real dumps of ``tests/doctor/runs/nccl-hang``:
+    rank 0 (the driver, on node1) waits in collective #4, rank 1 (``hold_peer``, on node2) never
+    got past #3."""
+    hosts = [host_entry("node1", site.root("node1"), "0"), host_entry("node2", site.root("node2"), "1")]
+    site.migrate(site.cluster(hosts))
+    code, doc, _ = site.run_json(
+        "+standin.peer_hang_at=3",
+        "+standin.step_seconds=0.2",
+        f"+standin.peer_dump={NCCL_HANG / 'rank_1'}",
+        f"+standin.driver_dump={NCCL_HANG / 'rank_0'}",
+        "--timeout",
+        "25",
+    )
+    assert code == 1, doc["cause"]
+    run = site.dir / "run"
+    # rank 1's dump was written on node2, in node2's run folder (its worker inherited the variables
+    # from node2's raylet, naming node2's folder), and came home byte for byte
+    came = run / "hosts" / "node2" / "nccl_trace" / "rank_1"
+    assert came.read_bytes() == (NCCL_HANG / "rank_1").read_bytes(), sorted(
+        str(p.relative_to(run)) for p in run.rglob("*")
+    )
+    assert not (run / "hosts" / "node1" / "nccl_trace" / "rank_1").exists()
+    out = subprocess.run(
+        [sys.executable, "-m", "patchctl", "doctor", str(run)], capture_output=True, text=True, timeout=120
+    )
+    assert "rank 1 on node2: last collective #3 nccl:all_reduce (completed)" in out.stdout, out.stdout
+    assert "rank 0 on node1: last collective #4 nccl:all_reduce (scheduled)" in out.stdout, out.stdout
+    assert "culprit:  rank 1 on node2 is behind: the others wait in collective #4" in out.stdout, out.stdout
+
+
 @dataclass
 class _NoMaster:
     """No control connection: ssh dials the host itself (as it would after a lost master)."""

@@ -302,7 +302,7 @@ def _show_hang(run: RunDir) -> None:
     if h.flight is not None:
         for r in h.flight.ranks:
             last = f"collective #{r.last_seq} {r.op} ({r.state})" if r.last_seq >= 0 else "no collective"
-            _field("nccl:", f"rank {r.rank}: last {last}" + (f" from {r.where}" if r.where else ""))
+            _field("nccl:", f"{r.who}: last {last}" + (f" from {r.where}" if r.where else ""))
         for f, why in h.flight.unreadable:
             _field("nccl:", f"{f} not read: {why}")
     for line in h.ray_pending:

@@ -22,7 +22,7 @@ import json
 import pickle
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +101,13 @@ class RankState:
     where: str
     #: the last collective it completed, -1 if none
     completed: int
+    #: the host whose folder the dump came from (``hosts/HOST/nccl_trace``); "" for the head's own
+    host: str = ""
+
+    @property
+    def who(self) -> str:
+        """"rank 1 on node2", or "rank 1" for a dump of the head's own folder."""
+        return f"rank {self.rank}" + (f" on {self.host}" if self.host else "")
 
 
 def _int(v: Any, default: int = -1) -> int:
@@ -148,18 +155,35 @@ class Verdict:
 
 def read_dir(folder: Path) -> Verdict | None:
     """Every rank's dump in ``folder`` (files ending in the rank number), and who is behind."""
+    return read_dirs([(folder, "")])
+
+
+def read_dirs(folders: list[tuple[Path, str]]) -> Verdict | None:
+    """Every rank's dump in each (folder, host): a multi-host run's ranks write on their own host, and
+    validate brings each host's into ``hosts/HOST/nccl_trace``. A rank found in two folders (the head's
+    own and its host's copy, or a shared disk) is read from the first; put the host folders first so
+    that it is named with its host."""
     states: list[RankState] = []
     bad: list[tuple[str, str]] = []
-    for path in sorted(folder.iterdir()):
-        m = RANK_FILE.search(path.name)
-        if not m or not path.is_file() or path.is_symlink() or path.suffix == ".pipe":
+    seen: set[int] = set()
+    for folder, host in folders:
+        if not folder.is_dir() or folder.is_symlink():
             continue
-        try:
-            doc = load(path)
-        except (NotADump, OSError) as exc:
-            bad.append((path.name, str(exc)))
-            continue
-        states.append(rank_state(doc, int(m.group(1)), path.name))
+        for path in sorted(folder.iterdir()):
+            m = RANK_FILE.search(path.name)
+            if not m or not path.is_file() or path.is_symlink() or path.suffix == ".pipe":
+                continue
+            rank = int(m.group(1))
+            if rank in seen:
+                continue
+            source = f"{host}:{path.name}" if host else path.name
+            try:
+                doc = load(path)
+            except (NotADump, OSError) as exc:
+                bad.append((source, str(exc)))
+                continue
+            seen.add(rank)
+            states.append(replace(rank_state(doc, rank, source), host=host))
     if not states and not bad:
         return None
     states.sort(key=lambda s: s.rank)

@@ -140,8 +140,9 @@ class Hang:
         """The rank the others wait for, in one sentence ("" when the evidence names none)."""
         if self.flight is not None and self.flight.behind:
             ranks = ", ".join(map(str, self.flight.behind))
+            who = ", ".join(r.who for r in self.flight.ranks if r.rank in self.flight.behind)
             return (
-                f"rank {ranks} is behind: the others wait in {self.flight.waiting}, which rank {ranks} never "
+                f"{who} is behind: the others wait in {self.flight.waiting}, which rank {ranks} never "
                 "entered (flight recorder)"
             )
         if self.odd is not None:
@@ -173,7 +174,7 @@ class Hang:
                 "behind": list(self.flight.behind),
                 "waiting": self.flight.waiting,
                 "ranks": [
-                    {"rank": r.rank, "last": r.last_seq, "op": r.op, "state": r.state, "where": r.where}
+                    {"rank": r.rank, "host": r.host, "last": r.last_seq, "op": r.op, "state": r.state, "where": r.where}
                     for r in self.flight.ranks
                 ],
                 "unreadable": [{"file": f, "why": w} for f, w in self.flight.unreadable],
@@ -198,15 +199,20 @@ def ray_pending(text: str) -> list[str]:
     return out[:20]
 
 
+def _host_folders(run_dir: Path, name: str) -> list[tuple[Path, str]]:
+    """(``hosts/HOST/name``, HOST) of every host folder that has one; none through a link."""
+    return [
+        (f, f.parent.name)
+        for f in sorted((run_dir / nodes.HOSTS).glob(f"*/{name}"))
+        if f.is_dir() and not f.is_symlink() and not f.parent.is_symlink()
+    ]
+
+
 def hang(run_dir: Path) -> Hang:
     h = Hang()
     # the head's own (train's dumps of the trainer), then each host's (validate's dumps of its Ray workers)
-    folders = [
-        (run_dir / STACKS, ""),
-        *((f, f.parent.name) for f in sorted((run_dir / nodes.HOSTS).glob(f"*/{STACKS}"))),
-    ]
-    for folder, host in folders:
-        if folder.is_dir() and not folder.is_symlink() and not folder.parent.is_symlink():
+    for folder, host in [(run_dir / STACKS, ""), *_host_folders(run_dir, STACKS)]:
+        if folder.is_dir() and not folder.is_symlink():
             h.stacks += dumps.read_dir(folder, host=host)
     h.odd = dumps.odd_one(h.stacks)
     if not h.stacks:
@@ -214,8 +220,11 @@ def hang(run_dir: Path) -> Hang:
             f"no py-spy dumps ({STACKS}/): patchctl takes them before it stops a run that timed out, "
             "where py-spy is installed (pip install py-spy)"
         )
-    fr = run_dir / FLIGHT
-    h.flight = recorder.read_dir(fr) if fr.is_dir() and not fr.is_symlink() else None
+    # each host's dumps (validate brings them from where its ranks wrote them) first, so that a rank is
+    # named with its host; then the head's own folder (train's, or the head's fetched by validate)
+    h.flight = recorder.read_dirs(
+        [*_host_folders(run_dir, FLIGHT), (run_dir / FLIGHT, "")],
+    )
     if h.flight is None:
         h.missing.append(
             f"no NCCL flight recorder dumps ({FLIGHT}/): run with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and "
@@ -303,6 +312,7 @@ def read(run_dir: Path, signatures: list[Signature]) -> RunDir:
     stalled = (prog is not None and prog.stalled) or (prog is None and timed_out)
     # every train run has a nccl_trace/ folder: only one with dumps in it is evidence
     evidence = any(_has_files(run_dir / d) for d in (STACKS, FLIGHT))
+    evidence = evidence or any(_has_files(f) for f, _ in _host_folders(run_dir, FLIGHT))
     evidence = evidence or any((run_dir / n).is_file() for n in RAY_STATUS)
     h = hang(run_dir) if stalled or evidence else None
     found = nodes.compare(nodes.read_run(run_dir, trainer_lines))

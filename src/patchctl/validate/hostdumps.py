@@ -1,11 +1,13 @@
-"""Every host's share of a hung run, for ``doctor`` (issue 37, req. 2): stacks and Ray logs.
+"""Every host's share of a hung run, for ``doctor`` (issue 37, req. 2): stacks, flight recorder dumps, Ray logs.
 
 When the head's trainer times out, its ``train`` says so ("hung") and waits before it kills the
 trainer; meanwhile this asks each host of the cluster, in parallel over the ssh connection held
 to it (the host action ``hostdump``, an argv list: nothing of the request reaches a shell), for
-``py-spy dump`` of the run's Ray workers there and the node's Ray session logs, each host bounded
-by :data:`HOST_TIMEOUT`. Everything lands in ``RUN_DIR/hosts/HOST/``: ``stacks/rank-R-pid-P.txt``
-(``pid-P.txt`` without a rank), ``ray/<the log's path in the session, flattened>`` and
+``py-spy dump`` of the run's Ray workers there, the NCCL flight recorder dumps its ranks write when
+poked, and the node's Ray session logs, each host bounded by :data:`HOST_TIMEOUT`. Everything lands
+in ``RUN_DIR/hosts/HOST/``: ``stacks/rank-R-pid-P.txt`` (``pid-P.txt`` without a rank),
+``nccl_trace/rank_R`` (the ranks of another host than the head's: without them doctor could not
+name a rank behind there), ``ray/<the log's path in the session, flattened>`` and
 ``capture.txt`` (what could not be taken there). ``doctor RUN_DIR`` reads them with the rest.
 
 A host that cannot be reached, or does not answer in time, gets its one line in ``capture.txt``;
@@ -15,6 +17,8 @@ log names are reduced to safe characters before they become file names under its
 
 from __future__ import annotations
 
+import base64
+import binascii
 import queue
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +34,12 @@ from patchctl.validate.model import Node
 HOSTS = "hosts"
 STACKS = "stacks"
 RAY = "ray"
+FLIGHT = "nccl_trace"
+#: what is kept of one host's flight recorder dumps, whatever it sends: how many, bytes each, bytes in all
+MAX_DUMPS = 32
+PER_DUMP = 8 * 1024 * 1024
+DUMPS_PER_HOST = 24 * 1024 * 1024
+_DUMP = re.compile(r"^rank_[0-9]{1,6}$")
 NOTES = "capture.txt"
 #: seconds one host may take to answer (py-spy dumps four at a time, 20 s at most each)
 HOST_TIMEOUT = 90.0
@@ -89,6 +99,22 @@ def write(run_dir: Path, node: Node, reply: dict[str, Any]) -> list[str]:
     for entry in reply.get("logs") or ():
         if isinstance(entry.get("path"), str) and isinstance(entry.get("text"), str):
             fsutil.write_into(logs, log_name(entry["path"]), entry["text"].encode("utf-8"))
+    flight = fsutil.renew_folder(home / FLIGHT)
+    left = DUMPS_PER_HOST
+    for entry in list(reply.get("flight") or ())[:MAX_DUMPS]:
+        name, data = entry.get("name"), entry.get("data")
+        if not isinstance(name, str) or not _DUMP.match(name) or not isinstance(data, str):
+            continue
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            notes.append(f"{node.label}: flight recorder dump {name} arrived broken: left out")
+            continue
+        if len(raw) > min(PER_DUMP, left):
+            notes.append(f"{node.label}: flight recorder dump {name} is over {PER_DUMP >> 20} MiB: left out")
+            continue
+        left -= len(raw)
+        fsutil.write_into(flight, name, raw)
     text = "".join(f"{n}\n" for n in notes)
     fsutil.write_into(home, NOTES, text.encode("utf-8"))
     return notes

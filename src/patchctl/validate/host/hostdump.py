@@ -10,7 +10,11 @@ validate asks every host for this, over the ssh connection it already holds:
   marker whose title is ``ray::...``; idle workers and Ray's agents run no task and are left out), each
   bounded by :data:`hangdump.PYSPY_TIMEOUT`;
 - a byte into each NCCL flight recorder pipe of the run folder here, where a rank of this host
-  listens (the dumps stay on the host: they name it in ``capture.txt``);
+  listens (node.py has every raylet start its workers with the flight recorder on, dumping there),
+  then, after a bounded wait (:data:`FLIGHT_WAIT`) for the ranks to write, the dumps themselves:
+  regular files named ``rank_R`` only (no link, no pipe), at most :data:`MAX_DUMPS` of them, each
+  whole and at most :data:`PER_DUMP` bytes (a cut pickle reads as nothing) and all
+  :data:`DUMPS_PER_HOST` bytes, base64 in the reply;
 - the node's Ray session logs (``*.log``, ``*.err``, ``*.out``), newest first, each cut to its last
   :data:`PER_FILE` bytes and all of them to :data:`PER_HOST` bytes.
 
@@ -21,9 +25,13 @@ this user's own 0700 folder (statedir.py).
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import os
+import re
+import stat
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +48,16 @@ LOG_SUFFIXES = (".log", ".err", ".out")
 #: Ray's own processes with a ``ray::`` title, which run no task of the job: an idle worker and the
 #: node's agents (their stacks would sit beside the ranks' as if they were ranks)
 NOT_RANKS = ("ray::IDLE", "ray::DashboardAgent", "ray::RuntimeEnvAgent")
+#: seconds to wait for this host's ranks to write their flight recorder dumps once asked (the
+#: py-spy dumps run meanwhile)
+FLIGHT_WAIT = 8.0
+#: bytes of one flight recorder dump (2000 entries with frames are a few MB), of all of a host's,
+#: and how many dumps
+PER_DUMP = 8 * 1024 * 1024
+DUMPS_PER_HOST = 24 * 1024 * 1024
+MAX_DUMPS = 32
+#: a dump's name as the flight recorder writes it: the prefix and the rank
+DUMP_NAME = re.compile(rf"^{hangdump.PREFIX}[0-9]{{1,6}}$")
 
 
 def workers(marker: str) -> list[tuple[int, str]]:
@@ -101,14 +119,80 @@ def logs(marker: str) -> list[dict[str, Any]]:
     return out
 
 
+def _dump_files(folder: Path) -> dict[str, os.stat_result]:
+    """The flight recorder dumps in ``folder``: regular files named ``rank_R``, never a link."""
+    out: dict[str, os.stat_result] = {}
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return out
+    for name in names:
+        if not DUMP_NAME.match(name):
+            continue
+        try:
+            st = os.lstat(folder / name)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            out[name] = st
+    return out
+
+
+def wait_for_dumps(folder: Path, asked: int, since: float, wait: float = FLIGHT_WAIT) -> bool:
+    """Wait (at most ``wait`` seconds) until ``asked`` dumps were written after ``since``; whether they were."""
+    deadline = time.monotonic() + wait
+    while True:
+        fresh = [n for n, st in _dump_files(folder).items() if st.st_mtime >= since]
+        if len(fresh) >= asked:
+            # a dump is written in one go, but give the last one a moment to be complete
+            time.sleep(0.2)
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+
+
+def flight_dumps(folder: Path, notes: list[str]) -> list[dict[str, Any]]:
+    """The dumps in ``folder`` within the bounds, base64; what was left out goes into ``notes``."""
+    out: list[dict[str, Any]] = []
+    left = DUMPS_PER_HOST
+    found = sorted(_dump_files(folder).items())
+    if len(found) > MAX_DUMPS:
+        notes.append(f"{len(found)} flight recorder dumps in {folder}: only the first {MAX_DUMPS} were sent")
+    for name, st in found[:MAX_DUMPS]:
+        if st.st_size > PER_DUMP or st.st_size > left:
+            notes.append(f"{folder / name}: {st.st_size} bytes, over what is sent of a flight recorder dump: left there")
+            continue
+        try:
+            fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                data = f.read(PER_DUMP + 1)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        if len(data) > min(PER_DUMP, left):
+            notes.append(f"{folder / name}: grew past what is sent of a flight recorder dump: left there")
+            continue
+        left -= len(data)
+        out.append({"name": name, "data": base64.b64encode(data).decode("ascii")})
+    return out
+
+
 def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     marker = str(request["marker"])
     notes: list[str] = []
     root = Path.cwd().resolve()
     run_dir = (root / str(request.get("run_rel") or ".")).resolve()
     flight = run_dir / hangdump.FLIGHT
-    if run_dir.is_relative_to(root) and (asked := hangdump.ask_flight_recorder(flight)):
-        notes.append(f"{asked} rank(s) here were asked for their flight recorder dump: they write it into {flight}")
+    inside = run_dir.is_relative_to(root)
+    poked = time.time() - 1.0  # a dump written from now on is this request's (mtime granularity aside)
+    asked = hangdump.ask_flight_recorder(flight) if inside else 0
     stacks: list[dict[str, Any]] = []
     tool = hangdump.pyspy()
     found = workers(marker)
@@ -123,5 +207,12 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
                     notes.append(why)
                 else:
                     stacks.append({"pid": pid, "rank": hangdump.rank_of(pid), "title": title, "text": text})
-    emit({"event": "reply", "stacks": stacks, "logs": logs(marker), "notes": notes})
+    dumps: list[dict[str, Any]] = []
+    if asked and not wait_for_dumps(flight, asked, poked):
+        notes.append(
+            f"{asked} rank(s) here asked for their flight recorder dump; not all wrote one in {FLIGHT_WAIT:.0f} s"
+        )
+    if inside and flight.is_dir() and not flight.is_symlink():
+        dumps = flight_dumps(flight, notes)
+    emit({"event": "reply", "stacks": stacks, "logs": logs(marker), "flight": dumps, "notes": notes})
     return 0

@@ -92,6 +92,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     env.pop("RAY_ADDRESS", None)  # a worker joins the address it is given, nothing else
     env.update(bytecode.outside_tree(env))  # Ray's workers import verl from this host's tree
     env.update(_code_hook(request.get("run_rel"), env.get("PYTHONPATH", "")))
+    env = {**_flight_recorder(request.get("run_rel")), **env}  # the user's own TORCH_NCCL_* win
     argv = raystart.ray_argv(request, temp_dir)
     with open(start_log, "wb") as log:
         child = subprocess.Popen(
@@ -129,6 +130,31 @@ def _code_hook(run_rel: str | None, pythonpath: str) -> dict[str, str]:
     if env:
         codehook.install(run_dir)
     return env or own
+
+
+def _flight_recorder(run_rel: str | None) -> dict[str, str]:
+    """The NCCL flight recorder on for the raylet's workers, dumping into this node's run folder.
+
+    The trainer's launch sets these for the trainer (hangdump.flight_env), but a Ray worker inherits
+    its raylet's environment, not the driver's: without this no rank of a validate run (the head's
+    included: its raylet is validate's too) would keep a trace or listen on a pipe, and the
+    ``hostdump`` action would find nothing to poke. The folder is made here, before any worker
+    starts: torch makes its pipe in it and does not make the folder."""
+    if not run_rel:
+        return {}
+    from patchctl import fsutil
+    from patchctl.train import hangdump
+
+    root = Path.cwd().resolve()
+    run_dir = (root / run_rel).resolve()
+    if not run_dir.is_relative_to(root):
+        return {}
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        fsutil.renew_folder(run_dir / hangdump.FLIGHT)  # this run's dumps only
+    except OSError:
+        return {}
+    return hangdump.flight_env(run_dir)
 
 
 def _lease(request: dict[str, Any]) -> tuple[float | None, float | None]:

@@ -9,6 +9,10 @@ verl), checks that the cluster has ``trainer.nnodes`` nodes, runs one task on ea
 ``+standin.hang_at=N`` calls a reward function that never returns at step N (a run that stops making
 progress without an error); ``+standin.peer_hang_at=N`` waits at step N for a task on the last node
 that never returns (``hold_peer``: the hang is on another host than the driver's).
+``+standin.peer_dump=FILE`` / ``+standin.driver_dump=FILE``: ``hold_peer`` (as rank 1) and the driver
+(as rank 0) play the NCCL flight recorder's watchdog where their environment turns it on
+(``TORCH_NCCL_DEBUG_INFO_PIPE_FILE``): they listen on ``PREFIX<rank>.pipe`` and, on a byte there, write
+FILE (a real dump) to ``TORCH_NCCL_DEBUG_INFO_TEMP_FILE<rank>``, as torch's watchdog does.
 """
 
 import os
@@ -21,7 +25,37 @@ def compute_reward():
         time.sleep(0.05)
 
 
-def hold_peer():
+def flight_watchdog(dump, rank):
+    """torch's watchdog for ``rank``, in a thread: make the pipe, and on a byte write ``dump`` to the
+    dump file. Nothing where the process's environment has the flight recorder off."""
+    import threading
+
+    pipe, out = os.environ.get("TORCH_NCCL_DEBUG_INFO_PIPE_FILE"), os.environ.get("TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
+    if not dump or not pipe or not out:
+        return
+    pipe = f"{pipe}{rank}.pipe"
+    os.mkfifo(pipe)
+
+    def serve():
+        fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
+        while True:
+            try:
+                got = os.read(fd, 16)
+            except BlockingIOError:
+                got = b""
+            if got:
+                with open(dump, "rb") as f:
+                    data = f.read()
+                with open(f"{out}{rank}.tmp", "wb") as f:
+                    f.write(data)
+                os.replace(f"{out}{rank}.tmp", f"{out}{rank}")
+            time.sleep(0.05)
+
+    threading.Thread(target=serve, daemon=True).start()
+
+
+def hold_peer(dump=""):
+    flight_watchdog(dump, 1)
     while True:  # the planted hang on another host: a rank that never reaches the collective
         time.sleep(0.05)
 
@@ -65,6 +99,7 @@ def main(argv):
     fail_at = int(cfg.get("standin.fail_at", "0"))
     hang_at = int(cfg.get("standin.hang_at", "0"))
     peer_hang_at = int(cfg.get("standin.peer_hang_at", "0"))
+    flight_watchdog(cfg.get("standin.driver_dump", ""), 0)
     pause = float(cfg.get("standin.step_seconds", "0.02"))
     print(f"Total training steps: {total}", flush=True)
     print("Training from scratch", flush=True)
@@ -80,7 +115,7 @@ def main(argv):
             peer = ray.remote(num_cpus=0)(hold_peer).options(
                 scheduling_strategy=NodeAffinitySchedulingStrategy(other["NodeID"], soft=False)
             )
-            ray.get(peer.remote())
+            ray.get(peer.remote(cfg.get("standin.peer_dump", "")))
         if step == fail_at:
             print("RuntimeError: CUDA error: an illegal memory access was encountered", flush=True)
             sys.exit(1)
