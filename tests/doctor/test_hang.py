@@ -331,3 +331,28 @@ def test_a_run_directory_whose_report_is_broken_is_a_one_line_error(tmp_path):
     out = _doctor(str(tmp_path))
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and f"{tmp_path / 'report.json'}: not JSON (line 1" in out.stderr
+
+
+def test_the_flight_recorder_dumps_of_every_host_are_read_each_rank_once_and_named_with_its_host(tmp_path):
+    """validate brings each host's dumps into hosts/HOST/nccl_trace (the head's run folder's are
+    also fetched into nccl_trace/): a rank is read once, named with the host it dumped on; a host's
+    folder that is a link is not read."""
+    run = tmp_path / "run"
+    dumps = NCCL_HANG / "nccl_trace"
+    for rel, src in [
+        ("nccl_trace/rank_0", "rank_0"),
+        ("hosts/node1/nccl_trace/rank_0", "rank_0"),
+        ("hosts/node2/nccl_trace/rank_1", "rank_1"),
+        ("elsewhere/rank_2", "rank_1"),
+    ]:
+        (run / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run / rel).write_bytes((dumps / src).read_bytes())
+    (run / "hosts/node3").mkdir()
+    (run / "hosts/node3/nccl_trace").symlink_to(run / "elsewhere")
+    out = _doctor(str(run))
+    assert out.returncode == 0, out.stderr
+    assert "rank 0 on node1: last collective #4 nccl:all_reduce (scheduled)" in out.stdout, out.stdout
+    assert "rank 1 on node2: last collective #3 nccl:all_reduce (completed)" in out.stdout, out.stdout
+    assert "culprit:  rank 1 on node2 is behind: the others wait in collective #4" in out.stdout, out.stdout
+    ranks = json.loads(_doctor("--json", str(run)).stdout)["hang"]["flight_recorder"]["ranks"]
+    assert [(r["rank"], r["host"]) for r in ranks] == [(0, "node1"), (1, "node2")]

@@ -132,3 +132,82 @@ def test_what_a_host_sends_is_written_only_inside_its_folder(tmp_path: Path) -> 
         "run/hosts/node2/stacks/rank-2-pid-7.txt",
     ], files
     assert notes == ["one line"]
+
+
+def test_a_hosts_flight_recorder_dumps_are_sent_within_bounds_and_never_through_a_link_or_pipe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host side reads only regular files named ``rank_R`` in the run's trace folder: a link a
+    rank's process planted there (to a file of the user's), a FIFO under a dump's name (reading it
+    would block), a pipe, a temp file are left; a dump over the bound is left whole, with a note."""
+    import base64
+    import os
+    import threading
+    import time
+
+    from patchctl.validate.host import hostdump
+
+    folder = tmp_path / "nccl_trace"
+    folder.mkdir()
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"the user's own file")
+    (folder / "rank_0").write_bytes(b"dump 0")
+    (folder / "rank_1").symlink_to(secret)
+    os.mkfifo(folder / "rank_2")
+    os.mkfifo(folder / "rank_3.pipe")
+    (folder / "rank_4.tmp").write_bytes(b"half")
+    (folder / "rank_5").write_bytes(b"x" * 11)
+    monkeypatch.setattr(hostdump, "PER_DUMP", 10)
+    notes: list[str] = []
+    sent = hostdump.flight_dumps(folder, notes)
+    assert [(d["name"], base64.b64decode(d["data"])) for d in sent] == [("rank_0", b"dump 0")]
+    assert notes == [f"{folder / 'rank_5'}: 11 bytes, over what is sent of a flight recorder dump: left there"]
+    # at most MAX_DUMPS files, and the bytes of all of them bounded: what does not fit is named
+    monkeypatch.setattr(hostdump, "PER_DUMP", 100)
+    monkeypatch.setattr(hostdump, "MAX_DUMPS", 1)
+    notes = []
+    assert [d["name"] for d in hostdump.flight_dumps(folder, notes)] == ["rank_0"]
+    assert notes == [f"2 flight recorder dumps in {folder}: only the first 1 were sent"]
+    # the wait ends when as many dumps as ranks asked were written after the poke, and no later
+    since = time.time() - 1.0
+    later = threading.Timer(0.5, lambda: (folder / "rank_6").write_bytes(b"late"))
+    later.start()
+    t0 = time.monotonic()
+    assert hostdump.wait_for_dumps(folder, 1, since + 1.0, wait=5.0)
+    assert 0.4 < time.monotonic() - t0 < 3.0
+    assert not hostdump.wait_for_dumps(folder, 3, since + 1.0, wait=0.5)
+
+
+def test_the_flight_recorder_dumps_a_host_sends_land_only_as_rank_files_in_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host names its dumps: a name that climbs out, a pipe's name, bytes that are no base64
+    and a dump over the bound are refused here whatever the host side did."""
+    import base64
+    from types import SimpleNamespace
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    monkeypatch.setattr(hostdumps, "PER_DUMP", 8)
+    node = SimpleNamespace(label="node2", index=1)
+    reply = {
+        "flight": [
+            {"name": "../../rank_9", "data": b64(b"out")},
+            {"name": "rank_3.pipe", "data": b64(b"p")},
+            {"name": "rank_4", "data": "not base64!"},
+            {"name": "rank_5", "data": b64(b"123456789")},
+            {"name": "rank_1", "data": b64(b"dump one")},
+        ]
+    }
+    notes = hostdumps.write(tmp_path / "run", node, reply)  # type: ignore[arg-type]
+    files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert files == ["run/hosts/node2/capture.txt", "run/hosts/node2/nccl_trace/rank_1"], files
+    assert (tmp_path / "run/hosts/node2/nccl_trace/rank_1").read_bytes() == b"dump one"
+    assert notes == [
+        "node2: flight recorder dump rank_4 arrived broken: left out",
+        "node2: flight recorder dump rank_5 (9 bytes) is over what is kept of one (8 bytes): left out",
+    ]
+    monkeypatch.setattr(hostdumps, "MAX_DUMPS", 1)
+    hostdumps.write(tmp_path / "run", node, {"flight": [{"name": f"rank_{i}", "data": b64(b"d")} for i in (7, 8)]})  # type: ignore[arg-type]
+    assert sorted(p.name for p in (tmp_path / "run/hosts/node2/nccl_trace").iterdir()) == ["rank_7"]

@@ -106,7 +106,7 @@ class RankState:
 
     @property
     def who(self) -> str:
-        """"rank 1 on node2", or "rank 1" for a dump of the head's own folder."""
+        """The rank and its host ("rank 1 on node2"); just the rank for a dump of the head's own folder."""
         return f"rank {self.rank}" + (f" on {self.host}" if self.host else "")
 
 

@@ -111,7 +111,10 @@ def write(run_dir: Path, node: Node, reply: dict[str, Any]) -> list[str]:
             notes.append(f"{node.label}: flight recorder dump {name} arrived broken: left out")
             continue
         if len(raw) > min(PER_DUMP, left):
-            notes.append(f"{node.label}: flight recorder dump {name} is over {PER_DUMP >> 20} MiB: left out")
+            notes.append(
+                f"{node.label}: flight recorder dump {name} ({len(raw)} bytes) is over what is kept of one "
+                f"({min(PER_DUMP, left)} bytes): left out"
+            )
             continue
         left -= len(raw)
         fsutil.write_into(flight, name, raw)

@@ -161,7 +161,9 @@ def flight_dumps(folder: Path, notes: list[str]) -> list[dict[str, Any]]:
         notes.append(f"{len(found)} flight recorder dumps in {folder}: only the first {MAX_DUMPS} were sent")
     for name, st in found[:MAX_DUMPS]:
         if st.st_size > PER_DUMP or st.st_size > left:
-            notes.append(f"{folder / name}: {st.st_size} bytes, over what is sent of a flight recorder dump: left there")
+            notes.append(
+                f"{folder / name}: {st.st_size} bytes, over what is sent of a flight recorder dump: left there"
+            )
             continue
         try:
             fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
