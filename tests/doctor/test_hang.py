@@ -356,3 +356,27 @@ def test_the_flight_recorder_dumps_of_every_host_are_read_each_rank_once_and_nam
     assert "culprit:  rank 1 on node2 is behind: the others wait in collective #4" in out.stdout, out.stdout
     ranks = json.loads(_doctor("--json", str(run)).stdout)["hang"]["flight_recorder"]["ranks"]
     assert [(r["rank"], r["host"]) for r in ranks] == [(0, "node1"), (1, "node2")]
+
+
+def test_capture_counts_a_dump_the_rank_writes_again_where_an_earlier_poke_left_one(tmp_path):
+    """validate's hostdump pokes the head's ranks before train's capture does: the rank then writes
+    its dump again under the same name, which is this capture's dump (no wait to its bound, no note)."""
+    folder = tmp_path / "nccl_trace"
+    folder.mkdir()
+    os.mkfifo(folder / "rank_0.pipe")
+    (folder / "rank_0").write_bytes(b"the dump of the first poke")
+    os.utime(folder / "rank_0", (time.time() - 30, time.time() - 30))
+    stop = threading.Event()
+    dump = (NCCL_HANG / "nccl_trace/rank_0").read_bytes()
+    t = threading.Thread(target=_watchdog, args=(folder / "rank_0.pipe", dump, stop))
+    t.start()
+    time.sleep(0.2)
+    try:
+        t0 = time.monotonic()
+        notes = hangdump.capture(tmp_path, sid=-1)
+    finally:
+        stop.set()
+        t.join(5)
+    assert (folder / "rank_0").read_bytes() == dump
+    assert not [n for n in notes if "flight recorder" in n], notes
+    assert time.monotonic() - t0 < hangdump.FLIGHT_WAIT / 2

@@ -170,6 +170,21 @@ def ray_status(run_dir: Path, python: str | None, env: dict[str, str] | None) ->
     return ""
 
 
+def _written(folder: Path) -> dict[str, int]:
+    """{name: mtime in ns} of the dumps in ``folder`` (the pipes left out)."""
+    out: dict[str, int] = {}
+    if not folder.is_dir():
+        return out
+    for p in folder.iterdir():
+        if p.name.endswith(".pipe"):
+            continue
+        try:
+            out[p.name] = p.lstat().st_mtime_ns
+        except OSError:
+            continue
+    return out
+
+
 def capture(
     run_dir: Path, sid: int, tool: str | None = None, python: str | None = None, env: dict[str, str] | None = None
 ) -> list[str]:
@@ -178,7 +193,9 @@ def capture(
     notes: list[str] = []
     fsutil.renew_folder(run_dir / STACKS)  # this run's stacks only
     flight = run_dir / FLIGHT
-    before = {p.name for p in flight.iterdir()} if flight.is_dir() else set()
+    # a dump already there may be rewritten (validate's hostdump pokes the head's ranks first): what
+    # counts is a name that is new or a file written again
+    before = _written(flight)
     asked = ask_flight_recorder(flight)
     tool = tool or pyspy()
     pids = [p for p in session_pids(sid) if p != os.getpid() and _python(p)][:MAX_PROCESSES]
@@ -192,7 +209,7 @@ def capture(
     if asked:
         deadline = time.monotonic() + FLIGHT_WAIT
         while time.monotonic() < deadline:
-            new = {p.name for p in flight.iterdir() if not p.name.endswith(".pipe")} - before
+            new = {n for n, m in _written(flight).items() if before.get(n) != m}
             if len(new) >= asked:
                 break
             time.sleep(0.2)
