@@ -79,6 +79,11 @@ def test_the_flight_recorder_dump_of_a_rank_on_another_host_comes_home_and_docto
         str(p.relative_to(run)) for p in run.rglob("*")
     )
     assert not (run / "hosts" / "node1" / "nccl_trace" / "rank_1").exists()
+    # each rank asked wrote its dump in time: node2's, and the head's poked twice (hostdump, then train)
+    notes = [
+        p.read_text() for p in (run / "hosts" / "node2" / "capture.txt", run / "stacks" / "capture.txt") if p.is_file()
+    ]
+    assert not [n for n in notes if "not all wrote one" in n], notes
     out = subprocess.run(
         [sys.executable, "-m", "patchctl", "doctor", str(run)], capture_output=True, text=True, timeout=120
     )
