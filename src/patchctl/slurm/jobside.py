@@ -19,8 +19,10 @@ import contextlib
 import json
 import os
 import queue
+import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -134,6 +136,13 @@ class Job:
     def __init__(self, run_dir: Path, request: dict[str, Any]) -> None:
         self.run_dir, self.req = run_dir, request
         self.root = os.getcwd()
+        #: without a shared root the trainer's run folder is in this node's own root, and run_dir
+        #: (where sbatch ran, which the login node reads) gets its files back at the end (copy_home)
+        self.node_run: Path | None = None
+        if request.get("node_run"):
+            self.node_run = Path(self.root) / request["node_run"]
+            self.node_run.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.req["run_dir"] = str(self.node_run)
         self.view = Cluster("slurm", (), self.root, Path(".patchctl/env.sh"), python=request["python"])
         self.auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": request.pop("token")}
         self.children: list[Child] = []
@@ -340,6 +349,25 @@ class Job:
         stopped = [c.close() for c in reversed(self.children)]
         emit({"event": "teardown", "stopped": sum((s or {}).get("stopped", 0) for s in stopped)})
 
+    def copy_home(self) -> None:
+        """The node's run folder into run_dir, once the trainer is stopped: regular files only (no
+        link is followed, no FIFO opened), each to the same relative path."""
+        if self.node_run is None:
+            return
+        copied = 0
+        for top, dirs, files in os.walk(self.node_run):
+            rel = Path(top).relative_to(self.node_run)
+            for name in files:
+                src = Path(top) / name
+                if not stat.S_ISREG(src.lstat().st_mode) or (rel == Path(".") and name in ("job.out", "job.json")):
+                    continue
+                dest = self.run_dir / rel / name
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dest, follow_symlinks=False)
+                copied += 1
+            dirs[:] = [d for d in dirs if not (Path(top) / d).is_symlink()]
+        emit({"event": "copied", "files": copied, "from": str(self.node_run)})
+
 
 def _bound(up: dict[str, Any], flag: str, address: str) -> str | None:
     """``address:port`` of what ``ray start`` was told to bind with ``flag`` (its argv, in "up")."""
@@ -366,6 +394,7 @@ def main(argv: list[str]) -> int:
         return 1
     finally:
         job.teardown()
+        job.copy_home()
 
 
 if __name__ == "__main__":
