@@ -50,6 +50,12 @@ def test_without_a_shared_root_the_job_runs_in_the_first_node_s_own_root(slurm_s
     # the node's copy is the one that must run: the login node's copy, were the job to use it, fails
     login_main = slurm_site.dir / "local" / "login" / "verl_Uky" / "verl" / "trainer" / "main_ppo.py"
     login_main.write_text("raise SystemExit('the login node copy ran, not the node copy')\n")
+    # and each node's steps (the Ray head, the worker, the trainer) must enter that node's own copy
+    for n in ("n1", "n2"):
+        with (slurm_site.node_root(n) / ".patchctl" / "env.sh").open("a") as env:
+            env.write(
+                f'[ "$SLURMD_NODENAME" = {n} ] || {{ echo "{n}\'s copy entered on $SLURMD_NODENAME" >&2; exit 1; }}\n'
+            )
     code, doc, out = validate(slurm_site, "--ray-cpus", "1")
     assert code == 0, out
     assert doc["verdict"] == "pass", doc["cause"]

@@ -152,10 +152,15 @@ class Job:
     def words(self, node: str, index: int, action: str) -> list[str]:
         """The host side's argv (remote.py's wrapper: env file, env, package path), its module
         swapped for stepside's, which turns Slurm's SIGTERM into the cleanup it already has."""
-        view = Node(node, Host(node, self.root), index, dict(self.req["env"]))
+        view = Node(node, Host(node, self.node_root(node)), index, dict(self.req["env"]))
         words = remote.host_words(self.view, view, action)
         at = words.index("patchctl.validate.host")
         return [*self.unset, *words[:at], "patchctl.slurm.stepside", *words[at + 1 :]]
+
+    def node_root(self, node: str) -> str:
+        """The tree on ``node``: the shared one, or, without a shared root, that node's own copy
+        (``%n`` in the configured root is the node's name, as migrate placed it)."""
+        return self.req["root"].replace("%n", node) if self.node_run is not None else self.root
 
     def marker(self, index: int) -> str:
         return f"{self.req['run_id']}.{index}"
@@ -240,7 +245,7 @@ class Job:
 
     def health(self, nodes: list[str], addresses: dict[str, str]) -> None:
         """validate's host preflight and health checks on every node of the allocation (health.py)."""
-        plan = job_health.make_plan(self.req, nodes, addresses, self.root)
+        plan = job_health.make_plan(self.req, nodes, addresses, self.root, {n: self.node_root(n) for n in nodes})
 
         def note(n: Note) -> None:
             emit({"event": "note", "stage": n.stage, "host": n.host, "text": n.text})

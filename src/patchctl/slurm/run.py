@@ -86,6 +86,7 @@ def request(plan: planning.Plan) -> dict[str, Any]:
     node_run = None if job.shared_root else str(PurePosixPath(RUNS) / PurePosixPath(plan.remote_run_dir).name)
     return {
         "node_run": node_run,
+        "root": c.root,
         "run_id": plan.run_id,
         "token": plan.auth_token,
         "python": c.python,
