@@ -74,6 +74,25 @@ def test_without_a_shared_root_the_job_runs_in_the_first_node_s_own_root(slurm_s
     assert json.loads((home / "validate.json").read_text())["verdict"] == "pass"
 
 
+def test_compare_and_baseline_judge_the_report_a_slurm_job_brought_home(slurm_site: SlurmSite) -> None:
+    prepare_own_roots(slurm_site)
+    code, _, out = validate(slurm_site, "--ray-cpus", "1")
+    assert code == 0, out
+    # a reference whose reward at step 1 no run of this stand-in reaches
+    ref = json.loads((slurm_site.dir / "run" / "report.json").read_text())
+    ref["steps"][0]["metrics"]["critic/score/mean"] = 99.0
+    (slurm_site.dir / "ref").mkdir()
+    (slurm_site.dir / "ref" / "report.json").write_text(json.dumps(ref))
+    config, again = str(slurm_site.dir / "patchctl.toml"), str(slurm_site.dir / "run2")
+    args = ("--compare", str(slurm_site.dir / "run" / "report.json"), "--baseline", str(slurm_site.dir / "ref"))
+    code, out = run("validate", "hpc", "--config", config, "--out", again, "--json", "--ray-cpus", "1", *args)
+    doc = json.loads(out[out.index("{\n") :])
+    assert code == 1 and doc["verdict"] == "fail" and doc["stage"] == "baseline", out
+    assert doc["baseline"]["verdict"] == "differs" and "critic/score/mean" in doc["cause"]
+    assert doc["comparison"] is not None and (slurm_site.dir / "run2" / "compare.png").is_file()
+    assert json.loads((slurm_site.dir / "run2" / "validate.json").read_text())["baseline"]["verdict"] == "differs"
+
+
 def prepare_own_roots(site: SlurmSite) -> int:
     site.config(shared=False)
     code, out = run("migrate", "hpc", "--config", str(site.dir / "patchctl.toml"), "--target", str(site.tree))

@@ -26,6 +26,8 @@ from patchctl.slurm import follow, login, script
 from patchctl.slurm import health as job_health
 from patchctl.slurm.errors import LoginFailed, SlurmNotSupported, SlurmRefused
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Progress, pick
+from patchctl.validate import baseline as baselines
+from patchctl.validate import compare as comparing
 from patchctl.validate import plan as planning
 from patchctl.validate.model import (
     CheckRow,
@@ -303,9 +305,19 @@ def submit(plan: planning.Plan, stage: Path) -> str:
 
 
 def validate(
-    cluster: Cluster, options: planning.Options, note: NoteFn, progress: ProgressFn, queue_timeout: float | None = None
+    cluster: Cluster,
+    options: planning.Options,
+    note: NoteFn,
+    progress: ProgressFn,
+    queue_timeout: float | None = None,
+    compare_with: Path | None = None,
+    baseline_from: Path | None = None,
 ) -> ValidateResult:
     check(cluster, options)
+    # as over ssh: an unreadable earlier report or baseline stops the run before a job is submitted
+    refs = baselines.references(baseline_from) if baseline_from is not None else None
+    if compare_with is not None and options.trains:
+        comparing.load(compare_with)
     plan = own_roots(planning.make(cluster, options))
     job = login.job(cluster)
     cause, stage, host = "", "done", ""
@@ -379,9 +391,20 @@ def validate(
         slurm={**f.summary(), "nodes": nodes},
     )
     plan.run_dir.mkdir(parents=True, exist_ok=True)
-    from patchctl.validate.run import _write
+    from patchctl.validate.run import _compare, _write
 
     _write(plan.run_dir, result)
+    # the report came home: --compare and --baseline judge it here, as validate does over ssh
+    if compare_with is not None and (plan.run_dir / "report.json").is_file():
+        result = replace(result, comparison=_compare(plan.run_dir, compare_with))
+        _write(plan.run_dir, result)
+    if refs is not None and (plan.run_dir / "report.json").is_file():
+        judged = baselines.judge(comparing.load(plan.run_dir), refs)
+        note(Note("baseline", f"job {job_id}", judged.line()))
+        result = replace(result, baseline=judged.to_json())
+        if judged.verdict == "differs" and result.verdict is Verdict.PASS:
+            result = replace(result, verdict=Verdict.FAIL, cause=f"baseline {judged.line()}", stage="baseline")
+        _write(plan.run_dir, result)
     return result
 
 
