@@ -251,7 +251,7 @@ def _slurm(
     assert isinstance(cluster, Cluster) and isinstance(options, Options)
     if dry_run:
         slurm_run.check(cluster, options)
-        plan = planning.make(cluster, options)
+        plan = slurm_run.own_roots(planning.make(cluster, options))
         words = slurm_run.sbatch_words(plan)
         if as_json:
             render.emit_json({"cluster": cluster.name, "sbatch": words, "script": slurm_run.job_script(plan)})
