@@ -41,3 +41,36 @@ def test_every_value_reaches_the_job_as_written(tmp_path: Path) -> None:
     assert pwd == str(root)
     assert args[:2] == ["-m", "patchctl.slurm.jobside"] and args[2].startswith(f"{root}/.patchctl/runs/validate-")
     assert not list(tmp_path.glob("PWNED*")) and not list(root.glob("PWNED*"))
+
+
+def test_without_a_shared_root_the_script_enters_the_batch_node_s_own_copy(tmp_path: Path) -> None:
+    """``%n`` in root is the node Slurm runs the script on; the run's control folder is where sbatch
+    ran (the script's starting folder), the one the login node reads."""
+    for node in ("n1", "login"):
+        (tmp_path / "local" / node / f"verl {node}" / ".patchctl").mkdir(parents=True)
+        (tmp_path / "local" / node / f"verl {node}" / ".patchctl" / "env.sh").write_text("")
+    stub = tmp_path / "stub"
+    stub.write_text('#!/bin/sh\nprintf "%s\\n" "$PWD" "$PYTHONPATH" "$@" > "$OUT"\n')
+    stub.chmod(0o755)
+    config = tmp_path / "patchctl.toml"
+    config.write_text(
+        "[clusters.hpc]\n"
+        'scheduler = "slurm"\nlogin = "login1"\nshared_root = false\n'
+        f"root = {json.dumps(str(tmp_path / 'local' / '%n' / 'verl %n'))}\npython = {json.dumps(str(stub))}\n"
+    )
+    code, out = run("validate", "hpc", "--config", str(config), "--dry-run", "--json")
+    assert code == 0, out
+    doc = json.loads(out)
+    output = next(w for w in doc["sbatch"] if w.startswith("--output="))
+    assert output.startswith("--output=.patchctl/runs/validate-") and output.endswith("/job.out")
+    assert not any(w.startswith("--chdir=") for w in doc["sbatch"])
+    script = tmp_path / "job.sh"
+    script.write_text(doc["script"])
+    submit = tmp_path / "home"
+    submit.mkdir()
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "SLURMD_NODENAME": "n1"}
+    subprocess.run(["sh", str(script)], cwd=submit, env=env, check=True, timeout=30)
+    pwd, path, *args = (tmp_path / "out").read_text().splitlines()
+    assert pwd == str(tmp_path / "local" / "n1" / "verl n1")
+    assert path.split(":")[0] == f"{submit}/.patchctl/validate/pkg"
+    assert args[2].startswith(f"{submit}/.patchctl/runs/validate-")

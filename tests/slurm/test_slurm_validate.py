@@ -44,6 +44,62 @@ def test_the_standin_profile_passes_through_slurm(slurm_site: SlurmSite) -> None
     assert (slurm_site.dir / "run" / "job.out").is_file() and (slurm_site.dir / "run" / "validate.json").is_file()
 
 
+def test_without_a_shared_root_the_job_runs_in_the_first_node_s_own_root(slurm_site: SlurmSite) -> None:
+    # migrate puts each node's own copy at local/<node>/verl_Uky (and the login node's at local/login)
+    assert prepare_own_roots(slurm_site) == 0
+    # the node's copy is the one that must run: the login node's copy, were the job to use it, fails
+    login_main = slurm_site.dir / "local" / "login" / "verl_Uky" / "verl" / "trainer" / "main_ppo.py"
+    login_main.write_text("raise SystemExit('the login node copy ran, not the node copy')\n")
+    # and each node's steps (the Ray head, the worker, the trainer) must enter that node's own copy
+    for n in ("n1", "n2"):
+        with (slurm_site.node_root(n) / ".patchctl" / "env.sh").open("a") as env:
+            env.write(
+                f'[ "$SLURMD_NODENAME" = {n} ] || {{ echo "{n}\'s copy entered on $SLURMD_NODENAME" >&2; exit 1; }}\n'
+            )
+    code, doc, out = validate(slurm_site, "--ray-cpus", "1")
+    assert code == 0, out
+    assert doc["verdict"] == "pass", doc["cause"]
+    head = doc["teardown"][0]["label"]
+    assert head in ("n1", "n2") and doc["slurm"]["state"] == "COMPLETED"
+    # the trainer ran, and wrote its files, in the first node's own root
+    node_run = Path(doc["trained"]["remote_run_dir"])
+    assert node_run.parent.parent.parent == slurm_site.node_root(head), node_run
+    assert (node_run / "report.json").is_file()
+    # ... and they came home, with the job's log and validate.json
+    home = slurm_site.dir / "run"
+    report = json.loads((home / "report.json").read_text())
+    assert report["verdict"] == "pass"
+    assert (home / "train.log").read_bytes() == (node_run / "train.log").read_bytes()
+    assert '"event": "done"' in (home / "job.out").read_text()
+    assert json.loads((home / "validate.json").read_text())["verdict"] == "pass"
+
+
+def test_compare_and_baseline_judge_the_report_a_slurm_job_brought_home(slurm_site: SlurmSite) -> None:
+    prepare_own_roots(slurm_site)
+    code, _, out = validate(slurm_site, "--ray-cpus", "1")
+    assert code == 0, out
+    # a reference whose reward at step 1 no run of this stand-in reaches
+    ref = json.loads((slurm_site.dir / "run" / "report.json").read_text())
+    ref["steps"][0]["metrics"]["critic/score/mean"] = 99.0
+    (slurm_site.dir / "ref").mkdir()
+    (slurm_site.dir / "ref" / "report.json").write_text(json.dumps(ref))
+    config, again = str(slurm_site.dir / "patchctl.toml"), str(slurm_site.dir / "run2")
+    args = ("--compare", str(slurm_site.dir / "run" / "report.json"), "--baseline", str(slurm_site.dir / "ref"))
+    code, out = run("validate", "hpc", "--config", config, "--out", again, "--json", "--ray-cpus", "1", *args)
+    doc = json.loads(out[out.index("{\n") :])
+    assert code == 1 and doc["verdict"] == "fail" and doc["stage"] == "baseline", out
+    assert doc["baseline"]["verdict"] == "differs" and "critic/score/mean" in doc["cause"]
+    assert doc["comparison"] is not None and (slurm_site.dir / "run2" / "compare.png").is_file()
+    assert json.loads((slurm_site.dir / "run2" / "validate.json").read_text())["baseline"]["verdict"] == "differs"
+
+
+def prepare_own_roots(site: SlurmSite) -> int:
+    site.config(shared=False)
+    code, out = run("migrate", "hpc", "--config", str(site.dir / "patchctl.toml"), "--target", str(site.tree))
+    assert code == 0, out
+    return code
+
+
 def spawn(site: SlurmSite, *args: str) -> subprocess.Popen[str]:
     """``patchctl validate hpc`` as a child in a session of its own (a terminal's foreground job)."""
     config, out = str(site.dir / "patchctl.toml"), str(site.dir / "run")

@@ -216,7 +216,7 @@ def validate_cmd(
         checks=validate_health.checks_for(profile, checks),
     )
     if cluster.slurm is not None:
-        return _slurm(cluster, options, dry_run, queue_timeout, as_json)
+        return _slurm(cluster, options, dry_run, queue_timeout, as_json, compare[0] if compare else None, baseline)
     if dry_run:
         result = run.dry_run(cluster, options)
         render.emit_json(result.to_json()) if as_json else validate_show.show_plan(result)
@@ -233,7 +233,15 @@ def validate_cmd(
     return _ended(result, live, as_json)
 
 
-def _slurm(cluster: object, options: object, dry_run: bool, queue_timeout: float | None, as_json: bool) -> int:
+def _slurm(
+    cluster: object,
+    options: object,
+    dry_run: bool,
+    queue_timeout: float | None,
+    as_json: bool,
+    compare: Path | None = None,
+    baseline: Path | None = None,
+) -> int:
     """validate on a Slurm cluster: the job's plan, or the job run and followed (patchctl.slurm)."""
     from patchctl.clusters import Cluster
     from patchctl.slurm import run as slurm_run
@@ -243,7 +251,7 @@ def _slurm(cluster: object, options: object, dry_run: bool, queue_timeout: float
     assert isinstance(cluster, Cluster) and isinstance(options, Options)
     if dry_run:
         slurm_run.check(cluster, options)
-        plan = planning.make(cluster, options)
+        plan = slurm_run.own_roots(planning.make(cluster, options))
         words = slurm_run.sbatch_words(plan)
         if as_json:
             render.emit_json({"cluster": cluster.name, "sbatch": words, "script": slurm_run.job_script(plan)})
@@ -253,7 +261,9 @@ def _slurm(cluster: object, options: object, dry_run: bool, queue_timeout: float
             click.echo(slurm_run.job_script(plan), nl=False)
         return 0
     live = sys.stderr.isatty()
-    result = slurm_run.validate(cluster, options, validate_show.note, validate_show.progress(live), queue_timeout)
+    result = slurm_run.validate(
+        cluster, options, validate_show.note, validate_show.progress(live), queue_timeout, compare, baseline
+    )
     return _ended(result, live, as_json)
 
 

@@ -48,10 +48,14 @@ def srun_words(node: Node, words: list[str]) -> list[str]:
     return [*srun, *unset, *words]
 
 
-def make_plan(request: dict[str, Any], nodes: list[str], addresses: dict[str, str], root: str) -> planning.Plan:
-    """The allocation as validate's plan: one host per node, in Slurm's order (the first is the head)."""
+def make_plan(
+    request: dict[str, Any], nodes: list[str], addresses: dict[str, str], root: str, roots: dict[str, str] | None = None
+) -> planning.Plan:
+    """The allocation as validate's plan: one host per node, in Slurm's order (the first is the head);
+    each host's tree at ``roots[node]`` (each node's own copy, without a shared root) or ``root``."""
     hosts = tuple(
-        Host(n, root, address=addresses[n], gpus=request["gpus"], ray_port=request["ray_port"]) for n in nodes
+        Host(n, (roots or {}).get(n, root), address=addresses[n], gpus=request["gpus"], ray_port=request["ray_port"])
+        for n in nodes
     )
     cluster = Cluster(
         "slurm",

@@ -19,8 +19,10 @@ import contextlib
 import json
 import os
 import queue
+import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -134,6 +136,13 @@ class Job:
     def __init__(self, run_dir: Path, request: dict[str, Any]) -> None:
         self.run_dir, self.req = run_dir, request
         self.root = os.getcwd()
+        #: without a shared root the trainer's run folder is in this node's own root, and run_dir
+        #: (where sbatch ran, which the login node reads) gets its files back at the end (copy_home)
+        self.node_run: Path | None = None
+        if request.get("node_run"):
+            self.node_run = Path(self.root) / request["node_run"]
+            self.node_run.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.req["run_dir"] = str(self.node_run)
         self.view = Cluster("slurm", (), self.root, Path(".patchctl/env.sh"), python=request["python"])
         self.auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": request.pop("token")}
         self.children: list[Child] = []
@@ -143,10 +152,15 @@ class Job:
     def words(self, node: str, index: int, action: str) -> list[str]:
         """The host side's argv (remote.py's wrapper: env file, env, package path), its module
         swapped for stepside's, which turns Slurm's SIGTERM into the cleanup it already has."""
-        view = Node(node, Host(node, self.root), index, dict(self.req["env"]))
+        view = Node(node, Host(node, self.node_root(node)), index, dict(self.req["env"]))
         words = remote.host_words(self.view, view, action)
         at = words.index("patchctl.validate.host")
         return [*self.unset, *words[:at], "patchctl.slurm.stepside", *words[at + 1 :]]
+
+    def node_root(self, node: str) -> str:
+        """The tree on ``node``: the shared one, or, without a shared root, that node's own copy
+        (``%n`` in the configured root is the node's name, as migrate placed it)."""
+        return self.req["root"].replace("%n", node) if self.node_run is not None else self.root
 
     def marker(self, index: int) -> str:
         return f"{self.req['run_id']}.{index}"
@@ -231,7 +245,7 @@ class Job:
 
     def health(self, nodes: list[str], addresses: dict[str, str]) -> None:
         """validate's host preflight and health checks on every node of the allocation (health.py)."""
-        plan = job_health.make_plan(self.req, nodes, addresses, self.root)
+        plan = job_health.make_plan(self.req, nodes, addresses, self.root, {n: self.node_root(n) for n in nodes})
 
         def note(n: Note) -> None:
             emit({"event": "note", "stage": n.stage, "host": n.host, "text": n.text})
@@ -340,6 +354,25 @@ class Job:
         stopped = [c.close() for c in reversed(self.children)]
         emit({"event": "teardown", "stopped": sum((s or {}).get("stopped", 0) for s in stopped)})
 
+    def copy_home(self) -> None:
+        """The node's run folder into run_dir, once the trainer is stopped: regular files only (no
+        link is followed, no FIFO opened), each to the same relative path."""
+        if self.node_run is None:
+            return
+        copied = 0
+        for top, dirs, files in os.walk(self.node_run):
+            rel = Path(top).relative_to(self.node_run)
+            for name in files:
+                src = Path(top) / name
+                if not stat.S_ISREG(src.lstat().st_mode) or (rel == Path(".") and name in ("job.out", "job.json")):
+                    continue
+                dest = self.run_dir / rel / name
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dest, follow_symlinks=False)
+                copied += 1
+            dirs[:] = [d for d in dirs if not (Path(top) / d).is_symlink()]
+        emit({"event": "copied", "files": copied, "from": str(self.node_run)})
+
 
 def _bound(up: dict[str, Any], flag: str, address: str) -> str | None:
     """``address:port`` of what ``ray start`` was told to bind with ``flag`` (its argv, in "up")."""
@@ -366,6 +399,7 @@ def main(argv: list[str]) -> int:
         return 1
     finally:
         job.teardown()
+        job.copy_home()
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict
-from pathlib import Path
+from dataclasses import asdict, replace
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from patchctl import orphans, proc
@@ -26,6 +26,8 @@ from patchctl.slurm import follow, login, script
 from patchctl.slurm import health as job_health
 from patchctl.slurm.errors import LoginFailed, SlurmNotSupported, SlurmRefused
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Progress, pick
+from patchctl.validate import baseline as baselines
+from patchctl.validate import compare as comparing
 from patchctl.validate import plan as planning
 from patchctl.validate.model import (
     CheckRow,
@@ -45,6 +47,8 @@ ProgressFn = Callable[[Progress], None]
 
 #: seconds between polls of the job (one ssh each)
 POLL = 1.0
+#: a run's control folder without a shared root, relative to the login node's home (own_roots)
+RUNS = ".patchctl/runs"
 #: the request file's writer on the login node: a private folder, the request from stdin
 _WRITE = 'umask 077 && mkdir -p -- "$1" && cat > "$1/job.json"'
 
@@ -52,12 +56,6 @@ _WRITE = 'umask 077 && mkdir -p -- "$1" && cat > "$1/job.json"'
 def check(cluster: Cluster, options: planning.Options) -> None:
     """What a Slurm validate refuses before anything is sent (exit 2)."""
     job = login.job(cluster)
-    if not job.shared_root:
-        raise SlurmNotSupported(
-            cluster.name,
-            "validate needs shared_root = true",
-            "the job's run folder must be seen by the login node (put root on the shared file system)",
-        )
     if options.join:
         raise SlurmNotSupported(
             cluster.name,
@@ -72,9 +70,25 @@ def check(cluster: Cluster, options: planning.Options) -> None:
         )
 
 
+def own_roots(plan: planning.Plan) -> planning.Plan:
+    """Without ``shared_root``, the run's control folder (the request, the job's output file, the
+    trainer's files copied home by the job) moves out of the login node's tree into sbatch's working
+    directory, the login node's home: a compute node cannot see the login node's root, but Slurm
+    itself writes a job's output where sbatch ran, so that folder is the one both sides see. The
+    trainer still runs in, and writes into, the first node's own root (jobside.py copies it back)."""
+    if login.job(plan.cluster).shared_root:
+        return plan
+    return replace(plan, remote_run_dir=str(PurePosixPath(RUNS) / PurePosixPath(plan.remote_run_dir).name))
+
+
 def request(plan: planning.Plan) -> dict[str, Any]:
     c, o, job = plan.cluster, plan.options, login.job(plan.cluster)
+    # the trainer's run folder: the control folder itself on a shared root; else the same name in
+    # the first node's own root, which only the job knows (relative to the root it entered)
+    node_run = None if job.shared_root else str(PurePosixPath(RUNS) / PurePosixPath(plan.remote_run_dir).name)
     return {
+        "node_run": node_run,
+        "root": c.root,
         "run_id": plan.run_id,
         "token": plan.auth_token,
         "python": c.python,
@@ -108,13 +122,15 @@ def sbatch_words(plan: planning.Plan) -> list[str]:
         *job.sbatch_options(),
         f"--job-name=patchctl-validate-{plan.run_id}",
         f"--output={plan.remote_run_dir}/job.out",
-        f"--chdir={plan.cluster.root}",
+        # without a shared root the job starts where sbatch ran (the login node's home, which the
+        # control folder is relative to); the script enters the node's own root itself
+        *([f"--chdir={plan.cluster.root}"] if job.shared_root else []),
     ]
 
 
 def job_script(plan: planning.Plan) -> str:
     c = plan.cluster
-    return script.render(plan.run_id, c.root, plan.remote_run_dir, c.python, dict(c.env))
+    return script.render(plan.run_id, c.root, plan.remote_run_dir, c.python, dict(c.env), login.job(c).shared_root)
 
 
 class Follow:
@@ -270,7 +286,9 @@ def _progress(scan: LogScan, step: int, at: float) -> Progress:
 def submit(plan: planning.Plan, stage: Path) -> str:
     c = plan.cluster
     where = c.hosts[0].ssh
-    shipped = proc.run(planning.ship_argv(plan, plan.head, planning.stage_package(stage)), check=False, timeout=600)
+    # without a shared root the package goes where the nodes see it too: the login node's home
+    head = plan.head if login.job(c).shared_root else replace(plan.head, host=replace(plan.head.host, root="."))
+    shipped = proc.run(planning.ship_argv(plan, head, planning.stage_package(stage)), check=False, timeout=600)
     if shipped.returncode != 0:
         raise LoginFailed(c.name, where, "shipping patchctl's package", login.tail(shipped.stderr))
     wrote = login.run(
@@ -287,10 +305,20 @@ def submit(plan: planning.Plan, stage: Path) -> str:
 
 
 def validate(
-    cluster: Cluster, options: planning.Options, note: NoteFn, progress: ProgressFn, queue_timeout: float | None = None
+    cluster: Cluster,
+    options: planning.Options,
+    note: NoteFn,
+    progress: ProgressFn,
+    queue_timeout: float | None = None,
+    compare_with: Path | None = None,
+    baseline_from: Path | None = None,
 ) -> ValidateResult:
     check(cluster, options)
-    plan = planning.make(cluster, options)
+    # as over ssh: an unreadable earlier report or baseline stops the run before a job is submitted
+    refs = baselines.references(baseline_from) if baseline_from is not None else None
+    if compare_with is not None and options.trains:
+        comparing.load(compare_with)
+    plan = own_roots(planning.make(cluster, options))
     job = login.job(cluster)
     cause, stage, host = "", "done", ""
     interrupted = cancelled = False
@@ -363,9 +391,20 @@ def validate(
         slurm={**f.summary(), "nodes": nodes},
     )
     plan.run_dir.mkdir(parents=True, exist_ok=True)
-    from patchctl.validate.run import _write
+    from patchctl.validate.run import _compare, _write
 
     _write(plan.run_dir, result)
+    # the report came home: --compare and --baseline judge it here, as validate does over ssh
+    if compare_with is not None and (plan.run_dir / "report.json").is_file():
+        result = replace(result, comparison=_compare(plan.run_dir, compare_with))
+        _write(plan.run_dir, result)
+    if refs is not None and (plan.run_dir / "report.json").is_file():
+        judged = baselines.judge(comparing.load(plan.run_dir), refs)
+        note(Note("baseline", f"job {job_id}", judged.line()))
+        result = replace(result, baseline=judged.to_json())
+        if judged.verdict == "differs" and result.verdict is Verdict.PASS:
+            result = replace(result, verdict=Verdict.FAIL, cause=f"baseline {judged.line()}", stage="baseline")
+        _write(plan.run_dir, result)
     return result
 
 
