@@ -35,6 +35,7 @@ COMMANDS = (
     "nc",
     "sacct",
     "sinfo",
+    "srun",
 )
 
 
