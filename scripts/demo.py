@@ -104,19 +104,29 @@ def step(argv: list[str], env: dict[str, str]) -> int:
     shown = " ".join(argv[2:]).replace(sys.executable, "python")
     print(f"\n$ patchctl {shown.removeprefix('patchctl ')}", flush=True)
     child = subprocess.Popen(argv, env=env)
+    # The first Ctrl-C ends the wait; from then on the demo ignores SIGINT itself (a second
+    # Ctrl-C still reaches patchctl, in the same process group). Ignoring it only inside the
+    # except block left a window in which a second SIGINT, arriving while patchctl tore down,
+    # cut the demo's own teardown message and wait short.
+    previous = signal.signal(signal.SIGINT, _first_interrupt)
     try:
         return child.wait()
     except KeyboardInterrupt:
         print("demo: interrupted; waiting for patchctl to stop what it started on the hosts", flush=True)
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C still reaches patchctl
         try:
             child.wait(timeout=TEARDOWN)
         except subprocess.TimeoutExpired:
             child.terminate()
             child.wait(timeout=10)
-        finally:
-            signal.signal(signal.SIGINT, previous)
         raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _first_interrupt(signum: int, frame: object) -> None:
+    """Raise KeyboardInterrupt once, and ignore every later SIGINT until the step ends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
 
 
 def run(base: Path, keep: bool = False) -> int:
