@@ -23,20 +23,21 @@ kind in the registry, so apply, matrix, markers, drift and the history walk all 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from patchctl.errors import PatchctlError
 from patchctl.patchsets import bases, loads
-from patchctl.patchsets.kinds import keypath
-from patchctl.patchsets.kinds import text_hunk as th
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, PatchKind
 from patchctl.patchsets.kinds.bom import strip_bom
 from patchctl.patchsets.model import Patch, Presence
 
 if TYPE_CHECKING:
     import tempfile
+
+    from patchctl.patchsets.kinds.text_hunk import TextHunk
 
 #: the record key of a placement made by the fallback
 KEY = "merged"
@@ -45,7 +46,15 @@ RETRY = (EditStatus.CONFLICT, EditStatus.AMBIGUOUS, EditStatus.NOT_APPLICABLE)
 #: context lines around the merged change in its record, at least and at most
 CONTEXT = (3, 12)
 
-_hunk = th.TextHunk()
+
+@functools.cache
+def _hunk() -> TextHunk:
+    """The text-hunk kind a fallback placement is recorded as; imported on first use, as are the
+    key-path helpers: every in-place kind is wrapped, and `verify` of a patchset that never
+    needed the fallback should not pay for them."""
+    from patchctl.patchsets.kinds.text_hunk import TextHunk
+
+    return TextHunk()
 
 
 def merge(mine: str, old: str, new: str) -> str | None:
@@ -112,15 +121,15 @@ class ThreeWay:
     def check(self, text: str | None, patch: Patch, ctx: Context) -> Check:
         hunk = recorded(patch, ctx)
         if hunk is not None:
-            found = _hunk.check(text, hunk, ctx)
+            found = _hunk().check(text, hunk, ctx)
             if found.presence is Presence.PRESENT:
                 return replace(found, reason=f"{found.reason} (placed by the 3-way merge from its base text)")
         return self._kind.check(text, patch, ctx)
 
     def revert(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         hunk = recorded(patch, ctx)
-        if hunk is not None and _hunk.check(text, hunk, ctx).presence is Presence.PRESENT:
-            return _hunk.revert(text, hunk, replace(ctx, undo=None))
+        if hunk is not None and _hunk().check(text, hunk, ctx).presence is Presence.PRESENT:
+            return _hunk().revert(text, hunk, replace(ctx, undo=None))
         return self._kind.revert(text, patch, ctx)
 
     def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
@@ -208,6 +217,8 @@ def _base_text(patch: Patch, ctx: Context) -> str | None:
 
 def recorded(patch: Patch, ctx: Context) -> Patch | None:
     """The fallback's placement of ``patch`` as the record has it, as a text-hunk patch; else None."""
+    from patchctl.patchsets.kinds import text_hunk as th
+
     got = (ctx.undo or {}).get(KEY)
     if not isinstance(got, dict):
         return None
@@ -221,6 +232,8 @@ def record_of(text: str, merged: str) -> dict[str, Any] | None:
     """The lines ``merged`` changes in ``text``, with context enough to be found once in each:
     ``was``, ``now`` and the 1-based ``line``; checked to lead back to ``text`` exactly. None
     when no context up to :data:`CONTEXT` does."""
+    from patchctl.patchsets.kinds import text_hunk as th
+
     a, b = text.splitlines(keepends=True), merged.splitlines(keepends=True)
     top = 0
     while top < min(len(a), len(b)) and a[top] == b[top]:
@@ -236,11 +249,11 @@ def record_of(text: str, merged: str) -> dict[str, Any] | None:
         hunk = {"was": was, "now": now, "line": lo + 1}
         probe = replace_patch(hunk)
         ctx = Context(Path("."), "merged")
-        if _hunk.check(merged, probe, ctx).presence is not Presence.PRESENT:
+        if _hunk().check(merged, probe, ctx).presence is not Presence.PRESENT:
             continue
-        if _hunk.check(text, probe, ctx).presence is not Presence.MISSING:
+        if _hunk().check(text, probe, ctx).presence is not Presence.MISSING:
             continue
-        back = _hunk.revert(merged, probe, ctx)
+        back = _hunk().revert(merged, probe, ctx)
         if back.status is EditStatus.CHANGED and back.text == text and _once(b, now) and _once(a, was):
             return hunk
     return None
@@ -248,6 +261,8 @@ def record_of(text: str, merged: str) -> dict[str, Any] | None:
 
 def replace_patch(hunk: dict[str, Any]) -> Patch:
     """A bare text-hunk patch of a record, for checking it."""
+    from patchctl.patchsets.kinds import text_hunk as th
+
     return Patch(
         "merged", "", "", "", th.TextHunk.name, ("merged",), th.Params(hunk["was"], hunk["now"], hunk["line"], 0)
     )
@@ -262,6 +277,8 @@ def _once(lines: list[str], piece: str) -> bool:
 def misplaced(path: str, base: str, mine: str, text: str, merged: str) -> str | None:
     """Why the merged change sits elsewhere than the fork's, else None: in Python another
     innermost def or class; in YAML a new line under another key path."""
+    from patchctl.patchsets.kinds import keypath
+
     if path.endswith(".py"):
         from patchctl.patchsets.history import scopes
 
@@ -286,6 +303,8 @@ def misplaced(path: str, base: str, mine: str, text: str, merged: str) -> str | 
 def _new_keys(old: str, new: str) -> list[tuple[str, tuple[str, ...]]] | None:
     """Each content line ``new`` adds to ``old`` (a YAML text) with the key path it sits under."""
     import difflib
+
+    from patchctl.patchsets.kinds import keypath
 
     a, b = old.splitlines(), new.splitlines()
     out = []
