@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +16,13 @@ from pathlib import Path
 import pytest
 
 from realparts import require
+
+# A suite started in the background by a non-interactive shell (`pytest ... &`) inherits SIGINT
+# ignored, and every patchctl it starts inherits that too: the Ctrl-C tests (a fault-injected
+# SIGINT, the migrate and demo interrupts) would then see no interrupt at all and fail. Python's
+# own handler is put back, so children start with the default disposition, as from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: who the tests' commits are by: a fresh machine with an empty HOME has no git identity (#10)
 GIT_IDENT = {
