@@ -235,12 +235,7 @@ def record_of(text: str, merged: str) -> dict[str, Any] | None:
     from patchctl.patchsets.kinds import text_hunk as th
 
     a, b = text.splitlines(keepends=True), merged.splitlines(keepends=True)
-    top = 0
-    while top < min(len(a), len(b)) and a[top] == b[top]:
-        top += 1
-    bottom = 0
-    while bottom < min(len(a), len(b)) - top and a[-1 - bottom] == b[-1 - bottom]:
-        bottom += 1
+    top, bottom = th.shared_ends(a, b)
     for n in range(CONTEXT[0], CONTEXT[1] + 1):
         lo = max(0, top - n)
         was, now = "".join(a[lo : len(a) - bottom + n]), "".join(b[lo : len(b) - bottom + n])

@@ -31,6 +31,7 @@ from patchctl.patchsets.history.upstream import Upstream
 from patchctl.patchsets.history.walk import Carried, walk
 from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.text_hunk import Params as HunkParams
+from patchctl.patchsets.kinds.text_hunk import shared_ends
 from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset
 from patchctl.patchsets.plan import Plan, plan_apply
 from patchctl.patchsets.reader import to_bytes
@@ -362,12 +363,7 @@ def _reanchored(patch: Patch, c: Carried) -> Patch | None:
     up, mine = c.state.upstream.splitlines(keepends=True), c.state.patched.splitlines(keepends=True)
     if up == mine or relative_inside(c.state.path) or in_metadata(c.state.path):
         return None  # nothing left to place, or a path (from the repository's renames) that leaves the tree
-    top = 0
-    while top < min(len(up), len(mine)) and up[top] == mine[top]:
-        top += 1
-    bottom = 0
-    while bottom < min(len(up), len(mine)) - top and up[-1 - bottom] == mine[-1 - bottom]:
-        bottom += 1
+    top, bottom = shared_ends(up, mine)
     start = max(0, top - CONTEXT)
     was = "".join(up[start : len(up) - max(0, bottom - CONTEXT)])
     now = "".join(mine[start : len(mine) - max(0, bottom - CONTEXT)])

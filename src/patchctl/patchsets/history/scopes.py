@@ -13,6 +13,8 @@ import difflib
 import functools
 from dataclasses import dataclass
 
+from patchctl.patchsets.kinds.text_hunk import shared_ends
+
 #: how alike (difflib's ratio of lines) a scope of the same name must be to count as the moved one
 ALIKE = 0.5
 #: how alike a def or class of another name must be to count as the edit's, moved and renamed
@@ -94,12 +96,7 @@ def opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
     """difflib's opcodes from ``a`` to ``b``, the lines both share at the top and the bottom
     cut off first: an edit or a commit changes a few lines of a file of thousands, and
     SequenceMatcher's cost grows with the lines it is given (issue 38 req 8)."""
-    top = 0
-    while top < min(len(a), len(b)) and a[top] == b[top]:
-        top += 1
-    bottom = 0
-    while bottom < min(len(a), len(b)) - top and a[-1 - bottom] == b[-1 - bottom]:
-        bottom += 1
+    top, bottom = shared_ends(a, b)
     middle = difflib.SequenceMatcher(None, a[top : len(a) - bottom], b[top : len(b) - bottom], autojunk=False)
     out = [(op, i1 + top, i2 + top, j1 + top, j2 + top) for op, i1, i2, j1, j2 in middle.get_opcodes()]
     return [op for op in out if op[0] != "equal"]

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 
 from patchctl import git
+from patchctl.patchsets.kinds.text_hunk import shared_ends
 
 #: "(#1234)" at the end of a squash-merged subject, as GitHub writes it
 _PR = re.compile(r"\(#(\d+)\)")
@@ -255,12 +256,7 @@ def away(mine: str, old: str, new: str) -> str | None:
     if not (mine.endswith("\n") and old.endswith("\n") and new.endswith("\n")):
         return None
     a, b, c = old.splitlines(keepends=True), mine.splitlines(keepends=True), new.splitlines(keepends=True)
-    top = 0
-    while top < min(len(a), len(b)) and a[top] == b[top]:
-        top += 1
-    bottom = 0
-    while bottom < min(len(a), len(b)) - top and a[-1 - bottom] == b[-1 - bottom]:
-        bottom += 1
+    top, bottom = shared_ends(a, b)
     once_a, once_c = _once(a), _once(c)
     i = next((k for k in range(top - AROUND, -1, -1) if a[k] in once_a and a[k] in once_c), None)
     j = next((k for k in range(len(a) - bottom + AROUND - 1, len(a)) if a[k] in once_a and a[k] in once_c), None)
@@ -299,12 +295,7 @@ def clash(mine: str, old: str, new: str) -> bool:
     Most merges of a walk are of this kind: a block of commits that conflicts is split in halves
     until the one commit that overlaps the edit is found (issue 38 req 8)."""
     a, b = old.splitlines(keepends=True), mine.splitlines(keepends=True)
-    top = 0
-    while top < min(len(a), len(b)) and a[top] == b[top]:
-        top += 1
-    bottom = 0
-    while bottom < min(len(a), len(b)) - top and a[-1 - bottom] == b[-1 - bottom]:
-        bottom += 1
+    top, bottom = shared_ends(a, b)
     have, olds, mines = set(new.splitlines(keepends=True)), set(a), set(b)
     if any(ln in have for ln in b[top : len(b) - bottom] if ln not in olds):
         return False

@@ -46,8 +46,9 @@ def _rows(text: str) -> list[str]:
     return [ln.rstrip() for ln in split_lines(text)]
 
 
-def _context(was: list[str], now: list[str]) -> tuple[int, int]:
-    """Lines the two sides share at the top and at the bottom: the hunk's context."""
+def shared_ends(was: list[str], now: list[str]) -> tuple[int, int]:
+    """How many lines the two sides share at the top and then at the bottom (a hunk's context;
+    the stretch an edit or a commit changes lies between)."""
     top = 0
     while top < min(len(was), len(now)) and was[top] == now[top]:
         top += 1
@@ -129,7 +130,7 @@ class TextHunk(Swap):
     def _spot(self, lines: list[str], p: Params, path: str) -> Spot:
         text = [ln.rstrip() for ln in lines]
         was, now = _rows(p.was), _rows(p.now)
-        top, bottom = _context(was, now)
+        top, bottom = shared_ends(was, now)
         for fuzz in range(p.fuzz + 1):
             cut = (min(fuzz, top), min(fuzz, bottom))
             found = [
@@ -164,7 +165,7 @@ def first_new(was: str, now: str) -> int | None:
     """The index, among ``now``'s lines, of the first line the hunk adds or changes that is neither
     blank nor a comment (where it sits is what counts); None when it adds no such line."""
     lines = split_lines(now)
-    top, bottom = _context(_rows(was), _rows(now))
+    top, bottom = shared_ends(_rows(was), _rows(now))
     return next((k for k in range(top, len(lines) - bottom) if keypath.content(lines[k])), None)
 
 
