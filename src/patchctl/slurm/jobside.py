@@ -282,19 +282,17 @@ class Job:
         try:
             gpus.check(ray_nodes, configured)
         except DuplicateGpu as exc:
-            who = ", ".join(f"{h} (CUDA_VISIBLE_DEVICES={v or 'unset'})" for h, v in exc.holders)
             raise Stop(
                 "ray-up",
                 exc.host,
-                f"{exc.host}: GPU {exc.gpu} is seen by more than one Ray node or rank: {who}; each node's "
-                "gres.conf must name its own GPUs' device files (and cgroup.conf ConstrainDevices=yes hides the rest)",
+                f"{exc.found}; each node's gres.conf must name its own GPUs' device files "
+                "(and cgroup.conf ConstrainDevices=yes hides the rest)",
             ) from None
         except UnevenGpus as exc:
-            shown = ", ".join(f"{h}: {n}" for h, n in exc.counts)
             raise Stop(
                 "ray-up",
                 exc.host,
-                f"{exc.host}: the nodes offer different GPU counts ({shown}); verl needs the same on every node: "
+                f"{exc.host}: the nodes offer different GPU counts ({exc.shown}); verl needs the same on every node: "
                 "ask for whole nodes of one kind (gpus_per_node, or a --constraint in sbatch)",
             ) from None
 

@@ -82,9 +82,10 @@ class DuplicateGpu(ValidateFailed):
         self.gpu, self.holders = gpu, holders
         self.host = holders[0][0]
         who = ", ".join(f"{h} (CUDA_VISIBLE_DEVICES={v or 'unset'})" for h, v in holders)
+        #: what was found, without the fix (a Slurm job names its own: gres.conf, not the config)
+        self.found = f"{self.host}: GPU {gpu} is seen by more than one Ray node or rank: {who}"
         super().__init__(
-            f"{self.host}: GPU {gpu} is seen by more than one Ray node or rank: {who}; give each host "
-            "its own GPUs with hosts[i].env.CUDA_VISIBLE_DEVICES in the cluster config"
+            f"{self.found}; give each host its own GPUs with hosts[i].env.CUDA_VISIBLE_DEVICES in the cluster config"
         )
 
 
@@ -94,7 +95,8 @@ class UnevenGpus(ValidateFailed):
     def __init__(self, counts: list[tuple[str, int]]) -> None:
         self.counts = counts
         self.host = counts[0][0]
-        shown = ", ".join(f"{h}: {n}" for h, n in counts)
+        #: the counts as shown, "host: n, ..." (a Slurm job words its own message around them)
+        self.shown = shown = ", ".join(f"{h}: {n}" for h, n in counts)
         super().__init__(
             f"{self.host}: the hosts offer different GPU counts ({shown}); verl needs the same on "
             "every node: set gpus (or hosts[i].gpus) so they agree"
