@@ -80,7 +80,13 @@ class SshHost:
     def start(self) -> None:
         with open(self.home / "sshd.log", "ab") as log:
             self.proc = subprocess.Popen(
-                [SSHD, "-D", "-e", "-f", str(self.config)], stdin=subprocess.DEVNULL, stdout=log, stderr=log
+                [SSHD, "-D", "-e", "-f", str(self.config)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                # a host, not a child of the terminal: the user's Ctrl-C (to the whole foreground
+                # group, as the demo test sends it) must not take the listener down mid-teardown
+                start_new_session=True,
             )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:

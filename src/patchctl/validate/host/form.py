@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -79,7 +81,30 @@ def probe_node(keys: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
+#: the strangers authprobe started, stopped with this side when patchctl leaves
+_children: list[subprocess.Popen[str]] = []
+
+
+def _end_with_caller() -> None:
+    """Exit as soon as patchctl closes stdin (Ctrl-C, a failed host, its own teardown).
+
+    This side reads nothing after its request, and ``ray.init`` or the wait for the nodes can
+    block for minutes against a GCS that teardown is stopping: without this it outlived the run
+    it served, a Ray driver left on the head after patchctl had reported everything stopped."""
+    fd = sys.stdin.fileno()
+    try:
+        while os.read(fd, 4096):
+            pass
+    except OSError:
+        pass
+    for p in _children:
+        if p.poll() is None:
+            p.kill()
+    os._exit(0)
+
+
 def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
+    threading.Thread(target=_end_with_caller, name="form-caller", daemon=True).start()
     os.environ.update(request.get("ray_auth", {}))  # before Ray reads its config
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -118,6 +143,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
             return 0
         time.sleep(0.1)
     strangers = authprobe.start(request["gcs"])
+    _children.extend(strangers.values())
     task = ray.remote(probe_node)
     refs = [
         task.options(

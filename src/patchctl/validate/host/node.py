@@ -9,6 +9,8 @@ then waits. A ``{"cmd": "stop"}`` line, end-of-file on stdin — patchctl exited
 or lost its connection — or silence past the lease (patchctl sends a heartbeat line; a frozen
 laptop sends none), or the run's hard ceiling, stops exactly what it started: ``ray start
 --block`` ends its daemons on SIGTERM, and every process still carrying the marker is ended.
+One that arrived while this side was still starting means Ray is never started; the node's lock
+(statedir.hold) tells a ``reap`` from the teardown when this side has ended.
 
 Ray's command line (raystart.py) binds every port on the node's address; the dashboard and Ray's
 client server start only when asked.
@@ -85,7 +87,19 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
             }
         )
         return 0
+    lock = statedir.hold(request["marker"])
+    try:
+        return _start(request, emit)
+    finally:
+        statedir.release(request["marker"], lock)
+
+
+def _start(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
+    """Start Ray and supervise it, unless patchctl gave up while this side was starting."""
     procs.sweep_stale()
+    if _caller_gone():
+        emit({"event": "stopped", "stopped": 0, "left": [], "reason": "patchctl left before Ray started"})
+        return 0
     temp_dir = statedir.make_session_dir(request["marker"])
     start_log = os.path.join(temp_dir, "ray-start.log")
     env = dict(os.environ, RAY_TMPDIR=temp_dir, **{procs.MARKER: request["marker"]}, **request.get("ray_auth", {}))
@@ -108,6 +122,18 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         shutil.rmtree(temp_dir, ignore_errors=True)
     emit({"event": "stopped", "stopped": count, "left": left, "reason": reason, "tail": last})
     return 0
+
+
+def _caller_gone() -> bool:
+    """End-of-file or "stop" already waiting on stdin: patchctl gave up (Ctrl-C, a failed host)
+    while this side was still starting. Starting Ray then would leave it running past a teardown
+    that has already looked. Heartbeats read here are dropped; nothing else is sent before "up"."""
+    fd = sys.stdin.fileno()
+    while select.select([fd], [], [], 0)[0]:
+        chunk = os.read(fd, 4096)
+        if not chunk or b'"stop"' in chunk:
+            return True
+    return False
 
 
 def _code_hook(run_rel: str | None, pythonpath: str) -> dict[str, str]:

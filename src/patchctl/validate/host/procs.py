@@ -176,6 +176,9 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     dropped): the node's supervisor stops Ray on end-of-file by itself; this confirms it.
     """
     value = request["marker"]
+    # the node's supervisor may still be starting (it has not read its stdin yet): let it see
+    # end-of-file and stop its own Ray first, or it would start Ray after this sweep had looked
+    statedir.wait_released(value, float(request.get("wait", 40)))
     stopped, left = stop_marked(value)
     for d in statedir.session_dirs(value):
         shutil.rmtree(d, ignore_errors=True)

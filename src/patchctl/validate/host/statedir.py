@@ -9,6 +9,7 @@ folders live in one short, per-user 0700 folder rather than wherever ``TMPDIR`` 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import glob
 import os
 import stat
@@ -86,6 +87,54 @@ def born(path: str) -> float:
             return float(f.read().strip())
     except (OSError, ValueError):
         return 0.0
+
+
+def lock_path(value: str) -> str:
+    """The file a node's supervisor holds locked for its whole life (``value``: its marker).
+
+    Named ``<run>-<node>.lock``: neither the sweep (folders only) nor ``session_dirs`` (the
+    ``<run>-<node>-`` prefix) ever takes it for a temp dir."""
+    return os.path.join(state_root(), value.replace(".", "-") + ".lock")
+
+
+def hold(value: str) -> int:
+    """Lock this node's file for the supervisor's life; the descriptor (the kernel drops the lock
+    when the process ends, however it ends).
+
+    ``reap`` waits on the same lock: a supervisor still busy starting Ray when patchctl gave up
+    would otherwise start it after reap had looked, and leave it running past the teardown."""
+    private_root()
+    fd = os.open(lock_path(value), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def release(value: str, fd: int) -> None:
+    """Remove the lock file, then let go (a waiting ``reap`` then sees the supervisor has ended)."""
+    with contextlib.suppress(OSError):
+        os.unlink(lock_path(value))
+    os.close(fd)
+
+
+def wait_released(value: str, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for the node's supervisor to end; True when it has (or never
+    started here), False when it still holds its lock."""
+    try:
+        fd = os.open(lock_path(value), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return True
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.05)
+    finally:
+        os.close(fd)
 
 
 def session_dirs(value: str) -> list[str]:
