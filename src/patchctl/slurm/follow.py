@@ -44,6 +44,8 @@ class JobState:
     exit_code: str = ""
     #: "" when scontrol no longer knows the job (past MinJobAge) or could not be asked
     raw: str = ""
+    #: the node running the job's script (and its driver), once the job runs
+    batch_host: str = ""
 
     @property
     def ended(self) -> bool:
@@ -63,6 +65,7 @@ def parse_state(text: str) -> JobState:
         "" if nodes == "(null)" else nodes,
         fields.get("ExitCode", ""),
         line,
+        "" if fields.get("BatchHost", "(null)") == "(null)" else fields.get("BatchHost", ""),
     )
 
 

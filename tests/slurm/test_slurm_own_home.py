@@ -1,0 +1,58 @@
+"""A Slurm cluster whose compute nodes share neither the tree nor the login node's home (issue 36
+req 2, 3, 5): each node's slurmd runs where another folder is mounted over the login node's home,
+so whatever patchctl or the job would leave there is not seen on the other side. migrate and
+validate still work: the package and the request reach the job's nodes, and the run folder comes
+home, through steps of the job itself (srun --jobid), never through the home."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from slurm_fixtures import SlurmSite
+from test_slurm_validate import prepare_own_roots, validate
+
+
+def login_home(site: SlurmSite) -> Path:
+    """Where a command on the login node starts (its home: sbatch's working directory)."""
+    done = subprocess.run(
+        ["ssh", "-F", str(site.slurm.login.ssh_config), "node1", "pwd"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return Path(done.stdout.strip())
+
+
+def homes_apart(site: SlurmSite) -> tuple[Path, dict[str, Path]]:
+    """Each node's slurmd restarted with a home of its own mounted over the login node's."""
+    home = login_home(site)
+    apart = {n: site.dir / "node-home" / n for n in site.slurm.cluster.nodes}
+    for node, folder in apart.items():
+        folder.mkdir(parents=True)
+        site.slurm.cluster.remount(node, folder, home)
+    return home, apart
+
+
+def test_validate_passes_when_no_compute_node_sees_the_login_node_s_home(slurm_site: SlurmSite) -> None:
+    home, apart = homes_apart(slurm_site)
+    before = set((home / ".patchctl" / "runs").glob("*")) if (home / ".patchctl" / "runs").is_dir() else set()
+    prepare_own_roots(slurm_site)
+    code, doc, out = validate(slurm_site, "--ray-cpus", "1")
+    assert code == 0, out
+    assert doc["verdict"] == "pass", doc["cause"]
+    head = doc["teardown"][0]["label"]
+    node_run = Path(doc["trained"]["remote_run_dir"])
+    assert node_run.parent.parent.parent == slurm_site.node_root(head), node_run
+    # the run folder came home through the job's own step, whole: the trainer's files, the job's output
+    run = slurm_site.dir / "run"
+    assert json.loads((run / "report.json").read_text())["verdict"] == "pass"
+    assert (run / "train.log").read_bytes() == (node_run / "train.log").read_bytes()
+    assert '"event": "done"' in (run / "job.out").read_text()
+    assert not (node_run / "job.json").exists(), "the request (the run's token) was left on the node"
+    # nothing of the run went through either home (the job's tools keep their caches in the nodes' own)
+    assert [f for f in apart.values() if (f / ".patchctl").exists()] == []
+    after = set((home / ".patchctl" / "runs").glob("*")) if (home / ".patchctl" / "runs").is_dir() else set()
+    assert after == before
