@@ -176,6 +176,8 @@ class Follow:
         self.streamed: list[str] = []
         self.collected: list[str] = []
         self.failed = ""
+        #: set once patchctl cancels the job: nothing more is staged or followed
+        self.ending = False
 
     def poll(self) -> None:
         # without a shared root the login node has no file of the job: the poll asks the state alone
@@ -195,7 +197,7 @@ class Follow:
     def _relay(self, state: follow.JobState) -> None:
         """Without a shared root: stage once the job runs, then follow its output through a step."""
         c = self.plan.cluster
-        if not self.staged and state.state == "RUNNING" and state.batch_host:
+        if not self.staged and state.state == "RUNNING" and state.batch_host and not self.ending:
             self.staged, self.batch = True, state.batch_host
             count = login.job(c).nodes
             why = relay.stage(c, self.job_id, state.nodes, count) or relay.send_request(
@@ -210,7 +212,7 @@ class Follow:
             self._drain()
             if not self.stream.alive and state.state == "RUNNING" and not self.collected:
                 self.stream = None  # lost while the job runs: followed again from what was read
-        if self.stream is None and self.staged and not self.failed and state.state == "RUNNING":
+        if self.stream is None and self.staged and not (self.failed or self.ending) and state.state == "RUNNING":
             path = f"{relay.node_run(c, self.batch, self.plan.remote_run_dir)}/job.out"
             self.stream = relay.Stream(c, self.job_id, self.batch, path, self.out.offset)
 
@@ -504,6 +506,7 @@ def validate(
 
 def _cancel(cluster: Cluster, f: Follow) -> bool:
     """scancel, then wait (bounded) until Slurm has ended the job and with it every process."""
+    f.ending = True
     login.run(cluster, ["scancel", f.job_id], timeout=60)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
