@@ -12,6 +12,7 @@ from pathlib import Path
 
 from slurm_fixtures import SlurmSite
 from test_slurm_validate import prepare_own_roots, validate
+from tests.clirun import run
 
 
 def login_home(site: SlurmSite) -> Path:
@@ -56,3 +57,21 @@ def test_validate_passes_when_no_compute_node_sees_the_login_node_s_home(slurm_s
     assert [f for f in apart.values() if (f / ".patchctl").exists()] == []
     after = set((home / ".patchctl" / "runs").glob("*")) if (home / ".patchctl" / "runs").is_dir() else set()
     assert after == before
+
+
+def test_a_node_whose_copy_cannot_take_the_package_ends_the_run_naming_it(slurm_site: SlurmSite) -> None:
+    prepare_own_roots(slurm_site)
+    blocked = slurm_site.node_root("n2") / ".patchctl" / "validate"
+    blocked.write_text("not a folder\n")  # where the package goes on n2
+    code, out = run(
+        "validate", "hpc", "--config", str(slurm_site.dir / "patchctl.toml"), "--out", str(slurm_site.dir / "run")
+    )
+    assert code == 1, out
+    last = out.strip().splitlines()[-1]
+    (job,) = {ln.split("job ", 1)[1].split(":")[0] for ln in out.splitlines() if "queue  job " in ln}
+    assert last.startswith(
+        f"validate: FAIL — job {job}: n2: patchctl's package could not be written into {blocked}/pkg: "
+    ), last
+    assert last.endswith("; it was cancelled"), last
+    assert slurm_site.slurm.cluster.jobs() == []
+    assert "JobState=CANCELLED" in slurm_site.slurm.cluster.run("scontrol", "show", "job", "-o", job).stdout

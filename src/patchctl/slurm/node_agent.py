@@ -136,6 +136,15 @@ def stage(root, data):
     """The package's archive unpacked beside the old copy, then swapped in (a step started after
     this answer imports the new one whole)."""
     pkg = os.path.join(root, PKG)
+    try:
+        return _stage(root, pkg, data)
+    except OSError as exc:
+        why = f"patchctl's package could not be written into {pkg}: {exc}"
+        return {"node": node_name(), "root": root, "error": why}
+
+
+def _stage(root, pkg, data):
+    # type: (str, str, bytes) -> dict[str, Any]
     os.makedirs(pkg, exist_ok=True)
     new = os.path.join(pkg, f"patchctl.new-{os.getpid()}")
     old = os.path.join(pkg, f"patchctl.old-{os.getpid()}")
