@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from slurm_fixtures import SlurmSite
-from test_slurm_validate import prepare_own_roots, validate
+from test_slurm_validate import LONG, finish, last_line, prepare_own_roots, spawn, top_finding, validate
 from tests.clirun import run
 
 
@@ -75,3 +75,18 @@ def test_a_node_whose_copy_cannot_take_the_package_ends_the_run_naming_it(slurm_
     assert last.endswith("; it was cancelled"), last
     assert slurm_site.slurm.cluster.jobs() == []
     assert "JobState=CANCELLED" in slurm_site.slurm.cluster.run("scontrol", "show", "job", "-o", job).stdout
+
+
+def test_a_job_slurm_ends_brings_home_the_output_followed_with_slurm_s_word(slurm_site: SlurmSite) -> None:
+    """The time limit ends the job before any fetch: what the step following the job's output read,
+    with Slurm's own line about that step, is the job.out that comes home (doctor names the limit)."""
+    homes_apart(slurm_site)
+    prepare_own_roots(slurm_site)
+    config = slurm_site.dir / "patchctl.toml"
+    config.write_text(config.read_text().replace('time = "00:05:00"', 'time = "0:40"'))
+    code, out = finish(spawn(slurm_site, *LONG))
+    assert code == 1, out
+    assert "hit its time limit (0:40) during training; raise the cluster's time" in last_line(out)
+    text = (slurm_site.dir / "run" / "job.out").read_text()
+    assert '"event": "train-line"' in text and "DUE TO TIME LIMIT" in text
+    assert top_finding(slurm_site) == "slurm-time-limit"
