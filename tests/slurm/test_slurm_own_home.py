@@ -7,6 +7,7 @@ home, through steps of the job itself (srun --jobid), never through the home."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -90,3 +91,21 @@ def test_a_job_slurm_ends_brings_home_the_output_followed_with_slurm_s_word(slur
     text = (slurm_site.dir / "run" / "job.out").read_text()
     assert '"event": "train-line"' in text and "DUE TO TIME LIMIT" in text
     assert top_finding(slurm_site) == "slurm-time-limit"
+
+
+def test_a_node_without_the_tree_ends_the_run_saying_to_migrate(slurm_site: SlurmSite) -> None:
+    """No copy on the nodes: the job's script ends at once (its output, on the node, never read),
+    or the staging step finds no tree first; either way one line says what to do, and nothing is
+    created where the tree should be."""
+    prepare_own_roots(slurm_site)
+    for n in slurm_site.slurm.cluster.nodes:
+        shutil.rmtree(slurm_site.node_root(n))
+    code, out = run(
+        "validate", "hpc", "--config", str(slurm_site.dir / "patchctl.toml"), "--out", str(slurm_site.dir / "run")
+    )
+    assert code == 1, out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("validate: FAIL — job ") and last.count("(run patchctl migrate)") == 1, last
+    assert "no migrated tree" in last, last
+    assert not any(slurm_site.node_root(n).exists() for n in slurm_site.slurm.cluster.nodes)
+    assert slurm_site.slurm.cluster.jobs() == []

@@ -136,6 +136,8 @@ def stage(root, data):
     """The package's archive unpacked beside the old copy, then swapped in (a step started after
     this answer imports the new one whole)."""
     pkg = os.path.join(root, PKG)
+    if not os.path.isdir(os.path.join(root, ".patchctl")):
+        return {"node": node_name(), "root": root, "error": f"no migrated tree at {root} (run patchctl migrate)"}
     try:
         return _stage(root, pkg, data)
     except OSError as exc:

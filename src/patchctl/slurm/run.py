@@ -57,6 +57,8 @@ ProgressFn = Callable[[Progress], None]
 
 #: seconds between polls of the job (one ssh each)
 POLL = 1.0
+#: how often the step following a job's output may be lost before the run ends
+RESTARTS = 10
 #: a run's folder without a shared root, relative to each node's own tree (own_roots)
 RUNS = ".patchctl/runs"
 #: the request file's writer on the login node: a private folder, the request from stdin
@@ -176,6 +178,7 @@ class Follow:
         self.streamed: list[str] = []
         self.collected: list[str] = []
         self.failed = ""
+        self.restarts = 0
         #: set once patchctl cancels the job: nothing more is staged or followed
         self.ending = False
 
@@ -212,6 +215,10 @@ class Follow:
             self._drain()
             if not self.stream.alive and state.state == "RUNNING" and not self.collected:
                 self.stream = None  # lost while the job runs: followed again from what was read
+                self.restarts += 1
+                if self.restarts > RESTARTS:
+                    said = self.out.other[-1] if self.out.other else "no message"
+                    self.failed = f"the step following the job's output on {self.batch} ended {RESTARTS} times: {said}"
         if self.stream is None and self.staged and not (self.failed or self.ending) and state.state == "RUNNING":
             path = f"{relay.node_run(c, self.batch, self.plan.remote_run_dir)}/job.out"
             self.stream = relay.Stream(c, self.job_id, self.batch, path, self.out.offset)
@@ -426,7 +433,9 @@ def validate(
                     )
                     stage, host = "queue", f"job {job_id}"
                     break
-                if f.failed:  # the package or the request never reached the job's nodes
+                if f.failed:  # the package or the request never reached the job's nodes ...
+                    f.poll()
+                if f.failed and not f.state.ended:  # ... and not for the job having ended first
                     cancelled = _cancel(cluster, f)
                     cause, stage, host = f"job {job_id}: {f.failed}; it was cancelled", "start-up", f"job {job_id}"
                     break
