@@ -79,8 +79,8 @@ def test_a_node_whose_copy_cannot_take_the_package_ends_the_run_naming_it(slurm_
 
 
 def test_a_job_slurm_ends_brings_home_the_output_followed_with_slurm_s_word(slurm_site: SlurmSite) -> None:
-    """The time limit ends the job before any fetch: what the step following the job's output read,
-    with Slurm's own line about that step, is the job.out that comes home (doctor names the limit)."""
+    """The time limit ends the job before any fetch: what the step following the job's output read
+    (with Slurm's time-limit lines) is the job.out that comes home, and doctor names the limit."""
     homes_apart(slurm_site)
     prepare_own_roots(slurm_site)
     config = slurm_site.dir / "patchctl.toml"
