@@ -25,7 +25,7 @@ sys.path.insert(0, str(HERE.parent / "migrate"))
 
 from migrate_helpers import git  # noqa: E402 - importable once sys.path has the folder above
 from slurm_harness import SlurmCluster, missing_tools  # noqa: E402 - as above
-from sshd_harness import LoopbackCluster  # noqa: E402 - as above
+from sshd_harness import LoopbackCluster, SshHost  # noqa: E402 - as above
 from sshd_harness import missing_tools as sshd_missing  # noqa: E402 - as above
 
 from patchctl.migrate import state  # noqa: E402 - as above
@@ -35,11 +35,23 @@ from realparts import unavailable  # noqa: E402 - as above
 STANDIN = HERE.parent / "validate" / "standin"
 
 
+class LoginNode(LoopbackCluster):
+    """The loopback sshd as a login node whose sessions start in their own home (HOME), as a real
+    login node's start in the account's home there: not in this machine's account home (/root),
+    which would collect the runs' folders, and whose interpreters the compute nodes need, so it
+    cannot be hidden from them (test_slurm_own_home.py mounts another folder over the login home)."""
+
+    def _sshd_config(self, h: SshHost) -> None:
+        super()._sshd_config(h)
+        with h.config.open("a") as f:
+            f.write('ForceCommand cd "$HOME" && eval "$SSH_ORIGINAL_COMMAND"\n')
+
+
 @dataclass
 class Slurm:
     cluster: SlurmCluster
     #: the login node: one sshd whose sessions have this cluster's SLURM_CONF
-    login: LoopbackCluster
+    login: LoginNode
 
 
 @pytest.fixture(scope="session")
@@ -50,7 +62,7 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
     base = tmp_path_factory.mktemp("slurm")
     cluster = SlurmCluster(base / "slurm")
     try:
-        login = LoopbackCluster(base / "sshd", 1, env={"SLURM_CONF": str(cluster.conf)})
+        login = LoginNode(base / "sshd", 1, env={"SLURM_CONF": str(cluster.conf)})
     except BaseException:
         cluster.close()
         raise

@@ -97,3 +97,21 @@ def test_the_interconnect_check_runs_its_ranks_on_the_nodes_and_says_why_it_fail
         "validate: FAIL — n1: interconnect check failed: ModuleNotFoundError: No module named 'torch'; "
         "install torch in "
     ), last
+
+
+def test_compare_sets_the_stack_beside_the_earlier_run_s(slurm_site: SlurmSite) -> None:
+    """--compare on a Slurm cluster: the stack the job's nodes have beside an earlier run's, as over ssh."""
+    config = prepare(slurm_site, SMALL)
+    code, doc, out = validate(slurm_site, "--profile", "health", "--checks", "stack")
+    assert code == 0, out
+    found = doc["health"]["stack"]["rows"]
+    earlier = json.loads((slurm_site.dir / "run" / "validate.json").read_text())
+    earlier["health"]["stack"]["rows"]["ray"] = ["2.49.2", "2.49.2"]  # that run's nodes had another Ray
+    (slurm_site.dir / "run" / "validate.json").write_text(json.dumps(earlier))
+    args = ("--profile", "health", "--checks", "stack", "--compare", str(slurm_site.dir / "run"))
+    code, out = run("validate", "hpc", "--config", str(config), "--out", str(slurm_site.dir / "r2"), *args)
+    assert code == 0, out
+    assert "stack vs the earlier run" in out and "2.49.2" in out
+    compared = json.loads((slurm_site.dir / "r2" / "validate.json").read_text())["health"]["stack"]["compared"]
+    assert compared["ray"] == [found["ray"][0], "2.49.2"]
+    assert compared["python"][0] == compared["python"][1] == found["python"][0]

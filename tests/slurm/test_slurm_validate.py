@@ -75,9 +75,14 @@ def test_without_a_shared_root_the_job_runs_in_the_first_node_s_own_root(slurm_s
 
 
 def test_compare_and_baseline_judge_the_report_a_slurm_job_brought_home(slurm_site: SlurmSite) -> None:
-    prepare_own_roots(slurm_site)
+    # --compare has the job find every node's stack (validate's host preflight: no torch or vLLM here)
+    prepare_own_roots(slurm_site, 'preflight_skip = ["torch", "vllm", "patches"]\n')
     code, _, out = validate(slurm_site, "--ray-cpus", "1")
     assert code == 0, out
+    # the earlier run's stack, as a run that found one records it (an ssh run, a Slurm run with checks)
+    earlier = json.loads((slurm_site.dir / "run" / "validate.json").read_text())
+    earlier["health"] = {"stack": {"hosts": ["old1"], "rows": {"ray": ["2.49.2"], "python": ["3.9.0"]}}}
+    (slurm_site.dir / "run" / "validate.json").write_text(json.dumps(earlier))
     # a reference whose reward at step 1 no run of this stand-in reaches
     ref = json.loads((slurm_site.dir / "run" / "report.json").read_text())
     ref["steps"][0]["metrics"]["critic/score/mean"] = 99.0
@@ -90,11 +95,16 @@ def test_compare_and_baseline_judge_the_report_a_slurm_job_brought_home(slurm_si
     assert code == 1 and doc["verdict"] == "fail" and doc["stage"] == "baseline", out
     assert doc["baseline"]["verdict"] == "differs" and "critic/score/mean" in doc["cause"]
     assert doc["comparison"] is not None and (slurm_site.dir / "run2" / "compare.png").is_file()
+    # the stack side by side: what the job's nodes have beside the earlier run's
+    stack = doc["health"]["stack"]
+    assert stack["hosts"] == ["n1", "n2"] and stack["rows"]["ray"][0] not in ("-", "2.49.2")
+    assert stack["compared"]["ray"] == [stack["rows"]["ray"][0], "2.49.2"]
+    assert stack["compared"]["python"][1] == "3.9.0"
     assert json.loads((slurm_site.dir / "run2" / "validate.json").read_text())["baseline"]["verdict"] == "differs"
 
 
-def prepare_own_roots(site: SlurmSite) -> int:
-    site.config(shared=False)
+def prepare_own_roots(site: SlurmSite, extra: str = "") -> int:
+    site.config(extra, shared=False)
     code, out = run("migrate", "hpc", "--config", str(site.dir / "patchctl.toml"), "--target", str(site.tree))
     assert code == 0, out
     return code

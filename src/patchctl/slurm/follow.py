@@ -32,6 +32,13 @@ ENDED = (
     "BOOT_FAIL",
     "DEADLINE",
 )
+#: the job's script's own exit codes before its driver starts (script.py), for a job whose output
+#: never reached patchctl (without a shared root it is on the node, and the script may end first)
+SCRIPT_EXITS = {
+    "97": "the job's script found no migrated tree at the cluster's root on its node (run patchctl migrate)",
+    "98": "the job's script found no .patchctl/env.sh in the tree on its node (run patchctl migrate)",
+    "99": "the run's request never reached the job's node",
+}
 #: the states in which Slurm, not the job's driver, ended the job
 ENDED_BY_SLURM = ("TIMEOUT", "NODE_FAIL", "CANCELLED", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL", "DEADLINE")
 
@@ -44,6 +51,8 @@ class JobState:
     exit_code: str = ""
     #: "" when scontrol no longer knows the job (past MinJobAge) or could not be asked
     raw: str = ""
+    #: the node running the job's script (and its driver), once the job runs
+    batch_host: str = ""
 
     @property
     def ended(self) -> bool:
@@ -63,6 +72,7 @@ def parse_state(text: str) -> JobState:
         "" if nodes == "(null)" else nodes,
         fields.get("ExitCode", ""),
         line,
+        "" if fields.get("BatchHost", "(null)") == "(null)" else fields.get("BatchHost", ""),
     )
 
 
@@ -123,7 +133,9 @@ def ended_cause(job_id: str, state: JobState, out: Output, limit: str, cancelled
         return "oom", f"job {job_id} was killed by the cgroup's OOM killer during {stage}; ask for more memory (sbatch)"
     if state.state == "CANCELLED" and not cancelled_by_us:
         return "cancelled", f"job {job_id} was cancelled by someone else (scancel) during {stage}"
-    tail = srun or (out.other[-1] if out.other else f"exit code {state.exit_code or '?'}")
+    code = state.exit_code.split(":")[0]
+    said = f"exit code {state.exit_code or '?'}" + (f": {SCRIPT_EXITS[code]}" if code in SCRIPT_EXITS else "")
+    tail = srun or (out.other[-1] if out.other else said)
     return "job-failed", f"job {job_id} ended {state.state} during {stage} without a verdict: {tail[:300]}"
 
 

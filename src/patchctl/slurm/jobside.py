@@ -19,10 +19,8 @@ import contextlib
 import json
 import os
 import queue
-import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import threading
@@ -136,13 +134,10 @@ class Job:
     def __init__(self, run_dir: Path, request: dict[str, Any]) -> None:
         self.run_dir, self.req = run_dir, request
         self.root = os.getcwd()
-        #: without a shared root the trainer's run folder is in this node's own root, and run_dir
-        #: (where sbatch ran, which the login node reads) gets its files back at the end (copy_home)
-        self.node_run: Path | None = None
-        if request.get("node_run"):
-            self.node_run = Path(self.root) / request["node_run"]
-            self.node_run.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self.req["run_dir"] = str(self.node_run)
+        self.req["run_dir"] = str(run_dir)
+        #: without a shared root each node has its own tree (``%n`` in the root); run_dir is then
+        #: in this node's, and patchctl reads it through a step of this job (hold)
+        self.own_roots = bool(request.get("own_roots"))
         self.view = Cluster("slurm", (), self.root, Path(".patchctl/env.sh"), python=request["python"])
         self.auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": request.pop("token")}
         self.children: list[Child] = []
@@ -160,7 +155,7 @@ class Job:
     def node_root(self, node: str) -> str:
         """The tree on ``node``: the shared one, or, without a shared root, that node's own copy
         (``%n`` in the configured root is the node's name, as migrate placed it)."""
-        return self.req["root"].replace("%n", node) if self.node_run is not None else self.root
+        return self.req["root"].replace("%n", node) if self.own_roots else self.root
 
     def marker(self, index: int) -> str:
         return f"{self.req['run_id']}.{index}"
@@ -333,7 +328,8 @@ class Job:
             job_health.unset = self.unset
         cpus = preflight.ray_cpus(self.req["num_cpus"], seen)
         addresses = {n: address(n) for n in nodes}
-        if self.req["profile"] == HEALTH or set(self.req.get("checks", ())) - {"stack"}:
+        # the checks asked, or the stack alone for --compare (validate.run finds it on every run)
+        if self.req["profile"] == HEALTH or set(self.req.get("checks", ())) - {"stack"} or self.req.get("stack"):
             self.health(nodes, addresses)
             if self.req["profile"] == HEALTH:  # the checks were the run: no Ray, no training
                 emit({"event": "done", "passed": True, "stage": "done", "node": nodes[0], "cause": ""})
@@ -352,24 +348,22 @@ class Job:
         stopped = [c.close() for c in reversed(self.children)]
         emit({"event": "teardown", "stopped": sum((s or {}).get("stopped", 0) for s in stopped)})
 
-    def copy_home(self) -> None:
-        """The node's run folder into run_dir, once the trainer is stopped: regular files only (no
-        link is followed, no FIFO opened), each to the same relative path."""
-        if self.node_run is None:
+    def hold(self) -> None:
+        """Without a shared root, the run folder is on this node alone: the job lives on (bounded)
+        until patchctl has fetched it through a step of the job (slurm/node_agent.py collect),
+        which leaves ``.fetched``. Not once Slurm is ending the job: then nothing is read here."""
+        if not self.own_roots or ending:
             return
-        copied = 0
-        for top, dirs, files in os.walk(self.node_run):
-            rel = Path(top).relative_to(self.node_run)
-            for name in files:
-                src = Path(top) / name
-                if not stat.S_ISREG(src.lstat().st_mode) or (rel == Path(".") and name in ("job.out", "job.json")):
-                    continue
-                dest = self.run_dir / rel / name
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, dest, follow_symlinks=False)
-                copied += 1
-            dirs[:] = [d for d in dirs if not (Path(top) / d).is_symlink()]
-        emit({"event": "copied", "files": copied, "from": str(self.node_run)})
+        emit({"event": "hold", "seconds": HOLD})
+        deadline = time.monotonic() + HOLD
+        while not (self.run_dir / ".fetched").exists() and time.monotonic() < deadline and not ending:
+            time.sleep(0.2)
+
+
+#: seconds a job without a shared root waits for patchctl to fetch its run folder
+HOLD = 300.0
+#: set once Slurm has signalled the job (scancel, the time limit): no hold then
+ending = False
 
 
 def _bound(up: dict[str, Any], flag: str, address: str) -> str | None:
@@ -379,13 +373,15 @@ def _bound(up: dict[str, Any], flag: str, address: str) -> str | None:
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    global ending
+    ending = True
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise Stop("cancelled", "", "the job was ended by Slurm (SIGTERM)")
 
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _interrupt)  # scancel, the time limit: teardown still runs
-    run_dir = Path(argv[1])
+    run_dir = Path(argv[1]).absolute()
     request_file = run_dir / "job.json"
     request = json.loads(request_file.read_text())
     request_file.unlink()  # the token lives on in the processes that need it, not on disk
@@ -397,7 +393,8 @@ def main(argv: list[str]) -> int:
         return 1
     finally:
         job.teardown()
-        job.copy_home()
+        with contextlib.suppress(Stop):  # Slurm's SIGTERM while holding: the job is over anyway
+            job.hold()
 
 
 if __name__ == "__main__":

@@ -10,11 +10,23 @@ node's name (``SLURMD_NODENAME``; ``login`` outside a job).
 ``pack ROOT ARCHIVE``: on the login node, a tar of those same files. ``unpack ARCHIVE ROOT``: on
 a node, the archive's regular files and links written under ROOT (a member leading outside it is
 refused, the archive is the login node's own but never trusted), then its digest.
+
+Without a shared root validate reaches a job's nodes only through steps of that job (``srun
+--jobid``), since neither the login node's home nor its tree need be visible there:
+``stage ROOT`` unpacks patchctl's package (a tar on stdin, the same checks as ``unpack``) into
+the node's ``ROOT/.patchctl/validate/pkg``, where validate's steps import it from; ``request ROOT
+RUN`` writes the run's request (stdin, holding the token) as ``ROOT/RUN/job.json``, 0600, whole
+or not at all (the job's script waits for it); ``collect RUN NAME...`` writes a tar of the run
+folder's named files (regular files only, no link followed) to stdout, then ``RUN/.fetched``,
+which lets the job's driver end the job.
 """
 
 import hashlib
+import io
 import json
 import os
+import shutil
+import stat
 import sys
 import tarfile
 
@@ -116,6 +128,90 @@ def unpack(archive, root):
     return digest(root)
 
 
+PKG = ".patchctl/validate/pkg"
+
+
+def stage(root, data):
+    # type: (str, bytes) -> dict[str, Any]
+    """The package's archive unpacked beside the old copy, then swapped in (a step started after
+    this answer imports the new one whole)."""
+    pkg = os.path.join(root, PKG)
+    if not os.path.isdir(os.path.join(root, ".patchctl")):
+        return {"node": node_name(), "root": root, "error": f"no migrated tree at {root} (run patchctl migrate)"}
+    try:
+        return _stage(root, pkg, data)
+    except OSError as exc:
+        why = f"patchctl's package could not be written into {pkg}: {exc}"
+        return {"node": node_name(), "root": root, "error": why}
+
+
+def _stage(root, pkg, data):
+    # type: (str, str, bytes) -> dict[str, Any]
+    os.makedirs(pkg, exist_ok=True)
+    new = os.path.join(pkg, f"patchctl.new-{os.getpid()}")
+    old = os.path.join(pkg, f"patchctl.old-{os.getpid()}")
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
+        for member in tar.getmembers():
+            name = os.path.normpath(member.name)
+            if name.startswith(("/", "..")) or name.split(os.sep)[0] != "patchctl":
+                return {"node": node_name(), "root": root, "error": f"refused archive member {member.name!r}"}
+            if not (member.isfile() or member.isdir()):
+                continue
+            dest = os.path.join(new, os.path.relpath(name, "patchctl"))
+            if member.isdir():
+                os.makedirs(dest, exist_ok=True)
+                continue
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            src = tar.extractfile(member)
+            with open(dest, "wb") as out:
+                out.write(src.read() if src is not None else b"")
+    current = os.path.join(pkg, "patchctl")
+    if os.path.lexists(current):
+        os.rename(current, old)
+    os.rename(new, current)
+    shutil.rmtree(old, ignore_errors=True)
+    return {"node": node_name(), "root": root, "staged": current}
+
+
+def request(root, run, data):
+    # type: (str, str, bytes) -> dict[str, Any]
+    folder = os.path.join(root, run)
+    old = os.umask(0o077)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        tmp = os.path.join(folder, ".job.json.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, os.path.join(folder, "job.json"))
+    finally:
+        os.umask(old)
+    return {"node": node_name(), "root": root, "request": os.path.join(folder, "job.json")}
+
+
+def collect(run, names, out):
+    # type: (str, list[str], Any) -> int
+    top = os.path.realpath(run)
+    found = []  # type: list[str]
+    for name in names:
+        path = os.path.join(top, os.path.normpath(name))
+        if not path.startswith(top + os.sep) or os.path.islink(path):
+            continue
+        if os.path.isdir(path):
+            for here, dirs, files in os.walk(path):
+                dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(here, d))]
+                found += [os.path.join(here, f) for f in files]
+        elif os.path.lexists(path):
+            found.append(path)
+    with tarfile.open(fileobj=out, mode="w|") as tar:
+        for one in found:
+            if stat.S_ISREG(os.lstat(one).st_mode):
+                tar.add(one, arcname=os.path.relpath(one, top), recursive=False)
+    with open(os.path.join(top, ".fetched"), "w"):
+        pass
+    return 0
+
+
 def main(argv):
     # type: (list[str]) -> int
     here = node_name()
@@ -125,6 +221,13 @@ def main(argv):
         answer = pack(argv[1].replace("%n", here), argv[2])
     elif argv[0] == "unpack":
         answer = unpack(argv[1], argv[2].replace("%n", here))
+    elif argv[0] == "stage":
+        answer = stage(argv[1].replace("%n", here), sys.stdin.buffer.read())
+    elif argv[0] == "request":
+        answer = request(argv[1].replace("%n", here), argv[2], sys.stdin.buffer.read())
+    elif argv[0] == "collect":
+        sys.stdout.flush()
+        return collect(argv[1].replace("%n", here), argv[2:], sys.stdout.buffer)
     else:
         answer = {"node": here, "error": f"unknown action {argv[0]!r}"}
     sys.stdout.write(json.dumps(answer) + "\n")

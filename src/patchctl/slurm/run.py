@@ -7,13 +7,21 @@ stdin -> poll ``scontrol`` and the job's output file (follow.py), showing PENDIN
 and the time waited, RUNNING with the node list, the trainer's step line -> the job ends -> the
 trainer's files and the job's output fetched home -> the same ``ValidateResult`` as over ssh.
 
+Without a shared root nothing the login node holds is assumed visible on a node, its home
+included: the job's output goes to the run folder in the batch node's own tree, and once the job
+runs, its script waiting, patchctl stages the package and the request and follows the output
+through steps of the job (relay.py), and fetches the run folder through one more before the job
+ends.
+
 Ctrl-C or SIGTERM cancels the job (``scancel``) and waits until Slurm has ended it, so no Ray or
 trainer process is left on a node; the verdict is INTERRUPTED (exit 130).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import asdict, replace
@@ -22,13 +30,15 @@ from typing import Any
 
 from patchctl import orphans, proc
 from patchctl.clusters import Cluster
-from patchctl.slurm import follow, login, script
+from patchctl.slurm import follow, login, relay, script
 from patchctl.slurm import health as job_health
 from patchctl.slurm.errors import LoginFailed, SlurmNotSupported, SlurmRefused
 from patchctl.train.logparse import LOSS_KEYS, REWARD_KEYS, LogScan, Progress, pick
 from patchctl.validate import baseline as baselines
 from patchctl.validate import compare as comparing
 from patchctl.validate import plan as planning
+from patchctl.validate.checks import runner as checks_runner
+from patchctl.validate.checks import stack as stacks
 from patchctl.validate.model import (
     CheckRow,
     HostPreflight,
@@ -47,7 +57,9 @@ ProgressFn = Callable[[Progress], None]
 
 #: seconds between polls of the job (one ssh each)
 POLL = 1.0
-#: a run's control folder without a shared root, relative to the login node's home (own_roots)
+#: how often the step following a job's output may be lost before the run ends
+RESTARTS = 10
+#: a run's folder without a shared root, relative to each node's own tree (own_roots)
 RUNS = ".patchctl/runs"
 #: the request file's writer on the login node: a private folder, the request from stdin
 _WRITE = 'umask 077 && mkdir -p -- "$1" && cat > "$1/job.json"'
@@ -71,23 +83,21 @@ def check(cluster: Cluster, options: planning.Options) -> None:
 
 
 def own_roots(plan: planning.Plan) -> planning.Plan:
-    """Without ``shared_root``, the run's control folder (the request, the job's output file, the
-    trainer's files copied home by the job) moves out of the login node's tree into sbatch's working
-    directory, the login node's home: a compute node cannot see the login node's root, but Slurm
-    itself writes a job's output where sbatch ran, so that folder is the one both sides see. The
-    trainer still runs in, and writes into, the first node's own root (jobside.py copies it back)."""
+    """Without ``shared_root``, the run's folder is relative to the tree each node has of its own
+    (the root with ``%n``): it exists on the batch node alone, which patchctl reads through steps
+    of the job (relay.py); nothing of the run is written on the login node."""
     if login.job(plan.cluster).shared_root:
         return plan
     return replace(plan, remote_run_dir=str(PurePosixPath(RUNS) / PurePosixPath(plan.remote_run_dir).name))
 
 
-def request(plan: planning.Plan) -> dict[str, Any]:
+def request(plan: planning.Plan, stack: bool = False) -> dict[str, Any]:
+    """The job's request; ``stack``: the job finds every node's stack (the host preflight) even
+    when the profile trains and no other check is asked, for --compare to set beside an earlier run's."""
     c, o, job = plan.cluster, plan.options, login.job(plan.cluster)
-    # the trainer's run folder: the control folder itself on a shared root; else the same name in
-    # the first node's own root, which only the job knows (relative to the root it entered)
-    node_run = None if job.shared_root else str(PurePosixPath(RUNS) / PurePosixPath(plan.remote_run_dir).name)
     return {
-        "node_run": node_run,
+        # each node's own tree (%n in root): the driver enters the node's copy on every step
+        "own_roots": not job.shared_root,
         "root": c.root,
         "run_id": plan.run_id,
         "token": plan.auth_token,
@@ -109,6 +119,7 @@ def request(plan: planning.Plan) -> dict[str, Any]:
         "ray_client": o.ray_client,
         # the health checks, run by the job on its nodes as validate runs them over ssh (health.py)
         "checks": list(o.checks),
+        "stack": stack,
         "health_settings": asdict(c.health),
         "preflight_skip": list(c.preflight_skip),
     }
@@ -121,10 +132,14 @@ def sbatch_words(plan: planning.Plan) -> list[str]:
         "--parsable",
         *job.sbatch_options(),
         f"--job-name=patchctl-validate-{plan.run_id}",
-        f"--output={plan.remote_run_dir}/job.out",
-        # without a shared root the job starts where sbatch ran (the login node's home, which the
-        # control folder is relative to); the script enters the node's own root itself
-        *([f"--chdir={plan.cluster.root}"] if job.shared_root else []),
+        # without a shared root no path sbatch could name need exist on the batch node (Slurm
+        # fails a job whose output it cannot open): the script sends its output into the run
+        # folder in the node's own tree itself
+        *(
+            [f"--output={plan.remote_run_dir}/job.out", f"--chdir={plan.cluster.root}"]
+            if job.shared_root
+            else ["--output=/dev/null"]
+        ),
     ]
 
 
@@ -136,8 +151,11 @@ def job_script(plan: planning.Plan) -> str:
 class Follow:
     """The job as the poll sees it, turned into notes, the step line and the result's parts."""
 
-    def __init__(self, plan: planning.Plan, job_id: str, note: NoteFn, progress: ProgressFn) -> None:
+    def __init__(
+        self, plan: planning.Plan, job_id: str, note: NoteFn, progress: ProgressFn, stack: bool = False
+    ) -> None:
         self.plan, self.job_id, self.note, self.progress = plan, job_id, note, progress
+        self.stack = stack
         self.out = follow.Output()
         self.state = follow.JobState("SUBMITTED")
         self.t0 = time.monotonic()
@@ -150,9 +168,23 @@ class Follow:
         self.address: dict[str, str] = {}
         self.joined: dict[str, float] = {}
         self.health: Any = None
+        # without a shared root (relay.py): the request staged once the job runs, the stream of
+        # its output, what that stream brought (the job's output, should the fetch not happen),
+        # the files fetched, and why staging failed
+        self.shared = login.job(plan.cluster).shared_root
+        self.staged = False
+        self.stream: relay.Stream | None = None
+        self.batch = ""
+        self.streamed: list[str] = []
+        self.collected: list[str] = []
+        self.failed = ""
+        self.restarts = 0
+        #: set once patchctl cancels the job: nothing more is staged or followed
+        self.ending = False
 
     def poll(self) -> None:
-        path = f"{self.plan.remote_run_dir}/job.out"
+        # without a shared root the login node has no file of the job: the poll asks the state alone
+        path = f"{self.plan.remote_run_dir}/job.out" if self.shared else ""
         words = ["sh", "-c", follow.POLL, "patchctl-poll", self.job_id, str(self.out.offset + 1), path]
         done = login.run(self.plan.cluster, words, timeout=60)
         if done.returncode != 0:
@@ -162,6 +194,62 @@ class Follow:
         self._state(state)
         for event in self.out.feed(data):
             self._event(event)
+        if not self.shared:
+            self._relay(state)
+
+    def _relay(self, state: follow.JobState) -> None:
+        """Without a shared root: stage once the job runs, then follow its output through a step."""
+        c = self.plan.cluster
+        if not self.staged and state.state == "RUNNING" and state.batch_host and not self.ending:
+            self.staged, self.batch = True, state.batch_host
+            count = login.job(c).nodes
+            why = relay.stage(c, self.job_id, state.nodes, count) or relay.send_request(
+                c, self.job_id, self.batch, self.plan.remote_run_dir, json.dumps(request(self.plan, self.stack))
+            )
+            if why:
+                self.failed = why
+                return
+            staged = f"patchctl's package and the run's request staged on {state.nodes} (srun --jobid)"
+            self.note(Note("queue", f"job {self.job_id}", staged))
+        if self.stream is not None:
+            self._drain()
+            if not self.stream.alive and state.state == "RUNNING" and not self.collected:
+                self.stream = None  # lost while the job runs: followed again from what was read
+                self.restarts += 1
+                if self.restarts > RESTARTS:
+                    said = self.out.other[-1] if self.out.other else "no message"
+                    self.failed = f"the step following the job's output on {self.batch} ended {RESTARTS} times: {said}"
+        if self.stream is None and self.staged and not (self.failed or self.ending) and state.state == "RUNNING":
+            path = f"{relay.node_run(c, self.batch, self.plan.remote_run_dir)}/job.out"
+            self.stream = relay.Stream(c, self.job_id, self.batch, path, self.out.offset)
+
+    def _drain(self) -> None:
+        assert self.stream is not None
+        text, said = self.stream.drain()
+        self.streamed.append(text)
+        for line in said:
+            self.streamed.append(line + "\n")
+            self.out.other = [*self.out.other, line][-40:]
+        for event in self.out.feed(text):
+            self._event(event)
+
+    def finish(self) -> None:
+        """The job is over: the stream's last bytes (Slurm ends its step with the job)."""
+        if self.stream is None:
+            return
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.stream.child.wait(timeout=10)
+        self.stream.close()
+        self._drain()
+        self.stream = None
+
+    def _collect(self) -> None:
+        """The job's driver holds: the run folder's files home through one step, which lets it end."""
+        names = [*(self.trained.files if self.trained else ()), "job.out"]
+        run = relay.node_run(self.plan.cluster, self.batch, self.plan.remote_run_dir)
+        self.plan.run_dir.mkdir(parents=True, exist_ok=True)
+        self.collected = relay.collect(self.plan.cluster, self.job_id, self.batch, run, names, self.plan.run_dir)
+        self.note(Note("fetch", self.batch, f"{len(self.collected)} file(s) of the run folder fetched (srun --jobid)"))
 
     def _state(self, state: follow.JobState) -> None:
         before = self.state
@@ -233,6 +321,8 @@ class Follow:
                 self.marks.setdefault("first_step", now)
                 self.marks["last_step"] = now
                 self.progress(_progress(self.scan, step.step, e.get("at") or 0.0))
+        elif name == "hold":
+            self._collect()
         elif name == "train-reply":
             self.marks["trainer_done"] = time.monotonic()
             self.trained = Trained(
@@ -283,23 +373,24 @@ def _progress(scan: LogScan, step: int, at: float) -> Progress:
     return Progress(step, scan.total_steps, pick(last, REWARD_KEYS), pick(last, LOSS_KEYS), per, at)
 
 
-def submit(plan: planning.Plan, stage: Path) -> str:
+def submit(plan: planning.Plan, stage: Path, stack: bool = False) -> str:
     c = plan.cluster
     where = c.hosts[0].ssh
-    # without a shared root the package goes where the nodes see it too: the login node's home
-    head = plan.head if login.job(c).shared_root else replace(plan.head, host=replace(plan.head.host, root="."))
-    shipped = proc.run(planning.ship_argv(plan, head, planning.stage_package(stage)), check=False, timeout=600)
-    if shipped.returncode != 0:
-        raise LoginFailed(c.name, where, "shipping patchctl's package", login.tail(shipped.stderr))
-    wrote = login.run(
-        c, ["sh", "-c", _WRITE, "patchctl-validate", plan.remote_run_dir], input=json.dumps(request(plan))
-    )
-    if wrote.returncode != 0:
-        raise LoginFailed(c.name, where, f"writing {plan.remote_run_dir}/job.json", login.tail(wrote.stderr))
+    shared = login.job(c).shared_root
+    if shared:  # without a shared root both go to the job's nodes once it runs (relay.py)
+        shipped = proc.run(planning.ship_argv(plan, plan.head, planning.stage_package(stage)), check=False, timeout=600)
+        if shipped.returncode != 0:
+            raise LoginFailed(c.name, where, "shipping patchctl's package", login.tail(shipped.stderr))
+        wrote = login.run(
+            c, ["sh", "-c", _WRITE, "patchctl-validate", plan.remote_run_dir], input=json.dumps(request(plan, stack))
+        )
+        if wrote.returncode != 0:
+            raise LoginFailed(c.name, where, f"writing {plan.remote_run_dir}/job.json", login.tail(wrote.stderr))
     done = login.run(c, sbatch_words(plan), input=job_script(plan))
     job_id = done.stdout.strip().split(";")[0]
     if done.returncode != 0 or not job_id.isdigit():
-        login.run(c, ["rm", "-rf", "--", plan.remote_run_dir])  # the request and its token go with it
+        if shared:
+            login.run(c, ["rm", "-rf", "--", plan.remote_run_dir])  # the request and its token go with it
         raise SlurmRefused(c.name, where, login.tail(done.stderr or done.stdout).removeprefix("sbatch: error: "))
     return job_id
 
@@ -316,16 +407,19 @@ def validate(
     check(cluster, options)
     # as over ssh: an unreadable earlier report or baseline stops the run before a job is submitted
     refs = baselines.references(baseline_from) if baseline_from is not None else None
-    if compare_with is not None and options.trains:
-        comparing.load(compare_with)
+    old_stack = None
+    if compare_with is not None:
+        if options.trains:
+            comparing.load(compare_with)
+        old_stack = checks_runner.earlier_stack(compare_with, required=not options.trains)
     plan = own_roots(planning.make(cluster, options))
     job = login.job(cluster)
     cause, stage, host = "", "done", ""
     interrupted = cancelled = False
     with Interrupts() as interrupts, orphans.scratch("pcv-stage-") as stage_dir:
-        job_id = submit(plan, Path(stage_dir))
+        job_id = submit(plan, Path(stage_dir), compare_with is not None)
         note(Note("queue", f"job {job_id}", f"submitted on {cluster.hosts[0].ssh} ({' '.join(job.sbatch_options())})"))
-        f = Follow(plan, job_id, note, progress)
+        f = Follow(plan, job_id, note, progress, compare_with is not None)
         try:
             while True:
                 interrupts.check()
@@ -339,6 +433,12 @@ def validate(
                     )
                     stage, host = "queue", f"job {job_id}"
                     break
+                if f.failed:  # the package or the request never reached the job's nodes ...
+                    f.poll()
+                if f.failed and not f.state.ended:  # ... and not for the job having ended first
+                    cancelled = _cancel(cluster, f)
+                    cause, stage, host = f"job {job_id}: {f.failed}; it was cancelled", "start-up", f"job {job_id}"
+                    break
                 if f.state.ended or (f.state.state == "UNKNOWN" and f.out.last("done")):
                     break
                 time.sleep(POLL)
@@ -349,6 +449,7 @@ def validate(
             if interrupts.seen or interrupted:
                 interrupted = True
                 cancelled = _cancel(cluster, f)
+            f.finish()
             f.marks["ended"] = time.monotonic()
             done = f.out.last("done")
             if not cause and not interrupted:
@@ -369,6 +470,10 @@ def validate(
             f.marks["fetch"] = time.monotonic()
     verdict = Verdict.INTERRUPTED if interrupted else (Verdict.FAIL if cause else Verdict.PASS)
     nodes = f.state.nodes or ",".join(f.nodes)
+    measured = f.health
+    if old_stack is not None and measured is not None and measured.stack is not None:
+        # --compare: the stack the job found beside the earlier run's, as over ssh
+        measured = replace(measured, stack=stacks.compare(measured.stack, old_stack))
     result = ValidateResult(
         cluster.name,
         options.profile,
@@ -387,7 +492,7 @@ def validate(
         tuple(HostTeardown(n, "ended with the job") for n in f.nodes),
         f.timings(),
         insecure_ray=options.insecure_ray,
-        health=f.health,
+        health=measured,
         slurm={**f.summary(), "nodes": nodes},
     )
     plan.run_dir.mkdir(parents=True, exist_ok=True)
@@ -410,6 +515,7 @@ def validate(
 
 def _cancel(cluster: Cluster, f: Follow) -> bool:
     """scancel, then wait (bounded) until Slurm has ended the job and with it every process."""
+    f.ending = True
     login.run(cluster, ["scancel", f.job_id], timeout=60)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -424,6 +530,10 @@ def _fetch(plan: planning.Plan, f: Follow) -> list[str]:
     """The trainer's files and the job's output, into the local run folder."""
     files = [*(f.trained.files if f.trained else ()), "job.out"]
     plan.run_dir.mkdir(parents=True, exist_ok=True)
+    if not f.shared:  # fetched by the job's own step (Follow._collect) while it held; else what was streamed
+        if "job.out" not in f.collected:
+            (plan.run_dir / "job.out").write_text("".join(f.streamed), encoding="utf-8", errors="surrogateescape")
+        return [str(plan.run_dir / name) for name in files if (plan.run_dir / name).is_file()]
     done = proc.run(planning.fetch_argv(plan, tuple(files)), check=False, timeout=600)
     del done  # a file the job never wrote is simply not there; what arrived is listed
     return [str(plan.run_dir / name) for name in files if (plan.run_dir / name).is_file()]
