@@ -116,3 +116,24 @@ def test_the_quick_reader_reads_each_option(tmp_path: Path) -> None:
 def test_shell_completion_goes_to_click(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("_PATCHCTL_COMPLETE", "bash_complete")
     assert read_verify(["--json"]) is None
+
+
+@pytest.mark.parametrize("err", [False, True])
+@pytest.mark.parametrize("nl", [True, False])
+@pytest.mark.parametrize(
+    ("text", "color"),
+    [("verify: ok", None), ("", None), ("a \x1b[31mred\x1b[0m word from a tree", None), ("\x1b[1mbold\x1b[0m", True)],
+)
+def test_echo_writes_what_click_echo_writes(
+    capsys: pytest.CaptureFixture[str], text: str, color: bool | None, nl: bool, err: bool
+) -> None:
+    """The commands' output goes through :func:`echo` instead of ``click.echo``: the same text on
+    the same stream, colour codes stripped for a stream that is no terminal unless asked to keep."""
+    import click
+
+    from patchctl.cli.echo import echo
+
+    echo(text, nl=nl, err=err, color=color)
+    ours = capsys.readouterr()
+    click.echo(text, nl=nl, err=err, color=color)
+    assert ours == capsys.readouterr()
