@@ -137,3 +137,20 @@ def test_echo_writes_what_click_echo_writes(
     ours = capsys.readouterr()
     click.echo(text, nl=nl, err=err, color=color)
     assert ours == capsys.readouterr()
+
+
+def test_the_quick_verify_waits_for_a_writer_as_click_s_does(trees: Path) -> None:
+    """A verify without click takes the tree's lock too: an apply still writing the tree keeps
+    it waiting, then refused with the same message."""
+    from patchctl import lock
+
+    tree = trees / "applied"
+    with lock.hold(lock.path_for(tree), shared=False, what=tree):
+        env = {"PATCHCTL_LOCK_WAIT": "0.3"}
+        os.environ.update(env)
+        try:
+            quick = run("verify", "--target", str(tree), "--json", via_click=False, cwd=trees)
+            assert quick == run("verify", "--target", str(tree), "--json", via_click=True, cwd=trees)
+        finally:
+            os.environ.pop("PATCHCTL_LOCK_WAIT")
+    assert quick[0] == 2 and "in use by another patchctl" in quick[1], quick
