@@ -6,9 +6,12 @@ pristine release (not timed). The baselines do the same job the dumb way: `git a
 diff patchctl writes, and `grep -rn "# Uky"` over the same tree. `--baseline REF` also runs the
 patchctl of another commit (a git worktree of this repository) side by side: the before/after of a
 start-up change in one run. The modules column counts what one run loads (a figure a loaded
-machine does not blur). The last table is `python -X importtime`'s largest imports of one apply.
+machine does not blur). ``--instructions`` adds another: the instructions one run executes, counted
+by valgrind's callgrind (the patchctl process only), which two cores shared by a dozen busy
+processes change no more than the modules (wall and CPU seconds they double). The last tables are
+`python -X importtime`'s largest imports of one apply and of one verify.
 
-    python benchmarks/bench_core.py [--runs N] [--version 0.6.1] [--baseline REF]
+    python benchmarks/bench_core.py [--runs N] [--version 0.6.1] [--baseline REF] [--instructions]
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--version", default="0.6.1")
     ap.add_argument("--baseline", default=None, help="a commit of this repository to run beside the working tree")
+    ap.add_argument("--instructions", action="store_true", help="also count one run's instructions (valgrind)")
     args = ap.parse_args()
     cmd = [sys.executable, "-m", "patchctl"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,7 +81,16 @@ def main() -> int:
                 for suffix, src in builds.items()
                 for verb in ("apply", "verify")
             }
-            importtime = _importtime(Path(tmp), cmd, builds[""], args.version)
+            instructions = (
+                {
+                    f"patchctl {verb}{suffix}": _instructions(Path(tmp), src, verb, args.version)
+                    for suffix, src in builds.items()
+                    for verb in ("apply", "verify")
+                }
+                if args.instructions
+                else {}
+            )
+            importtime = {verb: _importtime(Path(tmp), cmd, builds[""], args.version, verb) for verb in GOALS}
         finally:
             if args.baseline:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False)
@@ -85,7 +98,10 @@ def main() -> int:
     cpu = {k: statistics.median(c for _, c in v) for k, v in rows.items()}
     load = os.getloadavg()[0]
     print(f"verl {args.version}, median of {args.runs} cold processes, interleaved (load average {load:.1f})")
-    print(f"{'command':<30}{'wall s':>8}{'min s':>8}{'cpu s':>8}{'modules':>9}{'vs baseline':>13}{'goal (wall)':>13}")
+    print(
+        f"{'command':<30}{'wall s':>8}{'min s':>8}{'cpu s':>8}{'modules':>9}{'M instr':>9}"
+        f"{'vs baseline':>13}{'goal (wall)':>13}"
+    )
     for name in rows:
         base = "git apply" if "apply" in name else "grep -rn"
         verb = "apply" if "apply" in name else "verify"
@@ -93,10 +109,12 @@ def main() -> int:
         goal = f"<= {GOALS[verb]:.2f}" if name == f"patchctl {verb}" else ""
         fastest = min(w for w, _ in rows[name])
         mods = str(counts.get(name, "-"))
-        print(f"{name:<30}{med[name]:>8.3f}{fastest:>8.3f}{cpu[name]:>8.3f}{mods:>9}{ratio:>13}{goal:>13}")
-    print("\nlargest imports of one `patchctl apply` (python -X importtime, cumulative us)")
-    for us, name in importtime:
-        print(f"{us:>10}  {name}")
+        ins = f"{instructions[name] / 1e6:.0f}" if name in instructions else "-"
+        print(f"{name:<30}{med[name]:>8.3f}{fastest:>8.3f}{cpu[name]:>8.3f}{mods:>9}{ins:>9}{ratio:>13}{goal:>13}")
+    for verb, found in importtime.items():
+        print(f"\nlargest imports of one `patchctl {verb}` (python -X importtime, cumulative us)")
+        for us, name in found:
+            print(f"{us:>10}  {name}")
     return 0
 
 
@@ -150,13 +168,7 @@ runpy.run_module("patchctl", run_name="__main__", alter_sys=True)
 def _modules(tmp: Path, src: Path, verb: str, version: str) -> int:
     """The modules one ``patchctl VERB --json`` of ``src`` loads, on a fresh tree (apply's) or an
     applied one (verify's): the figure a loaded machine does not blur."""
-    tree = tmp / "verl-modules"
-    if not tree.exists():
-        shutil.copytree(releases.materialize(version), tree, symlinks=True)
-    reset(tree)
-    if verb == "verify":
-        apply = [sys.executable, "-m", "patchctl", "apply", "--target", str(tree)]
-        subprocess.run(apply, env=patchctl_env(src), capture_output=True, check=True)
+    tree = _applied(tmp, src, verb, version, "verl-modules")
     out = tmp / "modules.txt"
     subprocess.run(
         [sys.executable, "-c", MODULES_DRIVER, str(out), verb, "--target", str(tree), "--json"],
@@ -167,12 +179,44 @@ def _modules(tmp: Path, src: Path, verb: str, version: str) -> int:
     return int(out.read_text())
 
 
-def _importtime(tmp: Path, cmd: list[str], src: Path, version: str) -> list[tuple[int, str]]:
-    """The eight largest top-level imports (cumulative microseconds) of one apply on a fresh tree."""
-    tree = tmp / "verl-importtime"
-    shutil.copytree(releases.materialize(version), tree, symlinks=True)
+def _applied(tmp: Path, src: Path, verb: str, version: str, name: str) -> Path:
+    """A tree for one ``patchctl VERB``: the pristine release for apply, uky applied for verify."""
+    tree = tmp / name
+    if not tree.exists():
+        shutil.copytree(releases.materialize(version), tree, symlinks=True)
+    reset(tree)
+    if verb == "verify":
+        apply = [sys.executable, "-m", "patchctl", "apply", "--target", str(tree)]
+        subprocess.run(apply, env=patchctl_env(src), capture_output=True, check=True)
+    return tree
+
+
+#: valgrind counting instructions, writing no profile
+CALLGRIND = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+
+
+def _instructions(tmp: Path, src: Path, verb: str, version: str) -> int:
+    """The instructions one ``patchctl VERB --json`` of ``src`` executes (callgrind's count)."""
+    tree = _applied(tmp, src, verb, version, "verl-instructions")
     done = subprocess.run(
-        [cmd[0], "-X", "importtime", *cmd[1:], "apply", "--target", str(tree), "--json"],
+        [*CALLGRIND, sys.executable, "-m", "patchctl", verb, "--target", str(tree), "--json"],
+        env=patchctl_env(src),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"valgrind counted nothing: {done.stderr[-500:]}")
+    return int(found.group(1))
+
+
+def _importtime(tmp: Path, cmd: list[str], src: Path, version: str, verb: str) -> list[tuple[int, str]]:
+    """The eight largest top-level imports (cumulative microseconds) of one apply on a fresh tree,
+    or of one verify of an applied one."""
+    tree = _applied(tmp, src, verb, version, "verl-importtime")
+    done = subprocess.run(
+        [cmd[0], "-X", "importtime", *cmd[1:], verb, "--target", str(tree), "--json"],
         capture_output=True,
         text=True,
         env=patchctl_env(src),

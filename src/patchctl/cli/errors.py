@@ -12,14 +12,16 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-import click
-
+from patchctl.cli.echo import echo
 from patchctl.errors import FileSystemFailed, PatchctlError
 from patchctl.errors.usage import ConfigProblems
 from patchctl.oserrors import ENVIRONMENT, describe
 from patchctl.quoting import printable
+
+if TYPE_CHECKING:
+    import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,9 +55,9 @@ def fail(message: str, code: int, hint: str, as_json: bool, listed: bool = False
     (:class:`~patchctl.errors.usage.ConfigProblems`), so its own line breaks stay."""
     text = message if listed else printable(message)
     if as_json:
-        click.echo(json.dumps({"code": code, "error": text, "hint": printable(hint)}))
+        echo(json.dumps({"code": code, "error": text, "hint": printable(hint)}))
     else:
-        click.echo(f"error: {text}", err=True)
+        echo(f"error: {text}", err=True)
     sys.exit(code)
 
 
@@ -75,20 +77,30 @@ def handled(fn: F) -> F:
         except KeyboardInterrupt:
             if as_json:
                 fail("interrupted", INTERRUPTED, "", as_json)
-            click.echo("interrupted", err=True)
+            echo("interrupted", err=True)
             sys.exit(INTERRUPTED)
-        except (click.exceptions.Exit, click.ClickException, SystemExit):
+        except SystemExit:
             raise
         except OSError as exc:
             if exc.errno not in ENVIRONMENT:
                 crash(exc, as_json)
             failed = FileSystemFailed(exc.filename or "patchctl", *describe(exc))
             fail(str(failed), failed.exit_code, hint_of(failed), as_json)
-        except Exception as exc:  # a bug: crash() keeps its traceback in a file
-            crash(exc, as_json)
+        except Exception as exc:
+            if from_click(exc):
+                raise
+            crash(exc, as_json)  # a bug: crash() keeps its traceback in a file
         sys.exit(code or OK)
 
     return wrapper  # type: ignore[return-value] # wrapper keeps fn's signature, which ParamSpec cannot say through click
+
+
+def from_click(exc: BaseException) -> bool:
+    """Whether ``exc`` is click's own (a usage error, ``ctx.exit()``), for click to show and end
+    with. Without click loaded (``verify``'s start without click, :mod:`patchctl.cli.quick`)
+    nothing can have raised one, so click is not imported to find out."""
+    click = sys.modules.get("click")
+    return click is not None and isinstance(exc, (click.exceptions.Exit, click.ClickException))
 
 
 def crash(exc: BaseException, as_json: bool = False) -> NoReturn:
@@ -113,6 +125,8 @@ def usage_error(exc: click.ClickException, as_json: bool) -> NoReturn:
     click gives a few of its own errors (an unreadable ``click.File``) code 1, which would read
     as a failed check.
     """
+    import click  # loaded already: click raised ``exc``
+
     if not as_json:
         exc.show()
         sys.exit(USAGE)

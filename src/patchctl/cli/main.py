@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +18,7 @@ import click
 from patchctl import __version__
 from patchctl.cli import COMPLETE_VAR
 from patchctl.cli.errors import EXIT_CODES, INTERRUPTED, usage_error
+from patchctl.cli.process import on_sigterm_unwind, quiet_if_reader_left
 from patchctl.errors.base import did_you_mean
 
 #: command name -> "module:attribute" of its click command, in the order ``--help`` lists them.
@@ -135,34 +135,13 @@ def cli() -> None:
 LAUNCHED = False
 
 
-def _terminate(signum: int, frame: object) -> None:
-    """SIGTERM unwinds like Ctrl-C, so ``finally`` blocks close ssh masters and stop children."""
-    raise KeyboardInterrupt
-
-
 def main() -> None:
     global LAUNCHED
     LAUNCHED = True
-    signal.signal(signal.SIGTERM, _terminate)
+    on_sigterm_unwind()
     try:
         # named, not derived from the program name: `python -m patchctl` completes as `patchctl` does
         cli(complete_var=COMPLETE_VAR)
     except SystemExit:
         quiet_if_reader_left()
         raise
-
-
-def quiet_if_reader_left() -> None:
-    """Flush stdout now; if its reader left (``patchctl ... | head``), exit 0 as the command did.
-
-    Output still buffered when the interpreter ends is flushed after every handler has run, and a
-    closed pipe there made Python print "Exception ignored" and exit 120. The reader taking only
-    the first lines is a normal way to read output, so the code stays the command's own (0 when
-    it succeeded); stdout goes to /dev/null so nothing is flushed into the closed pipe again.
-    """
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)

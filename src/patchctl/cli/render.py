@@ -9,8 +9,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import click
-
+from patchctl.cli.echo import echo
 from patchctl.quoting import printable, quote_path
 
 if TYPE_CHECKING:
@@ -85,7 +84,7 @@ def show(renderable: RenderableType) -> None:
     out = console()
     with out.capture() as captured:
         out.print(renderable)
-    click.echo(_TRAILING.sub(r"\1", captured.get()), nl=False, color=out.is_terminal and not out.no_color)
+    echo(_TRAILING.sub(r"\1", captured.get()), nl=False, color=out.is_terminal and not out.no_color)
 
 
 def fits(renderable: RenderableType, folded: bool = False) -> bool:
@@ -120,8 +119,8 @@ def table(
     would not fit the width with it; True then, and the caller prints that text whole below."""
     plain = _plain_table(columns, rows)
     if plain is not None:
-        click.echo(printable(title))
-        click.echo(plain, nl=False, color=False)
+        echo(printable(title))
+        echo(plain, nl=False)  # box drawing and printable ASCII: no colour code to strip
         return False
     from rich.table import Table
     from rich.text import Text
@@ -140,7 +139,7 @@ def table(
     dropped = drop_to_fit is not None and not fits(t)
     if dropped:
         t = build([i for i in range(len(columns)) if i != drop_to_fit])
-    click.echo(printable(title))
+    echo(printable(title))
     show(t)
     return dropped
 
@@ -192,7 +191,7 @@ def _plain_table(columns: list[str], rows: list[list[str]]) -> str | None:
 
 
 def emit_json(doc: Any) -> None:
-    click.echo(json.dumps(doc, indent=2))
+    echo(json.dumps(doc, indent=2))
 
 
 def progress_line(p: Any) -> str:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 
-import click
-
 from patchctl import journal, lock
+from patchctl.cli.echo import echo
 from patchctl.target import Target, resolve
 
 
@@ -25,9 +25,14 @@ class Use(Enum):
     RECOVER = "recover"
 
 
-def open_target(spec: str, config: Path | None = None, use: Use = Use.READ) -> Target:
+def open_target(
+    spec: str, config: Path | None = None, use: Use = Use.READ, hold: Callable[[lock.Held], lock.Held] | None = None
+) -> Target:
     """Resolve ``spec``, lock it as ``use`` says for the rest of the click command, and finish or
     roll back a change a killed patchctl left there, saying which.
+
+    ``hold`` keeps the lock until the command ends: the click context's ``with_resource`` unless
+    given (``verify``'s start without click passes its own exit stack's ``enter_context``).
 
     Every command that reads a tree goes through here, so a tree interrupted half-way is never
     verified, patched, migrated or trained on as it is, and a change still being written by a
@@ -35,9 +40,13 @@ def open_target(spec: str, config: Path | None = None, use: Use = Use.READ) -> T
     which that writer holds until it is done.
     """
     tree = resolve(spec, config)
-    root, ctx = tree.root, click.get_current_context()
+    root = tree.root
+    if hold is None:
+        import click
+
+        hold = click.get_current_context().with_resource
     if use is Use.WRITE:
-        ctx.with_resource(_lock(root, shared=False))
+        hold(_lock(root, shared=False))
         _recover(root)
         return tree
     for _ in range(3):  # a writer killed between our recovery and our shared lock: once more
@@ -46,7 +55,7 @@ def open_target(spec: str, config: Path | None = None, use: Use = Use.READ) -> T
                 _recover(root)
         if use is Use.RECOVER:
             return tree
-        held = ctx.with_resource(_lock(root, shared=True))
+        held = hold(_lock(root, shared=True))
         if not (root / journal.JOURNAL_DIR / journal.JOURNAL_FILE).exists():
             return tree
         held.release()
@@ -72,4 +81,4 @@ def _recover(root: Path) -> None:
 
     done = recovery.recover(root)
     if done is not None:
-        click.echo(done.sentence(root), err=True)
+        echo(done.sentence(root), err=True)

@@ -1,4 +1,7 @@
-"""`verify`: structural proof that each patch is present, and the tag inventory."""
+"""`verify`: structural proof that each patch is present, and the tag inventory.
+
+The check and its report are :func:`patchctl.cli.verify_run.run`, which the plain command lines
+reach without click (:mod:`patchctl.cli.quick`); this is click's reading of every other one."""
 
 from __future__ import annotations
 
@@ -6,12 +9,9 @@ from pathlib import Path
 
 import click
 
-from patchctl.cli import cluster_keys, completion, render
+from patchctl.cli import cluster_keys, completion, verify_run
 from patchctl.cli.errors import handled
 from patchctl.cli.options import NonEmptyPath, config_option, json_option, patchset_option, target_option
-from patchctl.cli.targets import open_target
-from patchctl.patchsets.loader import load_patchsets
-from patchctl.verify.patches import verify
 
 
 @click.command("verify", epilog=cluster_keys.EPILOG)
@@ -54,33 +54,4 @@ def verify_cmd(
 
         given = click.get_current_context().get_parameter_source("target") is not click.core.ParameterSource.DEFAULT
         return run_env(target, given, cluster, config, patchsets, as_json)
-    sets = load_patchsets(patchsets)
-    tree = open_target(target, config)
-    if repo is not None:
-        from patchctl.cli.patch_cmds import carried
-
-        sets = carried(repo, tree, sets)
-    report = verify(tree, sets)
-    ok = report.passes(strict)
-    if as_json:
-        render.emit_json(report.to_json(strict))
-        return 0 if ok else 1
-    rows = [[c.patch, c.status.value, render.quote_path(c.path) if c.path else "-", c.reason] for c in report.checks]
-    render.table(f"verify {tree.root} (verl {tree.version or '?'})", ["patch", "status", "file", "reason"], rows, 1)
-    for c in report.checks:
-        if c.detail:
-            click.echo(f"\n{c.patch}: how it differs\n{c.detail}")
-    click.echo(f"tagged lines: {len(report.accounted)} accounted for by patches, {len(report.unaccounted)} not")
-    for h in report.unaccounted:
-        # "stray", not git's "untracked": the file may well be tracked; no patch accounts for the line
-        click.echo(f"  stray tag  {render.quote_path(h.path)}:{h.line}: {render.printable(h.text.strip())}")
-    if report.unaccounted:
-        click.echo("  (hand edits no patch accounts for: worth capturing into a patchset)")
-    for rel in report.leftovers:
-        click.echo(f"  leftover temp file  {render.quote_path(rel)}: a write was cut off here; delete it (rm {rel!r})")
-    for waiting in report.conflicts:
-        click.echo(
-            f"  needs resolution  {render.printable(waiting)}: edit its conflict markers, then run patchctl refresh"
-        )
-    click.echo("verify: " + ("ok" if ok else "FAILED"))
-    return 0 if ok else 1
+    return verify_run.run(target, patchsets, strict, as_json, config, repo)
