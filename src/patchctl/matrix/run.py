@@ -141,8 +141,12 @@ def run_matrix(
             else:
                 proc.ready_to_fork()  # the workers' die_with_parent uses what the parent looked up
                 _warm()
+                # each worker takes a run of neighbouring versions: its walker's caches (the base
+                # plans, the blocks of upstream's commits merged) serve the next version, which
+                # walks mostly the same commits; one version apiece has every worker redo them
+                share = -(-len(work) // workers)
                 with ProcessPoolExecutor(max_workers=workers, initializer=proc.die_with_parent) as pool:
-                    done = [_done(out, shown) for out in pool.map(_apply_in_scratch, work)]
+                    done = [_done(out, shown) for out in pool.map(_apply_in_scratch, work, chunksize=share)]
     for out in done:
         if isinstance(out, _Failed):
             raise ColumnFailed(out.label, out.message)
