@@ -15,15 +15,25 @@ starts with none (cold, what a first ``matrix --repo`` pays) unless ``--warm`` k
 last run (what the next command pays).
 
     python benchmarks/bench_history.py [--forks TinyZero,...] [--versions v0.3.0.post1,...] [--warm]
+
+``--matrix SRC,...`` measures instead ``patchctl matrix --repo`` over Skywork-OR1's 8 versions (its
+``capture`` patchset, as ``bench_forks.py``'s speed line runs it), with and without
+``--no-history``, each a fresh process and walks on disk cold, once per source tree given (``src``
+folders: main's beside a branch's, one after the other, side by side in one run): CPU seconds of
+every process (a subreaper collects the walk's helpers, whichever process they outlive) and peak
+RSS of the largest. ``--dump`` then keeps each run's ``--json`` output for comparison.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
+import json
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,7 +48,7 @@ from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.loader import load_patchset
 from patchctl.patchsets.model import Outcome, PatchResult, Patchset
 from patchctl.patchsets.needs import IN_TREE
-from patchctl.patchsets.plan import plan_apply
+from patchctl.patchsets.plan import Plan, plan_apply
 from patchctl.target import open_tree
 
 #: fork -> (its mirror, the verl commit forks_setup.find_base finds for it; benchmarks/results/forks.md)
@@ -51,9 +61,29 @@ VERSIONS = "v0.2.0.post2,v0.3.0.post1,v0.4.1,v0.5.0,v0.6.1,v0.7.0"
 
 
 def cpu() -> float:
-    """CPU seconds of this process and of the git processes it waited for (user + system)."""
+    """CPU seconds of this process, of the processes it waited for, and of those still running
+    (user + system): the walk's long-lived children (``git cat-file --batch``, the helper that
+    starts its git commands, :mod:`patchctl.patchsets.history.runner`) are waited for only when
+    the walker closes, and their CPU, with that of the commands they waited for, counts too."""
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + running()
+
+
+def running() -> float:
+    """CPU seconds of this process's live children, theirs and their waited-for children's (/proc)."""
+    total = 0
+    for task in Path("/proc/self/task").iterdir():  # a child belongs to the thread that forked it
+        try:
+            pids = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for pid in pids:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            total += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime (fields 14-17)
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def placed(ps: Patchset, results: list[PatchResult]) -> int:
@@ -61,7 +91,30 @@ def placed(ps: Patchset, results: list[PatchResult]) -> int:
     return sum(1 for r in results if r.patch in in_place and r.status in IN_TREE)
 
 
-def run_fork(name: str, mirrors: Path, verl_git: Path, work: Path, versions: list[str]) -> list[list[str]]:
+def outcomes(name: str, version: str, plan: Plan) -> list[dict[str, str | None]]:
+    """Each patch's outcome, reason and the sha256 of the text its file ends with: what ``--dump``
+    writes, so that two runs (two versions of the code) can be compared for identical results."""
+    out = []
+    for r in plan.results:
+        text = plan.after.get(r.path) if r.path else None
+        sha = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest() if isinstance(text, str) else None
+        out.append(
+            {
+                "fork": name,
+                "version": version,
+                "patch": r.patch,
+                "status": r.status.value,
+                "reason": r.reason,
+                "path": r.path,
+                "placed_sha": sha,
+            }
+        )
+    return out
+
+
+def run_fork(
+    name: str, mirrors: Path, verl_git: Path, work: Path, versions: list[str], dump: list[dict[str, str | None]]
+) -> list[list[str]]:
     mirror, short = FORKS[name]
     base_rev = fs.git(f"--git-dir={verl_git}", "rev-parse", f"{short}^{{commit}}").stdout.strip()
     w = work / name
@@ -81,8 +134,10 @@ def run_fork(name: str, mirrors: Path, verl_git: Path, work: Path, versions: lis
             t0, c0 = time.perf_counter(), cpu()
             direct = plan_apply(tree, [ps]).results
             t1, c1 = time.perf_counter(), cpu()
-            walked = history.plan(tree, [ps]).results
+            walked_plan = history.plan(tree, [ps])
             t2, c2 = time.perf_counter(), cpu()
+            walked = walked_plan.results
+            dump += outcomes(name, v, walked_plan)
             removed = sum(1 for r in walked if r.status is Outcome.NOT_APPLICABLE and "upstream removed" in r.reason)
             moved = sum(1 for r in walked if r.status is Outcome.APPLIED and "moved to" in r.reason)
             renamed = sum(1 for r in walked if r.status is Outcome.APPLIED and "renamed to" in r.reason)
@@ -108,6 +163,84 @@ def run_fork(name: str, mirrors: Path, verl_git: Path, work: Path, versions: lis
     return rows
 
 
+#: run as a fresh process by :func:`measured`: the command, every descendant reaped (the probe is
+#: their subreaper), then wall s, CPU s of them all, peak RSS MB of the largest, exit code
+PROBE = """
+import ctypes, json, os, resource, subprocess, sys, time
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans come back here
+t = time.perf_counter()
+with open(sys.argv[1], "wb") as out:
+    rc = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.DEVNULL).returncode
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps([time.perf_counter() - t, u.ru_utime + u.ru_stime, u.ru_maxrss / 1024, rc]))
+"""
+
+MATRIX_FORK = "Skywork-OR1"
+MATRIX_VERSIONS = VERSIONS + ",verl==0.9.1"
+
+
+def measured(argv: list[str], src: Path, cache: Path, out: Path) -> dict[str, float]:
+    """``argv`` (patchctl's) run from ``src`` as a fresh process, walks on disk cold; its stdout to ``out``."""
+    shutil.rmtree(cache / "history", ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": str(src), "PATCHCTL_CACHE": str(cache)}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(out), sys.executable, "-m", "patchctl", *argv],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    wall, cpu_s, rss, rc = json.loads(done.stdout)
+    return {"wall": wall, "cpu": cpu_s, "rss": rss, "rc": rc}
+
+
+def matrix_speed(srcs: list[Path], mirrors: Path, verl_git: Path, work: Path, dump: Path | None) -> str:
+    """``matrix --repo`` and ``matrix --repo --no-history`` per source tree, cold; a table."""
+    mirror, short = FORKS[MATRIX_FORK]
+    base_rev = fs.git(f"--git-dir={verl_git}", "rev-parse", f"{short}^{{commit}}").stdout.strip()
+    w = work / "matrix"
+    fork = fs.export(mirrors / mirror / "repo", "HEAD", w / "fork")
+    base = fs.export(verl_git, base_rev, w / f"base-{base_rev[:12]}")
+    ps = w / "patchset-cli"
+    if not (ps / "patchset.toml").is_file():
+        capture(fork, str(base), ps, all_=True, name="patchset-cli")
+    # a cache of its own (walks cold whatever else runs), the releases of the user's one
+    cache = w / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    home = Path(os.environ.get("PATCHCTL_CACHE") or Path.home() / ".cache" / "patchctl")
+    for entry in ("releases", "trees"):
+        if (home / entry).exists() and not (cache / entry).exists():
+            (cache / entry).symlink_to(home / entry)
+    clone = fs.clone(verl_git, w / "verl-clone")
+    argv = ["matrix", "--repo", str(clone), "--versions", f"{base_rev},{MATRIX_VERSIONS}", "-p", str(ps), "--json"]
+    lines = [
+        f"`matrix --repo` over {MATRIX_FORK}'s {1 + len(MATRIX_VERSIONS.split(','))} versions, walks on disk cold "
+        "(CPU of every process, peak RSS of the largest):",
+        "",
+        "| source | CPU s --no-history | CPU s --repo | ratio | wall s --no-history | wall s --repo | peak RSS |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i, src in enumerate(srcs):
+        outs = [w / f"out-{i}-plain.json", w / f"out-{i}-walked.json"]
+        plain = measured([*argv, "--no-history"], src, cache, outs[0])
+        walked = measured(argv, src, cache, outs[1])
+        if dump is not None:
+            for kind, out in zip(("plain", "walked"), outs, strict=True):
+                shutil.copy(out, dump.with_name(f"{dump.stem}-{i}-{kind}.json"))
+        row = (
+            f"| {src} | {plain['cpu']:.1f} | {walked['cpu']:.1f} | x{walked['cpu'] / plain['cpu']:.2f} "
+            f"| {plain['wall']:.1f} | {walked['wall']:.1f} | {max(plain['rss'], walked['rss']):.0f} MB |"
+        )
+        print(row, flush=True)
+        lines.append(row)
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--forks", default=",".join(FORKS))
@@ -116,7 +249,16 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache" / "patchctl-bench" / "history")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "history.md")
     ap.add_argument("--warm", action="store_true", help="keep the walks the last run cached on disk")
+    ap.add_argument("--dump", type=Path, help="write each walked outcome (status, reason, placed text's sha) here")
+    ap.add_argument("--matrix", help="source trees (src folders, comma-separated) to time matrix --repo from")
     args = ap.parse_args()
+    if args.matrix:
+        srcs = [Path(p).resolve() for p in args.matrix.split(",")]
+        verl = args.mirrors / "volcengine+verl" / "repo"
+        text = matrix_speed(srcs, args.mirrors, verl, args.work, args.dump)
+        print(text)
+        args.out.write_text(text, encoding="utf-8")
+        return
     verl_git = args.mirrors / "volcengine+verl" / "repo"
     cache = args.work / "cache"
     if not args.warm:
@@ -136,11 +278,14 @@ def main() -> None:
         "cpu s",
         "cpu s --repo",
     ]
+    dump: list[dict[str, str | None]] = []
     rows = [
         r
         for n in args.forks.split(",")
-        for r in run_fork(n, args.mirrors, verl_git, args.work, args.versions.split(","))
+        for r in run_fork(n, args.mirrors, verl_git, args.work, args.versions.split(","), dump)
     ]
+    if args.dump:
+        args.dump.write_text("".join(json.dumps(d, sort_keys=True) + "\n" for d in dump), encoding="utf-8")
     plain, walked = sum(float(r[8]) for r in rows), sum(float(r[9]) for r in rows)
     plain_cpu, walked_cpu = sum(float(r[10]) for r in rows), sum(float(r[11]) for r in rows)
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]

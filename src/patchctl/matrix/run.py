@@ -9,16 +9,18 @@ constructor arguments that do not survive pickling.
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing import util
 from pathlib import Path
 from typing import Any
 
 from patchctl import orphans, proc, progress
 from patchctl.errors import PatchctlError
 from patchctl.matrix.columns import Source, fetch, unpack
-from patchctl.patchsets import engine
+from patchctl.patchsets import engine, loads
 from patchctl.patchsets.engine import PatchResult
 from patchctl.patchsets.history.carry import History
 from patchctl.patchsets.model import Outcome, Patchset
@@ -138,8 +140,13 @@ def run_matrix(
                     _close_histories()
             else:
                 proc.ready_to_fork()  # the workers' die_with_parent uses what the parent looked up
+                _warm()
+                # each worker takes a run of neighbouring versions: its walker's caches (the base
+                # plans, the blocks of upstream's commits merged) serve the next version, which
+                # walks mostly the same commits; one version apiece has every worker redo them
+                share = -(-len(work) // workers)
                 with ProcessPoolExecutor(max_workers=workers, initializer=proc.die_with_parent) as pool:
-                    done = [_done(out, shown) for out in pool.map(_apply_in_scratch, work)]
+                    done = [_done(out, shown) for out in pool.map(_apply_in_scratch, work, chunksize=share)]
     for out in done:
         if isinstance(out, _Failed):
             raise ColumnFailed(out.label, out.message)
@@ -159,6 +166,11 @@ _HISTORIES: dict[Path, History] = {}
 
 def _history(repo: Path) -> History:
     if repo not in _HISTORIES:
+        if not _HISTORIES and multiprocessing.parent_process() is not None:
+            # a pool's worker: its walker's processes (git cat-file, the helper of its git
+            # commands) are ended and waited for when the worker ends, not left to the
+            # parent-death signal (their CPU then counts for this matrix, as the walk's work)
+            util.Finalize(None, _close_histories, exitpriority=10)
         _HISTORIES[repo] = History(repo, strict=False)
     return _HISTORIES[repo]
 
@@ -167,6 +179,18 @@ def _close_histories() -> None:
     for h in _HISTORIES.values():
         h.close()
     _HISTORIES.clear()
+
+
+#: a tiny text of each type the load check reads (:func:`patchctl.patchsets.loads.loads`)
+_WARM = {"a.py": "x = 1\n", "a.yaml": "a: 1\n", "a.toml": "a = 1\n", "a.json": "{}\n", "requirements.txt": "x\n"}
+
+
+def _warm() -> None:
+    """Run each file type's load check once before the workers fork: each loader imports its
+    parser (PyYAML, packaging, tomllib) when first used, and a worker forked after that has it
+    already; otherwise every worker imports them again (issue 38 req 8)."""
+    for path, text in _WARM.items():
+        loads.loads(path, text)
 
 
 def _cpus() -> int:

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 
 from patchctl import git
+from patchctl.patchsets.history.runner import Runner
 from patchctl.patchsets.kinds.text_hunk import shared_ends
 
 #: "(#1234)" at the end of a squash-merged subject, as GitHub writes it
@@ -74,6 +75,8 @@ class Upstream:
         self._reader: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self._scratch = tempfile.TemporaryDirectory(prefix="patchctl-history-")
+        #: the short git commands (merges, log, rev-parse, merge-base), run without forking patchctl
+        self._git = Runner()
 
     def __enter__(self) -> Upstream:
         return self
@@ -86,6 +89,7 @@ class Upstream:
             self._reader.kill()
             self._reader.wait()
             self._reader = None
+        self._git.close()
         self._scratch.cleanup()
 
     def commit_of(self, ref: str) -> str | None:
@@ -93,7 +97,8 @@ class Upstream:
         if not ref or ref.startswith("-"):
             return None
         if ref not in self._refs:
-            self._refs[ref] = git.commit_of(self.repo, ref)
+            rc, out = self._git.run(self.repo, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}", check=False)
+            self._refs[ref] = out.decode("utf-8", "surrogateescape").strip() or None if rc == 0 else None
         return self._refs[ref]
 
     def read(self, sha: str, rel: str) -> str | None:
@@ -122,14 +127,14 @@ class Upstream:
 
     def is_ancestor(self, a: str, b: str) -> bool:
         if (a, b) not in self._ancestry:
-            done = git.run(self.repo, "merge-base", "--is-ancestor", a, b, check=False)
-            self._ancestry[(a, b)] = done.returncode == 0
+            rc, _out = self._git.run(self.repo, "merge-base", "--is-ancestor", a, b, check=False)
+            self._ancestry[(a, b)] = rc == 0
         return self._ancestry[(a, b)]
 
     def merge_base(self, a: str, b: str) -> str | None:
         if (a, b) not in self._bases:
-            done = git.run(self.repo, "merge-base", a, b, check=False)
-            self._bases[(a, b)] = done.stdout.strip() or None if done.returncode == 0 else None
+            rc, out = self._git.run(self.repo, "merge-base", a, b, check=False)
+            self._bases[(a, b)] = out.decode().strip() or None if rc == 0 else None
         return self._bases[(a, b)]
 
     def touching(self, start: str, end: str, rel: str) -> list[str]:
@@ -148,7 +153,7 @@ class Upstream:
                 return known, 0
             if start in index:
                 return known, index[start] + 1
-        out = git.run(
+        _rc, raw = self._git.run(
             self.repo,
             "log",
             "--first-parent",
@@ -159,7 +164,8 @@ class Upstream:
             "--format=%x01%H%x02%s",
             f"{start}..{end}",
             "--",
-        ).stdout
+        )
+        out = raw.decode("utf-8", "surrogateescape")
         entries: list[tuple[str, frozenset[str]]] = []
         for chunk in out.split("\x01")[1:]:
             head, _, body = chunk.partition("\n")
@@ -181,7 +187,8 @@ class Upstream:
         """(status letter, old path, new path) of every file ``sha`` changed against its first
         parent, renames detected (``-M``): how a file or a function that left its place is followed."""
         if sha not in self._changes:
-            out = git.run(self.repo, "diff", "--name-status", "-z", "-M", f"{sha}^", sha, "--").stdout.split("\0")
+            _rc, raw = self._git.run(self.repo, "diff", "--name-status", "-z", "-M", f"{sha}^", sha, "--")
+            out = raw.decode("utf-8", "surrogateescape").split("\0")
             found: list[tuple[str, str, str]] = []
             i = 0
             while i < len(out) - 1:
@@ -198,9 +205,9 @@ class Upstream:
     def parent(self, sha: str) -> str | None:
         """``sha``'s first parent, None for a root commit."""
         if sha not in self._parents:
-            done = git.run(self.repo, "rev-parse", "--verify", "-q", f"{sha}^1^{{commit}}", check=False)
-            found = done.stdout.strip()
-            self._parents[sha] = found if done.returncode == 0 and _SHA.fullmatch(found) else None
+            rc, raw = self._git.run(self.repo, "rev-parse", "--verify", "-q", f"{sha}^1^{{commit}}", check=False)
+            found = raw.decode("utf-8", "surrogateescape").strip()
+            self._parents[sha] = found if rc == 0 and _SHA.fullmatch(found) else None
         return self._parents[sha]
 
     def renamed(self, sha: str, rel: str) -> str | None:
@@ -209,7 +216,8 @@ class Upstream:
 
     def info(self, sha: str) -> Commit:
         if sha not in self._commits:
-            out = git.run(self.repo, "log", "-1", "--format=%H%x00%s", sha, "--").stdout
+            _rc, raw = self._git.run(self.repo, "log", "-1", "--format=%H%x00%s", sha, "--")
+            out = raw.decode("utf-8", "surrogateescape")
             full, _, subject = out.rstrip("\n").partition("\0")
             self._commits[sha] = Commit(full, subject)
         return self._commits[sha]
@@ -232,9 +240,8 @@ class Upstream:
                 path = folder / f"{i}.txt"
                 path.write_bytes(text.encode("utf-8", "surrogateescape"))
                 names.append(str(path))
-            child = git.spawn(folder, "merge-file", "-p", "-q", *names)
-            out, _ = child.communicate()
-            self._merges[key] = Merged(out.decode("utf-8", "surrogateescape"), child.returncode == 0)
+            rc, out = self._git.run(folder, "merge-file", "-p", "-q", *names, check=False)
+            self._merges[key] = Merged(out.decode("utf-8", "surrogateescape"), rc == 0)
         return self._merges[key]
 
 

@@ -1,0 +1,105 @@
+"""The walk's git commands run by a helper process (issue 38 req 8): the same answers as git run
+the usual way, and nothing left running when patchctl is killed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from patchctl import git
+from patchctl.errors import CommandFailed
+from patchctl.patchsets.history.runner import Runner
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _repo(tmp: Path) -> Path:
+    repo = tmp / "repo"
+    repo.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@x"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for i in range(3):
+        (repo / "a.py").write_text("".join(f"line {k}\n" for k in range(i + 3)))
+        subprocess.run(["git", "-C", str(repo), "add", "a.py"], check=True)
+        subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", f"step {i} (#{i + 10})"], check=True, env=env)
+    return repo
+
+
+def test_the_helper_answers_as_git_run_does(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    runner = Runner()
+    try:
+        for args in (("log", "--format=%H %s", "--name-status"), ("rev-parse", "HEAD~1"), ("cat-file", "-p", "HEAD")):
+            rc, out = runner.run(repo, *args)
+            assert (rc, out.decode()) == (0, git.run(repo, *args).stdout)
+        rc, out = runner.run(repo, "rev-parse", "--verify", "-q", "nosuchref", check=False)
+        assert (rc, out) == (1, b"")
+        with pytest.raises(CommandFailed, match="nosuchref"):
+            runner.run(repo, "rev-parse", "--verify", "nosuchref")
+        (tmp_path / "old").write_text("a\nb\nc\n")
+        (tmp_path / "mine").write_text("a\nB\nc\n")
+        (tmp_path / "new").write_text("a\nbb\nc\n")
+        rc, out = runner.run(tmp_path, "merge-file", "-p", "-q", "mine", "old", "new", check=False)
+        assert rc == 1 and b"<<<<<<<" in out  # a conflict is git's own answer, markers and all
+    finally:
+        runner.close()
+
+
+def test_a_killed_patchctl_leaves_neither_the_helper_nor_its_git_running(tmp_path: Path) -> None:
+    """patchctl is killed (-9) while the helper's git is blocked (reading a FIFO no one writes):
+    the helper dies with patchctl, and the git it started dies with the helper."""
+    fifo = tmp_path / "mine"
+    os.mkfifo(fifo)
+    (tmp_path / "old").write_text("a\n")
+    (tmp_path / "new").write_text("b\n")
+    script = (
+        "import sys, threading, time\n"
+        "from pathlib import Path\n"
+        "from patchctl.patchsets.history.runner import Runner\n"
+        "r = Runner()\n"
+        "r.run(Path(sys.argv[1]), '--version')\n"
+        "print(r._child.pid, flush=True)\n"
+        "threading.Thread(target=r.run, args=(Path(sys.argv[1]), 'merge-file', '-p', 'mine', 'old', 'new'),"
+        " kwargs={'check': False}, daemon=True).start()\n"
+        "time.sleep(60)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    owner = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, env=env)
+    assert owner.stdout is not None
+    helper = int(owner.stdout.readline())
+    child = _child_of(helper)
+    assert Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[0].endswith(b"git")
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    assert _gone(helper) and _gone(child)
+
+
+def _child_of(pid: int) -> int:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        found = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        # setpriv execs git in place: the child is git once its command line says so
+        if found and Path(f"/proc/{found[0]}/cmdline").read_bytes().split(b"\0")[0].endswith(b"git"):
+            return int(found[0])
+        time.sleep(0.05)
+    raise AssertionError(f"the helper {pid} started no git")
+
+
+def _gone(pid: int) -> bool:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            return True
+        if state == "Z":  # dead, not yet reaped by init
+            return True
+        time.sleep(0.05)
+    return False
