@@ -218,7 +218,7 @@ def _one_per_import(params: dict[str, Any], first: int) -> list[tuple[dict[str, 
         written = gaps[k] + texts[k] + (tail if k == len(body) - 1 else "")
         raw = {**params, "after": written, "before": before if k == 0 else ""}
         if k:
-            raw["above"] = (above + heads[:k])[-3:]
+            raw["above"] = heads[:k][-3:]
         if not raw["before"]:
             raw.pop("before")
         out.append((raw, first + s.lineno - 1, written))
