@@ -211,7 +211,6 @@ def _one_per_import(params: dict[str, Any], first: int) -> list[tuple[dict[str, 
     gaps = ["".join(lines[ends[k] : s.lineno - 1]) for k, s in enumerate(body)]  # the lines above each
     texts = ["".join(lines[s.lineno - 1 : s.end_lineno]) for s in body]
     tail = "".join(lines[ends[-1] :])
-    above = list(params.get("above", []))
     heads = [lines[s.lineno - 1].strip() for s in body]
     out: list[tuple[dict[str, Any], int, str]] = []
     for k, s in enumerate(body):

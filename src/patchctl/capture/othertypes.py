@@ -23,8 +23,8 @@ from patchctl.capture.keyed import KINDS, Found, by_key, by_package
 from patchctl.capture.model import Classified, Draft, LeftOut, Request, new_id
 from patchctl.patchsets import threeway
 from patchctl.patchsets.kinds import keypath
-from patchctl.patchsets.kinds.blob import MAX_BLOB
 from patchctl.patchsets.kinds.base import Context, EditStatus
+from patchctl.patchsets.kinds.blob import MAX_BLOB
 from patchctl.patchsets.kinds.text_hunk import Params as HunkParams
 from patchctl.patchsets.kinds.text_hunk import TextHunk, first_new
 from patchctl.patchsets.model import Patch
