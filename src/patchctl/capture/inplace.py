@@ -192,10 +192,12 @@ def _one_per_import(params: dict[str, Any], first: int) -> list[tuple[dict[str, 
     One patch for the run made every use of any of its names need all of them: one import held
     back held back the users of the others (issue 38 requirement 2). The first piece replaces the
     place's blank lines and comments with the fork's lines up to its statement; each next piece
-    goes right after the one before it (its anchor), with the lines the fork has above it, the
-    last with the lines that end the run. On BASE they land in the fork's order, byte for byte;
-    elsewhere a piece whose anchors lead nowhere is set-added to the module's imports
-    (:mod:`patchctl.patchsets.kinds.imports`).
+    goes right after the one before it (its anchors above are the run's own statements before
+    it, not the module's lines above the run: where upstream inserted an import between those and
+    the run, the first piece lands by the 3-way merge and the others follow it, as git places the
+    run), with the lines the fork has above it, the last with the lines that end the run. On
+    BASE they land in the fork's order, byte for byte; elsewhere a piece whose anchors lead
+    nowhere is set-added to the module's imports (:mod:`patchctl.patchsets.kinds.imports`).
     """
     after, before = str(params.get("after", "")), str(params.get("before", ""))
     if params.get("mode") != "statements" or params.get("scope") or params.get("blocks"):
