@@ -159,9 +159,11 @@ def hunks(rel: str, blines: list[str], flines: list[str], keep: Callable[[Hunk],
             continue
         near = bool(groups) and h.base[0] - every[groups[-1][1]].base[1] <= 2 * CONTEXT
         blank = keypath.fmt_of(rel) is None and _blank_context(every, k, blines, flines)
-        if near and not blank and (vague or _vague(every, k, k, blines, flines)):
+        # a vague hunk right after a merge-only one pins itself to the hunk after it instead: joined
+        # to the merge-only one, the paragraph the fork inserted would conflict with it again
+        after_alone = len(groups) - 1 in alone
+        if near and not blank and not after_alone and (vague or _vague(every, k, k, blines, flines)):
             groups[-1] = (groups[-1][0], k)
-            alone.discard(len(groups) - 1)
         else:
             groups.append((k, k))
             if blank:
