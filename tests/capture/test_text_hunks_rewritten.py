@@ -1,8 +1,8 @@
 """A file the fork rewrote nearly whole keeps every edit (issue 38): Search-R1's README against the
 verl commit it was taken from (both Apache-2.0, copied verbatim). Split into one text-hunk patch
 per hunk, a later hunk's old text turned up in what an earlier one wrote: the proof on BASE
-refused all 15 hunks and capture left the README's edits out. The hunks now travel as one patch
-when, placed one after another by their text, they would not rebuild FORK."""
+refused all 15 hunks and capture left the README's edits out. Only the hunks apply would then
+misplace are joined now (test_fork_splits.py shows them travelling apart on a release)."""
 
 from __future__ import annotations
 

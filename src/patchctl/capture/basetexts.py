@@ -1,8 +1,9 @@
 """Capture's BASE texts kept beside the manifest: what the 3-way fallback merges a patch from.
 
-Written after the proof, for the proven patches only, into the staged folder that
-:mod:`~patchctl.capture.publish` swaps in, so ``--out`` gets them in the same rename
-(:mod:`~patchctl.patchsets.bases` for the layout and how it is read back).
+Written by the proof into each folder it stages, for that folder's patches (so the proof on
+BASE places a merge-only text hunk as apply does anywhere else), and so for the proven patches
+only in the folder that :mod:`~patchctl.capture.publish` swaps in: ``--out`` gets them in the
+same rename (:mod:`~patchctl.patchsets.bases` for the layout and how it is read back).
 """
 
 from __future__ import annotations

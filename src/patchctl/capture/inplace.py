@@ -192,10 +192,12 @@ def _one_per_import(params: dict[str, Any], first: int) -> list[tuple[dict[str, 
     One patch for the run made every use of any of its names need all of them: one import held
     back held back the users of the others (issue 38 requirement 2). The first piece replaces the
     place's blank lines and comments with the fork's lines up to its statement; each next piece
-    goes right after the one before it (its anchor), with the lines the fork has above it, the
-    last with the lines that end the run. On BASE they land in the fork's order, byte for byte;
-    elsewhere a piece whose anchors lead nowhere is set-added to the module's imports
-    (:mod:`patchctl.patchsets.kinds.imports`).
+    goes right after the one before it (its anchors above are the run's own statements before
+    it, not the module's lines above the run: where upstream inserted an import between those and
+    the run, the first piece lands by the 3-way merge and the others follow it, as git places the
+    run), with the lines the fork has above it, the last with the lines that end the run. On
+    BASE they land in the fork's order, byte for byte; elsewhere a piece whose anchors lead
+    nowhere is set-added to the module's imports (:mod:`patchctl.patchsets.kinds.imports`).
     """
     after, before = str(params.get("after", "")), str(params.get("before", ""))
     if params.get("mode") != "statements" or params.get("scope") or params.get("blocks"):
@@ -211,14 +213,13 @@ def _one_per_import(params: dict[str, Any], first: int) -> list[tuple[dict[str, 
     gaps = ["".join(lines[ends[k] : s.lineno - 1]) for k, s in enumerate(body)]  # the lines above each
     texts = ["".join(lines[s.lineno - 1 : s.end_lineno]) for s in body]
     tail = "".join(lines[ends[-1] :])
-    above = list(params.get("above", []))
     heads = [lines[s.lineno - 1].strip() for s in body]
     out: list[tuple[dict[str, Any], int, str]] = []
     for k, s in enumerate(body):
         written = gaps[k] + texts[k] + (tail if k == len(body) - 1 else "")
         raw = {**params, "after": written, "before": before if k == 0 else ""}
         if k:
-            raw["above"] = (above + heads[:k])[-3:]
+            raw["above"] = heads[:k][-3:]
         if not raw["before"]:
             raw.pop("before")
         out.append((raw, first + s.lineno - 1, written))

@@ -137,10 +137,44 @@ def module_of(path: str) -> str | None:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _base_locals(d: Draft, cache: dict[tuple[str, str], frozenset[str]]) -> frozenset[str]:
+    """The names BASE already binds in ``d``'s function (its parameters and every name assigned
+    in it): a use of one needs no patch of the fork that assigns it again. Skywork's and
+    Search-R1's ``fit`` re-assign ``batch`` in one edit and read it in another; linked by that
+    name, the reading edit was held back whenever the other conflicted (issue 38 req 2: link
+    only what must travel together). Empty at module level and where BASE does not parse."""
+    scope = str(d.params.get("scope", ""))
+    key = (d.path, scope)
+    if key in cache:
+        return cache[key]
+    out: frozenset[str] = frozenset()
+    node: ast.AST | None = _parse("".join(d.base_lines)) if scope and d.base_lines else None
+    for name in scope.split(".") if node is not None else ():
+        body = getattr(node, "body", [])
+        node = next(
+            (
+                c
+                for c in body
+                if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and c.name == name
+            ),
+            None,
+        )
+        if node is None:
+            break
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = node.args
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs, *filter(None, (args.vararg, args.kwarg))]
+        stored = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        out = frozenset({a.arg for a in params} | stored)
+    cache[key] = out
+    return out
+
+
 def link(drafts: Sequence[Draft]) -> tuple[Draft, ...]:
     """The drafts with ``needs`` filled in, in the same order."""
     found = {d.id: added(d) for d in drafts}
     provides = {m: d.id for d in drafts if d.kind == "add-file" and (m := module_of(d.path))}
+    cache: dict[tuple[str, str], frozenset[str]] = {}
     out = []
     for d in drafts:
         mine = found[d.id]
@@ -153,7 +187,7 @@ def link(drafts: Sequence[Draft]) -> tuple[Draft, ...]:
             and (
                 mine.used & found[o.id].bound
                 or mine.used_attrs & found[o.id].attrs
-                or (mine.used & found[o.id].assigned and _sees(d, o))
+                or (mine.used & found[o.id].assigned - _base_locals(d, cache) and _sees(d, o))
             )
         ]
         deps += [provides[m] for m in sorted(mine.modules) if m in provides and provides[m] != d.id]

@@ -21,10 +21,13 @@ from patchctl import fsutil
 from patchctl.capture.hunks import Hunk, diff, why_from
 from patchctl.capture.keyed import KINDS, Found, by_key, by_package
 from patchctl.capture.model import Classified, Draft, LeftOut, Request, new_id
+from patchctl.patchsets import threeway
 from patchctl.patchsets.kinds import keypath
+from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.kinds.blob import MAX_BLOB
 from patchctl.patchsets.kinds.text_hunk import Params as HunkParams
-from patchctl.patchsets.kinds.text_hunk import first_new
+from patchctl.patchsets.kinds.text_hunk import TextHunk, first_new
+from patchctl.patchsets.model import Patch
 from patchctl.patchsets.placement.pyparse import split_lines
 
 #: lines of context a text hunk carries on each side, as diff -u
@@ -141,30 +144,46 @@ def hunks(rel: str, blines: list[str], flines: list[str], keep: Callable[[Hunk],
     lines and each finds its place whether or not its neighbours landed. A hunk whose lines then
     occur more than once in BASE, or its new lines more than once in FORK (a lone blank line
     around an inserted line), would be placed by its line number alone, or taken as applied
-    already: it joins the hunk next to it, whose lines pin it down.
+    already: it joins the hunk next to it, whose lines pin it down. Lines the fork inserted
+    between blank lines (a README's new paragraph) are the exception, outside config files: what
+    they write is found once, so a check tells them apart, and they travel alone as a
+    ``merge_only`` hunk, placed by the 3-way merge from the base text as git places them, where
+    joined to a neighbour that upstream reworded they never landed (TinyZero's README, issue 38).
     """
     every = git_hunks(blines, flines) or diff(blines, flines, re.compile(r"(?!x)x"))
     groups: list[tuple[int, int]] = []  # (first, last) index into ``every``
+    alone: set[int] = set()  # indexes into ``groups`` of merge-only hunks
     vague = False  # the last group's lines do not pin it down
     for k, h in enumerate(every):
         if not keep(h):
             continue
         near = bool(groups) and h.base[0] - every[groups[-1][1]].base[1] <= 2 * CONTEXT
-        if near and (vague or _vague(every, k, k, blines, flines)):
+        blank = keypath.fmt_of(rel) is None and _blank_context(every, k, blines, flines)
+        # a vague hunk right after a merge-only one pins itself to the hunk after it instead: joined
+        # to the merge-only one, the paragraph the fork inserted would conflict with it again
+        after_alone = len(groups) - 1 in alone
+        if near and not blank and not after_alone and (vague or _vague(every, k, k, blines, flines)):
             groups[-1] = (groups[-1][0], k)
         else:
             groups.append((k, k))
-        vague = _vague(every, *groups[-1], blines, flines)
-    if len(groups) > 1 and all(keep(h) for h in every) and not _apart(every, groups, blines, flines):
-        groups = [(groups[0][0], groups[-1][1])]  # one patch, as before the split: it reproduces
+            if blank:
+                alone.add(len(groups) - 1)
+        vague = len(groups) - 1 not in alone and _vague(every, *groups[-1], blines, flines)
+    if len(groups) > 1 and all(keep(h) for h in every):
+        flagged = _settle(rel, every, [(g, i in alone) for i, g in enumerate(groups)], blines, flines)
+        groups, alone = [g for g, _ in flagged], {i for i, (_, m) in enumerate(flagged) if m}
+    elif len(groups) == 1:
+        alone = set()  # a lone hunk of the file: the base text tells its place as well as its lines
     found: list[Found] = []
-    for first, last in groups:
+    for index, (first, last) in enumerate(groups):
         g = every[first : last + 1]
         lo, hi, flo, fhi = _spans(every, first, last, len(blines))
         was, now = "".join(blines[lo:hi]), "".join(flines[flo:fhi])
-        if [x.rstrip() for x in split_lines(was)] == [x.rstrip() for x in split_lines(now)]:
+        if _bare(split_lines(was)) == _bare(split_lines(now)):
             continue  # trailing spaces only: no text a hunk could be found by differs
         raw: dict[str, Any] = {"was": was, "now": now, "line": lo + 1}
+        if index in alone:
+            raw["merge_only"] = True
         first_line = first_new(was, now) if keypath.fmt_of(rel) == "yaml" else None
         if first_line is not None:  # where the hunk's new line sits, so apply can tell a wrong section (issue 38)
             raw["parent"] = list(keypath.parent_at(flines, flo + first_line))
@@ -173,7 +192,7 @@ def hunks(rel: str, blines: list[str], flines: list[str], keep: Callable[[Hunk],
             (
                 "text-hunk",
                 raw,
-                HunkParams(was, now, lo + 1, 2, tuple(raw["parent"]) if "parent" in raw else None),
+                HunkParams(was, now, lo + 1, 2, tuple(raw["parent"]) if "parent" in raw else None, index in alone),
                 g[0].fork[0] + 1,
                 "hunk",
                 range(changed[0], changed[-1] + 1) if changed else range(0),
@@ -182,20 +201,70 @@ def hunks(rel: str, blines: list[str], flines: list[str], keep: Callable[[Hunk],
     return found
 
 
-def _apart(every: list[Hunk], groups: list[tuple[int, int]], blines: list[str], flines: list[str]) -> bool:
-    """Whether the groups, placed one after another by their text as apply places them, rebuild
-    FORK: each group's old text must occur exactly once in what the ones before it made. In a file
-    the fork rewrote nearly whole (Search-R1's README), a later hunk's old text turned up in what an
-    earlier one wrote, the proof on BASE refused every hunk, and all of the file's edits were lost."""
-    text = "".join(blines)
-    for first, last in groups:
+def _settle(
+    rel: str, every: list[Hunk], groups: list[tuple[tuple[int, int], bool]], blines: list[str], flines: list[str]
+) -> list[tuple[tuple[int, int], bool]]:
+    """The groups (each with whether it is merge-only), joined only where they must be for apply
+    to rebuild FORK from BASE.
+
+    apply places the file's hunks one after another, each by its own text nearest its line
+    (:class:`~patchctl.patchsets.kinds.text_hunk.TextHunk`), a merge-only one by the 3-way merge
+    from the base text. In a file the fork rewrote nearly whole (Search-R1's README), a later
+    hunk's old text can turn up in what an earlier one wrote, nearer its line than its own place,
+    and the proof on BASE then refused every hunk. Such a hunk used to make the whole file one
+    patch, so one upstream change anywhere conflicted all of its edits (issue 38 requirement 2).
+    Now the groups are placed in order as apply places them, and only the first one that lands
+    elsewhere is joined to the one before it (the two then pin each other down, and are no longer
+    merge-only), until every group lands where the fork has it."""
+    groups = list(groups)
+    hunk, ctx = TextHunk(), Context(Path("."), rel)
+    base = "".join(blines)
+    texts = [base]  # the text before each group is placed
+    want = _bare(flines)
+    k = 0
+    while k < len(groups):
+        (first, last), merge_only = groups[k]
         lo, hi, flo, fhi = _spans(every, first, last, len(blines))
         was, now = "".join(blines[lo:hi]), "".join(flines[flo:fhi])
-        at = text.find(was)
-        if not was or at < 0 or text.find(was, at + 1) >= 0:
-            return False
-        text = text[:at] + now + text[at + len(was) :]
-    return text == "".join(flines)
+        if _bare(split_lines(was)) == _bare(split_lines(now)):  # trailing spaces only: no patch is written
+            texts.append(texts[k])
+            k += 1
+            continue
+        placed: str | None
+        if merge_only:
+            placed = threeway.merge("".join([*blines[:lo], now, *blines[hi:]]), base, texts[k])
+        else:
+            patch = Patch("settle", "", "", "", TextHunk.name, (rel,), HunkParams(was, now, lo + 1, 2))
+            edit = hunk.apply(texts[k], patch, ctx)
+            placed = edit.text if edit.status is EditStatus.CHANGED else None
+        got = _bare(split_lines(placed)) if placed is not None else None
+        if got is not None and got[:fhi] == want[:fhi] and (k < len(groups) - 1 or got == want):
+            texts.append(placed or "")
+            k += 1
+            continue
+        if len(groups) == 1:
+            break
+        j = max(k, 1)  # joined to the one before it (the first to the next), and placed again
+        groups[j - 1 : j + 1] = [((groups[j - 1][0][0], groups[j][0][1]), False)]
+        k = j - 1
+        del texts[k + 1 :]
+    return groups
+
+
+def _blank_context(every: list[Hunk], k: int, blines: list[str], flines: list[str]) -> bool:
+    """Whether ``every[k]`` inserts lines whose context is blank lines only, and what it writes is
+    found once in FORK and nowhere in BASE (so a check finds it, and never takes another copy)."""
+    lo, hi, flo, fhi = _spans(every, k, k, len(blines))
+    h = every[k]
+    if h.base[0] != h.base[1] or any(x.strip() for x in blines[lo:hi]) or not any(x.strip() for x in flines[flo:fhi]):
+        return False
+    now = flines[flo:fhi]
+    return len(_matches(flines, now)) == 1 and not _matches(blines, now)
+
+
+def _bare(lines: list[str]) -> list[str]:
+    """Lines as text-hunk compares them: trailing spaces (and line ends) aside."""
+    return [x.rstrip() for x in lines]
 
 
 def _window(every: list[Hunk], first: int, last: int, size: int) -> tuple[int, int]:

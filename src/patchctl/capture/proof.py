@@ -16,6 +16,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 
+from patchctl.capture import basetexts
 from patchctl.capture.model import Draft, LeftOut, expected
 from patchctl.capture.sources import Tree
 from patchctl.capture.stage import Staged, stage
@@ -43,6 +44,9 @@ def prove(staged: Staged, base: Tree) -> Proven:
     target = Target(base.root, base.version, base.label, None, False)
     left: list[LeftOut] = []
     while staged.where is not None:
+        # the base texts are proven with the patches: a merge-only text hunk is placed by them
+        # on BASE too (the 3-way fallback, as apply on any other tree places it)
+        basetexts.keep(staged.where, staged.drafts, base)
         alone = {d.id: (d.path, d.alone()) for d in staged.drafts}
         try:
             loaded = load_patchset(staged.where)

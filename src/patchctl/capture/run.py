@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from patchctl import progress
-from patchctl.capture import basetexts, keep, publish
+from patchctl.capture import keep, publish
 from patchctl.capture.base import AUTO, fork_files
 from patchctl.capture.base import find as find_base
 from patchctl.capture.classify import classify
@@ -61,8 +61,7 @@ def capture(
         classified = classify(req)
         staged = stage(classified.drafts, header, Path(tmp) / "patchset")
         shown.say(f"capture: proving {len(staged.drafts)} patch(es) on {header.base}")
-        proven = prove(staged, req.base)
-        basetexts.keep(proven.staged.where, proven.staged.drafts, req.base)
+        proven = prove(staged, req.base)  # it keeps the proven patches' base texts beside them
         kept = keep.carry(out, proven.staged.where) if out is not None and proven.staged.where is not None else ()
         published = publish.publish(proven.staged, out)
         beyond = outside(req.fork, req.base, proven.staged.drafts)

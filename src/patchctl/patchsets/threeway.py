@@ -134,7 +134,10 @@ class ThreeWay:
 
     def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
         edit = self._kind.apply(text, patch, ctx)
-        if edit.status not in RETRY or text is None or ctx.undo:
+        # a set-add puts an import at the end of the module's imports; the merge, where it is
+        # clean, puts it where the fork had it, as git does (issue 38)
+        soft = edit.status is EditStatus.CHANGED and "imports_added" in (edit.undo or {})
+        if (edit.status not in RETRY and not soft) or text is None or ctx.undo:
             return edit
         base = _base_text(patch, ctx)
         if base is None:
@@ -147,8 +150,10 @@ class ThreeWay:
                 if len(self._done) > 1024:
                     self._done.clear()
                 self._done[(key, text)] = done
-        if isinstance(done, Edit):
+        if isinstance(done, Edit) and not (soft and done.status is not EditStatus.CHANGED):
             return done
+        if soft:
+            return edit
         return replace(edit, reason=f"{edit.reason}; the 3-way merge from its base text: {done}")
 
     def _fallback(self, text: str, base: str, patch: Patch, ctx: Context) -> Edit | str:

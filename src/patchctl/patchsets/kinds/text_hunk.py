@@ -11,6 +11,14 @@ load (issue 38): ``parent``, the key path the hunk's first new line sits under i
 (``patchctl capture`` writes it), must be the one it sits under where it lands, or the hunk is a
 conflict. A hunk captured before ``parent`` existed is not checked so; the load check in the
 planner (:mod:`patchctl.patchsets.loads`) still refuses one that breaks the file.
+
+A hunk whose context is blank lines only (a line the fork inserted between two blank lines of
+a README) has nothing of its own to be found by: any blank lines near its line would do, and
+it would land in the wrong paragraph. ``merge_only`` (``patchctl capture`` writes it) says so:
+such a hunk places itself only on its own base text, exactly where it was captured, and
+everywhere else leaves the placing to the 3-way merge from that text
+(:mod:`patchctl.patchsets.threeway`), which finds the place by what lies around it in the
+base, as ``git apply -3`` does (issue 38). Without a base text it conflicts, and says why.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from typing import Any, ClassVar
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds import keypath
 from patchctl.patchsets.kinds.base import Context, Edit, EditStatus
+from patchctl.patchsets.kinds.bom import strip_bom
 from patchctl.patchsets.kinds.swap import Spot, Swap
 from patchctl.patchsets.model import Patch
 from patchctl.patchsets.placement.pyparse import split_lines
@@ -40,6 +49,8 @@ class Params:
     fuzz: int
     #: YAML: the key path the hunk's first new line sits under in the fork; None: not checked
     parent: tuple[str, ...] | None = None
+    #: its context is blank lines only: placed on its base text, elsewhere by the 3-way merge only
+    merge_only: bool = False
 
 
 def _rows(text: str) -> list[str]:
@@ -64,14 +75,24 @@ class TextHunk(Swap):
     # the hunk is found again by its text, and a fuzzy match may span other lines than apply replaced
     exact_undo: ClassVar[bool] = False
     params_schema: ClassVar[Schema] = {
-        "was": Field(str, True, "the hunk's lines as upstream had them, context included"),
+        # required below: blank lines only are allowed where merge_only says the base text places it
+        "was": Field(str, False, "the hunk's lines as upstream had them, context included"),
         "now": Field(str, True, "the hunk's lines as the patch writes them, context included"),
         "line": Field(int, False, "the line the hunk starts at upstream, to choose among matches"),
         "fuzz": Field(int, False, "context lines that may be left out at each end (default 2)"),
         "parent": Field(list, False, "YAML: the key path its first new line sits under ([] for the top)", item=str),
+        "merge_only": Field(bool, False, "placed only by the 3-way merge from its base text (its context is blank)"),
     }
 
     def parse_params(self, raw: dict[str, Any], patchset_root: Path, manifest: Path, patch_id: str) -> Params:
+        if "was" not in raw or (not raw["was"].strip() and not raw.get("merge_only", False)):
+            raise ManifestError(
+                manifest,
+                "params.was",
+                "is missing" if "was" not in raw else "is empty",
+                "write the hunk's lines as upstream had them, context included",
+                patch_id,
+            )
         if _rows(raw["was"]) == _rows(raw["now"]):
             raise ManifestError(
                 manifest,
@@ -90,11 +111,17 @@ class TextHunk(Swap):
                 patch_id,
             )
         parent = tuple(raw["parent"]) if "parent" in raw else None
-        return Params(raw["was"], raw["now"], line, fuzz, parent)
+        return Params(raw["was"], raw["now"], line, fuzz, parent, bool(raw.get("merge_only", False)))
 
     def apply(self, text: str | None, patch: Patch, ctx: Context) -> Edit:
-        edit = super().apply(text, patch, ctx)
         p: Params = patch.params
+        if p.merge_only and text is not None and text != _base_text(ctx):
+            return Edit(
+                EditStatus.CONFLICT,
+                f"{ctx.path}: {self._what(p)} has only blank lines around it, which do not say where it goes; "
+                "only the 3-way merge from its base text places it",
+            )
+        edit = super().apply(text, patch, ctx)
         if edit.status is not EditStatus.CHANGED or p.parent is None or text is None or edit.text is None:
             return edit
         if keypath.fmt_of(ctx.path) != "yaml":
@@ -150,6 +177,11 @@ class TextHunk(Swap):
 
     def place(self, lines: list[str], p: Params, path: str) -> tuple[int, int, str, str, str] | str:
         """Where the hunk is, else the window of the file most like it (as its conflict names it)."""
+        if p.merge_only:
+            return (
+                f"{path}: the hunk at line {p.line} has only blank lines around it, so no place for markers "
+                "can be told; add its lines by hand"
+            )
         found = super().place(lines, p, path)
         if not isinstance(found, str):
             return found
@@ -159,6 +191,14 @@ class TextHunk(Swap):
         n = min(len(split_lines(p.was)), len(lines) - at)
         how = f"lines {at + 1}-{at + n}, where {best} of the hunk's {len(split_lines(p.was))} lines match"
         return at, at + n, p.was, p.now, how
+
+
+def _base_text(ctx: Context) -> str | None:
+    """The base text capture kept of the file (None: none kept), as the 3-way fallback reads it."""
+    from patchctl.patchsets import bases  # only a merge-only hunk needs it
+
+    text = bases.load(ctx.patchset_root).get(ctx.path)
+    return strip_bom(text) if text is not None else None
 
 
 def first_new(was: str, now: str) -> int | None:
