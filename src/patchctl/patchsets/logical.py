@@ -1,0 +1,229 @@
+"""A 3-way merge of Python source by logical lines, blind to formatting (issue 38 req 3).
+
+``git merge-file`` merges physical lines, so a target run through ``ruff format`` or ``black``
+conflicts with a fork's edit whose neighbours the formatter re-wrapped, though the syntax is the
+same: a backslash continuation turned into brackets, a call exploded over several lines with a
+trailing comma, a docstring collapsed onto one line. This merge compares what formatters cannot
+change instead:
+
+- the file is cut into units: each logical line (a statement or a compound statement's header,
+  with its continuation lines, bracketed or backslashed) and each comment on a line of its own;
+  the blank lines after a unit belong to it;
+- a unit's key is its syntax tree (docstrings with their layout ignored; redundant brackets,
+  quotes, trailing commas and number spelling vanish in the tree), its block depth, and the
+  words of its comments; a line that does not parse alone is keyed by its tokens;
+- the three key sequences are merged as diff3 does (stable runs where base, fork and target
+  agree; a region only one side changed takes that side; both changed it alike takes the
+  target; otherwise a conflict), and the result is written from physical text: the target's
+  for what the fork left alone, the fork's own lines for what the fork changed.
+
+No formatter is run: the keys come from :mod:`tokenize` and :mod:`ast` alone. A fork edit that
+is only a reformat has the base's keys, so it merges as "nothing to add".
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import functools
+import io
+import tokenize
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+#: tokens that carry no meaning a formatter could not change
+_LAYOUT = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING})
+_CLOSERS = frozenset({")", "]", "}"})
+#: the key of a run of blank lines between two units
+BLANK = ("blank",)
+
+
+@dataclass(frozen=True)
+class Units:
+    """A text cut into units: ``keys[i]`` is unit i's key, ``spans[i]`` its physical lines
+    ``[start, end)`` (blank lines after it included); ``head`` is the lines before the first unit."""
+
+    lines: tuple[str, ...]
+    keys: tuple[Hashable, ...]
+    spans: tuple[tuple[int, int], ...]
+    head: int
+
+    def text(self, lo: int, hi: int) -> str:
+        """The physical text of units ``lo`` to ``hi`` (exclusive)."""
+        if lo >= hi:
+            return ""
+        return "".join(self.lines[self.spans[lo][0] : self.spans[hi - 1][1]])
+
+
+def merge(mine: str, old: str, new: str) -> str | None:
+    """The change from ``old`` to ``mine`` carried into ``new`` by logical lines; None when the
+    two changes meet (a conflict) or a text is not Python that :mod:`tokenize` can read."""
+    o, a, b = cut(old), cut(mine), cut(new)
+    if o is None or a is None or b is None:
+        return None
+    out = ["".join(b.lines[: b.head])]
+    for same, (io, jo), (ia, ja), (ib, jb) in _chunks(o.keys, a.keys, b.keys):
+        side = "b" if same else _side(o.keys[io:jo], a.keys[ia:ja], b.keys[ib:jb])
+        if side is None:
+            return None
+        out.append(b.text(ib, jb) if side == "b" else a.text(ia, ja))
+    merged = "".join(out)
+    if merged and not merged.endswith("\n") and new.endswith("\n"):
+        merged += "\n"  # the fork's last line, without a newline, followed by the target's
+    return merged
+
+
+def _side(o: tuple[Hashable, ...], a: tuple[Hashable, ...], b: tuple[Hashable, ...]) -> str | None:
+    """Whose text a chunk takes: ``"a"`` where only the fork changed it, ``"b"`` where the fork
+    did not (or did as the target did), None where both changed it differently. Blank lines
+    separate changes as they do for git, but a formatter adds and drops them (after a ``def``,
+    around a nested class), so a chunk that differs in blank lines alone is not a conflict."""
+    for x, y, z in ((o, a, b), _solid(o, a, b)):
+        if y == x or y == z:
+            return "b"
+        if z == x:
+            return "a"
+    return None
+
+
+def _solid(*keys: tuple[Hashable, ...]) -> tuple[tuple[Hashable, ...], ...]:
+    return tuple(tuple(k for k in ks if k != BLANK) for ks in keys)
+
+
+@functools.lru_cache(maxsize=64)
+def cut(text: str) -> Units | None:
+    """``text`` cut into units with their keys; None when it does not tokenize. Cached: the
+    base and the fork's text are the same for every target a patch meets."""
+    lines = tuple(text.splitlines(keepends=True))
+    found: list[tuple[int, int, Hashable]] = []  # (first row, last row + 1, key), rows 0-based
+    depth = 0
+    toks: list[tokenize.TokenInfo] = []
+    notes: list[str] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.INDENT:
+                depth += 1
+            elif tok.type == tokenize.DEDENT:
+                depth -= 1
+            elif tok.type == tokenize.COMMENT:
+                if toks:
+                    notes.append(_comment(tok.string))
+                else:
+                    found.append((tok.start[0] - 1, tok.end[0], ("#", _comment(tok.string))))
+            elif tok.type == tokenize.NEWLINE or (tok.type == tokenize.ENDMARKER and toks):
+                if toks:
+                    found.append((toks[0].start[0] - 1, tok.end[0], ("L", depth, _key(toks, lines), tuple(notes))))
+                toks, notes = [], []
+            elif tok.type not in _LAYOUT and tok.type != tokenize.ENDMARKER:
+                toks.append(tok)
+    except (tokenize.TokenError, SyntaxError):  # IndentationError is a SyntaxError
+        return None
+    if toks:
+        return None
+    if not found:
+        return Units(lines, (), (), len(lines))
+    keys: list[Hashable] = []
+    spans: list[tuple[int, int]] = []
+    for (start, end, key), nxt in zip(found, [f[0] for f in found[1:]] + [len(lines)], strict=True):
+        keys.append(key)
+        spans.append((start, end))
+        if nxt > end:  # the blank lines between two units: a separator, as they are to git
+            keys.append(BLANK)
+            spans.append((end, nxt))
+    return Units(lines, tuple(keys), tuple(spans), found[0][0])
+
+
+def _comment(text: str) -> str:
+    """A comment as formatters may rewrite it: ``#x`` and ``#  x`` are ``# x``."""
+    return " ".join(text.lstrip("#").split())
+
+
+def _key(toks: list[tokenize.TokenInfo], lines: tuple[str, ...]) -> Hashable:
+    """A logical line's key: its syntax tree, or its tokens where it does not parse alone."""
+    src = _source(lines, toks[0].start, toks[-1].end)
+    tree = _parse(src, toks[0].string)
+    if tree is not None:
+        return ast.dump(_plain_docstrings(tree))
+    kept = [
+        t.string.lower() if t.type == tokenize.NUMBER else t.string
+        for i, t in enumerate(toks)
+        if not (t.string == "," and i + 1 < len(toks) and toks[i + 1].string in _CLOSERS)
+    ]
+    return ("tokens", tuple(kept))
+
+
+def _source(lines: tuple[str, ...], start: tuple[int, int], end: tuple[int, int]) -> str:
+    """The source from the first token to the last (comments after it left out): continuation
+    lines sit inside brackets or after a backslash, where their indentation means nothing."""
+    if start[0] == end[0]:
+        return lines[start[0] - 1][start[1] : end[1]]
+    return lines[start[0] - 1][start[1] :] + "".join(lines[start[0] : end[0] - 1]) + lines[end[0] - 1][: end[1]]
+
+
+def _parse(src: str, first: str) -> ast.AST | None:
+    """``src`` parsed, alone or in the smallest frame that makes a lone header or decorator parse."""
+    if src.rstrip().endswith(":"):
+        body = src.rstrip() + " pass\n"
+        frames = {
+            "else": ["if 1: pass\n" + body, "try: pass\nexcept: pass\n" + body],
+            "elif": ["if 1: pass\n" + body],
+            "except": ["try: pass\n" + body],
+            "finally": ["try: pass\n" + body],
+            "case": ["match _:\n " + body],
+        }.get(first, [body])
+    elif first == "@":
+        frames = [src + "\ndef _(): pass\n"]
+    else:
+        frames = [src]
+    for frame in frames:
+        try:
+            return ast.parse(frame)
+        except (SyntaxError, ValueError):
+            continue
+    return None
+
+
+def _plain_docstrings(tree: ast.AST) -> ast.AST:
+    """Docstrings (a string alone as a statement) with their layout dropped: formatters
+    re-indent them, strip trailing spaces and move a short one onto the quotes' line."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            node.value.value = "\n".join(ln.strip() for ln in node.value.value.splitlines() if ln.strip())
+    return tree
+
+
+Span = tuple[int, int]
+
+
+def _chunks(
+    o: tuple[Hashable, ...], a: tuple[Hashable, ...], b: tuple[Hashable, ...]
+) -> list[tuple[bool, Span, Span, Span]]:
+    """diff3's chunks of three key sequences: (stable, base span, fork span, target span)."""
+    ma, mb = _matched(o, a), _matched(o, b)
+    io = ia = ib = 0
+    out: list[tuple[bool, Span, Span, Span]] = []
+    while True:
+        n = 0
+        while io + n < len(o) and ma.get(io + n) == ia + n and mb.get(io + n) == ib + n:
+            n += 1
+        if n:
+            out.append((True, (io, io + n), (ia, ia + n), (ib, ib + n)))
+            io, ia, ib = io + n, ia + n, ib + n
+        k = next((k for k in range(io, len(o)) if k in ma and k in mb), None)
+        if k is None:
+            if io < len(o) or ia < len(a) or ib < len(b):
+                out.append((False, (io, len(o)), (ia, len(a)), (ib, len(b))))
+            return out
+        out.append((False, (io, k), (ia, ma[k]), (ib, mb[k])))
+        io, ia, ib = k, ma[k], mb[k]
+
+
+def _matched(o: tuple[Hashable, ...], x: tuple[Hashable, ...]) -> dict[int, int]:
+    """Base index -> index in ``x`` of the units a diff keeps."""
+    ids: dict[Hashable, int] = {}
+    so = [ids.setdefault(k, len(ids)) for k in o]
+    sx = [ids.setdefault(k, len(ids)) for k in x]
+    out: dict[int, int] = {}
+    for i, j, n in difflib.SequenceMatcher(None, so, sx, autojunk=False).get_matching_blocks():
+        out.update((i + k, j + k) for k in range(n))
+    return out
