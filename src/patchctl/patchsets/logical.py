@@ -63,7 +63,11 @@ def merge(mine: str, old: str, new: str) -> str | None:
         return None
     out = ["".join(b.lines[: b.head])]
     for same, (io, jo), (ia, ja), (ib, jb) in _chunks(o.keys, a.keys, b.keys):
-        side = "b" if same else _side(o.keys[io:jo], a.keys[ia:ja], b.keys[ib:jb])
+        gone, added = _solid(o.keys[io:jo], a.keys[ia:ja])
+        if not same and not gone and added and _upstream_has(added, o.keys[io:jo], b.keys[ib:jb], o, b, (io, ib)):
+            side: str | None = "b"  # upstream added the very statements the fork adds: already there
+        else:
+            side = "b" if same else _side(o.keys[io:jo], a.keys[ia:ja], b.keys[ib:jb])
         if side is None:
             return None
         out.append(b.text(ib, jb) if side == "b" else a.text(ia, ja))
@@ -84,6 +88,31 @@ def _side(o: tuple[Hashable, ...], a: tuple[Hashable, ...], b: tuple[Hashable, .
         if z == x:
             return "a"
     return None
+
+
+def _upstream_has(
+    added: tuple[Hashable, ...],
+    o_chunk: tuple[Hashable, ...],
+    b_chunk: tuple[Hashable, ...],
+    o: Units,
+    b: Units,
+    at: tuple[int, int],
+) -> bool:
+    """Whether upstream added, next to where the fork inserts ``added``, the same statements:
+    then the fork's insertion is there already (git, blind to it, writes them twice). Next to:
+    within a few units more than the insertion's length either side, so that a like statement
+    upstream added in another function does not count."""
+    w = len(added) + 20
+    (io, ib), (jo, jb) = at, (at[0] + len(o_chunk), at[1] + len(b_chunk))
+    near_o = _solid(o.keys[max(0, io - w) : jo + w])[0]
+    near_b = _solid(b.keys[max(0, ib - w) : jb + w])[0]
+    return _count(near_b, added) > _count(near_o, added)
+
+
+def _count(keys: tuple[Hashable, ...], run: tuple[Hashable, ...]) -> int:
+    """How often ``run`` occurs in ``keys``, as a contiguous run."""
+    n = len(run)
+    return sum(keys[i] == run[0] and keys[i : i + n] == run for i in range(len(keys) - n + 1))
 
 
 def _solid(*keys: tuple[Hashable, ...]) -> tuple[tuple[Hashable, ...], ...]:
@@ -140,10 +169,9 @@ def _comment(text: str) -> str:
 
 def _key(toks: list[tokenize.TokenInfo], lines: tuple[str, ...]) -> Hashable:
     """A logical line's key: its syntax tree, or its tokens where it does not parse alone."""
-    src = _source(lines, toks[0].start, toks[-1].end)
-    tree = _parse(src, toks[0].string)
+    tree = _tree_key(_source(lines, toks[0].start, toks[-1].end), toks[0].string)
     if tree is not None:
-        return ast.dump(_plain_docstrings(tree))
+        return tree
     kept = [
         t.string.lower() if t.type == tokenize.NUMBER else t.string
         for i, t in enumerate(toks)
@@ -158,6 +186,14 @@ def _source(lines: tuple[str, ...], start: tuple[int, int], end: tuple[int, int]
     if start[0] == end[0]:
         return lines[start[0] - 1][start[1] : end[1]]
     return lines[start[0] - 1][start[1] :] + "".join(lines[start[0] : end[0] - 1]) + lines[end[0] - 1][: end[1]]
+
+
+@functools.lru_cache(maxsize=16384)
+def _tree_key(src: str, first: str) -> str | None:
+    """The syntax tree of a logical line as text; cached, as most lines are alike in the base,
+    the fork and the target."""
+    tree = _parse(src, first)
+    return None if tree is None else ast.dump(_plain_docstrings(tree))
 
 
 def _parse(src: str, first: str) -> ast.AST | None:

@@ -157,15 +157,19 @@ class ThreeWay:
         if own.status is not EditStatus.CHANGED or own.text is None or own.also:
             return f"the patch does not apply to the base text it was captured from ({own.reason})"
         mine = own.text
-        first = _accepted(ctx.path, base, mine, text, merge(mine, base, text))
-        if isinstance(first, Edit) or not ctx.path.endswith(".py"):
-            return first
-        # by physical lines the merge failed; by logical lines it is blind to how either side is
-        # formatted (issue 38 req 3), so a target run through ruff or black merges as the original
-        from patchctl.patchsets import logical
+        first: Edit | str | None = None
+        if ctx.path.endswith(".py"):
+            # by logical lines the merge is blind to how either side is formatted (issue 38 req 3):
+            # a target run through ruff or black merges as the original does
+            from patchctl.patchsets import logical
 
-        second = _accepted(ctx.path, base, mine, text, logical.merge(mine, base, text), " by logical lines")
-        return second if isinstance(second, Edit) else first
+            first = _accepted(ctx.path, base, mine, text, logical.merge(mine, base, text), " by logical lines")
+            if isinstance(first, Edit):
+                return first
+        # by physical lines, as git merges: a fork's edit and upstream's on the same multi-line
+        # statement, on lines of their own, merge there
+        second = _accepted(ctx.path, base, mine, text, merge(mine, base, text))
+        return second if isinstance(second, Edit) or first is None else first
 
     def _on_base(self, base: str, patch: Patch, ctx: Context) -> Edit:
         """The kind's own apply on the base text: the same for every target, so done once."""
