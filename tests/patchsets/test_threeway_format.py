@@ -10,7 +10,8 @@ outcome on the formatted target as on the original. The files are real (Apache-2
   upstream inserted a block after the line TinyZero replaced, a blank line between them
   (``threeway_files``, shared with ``test_threeway.py``);
 - Search-R1's ``fsdp_sft_trainer.py`` (a14dc3a4ffc6), its verl base 19840945451e and verl
-  v0.2.0.post2, where upstream took in the fork's LoRA block itself (``threeway_files/search-r1``).
+  v0.2.0.post2, where upstream took in the fork's LoRA block itself (``threeway_files/search-r1``);
+- two files of verl v0.3.0.post1 for the keys alone (``threeway_files/verl-0.3.0.post1``).
 """
 
 from __future__ import annotations
@@ -125,18 +126,32 @@ def test_every_patch_gets_on_a_formatted_target_the_outcome_it_gets_on_the_origi
     assert (styled_tree / rel).read_text(encoding="utf-8") == styled
 
 
+#: every real file here: the cases' three sides, and two files of verl v0.3.0.post1 (yapf's
+#: layout) with docstrings ruff and black pull onto one line and a ``#comment`` they re-space
+REAL = sorted(
+    [f"{case}/{side}" for case in CASES for side in ("base", "fork", "target")]
+    + [f"verl-0.3.0.post1/{name}" for name in ("hdfs_io.py", "dp_critic.py")]
+)
+
+
+def real_file(name: str) -> str:
+    case, side = name.split("/")
+    if case in CASES:
+        return real(case, side)
+    return (HERE / case / f"{side}.txt").read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("tool", sorted(FORMATTERS))
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_the_units_of_a_formatted_file_have_the_original_keys(case: str, tool: str) -> None:
+@pytest.mark.parametrize("name", REAL)
+def test_the_units_of_a_formatted_file_have_the_original_keys(name: str, tool: str) -> None:
     """Backslash continuations turned into brackets, calls exploded with trailing commas, quotes,
     docstrings pulled onto one line, comments re-spaced: the keys are the same, unit for unit
     (blank lines apart: formatters add and drop them)."""
-    for side in ("base", "fork", "target"):
-        text = real(case, side)
-        before, after = logical.cut(text), logical.cut(formatted(text, tool))
-        assert before is not None and after is not None
-        assert len(after.lines) != len(before.lines)
-        assert logical._solid(before.keys) == logical._solid(after.keys), side
+    text = real_file(name)
+    before, after = logical.cut(text), logical.cut(formatted(text, tool))
+    assert before is not None and after is not None
+    assert len(after.lines) != len(before.lines)
+    assert logical._solid(before.keys) == logical._solid(after.keys)
 
 
 def test_a_fork_edit_that_is_only_a_reformat_adds_nothing() -> None:
@@ -154,22 +169,39 @@ def test_a_statement_both_sides_changed_differently_conflicts_however_formatted(
     call = "self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)"
     assert call in old
     mine = old.replace(call, call.replace("tokenize=False", "tokenize=False, continue_final_message=True"))
-    new = formatted(old.replace(call, call.replace("add_generation_prompt=True", "add_generation_prompt=False")), "ruff")
+    new = formatted(
+        old.replace(call, call.replace("add_generation_prompt=True", "add_generation_prompt=False")), "ruff"
+    )
     assert logical.merge(mine, old, new) is None
     # the same change on both sides is no conflict: upstream's text is kept
     assert logical.merge(mine, old, formatted(mine, "ruff")) == formatted(mine, "ruff")
 
 
-def test_a_like_statement_upstream_added_in_another_function_does_not_stand_for_the_forks() -> None:
-    """Only an insertion upstream made next to the fork's counts as the fork's: the same lines
-    added to a function far away leave the fork's own still to place."""
+def test_a_block_upstream_inserted_where_the_fork_inserts_it_is_not_written_twice() -> None:
+    """Upstream took in the fork's LoRA block at the place the fork inserts it, with a line of its
+    own after it: both sides inserted there, and upstream's insertion holds the fork's, so the
+    block is upstream's already (git conflicts, or writes it twice: the PEFT model wrapped twice)."""
     old, mine = real("search-r1", "base"), real("search-r1", "fork")
     start = mine.index("            if self.config.model.get('lora_rank', 0) > 0:")
-    block = mine[start : mine.index(LORA) + len(LORA) + 1]
-    # the same block, at the same depth, in save_checkpoint: 130 lines further down
-    anchor = "            self.tokenizer.save_pretrained(path)\n"
-    at = old.index(anchor) + len(anchor)
-    new = formatted(old[:at] + block + old[at:], "ruff")
-    merged = logical.merge(mine, old, new)
-    assert merged is not None
-    assert merged.count(LORA) == 2
+    block = mine[start : mine.index(LORA) + len(LORA) + 1] + "            self.model.config.use_cache = False\n"
+    call = old.index("AutoModelForCausalLM.from_pretrained(")
+    at = old.index("trust_remote_code=trust_remote_code)\n", call) + len("trust_remote_code=trust_remote_code)\n")
+    new = old[:at] + block + old[at:]
+    for target in (new, formatted(new, "black")):
+        merged = logical.merge(mine, old, target)
+        assert merged is not None
+        assert merged.count(LORA) == 1
+        assert "self.model.config.use_cache = False" in merged
+        assert "is_lora=self.config.model.get('lora_rank', 0) > 0" in merged  # the fork's other edits
+
+
+def test_a_statement_too_deep_for_the_syntax_tree_is_keyed_by_its_tokens() -> None:
+    """Untrusted text: a sum of 2000 terms parses, but its tree is too deep to write out; one of
+    20000 is too deep for the parser. The merge keys such lines by their tokens instead of
+    failing with an internal error."""
+    deep = "".join(f"x = 1{' + 1' * n}\n" for n in (2000, 20000))
+    old = real("tinyzero", "target") + deep
+    call = "add_generation_prompt=True, tokenize=False)"
+    mine = old.replace(call, call.replace("tokenize=False", "tokenize=True"))
+    new = "# upstream's line\n" + old
+    assert logical.merge(mine, old, new) == "# upstream's line\n" + mine

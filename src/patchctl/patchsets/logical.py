@@ -7,15 +7,17 @@ trailing comma, a docstring collapsed onto one line. This merge compares what fo
 change instead:
 
 - the file is cut into units: each logical line (a statement or a compound statement's header,
-  with its continuation lines, bracketed or backslashed) and each comment on a line of its own;
-  the blank lines after a unit belong to it;
+  with its continuation lines, bracketed or backslashed), each comment on a line of its own, and
+  each run of blank lines (which separates two changes, as it does for git);
 - a unit's key is its syntax tree (docstrings with their layout ignored; redundant brackets,
   quotes, trailing commas and number spelling vanish in the tree), its block depth, and the
   words of its comments; a line that does not parse alone is keyed by its tokens;
 - the three key sequences are merged as diff3 does (stable runs where base, fork and target
   agree; a region only one side changed takes that side; both changed it alike takes the
-  target; otherwise a conflict), and the result is written from physical text: the target's
-  for what the fork left alone, the fork's own lines for what the fork changed.
+  target; one that differs in blank lines alone, or where upstream inserted the fork's very
+  statements among its own, is no conflict; otherwise a conflict), and the result is written
+  from physical text: the target's for what the fork left alone, the fork's own lines for what
+  the fork changed.
 
 No formatter is run: the keys come from :mod:`tokenize` and :mod:`ast` alone. A fork edit that
 is only a reformat has the base's keys, so it merges as "nothing to add".
@@ -33,7 +35,6 @@ from dataclasses import dataclass
 
 #: tokens that carry no meaning a formatter could not change
 _LAYOUT = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING})
-_CLOSERS = frozenset({")", "]", "}"})
 #: the key of a run of blank lines between two units
 BLANK = ("blank",)
 
@@ -62,12 +63,10 @@ def merge(mine: str, old: str, new: str) -> str | None:
     if o is None or a is None or b is None:
         return None
     out = ["".join(b.lines[: b.head])]
-    for same, (io, jo), (ia, ja), (ib, jb) in _chunks(o.keys, a.keys, b.keys):
-        gone, added = _solid(o.keys[io:jo], a.keys[ia:ja])
-        if not same and not gone and added and _upstream_has(added, o.keys[io:jo], b.keys[ib:jb], o, b, (io, ib)):
-            side: str | None = "b"  # upstream added the very statements the fork adds: already there
-        else:
-            side = "b" if same else _side(o.keys[io:jo], a.keys[ia:ja], b.keys[ib:jb])
+    for same, (i_o, jo), (ia, ja), (ib, jb) in _chunks(o.keys, a.keys, b.keys):
+        side = "b" if same else _side(o.keys[i_o:jo], a.keys[ia:ja], b.keys[ib:jb])
+        if _already(side, (o, i_o, jo), (a, ia, ja), (b, ib, jb)):
+            side = "b"
         if side is None:
             return None
         out.append(b.text(ib, jb) if side == "b" else a.text(ia, ja))
@@ -83,39 +82,30 @@ def _side(o: tuple[Hashable, ...], a: tuple[Hashable, ...], b: tuple[Hashable, .
     separate changes as they do for git, but a formatter adds and drops them (after a ``def``,
     around a nested class), so a chunk that differs in blank lines alone is not a conflict."""
     for x, y, z in ((o, a, b), _solid(o, a, b)):
-        if y == x or y == z:
+        if y in (x, z):
             return "b"
         if z == x:
             return "a"
     return None
 
 
-def _upstream_has(
-    added: tuple[Hashable, ...],
-    o_chunk: tuple[Hashable, ...],
-    b_chunk: tuple[Hashable, ...],
-    o: Units,
-    b: Units,
-    at: tuple[int, int],
-) -> bool:
-    """Whether upstream added, next to where the fork inserts ``added``, the same statements:
-    then the fork's insertion is there already (git, blind to it, writes them twice). Next to:
-    within a few units more than the insertion's length either side, so that a like statement
-    upstream added in another function does not count."""
-    w = len(added) + 20
-    (io, ib), (jo, jb) = at, (at[0] + len(o_chunk), at[1] + len(b_chunk))
-    near_o = _solid(o.keys[max(0, io - w) : jo + w])[0]
-    near_b = _solid(b.keys[max(0, ib - w) : jb + w])[0]
-    return _count(near_b, added) > _count(near_o, added)
+def _already(side: str | None, *chunk: tuple[Units, int, int]) -> bool:
+    """Whether the statements the fork inserts in a chunk both sides changed are upstream's
+    already: upstream inserted at the same place statements among which the fork's run is. git,
+    blind to that, conflicts there or writes them twice (the fork's above upstream's)."""
+    (o, i_o, jo), (a, ia, ja), (b, ib, jb) = chunk
+    gone, added, there = _solid(o.keys[i_o:jo], a.keys[ia:ja], b.keys[ib:jb])
+    return side is None and not gone and bool(added) and _holds(there, added)
 
 
-def _count(keys: tuple[Hashable, ...], run: tuple[Hashable, ...]) -> int:
-    """How often ``run`` occurs in ``keys``, as a contiguous run."""
+def _holds(keys: tuple[Hashable, ...], run: tuple[Hashable, ...]) -> bool:
+    """Whether ``run`` occurs in ``keys`` as a contiguous run."""
     n = len(run)
-    return sum(keys[i] == run[0] and keys[i : i + n] == run for i in range(len(keys) - n + 1))
+    return any(keys[i : i + n] == run for i in range(len(keys) - n + 1))
 
 
 def _solid(*keys: tuple[Hashable, ...]) -> tuple[tuple[Hashable, ...], ...]:
+    """Each key sequence without its blank-line units."""
     return tuple(tuple(k for k in ks if k != BLANK) for ks in keys)
 
 
@@ -172,12 +162,7 @@ def _key(toks: list[tokenize.TokenInfo], lines: tuple[str, ...]) -> Hashable:
     tree = _tree_key(_source(lines, toks[0].start, toks[-1].end), toks[0].string)
     if tree is not None:
         return tree
-    kept = [
-        t.string.lower() if t.type == tokenize.NUMBER else t.string
-        for i, t in enumerate(toks)
-        if not (t.string == "," and i + 1 < len(toks) and toks[i + 1].string in _CLOSERS)
-    ]
-    return ("tokens", tuple(kept))
+    return ("tokens", tuple(t.string for t in toks))  # spacing aside, as written
 
 
 def _source(lines: tuple[str, ...], start: tuple[int, int], end: tuple[int, int]) -> str:
@@ -193,7 +178,10 @@ def _tree_key(src: str, first: str) -> str | None:
     """The syntax tree of a logical line as text; cached, as most lines are alike in the base,
     the fork and the target."""
     tree = _parse(src, first)
-    return None if tree is None else ast.dump(_plain_docstrings(tree))
+    try:
+        return None if tree is None else ast.dump(_plain_docstrings(tree))
+    except RecursionError:  # a statement nested deeper than the dump can walk (untrusted text)
+        return None
 
 
 def _parse(src: str, first: str) -> ast.AST | None:
@@ -214,7 +202,7 @@ def _parse(src: str, first: str) -> ast.AST | None:
     for frame in frames:
         try:
             return ast.parse(frame)
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):  # too deep for the parser too
             continue
     return None
 
@@ -236,22 +224,22 @@ def _chunks(
 ) -> list[tuple[bool, Span, Span, Span]]:
     """diff3's chunks of three key sequences: (stable, base span, fork span, target span)."""
     ma, mb = _matched(o, a), _matched(o, b)
-    io = ia = ib = 0
+    i_o = ia = ib = 0
     out: list[tuple[bool, Span, Span, Span]] = []
     while True:
         n = 0
-        while io + n < len(o) and ma.get(io + n) == ia + n and mb.get(io + n) == ib + n:
+        while i_o + n < len(o) and ma.get(i_o + n) == ia + n and mb.get(i_o + n) == ib + n:
             n += 1
         if n:
-            out.append((True, (io, io + n), (ia, ia + n), (ib, ib + n)))
-            io, ia, ib = io + n, ia + n, ib + n
-        k = next((k for k in range(io, len(o)) if k in ma and k in mb), None)
+            out.append((True, (i_o, i_o + n), (ia, ia + n), (ib, ib + n)))
+            i_o, ia, ib = i_o + n, ia + n, ib + n
+        k = next((k for k in range(i_o, len(o)) if k in ma and k in mb), None)
         if k is None:
-            if io < len(o) or ia < len(a) or ib < len(b):
-                out.append((False, (io, len(o)), (ia, len(a)), (ib, len(b))))
+            if i_o < len(o) or ia < len(a) or ib < len(b):
+                out.append((False, (i_o, len(o)), (ia, len(a)), (ib, len(b))))
             return out
-        out.append((False, (io, k), (ia, ma[k]), (ib, mb[k])))
-        io, ia, ib = k, ma[k], mb[k]
+        out.append((False, (i_o, k), (ia, ma[k]), (ib, mb[k])))
+        i_o, ia, ib = k, ma[k], mb[k]
 
 
 def _matched(o: tuple[Hashable, ...], x: tuple[Hashable, ...]) -> dict[int, int]:
