@@ -11,7 +11,8 @@ upstream's own settings may already match the code and so test nothing, while th
 re-wrap most long statements. Files a formatter cannot parse are left as they are.
 
 Run alone, it measures that column only, with ``bench_forks``' own code (its capture, its
-``fmt_diffs``), without the git side and the timings, and writes ``results/forks_format.md``:
+``fmt_diffs``), without the git side and the timings (``results/forks_format.md`` holds the
+last measurement, with its before and after):
 
     python benchmarks/forks_format.py [--forks TinyZero,...] [--versions base,v0.2.0.post2,...]
 """
@@ -61,7 +62,7 @@ def main() -> None:
     ap.add_argument("--versions", default="base," + bf.VERSIONS)
     ap.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache" / "patchctl-bench" / "forks-format")
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "forks_format.md")
+    ap.add_argument("--out", type=Path, help="also write the table here")
     args = ap.parse_args()
     verl_git = args.mirrors / "volcengine+verl" / "repo"
     versions = args.versions.split(",")
@@ -88,7 +89,8 @@ def main() -> None:
     )
     text += "".join(f"\n    {line}" for line in log) + ("\n" if log else "")
     print(text)
-    args.out.write_text(text, encoding="utf-8")
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":
