@@ -162,27 +162,19 @@ class ThreeWay:
         if own.status is not EditStatus.CHANGED or own.text is None or own.also:
             return f"the patch does not apply to the base text it was captured from ({own.reason})"
         mine = own.text
-        merged = merge(mine, base, text)
-        if merged is None:
-            return "upstream changed the lines it edits too (the merge conflicts); resolve it by hand"
-        if merged == text:
-            return Edit(EditStatus.UNCHANGED, "already there (the 3-way merge from its base text adds nothing)")
-        wrong = misplaced(ctx.path, base, mine, text, merged)
-        if wrong:
-            return wrong
-        broken = loads.check(ctx.path, merged, text)
-        if broken is not None and not broken.already:
-            return f"the merged file would not load: {broken}"
-        hunk = record_of(text, merged)
-        if hunk is None:
-            return "the merged lines could not be told apart from the rest of the file again, so revert could not"
-        first = hunk["line"]
-        return Edit(
-            EditStatus.CHANGED,
-            f"placed by a 3-way merge from its base text at line {first} (its own anchors led nowhere)",
-            merged,
-            undo={KEY: hunk},
-        )
+        first: Edit | str | None = None
+        if ctx.path.endswith(".py"):
+            # by logical lines the merge is blind to how either side is formatted (issue 38 req 3):
+            # a target run through ruff or black merges as the original does
+            from patchctl.patchsets import logical
+
+            first = _accepted(ctx.path, base, mine, text, logical.merge(mine, base, text), " by logical lines")
+            if isinstance(first, Edit):
+                return first
+        # by physical lines, as git merges: a fork's edit and upstream's on the same multi-line
+        # statement, on lines of their own, merge there
+        second = _accepted(ctx.path, base, mine, text, merge(mine, base, text))
+        return second if isinstance(second, Edit) or first is None else first
 
     def _on_base(self, base: str, patch: Patch, ctx: Context) -> Edit:
         """The kind's own apply on the base text: the same for every target, so done once."""
@@ -199,6 +191,30 @@ class ThreeWay:
                 self._mine.clear()
             self._mine[key] = own
         return own
+
+
+def _accepted(path: str, base: str, mine: str, text: str, merged: str | None, how: str = "") -> Edit | str:
+    """The merge's result as an edit when it passes the fallback's checks (same place as in the
+    fork, the file still loads, a record that leads back), else why not."""
+    if merged is None:
+        return "upstream changed the lines it edits too (the merge conflicts); resolve it by hand"
+    if merged == text:
+        return Edit(EditStatus.UNCHANGED, "already there (the 3-way merge from its base text adds nothing)")
+    wrong = misplaced(path, base, mine, text, merged)
+    if wrong:
+        return wrong
+    broken = loads.check(path, merged, text)
+    if broken is not None and not broken.already:
+        return f"the merged file would not load: {broken}"
+    hunk = record_of(text, merged)
+    if hunk is None:
+        return "the merged lines could not be told apart from the rest of the file again, so revert could not"
+    return Edit(
+        EditStatus.CHANGED,
+        f"placed by a 3-way merge from its base text{how} at line {hunk['line']} (its own anchors led nowhere)",
+        merged,
+        undo={KEY: hunk},
+    )
 
 
 def _key(patch: Patch, ctx: Context, base: str) -> Any:
