@@ -44,6 +44,7 @@ from patchctl.errors.sources import (
 )
 from patchctl.errors.system import CommandFailed, FileSystemFailed, ToolMissing, WriteFailed
 from patchctl.errors.train import (
+    GpuInUse,
     PlaceholderMissing,
     RequiredPathMissing,
     SettingsMissing,
@@ -95,6 +96,7 @@ __all__ = [
     "PatchctlError",
     "PatchsetGivenTwice",
     "PatchsetNotGiven",
+    "GpuInUse",
     "PlaceholderMissing",
     "ReleaseArchiveRefused",
     "ReleaseDownloadFailed",
