@@ -156,7 +156,10 @@ def _live_claims(where: Path) -> list[Owner]:
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:  # its holder lives
-                with os.fdopen(os.dup(fd), encoding="utf-8", errors="replace") as f, contextlib.suppress(ValueError, KeyError, TypeError):
+                with (
+                    os.fdopen(os.dup(fd), encoding="utf-8", errors="replace") as f,
+                    contextlib.suppress(ValueError, KeyError, TypeError),
+                ):
                     out.append(Owner.from_json(json.loads(f.read())))
                 continue
             with contextlib.suppress(OSError):  # lockable: its process is gone

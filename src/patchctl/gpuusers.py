@@ -15,6 +15,7 @@ import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from patchctl.gpulease import Busy, Gpu, Lease, Owner, Refused, acquire, claimed, probe
 
@@ -188,10 +189,10 @@ def owner_here(
     ), sock
 
 
-def refusal(owner: Owner, found: list[Busy]) -> tuple[str, str]:
+def refusal(owner: Owner, found: list[Busy], setting: str = "CUDA_VISIBLE_DEVICES") -> tuple[str, str]:
     """(the one-line reason, what to do) for a run that may not start here."""
     more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-    return found[0].reason(owner.host) + more, fix(found, owner.run)
+    return found[0].reason(owner.host) + more, fix(found, owner.run, setting)
 
 
 def hold(owner: Owner, sock: WeightSocket | None) -> Lease | None:
@@ -203,3 +204,47 @@ def hold(owner: Owner, sock: WeightSocket | None) -> Lease | None:
         reason, what = refusal(owner, found)
         raise GpuInUse(reason, what)
     return lease
+
+
+def validate_owner(request: dict[str, Any], run: str) -> tuple[Owner, WeightSocket | None]:
+    """The claim of one ``validate`` host (preflight's look, the node's hold): the GPUs Ray offers."""
+    rel = request.get("run_rel")
+    run_dir = str(Path.cwd() / rel) if rel else f"validate run {run}"
+    count = request.get("gpus")
+    return owner_here(
+        "patchctl validate",
+        run,
+        run_dir,
+        Path.cwd(),
+        os.environ.get("CUDA_VISIBLE_DEVICES"),
+        int(count) if count is not None else None,
+    )
+
+
+#: where a validate host's GPUs are chosen
+HOST_SETTING = "hosts[i].env.CUDA_VISIBLE_DEVICES"
+
+
+def preflight_row(request: dict[str, Any]) -> dict[str, str]:
+    """validate's ``gpu_lease`` row: no live run holds the GPUs this host's node will offer."""
+    owner, sock = validate_owner(request, str(request["run"]))
+    row = {"check": "gpu_lease", "status": "pass", "value": "", "fix": ""}
+    if not owner.gpus:
+        return {**row, "value": "no GPU to claim here"}
+    found = busy(owner, sock)
+    if found:
+        value, what = refusal(owner, found, HOST_SETTING)
+        return {**row, "status": "fail", "value": value, "fix": what}
+    named = ", ".join(g.label() for g in owner.gpus)
+    per = " (one run per host: this verl's weight-sync socket is named per host)" if owner.host_wide else ""
+    return {**row, "value": f"no other live run holds {named}{per}"}
+
+
+def node_claim(request: dict[str, Any]) -> tuple[Lease | None, dict[str, Any] | None]:
+    """The node's hold on its GPUs for its whole life: (the lease, None) or (None, the refusal event)."""
+    owner, sock = validate_owner(request, str(request["marker"]).split(".")[0])
+    lease, found = claim(owner, sock)
+    if not found:
+        return lease, None
+    value, what = refusal(owner, found, HOST_SETTING)
+    return None, {"event": "refused", "lease": value, "fix": what}
