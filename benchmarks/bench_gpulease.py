@@ -22,7 +22,7 @@ from patchctl.gpulease import Gpu, Owner
 HOLDER = """
 import sys
 from patchctl.gpulease import Gpu, Owner, acquire
-leases = [acquire(Owner(f"other{i}", "patchctl train", "/runs/x", "box", (Gpu(str(i), f"GPU-{i}"),)))
+leases = [acquire(Owner(f"other{i}", "patchctl train", "/runs/x", "box", (Gpu(str(i), f"GPU-{i}"),), False))
           for i in range(int(sys.argv[1]))]
 print("held", flush=True)
 sys.stdin.read()
@@ -55,8 +55,8 @@ def main() -> int:
             env={**os.environ, "PYTHONPATH": src},
         )
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        free = Owner("me", "patchctl train", "/runs/me", "box", (Gpu("999", "GPU-free"),))
-        taken = Owner("me", "patchctl train", "/runs/me", "box", (Gpu("0", "GPU-0"),))
+        free = Owner("me", "patchctl train", "/runs/me", "box", (Gpu("999", "GPU-free"),), False)
+        taken = Owner("me", "patchctl train", "/runs/me", "box", (Gpu("0", "GPU-0"),), False)
 
         def claim_release(free: Owner = free) -> None:
             lease = gpulease.acquire(free)

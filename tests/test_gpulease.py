@@ -36,7 +36,7 @@ if spec.get("wait"):
     print("ready", flush=True)
     sys.stdin.readline()
 owner = Owner(spec["run"], "patchctl train", spec["run_dir"], "box", tuple(Gpu(*g) for g in spec["gpus"]),
-              spec.get("host_wide", False))
+              spec["host_wide"])
 try:
     lease = acquire(owner)
 except Refused as exc:
@@ -227,3 +227,32 @@ def test_the_socket_is_read_from_the_trees_own_rollout_code(tmp_path: Path, line
     sock = gpuusers.weight_socket(tmp_path)
     assert sock is not None and sock.per == per
     assert gpuusers.weight_socket(tmp_path / "nothing") is None
+
+
+def test_a_release_closes_the_claim_once_and_never_another_file(leases: Path) -> None:
+    lease = gpulease.acquire(me("r", [GPU[0]]))
+    assert lease is not None
+    fd = lease.fd
+    lease.release()
+    with pytest.raises(OSError):
+        os.fstat(fd)
+    lease.release()  # a second release (the node's "stopped", then its exit) closes nothing else
+    os.fstat(2)
+
+
+def test_the_folder_of_claims_is_private_and_made_where_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from patchctl.validate.host import statedir
+
+    named = tmp_path / "a" / "b"
+    monkeypatch.setenv(gpulease.LEASES_ENV, str(named))
+    assert gpulease.folder() == named == gpulease.folder()
+    assert named.stat().st_mode & 0o777 == 0o700
+    with gpulease.acquire(me("r", [GPU[0]])) as lease:
+        assert lease is not None
+        assert {p.name: p.stat().st_mode & 0o777 for p in named.iterdir()} == {".mutex": 0o600, lease.path.name: 0o600}
+    monkeypatch.delenv(gpulease.LEASES_ENV)
+    monkeypatch.setattr(statedir, "state_root", lambda: str(tmp_path / "pcv"))
+    assert gpulease.folder() == tmp_path / "pcv" / "gpuleases" == gpulease.folder()
+    assert (tmp_path / "pcv" / "gpuleases").stat().st_mode & 0o777 == 0o700

@@ -55,7 +55,7 @@ class Owner:
     host: str
     gpus: tuple[Gpu, ...]
     #: the tree's weight-sync socket is named per host, not per GPU (gpuusers.weight_socket)
-    host_wide: bool = False
+    host_wide: bool
     pid: int = field(default_factory=os.getpid)
     started: float = field(default_factory=time.time)
 

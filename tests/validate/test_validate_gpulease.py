@@ -24,7 +24,7 @@ SRC = str(Path(gpulease.__file__).resolve().parents[1])
 HOLDER = """
 import sys
 from patchctl.gpulease import Gpu, Owner, acquire
-lease = acquire(Owner("other", "patchctl train", sys.argv[2], "box", (Gpu("0", sys.argv[1]),)))
+lease = acquire(Owner("other", "patchctl train", sys.argv[2], "box", (Gpu("0", sys.argv[1]),), False))
 print("held", flush=True)
 sys.stdin.read()
 """
