@@ -256,3 +256,12 @@ def test_the_folder_of_claims_is_private_and_made_where_missing(
     monkeypatch.setattr(statedir, "state_root", lambda: str(tmp_path / "pcv"))
     assert gpulease.folder() == tmp_path / "pcv" / "gpuleases" == gpulease.folder()
     assert (tmp_path / "pcv" / "gpuleases").stat().st_mode & 0o777 == 0o700
+
+
+def test_reading_the_claims_leaves_no_file_open(leases: Path, holders: list[subprocess.Popen[str]]) -> None:
+    """A node reads the claims at every start; a file left open per claim would pile up."""
+    hold(holders, "first", [GPU[0]])
+    hold(holders, "second", [GPU[1]])
+    before = sorted(os.listdir("/proc/self/fd"))
+    assert len(gpulease.probe(me("third", [GPU[0], GPU[1]]))) == 2
+    assert sorted(os.listdir("/proc/self/fd")) == before
