@@ -155,9 +155,11 @@ def test_a_host_wide_socket_refuses_other_gpus_but_never_the_runs_own_nodes(
 
 
 def test_a_gpu_with_a_compute_process_of_no_claim_is_refused(
-    tmp_path: Path, leases: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, leases: Path, monkeypatch: pytest.MonkeyPatch, holders: list[subprocess.Popen[str]]
 ) -> None:
-    """A run of another user, or a trainer started by hand, claims nothing: nvidia-smi shows it."""
+    """A run of another user, or a trainer started by hand, claims nothing: nvidia-smi shows it.
+    The fix names the GPUs neither a process nor another run's claim uses."""
+    hold(holders, "elsewhere", [GPU[0]])
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
         apps = tmp_path / "apps.csv"
@@ -170,9 +172,9 @@ def test_a_gpu_with_a_compute_process_of_no_claim_is_refused(
         assert [(b.gpu, b.by) for b in found] == [(GPU[2], f"pid {sleeper.pid} (sleep)")]
         reason, fix = gpuusers.refusal(owner, found)
         assert "500 MiB" in reason
-        assert fix == "wait for that run to end, or set CUDA_VISIBLE_DEVICES to GPUs nobody uses (0,1 are free here)"
+        assert fix == "wait for that run to end, or set CUDA_VISIBLE_DEVICES to GPUs nobody uses (free here: 1)"
         lease, refused = gpuusers.claim(owner, sock)
-        assert lease is None and refused == found and not list(leases.glob("*.lease"))
+        assert lease is None and refused == found and len(list(leases.glob("*.lease"))) == 1
     finally:
         sleeper.kill()
         sleeper.wait()
@@ -252,6 +254,7 @@ def test_the_folder_of_claims_is_private_and_made_where_missing(
     with gpulease.acquire(me("r", [GPU[0]])) as lease:
         assert lease is not None
         assert {p.name: p.stat().st_mode & 0o777 for p in named.iterdir()} == {".mutex": 0o600, lease.path.name: 0o600}
+    assert gpulease.acquire(me("r", [])) is None and [p.name for p in named.iterdir()] == [".mutex"]
     monkeypatch.delenv(gpulease.LEASES_ENV)
     monkeypatch.setattr(statedir, "state_root", lambda: str(tmp_path / "pcv"))
     assert gpulease.folder() == tmp_path / "pcv" / "gpuleases" == gpulease.folder()

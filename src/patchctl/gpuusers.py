@@ -153,7 +153,7 @@ def fix(busy: list[Busy], run: str, setting: str = "CUDA_VISIBLE_DEVICES") -> st
         return "wait for that run to end: with this verl only one run per host is safe, whatever GPUs it uses"
     used = {uuid for _, uuid, _ in compute_apps()} | claimed(run) | {b.gpu.uuid for b in busy if b.gpu}
     spare = [g.index for g in gpus(None) if g.uuid not in used]
-    where = f"GPUs nobody uses ({','.join(spare)} are free here)" if spare else "other GPUs (none is free here now)"
+    where = f"GPUs nobody uses (free here: {','.join(spare)})" if spare else "other GPUs (none is free here now)"
     return f"wait for that run to end, or set {setting} to {where}"
 
 

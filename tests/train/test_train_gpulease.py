@@ -50,7 +50,7 @@ def test_train_refuses_a_gpu_another_live_run_holds(
         assert f"GPU 0 ({UUID0}) on {socket.gethostname()} is in use by patchctl train pid {first.pid} " in line
         assert f"(run folder {tmp_path / 'run1'}, since " in line
         assert line.endswith(
-            "wait for that run to end, or set CUDA_VISIBLE_DEVICES to GPUs nobody uses (1,2 are free here)"
+            "wait for that run to end, or set CUDA_VISIBLE_DEVICES to GPUs nobody uses (free here: 1,2)"
         )
         assert not (tmp_path / "run2" / "train.log").exists(), "the refused run started its trainer"
 

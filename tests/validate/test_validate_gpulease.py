@@ -62,7 +62,7 @@ def test_validate_on_a_gpu_another_run_holds_fails_its_preflight_before_ray(
     ) in out
     assert (
         "it claimed this GPU for its run; wait for that run to end, or set hosts[i].env.CUDA_VISIBLE_DEVICES "
-        "to GPUs nobody uses (1,2 are free here)"
+        "to GPUs nobody uses (free here: 1,2)"
     ) in out
     assert "teardown" not in out and ours() == [], "a Ray was started beside the other run"
 
