@@ -228,5 +228,4 @@ def acquire(owner: Owner) -> Lease | None:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)  # before the mutex is let go: no reader sees it unheld
         os.write(fd, json.dumps(owner.to_json()).encode())
-        os.set_inheritable(fd, False)
     return Lease(path, fd, owner)
