@@ -79,6 +79,8 @@ def _validate(login: LoopbackCluster, tmp_path: Path, monkeypatch: pytest.Monkey
         f'gpus_per_node = 1\ncpus_per_task = 1\ntime = "00:05:00"\npython = "{sys.executable}"\ntimeout = 20\n'
         f'ray_port = {port}\npreflight_skip = ["torch", "vllm", "patches"]\n'
         f'[clusters.hpc.env]\nPATH = "{STUB}:/usr/local/bin:/usr/bin:/bin"\n'
+        # the stub GPUs' claims (gpulease.py) in this test's own folder, never another suite's
+        f'PATCHCTL_GPU_LEASES = "{tmp_path / "gpuleases"}"\n'
     )
     code, out = run("migrate", "hpc", "--config", str(config), "--target", str(tree))
     assert code == 0, out

@@ -71,6 +71,9 @@ def host_entry(alias: str, root: Path, cvd: str | None = "0", gpus: int = 1, env
         "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
         "NVSHMEM_DISABLE_NVLS": "1",
         **({"CUDA_VISIBLE_DEVICES": cvd} if cvd is not None else {}),
+        # the stub GPUs' claims (gpulease.py) in the test's own folder, shared by its hosts (one
+        # machine): never another test's or another suite's run on the same stub UUIDs
+        "PATCHCTL_GPU_LEASES": str(root.parents[2] / "gpuleases"),
         **(env or {}),
     }
     inline = ", ".join(f'{k} = "{v}"' for k, v in table.items())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import shlex
 import sys
 import time
@@ -120,6 +121,7 @@ def train_cmd(
     from patchctl.cli import main as entry
 
     t0 = time.monotonic() - (_process_age() if entry.LAUNCHED else 0.0)
+    from patchctl import gpuusers
     from patchctl.cli.targets import Use, open_target
     from patchctl.clusters import load_cluster
     from patchctl.train import run
@@ -163,8 +165,22 @@ def train_cmd(
     def echo(line: str, at: float) -> None:
         click.echo(f"[{at:6.1f}] {line}", err=True)
 
+    # this host's GPUs for this run alone, until it ends however it ends (gpulease.py)
+    lease = gpuusers.hold(
+        *gpuusers.owner_here(
+            "patchctl train",
+            str(plan.run_dir),
+            str(plan.run_dir),
+            tree.root,
+            {**os.environ, **plan.launch.env}.get("CUDA_VISIBLE_DEVICES"),
+        )
+    )
     click.echo(f"train: profile {profile.name}{picked} on {tree.root} (log: {plan.launch.log})", err=True)
-    result = run.train(plan, tree, t0, timeout=timeout, on_progress=progress, on_line=echo if verbose else None)
+    try:
+        result = run.train(plan, tree, t0, timeout=timeout, on_progress=progress, on_line=echo if verbose else None)
+    finally:
+        if lease is not None:
+            lease.release()
     if live:
         click.echo("", err=True)
     if as_json:

@@ -44,6 +44,7 @@ from patchctl.errors.sources import (
 )
 from patchctl.errors.system import CommandFailed, FileSystemFailed, ToolMissing, WriteFailed
 from patchctl.errors.train import (
+    GpuInUse,
     PlaceholderMissing,
     RequiredPathMissing,
     SettingsMissing,
@@ -79,6 +80,7 @@ __all__ = [
     "ConflictsPending",
     "DirtyFiles",
     "FileSystemFailed",
+    "GpuInUse",
     "JournalDamaged",
     "JournalUnsafe",
     "LogUnreadable",

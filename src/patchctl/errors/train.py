@@ -61,3 +61,13 @@ class TokenizersMissing(PatchctlError):
             "the smoke profile builds its tokenizer with the tokenizers package, which this "
             "Python lacks; install it (pip install tokenizers; verl needs it anyway)"
         )
+
+
+class GpuInUse(PatchctlError):
+    """A GPU the run would use is another live run's (gpulease.py, gpuusers.py): two runs on one
+    host load each other's weights or hang in verl's weight sync."""
+
+    def __init__(self, reason: str, fix: str, others: int = 0) -> None:
+        self.reason, self.fix = reason, fix
+        more = f" (and {others} more)" if others else ""
+        super().__init__(f"{reason}{more}; {fix}")

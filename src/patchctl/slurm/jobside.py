@@ -189,6 +189,8 @@ class Job:
             raise Stop("ray-up", node, f"{node}: ray start gave no answer in 180 s") from None
         if event is None:
             raise Stop("ray-up", node, f"{node}: the Ray node's job step ended before Ray started (see srun's message)")
+        if event["event"] == "refused" and event.get("lease"):  # another live run's GPU (gpulease.py)
+            raise Stop("ray-up", node, f"{node}: {event['lease']}; {event.get('fix', '')}")
         if event["event"] == "refused":
             raise Stop("ray-up", node, f"{node}: a Ray node already runs at {event['address']} (pid {event['pid']})")
         if event["event"] in ("failed", "error"):

@@ -18,7 +18,14 @@ from typing import Any
 
 from patchctl.validate import gpus, guard, remote
 from patchctl.validate import plan as planning
-from patchctl.validate.errors import HostLost, HostUnreachable, RayAlreadyRunning, RayStartFailed, WorkerNeverJoined
+from patchctl.validate.errors import (
+    HostLost,
+    HostUnreachable,
+    PreflightFailed,
+    RayAlreadyRunning,
+    RayStartFailed,
+    WorkerNeverJoined,
+)
 from patchctl.validate.model import HostPreflight, Node, Note, RayCluster, RayNode
 from patchctl.validate.teardown import Started
 
@@ -68,6 +75,8 @@ def start_node(plan: planning.Plan, started: Started, node: Node, pre: HostPrefl
     except queue.Empty:
         raise RayStartFailed(node.label, "ray start gave no answer in 180 s", "") from None
     kind = event["event"]
+    if kind == "refused" and event.get("lease"):  # another run took the GPUs since preflight (gpulease.py)
+        raise PreflightFailed(node.label, "gpu_lease", event["lease"], event.get("fix", ""))
     if kind == "refused":
         raise RayAlreadyRunning(node.label, event["address"], event["pid"], event["gcs"])
     if kind == "joined":

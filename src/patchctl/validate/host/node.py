@@ -66,6 +66,23 @@ def _existing(request: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
+    """:func:`serve` with the node's GPUs held for its whole life, given back before "stopped"."""
+    from patchctl import gpuusers
+
+    lease, refused = gpuusers.node_claim(request)
+    if refused is not None:
+        emit(refused)
+        return 0
+
+    def said(event: dict[str, Any]) -> None:
+        if event.get("event") == "stopped" and lease is not None:
+            lease.release()  # the next run may start as soon as patchctl hears "stopped"
+        emit(event)
+
+    return serve(request, said)
+
+
+def serve(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     existing = _existing(request)
     if existing is not None:
         if not request.get("join"):

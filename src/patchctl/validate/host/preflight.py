@@ -7,6 +7,7 @@ cluster's interpreter and the env ``migrate`` rendered (the wrapper sourced it).
   from ``SSH_CONNECTION``) must be one of this host's addresses;
 - ``gpus``: the GPUs Ray will offer (configured, else counted by nvidia-smi within
   ``CUDA_VISIBLE_DEVICES``), and no more than there are;
+- ``gpu_lease``: no live run (of patchctl or not) uses those GPUs (gpuusers.py);
 - ``ray_running``: no Ray node already at that address (unless the user asked to join it);
 - ``migrated``: the tree was verified on arrival by ``migrate`` (its provenance record);
 - ``ray_auth`` / ``ray_listen``: the Ray here can enforce the run's token, and what it binds on
@@ -179,7 +180,9 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     table = form.gpu_table()
     gpus, gpu_row = _gpus(request.get("gpus"), table)
     existing, ray_row = _existing(address, request["run"], bool(request.get("join")))
-    rows = [addr_row, gpu_row, ray_row, *raycheck.rows(request), _migrated(root)]
+    from patchctl.gpuusers import preflight_row as gpu_lease  # no live run holds these GPUs (gpulease.py)
+
+    rows = [addr_row, gpu_row, gpu_lease(request), ray_row, *raycheck.rows(request), _migrated(root)]
     if request.get("profile"):  # before Ray starts: a profile whose rollout the tree lacks (train/rollouts.py)
         from patchctl.train.rollouts import preflight_row
 
