@@ -22,7 +22,6 @@ import atexit
 import contextlib
 import os
 import sys
-import threading
 
 #: the commands that end by :func:`_exit`: those measured against rsync, grep and git apply,
 #: whose every write goes through a file closed (and synced) before the command returns
@@ -61,6 +60,9 @@ def _exit(code: object) -> None:
         code = 1
     # the interpreter's own first two steps of an exit, in its order: wait for the threads still
     # running (and shut idle thread pools down), then the atexit handlers
+    # threading only where something imported it: a process that never did started no thread of its
+    # own to wait for, and importing it here cost every command its start-up (issue 39.13)
+    threading = sys.modules.get("threading")
     shutdown = getattr(threading, "_shutdown", None)
     if shutdown is not None:
         shutdown()
