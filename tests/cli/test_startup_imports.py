@@ -111,6 +111,13 @@ def test_verify_of_a_checkout_loads_no_release_machinery(checkout: Path, output:
 @pytest.mark.parametrize("dry_run", [["--dry-run"], []])
 def test_apply_to_a_checkout_loads_no_release_machinery(checkout: Path, dry_run: list[str]) -> None:
     names = imported("apply", *dry_run, "--json", cwd=checkout)
-    unneeded = {**NOT_FOR_A_CHECKOUT, "patchctl.cli.dryrun": "a dry run's summary for a person (not --json)"}
+    unneeded = {
+        **NOT_FOR_A_CHECKOUT,
+        "patchctl.cli.dryrun": "a dry run's summary for a person (not --json)",
+        # issue 39.13, second round
+        "patchctl.patchsets.kinds.marking": "apply --conflicts=markers, and a conflict's reason",
+    }
+    if not dry_run:  # a dry run's JSON carries each file's diff
+        unneeded["difflib"] = "a diff shown (--diff, a dry run), or a conflict's"
     loaded = {name: why for name, why in unneeded.items() if name in names}
     assert not loaded, f"apply to a local checkout imported modules only these need: {loaded}"
