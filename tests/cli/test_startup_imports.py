@@ -92,6 +92,8 @@ NOT_FOR_VERIFY = {
     "difflib": "the diff of a file or block that differs: verify of a tree that matches shows none",
     "patchctl.journal": "the journal's writers: verify and the lock need only its names (journal_paths)",
     "patchctl.fsutil": "writing files; verify hashes a file only when it no longer loads",
+    "packaging.specifiers": "a specifier beyond plain comparisons (uky's drop_when is one), or a patch's versions",
+    "packaging.version": "comparing versions: a patch's versions, a kept resolution's since",
 }
 
 
