@@ -77,3 +77,9 @@ def test_a_cache_that_cannot_be_written_changes_no_verdict(
         assert loads.loads("a.py", GOOD) is None
         assert loads.loads("a.py", BROKEN) is not None
     assert counted == ["a.py"] * 4
+
+
+def test_a_text_no_encoding_can_write_is_refused_not_a_crash(counted: list[str]) -> None:
+    """A lone surrogate (no file read from disk holds one) still gets the loader's word."""
+    problem = loads.loads("a.py", GOOD + "x = '\ud800'\n")
+    assert problem is not None and problem.what == "Python"

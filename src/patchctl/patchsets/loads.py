@@ -163,7 +163,7 @@ def _key(what: str, text: str) -> str | None:
     if len(text) < SEEN_MIN:
         return None
     h = hashlib.sha256(f"{SEEN_FORMAT}\0{what}\0{sys.version}\0".encode())
-    h.update(text.encode("utf-8", "surrogateescape"))
+    h.update(text.encode("utf-8", "surrogatepass"))  # any str: a lone surrogate is the loader's to refuse
     return h.hexdigest()
 
 
