@@ -30,9 +30,11 @@ from patchctl.errors import ChangePending, JournalUnsafe
 from patchctl.faults import signals_held as signals_held
 from patchctl.faults import step as step
 
-JOURNAL_DIR = ".patchctl-journal"
-JOURNAL_FILE = "journal.json"
-TMP_SUFFIX = ".patchctl-tmp"
+# the names, in a module of their own that verify and the lock import without this one
+from patchctl.journal_paths import JOURNAL_DIR as JOURNAL_DIR
+from patchctl.journal_paths import JOURNAL_FILE as JOURNAL_FILE
+from patchctl.journal_paths import TMP_SUFFIX as TMP_SUFFIX
+
 FORMAT = 1
 
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from patchctl.errors import PatchctlError
-from patchctl.journal import JOURNAL_DIR
+from patchctl.journal_paths import JOURNAL_DIR
 
 #: seconds a second command waits for the holder before it refuses
 WAIT = 5.0

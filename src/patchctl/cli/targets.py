@@ -8,7 +8,7 @@ from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 
-from patchctl import journal, lock
+from patchctl import journal_paths, lock
 from patchctl.cli.echo import echo
 from patchctl.target import Target, resolve
 
@@ -50,13 +50,13 @@ def open_target(
         _recover(root)
         return tree
     for _ in range(3):  # a writer killed between our recovery and our shared lock: once more
-        if (root / journal.JOURNAL_DIR).exists():
+        if (root / journal_paths.JOURNAL_DIR).exists():
             with _lock(root, shared=False):
                 _recover(root)
         if use is Use.RECOVER:
             return tree
         held = hold(_lock(root, shared=True))
-        if not (root / journal.JOURNAL_DIR / journal.JOURNAL_FILE).exists():
+        if not (root / journal_paths.JOURNAL_DIR / journal_paths.JOURNAL_FILE).exists():
             return tree
         held.release()
     return tree
@@ -74,7 +74,7 @@ def _lock(root: Path, shared: bool) -> lock.Held:
 
 
 def _recover(root: Path) -> None:
-    if not os.path.lexists(root / journal.JOURNAL_DIR):
+    if not os.path.lexists(root / journal_paths.JOURNAL_DIR):
         return  # nothing there, not even a link or a file in the way: recovery would say nothing
     # here, not at the top: a tree with a journal to recover is rare, and apply pays for it first
     from patchctl import recovery

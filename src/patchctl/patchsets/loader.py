@@ -61,7 +61,16 @@ UPSTREAM_SCHEMA = {
 META_KEYS = ("origin", "forwarded", "applied_upstream", "drop_when", "captured_against")
 
 
+#: a specifier list packaging's ``SpecifierSet`` certainly accepts: comparisons with plain
+#: release numbers, ``>=0.6,<0.7`` (ASCII digits and blanks only); anything else is asked of
+#: packaging itself
+_CLAUSE = r"[ \t]*(?:==|!=|<=|>=|<|>)[ \t]*[0-9]+(?:\.[0-9]+)*[ \t]*"
+_PLAIN_SPEC = re.compile(f"{_CLAUSE}(?:,{_CLAUSE})*")
+
+
 def _spec(value: str, file: Path, key: str, patch_id: str) -> str:
+    if _PLAIN_SPEC.fullmatch(value):
+        return value  # uky's drop_when: verify need not import packaging to read it (issue 39.13)
     # here, not at the top: packaging's specifiers compile a large regular expression (some 5 ms
     # of every start-up), and only a patch with ``versions`` or ``requires`` has one to check
     from packaging.specifiers import InvalidSpecifier, SpecifierSet

@@ -8,7 +8,6 @@ a plan all-or-nothing.
 from __future__ import annotations
 
 import datetime as _dt
-import difflib
 from dataclasses import dataclass, field, replace
 
 from packaging.specifiers import SpecifierSet
@@ -17,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 from patchctl import fsutil
 from patchctl.patchsets import loads, needs
 from patchctl.patchsets import record as rec
-from patchctl.patchsets.kinds import KINDS, marking
+from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, Edit, EditStatus
 from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset, Presence
 from patchctl.patchsets.reader import TreeReader, assess, to_bytes
@@ -77,6 +76,8 @@ class Plan:
 
     @staticmethod
     def unified(path: str, a: str | None, b: str | None) -> str:
+        import difflib  # here: only --diff and a dry run's diff show one (issue 39.13)
+
         out = difflib.unified_diff(
             (a or "").splitlines(keepends=True),
             (b or "").splitlines(keepends=True),
@@ -141,10 +142,19 @@ def _plan(target: Target, patchsets: list[Patchset], only: set[str] | None, held
     return plan
 
 
+def _no_place(kind: str) -> str | None:
+    """Why ``kind`` gets no conflict markers (:data:`~patchctl.patchsets.kinds.marking.NO_PLACE`);
+    None where it gets them. Asked only for a conflict: marking and its gap-text helpers are
+    ``apply --conflicts=markers``' business, not every apply's start-up (issue 39.13)."""
+    from patchctl.patchsets.kinds import marking
+
+    return marking.NO_PLACE.get(kind)
+
+
 def _apply_one(ps: Patchset, patch: Patch, tree: TreeReader, record: rec.Record) -> PatchResult:
     def result(status: Outcome, path: str | None, reason: str, detail: str = "") -> PatchResult:
-        if status is Outcome.CONFLICT and patch.kind in marking.NO_PLACE:  # matrix's line says so too
-            reason += f"; no conflict markers: {marking.NO_PLACE[patch.kind]}"
+        if status is Outcome.CONFLICT and (no_place := _no_place(patch.kind)) is not None:  # matrix's line too
+            reason += f"; no conflict markers: {no_place}"
         return PatchResult(ps.name, patch.id, status, path, reason + _drop_note(patch, tree.target.version), detail)
 
     a = assess(patch, tree, ps.root)
@@ -163,7 +173,7 @@ def _apply_one(ps: Patchset, patch: Patch, tree: TreeReader, record: rec.Record)
     if edit.status is EditStatus.CHANGED:
         broken, note = _still_loads(path, text, edit, tree)
         if broken is not None:
-            how = "" if patch.kind in marking.NO_PLACE else " (apply --conflicts=markers shows it there)"
+            how = "" if _no_place(patch.kind) is not None else " (apply --conflicts=markers shows it there)"
             return result(
                 Outcome.CONFLICT,
                 path,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from patchctl import fsutil, git
+from patchctl import fsutil
 from patchctl.errors import PatchsetNotGiven
 from patchctl.patchsets import record as rec
 from patchctl.patchsets.kinds import KINDS, replay
@@ -78,7 +78,11 @@ def plan_revert(target: Target, patchsets: list[Patchset], only: set[str] | None
 def _committed(tree: TreeReader, rel: str) -> bool | None:
     """Whether the tree's last commit has ``rel``; None where the tree is no git checkout."""
     commit = tree.target.commit
-    return git.has_file_at(tree.target.root, commit, rel) if tree.target.is_git and commit else None
+    if not (tree.target.is_git and commit):
+        return None
+    from patchctl import git  # here: git, subprocess and its helpers are a conflict's (issue 39.13)
+
+    return git.has_file_at(tree.target.root, commit, rel)
 
 
 def _patch_of(entry: rec.Entry, by_name: dict[str, Patchset]) -> Patch | None:
@@ -141,6 +145,8 @@ def _revert_one(
         ctx = replace(ctx, undo=facts)
 
     def committed() -> str:  # asked only for a conflict: one git call
+        from patchctl import git
+
         return git.diff_file(tree.target.root, path) if tree.target.is_git else ""
 
     if found.presence is Presence.MODIFIED:

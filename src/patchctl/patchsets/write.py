@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl import fsutil, git
+from patchctl import fsutil
 from patchctl.errors import CommitRefused, DirtyFiles, PatchFailed
 from patchctl.patchsets import record as rec
 from patchctl.patchsets.model import Outcome
@@ -23,6 +23,10 @@ class Written:
 
 def check_can_commit(root: Path, is_git: bool, branch: str) -> None:
     """Everything ``--commit`` needs, asked before a file is written (never after)."""
+    # git (subprocess and its helpers) is imported where git is asked: apply --force of a
+    # checkout, or apply of a tree that is none, starts no program (issue 39.13)
+    from patchctl import git
+
     if not is_git:
         raise CommitRefused(root, "it is not a git repository", "run `git init` there first, or drop --commit")
     if git.branch_exists(root, branch):
@@ -80,17 +84,21 @@ def execute(
     if plan.target.is_git and not force:
         _refuse_dirty(plan, [p for p in changes if p != rec.RECORD_PATH])
     shas: list[str] = []
-    commit = (
-        (lambda: shas.append(git.commit_on_branch(root, commit_branch, sorted(changes), message)))
-        if commit_branch
-        else None
-    )
-    fsutil.write_all(root, changes, command=command, before_commit=commit)
+
+    def commit() -> None:
+        from patchctl import git
+
+        assert commit_branch is not None
+        shas.append(git.commit_on_branch(root, commit_branch, sorted(changes), message))
+
+    fsutil.write_all(root, changes, command=command, before_commit=commit if commit_branch else None)
     return Written(sorted(changes), shas[0] if shas else None, commit_branch if shas else None)
 
 
 def _refuse_dirty(plan: Plan, paths: list[str]) -> None:
     """Files with uncommitted changes may not be overwritten, unless patchctl wrote them itself."""
+    from patchctl import git
+
     dirty = git.dirty(plan.target.root, paths)
     record = rec.load(plan.target.root)
     ours = set()

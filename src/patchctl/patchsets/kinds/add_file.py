@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,6 +90,8 @@ class AddFile:
         owned = frozenset(range(1, text.count("\n") + 2))
         if text == p.content:
             return Check(Presence.PRESENT, f"{ctx.path} matches the shipped file", owned)
+        import difflib  # here: only a file that differs has a diff to show (issue 39.13)
+
         diff = "\n".join(
             difflib.unified_diff(p.content.splitlines(), text.splitlines(), p.source, quote_path(ctx.path), lineterm="")
         )
@@ -104,6 +105,8 @@ class AddFile:
             )
         if p.existing == "keep":
             return Edit(EditStatus.NOT_APPLICABLE, f"{ctx.path} already exists with other content; kept as it is")
+        import difflib  # here: only a file that differs has a diff to show (issue 39.13)
+
         diff = "\n".join(
             difflib.unified_diff(p.content.splitlines(), text.splitlines(), p.source, quote_path(ctx.path), lineterm="")
         )

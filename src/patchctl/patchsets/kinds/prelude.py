@@ -9,7 +9,6 @@ because Python requires it.
 from __future__ import annotations
 
 import ast
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -136,6 +135,8 @@ class Prelude:
         if hits:
             start = hits[0]
             have = lines[start - 1 : start - 1 + len(p.block.splitlines())]
+            import difflib  # here: only a block that differs has a diff to show (issue 39.13)
+
             diff = "\n".join(
                 difflib.unified_diff(p.block.splitlines(), have, "expected", quote_path(ctx.path), lineterm="")
             )

@@ -16,13 +16,14 @@ for apply and verify alike, and revert of a tree with no record.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
-
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING, Any
 
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, PatchKind
 from patchctl.patchsets.model import Patch, Presence, Resolution
 from patchctl.patchsets.placement.pyparse import split_lines
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 
 def _how(r: Resolution) -> str:
@@ -53,6 +54,8 @@ def find(text: str | None, piece: str, r: Resolution, patch: Patch, ctx: Context
 
 
 def _version(v: str | None) -> Version | None:
+    from packaging.version import InvalidVersion, Version  # here: only a patch with a kept entry asks
+
     try:
         return Version(v) if v else None
     except InvalidVersion:
@@ -67,6 +70,8 @@ def dropped(text: str | None, patch: Patch, ctx: Context, version: str | None) -
     stands. Where either version is unknown (a checkout with no version file, a keep recorded on
     one), only the same conflict drops it: upstream's kept text back at the patch's place.
     """
+    if not patch.kept:
+        return None
     here = _version(version)
     for r in patch.kept:
         since = _version(r.since)
