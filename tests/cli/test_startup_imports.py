@@ -94,6 +94,8 @@ NOT_FOR_VERIFY = {
     "patchctl.fsutil": "writing files; verify hashes a file only when it no longer loads",
     "packaging.specifiers": "a specifier beyond plain comparisons (uky's drop_when is one), or a patch's versions",
     "packaging.version": "comparing versions: a patch's versions, a kept resolution's since",
+    # uky has no text hunk: only a 3-way placement in the record (threeway.recorded) needs the kind
+    "patchctl.patchsets.kinds.text_hunk": "a text-hunk patch, or a 3-way placement the record holds",
 }
 
 

@@ -238,11 +238,11 @@ def _base_text(patch: Patch, ctx: Context) -> str | None:
 
 def recorded(patch: Patch, ctx: Context) -> Patch | None:
     """The fallback's placement of ``patch`` as the record has it, as a text-hunk patch; else None."""
-    from patchctl.patchsets.kinds import text_hunk as th
-
     got = (ctx.undo or {}).get(KEY)
     if not isinstance(got, dict):
-        return None
+        return None  # no fallback placement recorded (verify's usual case): text_hunk not loaded
+    from patchctl.patchsets.kinds import text_hunk as th
+
     was, now, line = got.get("was"), got.get("now"), got.get("line")
     if not isinstance(was, str) or not isinstance(now, str) or not isinstance(line, int) or line < 1:
         return None
