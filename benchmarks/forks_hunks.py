@@ -6,7 +6,8 @@ it adds. Hunks that change only whitespace are left out (blank lines, indentatio
 the end: no edit a maintainer would count, and the comparison below strips lines). The same
 test judges patchctl's planned tree and git's result, so neither tool's own check decides for it:
 
-- its added lines are in the result: a run of result lines, each equal to the hunk's line once
+- its added lines are in the result (blank lines at either end of the hunk left out: whitespace
+  ``git diff`` attached to the edit): a run of result lines, each equal to the hunk's line once
   both are stripped (indentation may follow a block upstream re-indented), that the tool wrote
   (not lines the version already had, told by ``git diff``'s alignment of the result with the
   version; where that pairs a repeated line with another copy, by the result holding the run
@@ -76,6 +77,19 @@ def parse(path: str, diff: str) -> list[Hunk]:
 def _lines(block: tuple[str, ...]) -> list[str]:
     """A block's lines as the judge compares them: stripped, blank ones left out."""
     return [x.strip() for x in block if x.strip()]
+
+
+def _trimmed(block: tuple[str, ...]) -> tuple[str, ...]:
+    """A stripped block without its blank lines at either end: ``git diff -U0`` attaches blank
+    or whitespace-only lines next to an edit to its hunk (Skywork-OR1's two after the end of
+    ``main``), a whitespace change the judge leaves out for both tools, as it leaves out hunks
+    that change only whitespace."""
+    lo, hi = 0, len(block)
+    while lo < hi and not block[lo]:
+        lo += 1
+    while hi > lo and not block[hi - 1]:
+        hi -= 1
+    return block[lo:hi]
 
 
 @dataclass
@@ -149,8 +163,8 @@ def judge(hunks: list[Hunk], base: str, fork: str, version: str | None, result: 
     spare_add: dict[tuple[str, ...], int] = {}
     spare_rem: dict[tuple[str, ...], int] = {}
     for h in hunks:
-        add = tuple(x.strip() for x in h.added)
-        pieces, fresh = _only(tuple(x.strip() for x in h.removed), add)
+        add = _trimmed(tuple(x.strip() for x in h.added))
+        pieces, fresh = _only(_trimmed(tuple(x.strip() for x in h.removed)), add)
         gone, where = True, None
         for piece in pieces:
             runs_v = _runs(v, piece)
