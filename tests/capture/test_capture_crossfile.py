@@ -187,7 +187,12 @@ def test_matrix_holds_the_use_back_where_its_definition_in_another_file_conflict
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "v1")
     git(repo, "tag", "v1")
-    (repo / A).write_text(BASE[A].replace("class Foo:", "class Foo(object):"))
+    # upstream defines a `helper` of its own where the fork put one (and changes the anchor after
+    # it): a real conflict, which no merge, by lines or by logical lines, may resolve. Changing
+    # only `class Foo:` is no longer one: the 3-way merge by logical lines places the fork's
+    # `helper` before it, as it should
+    other = "def helper():\n    return 7\n\n\nclass Foo(object):"
+    (repo / A).write_text(BASE[A].replace("class Foo:", other))
     git(repo, "commit", "-qam", "upstream moves on")
     git(repo, "tag", "v2")
     code, text = run("matrix", "--repo", str(repo), "--versions", "v1,v2", "--patchset", str(ps), "--json")
