@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import socket
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,21 +66,11 @@ def gpus(cvd: str | None, count: int | None = None) -> tuple[Gpu, ...]:
 
 def compute_apps() -> list[tuple[int, str, str]]:
     """``(pid, GPU UUID, used memory)`` per compute process nvidia-smi lists; [] without one."""
-    try:
-        done = subprocess.run(
-            ["nvidia-smi", "--query-compute-apps=pid,gpu_uuid,used_memory", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    out = []
-    for line in done.stdout.splitlines() if done.returncode == 0 else []:
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 3 and parts[0].isdigit():
-            out.append((int(parts[0]), parts[1], parts[2]))
-    return out
+    from patchctl.validate.host import form  # host-side module: loaded only where GPUs are asked
+
+    rows = form.smi_rows("--query-compute-apps=pid,gpu_uuid,used_memory", 3)
+    # a row whose memory cell holds a comma is not nvidia-smi's: refused, as a fourth field was
+    return [(int(pid), uuid, used) for pid, uuid, used in rows if pid.isdigit() and "," not in used]
 
 
 def bound_sockets(prefix: str) -> list[tuple[str, int]]:

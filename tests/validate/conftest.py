@@ -7,4 +7,4 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from validate_helpers import loopback, site  # noqa: F401 - fixtures: pytest finds them through this import
+from validate_helpers import loopback, root, site  # noqa: F401 - fixtures: pytest finds them through this import

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +19,6 @@ import pytest
 from patchctl.validate.host import node, procs, statedir
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-
-@pytest.fixture
-def root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    base = Path(tempfile.mkdtemp(prefix="pt", dir="/tmp"))  # short, as the real /tmp/pcv-UID
-    path = base / "u"
-    monkeypatch.setattr(statedir, "state_root", lambda: str(path))
-    yield path
-    shutil.rmtree(base, ignore_errors=True)
 
 
 def test_a_supervisor_whose_caller_left_while_it_started_starts_no_ray(

@@ -4,12 +4,9 @@ only what is provably this user's and provably dead. No Ray needed: plain folder
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,15 +14,6 @@ import pytest
 from patchctl.validate.host import procs, statedir
 
 NOBODY = 65534
-
-
-@pytest.fixture
-def root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    base = Path(tempfile.mkdtemp(prefix="pt", dir="/tmp"))  # short, as the real /tmp/pcv-UID
-    path = base / "u"
-    monkeypatch.setattr(statedir, "state_root", lambda: str(path))
-    yield path
-    shutil.rmtree(base, ignore_errors=True)
 
 
 def test_the_private_folder_is_made_0700_and_a_widened_one_is_narrowed(root: Path) -> None:

@@ -18,6 +18,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from patchctl.cli.main import cli  # noqa: E402 - importable once sys.path has t
 from patchctl.clusters import Cluster, load_cluster  # noqa: E402 - importable once sys.path has the folder above
 from patchctl.migrate import Options as MigrateOptions  # noqa: E402 - importable once sys.path has the folder above
 from patchctl.migrate import migrate, state  # noqa: E402 - as above
+from patchctl.validate.host import statedir  # noqa: E402 - importable once sys.path has the folder above
 from patchctl.validate.host.procs import MARKER  # noqa: E402 - importable once sys.path has the folder above
 from realparts import unavailable  # noqa: E402 - importable once sys.path has the folder above
 
@@ -188,3 +190,14 @@ def ours() -> list[int]:
         if f"{MARKER}=".encode() in env and state_ != b"Z" and any(h in env for h in homes):
             out.append(pid)
     return out
+
+
+@pytest.fixture
+def root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The user's private state folder (statedir.state_root) moved to a fresh short folder: as
+    short as the real /tmp/pcv-UID, and gone after the test."""
+    base = Path(tempfile.mkdtemp(prefix="pt", dir="/tmp"))
+    path = base / "u"
+    monkeypatch.setattr(statedir, "state_root", lambda: str(path))
+    yield path
+    shutil.rmtree(base, ignore_errors=True)

@@ -37,19 +37,24 @@ WATCHED_ENV = (
 )
 
 
-def gpu_table() -> list[list[str]]:
-    """``[index, uuid, name]`` per GPU of the machine (nvidia-smi ignores CUDA_VISIBLE_DEVICES)."""
+def smi_rows(query: str, fields: int) -> list[list[str]]:
+    """The rows of one ``nvidia-smi --query-...`` in CSV, each ``fields`` stripped cells (the last
+    keeps any further commas); [] without nvidia-smi, on its failure, or for a short row."""
     try:
         done = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index,uuid,name", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=30,
+            ["nvidia-smi", query, "--format=csv,noheader"], capture_output=True, text=True, timeout=30
         )
     except (OSError, subprocess.TimeoutExpired):
         return []
-    rows = [[c.strip() for c in line.split(",", 2)] for line in done.stdout.splitlines() if line.strip()]
-    return [r for r in rows if len(r) == 3] if done.returncode == 0 else []
+    if done.returncode != 0:
+        return []
+    rows = [[c.strip() for c in line.split(",", fields - 1)] for line in done.stdout.splitlines() if line.strip()]
+    return [r for r in rows if len(r) == fields]
+
+
+def gpu_table() -> list[list[str]]:
+    """``[index, uuid, name]`` per GPU of the machine (nvidia-smi ignores CUDA_VISIBLE_DEVICES)."""
+    return smi_rows("--query-gpu=index,uuid,name", 3)
 
 
 def visible(table: list[list[str]], cvd: str | None) -> list[list[str]]:
