@@ -39,11 +39,11 @@ train() {
         ov=()
         [ -n "${extra:-}" ] && IFS=, read -ra ov <<< "$extra"
         rm -rf /tmp/vrun/$name
-        # END (epoch seconds): the call's end; a run starts only with 120 s left and stops 15 s before it
+        # END (epoch seconds): the call's end; a run starts only with MIN_LEFT (120) s left and stops 15 s before it
         local limit=${TRAIN_TIMEOUT:-420} left
         if [ -n "${END:-}" ]; then
             left=$((END - $(date +%s) - 15))
-            [ "$left" -ge 120 ] || { say "train $name skipped: $left s left before END"; continue; }
+            [ "$left" -ge "${MIN_LEFT:-120}" ] || { say "train $name skipped: $left s left before END"; continue; }
             [ "$left" -ge "$limit" ] || limit=$left
         fi
         CUDA_VISIBLE_DEVICES=$gpus patchctl train --target "$T" --profile smoke-vllm "${CFG[@]}" --out /tmp/vrun/$name \
