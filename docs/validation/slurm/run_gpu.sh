@@ -32,16 +32,34 @@ GPU_ARGS=()
 for g in $GPU_FILES; do GPU_ARGS+=(--gpu "$g"); done
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
-# the libraries of the unpacked packages that the image lacks, into /usr/local/lib: a library the
-# image has (by soname) is never replaced
+# the libraries of the unpacked packages whose soname the image lacks, into LIBDIR (/usr/local/lib,
+# then ldconfig): a library the image has is never shadowed, and a file already there is never
+# written over. Judged by file name before, Debian 12's libtinfo.so.6.4, libreadline, libsystemd,
+# libgcrypt, libpam... went into /usr/local/lib ahead of the image's own; a second call's `cp -a`
+# then rewrote the libtinfo that the running bash had mapped, and that bash crashed (SIGSEGV at the
+# end of the proof, nvidia-h200, 2026-11-29)
 libs_in() {
-    local from=$1 f name
+    local from=$1 dest=${LIBDIR:-/usr/local/lib} f soname known
+    command -v readelf >/dev/null || { echo "libs_in: readelf not found (binutils)"; return 1; }
+    known=$(ldconfig -p)
     for f in "$from"/usr/lib/x86_64-linux-gnu/*.so.* "$from"/lib/x86_64-linux-gnu/*.so.*; do
-        [ -e "$f" ] || continue
-        name=$(basename "$f")
-        ldconfig -p | grep -q "^[[:space:]]*$name " || cp -a "$f" /usr/local/lib/
+        [ -f "$f" ] && [ ! -L "$f" ] || continue
+        soname=$(readelf -d "$f" 2>/dev/null | sed -n 's/.*Library soname: \[\(.*\)\].*/\1/p')
+        [ -n "$soname" ] || continue
+        awk -v s="$soname" '$1 == s {found = 1} END {exit !found}' <<< "$known" && continue
+        [ -e "$dest/$(basename "$f")" ] || cp -a "$f" "$dest/"
+        [ -e "$dest/$soname" ] || ln -s "$(basename "$f")" "$dest/$soname"
     done
-    ldconfig 2>/dev/null
+    [ -n "${LIBDIR:-}" ] || ldconfig 2>/dev/null
+}
+
+# a package's files into ROOT, keeping ROOT's links to folders: Debian 12's slurmd, slurmctld and
+# munge ship ./lib/systemd/..., and `dpkg-deb -x` (tar without --keep-directory-symlink) turned a
+# merged-/usr image's /lib -> usr/lib link into a folder holding only systemd/: /lib/x86_64-linux-gnu
+# vanished, gcc's link of Triton's driver module failed (ld: cannot find /lib/x86_64-linux-gnu/libc.so.6)
+# and the trainer exited 1 (nvidia-h200, 2026-11-29)
+unpack_root() {
+    dpkg-deb --fsys-tarfile "$1" | tar -x -C "$2" --keep-directory-symlink --no-same-owner
 }
 
 slurm_in() {
@@ -49,7 +67,7 @@ slurm_in() {
     # Slurm's and munge's own packages into / (their own files: binaries, plugins, libslurmfull;
     # slurmd runs slurmstepd from the path it was built with, /usr/sbin)
     for d in "$SLURM_DEBS"/slurm*.deb "$SLURM_DEBS"/munge_*.deb "$SLURM_DEBS"/libmunge2_*.deb; do
-        dpkg-deb -x "$d" / || { say "cannot unpack $d"; return 1; }
+        unpack_root "$d" / || { say "cannot unpack $d"; return 1; }
     done
     # what the packages' postinst does with update-alternatives: slurmd, slurmctld and slurmstepd
     for b in slurmd slurmctld slurmstepd; do [ -e /usr/sbin/$b ] || ln -s $b-wlm /usr/sbin/$b; done
