@@ -99,3 +99,23 @@ def test_a_reference_that_stopped_early_does_not_shrink_the_comparison(tmp_path:
     )
     doc = json.loads(done.output)
     assert done.exit_code == 1 and (doc["verdict"], doc["step"]) == ("differs", 2), doc
+
+
+def test_h200_reruns_on_other_machines_are_the_same_and_two_broken_setups_differ_at_step_1() -> None:
+    """docs/validation/repro/cross-machine: three healthy runs on two other single-H200 machines
+    against the x4 machine's baseline are ``same``; a changed verl default (loss_agg_mode) and
+    another trainer attention backend (sdpa), which every absolute gate passed, ``differ`` at step 1,
+    and the line prints the value apart from the one-value band (sdpa is off in the 7th digit)."""
+    runs, cross = REPRO / "runs", REPRO / "cross-machine"
+    for name in ("xm-healthy-1", "xm-healthy-2", "xm-healthy-3"):
+        done = CliRunner().invoke(cli, ["validate", str(cross / f"{name}-report.json"), "--baseline", str(runs)])
+        assert done.exit_code == 0 and "baseline: same: 208 values of 5 reference run(s)" in done.output, done.output
+    lines = {}
+    for name in ("lossagg", "sdpa"):
+        report = cross / f"{name}-report.json"
+        assert json.loads(report.read_text())["verdict"] == "pass"
+        done = CliRunner().invoke(cli, ["validate", str(report), "--baseline", str(runs)])
+        assert done.exit_code == 1, done.output
+        lines[name] = done.output.strip().splitlines()[-1]
+    assert lines["lossagg"] == "baseline: differs: actor/entropy at step 1 is 3.66727, outside [3.66619, 3.66619]"
+    assert lines["sdpa"] == "baseline: differs: actor/entropy at step 1 is 3.666193, outside [3.666190, 3.666190]"

@@ -39,10 +39,17 @@ train() {
         ov=()
         [ -n "${extra:-}" ] && IFS=, read -ra ov <<< "$extra"
         rm -rf /tmp/vrun/$name
+        # END (epoch seconds): the call's end; a run starts only with MIN_LEFT (120) s left and stops 15 s before it
+        local limit=${TRAIN_TIMEOUT:-420} left
+        if [ -n "${END:-}" ]; then
+            left=$((END - $(date +%s) - 15))
+            [ "$left" -ge "${MIN_LEFT:-120}" ] || { say "train $name skipped: $left s left before END"; continue; }
+            [ "$left" -ge "$limit" ] || limit=$left
+        fi
         CUDA_VISIBLE_DEVICES=$gpus patchctl train --target "$T" --profile smoke-vllm "${CFG[@]}" --out /tmp/vrun/$name \
-            --timeout "${TRAIN_TIMEOUT:-420}" --json "${ov[@]}" > "$R/runs/$name.json" 2> "$R/runs/$name-progress.txt" &
+            --timeout "$limit" --json "${ov[@]}" > "$R/runs/$name.json" 2> "$R/runs/$name-progress.txt" &
         names+=("$name")
-        [ -n "${PARALLEL:-}" ] || { wait "$!"; say "train $name rc=$?"; continue; }
+        [ -n "${PARALLEL:-}" ] || { wait "$!"; say "train $name rc=$? (timeout $limit s)"; collect "$name"; continue; }
         pids+=($!)
         say "train $name on GPU $gpus ${ov[*]:-}"
         sleep "${STAGGER:-4}"
@@ -51,10 +58,17 @@ train() {
     for i in "${!pids[@]}"; do
         wait "${pids[$i]}"; say "train ${names[$i]} rc=$?"
     done
-    for name in "${names[@]}"; do
-        cp /tmp/vrun/$name/report.json "$R/runs/$name-report.json" 2>/dev/null
-        cp /tmp/vrun/$name/train.log "$R/runs/$name-train.log" 2>/dev/null
-        python3 - "$R/runs/$name-report.json" "$name" <<'PY'
+    [ -n "${PARALLEL:-}" ] || return 0
+    for name in "${names[@]}"; do collect "$name"; done
+}
+
+# one run's report and log into $R/runs, its verdict line printed, and $R packed into $OUT at once
+# (a call cut by its limit still brings back every run that ended)
+collect() {
+    local name=$1
+    cp /tmp/vrun/$name/report.json "$R/runs/$name-report.json" 2>/dev/null
+    cp /tmp/vrun/$name/train.log "$R/runs/$name-train.log" 2>/dev/null
+    python3 - "$R/runs/$name-report.json" "$name" <<'PY'
 import json, sys
 try:
     d = json.load(open(sys.argv[1]))
@@ -62,9 +76,9 @@ except Exception as exc:  # noqa: BLE001
     sys.exit(f"{sys.argv[2]}: no report: {exc}")
 bad = [f'{g["name"]}={g["status"]}' for g in d["gates"] if g["status"] not in ("pass", "skip")]
 t = d.get("timings") or {}
-print(f'{sys.argv[2]}: {d["verdict"]} steps={len(d["steps"])} first_step={t.get("first_step_s")} total={t.get("total_s")} {" ".join(bad)}')
+print(f'{sys.argv[2]}: {d["verdict"]} steps={len(d["steps"])} first_step={t.get("first_step")} verdict={t.get("verdict")} {" ".join(bad)}')
 PY
-    done
+    tar -czf "$OUT/r40res.tar.gz" -C $R --exclude='*-train.log' . 2>/dev/null
 }
 
 judge() {

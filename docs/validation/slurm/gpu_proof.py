@@ -1,5 +1,5 @@
 """Issue 36 req 6: ``validate`` through a real Slurm with ``gres/gpu``, as a two-node job (one GPU
-each) and as a one-node job with two GPUs.
+each) and as a one-node job with two GPUs; on a machine of one GPU, as a one-node job with that GPU.
 
 One machine plays the cluster, as the tests' fixture does (tests/slurm/slurm_harness.py):
 ``munged``, ``slurmctld`` and three ``slurmd`` on loopback addresses, each node with the device
@@ -7,7 +7,10 @@ files of its GPUs in ``gres.conf`` (n1: GPU 0, n2: GPU 1, n3: both), the partiti
 (n1, n2) and ``big`` (n3), and a loopback sshd as the login node. Slurm numbers each node's GPUs
 from 0, as on separate machines; here n2's GPU 0 is the machine's GPU 1, so a TaskProlog maps each
 node's numbers to its device files' (``--local-numbers`` leaves them, and validate's GPU identity
-check then fails the pair job: both nodes on one GPU). The tree is migrated to a shared
+check then fails the pair job: both nodes on one GPU). With one ``--gpu`` (``nvidia-h200``) the
+cluster is one node, ``n1`` with that GPU, in the partition ``one``, and the job is ``one`` (1 node x
+1 GPU): Slurm still sets ``ROCR_VISIBLE_DEVICES`` beside ``CUDA_VISIBLE_DEVICES`` there, which verl
+refuses (the driver's ``env -u``). The tree is migrated to a shared
 root (every slurmd sees the same file system), then ``patchctl validate pair`` and
 ``patchctl validate big`` run one after the other (n3 shares n1's and n2's GPUs, so never at
 once). Prints, per job, the verdict, every gate, the nodes and GPUs Ray saw and the timings
@@ -51,7 +54,20 @@ from sshd_harness import missing_tools as sshd_missing  # noqa: E402 - as above
 from bench_validate import CPU_SKIP, tree_and_env  # noqa: E402 - as above
 
 #: cluster name -> (partition, nodes, GPUs per node)
-SHAPES = {"pair": ("pair", 2, 1), "big": ("big", 1, 2)}
+SHAPES = {"pair": ("pair", 2, 1), "big": ("big", 1, 2), "one": ("one", 1, 1)}
+
+
+def layout_for(gpus: list[str], cpus: int, physical: bool, cgroup: str) -> tuple[Layout, tuple[str, ...]]:
+    """The harness cluster for these GPUs' device files and the jobs it can run: two GPUs give n1,
+    n2 (one each) and n3 (both), the jobs pair and big; one GPU gives n1 alone and the job one."""
+    if len(gpus) == 1:
+        nodes: dict[str, tuple[str, ...]] = {"n1": (gpus[0],)}
+        return Layout(nodes, cpus, {"one": ("n1",)}, physical=physical, cgroup=cgroup), ("one",)
+    if len(gpus) != 2:
+        raise SystemExit(f"--gpu: give one or two GPUs' device files, not {len(gpus)}")
+    nodes = {"n1": (gpus[0],), "n2": (gpus[1],), "n3": (gpus[0], gpus[1])}
+    parts = {"pair": ("n1", "n2"), "big": ("n3",)}
+    return Layout(nodes, cpus, parts, physical=physical, cgroup=cgroup), ("pair", "big")
 
 
 def free_port() -> int:
@@ -60,10 +76,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def config(path: Path, login: LoopbackCluster, root: Path, env: dict[str, str], cpus: int, skip: list[str]) -> None:
-    """The two clusters; each head's GCS on a free port (another Ray on the machine may hold 6379)."""
+def config(
+    path: Path,
+    login: LoopbackCluster,
+    root: Path,
+    env: dict[str, str],
+    cpus: int,
+    skip: list[str],
+    jobs: tuple[str, ...],
+) -> None:
+    """One cluster per job; each head's GCS on a free port (another Ray on the machine may hold 6379)."""
     text = ""
-    for name, (partition, nodes, gpus) in SHAPES.items():
+    for name in jobs:
+        partition, nodes, gpus = SHAPES[name]
         text += (
             f'[clusters.{name}]\nscheduler = "slurm"\nlogin = "node1"\nssh_config = "{login.ssh_config}"\n'
             f'root = "{root}"\nshared_root = true\npartition = "{partition}"\nnodes = {nodes}\n'
@@ -135,7 +160,10 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--env", action="append", default=[], help="K=V for the clusters' env")
     ap.add_argument("--profile", default="smoke")
-    ap.add_argument("--gpu", action="append", default=[], help="a GPU's device file (twice); default: plain files")
+    ap.add_argument(
+        "--gpu", action="append", default=[], help="a GPU's device file (once or twice); default: character devices"
+    )
+    ap.add_argument("--fake-gpus", type=int, choices=(1, 2), default=2, help="without --gpu: how many stand-in GPUs")
     ap.add_argument("--cpus", type=int, default=2, help="CPUs of each node and cpus_per_task")
     ap.add_argument("--timeout", default="400", help="validate's --timeout (seconds)")
     ap.add_argument("--only", choices=tuple(SHAPES), action="append", help="run these jobs only")
@@ -156,18 +184,17 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="pcv-slurm-gpu-"))
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    gpus = args.gpu or [str(work / "dev" / "nvidia0"), str(work / "dev" / "nvidia1")]
+    gpus = args.gpu or [str(work / "dev" / f"nvidia{i}") for i in range(args.fake_gpus)]
     if not args.gpu:  # character devices named as GPUs (Slurm takes nothing else): /dev/null's numbers
         (work / "dev").mkdir()
         for g in gpus:
             os.mknod(g, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-    layout = Layout(
-        {"n1": (gpus[0],), "n2": (gpus[1],), "n3": (gpus[0], gpus[1])},
-        args.cpus,
-        {"pair": ("n1", "n2"), "big": ("n3",)},
-        physical=not args.local_numbers,
-        cgroup=os.environ.get("SLURM_CGROUP_CONF", "CgroupPlugin=cgroup/v1").replace(";", "\n") + "\n",
-    )
+    cgroup = os.environ.get("SLURM_CGROUP_CONF", "CgroupPlugin=cgroup/v1").replace(";", "\n") + "\n"
+    layout, jobs = layout_for(gpus, args.cpus, not args.local_numbers, cgroup)
+    wrong = [j for j in args.only or () if j not in jobs]
+    if wrong:
+        print(f"--only {wrong[0]}: this layout ({len(gpus)} GPU(s)) runs {', '.join(jobs)}")
+        return 2
     t0 = time.monotonic()
     cluster = SlurmCluster(work / "slurm", layout)
     print(f"slurm up in {time.monotonic() - t0:.1f} s: {cluster.node_states()}")
@@ -180,8 +207,9 @@ def main() -> int:
         try:
             tree, env = tree_and_env(work, args.tree, args.env)
             cfg = out / "patchctl.toml"
-            config(cfg, login, work / "shared" / "verl_Uky", env, args.cpus, (CPU_SKIP if cpu else []) + args.skip)
-            for name in SHAPES:
+            skip = (CPU_SKIP if cpu else []) + args.skip
+            config(cfg, login, work / "shared" / "verl_Uky", env, args.cpus, skip, jobs)
+            for name in jobs:
                 if args.only and name not in args.only:
                     continue
                 code, secs, text = patchctl(["migrate", name, "--target", str(tree), "--config", str(cfg)], log, work)

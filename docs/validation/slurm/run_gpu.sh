@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Issue 36 req 6 on nvidia-h200-x2: Slurm (Debian 12's slurm-wlm 22.05 and munge, carried in as
 # .deb files) with gres/gpu for the two GPUs, then validate --profile smoke-vllm as a two-node job
-# (one GPU each) and as a one-node job with two GPUs (gpu_proof.py). Run from a copy of the branch's
+# (one GPU each) and as a one-node job with two GPUs (gpu_proof.py). On nvidia-h200 (one GPU) the
+# cluster is one node with that GPU and the job one node x 1 GPU (gpu_proof.py's "one"); the GPUs
+# are the machine's /dev/nvidiaN files (GPU_FILES overrides). Run from a copy of the branch's
 # tree (the device sends the session's checkout; the branch travels in a carried folder). $OUT
 # receives the logs and results.tar.gz.
 #
@@ -24,18 +26,40 @@ mkdir -p "$OUT"
 S=$(date +%s.%N)
 say() { printf "[%6.1f s] %s\n" "$(awk -v a="$(date +%s.%N)" -v b="$S" 'BEGIN{print a-b}')" "$*"; }
 SMOKE=$PWD/docs/validation/vllm-smoke/run_gpu.sh
+# the machine's GPUs' device files (/dev/nvidia0 ...; not nvidiactl, nvidia-uvm), as gpu_proof.py's --gpu
+GPU_FILES=${GPU_FILES:-$(ls /dev/nvidia[0-9]* 2>/dev/null | sort -V | tr '\n' ' ')}
+GPU_ARGS=()
+for g in $GPU_FILES; do GPU_ARGS+=(--gpu "$g"); done
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
-# the libraries of the unpacked packages that the image lacks, into /usr/local/lib: a library the
-# image has (by soname) is never replaced
+# the libraries of the unpacked packages whose soname the image lacks, into LIBDIR (/usr/local/lib,
+# then ldconfig): a library the image has is never shadowed, and a file already there is never
+# written over. Judged by file name before, Debian 12's libtinfo.so.6.4, libreadline, libsystemd,
+# libgcrypt, libpam... went into /usr/local/lib ahead of the image's own; a second call's `cp -a`
+# then rewrote the libtinfo that the running bash had mapped, and that bash crashed (SIGSEGV at the
+# end of the proof, nvidia-h200, 2026-11-29)
 libs_in() {
-    local from=$1 f name
+    local from=$1 dest=${LIBDIR:-/usr/local/lib} f soname known
+    command -v readelf >/dev/null || { echo "libs_in: readelf not found (binutils)"; return 1; }
+    known=$(ldconfig -p)
     for f in "$from"/usr/lib/x86_64-linux-gnu/*.so.* "$from"/lib/x86_64-linux-gnu/*.so.*; do
-        [ -e "$f" ] || continue
-        name=$(basename "$f")
-        ldconfig -p | grep -q "^[[:space:]]*$name " || cp -a "$f" /usr/local/lib/
+        [ -f "$f" ] && [ ! -L "$f" ] || continue
+        soname=$(readelf -d "$f" 2>/dev/null | sed -n 's/.*Library soname: \[\(.*\)\].*/\1/p')
+        [ -n "$soname" ] || continue
+        awk -v s="$soname" '$1 == s {found = 1} END {exit !found}' <<< "$known" && continue
+        [ -e "$dest/$(basename "$f")" ] || cp -a "$f" "$dest/"
+        [ -e "$dest/$soname" ] || ln -s "$(basename "$f")" "$dest/$soname"
     done
-    ldconfig 2>/dev/null
+    [ -n "${LIBDIR:-}" ] || ldconfig 2>/dev/null
+}
+
+# a package's files into ROOT, keeping ROOT's links to folders: Debian 12's slurmd, slurmctld and
+# munge ship ./lib/systemd/..., and `dpkg-deb -x` (tar without --keep-directory-symlink) turned a
+# merged-/usr image's /lib -> usr/lib link into a folder holding only systemd/: /lib/x86_64-linux-gnu
+# vanished, gcc's link of Triton's driver module failed (ld: cannot find /lib/x86_64-linux-gnu/libc.so.6)
+# and the trainer exited 1 (nvidia-h200, 2026-11-29)
+unpack_root() {
+    dpkg-deb --fsys-tarfile "$1" | tar -x -C "$2" --keep-directory-symlink --no-same-owner
 }
 
 slurm_in() {
@@ -43,7 +67,7 @@ slurm_in() {
     # Slurm's and munge's own packages into / (their own files: binaries, plugins, libslurmfull;
     # slurmd runs slurmstepd from the path it was built with, /usr/sbin)
     for d in "$SLURM_DEBS"/slurm*.deb "$SLURM_DEBS"/munge_*.deb "$SLURM_DEBS"/libmunge2_*.deb; do
-        dpkg-deb -x "$d" / || { say "cannot unpack $d"; return 1; }
+        unpack_root "$d" / || { say "cannot unpack $d"; return 1; }
     done
     # what the packages' postinst does with update-alternatives: slurmd, slurmctld and slurmstepd
     for b in slurmd slurmctld slurmstepd; do [ -e /usr/sbin/$b ] || ln -s $b-wlm /usr/sbin/$b; done
@@ -77,24 +101,29 @@ slurm_check() {
     local conf
     rm -f /tmp/s36-cgroup
     for conf in "CgroupPlugin=cgroup/v1" "CgroupPlugin=cgroup/v2;IgnoreSystemd=yes"; do
-        if SLURM_CGROUP_CONF="$conf" python3 - <<'PY'
-import os, sys, tempfile, time
-sys.path[:0] = ["tests/slurm", "tests/migrate"]
+        if SLURM_CGROUP_CONF="$conf" GPU_FILES="$GPU_FILES" python3 - <<'PY'
+import dataclasses, os, sys, tempfile, time
+sys.path[:0] = ["tests/slurm", "tests/migrate", "benchmarks"]
 from pathlib import Path
-from slurm_harness import Layout, SlurmCluster
+sys.path[:0] = ["docs/validation/slurm"]
+from slurm_harness import SlurmCluster
+from gpu_proof import SHAPES, layout_for
 conf = os.environ["SLURM_CGROUP_CONF"].replace(";", "\n") + "\n"
 t0 = time.monotonic()
 base = Path(tempfile.mkdtemp()) / "s"
+layout, jobs = layout_for(os.environ["GPU_FILES"].split(), int(os.environ.get("NODE_CPUS", "16")), True, conf)
+layout = dataclasses.replace(layout, idle_timeout=10)
 try:
-    c = SlurmCluster(base, Layout(
-        {"n1": ("/dev/nvidia0",), "n2": ("/dev/nvidia1",), "n3": ("/dev/nvidia0", "/dev/nvidia1")}, 16,
-        {"pair": ("n1", "n2"), "big": ("n3",)}, physical=True, cgroup=conf, idle_timeout=10))
+    c = SlurmCluster(base, layout)
 except RuntimeError as exc:
     print(f"cgroup.conf {conf!r}: {exc}"); os.system(f"tail -n 4 {base}/log/n1.out"); sys.exit(1)
 try:
     print(f"cgroup.conf {conf!r}: slurm up in {time.monotonic() - t0:.1f} s: {c.node_states()}")
-    for a in (["-p", "pair", "-N2", "--gpus-per-node=1"], ["-p", "big", "-N1", "--gpus-per-node=2"]):
-        r = c.run("srun", *a, "sh", "-c", "echo $SLURMD_NODENAME CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES", check=False)
+    for job in jobs:
+        part, nodes, gpus = SHAPES[job]
+        a = ["-p", part, f"-N{nodes}", f"--gpus-per-node={gpus}"]
+        r = c.run("srun", *a, "sh", "-c", "echo $SLURMD_NODENAME CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES "
+                  "ROCR_VISIBLE_DEVICES=$ROCR_VISIBLE_DEVICES", check=False)
         print(" ".join(a), "->", r.stdout.strip().replace("\n", " | "), r.stderr.strip()[-300:])
 finally:
     c.close()
@@ -148,9 +177,9 @@ case $MODE in
         bash "$SMOKE" setup "$DIR" 2>&1 | grep -E "rc=|done|unpacked|compiled|^ray |assets|missing|damaged|failed"
         {
             sshd_in || exit 1
-            say "gpu_proof: pair (2 nodes x 1 GPU), then big (1 node x 2 GPUs)"
+            say "gpu_proof on $GPU_FILES: pair (2 nodes x 1 GPU) then big (1 node x 2 GPUs); with one GPU, one (1 node x 1 GPU)"
             PYTHONPATH=$PWD/src:/tmp/vsite timeout "${PROOF_LIMIT:-420}" python3 docs/validation/slurm/gpu_proof.py --tree /tmp/w/verl-0.9.1 \
-                --out /tmp/s36res --profile smoke-vllm --gpu /dev/nvidia0 --gpu /dev/nvidia1 --cpus 16 \
+                --out /tmp/s36res --profile smoke-vllm "${GPU_ARGS[@]}" --cpus "${NODE_CPUS:-16}" \
                 --env "PYTHONPATH=$PWD/src:/tmp/vsite" --env RAY_memory_monitor_refresh_ms=0 \
                 --timeout "${VALIDATE_TIMEOUT:-300}" ${ONLY:+--only $ONLY}
             say "proof done"
@@ -172,9 +201,9 @@ case $MODE in
             PYTHONPATH=$PWD/src:/tmp/vsite python3 -m patchctl verify --target $T 2>&1 | tail -n 1
             slurm_in && slurm_check && sshd_in || exit 1
             SLURM_CGROUP_CONF=$(cat /tmp/s36-cgroup); export SLURM_CGROUP_CONF
-            say "gpu_proof: pair (2 nodes x 1 GPU), then big (1 node x 2 GPUs)"
+            say "gpu_proof on $GPU_FILES: pair (2 nodes x 1 GPU) then big (1 node x 2 GPUs); with one GPU, one (1 node x 1 GPU)"
             PYTHONPATH=$PWD/src:/tmp/vsite timeout "${PROOF_LIMIT:-420}" python3 docs/validation/slurm/gpu_proof.py --tree $T \
-                --out /tmp/s36res --profile smoke-vllm --gpu /dev/nvidia0 --gpu /dev/nvidia1 --cpus 16 \
+                --out /tmp/s36res --profile smoke-vllm "${GPU_ARGS[@]}" --cpus "${NODE_CPUS:-16}" \
                 --env "PYTHONPATH=$PWD/src:/tmp/vsite" --env RAY_memory_monitor_refresh_ms=0 \
                 --timeout "${VALIDATE_TIMEOUT:-300}" ${ONLY:+--only $ONLY}
             say "proof done"

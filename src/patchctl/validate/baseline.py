@@ -73,8 +73,21 @@ class Verdict:
         if self.verdict != "differs":
             return f"{self.verdict}: {self.compared} values of {self.references} reference run(s)"
         lo, hi = self.band or (math.nan, math.nan)
-        where = f"[{lo:.6g}, {hi:.6g}]" if self.references > 1 else f"{lo:.6g} (the reference's)"
-        return f"differs: {self.metric} at step {self.step} is {self.value:.6g}, outside {where}"
+        value = math.nan if self.value is None else self.value
+        # past 6 digits, trailing zeros kept: 3.666193 against 3.666190, not 3.66619
+        form = f".{digits}g" if (digits := distinct_digits(value, lo, hi)) == 6 else f"#.{digits}g"
+        where = f"[{lo:{form}}, {hi:{form}}]" if self.references > 1 else f"{lo:{form}} (the reference's)"
+        return f"differs: {self.metric} at step {self.step} is {value:{form}}, outside {where}"
+
+
+def distinct_digits(value: float, *edges: float) -> int:
+    """The fewest significant digits (6 or more) that print ``value`` apart from each band edge it is
+    not equal to: bitwise reruns make one-value bands, and a run off by the last bits (another
+    attention kernel, H200 2026-11-29) printed as "3.66619, outside [3.66619, 3.66619]" at 6."""
+    for digits in range(6, 18):
+        if all(f"{value:.{digits}g}" != f"{e:.{digits}g}" for e in edges if e != value):
+            return digits
+    return 17
 
 
 def references(path: Path) -> list[comparing.Report]:
