@@ -346,6 +346,13 @@ for i in $(echo "$CUDA_VISIBLE_DEVICES" | tr , ' '); do
     out="${out:+$out,}$d"
 done
 echo "export CUDA_VISIBLE_DEVICES=$out"
+# Slurm's gres/gpu sets these two to the same local numbers: map them alike, as a real node's
+# would read (otherwise n2 had CUDA_VISIBLE_DEVICES=1 beside ROCR_VISIBLE_DEVICES=0)
+for v in ROCR_VISIBLE_DEVICES GPU_DEVICE_ORDINAL; do
+    eval "cur=\\${$v:-}"
+    [ "$cur" = "$CUDA_VISIBLE_DEVICES" ] && echo "export $v=$out"
+done
+exit 0
 """
 
 
