@@ -15,6 +15,10 @@ EXCERPTS: dict[str, str] = {
 /usr/bin/ld: cannot find -lcuda: No such file or directory
 collect2: error: ld returned 1 exit status
 """,
+    "linker-cannot-find-file": """\
+(TaskRunnerV1 pid=9571) /usr/bin/ld: cannot find /lib/x86_64-linux-gnu/libc.so.6: No such file or directory
+(TaskRunnerV1 pid=9571) collect2: error: ld returned 1 exit status
+""",
     "vllm-backend-not-registered": """\
 (WorkerDict pid=3114) INFO 12-20 08:01:44 [cuda.py:362] Using backend TORCH_SDPA from VLLM_ATTENTION_BACKEND
 (WorkerDict pid=3114)   File "/usr/local/lib/python3.12/dist-packages/vllm/attention/backends/registry.py", line 94, in get_path

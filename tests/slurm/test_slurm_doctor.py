@@ -61,3 +61,17 @@ def test_the_gpu_job_s_own_log_names_rocr_visible_devices_not_a_dead_worker() ->
     set ROCR_VISIBLE_DEVICES beside CUDA_VISIBLE_DEVICES; doctor used to say only that a worker died."""
     log = Path(__file__).parents[2] / "docs" / "validation" / "slurm" / "runs" / "4-job.out"
     assert top(log.read_text(encoding="utf-8", errors="replace").splitlines()) == "rocr-visible-devices-set"
+
+
+def test_a_linker_line_outranks_triton_s_compile_failure_and_cannot_find_lcuda_stays_its_own() -> None:
+    """The one-GPU Slurm run on an H200 (docs/validation/slurm/runs/5-proof-one-lib-link-broken.log)
+    failed because unpacking Slurm's packages broke the image's /lib link: the linker line names the
+    cause; Triton's compile traceback below it is the consequence. ``-lcuda`` keeps its own fix."""
+    log = Path(__file__).parents[2] / "docs/validation/slurm/runs/5-proof-one-lib-link-broken.log"
+    found = diagnose(log.read_text(encoding="utf-8").splitlines(), SIGNATURES).matches
+    assert [m.signature.id for m in found[:2]] == ["linker-cannot-find-file", "triton-compile-module"]
+    assert "/lib/x86_64-linux-gnu/libc.so.6'" in next(c for k, c in found[0].resolves() if k == "command")
+    lcuda = diagnose(["/usr/bin/ld: cannot find -lcuda: No such file or directory"], SIGNATURES).matches
+    assert [m.signature.id for m in lcuda] == ["triton-cannot-find-lcuda"]  # its own fix, not a second finding
+    zlib = ["/usr/bin/ld: cannot find -lz", "collect2: error: ld returned 1 exit status"]
+    assert top(zlib) == "linker-cannot-find-file"
