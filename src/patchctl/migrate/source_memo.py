@@ -117,8 +117,10 @@ def keep(
     the check began (0: no clock, nothing kept). Best effort, as the hash cache."""
     if since <= 0:
         return
-    tree = [[p, identity(p)] for p in (os.path.join(root, rel) for rel in sorted(set(read)))]
-    kits = [[p, identity(p)] for p in patchset_files(ps.root for ps in patchsets)]
+    tree: list[tuple[str, Identity]] = [
+        (p, identity(p)) for p in (os.path.join(root, rel) for rel in sorted(set(read)))
+    ]
+    kits: list[tuple[str, Identity]] = [(p, identity(p)) for p in patchset_files(ps.root for ps in patchsets)]
     for _, known in (*tree, *kits):
         if known is not None and max(known[3], known[4]) >= since:
             return  # racily clean: a change within this tick could keep every field
