@@ -151,8 +151,17 @@ def test_an_answer_read_from_a_file_as_young_as_the_clock_is_not_kept(tree: Path
         lambda doc: json.dumps({**doc, "tree": {}}).encode(),
         lambda doc: json.dumps({**doc, "answer": {"ok": "yes"}}).encode(),
         lambda doc: json.dumps({**doc, "format": 0}).encode(),
+        lambda doc: json.dumps({**doc, "answer": {**doc["answer"], "problems": "uky"}}).encode(),
     ],
-    ids=["garbage", "fields-missing", "not-an-object", "tree-not-a-list", "answer-of-another-shape", "old-format"],
+    ids=[
+        "garbage",
+        "fields-missing",
+        "not-an-object",
+        "tree-not-a-list",
+        "answer-of-another-shape",
+        "old-format",
+        "problems-not-a-list",
+    ],
 )
 def test_a_damaged_memo_is_none(tree: Path, checks: list[Path], damage: Callable[[dict[str, object]], bytes]) -> None:
     (tree / "test_components.py").unlink()

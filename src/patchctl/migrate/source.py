@@ -56,14 +56,9 @@ def check(tree: Target, patchsets: Sequence[Patchset]) -> SourceCheck:
     listed here: the presence of each patch is what this check reports, and the inventory the
     hosts are checked against comes from the file set's hash cache (one walk of the tree, not two).
     The last answer is given again while nothing it read has changed (see source_memo)."""
-    kept = source_memo.recall(tree.root, tree.version, patchsets)
+    kept = _answer(source_memo.recall(tree.root, tree.version, patchsets))
     if kept is not None:
-        try:
-            return SourceCheck(
-                tuple(kept["patchsets"]), kept["ok"] is True, kept["patched"] is True, tuple(kept["problems"])
-            )
-        except (KeyError, TypeError):
-            pass  # not an answer this patchctl wrote: checked again below
+        return kept
     # here, not at the top: the check's modules (the patch kinds, the parsers) load only when it runs
     from patchctl.migrate.hashcache import clock
 
@@ -71,6 +66,18 @@ def check(tree: Target, patchsets: Sequence[Patchset]) -> SourceCheck:
     found, read = _check(tree, patchsets)
     source_memo.keep(tree.root, tree.version, patchsets, read, since, found.to_json())
     return found
+
+
+def _answer(kept: dict[str, Any] | None) -> SourceCheck | None:
+    """The remembered answer as a :class:`SourceCheck`; None for one of another shape (not
+    written by this patchctl: the check runs again)."""
+    if kept is None:
+        return None
+    names, ok, patched, problems = (kept.get(k) for k in ("patchsets", "ok", "patched", "problems"))
+    texts = all(isinstance(x, list) and all(isinstance(t, str) for t in x) for x in (names, problems))
+    if not texts or not isinstance(ok, bool) or not isinstance(patched, bool):
+        return None
+    return SourceCheck(tuple(names), ok, patched, tuple(problems))  # type: ignore[arg-type]
 
 
 def _check(tree: Target, patchsets: Sequence[Patchset]) -> tuple[SourceCheck, set[str]]:
