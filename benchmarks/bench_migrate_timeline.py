@@ -32,7 +32,7 @@ STEPS = {
     "patchctl.remote.ssh": ["Master.open", "Master.logged_in", "Master.close", "Connections.close"],
     "patchctl.cli.targets": ["open_target"],
     "patchctl.patchsets.loader": ["load_patchsets"],
-    "patchctl.cli.migrate_cmd": ["_check_source"],
+    "patchctl.cli.migrate_run": ["_check_source"],
     "patchctl.migrate.runner": ["run"],
     "patchctl.migrate.prepare": ["prepare"],
     "patchctl.migrate.hashcache": ["load", "save"],

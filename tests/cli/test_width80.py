@@ -212,7 +212,7 @@ def test_piped_output_honours_columns_and_the_terminal(tmp_path: Path) -> None:
 
 
 def test_migrate_report_leaves_the_reason_below_the_table(capsys: pytest.CaptureFixture[str]) -> None:
-    from patchctl.cli import migrate_cmd
+    from patchctl.cli import migrate_run
     from patchctl.migrate.results import HostResult, HostStatus, MigrateResult
     from patchctl.migrate.source import SourceCheck
 
@@ -222,7 +222,7 @@ def test_migrate_report_leaves_the_reason_below_the_table(capsys: pytest.Capture
         HostResult("user@10.0.0.2", "/root/verl_Uky", HostStatus.UNREACHABLE, 0, 0, 5.0, False, reason),
     )
     result = MigrateResult("gpu", "/home/user/src/verl_Uky", "0123456789abcdef", 1234, hosts)
-    migrate_cmd._report(result, SourceCheck(("uky",), True, True, ()), False)
+    migrate_run._report(result, SourceCheck(("uky",), True, True, ()), False)
     captured = capsys.readouterr()
     snapshot("migrate-report", captured.out, exempt=lambda line: line.startswith("user@10.0.0.2: "))
     assert f"\nuser@10.0.0.2: {reason}\n" in captured.out  # whole lines, where a column would fold it

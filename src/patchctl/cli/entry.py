@@ -3,8 +3,8 @@
 Importing click, the command group and the migrate command takes some 50 ms, and a migrate's
 hosts cannot log in before its command line is parsed. So the script reads a ``migrate``
 command line first (:mod:`patchctl.migrate.early`) and only then loads the CLI, which takes the
-logins over. A plain ``verify`` command line runs without click at all (:mod:`patchctl.cli.quick`:
-click's import was a quarter of a ``verify --json``). Every other command goes straight to
+logins over. A plain ``verify`` or ``migrate`` command line runs without click at all
+(:mod:`patchctl.cli.quick`: click's import was a quarter of a ``verify --json``). Every other command goes straight to
 :func:`patchctl.cli.main.main`.
 
 A migrate also ends without the interpreter's teardown of its ~400 modules (15-40 ms on two busy
@@ -52,6 +52,10 @@ def main() -> None:
             from patchctl.cli import quick
 
             quick.verify(sys.argv[2:])  # returns only where click must read the command line
+        elif command == ["migrate"]:
+            from patchctl.cli import quick
+
+            quick.migrate(sys.argv[2:])  # likewise
         from patchctl.cli.main import main as cli_main
 
         cli_main()

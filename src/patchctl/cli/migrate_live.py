@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
-
 from patchctl import progress
 from patchctl.cli import render
+from patchctl.cli.echo import echo
 from patchctl.cli.migrate_summary import human
 from patchctl.migrate.results import Phase, Progress
 
@@ -78,9 +77,9 @@ class PlainLines:
         if not self.echo:
             return
         if event.phase is Phase.DONE and event.phases is not None:
-            click.echo(f"{event.host}: done: {event.phases.describe()}")
+            echo(f"{event.host}: done: {event.phases.describe()}")
         if self.phase.get(event.host) is event.phase or event.phase in (Phase.QUEUED, Phase.DONE):
             return
         self.phase[event.host] = event.phase
         sent = f" ({event.files} files, {human(event.bytes)} sent)" if event.phase is Phase.VERIFYING else ""
-        click.echo(f"{event.host}: {event.phase.value}{sent}")
+        echo(f"{event.host}: {event.phase.value}{sent}")

@@ -14,8 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-import click
-
+from patchctl.cli.echo import echo
 from patchctl.cli.render import quote_path
 
 #: a plan up to this many items is listed whole, even without --list (a re-run's few changes)
@@ -66,19 +65,19 @@ def show(host: str, changes: Sequence[str], root: Path, full: bool) -> None:
     sends = kinds["send"]
     rows = folders(sends, root)
     size = sum(b for _, _, b in rows)
-    click.echo(
+    echo(
         f"\n{host}: would send {len(sends)} file(s) ({human(size)}), delete {len(kinds['delete'])}, "
         f"render {len(kinds['render'])}"
     )
     if full or len(changes) <= SHORT:
         for c in changes:
-            click.echo(f"  {c}")
+            echo(f"  {c}")
         return
     width = max(len(quote_path(f)) for f, _, _ in rows)
     for folder, n, b in rows[:10]:
-        click.echo(f"  {quote_path(folder):<{width}}  {n:>6} file(s)  {human(b):>9}")
+        echo(f"  {quote_path(folder):<{width}}  {n:>6} file(s)  {human(b):>9}")
     if len(rows) > 10:
-        click.echo(f"  ... {len(rows) - 10} more folder(s)")
+        echo(f"  ... {len(rows) - 10} more folder(s)")
     for path in kinds["delete"]:  # a deletion is never summarised away
-        click.echo(f"  delete {path}")
-    click.echo(f"  (--list shows all {len(changes)} items)")
+        echo(f"  delete {path}")
+    echo(f"  (--list shows all {len(changes)} items)")

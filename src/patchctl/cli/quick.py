@@ -1,4 +1,4 @@
-"""``patchctl verify`` without click, for the command lines a person or a hook types most.
+"""``patchctl verify`` and ``patchctl migrate`` without click, for the command lines typed most.
 
 ``verify --json`` is measured against ``grep -rn`` (issue 39.13: at most 0.12 s), and loading
 click, the command group and the options' types was a quarter of it. A command line made only
@@ -7,6 +7,12 @@ plainly, is read here and run by :func:`patchctl.cli.verify_run.run`, which clic
 calls too. Anything else (``--help``, ``--env``, an option misspelt, a value click would refuse
 or read differently, shell completion) returns None and goes to click, which has the
 messages for it; tests/cli/test_quick.py runs both readers on the same command lines.
+
+``migrate CLUSTER`` likewise (its whole command is measured against rsync's, and click with the
+command group was a tenth of migrate's own start): the cluster, ``--target``, ``--patchset``,
+``--config``, ``--host`` and the flags ``--dry-run``, ``--delete``, ``--checksum``,
+``--allow-unverified`` and ``--json``, run by :func:`patchctl.cli.migrate_run.run`, which click's
+``migrate`` calls too; ``--jobs``, ``--list``, ``--nodes`` and anything else go to click.
 """
 
 from __future__ import annotations
@@ -84,7 +90,22 @@ def verify(args: list[str]) -> None:
     line = read_verify(args)
     if line is None:
         return
+    _run_quick(
+        "verify_run",
+        target=line.target,
+        patchsets=tuple(line.patchsets),
+        strict=line.strict,
+        as_json=line.as_json,
+        config=line.config,
+    )
+
+
+def _run_quick(module: str, **options: object) -> None:
+    """``patchctl.cli.MODULE.run(**options)`` as click's command runs it: errors as ``handled``
+    says them, the tree's lock held until the command ends, a Ctrl-C before or after as click
+    says it; exits with its code."""
     from contextlib import ExitStack
+    from importlib import import_module
 
     from patchctl.cli.echo import echo
     from patchctl.cli.errors import INTERRUPTED, handled
@@ -92,17 +113,9 @@ def verify(args: list[str]) -> None:
 
     on_sigterm_unwind()
     try:
-        from patchctl.cli import verify_run
-
+        run = import_module(f"patchctl.cli.{module}").run
         with ExitStack() as stack:  # the tree's lock, released as the command ends
-            handled(verify_run.run)(
-                target=line.target,
-                patchsets=tuple(line.patchsets),
-                strict=line.strict,
-                as_json=line.as_json,
-                config=line.config,
-                hold=stack.enter_context,
-            )
+            handled(run)(**options, hold=stack.enter_context)
     except KeyboardInterrupt:  # before the command ran (its imports) or after: as click says it
         echo(err=True)
         echo("interrupted", err=True)
@@ -110,3 +123,99 @@ def verify(args: list[str]) -> None:
     except SystemExit:
         quiet_if_reader_left()
         raise
+
+
+#: ``migrate``'s options that take a value (``--host`` is repeatable), and its flags
+_MIGRATE_VALUED = {**_VALUED, "--host": "hosts"}
+_MIGRATE_FLAGS = {
+    "--dry-run": "dry_run",
+    "--delete": "delete",
+    "--checksum": "checksum",
+    "--allow-unverified": "allow_unverified",
+    "--json": "as_json",
+}
+
+
+@dataclass
+class MigrateLine:
+    """A ``migrate`` command line as click's ``migrate_cmd`` reads it (the options this reader
+    takes; the others keep click's defaults)."""
+
+    cluster: str
+    target: str = "."
+    patchsets: list[str] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    delete: bool = False
+    checksum: bool = False
+    allow_unverified: bool = False
+    as_json: bool = False
+    config: Path | None = None
+
+
+def read_migrate(args: list[str]) -> MigrateLine | None:
+    """The options of ``patchctl migrate ARGS``, or None where click must read them."""
+    if os.environ.get(COMPLETE_VAR):
+        return None
+    cluster: str | None = None
+    values: dict[str, object] = {}
+    patchsets: list[str] = []
+    hosts: list[str] = []
+    rest = list(args)
+    while rest:
+        token = rest.pop(0)
+        if token in _MIGRATE_FLAGS:
+            values[_MIGRATE_FLAGS[token]] = True
+            continue
+        if not token.startswith("-"):
+            if cluster is not None:
+                return None  # a second argument: click's message
+            cluster = token
+            continue
+        name, eq, value = token.partition("=")
+        if eq and name.startswith("--") and name in _MIGRATE_VALUED:
+            token = name
+        elif token in _MIGRATE_VALUED and rest:
+            value = rest.pop(0)
+        else:
+            return None  # --help, --jobs, --list, -tVALUE, --, an unknown option, a value missing
+        if not value or value.startswith("-"):
+            return None  # click's message for an empty value; its reading of one like an option
+        key = _MIGRATE_VALUED[token]
+        if key == "patchsets":
+            patchsets.append(value)
+        elif key == "hosts":
+            hosts.append(value)
+        elif key == "target":
+            values["target"] = value
+        elif not _plain_file(value):
+            return None
+        else:
+            values["config"] = Path(value)
+    if cluster is None:
+        return None  # click's "Missing argument"
+    return MigrateLine(cluster, patchsets=patchsets, hosts=hosts, **values)  # type: ignore[arg-type]
+
+
+def migrate(args: list[str]) -> None:
+    """Run ``patchctl migrate ARGS`` and exit with its code; return at once where click must read
+    the command line (see the module's docstring)."""
+    line = read_migrate(args)
+    if line is None:
+        return
+    _run_quick(
+        "migrate_run",
+        cluster=line.cluster,
+        target=line.target,
+        patchsets=tuple(line.patchsets),
+        dry_run=line.dry_run,
+        delete=line.delete,
+        checksum=line.checksum,
+        jobs=None,
+        hosts=tuple(line.hosts),
+        allow_unverified=line.allow_unverified,
+        full_list=False,
+        slurm_nodes="",
+        as_json=line.as_json,
+        config=line.config,
+    )

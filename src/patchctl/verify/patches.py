@@ -64,12 +64,13 @@ class Report:
         }
 
 
-def verify(target: Target, patchsets: list[Patchset], inventory: bool = True) -> Report:
+def verify(target: Target, patchsets: list[Patchset], inventory: bool = True, tree: TreeReader | None = None) -> Report:
     """Each patch's presence in ``target``; ``inventory``: also walk the tree for every tagged line
     (accounted or not) and leftover temp file. migrate reads only the presence (its file set keeps
     its own inventory, from its hash cache, and never sends temp files): without the walk a tree
-    of 100k files is not read whole once more."""
-    tree = TreeReader(target)
+    of 100k files is not read whole once more. ``tree``: the reader of ``target`` to read it
+    through (migrate's records what the check reads, see migrate.source_memo)."""
+    tree = tree if tree is not None else TreeReader(target)
     record = rec.load(target.root)
     owned: dict[str, set[int]] = {}
     checks = []
