@@ -170,3 +170,26 @@ def test_a_damaged_memo_is_none(tree: Path, checks: list[Path], damage: Callable
     memo.write_bytes(damage(json.loads(memo.read_bytes())))
     assert check(open_tree(tree), uky()) == first
     assert len(checks) == 2
+
+
+def test_an_upgraded_judging_package_is_checked_again(
+    tree: Path, checks: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyYAML and packaging judge whether a changed file still loads: a memo from before an
+    upgrade of one is none (a stand-in package here, found on the path, never imported)."""
+    site = tmp_path / "site"
+    (site / "pcjudge").mkdir(parents=True)
+    init = site / "pcjudge" / "__init__.py"
+    init.write_text("__version__ = '1.0'\n")
+    old = time.time() - 60
+    os.utime(init, (old, old))
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(source_memo, "JUDGES", ("pcjudge",))
+    assert check(open_tree(tree), uky()) == OK
+    assert check(open_tree(tree), uky()) == OK
+    assert len(checks) == 1
+    init.unlink()
+    init.write_text("__version__ = '2.0'\n")  # pip replaces the file: another inode, size and mtime
+    os.utime(init, (old + 1, old + 1))
+    assert check(open_tree(tree), uky()) == OK
+    assert len(checks) == 2

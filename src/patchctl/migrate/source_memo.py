@@ -73,9 +73,30 @@ def patchset_files(roots: Iterable[Path]) -> list[str]:
     return out
 
 
+#: the packages whose versions can change a check's answer: the load check parses YAML with
+#: PyYAML and requirement lines with packaging (TOML, JSON and Python come with Python itself)
+JUDGES = ("yaml", "packaging")
+
+
+def judges() -> list[Identity]:
+    """Each judging package as installed (where its ``__init__`` is, and that file's stat): an
+    upgrade replaces the file, so a memo from before it is none. Found without importing it."""
+    import importlib.util
+
+    out: list[Identity] = []
+    for name in JUDGES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        out.append(identity(spec.origin) if spec is not None and spec.origin else None)
+    return out
+
+
 def context(root: Path, version: str | None, patchsets: Sequence[Any]) -> str:
     """The digest of what, besides the files, the answer depends on."""
     doc = [FORMAT, __version__, sys.version, socket.gethostname(), str(root), version, repr(list(patchsets))]
+    doc.append(judges())
     return hashlib.sha256(json.dumps(doc).encode("utf-8", "surrogateescape")).hexdigest()
 
 
