@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from patchctl.patchsets.model import Outcome, Patch, Presence
+from patchctl.records import record
 from patchctl.schema import Schema
 
 
@@ -34,7 +34,7 @@ class EditStatus(str, enum.Enum):
         }[self]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Edit:
     """What a forward or reverse codemod made of one file."""
 
@@ -54,7 +54,7 @@ class Edit:
     also: tuple[tuple[str, str | None, int | None], ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Check:
     """Whether a patch's postcondition holds in one file."""
 
@@ -66,7 +66,7 @@ class Check:
     detail: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Context:
     """What a kind may know beyond the file text."""
 

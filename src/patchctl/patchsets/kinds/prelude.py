@@ -9,7 +9,6 @@ because Python requires it.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -24,13 +23,14 @@ from patchctl.patchsets.placement.pyparse import (
     split_lines,
 )
 from patchctl.quoting import quote_path
+from patchctl.records import record
 from patchctl.schema import Field, Schema
 
 if TYPE_CHECKING:
     import libcst as cst
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Params:
     #: the exact text of the block, without a trailing newline
     block: str
