@@ -85,10 +85,12 @@ class Context:
 class PatchKind(Protocol):
     """A codemod with a forward (apply), a reverse (revert) and a postcondition (check).
 
-    Two class attributes are optional (read with a default, so the older kinds need not say them):
+    Three class attributes are optional (read with a default, so the older kinds need not say them):
     ``binary`` (default False), the target is read as any bytes, not UTF-8 text (blob, delete-file,
     rename-file); ``takes_lines_along`` (default True for a kind that ``creates_target``), reverting
-    it removes the file with other patches' lines in it (add-file, not rename-file or delete-file).
+    it removes the file with other patches' lines in it (add-file, not rename-file or delete-file);
+    ``proof_cached`` (default False), its check reads nothing but the text, the patch and the
+    file's name, so a ``present`` is kept for an unchanged text (:mod:`~patchctl.patchsets.proofs`).
     """
 
     name: ClassVar[str]

@@ -45,6 +45,8 @@ class KeywordRename:
     name: ClassVar[str] = "keyword-rename"
     description: ClassVar[str] = "Comment out a call's keyword argument and add its replacement, both tagged."
     creates_target: ClassVar[bool] = False
+    #: its check reads only the text, the patch and the file's name: a ``present`` is kept (proofs)
+    proof_cached: ClassVar[bool] = True
     params_schema: ClassVar[Schema] = {
         "call": Field(str, True, 'the callee, e.g. "AsyncLLM.from_vllm_config"'),
         "old_keyword": Field(str, True, "the keyword being replaced"),

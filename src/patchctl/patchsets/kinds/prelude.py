@@ -66,6 +66,8 @@ class Prelude:
     name: ClassVar[str] = "prelude"
     description: ClassVar[str] = "Insert a block before the first import, after the module docstring."
     creates_target: ClassVar[bool] = False
+    #: its check reads only the text, the patch and the file's name: a ``present`` is kept (proofs)
+    proof_cached: ClassVar[bool] = True
     params_schema: ClassVar[Schema] = {
         "block": Field(str, True, "the block's exact text (a TOML multi-line string)"),
     }
