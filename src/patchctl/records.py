@@ -125,16 +125,19 @@ def _methods(cls: type, fields: tuple[_Field, ...], frozen: bool) -> dict[str, o
     names = tuple(f.name for f in fields)
     shown = tuple(f.name for f in fields if f.repr)
     compared = tuple(f.name for f in fields if f.compare)
-    setter = object.__setattr__
+    setter = object.__setattr__  # the frozen __setattr__'s way past itself
 
-    def __init__(self: object, *args: object, **kwargs: object) -> None:
-        if len(args) > len(fields):
-            given = f"{len(fields) + 1} positional arguments but {len(args) + 1} were given"
+    n = len(fields)
+
+    def bind(self: object, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[object, ...]:
+        """Every field's value, from a call that does not give them all in order."""
+        if len(args) > n:
+            given = f"{n + 1} positional arguments but {len(args) + 1} were given"
             raise TypeError(f"{type(self).__qualname__}.__init__() takes {given}")
-        for f, value in zip(fields, args, strict=False):
+        values = list(args)
+        for f in fields[: len(args)]:
             if f.name in kwargs:
                 raise TypeError(f"{type(self).__qualname__}.__init__() got multiple values for argument {f.name!r}")
-            setter(self, f.name, value)
         for f in fields[len(args) :]:
             value = kwargs.pop(f.name, _MISSING)
             if value is _MISSING:
@@ -146,11 +149,19 @@ def _methods(cls: type, fields: tuple[_Field, ...], frozen: bool) -> dict[str, o
                     raise TypeError(
                         f"{type(self).__qualname__}.__init__() missing 1 required positional argument: {f.name!r}"
                     )
-            setter(self, f.name, value)
+            values.append(value)
         if kwargs:
             raise TypeError(
                 f"{type(self).__qualname__}.__init__() got an unexpected keyword argument {next(iter(kwargs))!r}"
             )
+        return tuple(values)
+
+    def __init__(self: object, *args: object, **kwargs: object) -> None:
+        if kwargs or len(args) != n:
+            args = bind(self, args, kwargs)
+        # the instance's own attributes, as the object.__setattr__ of a dataclass's __init__ sets them
+        # (a field is never a descriptor of its class): one call, not one per field
+        self.__dict__.update(zip(names, args, strict=True))
 
     def __repr__(self: object) -> str:
         inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in shown)

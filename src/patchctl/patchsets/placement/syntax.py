@@ -134,6 +134,12 @@ class Stmt:
     node: ast.stmt
     lines: list[str] = field(repr=False)
 
+    def __init__(self, node: ast.stmt, lines: list[str]) -> None:
+        # written out: one is made per statement of a body (anchors), where a record's generic
+        # __init__ (patchctl.records) costs a few times a dataclass's
+        self.node = node
+        self.lines = lines
+
     @cached_property
     def text(self) -> str:
         return self.lines[self.node.lineno - 1].strip()
