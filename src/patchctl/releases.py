@@ -15,7 +15,6 @@ the cache; a run that gets the lock alone sweeps those left by a ``kill -9``.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import re
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from patchctl.errors import ArchiveRefused, FileSystemFailed, ReleaseArchiveRefused
+from patchctl.sha import sha256
 
 RELEASE_SPEC = re.compile(r"^verl==(?P<version>\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?)$")
 #: the cached archives' names, in the order they are looked for (the index's order of preference)
@@ -88,7 +88,7 @@ def _intact(archive: Path) -> bool:
         recorded = (archive.parent / (archive.name + RECORD)).read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError):
         return False  # cached before records were kept, or the record is gone: nothing says it is whole
-    digest = hashlib.sha256()
+    digest = sha256()
     with open(archive, "rb") as f:
         while chunk := f.read(1 << 20):
             digest.update(chunk)

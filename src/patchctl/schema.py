@@ -7,18 +7,18 @@ Each key is declared once with its type and a hint; a mismatch becomes a
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from patchctl.errors import ManifestError
 from patchctl.errors.base import did_you_mean
 from patchctl.quoting import printable
+from patchctl.records import record
 
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list", dict: "a table"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Field:
     #: python type of the TOML value (str, int, bool, list, dict)
     type: builtins.type  # builtins': the field's own name shadows it in the class body

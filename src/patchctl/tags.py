@@ -16,15 +16,16 @@ import os
 import re
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+
+from patchctl.records import record
 
 #: files larger than this are data, not sources: never read for tags (4 MiB, as the host agent)
 MAX_SCAN = 4 << 20
 SKIP_DIRS = {".git", ".hg", ".patchctl", "__pycache__", ".venv", "node_modules", ".mypy_cache", ".pytest_cache"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TagHit:
     path: str
     line: int

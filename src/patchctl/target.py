@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchctl import trees
 from patchctl.errors import NoSuchPath, NotAVerlTree, UnknownTarget
+from patchctl.records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Target:
     #: the tree's root directory
     root: Path

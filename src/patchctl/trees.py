@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl import releases
 from patchctl.errors import BadRef, PatchctlError
+from patchctl.records import record
 
 
 class Kind(str, enum.Enum):
@@ -25,7 +25,7 @@ class Kind(str, enum.Enum):
     REF = "ref"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TreeSpec:
     """A parsed spec: what the user typed and where its tree comes from."""
 

@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchctl.cli import COMPLETE_VAR
+from patchctl.records import field, record
 
 #: option -> the field it sets: ``--target``, ``--patchset`` and ``--config`` take a value
 _VALUED = {"--target": "target", "-t": "target", "--patchset": "patchsets", "-p": "patchsets", "--config": "config"}
 _FLAGS = {"--strict": "strict", "--json": "as_json"}
 
 
-@dataclass
+@record
 class VerifyLine:
     """A ``verify`` command line as click's ``verify_cmd`` reads it."""
 

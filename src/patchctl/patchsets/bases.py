@@ -18,7 +18,6 @@ as before: its patches simply have no fallback.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -27,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from patchctl.errors import ManifestError
+from patchctl.sha import sha256
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -52,7 +52,7 @@ def write(where: Path, texts: Mapping[str, bytes]) -> None:
         return
     folder = where / FOLDER
     folder.mkdir()
-    names = {rel: hashlib.sha256(data).hexdigest() for rel, data in texts.items()}
+    names = {rel: sha256(data).hexdigest() for rel, data in texts.items()}
     for rel in sorted(texts):
         blob = folder / names[rel]
         if not blob.exists():
@@ -138,7 +138,7 @@ def _blob(index: Path, rel: str, path: Path, sha: str) -> str:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(fd, "rb") as f:
         data = f.read(MAX_BYTES + 1)
-    if hashlib.sha256(data).hexdigest() != sha:
+    if sha256(data).hexdigest() != sha:
         raise _bad(index, f"files.{rel}", f"bases/{sha[:12]}… does not hold the text its name's sha256 says")
     try:
         return data.decode("utf-8")

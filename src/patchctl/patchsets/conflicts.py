@@ -17,10 +17,8 @@ Apply refuses a tree with conflicts waiting; ``verify`` names them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +26,8 @@ from patchctl.confine import in_metadata, not_a_real_folder, why_outside
 from patchctl.errors import ConflictsPending, ConflictStateDamaged
 from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset
 from patchctl.patchsets.placement.pyparse import split_lines
+from patchctl.records import asdict, record, replace
+from patchctl.sha import sha256
 
 if TYPE_CHECKING:  # verify reads the pending conflicts; only apply's markers need the planner
     from patchctl.patchsets.kinds import marking
@@ -37,10 +37,10 @@ STATE_PATH = ".patchctl/conflicts.json"
 
 
 def digest(lines: list[str]) -> str:
-    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+    return sha256("".join(lines).encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Marked:
     """One conflict written with markers."""
 

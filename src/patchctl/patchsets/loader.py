@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from patchctl.patchsets import bases, resolutions, upstream
 from patchctl.patchsets.kinds import KINDS, kind_names
 from patchctl.patchsets.model import Patch, Patchset
 from patchctl.schema import Field, check
+from patchctl.sha import sha256
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -202,7 +202,7 @@ def load_patchset(directory: Path, *, builtin: bool = False) -> Patchset:
         directory,
         file,
         tuple(patches),
-        hashlib.sha256(data).hexdigest(),
+        sha256(data).hexdigest(),
         builtin,
     )
 

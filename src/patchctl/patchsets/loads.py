@@ -28,7 +28,6 @@ leave YAML files unchecked.
 from __future__ import annotations
 
 import ast
-import hashlib
 import importlib
 import json
 import os
@@ -36,11 +35,12 @@ import re
 import sys
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from typing import Any
 
 from patchctl.errors import PatchctlError
 from patchctl.patchsets.placement.pyparse import split_lines
+from patchctl.records import record, replace
+from patchctl.sha import sha256
 
 # Each loader imports what it needs when it first runs (tomllib, packaging.requirements, PyYAML,
 # the YAML key reader): apply touches a handful of file types, and every import counts at start-up.
@@ -51,7 +51,7 @@ _TOML_LINE = re.compile(r"at line (\d+)")
 _DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Problem:
     """Why a file does not load, or would not mean what the fork meant, after a change."""
 
@@ -162,7 +162,7 @@ def seen_dir() -> str:
 def _key(what: str, text: str) -> str | None:
     if len(text) < SEEN_MIN:
         return None
-    h = hashlib.sha256(f"{SEEN_FORMAT}\0{what}\0{sys.version}\0".encode())
+    h = sha256(f"{SEEN_FORMAT}\0{what}\0{sys.version}\0".encode())
     h.update(text.encode("utf-8", "surrogatepass"))  # any str: a lone surrogate is the loader's to refuse
     return h.hexdigest()
 

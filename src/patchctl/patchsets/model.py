@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from patchctl.records import field, record
 
 
 class Outcome(str, enum.Enum):
@@ -43,7 +44,7 @@ class Presence(str, enum.Enum):
         return self in (Presence.PRESENT, Presence.SUPERSEDED_UPSTREAM, Presence.NOT_APPLICABLE)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PatchResult:
     """One patch's outcome in one tree: what apply, revert and verify report alike."""
 
@@ -69,7 +70,7 @@ class PatchResult:
         }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UpstreamRule:
     """How to recognise that upstream already contains a change (then the patch is not needed).
 
@@ -88,7 +89,7 @@ class UpstreamRule:
     files: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Resolution:
     """A conflict the user resolved by hand, replayed where the same upstream text comes back
     (``git rerere``): at the patch's anchors, upstream's ``before`` becomes ``after``."""
@@ -115,7 +116,7 @@ class Resolution:
     since: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Patch:
     #: unique within its patchset, used by --only and in records
     id: str
@@ -144,7 +145,7 @@ class Patch:
     kept: tuple[Resolution, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Patchset:
     name: str
     description: str

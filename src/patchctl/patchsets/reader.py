@@ -6,7 +6,6 @@ concern this tree, is its change there, has upstream made it already).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from patchctl.patchsets import upstream
 from patchctl.patchsets.kinds import KINDS, replay
 from patchctl.patchsets.kinds.base import Check, Context
 from patchctl.patchsets.model import Patch, Presence
+from patchctl.records import record
 from patchctl.target import Target
 
 
@@ -110,7 +110,7 @@ def locate(patch: Patch, tree: TreeReader) -> str | None:
     return patch.target[0] if KINDS[patch.kind].creates_target else None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Assessment:
     """Where a patch stands in a tree before anything is written.
 

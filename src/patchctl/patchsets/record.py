@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from patchctl.confine import not_a_real_folder, why_outside
 from patchctl.errors import PatchctlError
+from patchctl.records import asdict, field, record
 
 RECORD_PATH = ".patchctl/applied.json"
 FORMAT = 1
 
 
-@dataclass
+@record
 class Entry:
     patchset: str
     patch: str
@@ -33,7 +33,7 @@ class Entry:
     undo: dict[str, Any] | None = None
 
 
-@dataclass
+@record
 class Record:
     upstream_version: str | None = None
     upstream_commit: str | None = None

@@ -14,17 +14,17 @@ no path: a resolution is only ever written where its patch's anchors lead, insid
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from patchctl import records
 from patchctl.errors import ManifestError
 from patchctl.patchsets.model import Patch, Resolution
 from patchctl.schema import Field, check
+from patchctl.sha import sha256
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,7 +50,7 @@ SCHEMA = {
 
 
 def context_of(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256(text.encode("utf-8")).hexdigest()
 
 
 def _read(directory: Path) -> list[dict[str, Any]]:
@@ -140,7 +140,7 @@ def attach(directory: Path, patches: list[Patch]) -> list[Patch]:
             )
         )
     return [
-        dataclasses.replace(p, resolutions=tuple(found.get(p.id, ())), kept=tuple(kept.get(p.id, ())))
+        records.replace(p, resolutions=tuple(found.get(p.id, ())), kept=tuple(kept.get(p.id, ())))
         if p.id in found or p.id in kept
         else p
         for p in patches
@@ -167,7 +167,7 @@ def _value(v: Any) -> str:
 def record(directory: Path, patch: str, resolution: Resolution) -> None:
     """Add ``resolution`` of ``patch`` (replacing one with the same key), written atomically."""
     entries = [e for e in _read(directory) if (e.get("patch"), e.get("context")) != (patch, resolution.context)]
-    entry = {"patch": patch, **dataclasses.asdict(resolution)}
+    entry = {"patch": patch, **records.asdict(resolution)}
     if resolution.keep:  # after is before: one copy of upstream's text is enough to read
         del entry["after"]
     else:

@@ -6,7 +6,6 @@ conflict, because guessing which lines are whose would lose the user's edits.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from patchctl import fsutil
@@ -17,6 +16,7 @@ from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.model import Outcome, Patch, PatchResult, Patchset, Presence
 from patchctl.patchsets.plan import Plan
 from patchctl.patchsets.reader import TreeReader, locate, to_bytes
+from patchctl.records import replace
 from patchctl.target import Target
 
 

@@ -24,7 +24,6 @@ kind in the registry, so apply, matrix, markers, drift and the history walk all 
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +32,7 @@ from patchctl.patchsets import bases, loads
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, PatchKind
 from patchctl.patchsets.kinds.bom import strip_bom
 from patchctl.patchsets.model import Patch, Presence
+from patchctl.records import replace
 
 if TYPE_CHECKING:
     import tempfile

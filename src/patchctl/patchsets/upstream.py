@@ -13,16 +13,16 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from patchctl.patchsets.kinds.bom import strip_bom
 from patchctl.patchsets.kinds.calls import calls
 from patchctl.patchsets.model import UpstreamRule
 from patchctl.patchsets.placement.pyparse import split_lines
+from patchctl.records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CallKeywordRule(UpstreamRule):
     """``call-keyword``: upstream's own calls of ``call`` pass ``new_keyword`` and none still
     passes ``old_keyword``. "Pass" means as a keyword argument, or as a key of a dict the call

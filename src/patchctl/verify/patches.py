@@ -8,7 +8,6 @@ uses (:func:`~patchctl.patchsets.reader.assess`), and reports one
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +19,12 @@ from patchctl.patchsets.kinds import KINDS
 from patchctl.patchsets.kinds.base import Context, EditStatus
 from patchctl.patchsets.model import Patch, PatchResult, Patchset, Presence
 from patchctl.patchsets.reader import TreeReader, assess, to_bytes
+from patchctl.records import record, replace
 from patchctl.tags import TagHit, scan
 from patchctl.target import Target
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Report:
     target: Target
     checks: tuple[PatchResult, ...]

@@ -40,6 +40,10 @@ class _Kinds(Mapping[str, PatchKind]):
         if name not in self._loaded:
             module, cls = _REGISTRY[name].split(":")
             kind = getattr(importlib.import_module(f"{__name__}.{module}"), cls)()
+            if getattr(kind, "proof_cached", False):  # its check reads only the text and the patch
+                from patchctl.patchsets.proofs import Proven
+
+                kind = cast(PatchKind, Proven(kind))  # an unchanged file is not parsed again
             if name != "structural":  # replays its recorded resolutions at its own anchors
                 kind = cast(PatchKind, Replay(kind))
             if not kind.creates_target and not getattr(kind, "binary", False):

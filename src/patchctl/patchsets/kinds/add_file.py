@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -12,10 +11,11 @@ from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.quoting import quote_path
+from patchctl.records import record
 from patchctl.schema import Field, Schema
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Params:
     #: the shipped file's path relative to the patchset directory
     source: str

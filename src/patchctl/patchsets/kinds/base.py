@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from patchctl.patchsets.model import Outcome, Patch, Presence
+from patchctl.records import record
 from patchctl.schema import Schema
 
 
@@ -34,7 +34,7 @@ class EditStatus(str, enum.Enum):
         }[self]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Edit:
     """What a forward or reverse codemod made of one file."""
 
@@ -54,7 +54,7 @@ class Edit:
     also: tuple[tuple[str, str | None, int | None], ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Check:
     """Whether a patch's postcondition holds in one file."""
 
@@ -66,7 +66,7 @@ class Check:
     detail: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Context:
     """What a kind may know beyond the file text."""
 
@@ -85,10 +85,12 @@ class Context:
 class PatchKind(Protocol):
     """A codemod with a forward (apply), a reverse (revert) and a postcondition (check).
 
-    Two class attributes are optional (read with a default, so the older kinds need not say them):
+    Three class attributes are optional (read with a default, so the older kinds need not say them):
     ``binary`` (default False), the target is read as any bytes, not UTF-8 text (blob, delete-file,
     rename-file); ``takes_lines_along`` (default True for a kind that ``creates_target``), reverting
-    it removes the file with other patches' lines in it (add-file, not rename-file or delete-file).
+    it removes the file with other patches' lines in it (add-file, not rename-file or delete-file);
+    ``proof_cached`` (default False), its check reads nothing but the text, the patch and the
+    file's name, so a ``present`` is kept for an unchanged text (:mod:`~patchctl.patchsets.proofs`).
     """
 
     name: ClassVar[str]

@@ -8,11 +8,11 @@ show it lost. A kind that ships a whole file (add-file) writes the bytes it ship
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from patchctl.patchsets.kinds.base import Check, Context, Edit, PatchKind
 from patchctl.patchsets.model import Patch
+from patchctl.records import replace
 
 BOM = "\ufeff"
 

@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from patchctl.patchsets.placement import anchors as structure
 from patchctl.patchsets.placement.pyparse import calls_to, dotted, parse_ast, parse_module, split_lines
+from patchctl.records import record
 
 if TYPE_CHECKING:
     import libcst as cst
 
 
-@dataclass
+@record
 class Site:
     """One matching call (as ``ast`` sees it) and where the keyword sits in it."""
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -23,13 +22,14 @@ from patchctl.patchsets.kinds import calls, kwline
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, tag_comment
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.patchsets.placement.pyparse import check_expressions, parse_ast, same_expr
+from patchctl.records import record
 from patchctl.schema import Field, Schema
 
 if TYPE_CHECKING:
     import libcst as cst
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Params:
     #: the callee as written, e.g. ``AsyncLLM.from_vllm_config``
     call: str
@@ -45,6 +45,8 @@ class KeywordRename:
     name: ClassVar[str] = "keyword-rename"
     description: ClassVar[str] = "Comment out a call's keyword argument and add its replacement, both tagged."
     creates_target: ClassVar[bool] = False
+    #: its check reads only the text, the patch and the file's name: a ``present`` is kept (proofs)
+    proof_cached: ClassVar[bool] = True
     params_schema: ClassVar[Schema] = {
         "call": Field(str, True, 'the callee, e.g. "AsyncLLM.from_vllm_config"'),
         "old_keyword": Field(str, True, "the keyword being replaced"),

@@ -9,7 +9,6 @@ because Python requires it.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -24,13 +23,14 @@ from patchctl.patchsets.placement.pyparse import (
     split_lines,
 )
 from patchctl.quoting import quote_path
+from patchctl.records import record
 from patchctl.schema import Field, Schema
 
 if TYPE_CHECKING:
     import libcst as cst
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Params:
     #: the exact text of the block, without a trailing newline
     block: str
@@ -66,6 +66,8 @@ class Prelude:
     name: ClassVar[str] = "prelude"
     description: ClassVar[str] = "Insert a block before the first import, after the module docstring."
     creates_target: ClassVar[bool] = False
+    #: its check reads only the text, the patch and the file's name: a ``present`` is kept (proofs)
+    proof_cached: ClassVar[bool] = True
     params_schema: ClassVar[Schema] = {
         "block": Field(str, True, "the block's exact text (a TOML multi-line string)"),
     }

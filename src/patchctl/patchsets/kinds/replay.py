@@ -15,12 +15,12 @@ for apply and verify alike, and revert of a tree with no record.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus, PatchKind
 from patchctl.patchsets.model import Patch, Presence, Resolution
 from patchctl.patchsets.placement.pyparse import split_lines
+from patchctl.records import replace
 
 if TYPE_CHECKING:
     from packaging.version import Version

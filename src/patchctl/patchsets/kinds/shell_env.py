@@ -8,19 +8,19 @@ main command, keeping the rest of the script as the user wrote it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from patchctl.errors import ManifestError
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
 from patchctl.patchsets.model import Patch, Presence
+from patchctl.records import record
 from patchctl.schema import Field, Schema
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Params:
     #: (name, value) pairs in order
     env: tuple[tuple[str, str], ...]

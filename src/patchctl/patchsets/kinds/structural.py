@@ -34,7 +34,6 @@ keeps what was really there. See :mod:`patchctl.patchsets.placement.anchors` for
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -47,6 +46,7 @@ from patchctl.patchsets.placement import Placement, gaptext, locate
 from patchctl.patchsets.placement.places import Params
 from patchctl.patchsets.placement.pyparse import split_lines
 from patchctl.patchsets.placement.where import spans
+from patchctl.records import replace
 from patchctl.schema import Field, Schema
 
 MODES = ("statements", "header")

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import ast
 import tokenize
-from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from patchctl.patchsets.placement import syntax as sx
 from patchctl.patchsets.placement.pyparse import parse_ast, split_lines
+from patchctl.records import field, record, replace
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 #: statements whose ``body`` a patch may sit inside, named by their header (``params.blocks``)
@@ -94,7 +94,7 @@ def indent_of(lines: list[str], stmts: list[ast.stmt]) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Window:
     """Statements ``stmts[above + 1 : below]`` of one body, and the lines of their gap."""
 
@@ -163,7 +163,7 @@ def keys_of(lines: list[str], stmts: list[ast.stmt], memo: dict[int, list[sx.Stm
     return memo[id(stmts)]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Parsed:
     """One text's tree and lines, and its bodies' statements as anchors read them (see :func:`parsed`)."""
 

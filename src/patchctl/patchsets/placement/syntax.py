@@ -27,8 +27,9 @@ import copy
 import io
 import re
 import tokenize
-from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+
+from patchctl.records import field, record
 
 #: the fields that hold nested statements: a header's tree is the node without them
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases", "decorator_list")
@@ -95,7 +96,7 @@ def norm_tokens(src: str) -> tuple[tuple[str, ...], bool]:
     return tuple(out), complete and depth == 0
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Anchor:
     """An anchor as a patch stores it, with what rules 2 and 3 compare."""
 
@@ -126,12 +127,18 @@ def anchor(text: str) -> Anchor:
     return Anchor(text, dump, tokens, complete)
 
 
-@dataclass
+@record
 class Stmt:
     """A statement of the tree, with its first line and (lazily) its header's tree and tokens."""
 
     node: ast.stmt
     lines: list[str] = field(repr=False)
+
+    def __init__(self, node: ast.stmt, lines: list[str]) -> None:
+        # written out: one is made per statement of a body (anchors), where a record's generic
+        # __init__ (patchctl.records) costs a few times a dataclass's
+        self.node = node
+        self.lines = lines
 
     @cached_property
     def text(self) -> str:

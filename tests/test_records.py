@@ -1,0 +1,114 @@
+"""patchctl.records behaves as dataclasses does for the classes it makes (issue 39.13).
+
+Each test builds the same class body twice, once with ``@dataclass`` and once with ``@record``,
+and checks that what code can observe (construction, defaults, repr, equality, hashing, frozen
+assignment, inheritance, and the ``dataclasses`` functions) is the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import pytest
+
+from patchctl import records
+
+Maker = Callable[..., Any]
+BOTH = [
+    pytest.param((dataclasses.dataclass, dataclasses.field), id="dataclasses"),
+    pytest.param((records.record, records.field), id="records"),
+]
+
+
+def build(make: tuple[Maker, Maker]) -> dict[str, type]:
+    """A frozen class with defaults, a factory, a hidden and an uncompared field; a subclass of it;
+    a mutable one."""
+    deco, fld = make
+
+    @deco(frozen=True)
+    class Hit:
+        path: str
+        line: int
+        text: str = ""
+        tags: list[str] = fld(default_factory=list, compare=False)
+        lines: tuple[str, ...] = fld(default=(), repr=False)
+        kind: ClassVar[str] = "hit"
+
+    @deco(frozen=True)
+    class Wider(Hit):
+        extra: int = 0
+
+    @deco
+    class Line:
+        target: str = "."
+        patchsets: list[str] = fld(default_factory=list)
+
+    return {"Hit": Hit, "Wider": Wider, "Line": Line}
+
+
+@pytest.mark.parametrize("make", BOTH)
+def test_a_record_is_built_read_and_compared_as_a_dataclass(make: tuple[Maker, Maker]) -> None:
+    c = build(make)
+    Hit, Wider, Line = c["Hit"], c["Wider"], c["Line"]
+    h = Hit("a.py", 3)
+    assert (h.path, h.line, h.text, h.tags, h.lines) == ("a.py", 3, "", [], ())
+    assert repr(h) == "build.<locals>.Hit(path='a.py', line=3, text='', tags=[])"  # lines: repr=False
+    assert Hit("a.py", 3, tags=["x"]) == h  # tags: compare=False
+    assert Hit("a.py", 4) != h
+    assert hash(Hit("a.py", 3, "t", lines=("x",))) == hash(Hit("a.py", 3, "t", lines=("x",)))
+    assert Hit("a.py", 3).tags is not Hit("a.py", 3).tags  # a fresh list each
+    assert Hit.kind == "hit" and Hit.text == "" and "tags" not in Hit.__dict__
+    assert Hit.__match_args__ == ("path", "line", "text", "tags", "lines")
+    w = Wider("b.py", 1, extra=2)
+    assert repr(w) == "build.<locals>.Wider(path='b.py', line=1, text='', tags=[], extra=2)"
+    assert w != Hit("b.py", 1) and Hit("b.py", 1) != w  # another class is never equal
+    assert Line() == Line(".", []) and Line().patchsets is not Line().patchsets
+    assert Line.__hash__ is None  # eq without frozen: unhashable
+    line = Line()
+    line.target = "t"
+    assert line == Line("t")
+
+
+@pytest.mark.parametrize("make", BOTH)
+def test_a_record_refuses_what_a_dataclass_refuses(make: tuple[Maker, Maker]) -> None:
+    Hit = build(make)["Hit"]
+    h = Hit("a.py", 3)
+    with pytest.raises(AttributeError, match="cannot assign to field 'path'"):
+        h.path = "b.py"
+    with pytest.raises(AttributeError, match="cannot delete field 'line'"):
+        del h.line
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'line'"):
+        Hit("a.py")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'lien'"):
+        Hit("a.py", 3, lien=4)
+    with pytest.raises(TypeError, match="multiple values for argument 'path'"):
+        Hit("a.py", 3, path="b.py")
+    with pytest.raises(TypeError, match="positional arguments but 7 were given"):
+        Hit("a.py", 3, "", [], (), 9)
+    assert (h.path, h.line) == ("a.py", 3)
+
+
+@pytest.mark.parametrize("make", BOTH)
+def test_dataclasses_functions_and_records_own_agree(make: tuple[Maker, Maker]) -> None:
+    Hit, Wider = build(make)["Hit"], build(make)["Wider"]
+    h = Wider("a.py", 3, "t", ["x"], extra=5)
+    assert dataclasses.is_dataclass(h)
+    assert [f.name for f in dataclasses.fields(h)] == ["path", "line", "text", "tags", "lines", "extra"]
+    assert dataclasses.replace(h, line=4) == records.replace(h, line=4) == Wider("a.py", 4, "t", ["x"], extra=5)
+    moved = records.replace(h, extra=6)
+    assert (type(moved), moved.extra, moved.text) == (Wider, 6, "t") and h.extra == 5
+    as_dict = {"path": "a.py", "line": 3, "text": "t", "tags": ["x"], "lines": (), "extra": 5}
+    assert dataclasses.asdict(h) == records.asdict(h) == as_dict
+    assert records.asdict(h)["tags"] is not h.tags  # copied, as dataclasses.asdict copies
+    assert records.asdict(Hit("a.py", 3)) == {"path": "a.py", "line": 3, "text": "", "tags": [], "lines": ()}
+
+
+def test_a_record_says_which_default_breaks_the_order() -> None:
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+
+        @records.record
+        class Bad:
+            a: int = 0
+            b: int
