@@ -136,7 +136,7 @@ _MIGRATE_FLAGS = {
 }
 
 
-@dataclass
+@record
 class MigrateLine:
     """A ``migrate`` command line as click's ``migrate_cmd`` reads it (the options this reader
     takes; the others keep click's defaults)."""
