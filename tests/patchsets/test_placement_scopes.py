@@ -12,11 +12,14 @@ than apply placed an edit in.
 from __future__ import annotations
 
 import ast
+import itertools
+import re
 
 import pytest
 
 from patchctl.patchsets.placement import Params, locate
 from patchctl.patchsets.placement.anchors import definitions, find_scopes
+from patchctl.patchsets.placement.pyparse import split_lines
 from patchctl.patchsets.placement.scopes import at_line, enclosing, find, has, splice, table
 
 F = "def f(a):\n    return a\n"
@@ -180,3 +183,14 @@ def test_a_def_inside_an_if_is_in_the_walks_table_but_names_no_patch_scope() -> 
     ]
     assert find_scopes(tree, "fit") == [] and table(TRAINER)["fit"].start == 5  # type: ignore[index]
     assert [n.lineno for n in find_scopes(tree, "Trainer.fit")] == [14]  # type: ignore[attr-defined]
+
+
+def test_lines_split_where_the_tokenizer_splits_for_every_short_text_of_line_breaks() -> None:
+    """split_lines takes str.splitlines's answer when it split at line feeds only (its fast way):
+    every text of up to four characters among the breaks Python's tokenizer knows and those only
+    str.splitlines knows gives the regular expression's lines."""
+    alphabet = ["a", "\n", "\r", "\r\n", "\f", "\v", "\x1c", "\x85", "\u2028"]
+    for n in range(5):
+        for chars in itertools.product(alphabet, repeat=n):
+            text = "".join(chars)
+            assert split_lines(text) == re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text), repr(text)
