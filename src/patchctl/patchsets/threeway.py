@@ -10,8 +10,9 @@ module does the same for one patch, from the base text capture keeps (:mod:`~pat
 2. the change from base to ``mine`` merged into the target's text (:func:`merge`: the history
    walk's in-process merge, else ``git merge-file``), accepted only when it merges cleanly;
 3. the merged change must sit where the fork had it: in Python, in the same innermost def or
-   class (:func:`~patchctl.patchsets.history.scopes.enclosing`); in YAML, each new line under
-   the same key path; and the file must still load as its type (:func:`~patchctl.patchsets.loads.check`);
+   class (placement's scope finder, :func:`~patchctl.patchsets.placement.scopes.enclosing`); in
+   YAML, each new line under the same key path; and the file must still load as its type
+   (:func:`~patchctl.patchsets.loads.check`);
 4. what it wrote is recorded as a text hunk (the changed lines with enough context to be found
    once): ``verify`` finds it there, ``revert`` puts the target's lines back; a placement whose
    record would not lead back to it exactly is refused.
@@ -296,9 +297,9 @@ def misplaced(path: str, base: str, mine: str, text: str, merged: str) -> str | 
     from patchctl.patchsets.kinds import keypath
 
     if path.endswith(".py"):
-        from patchctl.patchsets.history import scopes
+        from patchctl.patchsets.placement import scopes
 
-        want, got = scopes.enclosing(base, mine), scopes.enclosing(text, merged)
+        want, got = scopes.enclosing(base, mine, path), scopes.enclosing(text, merged, path)
         if want != got:
             return (
                 f"the merge puts the change in {got or 'module level or across definitions'}, where the fork "

@@ -29,9 +29,9 @@ from typing import Any, TypeGuard
 
 from patchctl import __version__
 from patchctl.confine import in_metadata, relative_inside
-from patchctl.patchsets.history import scopes
 from patchctl.patchsets.history.upstream import Upstream
 from patchctl.patchsets.history.walk import Carried, State
+from patchctl.patchsets.placement import scopes
 from patchctl.releases import cache_dir
 
 #: the layout of a cached walk; a new one is a new folder, the old one never read
@@ -42,6 +42,12 @@ STATUSES = ("placed", "removed", "conflict", "lost")
 LONGEST = 2000
 
 
+#: the walk's scope answers come from placement: its scope table and the parse under it
+_PLACEMENT = tuple(
+    Path(__file__).parent.parent / "placement" / name for name in ("scopes.py", "anchors.py", "pyparse.py")
+)
+
+
 def folder() -> Path:
     return cache_dir() / "history" / SCHEMA
 
@@ -49,11 +55,13 @@ def folder() -> Path:
 @functools.lru_cache(maxsize=1)
 def _code() -> str:
     """A digest of the walk's own code: a walk cached by other code (an upgrade, a change of
-    :data:`~.scopes.RENAMED`) is never read, whatever the version says."""
+    :data:`~patchctl.patchsets.placement.scopes.RENAMED`, placement's scope finder) is never
+    read, whatever the version says."""
     h = hashlib.sha256(__version__.encode())
-    for name in ("walk.py", "scopes.py", "upstream.py", "disk.py"):
+    here = Path(__file__).parent
+    for file in (here / "walk.py", here / "upstream.py", here / "disk.py", *_PLACEMENT):
         with contextlib.suppress(OSError):  # run from an archive: the version alone
-            h.update((Path(__file__).parent / name).read_bytes())
+            h.update(file.read_bytes())
     return h.hexdigest()
 
 

@@ -12,7 +12,8 @@ new name; a function or class (the edit's scope) that a commit takes out of the 
 for in the files that commit wrote, by name and by how alike its body is, and the edit is
 merged into it there (a split of a module is a move of each of its parts). A scope or a file
 that a commit removed with no new home, or lines under the edit that a commit deleted, end
-the walk with that commit named.
+the walk with that commit named. Which scope an edit sits in, and where a scope went, are
+placement's answers (:mod:`patchctl.patchsets.placement.scopes`), as apply's scopes are.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from patchctl.patchsets.history import scopes
 from patchctl.patchsets.history.upstream import Commit, Upstream
+from patchctl.patchsets.placement import scopes
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ class Carried:
 
 def walk(up: Upstream, base: str, target: str, path: str, upstream: str, patched: str) -> Carried:
     """Carry the edit (``upstream`` -> ``patched`` in ``path`` at commit ``base``) to ``target``."""
-    state = State(base, path, upstream, patched, scopes.enclosing(upstream, patched) if path.endswith(".py") else None)
+    scope = scopes.enclosing(upstream, patched, path) if path.endswith(".py") else None
+    state = State(base, path, upstream, patched, scope)
     if not up.is_ancestor(base, target):
         # verl cuts releases on their own branches: a base on one reaches the target through the
         # merge base, upstream's changes on the base's branch undone in one step
@@ -80,7 +82,7 @@ def walk(up: Upstream, base: str, target: str, path: str, upstream: str, patched
 
 def _jump(up: Upstream, state: State, to: str) -> State | Carried:
     new = up.read(to, state.path)
-    if new is None or (state.scope and not scopes.has(new, state.scope)):
+    if new is None or (state.scope and not scopes.has(new, state.scope, state.path)):
         return Carried("lost", state, reason=f"{state.path} is not at the merge base {to[:12]} as at the base")
     merged = up.merge(state.patched, state.upstream, new)
     if not merged.clean:
@@ -112,7 +114,7 @@ def _segment(up: Upstream, state: State, commits: list[str]) -> State | Carried:
     k = _first(lambda c: up.read(c, state.path) is None, commits)
     if state.scope is not None:
         scope = state.scope
-        k = _first(lambda c: not scopes.has(up.read(c, state.path), scope), commits[:k])
+        k = _first(lambda c: not scopes.has(up.read(c, state.path), scope, state.path), commits[:k])
     out = _blocks(up, state, commits[:k])
     if isinstance(out, Carried) or k == len(commits):
         return out
@@ -194,7 +196,7 @@ def _moved(up: Upstream, state: State, sha: str) -> State | Carried:
         if renamed is not None:
             path, new = renamed, up.read(sha, renamed)
             moves += (f"{state.path} renamed to {renamed} in {sha[:12]}",)
-    if new is not None and (state.scope is None or scopes.has(new, state.scope)):
+    if new is not None and (state.scope is None or scopes.has(new, state.scope, path)):
         merged = up.merge(state.patched, state.upstream, new)
         if merged.clean:
             return replace(
@@ -209,8 +211,8 @@ def _moved(up: Upstream, state: State, sha: str) -> State | Carried:
 def _scope_moved(up: Upstream, state: State, sha: str, path: str, new: str | None) -> State | Carried:
     """The edit's scope left ``path`` at ``sha``: merge the edit into the scope where ``sha`` put it."""
     assert state.scope is not None
-    old = (scopes.scopes(state.upstream) or {}).get(state.scope)
-    mine = (scopes.scopes(state.patched) or {}).get(state.scope)
+    old = (scopes.table(state.upstream, state.path) or {}).get(state.scope)
+    mine = (scopes.table(state.patched, state.path) or {}).get(state.scope)
     if old is None or mine is None:
         return Carried("conflict", state, up.info(sha), reason=f"{state.scope} cannot be read in the patched file")
     candidates = [(path, new)] if new is not None else []
@@ -219,19 +221,15 @@ def _scope_moved(up: Upstream, state: State, sha: str, path: str, new: str | Non
             text = up.read(sha, written)
             if text is not None:
                 candidates.append((written, text))
-    found = scopes.find(scopes.body(state.upstream, old), old.leaf, candidates)
-    alike = ""
-    if found is None:
-        found = scopes.renamed(scopes.body(state.upstream, old), _before(up, sha, state, candidates))
-        alike = f" (renamed; its body {found[2]:.0%} alike)" if found is not None else ""
+    found = scopes.went(state.upstream, old, candidates, lambda: _before(up, sha, state, candidates))
     if found is None:
         gone = scopes.body(state.upstream, old)
         what = f"{state.scope} ({state.path})"
         return Carried("removed", state, up.info(sha), _where(up, sha, gone, skip=state.scope), what=what)
-    where, s, _score = found
+    where, s = found.path, found.scope
     text = next(t for p, t in candidates if p == where)
     merged = up.merge(scopes.body(state.patched, mine), scopes.body(state.upstream, old), scopes.body(text, s))
-    moved = f"{state.path}:{state.scope} moved to {where}:{s.name} in {sha[:12]}{alike}"
+    moved = f"{state.path}:{state.scope} moved to {where}:{s.name} in {sha[:12]}{found.why}"
     if not merged.clean:
         went = replace(state, moves=(*state.moves, moved))
         return Carried("conflict", went, up.info(sha), f"{where}:{s.name}", "the edit does not merge into it there")
@@ -260,7 +258,7 @@ def _before(
             was: str | None = state.upstream
         else:
             was = up.read(parent, old_paths[path]) if parent is not None and path in old_paths else None
-        out.append((path, text, frozenset(scopes.scopes(was) or {}) if was is not None else frozenset()))
+        out.append((path, text, frozenset(scopes.table(was, path) or {}) if was is not None else frozenset()))
     return out
 
 
@@ -278,6 +276,6 @@ def _where(up: Upstream, sha: str, gone: str, skip: str | None = None) -> str | 
         have = [i for i, ln in enumerate(scopes.lines(text), 1) if ln.strip() in wanted]
         found = len({scopes.lines(text)[i - 1].strip() for i in have})
         if have and found * 2 >= len(wanted) and (best is None or found > best[0]):
-            holder = scopes.at_line(text, have[0]) if written.endswith(".py") else None
+            holder = scopes.at_line(text, have[0], written) if written.endswith(".py") else None
             best = (found, f"{written}:{holder}" if holder and holder != skip else written)
     return best[1] if best else None

@@ -37,12 +37,13 @@ import ast
 from pathlib import Path
 from typing import Any, ClassVar
 
-from patchctl.errors import ManifestError
+from patchctl.errors import ManifestError, SourceSyntaxError
 from patchctl.patchsets.kinds import imports, splice
 from patchctl.patchsets.kinds import structural_reasons as reasons
 from patchctl.patchsets.kinds.base import Check, Context, Edit, EditStatus
 from patchctl.patchsets.model import Patch, Presence
 from patchctl.patchsets.placement import Placement, gaptext, locate
+from patchctl.patchsets.placement import anchors as st
 from patchctl.patchsets.placement.places import Params
 from patchctl.patchsets.placement.pyparse import split_lines
 from patchctl.patchsets.placement.where import spans
@@ -202,12 +203,16 @@ class Structural:
         lines = split_lines(text)
         new = "".join([*lines[: site.first - 1], after, *lines[site.last :]])
         try:
-            ast.parse(new)
-        except SyntaxError as exc:  # e.g. a body left empty: better no patch than a broken module
-            return Edit(
-                EditStatus.CONFLICT,
-                f"{reasons.where(p)}: the result would not be valid Python (line {exc.lineno}: {exc.msg})",
-            )
+            st.parsed(new, ctx.path)  # the one parse of the result: locate() below, and the next patch, read it
+        except SourceSyntaxError:  # e.g. a body left empty: better no patch than a broken module
+            try:
+                ast.parse(new)
+            except SyntaxError as exc:  # (parsed again, for the message: only when it fails)
+                return Edit(
+                    EditStatus.CONFLICT,
+                    f"{reasons.where(p)}: the result would not be valid Python (line {exc.lineno}: {exc.msg})",
+                )
+            raise
         again = locate(p, new, ctx.path)
         later = again.fits
         if len(later) > 1:  # check and revert could not tell the change from the original: do not make it

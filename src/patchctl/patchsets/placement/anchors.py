@@ -21,11 +21,17 @@ from __future__ import annotations
 
 import ast
 import tokenize
-from functools import lru_cache
+import weakref
+from collections.abc import Iterator
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING
 
 from patchctl.patchsets.placement import syntax as sx
 from patchctl.patchsets.placement.pyparse import parse_ast, split_lines
 from patchctl.records import field, record, replace
+
+if TYPE_CHECKING:
+    from patchctl.patchsets.placement.scopes import Scope
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 #: statements whose ``body`` a patch may sit inside, named by their header (``params.blocks``)
@@ -62,12 +68,62 @@ def header_end(lines: list[str], node: ast.stmt) -> int:
     return body[0].lineno - 1 if body else node.lineno
 
 
+#: the fields that hold statements, in the order ``ast`` lists them: a def is a statement
+_BODIES = frozenset(("body", "handlers", "orelse", "finalbody", "cases"))
+
+
+@record(frozen=True)
+class Def:
+    """One ``def`` or ``class`` of a tree: the scope finder's unit (:func:`definitions`)."""
+
+    #: ``Class.method``, ``function``, ``outer.inner``: the defs and classes around it, by name
+    name: str
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+    #: reached from the module through defs and classes only (not inside an ``if``, ``try``,
+    #: ``for``...): what a structural patch's ``scope`` names
+    direct: bool
+
+
+_DEFINED: weakref.WeakKeyDictionary[ast.AST, tuple[Def, ...]] = weakref.WeakKeyDictionary()
+
+
+def definitions(tree: ast.AST) -> tuple[Def, ...]:
+    """Every def and class of ``tree`` in source order (a def before those inside it), found
+    once per tree and kept as long as the tree lives: the one scope finder of placement. A
+    structural patch's scope (:func:`find_scopes`) and the history walk's and the 3-way
+    check's scope table (:mod:`.scopes`) are both read off it (issue 38 requirement 9)."""
+    found = _DEFINED.get(tree)
+    if found is None:
+        out: list[Def] = []
+        _visit(tree, "", True, out)
+        found = _DEFINED[tree] = tuple(out)
+    return found
+
+
+def _visit(node: ast.AST, prefix: str, direct: bool, out: list[Def]) -> None:
+    for child in _statements(node):
+        if isinstance(child, _DEFS):
+            name = f"{prefix}{child.name}"
+            out.append(Def(name, child, direct))
+            _visit(child, f"{name}.", direct, out)
+        else:
+            _visit(child, prefix, False, out)
+
+
+def _statements(node: ast.AST) -> Iterator[ast.AST]:
+    """The statements (and ``except``/``case`` clauses) directly under ``node``."""
+    for f in node._fields:
+        if f in _BODIES:
+            yield from getattr(node, f)
+
+
 def find_scopes(tree: ast.Module, scope: str) -> list[ast.AST]:
-    """Every node that ``scope`` names (the module for ``""``); more than one is ambiguous."""
-    nodes: list[ast.AST] = [tree]
-    for name in scope.split(".") if scope else []:
-        nodes = [s for n in nodes for s in getattr(n, "body", []) if isinstance(s, _DEFS) and s.name == name]
-    return nodes
+    """Every node that ``scope`` names (the module for ``""``); more than one is ambiguous. Only
+    definitions nested in definitions count (:attr:`Def.direct`): a def inside an ``if`` is no
+    scope a patch names."""
+    if not scope:
+        return [tree]
+    return [d.node for d in definitions(tree) if d.direct and d.name == scope]
 
 
 def descend(lines: list[str], nodes: list[ast.AST], blocks: list[str]) -> list[ast.AST]:
@@ -171,6 +227,13 @@ class Parsed:
     lines: list[str]
     #: id of a body list of ``tree`` -> its statements as :func:`keys_of` gives them
     keys: dict[int, list[sx.Stmt]] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def scopes(self) -> dict[str, Scope]:
+        """Every def and class by qualified name, the first of a repeated one (:mod:`.scopes`)."""
+        from patchctl.patchsets.placement.scopes import table_of
+
+        return table_of(self.tree, self.lines)
 
 
 @lru_cache(maxsize=4)

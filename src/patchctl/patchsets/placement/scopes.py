@@ -1,19 +1,36 @@
-"""The functions and classes of a Python file, and which of them an edit sits in.
+"""Which def or class holds which lines of a Python file, by qualified name, and where one went.
 
-The walk follows an edit by its innermost enclosing ``def`` or ``class`` (its scope): when a
-commit takes that scope out of the file, the scope is looked for where the commit put code,
-by name and by how alike the bodies are. Parsing is :mod:`ast` (the standard library, fast),
-cached per text, since a walk asks the same blob many times.
+The one scope finder of placement (issue 38 requirement 9). A scope is the qualified name of a
+``def`` or ``class`` (``RayPPOTrainer.fit``, ``outer.inner``); :func:`definitions` lists every
+one of a parsed tree, once per tree, and everything that names scopes reads it:
+
+- the structural kind finds a patch's scope in a file by it (:func:`~.anchors.find_scopes`,
+  the definitions reached through defs and classes only), so apply, verify, markers, matrix and
+  drift do;
+- the ``--repo`` history walk (:mod:`~patchctl.patchsets.history.walk`) and the 3-way check of
+  :mod:`~patchctl.patchsets.threeway` ask which scope an edit sits in (:func:`enclosing`),
+  whether a text still defines it (:func:`has`), and, when a commit took it out of its file,
+  where it went and why (:func:`went`: same name and a body at least half alike, else another
+  name and a body :data:`RENAMED` alike).
+
+The table of a text (:func:`table`: each name's first definition, its lines and indentation) is
+made from the same parse as the rest of placement (:func:`~.anchors.parsed`, one ``ast`` tree per
+text) and kept per text, since a walk asks the same blob many times. Lines are counted as
+Python's tokenizer counts them (:func:`~.pyparse.split_lines`), as the tree's line numbers are.
 """
 
 from __future__ import annotations
 
 import ast
 import difflib
-import functools
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from patchctl.errors import SourceSyntaxError
 from patchctl.patchsets.kinds.text_hunk import shared_ends
+from patchctl.patchsets.placement import anchors
+from patchctl.patchsets.placement.pyparse import split_lines
 
 #: how alike (difflib's ratio of lines) a scope of the same name must be to count as the moved one
 ALIKE = 0.5
@@ -25,6 +42,8 @@ RENAMED = 0.8
 #: the fewest non-blank body lines a scope needs to be followed under another name: a two-line
 #: body (``return x``) is alike to too many others to tell which one it became
 RENAMED_LINES = 3
+#: texts whose table is kept (a table is small; a walk reads a few hundred blobs)
+TABLES = 256
 
 
 @dataclass(frozen=True)
@@ -54,41 +73,52 @@ class Region:
 
 
 def lines(text: str) -> list[str]:
-    return text.splitlines(keepends=True)
+    """``text``'s lines as Python's tokenizer counts them (a form feed ends no line): the
+    lines a tree's line numbers count."""
+    return split_lines(text)
 
 
-@functools.lru_cache(maxsize=256)
-def scopes(text: str) -> dict[str, Scope] | None:
-    """Every def and class by qualified name (the first of a repeated name); None: not Python."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
-    src = lines(text)
+def table_of(tree: ast.AST, src: list[str]) -> dict[str, Scope]:
+    """Every def and class of ``tree`` (whose text has lines ``src``) by qualified name, the
+    first of a repeated name (:func:`~.anchors.definitions`)."""
     out: dict[str, Scope] = {}
-
-    def visit(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                name = f"{prefix}{child.name}"
-                first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
-                line = src[child.lineno - 1] if child.lineno <= len(src) else ""
-                indent = line[: len(line) - len(line.lstrip())]
-                out.setdefault(name, Scope(name, first, child.end_lineno or child.lineno, indent))
-                visit(child, f"{name}.")
-            elif not isinstance(child, (ast.expr, ast.Lambda)):
-                visit(child, prefix)
-
-    visit(tree, "")
+    for d in anchors.definitions(tree):
+        if d.name in out:
+            continue
+        node = d.node
+        line = src[node.lineno - 1] if node.lineno <= len(src) else ""
+        out[d.name] = Scope(
+            d.name, anchors.first_line(node), node.end_lineno or node.lineno, line[: len(line) - len(line.lstrip())]
+        )
     return out
 
 
-def has(text: str | None, name: str) -> bool:
+_TABLES: OrderedDict[str, dict[str, Scope] | None] = OrderedDict()
+
+
+def table(text: str, path: str = "") -> dict[str, Scope] | None:
+    """Every def and class of ``text`` by qualified name; None: not Python. Parsed as the rest
+    of placement parses (:func:`~.anchors.parsed`, so a text placement just read is not parsed
+    again; ``path`` is the file's, as placement names it); kept for the last :data:`TABLES` texts."""
+    if text in _TABLES:
+        _TABLES.move_to_end(text)
+        return _TABLES[text]
+    try:
+        found: dict[str, Scope] | None = anchors.parsed(text, path).scopes
+    except (SourceSyntaxError, ValueError):  # ValueError: a NUL byte (Python 3.11)
+        found = None
+    _TABLES[text] = found
+    if len(_TABLES) > TABLES:
+        _TABLES.popitem(last=False)
+    return found
+
+
+def has(text: str | None, name: str, path: str = "") -> bool:
     """Whether ``text`` still defines ``name``; a text that does not parse counts as yes (no
     commit is taken for the one that moved a scope because a file was broken in between)."""
     if text is None:
         return False
-    found = scopes(text)
+    found = table(text, path)
     return found is None or name in found
 
 
@@ -124,10 +154,11 @@ def _inside(s: Scope, r: Region) -> bool:
     return s.start <= r.first <= s.end and (r.first < s.end or len(r.inserted) > len(s.indent))
 
 
-def enclosing(before: str, after: str) -> str | None:
-    """The innermost def or class holding every change from ``before`` to ``after``; None when
-    the edit is at module level, spans scopes, or the file is not Python."""
-    found = scopes(before)
+def enclosing(before: str, after: str, path: str = "") -> str | None:
+    """Which scope an edit is in: the innermost def or class of ``before`` (the file at ``path``)
+    holding every change from ``before`` to ``after``; None when the edit is at module level,
+    spans scopes, or the file is not Python."""
+    found = table(before, path)
     regions = edited(before, after)
     if not found or not regions:
         return None
@@ -160,7 +191,7 @@ def find(old: str, leaf: str, candidates: list[tuple[str, str]]) -> tuple[str, S
     ``(path, text)`` candidates, the same-named def or class most like it, at least :data:`ALIKE`."""
     best: tuple[str, Scope, float] | None = None
     for path, text in candidates:
-        for s in (scopes(text) or {}).values():
+        for s in (table(text, path) or {}).values():
             if s.leaf != leaf:
                 continue
             score = alike(old, body(text, s))
@@ -169,9 +200,9 @@ def find(old: str, leaf: str, candidates: list[tuple[str, str]]) -> tuple[str, S
     return best
 
 
-def at_line(text: str, line: int) -> str | None:
+def at_line(text: str, line: int, path: str = "") -> str | None:
     """The innermost scope holding 1-based ``line``, for a message."""
-    holders = [s for s in (scopes(text) or {}).values() if s.start <= line <= s.end]
+    holders = [s for s in (table(text, path) or {}).values() if s.start <= line <= s.end]
     return min(holders, key=lambda s: s.end - s.start).name if holders else None
 
 
@@ -201,7 +232,7 @@ def renamed(old: str, candidates: list[tuple[str, str, frozenset[str]]]) -> tupl
     kind = _kind(old)
     best: tuple[str, Scope, float] | None = None
     for path, text, before in candidates:
-        for s in (scopes(text) or {}).values():
+        for s in (table(text, path) or {}).values():
             if s.name in before:
                 continue
             theirs = body(text, s)
@@ -214,3 +245,40 @@ def renamed(old: str, candidates: list[tuple[str, str, frozenset[str]]]) -> tupl
             if score >= RENAMED and (best is None or score > best[2]):
                 best = (path, s, score)
     return best
+
+
+@dataclass(frozen=True)
+class Went:
+    """Where a scope a commit took out of its file went (:func:`went`)."""
+
+    path: str
+    #: the scope there (its name, lines and indentation in that file's text)
+    scope: Scope
+    #: how alike its body is to the one that left (difflib's ratio)
+    score: float
+    #: found under another name (:func:`renamed`), not its own (:func:`find`)
+    renamed: bool
+
+    @property
+    def why(self) -> str:
+        """What the move's message adds: how a scope under another name was told to be it."""
+        return f" (renamed; its body {self.score:.0%} alike)" if self.renamed else ""
+
+
+def went(
+    old: str,
+    scope: Scope,
+    candidates: list[tuple[str, str]],
+    defined_before: Callable[[], list[tuple[str, str, frozenset[str]]]],
+) -> Went | None:
+    """Where ``scope`` of text ``old`` went, among the ``(path, text)`` candidates (the files of
+    the commit that took it away), and why: a def or class of its name at least :data:`ALIKE`
+    alike (:func:`find`), else one of a name new to its file at least :data:`RENAMED` alike
+    (:func:`renamed`; ``defined_before`` gives the candidates with the names each file defined
+    before, asked only then). None: it went nowhere alike."""
+    was = body(old, scope)
+    found = find(was, scope.leaf, candidates)
+    if found is not None:
+        return Went(found[0], found[1], found[2], False)
+    moved = renamed(was, defined_before())
+    return Went(moved[0], moved[1], moved[2], True) if moved is not None else None
