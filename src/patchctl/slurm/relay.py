@@ -134,7 +134,7 @@ class Stream:
         assert self.child.stderr is not None
         for raw in self.child.stderr:
             line = raw.decode("utf-8", "replace").strip()
-            if line and not line.startswith("tail:"):
+            if line and line.split(":", 1)[0].rsplit("/", 1)[-1] != "tail":  # tail's own, as srun named it
                 self.said.put(line)
 
     @property
