@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from slurm_fixtures import SlurmSite
 from test_slurm_validate import LONG, finish, last_line, prepare_own_roots, spawn, top_finding, validate
 from tests.clirun import run
+
+from patchctl.slurm import run as slurm_run
 
 
 def login_home(site: SlurmSite) -> Path:
@@ -109,3 +112,57 @@ def test_a_node_without_the_tree_ends_the_run_saying_to_migrate(slurm_site: Slur
     assert "no migrated tree" in last, last
     assert not any(slurm_site.node_root(n).exists() for n in slurm_site.slurm.cluster.nodes)
     assert slurm_site.slurm.cluster.jobs() == []
+
+
+def python_whose_collect_fails(site: SlurmSite, times: int) -> Path:
+    """The cluster's python, through a wrapper whose first ``times`` runs of the node agent's
+    ``collect`` (the step fetching the run folder home) end with 1 before it starts, as a step
+    lost on its way (srun, the login node's ssh) ends; every other run is the real python's."""
+    wrapper, count = site.dir / "python-collect", site.dir / "collect-failures"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do\n'
+        f'  if [ "$a" = collect ] && [ "$(wc -c < {count} 2>/dev/null || echo 0)" -lt {times} ]; then\n'
+        f"    printf x >> {count}; echo 'srun: error: the step lost its connection' >&2; exit 1\n"
+        "  fi\n"
+        "done\n"
+        f'exec {sys.executable} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    config = site.dir / "patchctl.toml"
+    config.write_text(config.read_text().replace(f'python = "{sys.executable}"', f'python = "{wrapper}"'))
+    return count
+
+
+def test_a_fetch_of_the_run_folder_that_fails_once_is_tried_again(slurm_site: SlurmSite) -> None:
+    prepare_own_roots(slurm_site)
+    failures = python_whose_collect_fails(slurm_site, 1)
+    code, doc, out = validate(slurm_site, "--ray-cpus", "1")
+    assert failures.read_text() == "x", out  # the first fetch did fail
+    assert code == 0, out
+    assert doc["verdict"] == "pass", doc["cause"]
+    run = slurm_site.dir / "run"
+    assert json.loads((run / "report.json").read_text())["verdict"] == "pass"
+    assert '"event": "done"' in (run / "job.out").read_text()
+    assert slurm_site.slurm.cluster.jobs() == []
+
+
+def test_a_fetch_that_keeps_failing_ends_in_one_line_naming_the_node(slurm_site: SlurmSite) -> None:
+    prepare_own_roots(slurm_site)
+    failures = python_whose_collect_fails(slurm_site, 99)
+    code, doc, out = validate(slurm_site, "--ray-cpus", "1")
+    assert code == 1, out
+    assert failures.read_text() == "x" * slurm_run.COLLECTS
+    head = doc["teardown"][0]["label"]
+    node_run = Path(doc["trained"]["remote_run_dir"])
+    # srun's line or the step's own, whichever srun wrote last
+    cause = doc["cause"]
+    assert cause.startswith(f"{head}: the run folder could not be fetched: the job's step ended with 1: "), cause
+    assert cause.endswith(
+        f" ({slurm_run.COLLECTS} tries); it stays on {head} in {node_run}: copy it from there "
+        f"(a job or srun on {head}), or run validate again"
+    ), cause
+    assert "\n" not in cause
+    assert (node_run / "report.json").is_file()  # where the line says it is
+    assert not (slurm_site.dir / "run" / "report.json").exists()
+    assert slurm_site.slurm.cluster.jobs() == []  # the job, holding for nothing now, was ended

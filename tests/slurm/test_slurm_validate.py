@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -101,6 +102,23 @@ def test_compare_and_baseline_judge_the_report_a_slurm_job_brought_home(slurm_si
     assert stack["compared"]["ray"] == [stack["rows"]["ray"][0], "2.49.2"]
     assert stack["compared"]["python"][1] == "3.9.0"
     assert json.loads((slurm_site.dir / "run2" / "validate.json").read_text())["baseline"]["verdict"] == "differs"
+
+
+def test_a_training_run_without_checks_records_every_node_s_stack_for_a_later_compare(slurm_site: SlurmSite) -> None:
+    """As an ssh run always does: no --compare, no --checks, no health profile, and the report
+    still holds the stack each node's Ray step found, which a later --compare sets beside its own."""
+    from patchctl.validate.checks.runner import earlier_stack
+
+    prepare(slurm_site)
+    code, doc, out = validate(slurm_site, "--ray-cpus", "1")
+    assert code == 0, out
+    stack = doc["health"]["stack"]
+    assert stack["hosts"] == ["n1", "n2"]
+    assert stack["rows"]["python"] == [platform.python_version()] * 2
+    assert stack["rows"]["ray"][0] not in ("-", None) and len(set(stack["rows"]["ray"])) == 1
+    assert stack["mismatches"] == []
+    # what --compare reads of this run
+    assert earlier_stack(slurm_site.dir / "run" / "report.json") == stack
 
 
 def prepare_own_roots(site: SlurmSite, extra: str = "") -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -92,6 +92,17 @@ def run(plan: planning.Plan, note: Callable[[Note], None]) -> tuple[tuple[HostPr
         raise failure
     steps = cast(list[ssh.Master], [_Step() for _ in plan.nodes])
     return found, runner.run(plan, steps, found, note)
+
+
+def stack_only(plan: planning.Plan, found: dict[str, dict[str, Any]], note: Callable[[Note], None]) -> runner.Health:
+    """The stack table alone, of the rows each node's Ray step found (``found``: node -> row), for a
+    training run that asked no check: what an ssh run's preflight always records."""
+    rows = tuple(
+        HostPreflight(n.label, (), n.host.address or n.label, n.host.gpus or 0, None, 0.0, found.get(n.label, {}))
+        for n in plan.nodes
+    )
+    steps = cast(list[ssh.Master], [_Step() for _ in plan.nodes])
+    return runner.run(replace(plan, options=replace(plan.options, checks=())), steps, rows, note)
 
 
 def dump(health: runner.Health | None) -> dict[str, Any] | None:

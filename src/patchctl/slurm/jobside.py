@@ -143,6 +143,8 @@ class Job:
         self.children: list[Child] = []
         #: what each step's host side runs under: without Slurm's ROCR_VISIBLE_DEVICES (preflight.drops_rocr)
         self.unset: list[str] = []
+        #: node -> its stack, found by its Ray step where no health check ran (None: they ran)
+        self.stacks: dict[str, dict[str, Any]] | None = None
 
     def words(self, node: str, index: int, action: str) -> list[str]:
         """The host side's argv (remote.py's wrapper: env file, env, package path), its module
@@ -179,12 +181,17 @@ class Job:
             "dashboard": index == 0 and bool(self.req.get("dashboard")),
             "ray_client": index == 0 and bool(self.req.get("ray_client")),
         }
+        if self.stacks is not None:  # this step finds the node's stack first (node.py), as the preflight would
+            request["stack"] = True
         srun = ["srun", "--overlap", "--nodes=1", "--ntasks=1", f"--nodelist={node}", "--kill-on-bad-exit=0"]
         child = Child([*srun, *self.words(node, index, "node")], request)
         self.children.append(child)
         wanted = ("up",) if index == 0 else ("starting",)
         try:
-            event = child.until((*wanted, "refused", "failed", "error"), 180)
+            event = child.until((*wanted, "stack", "refused", "failed", "error"), 180)
+            if event is not None and event["event"] == "stack" and self.stacks is not None:
+                self.stacks[node] = event["stack"]
+                event = child.until((*wanted, "refused", "failed", "error"), 180)
         except queue.Empty:
             raise Stop("ray-up", node, f"{node}: ray start gave no answer in 180 s") from None
         if event is None:
@@ -256,6 +263,21 @@ class Job:
             raise Stop(exc.stage or "checks", exc.host, str(exc)) from None
         for p in found:
             emit({"event": "host-preflight", "preflight": asdict(p)})
+        emit({"event": "health", "health": job_health.dump(measured)})
+
+    def stack(self, nodes: list[str], addresses: dict[str, str], found: dict[str, dict[str, Any]]) -> None:
+        """The stack table of the rows the nodes' Ray steps found, judged as validate judges it
+        (a difference Ray or NCCL cannot survive ends the run): the report's, for --compare."""
+        plan = job_health.make_plan(self.req, nodes, addresses, self.root, {n: self.node_root(n) for n in nodes})
+
+        def note(n: Note) -> None:
+            emit({"event": "note", "stage": n.stage, "host": n.host, "text": n.text})
+
+        try:
+            measured = job_health.stack_only(plan, found, note)
+        except ValidateFailed as exc:
+            emit({"event": "health", "health": job_health.dump(getattr(exc, "health", None))})
+            raise Stop(exc.stage or "checks", exc.host, str(exc)) from None
         emit({"event": "health", "health": job_health.dump(measured)})
 
     def distinct_gpus(self, nodes: list[str], addresses: dict[str, str], listed: list[dict[str, Any]]) -> None:
@@ -336,9 +358,13 @@ class Job:
             if self.req["profile"] == HEALTH:  # the checks were the run: no Ray, no training
                 emit({"event": "done", "passed": True, "stage": "done", "node": nodes[0], "cause": ""})
                 return 0
+        else:  # every run records its stack, as over ssh: found by each node's Ray step, no step more
+            self.stacks = {}
         gcs = self.start_node(nodes, 0, addresses, cpus, None)
         for i in range(1, len(nodes)):
             self.start_node(nodes, i, addresses, cpus, gcs)
+        if self.stacks is not None:
+            self.stack(nodes, addresses, self.stacks)
         formed = self.form(nodes, addresses, gcs)
         emit({"event": "ray-formed", "gcs": gcs, "nodes": formed["nodes"], "seconds": formed["seconds"]})
         self.distinct_gpus(nodes, addresses, formed["nodes"])

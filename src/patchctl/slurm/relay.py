@@ -15,7 +15,7 @@ task and its output coming back to srun. So, once the job runs (its script waits
   read if it ends while the job runs;
 - :func:`collect`: once the job's driver holds (jobside.py ``hold``), one step writes the run
   folder's files as a tar, unpacked here (regular files only, each inside the run folder), and
-  lets the job end.
+  lets the job end; a step that fails leaves the job holding, so the caller tries it again.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ class Stream:
         assert self.child.stderr is not None
         for raw in self.child.stderr:
             line = raw.decode("utf-8", "replace").strip()
-            if line and not line.startswith("tail:"):
+            if line and line.split(":", 1)[0].rsplit("/", 1)[-1] != "tail":  # tail's own, as srun named it
                 self.said.put(line)
 
     @property
@@ -164,12 +164,13 @@ class Stream:
             t.join(timeout=5)
 
 
-def collect(cluster: Cluster, job_id: str, batch: str, run: str, names: list[str], into: Path) -> list[str]:
-    """The run folder's ``names`` from the batch node into ``into``; the names that arrived."""
+def collect(cluster: Cluster, job_id: str, batch: str, run: str, names: list[str], into: Path) -> tuple[list[str], str]:
+    """The run folder's ``names`` from the batch node into ``into``: the names that arrived (a tar
+    cut short still holds the files before the cut), and "" or why the step failed (one line)."""
     words = [*step(job_id, batch, 1), *login.agent_words(cluster, ["collect", run, *names])]
-    code, out, _ = _run(cluster, words, b"", 600)
-    del code  # a tar cut short still holds the files before the cut; what arrived is listed
-    return unpack(out, into)
+    code, out, err = _run(cluster, words, b"", 600)
+    got = unpack(out, into)
+    return got, "" if code == 0 else f"ended with {code}: {login.tail(err)}"
 
 
 def unpack(data: bytes, into: Path) -> list[str]:

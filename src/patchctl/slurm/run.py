@@ -59,6 +59,10 @@ ProgressFn = Callable[[Progress], None]
 POLL = 1.0
 #: how often the step following a job's output may be lost before the run ends
 RESTARTS = 10
+#: tries of the step fetching the run folder without a shared root (the job holds it meanwhile,
+#: jobside.HOLD seconds), and the seconds between two
+COLLECTS = 5
+COLLECT_PAUSE = 2.0
 #: a run's folder without a shared root, relative to each node's own tree (own_roots)
 RUNS = ".patchctl/runs"
 #: the request file's writer on the login node: a private folder, the request from stdin
@@ -179,6 +183,8 @@ class Follow:
         self.collected: list[str] = []
         self.failed = ""
         self.restarts = 0
+        #: the line that ends the run when the run folder never came home (every try failed)
+        self.fetch_failed = ""
         #: set once patchctl cancels the job: nothing more is staged or followed
         self.ending = False
 
@@ -248,7 +254,24 @@ class Follow:
         names = [*(self.trained.files if self.trained else ()), "job.out"]
         run = relay.node_run(self.plan.cluster, self.batch, self.plan.remote_run_dir)
         self.plan.run_dir.mkdir(parents=True, exist_ok=True)
-        self.collected = relay.collect(self.plan.cluster, self.job_id, self.batch, run, names, self.plan.run_dir)
+        got: dict[str, None] = {}
+        why = ""
+        for attempt in range(1, COLLECTS + 1):
+            arrived, why = relay.collect(self.plan.cluster, self.job_id, self.batch, run, names, self.plan.run_dir)
+            got.update(dict.fromkeys(arrived))
+            if not why:
+                break
+            if attempt < COLLECTS:  # a lost step (srun, the login node's ssh): the job still holds
+                self.note(Note("fetch", self.batch, f"the step fetching the run folder {why}; trying again"))
+                time.sleep(COLLECT_PAUSE)
+        self.collected = list(got)
+        if why:
+            self.fetch_failed = (
+                f"{self.batch}: the run folder could not be fetched: the job's step {why} ({COLLECTS} tries); "
+                f"it stays on {self.batch} in {run}: copy it from there (a job or srun on {self.batch}), "
+                "or run validate again"
+            )
+            return
         self.note(Note("fetch", self.batch, f"{len(self.collected)} file(s) of the run folder fetched (srun --jobid)"))
 
     def _state(self, state: follow.JobState) -> None:
@@ -432,6 +455,10 @@ def validate(
                         f"(--queue-timeout {queue_timeout:g}); cancelled"
                     )
                     stage, host = "queue", f"job {job_id}"
+                    break
+                if f.fetch_failed:  # the job only holds the run folder for patchctl: it may end now
+                    cancelled = _cancel(cluster, f)
+                    cause, stage, host = f.fetch_failed, "fetch", f.batch
                     break
                 if f.failed:  # the package or the request never reached the job's nodes ...
                     f.poll()

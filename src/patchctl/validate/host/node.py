@@ -69,6 +69,10 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     """:func:`serve` with the node's GPUs held for its whole life, given back before "stopped"."""
     from patchctl import gpuusers
 
+    if request.get("stack"):  # a Slurm job without the health checks records the stack here (slurm/jobside.py)
+        from patchctl.validate.host.preflight import stack_here
+
+        emit({"event": "stack", "stack": stack_here(Path.cwd())})
     lease, refused = gpuusers.node_claim(request)
     if refused is not None:
         emit(refused)

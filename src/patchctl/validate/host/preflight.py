@@ -173,6 +173,14 @@ def _environment(root: Path, skip: dict[str, str], facts: dict[str, Any]) -> lis
     return [done.get(n) or left_out[n] for n in CHECKS]
 
 
+def stack_here(root: Path, table: list[list[str]] | None = None) -> dict[str, Any]:
+    """This host's row of the stack table, with the names of the GPUs visible here (nvidia-smi's
+    ``table``, asked now when not given): the preflight's, and a Slurm job's Ray step's (node.py)."""
+    table = form.gpu_table() if table is None else table
+    visible = form.visible(table, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    return stack.facts(root, [r[2] for r in visible if not r[1].startswith("unknown:")])
+
+
 def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     t0 = time.monotonic()
     root = Path.cwd()
@@ -187,10 +195,7 @@ def run(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
         from patchctl.train.rollouts import preflight_row
 
         rows.append(preflight_row(root, str(request["profile"])))
-    facts = stack.facts(
-        root,
-        [r[2] for r in form.visible(table, os.environ.get("CUDA_VISIBLE_DEVICES")) if not r[1].startswith("unknown:")],
-    )
+    facts = stack_here(root, table)
     rows += _environment(root, dict(request.get("skip", {})), facts)
     emit(
         {
