@@ -88,8 +88,9 @@ def version_tree(version: str, verl_git: Path, work: Path) -> Path:
 
 
 def scratch_repo(base: Path, fork: Path, where: Path) -> Path:
-    """A repository with the base (tag ``base``) and the fork (tag ``fork``) as commits."""
-    gd = where / "git"
+    """A repository with the base (tag ``base``) and the fork (tag ``fork``) as commits: one per
+    base (``base`` names its commit), so a base found anew never meets an old repository's hunks."""
+    gd = where / f"git-{base.name}"
     if not (gd / "refs" / "tags" / "fork").exists():
         shutil.rmtree(gd, ignore_errors=True)
         git("init", "-q", "--bare", str(gd))
