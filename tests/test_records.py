@@ -112,3 +112,16 @@ def test_a_record_says_which_default_breaks_the_order() -> None:
         class Bad:
             a: int = 0
             b: int
+
+
+def test_a_record_refuses_a_post_init_it_would_never_call() -> None:
+    """``__post_init__`` is one of what a record leaves out: a class defining it is refused where
+    it is made, not left to skip its check silently at every construction."""
+    with pytest.raises(TypeError, match="Checked: a record does not call __post_init__; use @dataclass"):
+
+        @records.record(frozen=True)
+        class Checked:
+            a: int
+
+            def __post_init__(self) -> None:
+                raise ValueError("never reached by a record")

@@ -80,6 +80,8 @@ def _is_classvar(annotation: object) -> bool:
 
 
 def _process(cls: type, frozen: bool) -> type:
+    if "__post_init__" in cls.__dict__:  # never called here: make it a @dataclass instead
+        raise TypeError(f"{cls.__qualname__}: a record does not call __post_init__; use @dataclass for this class")
     fields: dict[str, _Field] = {}
     for base in reversed(cls.__mro__[1:]):
         for f in base.__dict__.get(_FIELDS, ()):
