@@ -23,15 +23,11 @@ import ast
 import tokenize
 import weakref
 from collections.abc import Iterator
-from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING
+from functools import lru_cache
 
 from patchctl.patchsets.placement import syntax as sx
 from patchctl.patchsets.placement.pyparse import parse_ast, split_lines
 from patchctl.records import field, record, replace
-
-if TYPE_CHECKING:
-    from patchctl.patchsets.placement.scopes import Scope
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 #: statements whose ``body`` a patch may sit inside, named by their header (``params.blocks``)
@@ -227,13 +223,6 @@ class Parsed:
     lines: list[str]
     #: id of a body list of ``tree`` -> its statements as :func:`keys_of` gives them
     keys: dict[int, list[sx.Stmt]] = field(default_factory=dict, repr=False)
-
-    @cached_property
-    def scopes(self) -> dict[str, Scope]:
-        """Every def and class by qualified name, the first of a repeated one (:mod:`.scopes`)."""
-        from patchctl.patchsets.placement.scopes import table_of
-
-        return table_of(self.tree, self.lines)
 
 
 @lru_cache(maxsize=4)

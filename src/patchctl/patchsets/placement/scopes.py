@@ -104,7 +104,8 @@ def table(text: str, path: str = "") -> dict[str, Scope] | None:
         _TABLES.move_to_end(text)
         return _TABLES[text]
     try:
-        found: dict[str, Scope] | None = anchors.parsed(text, path).scopes
+        tree = anchors.parsed(text, path)
+        found: dict[str, Scope] | None = table_of(tree.tree, tree.lines)
     except (SourceSyntaxError, ValueError):  # ValueError: a NUL byte (Python 3.11)
         found = None
     _TABLES[text] = found
