@@ -11,9 +11,6 @@ every file whatever the cache says.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -57,14 +54,4 @@ def save(root: Path, cache: Any) -> None:
     path, remembered = cache_file(root), cache.document()
     if remembered["files"] == cache.old:
         return  # only racily clean files are new: nothing the next pass may trust
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)  # not left to whoever read the clock
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".hashes-")
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "w") as f:  # dumps, not dump: only dumps has the C encoder
-            f.write(json.dumps(remembered, separators=(",", ":")))
-        os.replace(tmp, path)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
+    state.write_json(path, remembered, ".hashes-")

@@ -30,7 +30,6 @@ import json
 import os
 import socket
 import sys
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -152,15 +151,4 @@ def keep(
         "patchsets": kits,
         "answer": answer,
     }
-    path = memo_file(root, [ps.name for ps in patchsets])
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".source-")
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(doc, separators=(",", ":")))
-        os.replace(tmp, path)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
+    state.write_json(memo_file(root, [ps.name for ps in patchsets]), doc, ".source-")

@@ -42,12 +42,22 @@ def last_verified(cluster: Cluster, host: Host) -> str | None:
 
 def remember(cluster: Cluster, host: Host, value: str) -> None:
     """Best effort: a cache that cannot be written only costs a round trip next time."""
-    path = _file(cluster, host)
+    write_json(_file(cluster, host), {"digest": value, "host": host.ssh, "root": host.root}, ".state-")
+
+
+def write_json(path: Path, doc: object, prefix: str) -> None:
+    """Write ``doc`` to ``path`` whole or not at all (a temporary file beside it, renamed over it).
+    Best effort, for migrate's local caches (this state, the hash cache, the source memo): one
+    that cannot be written only costs redoing its work next time, so an OSError is swallowed
+    and no temporary file is left behind."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state-")
-        with os.fdopen(fd, "w") as f:
-            json.dump({"digest": value, "host": host.ssh, "root": host.root}, f)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w") as f:  # dumps, not dump: only dumps has the C encoder
+            f.write(json.dumps(doc, separators=(",", ":")))
         os.replace(tmp, path)
     except OSError:
-        pass
+        Path(tmp).unlink(missing_ok=True)
