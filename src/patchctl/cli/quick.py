@@ -27,6 +27,8 @@ from patchctl.records import field, record
 #: option -> the field it sets: ``--target``, ``--patchset`` and ``--config`` take a value
 _VALUED = {"--target": "target", "-t": "target", "--patchset": "patchsets", "-p": "patchsets", "--config": "config"}
 _FLAGS = {"--strict": "strict", "--json": "as_json"}
+#: the options that may be given more than once, collected in a list
+_REPEATED = ("patchsets", "hosts")
 
 
 @record
@@ -42,34 +44,50 @@ class VerifyLine:
 
 def read_verify(args: list[str]) -> VerifyLine | None:
     """The options of ``patchctl verify ARGS``, or None where click must read them."""
+    read = _read(args, _VALUED, _FLAGS, arguments=False)
+    return None if read is None else VerifyLine(**read[1])  # type: ignore[arg-type]
+
+
+def _read(
+    args: list[str], valued: dict[str, str], flags: dict[str, str], *, arguments: bool
+) -> tuple[list[str], dict[str, object]] | None:
+    """The arguments and options of a command line as click reads them, by the command's options
+    that take a value (``valued``, each repeatable one collected in a list) and its flags; None
+    where click must read the line itself. ``arguments``: words that are not options are the
+    command's arguments (else a word is click's to report)."""
     if os.environ.get(COMPLETE_VAR):
         return None
-    line = VerifyLine()
+    words: list[str] = []
+    values: dict[str, object] = {}
+    repeated: dict[str, list[str]] = {}
     rest = list(args)
     while rest:
         token = rest.pop(0)
-        if token in _FLAGS:
-            setattr(line, _FLAGS[token], True)
+        if token in flags:
+            values[flags[token]] = True
+            continue
+        if arguments and not token.startswith("-"):
+            words.append(token)
             continue
         name, eq, value = token.partition("=")
-        if eq and name.startswith("--") and name in _VALUED:
+        if eq and name.startswith("--") and name in valued:
             token = name
-        elif token in _VALUED and rest:
+        elif token in valued and rest:
             value = rest.pop(0)
         else:
-            return None  # --help, --env, -tVALUE, an unknown option, an argument, a value missing
+            return None  # --help, --env, --jobs, -tVALUE, --, an unknown option, a value missing
         if not value or value.startswith("-"):
             return None  # click's message for an empty value; its reading of one like an option
-        key = _VALUED[token]
-        if key == "patchsets":
-            line.patchsets.append(value)
+        key = valued[token]
+        if key in _REPEATED:
+            repeated.setdefault(key, []).append(value)
         elif key == "target":
-            line.target = value
+            values["target"] = value
         elif not _plain_file(value):
             return None
         else:
-            line.config = Path(value)
-    return line
+            values["config"] = Path(value)
+    return words, {**values, **repeated}
 
 
 def _plain_file(value: str) -> bool:
@@ -155,46 +173,10 @@ class MigrateLine:
 
 def read_migrate(args: list[str]) -> MigrateLine | None:
     """The options of ``patchctl migrate ARGS``, or None where click must read them."""
-    if os.environ.get(COMPLETE_VAR):
-        return None
-    cluster: str | None = None
-    values: dict[str, object] = {}
-    patchsets: list[str] = []
-    hosts: list[str] = []
-    rest = list(args)
-    while rest:
-        token = rest.pop(0)
-        if token in _MIGRATE_FLAGS:
-            values[_MIGRATE_FLAGS[token]] = True
-            continue
-        if not token.startswith("-"):
-            if cluster is not None:
-                return None  # a second argument: click's message
-            cluster = token
-            continue
-        name, eq, value = token.partition("=")
-        if eq and name.startswith("--") and name in _MIGRATE_VALUED:
-            token = name
-        elif token in _MIGRATE_VALUED and rest:
-            value = rest.pop(0)
-        else:
-            return None  # --help, --jobs, --list, -tVALUE, --, an unknown option, a value missing
-        if not value or value.startswith("-"):
-            return None  # click's message for an empty value; its reading of one like an option
-        key = _MIGRATE_VALUED[token]
-        if key == "patchsets":
-            patchsets.append(value)
-        elif key == "hosts":
-            hosts.append(value)
-        elif key == "target":
-            values["target"] = value
-        elif not _plain_file(value):
-            return None
-        else:
-            values["config"] = Path(value)
-    if cluster is None:
-        return None  # click's "Missing argument"
-    return MigrateLine(cluster, patchsets=patchsets, hosts=hosts, **values)  # type: ignore[arg-type]
+    read = _read(args, _MIGRATE_VALUED, _MIGRATE_FLAGS, arguments=True)
+    if read is None or len(read[0]) != 1:
+        return None  # no CLUSTER ("Missing argument"), or a second argument: click's message
+    return MigrateLine(read[0][0], **read[1])  # type: ignore[arg-type]
 
 
 def migrate(args: list[str]) -> None:
