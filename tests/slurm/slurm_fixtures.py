@@ -107,18 +107,25 @@ class SlurmSite:
         return path
 
 
-@pytest.fixture
-def slurm_site(slurm: Slurm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SlurmSite]:
-    monkeypatch.setattr(state, "state_dir", lambda: tmp_path / "migrate-state")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("SLURM_CONF", str(slurm.cluster.conf))  # for the tests' own squeue/scancel
-    tree = tmp_path / "src" / "verl_Uky"
+def stand_in_site(slurm: Slurm, top: Path, mp: pytest.MonkeyPatch) -> SlurmSite:
+    """A site in ``top``: the stand-in verl as a git checkout, migrate's state and the working
+    folder there, and ``SLURM_CONF`` set for the tests' own squeue/scancel (through ``mp``, a
+    test's monkeypatch or a longer-lived ``MonkeyPatch.context()``)."""
+    mp.setattr(state, "state_dir", lambda: top / "migrate-state")
+    mp.chdir(top)
+    mp.setenv("SLURM_CONF", str(slurm.cluster.conf))
+    tree = top / "src" / "verl_Uky"
     shutil.copytree(STANDIN, tree, ignore=shutil.ignore_patterns("__pycache__"))
     git(tree, "init", "-q", "-b", "main")
     git(tree, "add", "-A")
     git(tree, "commit", "-q", "-m", "stand-in verl")
-    os.chmod(tmp_path, 0o755)
-    yield SlurmSite(slurm, tmp_path, tree)
+    os.chmod(top, 0o755)
+    return SlurmSite(slurm, top, tree)
+
+
+@pytest.fixture
+def slurm_site(slurm: Slurm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SlurmSite]:
+    yield stand_in_site(slurm, tmp_path, monkeypatch)
     slurm.cluster.reset()
     deadline = time.monotonic() + 30  # a killed node's steps end once its slurmd is back (Slurm's own cleanup)
     while ours(slurm) and time.monotonic() < deadline:

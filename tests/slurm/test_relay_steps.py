@@ -7,19 +7,15 @@ offset, the run folder's files home, and one line naming the failure when a step
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from migrate_helpers import git
-from slurm_fixtures import STANDIN, Slurm, SlurmSite
+from slurm_fixtures import Slurm, SlurmSite, stand_in_site
 from test_slurm_validate import prepare_own_roots
 
 from patchctl.clusters import Cluster, load_cluster
-from patchctl.migrate import state
 from patchctl.slurm import relay
 
 
@@ -41,16 +37,7 @@ def job(slurm: Slurm, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tupl
     migrate and the job's start, most of a test's time, are shared)."""
     top = tmp_path_factory.mktemp("relay")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(state, "state_dir", lambda: top / "migrate-state")
-        mp.chdir(top)
-        mp.setenv("SLURM_CONF", str(slurm.cluster.conf))
-        tree = top / "src" / "verl_Uky"
-        shutil.copytree(STANDIN, tree, ignore=shutil.ignore_patterns("__pycache__"))
-        git(tree, "init", "-q", "-b", "main")
-        git(tree, "add", "-A")
-        git(tree, "commit", "-q", "-m", "stand-in verl")
-        os.chmod(top, 0o755)
-        site = SlurmSite(slurm, top, tree)
+        site = stand_in_site(slurm, top, mp)
         prepare_own_roots(site)
         try:
             yield site, load_cluster("hpc", top / "patchctl.toml"), running_job(site)
