@@ -8,15 +8,23 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from patchctl.clusters import load_cluster
+from patchctl.remote import ssh
+from patchctl.validate import plan as planning
+from patchctl.validate import remote
+from patchctl.validate.host import __main__ as host_main
 from patchctl.validate.host import node, procs, statedir
+from patchctl.validate.teardown import Started, TornDown
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -36,6 +44,71 @@ def test_a_supervisor_whose_caller_left_while_it_started_starts_no_ray(
     assert events[0]["reason"] == "patchctl left before Ray started"
     assert statedir.session_dirs("deadbeef0101.1") == []
     assert not os.path.exists(statedir.lock_path("deadbeef0101.1"))  # released and removed
+
+
+def test_a_stop_sent_right_behind_the_request_is_still_seen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Teardown may send "stop" while the host side has not read its request yet: both lines then
+    arrive in one read. The request is read off the descriptor, so the "stop" stays in the pipe for
+    the supervisor's own check (a buffered readline swallowed it, and Ray started anyway)."""
+    read, write = os.pipe()
+    os.write(write, b'{"role": "worker"}\n{"cmd": "stop"}\n')  # the write end stays open: ssh lives
+    try:
+        with os.fdopen(read, "r") as stdin:  # as Python's own sys.stdin: text, buffered
+            monkeypatch.setattr(sys, "stdin", stdin)
+            assert json.loads(host_main._first_line(stdin.fileno())) == {"role": "worker"}
+            assert node._caller_gone()
+    finally:
+        os.close(write)
+
+
+def _plan(tmp_path: Path) -> planning.Plan:
+    cfg = tmp_path / "patchctl.toml"
+    cfg.write_text('[clusters.c]\nhosts = ["a", "b"]\nroot = "/srv/verl"\n')
+    return planning.make(load_cluster("c", cfg), planning.Options("smoke"), cwd=tmp_path)
+
+
+def test_a_node_start_after_teardown_began_opens_nothing(tmp_path: Path) -> None:
+    """A worker's start runs on a pool thread a Ctrl-C does not wait for: once teardown has
+    looked, its session must not be opened (its Ray would outlive the run)."""
+    plan = _plan(tmp_path)
+    started = Started(plan, cast(ssh.Connections, None))  # no session was opened: no host is asked
+    assert started.teardown(lambda note: None) == ()
+    opened: list[int] = []
+
+    def make() -> remote.Session:
+        opened.append(1)
+        raise AssertionError("opened after teardown")
+
+    with pytest.raises(TornDown, match=r"^b: not started: the run is already tearing down$"):
+        started.open(plan.nodes[1], make)
+    assert opened == [] and started.nodes == {}
+
+
+def test_every_reader_of_a_session_sees_it_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's start and teardown can wait on one session; when it ends both must hear it,
+    or the start waits out its three minutes and holds patchctl's exit. A real process and pipes;
+    only the ssh in front of the host side is left out."""
+    plan = _plan(tmp_path)
+    monkeypatch.setattr(remote, "host_argv", lambda *a, **k: [sys.executable, "-c", "import sys; sys.stdin.readline()"])
+    session = remote.Session(plan.cluster, plan.nodes[1], "node", {"role": "worker"})
+    heard: list[str] = []
+
+    def wait(names: list[str]) -> None:
+        try:
+            session.until(names, timeout=15)
+            heard.append("answer")
+        except remote.Ended:
+            heard.append("ended")
+        except queue.Empty:
+            heard.append("nothing in 15 s")
+
+    waiters = [threading.Thread(target=wait, args=(names,)) for names in (["starting"], ["stopped"])]
+    for t in waiters:
+        t.start()
+    for t in waiters:
+        t.join(timeout=30)
+    session.close(wait=5)
+    assert heard == ["ended", "ended"]
 
 
 def test_reap_waits_for_a_supervisor_that_is_still_starting(root: Path) -> None:

@@ -58,8 +58,9 @@ def _request(plan: planning.Plan, node: Node, pre: HostPreflight, gcs: str | Non
 def start_node(plan: planning.Plan, started: Started, node: Node, pre: HostPreflight, gcs: str | None) -> str:
     """Start (or join) one node; its GCS address once it is up."""
     master = started.conns.masters[node.index]
-    session = remote.Session(plan.cluster, node, "node", _request(plan, node, pre, gcs), master.socket)
-    started.nodes[node.index] = session
+    session = started.open(
+        node, lambda: remote.Session(plan.cluster, node, "node", _request(plan, node, pre, gcs), master.socket)
+    )
     try:
         # a worker is judged by the head's node table (form), not by its own "up": one that never
         # joins must time out there, with its log, rather than here

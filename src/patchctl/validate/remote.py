@@ -147,8 +147,16 @@ class Session:
             return False
 
     def next(self, timeout: float | None = None) -> dict[str, Any] | None:
-        """The next event; None once the session ended. ``queue.Empty`` after ``timeout``."""
-        return self._events.get(timeout=timeout)
+        """The next event; None once the session ended. ``queue.Empty`` after ``timeout``.
+
+        The end is seen by every reader: a worker's start can still be waiting on its session
+        when teardown reads the same one, and the one end-of-session marker taken by teardown
+        left the start waiting its full three minutes, holding patchctl's exit (the pool's
+        threads are joined at exit)."""
+        event = self._events.get(timeout=timeout)
+        if event is None:
+            self._events.put(None)
+        return event
 
     def until(self, names: Sequence[str], timeout: float) -> dict[str, Any]:
         """Events until one named in ``names``; a session that ends first raises :class:`Ended`."""

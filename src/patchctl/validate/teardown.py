@@ -8,6 +8,12 @@ end-of-file and stopped by itself; a fresh ssh then runs ``reap`` there to confi
 node's marker is left. A host that cannot be reached at all is reported, never guessed.
 A node validate only joined (--join) is left running.
 
+A node's session is opened only through :meth:`Started.open`, under the same lock teardown takes
+to see what to stop. A worker's start runs on a pool thread, and a Ctrl-C can end the main thread's
+wait for it before the pool has even recorded that thread; the start then goes on after teardown
+has looked, and its Ray node outlived the run (a leak ``tests/cli/test_demo.py`` caught). Now the
+session is either opened first and stopped by teardown, or refused once teardown has begun.
+
 While the run goes, :class:`Started` also keeps its lease with every host: a heartbeat line to
 each session every ``plan.beat`` seconds. A host that hears nothing for ``--lease`` seconds (a
 frozen or suspended patchctl, a partitioned network) stops its Ray node by itself.
@@ -37,9 +43,20 @@ class Started:
         #: indices of nodes validate joined instead of starting (left alone)
         self.joined: set[int] = set()
         self.trainer: remote.Session | None = None
+        self._lock = threading.Lock()
+        self._closed = False
         self._beating = threading.Event()
         self._heart = threading.Thread(target=self._beat, name="validate-heartbeat", daemon=True)
         self._heart.start()
+
+    def open(self, node: Node, make: Callable[[], remote.Session]) -> remote.Session:
+        """Open ``node``'s session with ``make`` and record it, unless teardown has begun (then
+        :class:`TornDown`, and nothing is started on the host)."""
+        with self._lock:
+            if self._closed:
+                raise TornDown(node.label)
+            session = self.nodes[node.index] = make()
+            return session
 
     def _beat(self) -> None:
         """Renew the lease of every live session until teardown is over."""
@@ -55,6 +72,8 @@ class Started:
             self._beating.set()
 
     def _teardown(self, note: Callable[[Note], None]) -> tuple[HostTeardown, ...]:
+        with self._lock:  # a start still opening its session finishes first; any later one is refused
+            self._closed = True
         if self.trainer is not None:
             self.trainer.send({"cmd": "stop"})
             self.trainer.close(wait=30)
@@ -118,6 +137,13 @@ class Started:
         return HostTeardown(
             node.label, status, int(reply.get("stopped", 0)), left, f"pids {list(left)} would not stop" if left else ""
         )
+
+
+class TornDown(Exception):
+    """A node's start came after teardown had begun (the run was interrupted or failed meanwhile)."""
+
+    def __init__(self, label: str) -> None:
+        super().__init__(f"{label}: not started: the run is already tearing down")
 
 
 class Interrupts:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from typing import Any
 
@@ -47,12 +48,27 @@ def _tomllib_fallback() -> None:
             pass
 
 
+def _first_line(fd: int) -> bytes:
+    """The request: stdin's first line, read a byte at a time from the descriptor itself.
+
+    The actions that stay open (node, form, train) watch the same descriptor with select for
+    "stop" and end-of-file. ``sys.stdin.readline()`` read ahead into Python's buffer, where a
+    "stop" patchctl sent right behind the request (a run torn down while this host was still
+    starting) lay unseen: Ray started anyway, and the teardown waited its full minute."""
+    line = bytearray()
+    while True:
+        byte = os.read(fd, 1)
+        if not byte or byte == b"\n":
+            return bytes(line)
+        line += byte
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[1] not in ACTIONS:
         emit({"event": "error", "error": f"unknown action {argv[1:]!r}; one of {sorted(ACTIONS)}"})
         return 2
     _tomllib_fallback()
-    line = sys.stdin.readline()
+    line = _first_line(sys.stdin.fileno())
     try:
         request = json.loads(line) if line.strip() else {}
     except ValueError as exc:
