@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -24,7 +25,7 @@ from patchctl.validate import plan as planning
 from patchctl.validate import remote
 from patchctl.validate.host import __main__ as host_main
 from patchctl.validate.host import node, procs, statedir
-from patchctl.validate.teardown import Started, TornDown
+from patchctl.validate.teardown import Interrupts, Started, TornDown
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -109,6 +110,32 @@ def test_every_reader_of_a_session_sees_it_end(tmp_path: Path, monkeypatch: pyte
         t.join(timeout=30)
     session.close(wait=5)
     assert heard == ["ended", "ended"]
+
+
+def test_a_ctrl_c_while_a_session_opens_is_raised_once_teardown_can_see_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The head's start opens its session on the main thread, where Ctrl-C lands. One that came
+    after ssh had started but before the session was recorded left a Ray node that teardown never
+    heard of. A real SIGINT to this process, through validate's own handler."""
+    plan = _plan(tmp_path)
+    monkeypatch.setattr(remote, "host_argv", lambda *a, **k: [sys.executable, "-c", "import sys; sys.stdin.read()"])
+    with Interrupts() as interrupts:
+        started = Started(plan, cast(ssh.Connections, None), interrupts)
+
+        def make() -> remote.Session:
+            session = remote.Session(plan.cluster, plan.nodes[0], "node", {"role": "head"})
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)  # the handler runs here, between two lines of this function
+            return session
+
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                started.open(plan.nodes[0], make)
+            assert interrupts.seen and list(started.nodes) == [0]
+        finally:
+            for session in started.nodes.values():
+                session.close(wait=5)
 
 
 def test_reap_waits_for_a_supervisor_that_is_still_starting(root: Path) -> None:

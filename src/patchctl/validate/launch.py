@@ -41,9 +41,9 @@ def launch(plan: planning.Plan, started: Started, ray: RayCluster) -> remote.Ses
         # host's tree, so its workers find verl only through the driver's working directory
         "in_tree": bool(started.joined),
     }
-    session = remote.Session(plan.cluster, plan.head, "train", request, started.conns.masters[0].socket)
-    started.trainer = session
-    return session
+    return started.open_trainer(
+        lambda: remote.Session(plan.cluster, plan.head, "train", request, started.conns.masters[0].socket)
+    )
 
 
 #: seconds the head may take, once every host's dumps are in, to dump its trainer, stop it and report

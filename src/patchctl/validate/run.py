@@ -129,7 +129,7 @@ def validate(
             )
         )
     with Interrupts() as interrupts, ssh.Connections(cluster) as conns, orphans.scratch("pcv-stage-") as stage_dir:
-        started = Started(plan, conns)
+        started = Started(plan, conns, interrupts)
         try:
             out["preflight"] = preflight.run(plan, conns.masters, planning.stage_package(Path(stage_dir)), note)
             marks["preflight"] = time.monotonic()

@@ -37,8 +37,9 @@ from patchctl.validate.model import HostTeardown, Node, Note
 class Started:
     """The host sessions a run opened, by node index; :meth:`teardown` ends them all."""
 
-    def __init__(self, plan: planning.Plan, conns: ssh.Connections) -> None:
+    def __init__(self, plan: planning.Plan, conns: ssh.Connections, interrupts: Interrupts | None = None) -> None:
         self.plan, self.conns = plan, conns
+        self._interrupts = interrupts or Interrupts()
         self.nodes: dict[int, remote.Session] = {}
         #: indices of nodes validate joined instead of starting (left alone)
         self.joined: set[int] = set()
@@ -51,11 +52,21 @@ class Started:
 
     def open(self, node: Node, make: Callable[[], remote.Session]) -> remote.Session:
         """Open ``node``'s session with ``make`` and record it, unless teardown has begun (then
-        :class:`TornDown`, and nothing is started on the host)."""
-        with self._lock:
+        :class:`TornDown`, and nothing is started on the host). A Ctrl-C in between waits until
+        the session is recorded: one raised after ssh started but before the record would leave
+        a Ray node teardown never hears of."""
+        with self._lock, self._interrupts.held():
             if self._closed:
                 raise TornDown(node.label)
             session = self.nodes[node.index] = make()
+            return session
+
+    def open_trainer(self, make: Callable[[], remote.Session]) -> remote.Session:
+        """The trainer's session, recorded as :meth:`open` records a node's."""
+        with self._lock, self._interrupts.held():
+            if self._closed:
+                raise TornDown(self.plan.head.label)
+            session = self.trainer = make()
             return session
 
     def _beat(self) -> None:
@@ -154,6 +165,7 @@ class Interrupts:
     def __init__(self) -> None:
         self.seen = False
         self._raising = True
+        self._holding = 0
         self._previous: object = None
 
     def __enter__(self) -> Interrupts:
@@ -167,7 +179,23 @@ class Interrupts:
 
     def _handler(self, signum: int, frame: object) -> None:
         self.seen = True
-        if self._raising:
+        if self._raising and not self._holding:
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """A Ctrl-C inside the block is raised when the block ends, not in the middle of it. Only
+        the main thread is interrupted, so only there is anything held (a worker's block must not
+        delay, or raise, the main thread's interrupt)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        self._holding += 1
+        try:
+            yield
+        finally:
+            self._holding -= 1
+        if self.seen and self._raising and not self._holding:
             raise KeyboardInterrupt
 
     def quiet(self) -> None:
