@@ -125,3 +125,116 @@ def test_a_record_refuses_a_post_init_it_would_never_call() -> None:
 
             def __post_init__(self) -> None:
                 raise ValueError("never reached by a record")
+
+
+@pytest.mark.parametrize("make", BOTH)
+def test_a_field_compares_and_a_class_attribute_holds_its_default(make: tuple[Maker, Maker]) -> None:
+    """``field(default_factory=...)`` leaves the field compared (only ``compare=False`` hides
+    it), and ``field(default=...)`` leaves the default as the class's attribute."""
+    c = build(make)
+    Hit, Line = c["Hit"], c["Line"]
+    assert Line("t", ["a"]) != Line("t", ["b"])
+    assert Hit.lines == () and Line.target == "."
+    assert Hit.__init__.__qualname__ == "build.<locals>.Hit.__init__"  # what a traceback names
+    assert Hit.__repr__.__qualname__ == "build.<locals>.Hit.__repr__"
+    _, fld = make
+    with pytest.raises(ValueError, match="cannot specify both default and default_factory"):
+        fld(default=(), default_factory=tuple)
+
+
+@pytest.mark.parametrize("make", BOTH)
+def test_a_class_keeps_its_own_methods_and_compares_to_nothing_else(make: tuple[Maker, Maker]) -> None:
+    deco, _ = make
+
+    @deco
+    class Keyed:
+        key: str
+        note: str = ""
+
+        def __repr__(self) -> str:
+            return f"<{self.key}>"
+
+        def __hash__(self) -> int:
+            return hash(self.key)
+
+    k = Keyed("a", "n")
+    assert repr(k) == "<a>" and hash(k) == hash("a") and {k} == {Keyed("a", "n")}
+    Hit = build(make)["Hit"]
+    # NotImplemented, so that Python asks the other side and then falls back to identity
+    assert (Hit("a.py", 3) == "a.py") is False and (Hit("a.py", 3) != "a.py") is True
+    assert Hit("a.py", 3).__eq__("a.py") is NotImplemented
+
+
+@pytest.mark.parametrize("make", BOTH)
+def test_a_plain_subclass_of_a_frozen_record_sets_its_own_attributes_only(make: tuple[Maker, Maker]) -> None:
+    """The frozen ``__setattr__`` refuses every name on the record's own class, and only the
+    fields on a plain (undecorated) subclass: that one may keep attributes of its own."""
+    Hit = build(make)["Hit"]
+
+    class Plain(Hit):  # type: ignore[misc,valid-type]
+        pass
+
+    # first of all: the fields a plain subclass answers are its base's (made on first ask)
+    assert [f.name for f in dataclasses.fields(Plain)] == ["path", "line", "text", "tags", "lines"]
+    p = Plain("a.py", 3)
+    p.note = "x"
+    assert p.note == "x"
+    del p.note
+    assert not hasattr(p, "note")
+    with pytest.raises(AttributeError, match="cannot assign to field 'path'"):
+        p.path = "b.py"
+    with pytest.raises(AttributeError, match="cannot delete field 'line'"):
+        del p.line
+    h = Hit("a.py", 3)
+    with pytest.raises(AttributeError, match="cannot assign to field 'note'"):
+        h.note = "x"
+    with pytest.raises(AttributeError, match="cannot delete field 'note'"):
+        del h.note
+    assert (p.path, p.line, h.path) == ("a.py", 3, "a.py")
+
+
+@pytest.mark.parametrize("make", BOTH)
+def test_a_record_with_every_argument_and_a_wrong_keyword_is_refused(make: tuple[Maker, Maker]) -> None:
+    Hit = build(make)["Hit"]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'lien'"):
+        Hit("a.py", 3, "", [], (), lien=4)
+
+
+@pytest.mark.parametrize("make", BOTH)
+def test_dataclasses_fields_of_a_record_are_a_dataclass_s(make: tuple[Maker, Maker]) -> None:
+    """What ``dataclasses.fields`` answers, asked first of a fresh class: the defaults, the
+    factories, positional fields, and the same Field objects every time."""
+    Wider = build(make)["Wider"]
+    got = dataclasses.fields(Wider)
+    assert {f.name: (f.default, f.default_factory) for f in got} == {
+        "path": (dataclasses.MISSING, dataclasses.MISSING),
+        "line": (dataclasses.MISSING, dataclasses.MISSING),
+        "text": ("", dataclasses.MISSING),
+        "tags": (dataclasses.MISSING, list),
+        "lines": ((), dataclasses.MISSING),
+        "extra": (0, dataclasses.MISSING),
+    }
+    assert [f.kw_only for f in got] == [False] * 6
+    assert dataclasses.fields(Wider) == got  # Field has no __eq__: the same objects
+
+
+@pytest.mark.parametrize("make", BOTH)
+def test_asdict_turns_nested_records_into_dicts(make: tuple[Maker, Maker]) -> None:
+    deco, _ = make
+    Hit = build(make)["Hit"]
+
+    @deco
+    class Found:
+        first: Any
+        hits: list[Any]
+        by_name: dict[str, Any]
+
+    found = Found(Hit("a.py", 1), [Hit("b.py", 2)], {"c": Hit("c.py", 3)})
+    one = {"path": "a.py", "line": 1, "text": "", "tags": [], "lines": ()}
+    want = {
+        "first": one,
+        "hits": [{**one, "path": "b.py", "line": 2}],
+        "by_name": {"c": {**one, "path": "c.py", "line": 3}},
+    }
+    assert records.asdict(found) == dataclasses.asdict(found) == want
+    assert records.asdict(found)["by_name"] is not found.by_name  # copied
