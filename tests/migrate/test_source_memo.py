@@ -10,7 +10,9 @@ import dataclasses
 import json
 import os
 import shutil
+import sys
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -193,3 +195,62 @@ def test_an_upgraded_judging_package_is_checked_again(
     os.utime(init, (old + 1, old + 1))
     assert check(open_tree(tree), uky()) == OK
     assert len(checks) == 2
+
+
+def _padded(doc: dict[str, object], size: int) -> bytes:
+    """``doc`` as JSON of exactly ``size`` bytes: a field of padding first, so that any byte cut off
+    leaves no JSON at all."""
+    head, rest = '{"pad": "', '", ' + json.dumps(doc)[1:]
+    return (head + "x" * (size - len(head) - len(rest)) + rest).encode()
+
+
+@pytest.mark.parametrize(("over", "checked"), [(0, 1), (1, 2)], ids=["at-the-limit", "one-byte-over"])
+def test_a_memo_past_its_size_limit_is_none(tree: Path, checks: list[Path], over: int, checked: int) -> None:
+    """A memo of LIMIT bytes is read whole and used; one byte more and it is none (never parsed)."""
+    assert check(open_tree(tree), uky()) == OK
+    memo = source_memo.memo_file(tree, ["uky"])
+    memo.write_bytes(_padded(json.loads(memo.read_bytes()), source_memo.LIMIT + over))
+    assert memo.stat().st_size == source_memo.LIMIT + over
+    assert check(open_tree(tree), uky()) == OK
+    assert len(checks) == checked
+
+
+def test_python_s_bytecode_in_a_patchset_s_folder_is_not_a_change(
+    tree: Path, tmp_path: Path, checks: list[Path]
+) -> None:
+    """__pycache__ comes and goes with whoever imports a patchset's Python: no kind reads it."""
+    kit = tmp_path / "kit" / "uky"
+    shutil.copytree(Path(uky()[0].root), kit)
+    time.sleep(0.05)
+    sets = load_patchsets([str(kit)])
+    assert check(open_tree(tree), sets) == OK
+    (kit / "__pycache__").mkdir()
+    (kit / "__pycache__" / "hooks.cpython-311.pyc").write_bytes(b"\x00" * 16)
+    assert check(open_tree(tree), sets) == OK
+    assert len(checks) == 1
+
+
+def test_a_judging_package_not_installed_or_without_a_spec_leaves_the_memo_working(
+    tree: Path, checks: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyYAML missing, or a module put in sys.modules without a spec (find_spec raises then): the
+    memo is kept and used as for an installed one."""
+    monkeypatch.setitem(sys.modules, "pcjudge_nospec", types.ModuleType("pcjudge_nospec"))
+    monkeypatch.setattr(source_memo, "JUDGES", ("pcjudge_nospec", "pcjudge_absent"))
+    assert check(open_tree(tree), uky()) == OK
+    assert check(open_tree(tree), uky()) == OK
+    assert len(checks) == 1
+
+
+def test_a_file_whose_inode_changed_in_the_clock_s_tick_is_too_young_to_keep(tree: Path) -> None:
+    """A chmod (or a rename over the file) leaves its mtime old and moves its ctime: a file whose
+    ctime is the very tick of the clock read before the check keeps the answer out; a tick later, in."""
+    target, t = tree / "test_components.py", open_tree(tree)
+    os.chmod(target, 0o600)
+    st = target.stat()
+    assert st.st_mtime_ns < st.st_ctime_ns
+    answer = OK.to_json()
+    source_memo.keep(t.root, t.version, uky(), ["test_components.py"], st.st_ctime_ns, answer)
+    assert source_memo.recall(t.root, t.version, uky()) is None
+    source_memo.keep(t.root, t.version, uky(), ["test_components.py"], st.st_ctime_ns + 1, answer)
+    assert source_memo.recall(t.root, t.version, uky()) == answer
