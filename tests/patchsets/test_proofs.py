@@ -150,9 +150,11 @@ def test_every_input_of_a_proof_is_in_its_key(
         {"reason": "present, says an entry with no key", "owned": [1]},
         {"key": None, "reason": 7, "owned": [1]},
         {"key": None, "reason": "lines that are no lines", "owned": ["1", 0]},
+        {"key": None, "reason": "line 0 is no line", "owned": [3, 0]},
+        {"key": None, "reason": "owned not a list", "owned": 3},
         "not an entry",
     ],
-    ids=["another key", "no key", "reason not text", "owned not lines", "not a table"],
+    ids=["another key", "no key", "reason not text", "owned not lines", "line 0", "owned not a list", "not a table"],
 )
 def test_an_entry_that_is_not_what_was_written_is_not_trusted(
     entry: object, case: Case, cache: Path, everything: dict[str, object]
@@ -206,3 +208,71 @@ def test_verify_says_the_same_from_its_proofs_and_sees_an_edit(
     assert edited.returncode == 1
     found = {p["patch"]: p["status"] for p in json.loads(edited.stdout)["patches"]}
     assert "modified" in found.values(), found
+
+
+@pytest.mark.parametrize(("longer", "ran"), [(0, 1), (1, 2)], ids=["at-the-threshold", "one-under"])
+def test_a_text_under_the_threshold_is_checked_every_time(
+    case: Case, cache: Path, monkeypatch: pytest.MonkeyPatch, longer: int, ran: int
+) -> None:
+    """MIN_TEXT set to the patched file's length: that file is proven once; with a threshold one
+    character longer it is checked every time, and nothing is kept."""
+    monkeypatch.setattr(proofs, "MIN_TEXT", len(case.after) + longer)
+    kind = Counting(case.kind)
+    for _ in range(2):
+        assert proofs.check(kind, case.after, case.patch, case.ctx()).presence is Presence.PRESENT  # type: ignore[arg-type]
+    assert kind.ran == ran and cache.exists() == (ran == 1)
+
+
+@pytest.mark.parametrize("says", ["nothing", "False"])
+def test_a_kind_that_does_not_say_proof_cached_is_checked_every_time(case: Case, cache: Path, says: str) -> None:
+    kind = Counting(case.kind)
+    if says == "nothing":
+        del kind.proof_cached
+    else:
+        kind.proof_cached = False
+    for _ in range(2):
+        assert proofs.check(kind, case.after, case.patch, case.ctx()).presence is Presence.PRESENT  # type: ignore[arg-type]
+    assert kind.ran == 2 and not cache.exists()
+
+
+def test_proven_is_its_kind_with_the_check_through_the_cache(case: Case, cache: Path) -> None:
+    """The registry's wrapper answers for its kind (name, apply, ...) and proves through the cache."""
+    counting = Counting(case.kind)
+    proven = proofs.Proven(counting)  # type: ignore[arg-type]
+    assert proven.name == case.kind.name and proven.ran == 0
+    for _ in range(2):
+        assert proven.check(case.after, case.patch, case.ctx()).presence is Presence.PRESENT
+    assert counting.ran == 1
+
+
+@pytest.mark.parametrize(("over", "served"), [(0, True), (1, False)], ids=["at-the-limit", "one-byte-over"])
+def test_an_entry_past_its_size_limit_is_not_read(case: Case, cache: Path, over: int, served: bool) -> None:
+    """An entry of MAX_ENTRY bytes is read whole and trusted (here one saying present, on the
+    unpatched file, that a check would call missing); one byte more and the check runs."""
+    name = proofs.key(case.kind, case.before, case.patch, case.ctx())
+    bare = json.dumps({"key": name, "owned": [1], "reason": ""})
+    body = json.dumps({"key": name, "owned": [1], "reason": "x" * (proofs.MAX_ENTRY + over - len(bare))})
+    assert len(body) == proofs.MAX_ENTRY + over
+    cache.mkdir(parents=True)
+    (cache / name).write_text(body)
+    found = proofs.check(case.kind, case.before, case.patch, case.ctx())
+    if served:
+        assert (found.presence, found.owned_lines) == (Presence.PRESENT, frozenset({1}))
+    else:
+        assert found.presence is Presence.MISSING
+
+
+def test_proofs_are_kept_where_only_the_user_can_read_them(case: Case, cache: Path) -> None:
+    assert proofs.check(case.kind, case.after, case.patch, case.ctx()).presence is Presence.PRESENT
+    (entry,) = cache.iterdir()
+    assert (cache.stat().st_mode & 0o777, entry.stat().st_mode & 0o777) == (0o700, 0o600)
+
+
+def test_an_entry_that_cannot_be_written_leaves_the_cache_as_it_was(case: Case, cache: Path) -> None:
+    """A folder where the entry would go: the check answers each time, and no temp file is left."""
+    kind = Counting(case.kind)
+    name = proofs.key(kind, case.after, case.patch, case.ctx())  # type: ignore[arg-type]
+    (cache / name).mkdir(parents=True)
+    for _ in range(2):
+        assert proofs.check(kind, case.after, case.patch, case.ctx()).presence is Presence.PRESENT  # type: ignore[arg-type]
+    assert kind.ran == 2 and os.listdir(cache) == [name]
