@@ -246,6 +246,8 @@ def test_a_file_whose_inode_changed_in_the_clock_s_tick_is_too_young_to_keep(tre
     """A chmod (or a rename over the file) leaves its mtime old and moves its ctime: a file whose
     ctime is the very tick of the clock read before the check keeps the answer out; a tick later, in."""
     target, t = tree / "test_components.py", open_tree(tree)
+    old = target.stat().st_mtime_ns - 10**9  # an mtime well before the chmod's ctime, on any clock
+    os.utime(target, ns=(old, old))
     os.chmod(target, 0o600)
     st = target.stat()
     assert st.st_mtime_ns < st.st_ctime_ns
