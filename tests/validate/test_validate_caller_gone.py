@@ -72,7 +72,8 @@ def test_a_node_start_after_teardown_began_opens_nothing(tmp_path: Path) -> None
     """A worker's start runs on a pool thread a Ctrl-C does not wait for: once teardown has
     looked, its session must not be opened (its Ray would outlive the run)."""
     plan = _plan(tmp_path)
-    started = Started(plan, cast(ssh.Connections, None))  # no session was opened: no host is asked
+    # no session was opened: no host is asked
+    started = Started(plan, cast(ssh.Connections, None), Interrupts())
     assert started.teardown(lambda note: None) == ()
     opened: list[int] = []
 

@@ -41,8 +41,10 @@ def launch(plan: planning.Plan, started: Started, ray: RayCluster) -> remote.Ses
         # host's tree, so its workers find verl only through the driver's working directory
         "in_tree": bool(started.joined),
     }
-    return started.open_trainer(
-        lambda: remote.Session(plan.cluster, plan.head, "train", request, started.conns.masters[0].socket)
+    return started.open(
+        plan.head,
+        lambda: remote.Session(plan.cluster, plan.head, "train", request, started.conns.masters[0].socket),
+        trainer=True,
     )
 
 

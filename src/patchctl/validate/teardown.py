@@ -37,9 +37,8 @@ from patchctl.validate.model import HostTeardown, Node, Note
 class Started:
     """The host sessions a run opened, by node index; :meth:`teardown` ends them all."""
 
-    def __init__(self, plan: planning.Plan, conns: ssh.Connections, interrupts: Interrupts | None = None) -> None:
-        self.plan, self.conns = plan, conns
-        self._interrupts = interrupts or Interrupts()
+    def __init__(self, plan: planning.Plan, conns: ssh.Connections, interrupts: Interrupts) -> None:
+        self.plan, self.conns, self._interrupts = plan, conns, interrupts
         self.nodes: dict[int, remote.Session] = {}
         #: indices of nodes validate joined instead of starting (left alone)
         self.joined: set[int] = set()
@@ -50,23 +49,19 @@ class Started:
         self._heart = threading.Thread(target=self._beat, name="validate-heartbeat", daemon=True)
         self._heart.start()
 
-    def open(self, node: Node, make: Callable[[], remote.Session]) -> remote.Session:
-        """Open ``node``'s session with ``make`` and record it, unless teardown has begun (then
-        :class:`TornDown`, and nothing is started on the host). A Ctrl-C in between waits until
-        the session is recorded: one raised after ssh started but before the record would leave
-        a Ray node teardown never hears of."""
+    def open(self, node: Node, make: Callable[[], remote.Session], *, trainer: bool = False) -> remote.Session:
+        """Open ``node``'s session with ``make`` and record it (as the trainer's with ``trainer``),
+        unless teardown has begun (then :class:`TornDown`, and nothing is started on the host). A
+        Ctrl-C in between waits until the session is recorded: one raised after ssh started but
+        before the record would leave a Ray node, or a trainer, teardown never hears of."""
         with self._lock, self._interrupts.held():
             if self._closed:
                 raise TornDown(node.label)
-            session = self.nodes[node.index] = make()
-            return session
-
-    def open_trainer(self, make: Callable[[], remote.Session]) -> remote.Session:
-        """The trainer's session, recorded as :meth:`open` records a node's."""
-        with self._lock, self._interrupts.held():
-            if self._closed:
-                raise TornDown(self.plan.head.label)
-            session = self.trainer = make()
+            session = make()
+            if trainer:
+                self.trainer = session
+            else:
+                self.nodes[node.index] = session
             return session
 
     def _beat(self) -> None:
