@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -103,3 +104,57 @@ def _gone(pid: int) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_a_helper_killed_on_its_own_takes_its_git_with_it(tmp_path: Path) -> None:
+    """Only the helper is killed (-9), while its git is blocked: patchctl finds the helper gone,
+    kills the git it left, and runs the command the usual way instead."""
+    fifo = tmp_path / "mine"
+    os.mkfifo(fifo)
+    (tmp_path / "old").write_text("a\n")
+    (tmp_path / "new").write_text("a\n")
+    runner = Runner()
+    answers: list[tuple[int, bytes]] = []
+    try:
+        runner.run(tmp_path, "--version")
+        assert runner._child is not None
+        helper = runner._child.pid
+        merge = threading.Thread(
+            target=lambda: answers.append(runner.run(tmp_path, "merge-file", "-p", "mine", "old", "new", check=False)),
+            daemon=True,
+        )
+        merge.start()
+        blocked = _child_of(helper)
+        os.kill(helper, signal.SIGKILL)
+        assert _gone(blocked), f"the helper's git {blocked} outlived the helper"
+        # the command again, the usual way: it now waits on the FIFO in its turn
+        fd = _open_for_writing(fifo)
+        os.write(fd, b"a\n")
+        os.close(fd)
+        merge.join(20)
+        assert answers == [(0, b"")]  # git sizes "mine" by stat, and a FIFO's size is 0
+    finally:
+        _release_readers(fifo)  # a git left blocked (the bug this test is for) ends, reading nothing
+        runner.close()
+
+
+def _open_for_writing(fifo: Path) -> int:
+    """The FIFO's write end, once a reader has opened it (an open with none fails at once)."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _release_readers(fifo: Path) -> None:
+    """Open and close the FIFO's write end while anyone waits to read it."""
+    for _ in range(20):
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            return
+        time.sleep(0.1)

@@ -9,7 +9,8 @@ of its cost (issue 38 req 8). A :class:`Runner` starts one helper, a Python inte
 MB, through :func:`patchctl.proc.spawn` (so it dies with patchctl), and has it start each command
 with ``posix_spawn`` (a vfork of the small helper, then git's ``exec``, nothing in between). The
 helper leads a process group holding the git it starts, and asks for SIGTERM when patchctl goes,
-on which it kills that group, itself included: nothing it starts outlives patchctl either. (Each
+on which it kills that group, itself included: nothing it starts outlives patchctl either. A
+helper killed on its own is found out by its closed pipe, and patchctl kills its group then. (Each
 git used to ask for the parent-death signal itself, through ``setpriv --pdeathsig``: one more
 ``exec`` per command, ~1 ms of CPU, a third of a ``git merge-file``'s.)
 
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -106,6 +109,7 @@ class Runner:
             try:
                 child.wait(timeout=5)
             except subprocess.TimeoutExpired:
+                _end_group(child)
                 child.kill()
                 child.wait()
 
@@ -158,5 +162,18 @@ class Runner:
         self._broken = True
         child, self._child = self._child, None
         if child is not None:
+            _end_group(child)
             child.kill()
             child.wait()
+
+
+def _end_group(child: subprocess.Popen[bytes]) -> None:
+    """Kill the helper's process group: the git it was running when it was killed on its own.
+
+    The helper's parent-death signal covers patchctl going; this covers the helper going alone
+    (a ``kill -9`` of its pid). Its git is left in the group the helper led, and nothing else would
+    end it. The group's id is the helper's pid, which cannot name another process's group while
+    the helper is not yet reaped (this runs before ``wait``). A helper that never made its group
+    (no ``prctl``) leaves no such group: nothing to kill."""
+    with contextlib.suppress(OSError):
+        os.killpg(child.pid, signal.SIGKILL)
