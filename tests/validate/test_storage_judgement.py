@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from validate_helpers import Site, host_entry
+from validate_helpers import Site, host_entry, two_host_plan
 
 from patchctl.clusters import load_cluster
 from patchctl.validate import plan as planning
@@ -22,12 +22,8 @@ from patchctl.validate.checks import storage
 
 
 def make_plan(tmp_path: Path, extra: str = "") -> planning.Plan:
-    cfg = tmp_path / "patchctl.toml"
-    cfg.write_text(
-        '[clusters.c]\nhosts = ["a", "b"]\nroot = "/srv/verl"\n'
-        "[clusters.c.health]\nstorage_warn_mbps = 500\nstorage_fail_mbps = 100\n" + extra
-    )
-    return planning.make(load_cluster("c", cfg), planning.Options("health"), cwd=tmp_path)
+    bars = "[clusters.c.health]\nstorage_warn_mbps = 500\nstorage_fail_mbps = 100\n"
+    return two_host_plan(tmp_path, "health", bars + extra)
 
 
 def measured(write: float, read: float, **more: Any) -> dict[str, Any]:

@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from validate_helpers import two_host_plan
 
-from patchctl.clusters import load_cluster
 from patchctl.remote import ssh
-from patchctl.validate import plan as planning
 from patchctl.validate import remote
 from patchctl.validate.host import __main__ as host_main
 from patchctl.validate.host import node, procs, statedir
@@ -62,16 +61,10 @@ def test_a_stop_sent_right_behind_the_request_is_still_seen(monkeypatch: pytest.
         os.close(write)
 
 
-def _plan(tmp_path: Path) -> planning.Plan:
-    cfg = tmp_path / "patchctl.toml"
-    cfg.write_text('[clusters.c]\nhosts = ["a", "b"]\nroot = "/srv/verl"\n')
-    return planning.make(load_cluster("c", cfg), planning.Options("smoke"), cwd=tmp_path)
-
-
 def test_a_node_start_after_teardown_began_opens_nothing(tmp_path: Path) -> None:
     """A worker's start runs on a pool thread a Ctrl-C does not wait for: once teardown has
     looked, its session must not be opened (its Ray would outlive the run)."""
-    plan = _plan(tmp_path)
+    plan = two_host_plan(tmp_path)
     # no session was opened: no host is asked
     started = Started(plan, cast(ssh.Connections, None), Interrupts())
     assert started.teardown(lambda note: None) == ()
@@ -90,7 +83,7 @@ def test_every_reader_of_a_session_sees_it_end(tmp_path: Path, monkeypatch: pyte
     """A worker's start and teardown can wait on one session; when it ends both must hear it,
     or the start waits out its three minutes and holds patchctl's exit. A real process and pipes;
     only the ssh in front of the host side is left out."""
-    plan = _plan(tmp_path)
+    plan = two_host_plan(tmp_path)
     monkeypatch.setattr(remote, "host_argv", lambda *a, **k: [sys.executable, "-c", "import sys; sys.stdin.readline()"])
     session = remote.Session(plan.cluster, plan.nodes[1], "node", {"role": "worker"})
     heard: list[str] = []
@@ -119,7 +112,7 @@ def test_a_ctrl_c_while_a_session_opens_is_raised_once_teardown_can_see_it(
     """The head's start opens its session on the main thread, where Ctrl-C lands. One that came
     after ssh had started but before the session was recorded left a Ray node that teardown never
     heard of. A real SIGINT to this process, through validate's own handler."""
-    plan = _plan(tmp_path)
+    plan = two_host_plan(tmp_path)
     monkeypatch.setattr(remote, "host_argv", lambda *a, **k: [sys.executable, "-c", "import sys; sys.stdin.read()"])
     with Interrupts() as interrupts:
         started = Started(plan, cast(ssh.Connections, None), interrupts)

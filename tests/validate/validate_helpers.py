@@ -36,6 +36,7 @@ from patchctl.cli.main import cli  # noqa: E402 - importable once sys.path has t
 from patchctl.clusters import Cluster, load_cluster  # noqa: E402 - importable once sys.path has the folder above
 from patchctl.migrate import Options as MigrateOptions  # noqa: E402 - importable once sys.path has the folder above
 from patchctl.migrate import migrate, state  # noqa: E402 - as above
+from patchctl.validate import plan as planning  # noqa: E402 - as above
 from patchctl.validate.host import statedir  # noqa: E402 - importable once sys.path has the folder above
 from patchctl.validate.host.procs import MARKER  # noqa: E402 - importable once sys.path has the folder above
 from realparts import unavailable  # noqa: E402 - importable once sys.path has the folder above
@@ -64,6 +65,14 @@ def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackClust
     _BASE.append(cluster.base)
     yield cluster
     cluster.close()
+
+
+def two_host_plan(tmp_path: Path, profile: str = "smoke", extra: str = "") -> planning.Plan:
+    """The plan for cluster ``c`` (hosts a and b under /srv/verl), config ``extra`` appended:
+    what the tests that judge or tear down a run need, without any host being asked."""
+    cfg = tmp_path / "patchctl.toml"
+    cfg.write_text('[clusters.c]\nhosts = ["a", "b"]\nroot = "/srv/verl"\n' + extra)
+    return planning.make(load_cluster("c", cfg), planning.Options(profile), cwd=tmp_path)
 
 
 def host_entry(alias: str, root: Path, cvd: str | None = "0", gpus: int = 1, env: dict[str, str] | None = None) -> str:
