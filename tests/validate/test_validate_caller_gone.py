@@ -24,6 +24,7 @@ from patchctl.remote import ssh
 from patchctl.validate import remote
 from patchctl.validate.host import __main__ as host_main
 from patchctl.validate.host import node, procs, statedir
+from patchctl.validate.host.caller import Caller
 from patchctl.validate.teardown import Interrupts, Started, TornDown
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -56,7 +57,7 @@ def test_a_stop_sent_right_behind_the_request_is_still_seen(monkeypatch: pytest.
         with os.fdopen(read, "r") as stdin:  # as Python's own sys.stdin: text, buffered
             monkeypatch.setattr(sys, "stdin", stdin)
             assert json.loads(host_main._first_line(stdin.fileno())) == {"role": "worker"}
-            assert node._caller_gone()
+            assert Caller(stdin.fileno()).gone()
     finally:
         os.close(write)
 

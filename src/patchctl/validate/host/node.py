@@ -18,13 +18,10 @@ client server start only when asked.
 
 from __future__ import annotations
 
-import json
 import os
-import select
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +29,7 @@ from typing import Any
 
 from patchctl import bytecode
 from patchctl.validate.host import procs, raystart, statedir
+from patchctl.validate.host.caller import Caller
 
 _UP = "Ray runtime started"
 
@@ -118,7 +116,8 @@ def serve(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> in
 def _start(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> int:
     """Start Ray and supervise it, unless patchctl gave up while this side was starting."""
     procs.sweep_stale()
-    if _caller_gone():
+    caller = Caller()
+    if caller.gone():
         emit({"event": "stopped", "stopped": 0, "left": [], "reason": "patchctl left before Ray started"})
         return 0
     temp_dir = statedir.make_session_dir(request["marker"])
@@ -136,25 +135,15 @@ def _start(request: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> i
     emit({"event": "starting", "pid": child.pid, "temp_dir": temp_dir})
     reason, last = "", []
     try:
-        reason = _serve(child, emit, temp_dir, start_log, float(request.get("start_timeout", 120)), _lease(request))
+        reason = _serve(
+            child, emit, temp_dir, start_log, float(request.get("start_timeout", 120)), _lease(request), caller
+        )
     finally:
         last = log_tail(temp_dir, start_log)
         count, left = _stop(child, request["marker"])
         shutil.rmtree(temp_dir, ignore_errors=True)
     emit({"event": "stopped", "stopped": count, "left": left, "reason": reason, "tail": last})
     return 0
-
-
-def _caller_gone() -> bool:
-    """End-of-file or "stop" already waiting on stdin: patchctl gave up (Ctrl-C, a failed host)
-    while this side was still starting. Starting Ray then would leave it running past a teardown
-    that has already looked. Heartbeats read here are dropped; nothing else is sent before "up"."""
-    fd = sys.stdin.fileno()
-    while select.select([fd], [], [], 0)[0]:
-        chunk = os.read(fd, 4096)
-        if not chunk or b'"stop"' in chunk:
-            return True
-    return False
 
 
 def _code_hook(run_rel: str | None, pythonpath: str) -> dict[str, str]:
@@ -216,37 +205,29 @@ def _serve(
     start_log: str = "",
     start_timeout: float = 120.0,
     lease: tuple[float | None, float | None] = (None, None),
+    caller: Caller | None = None,
 ) -> str:
     """Until "stop", end-of-file, silence past the lease or the hard ceiling: say "up" once Ray
     has started (or "failed" when ray start ends or outlasts ``start_timeout`` first), answer
     "tail", report a Ray that ends by itself. Any line (a heartbeat) renews the lease."""
     up = reported = False
-    buffered = b""
-    started = heard = time.monotonic()
+    caller = caller or Caller()
+    started = time.monotonic()
     silence, ceiling = lease
     while True:
-        ready, _, _ = select.select([sys.stdin], [], [], 0.05 if child is not None and not up else 0.5)
+        said = caller.wait(0.05 if child is not None and not up else 0.5)
         now = time.monotonic()
-        if silence is not None and now - heard > silence:
+        if said is None:
+            return "end of input"
+        if silence is not None and now - caller.heard > silence:
             return f"lease expired: no word from patchctl for {silence:g} s"
         if ceiling is not None and now - started > ceiling:
             return f"the run's hard ceiling of {ceiling:g} s was reached"
-        if ready:
-            chunk = os.read(sys.stdin.fileno(), 4096)
-            if not chunk:
-                return "end of input"
-            heard = now
-            buffered += chunk
-            while b"\n" in buffered:
-                line, buffered = buffered.split(b"\n", 1)
-                try:
-                    cmd = json.loads(line or b"{}").get("cmd")
-                except ValueError:
-                    continue
-                if cmd == "stop":
-                    return "asked"
-                if cmd == "tail":
-                    emit({"event": "tail", "tail": log_tail(temp_dir, start_log)})
+        for cmd in said:
+            if cmd == "stop":
+                return "asked"
+            if cmd == "tail":
+                emit({"event": "tail", "tail": log_tail(temp_dir, start_log)})
         if child is None or reported:
             continue
         if not up and _logged(start_log, _UP):

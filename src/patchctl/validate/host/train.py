@@ -11,9 +11,7 @@ sends a heartbeat line; a frozen one sends none).
 from __future__ import annotations
 
 import _thread
-import json
 import os
-import select
 import sys
 import threading
 import time
@@ -21,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from patchctl.validate.host.caller import Caller
 
 if TYPE_CHECKING:
     from patchctl.train.model import Plan
@@ -30,36 +30,18 @@ def _watch_stdin(stopped: threading.Event, lease: float | None, captured: thread
     """Interrupt the main thread (the launcher then ends the trainer's group) on stop, EOF or
     no line at all (a heartbeat renews it) for ``lease`` seconds; set ``captured`` when patchctl
     says the other hosts' dumps are taken."""
-    fd, buffered, heard = sys.stdin.fileno(), b"", time.monotonic()
+    caller = Caller()
     while not stopped.is_set():
-        if not select.select([fd], [], [], 0.5)[0]:
-            if lease is not None and time.monotonic() - heard > lease:
-                break
-            continue
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        heard, buffered = time.monotonic(), buffered + chunk
-        lines, buffered = buffered.split(b"\n"), buffered.rsplit(b"\n", 1)[-1]
-        if captured is not None and any(_cmd(line) == "captured" for line in lines[:-1]):
+        said = caller.wait(0.5)
+        if captured is not None and said and "captured" in said:
             captured.set()
-        if any(_is_stop(line) for line in lines[:-1]):
+        if said is None or "stop" in said:
+            break
+        if lease is not None and time.monotonic() - caller.heard > lease:
             break
     if not stopped.is_set():
         stopped.set()
         _thread.interrupt_main()
-
-
-def _is_stop(line: bytes) -> bool:
-    return _cmd(line) == "stop"
-
-
-def _cmd(line: bytes) -> str | None:
-    try:
-        cmd = json.loads(line or b"{}").get("cmd")
-    except (ValueError, AttributeError):
-        return None
-    return cmd if isinstance(cmd, str) else None
 
 
 #: seconds the trainer is kept hung for patchctl to take every host's dumps (hostdumps.py)
