@@ -14,6 +14,7 @@ pid); ``ray stop --force`` only off ``--cpu`` (the device machine is this run's 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -83,7 +84,9 @@ def gpu_apps() -> list[str]:
         )
     except FileNotFoundError:
         return ["(no nvidia-smi)"]
-    mem = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader"], capture_output=True, text=True)
+    mem = subprocess.run(
+        ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader"], capture_output=True, text=True
+    )
     print(f"    GPU memory.used: {mem.stdout.strip()}", flush=True)
     return [line for line in done.stdout.splitlines() if line.strip()]
 
@@ -142,10 +145,21 @@ def one(name: str, trigger: str, cfg: Path, out: Path, work: Path, args: argpars
         watched = [row for row in new.values() if WATCH.search(row)]
         apps = gpu_apps()
         alive = p.poll() is None
-        checks.append({"at_s": at, "validate_alive": alive, "new": list(new.values()), "session": session,
-                       "watched": watched, "gpu_apps": apps})
-        print(f"--- +{at} s: validate {'ALIVE' if alive else 'exited'}; {len(new)} new process(es), "
-              f"{len(session)} in its session, {len(watched)} ray/patchctl/verl/sshd, GPU apps {len(apps)}", flush=True)
+        checks.append(
+            {
+                "at_s": at,
+                "validate_alive": alive,
+                "new": list(new.values()),
+                "session": session,
+                "watched": watched,
+                "gpu_apps": apps,
+            }
+        )
+        print(
+            f"--- +{at} s: validate {'ALIVE' if alive else 'exited'}; {len(new)} new process(es), "
+            f"{len(session)} in its session, {len(watched)} ray/patchctl/verl/sshd, GPU apps {len(apps)}",
+            flush=True,
+        )
         for row in new.values():
             print("    new: " + row[:300], flush=True)
         for app in apps:
@@ -172,10 +186,8 @@ def one(name: str, trigger: str, cfg: Path, out: Path, work: Path, args: argpars
     # what the Ctrl-C left behind is reported above: end this run's own leftovers, by pid
     left = descendants([p.pid, *roots])
     for pid in left:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
     if left:
         print(f"=== ended {len(left)} leftover process(es) of this run by pid: {sorted(left)}", flush=True)
     if not args.cpu:
