@@ -8,7 +8,7 @@ SIGINT. Run from the repository root, sshd and rsync unpacked first::
     python ctrlc.py --tree T --out DIR --env K=V ... --trigger head|step [--trigger ...]
 
 Only this run's own processes are ever ended (descendants of its validate and sshd listeners, by
-pid); ``ray stop --force`` only off ``--cpu`` (the device machine is this run's alone).
+pid); no ``ray stop``, which would end every Ray of the user on the machine.
 """
 
 from __future__ import annotations
@@ -190,8 +190,6 @@ def one(name: str, trigger: str, cfg: Path, out: Path, work: Path, args: argpars
             os.kill(pid, signal.SIGKILL)
     if left:
         print(f"=== ended {len(left)} leftover process(es) of this run by pid: {sorted(left)}", flush=True)
-    if not args.cpu:
-        subprocess.run([sys.executable, "-m", "ray.scripts.scripts", "stop", "--force"], capture_output=True)
     return doc
 
 
