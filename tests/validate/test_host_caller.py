@@ -30,9 +30,17 @@ def test_a_stop_cut_between_two_reads_is_still_a_stop(pipe: tuple[int, int]) -> 
     caller = Caller(read)
     os.write(write, b'{"cmd": "beat"}\n{"cmd": "st')
     assert caller.wait(1) == ["beat"]
-    assert not caller.gone()  # half a stop is not a stop yet
+    assert caller.gone() is False  # half a stop is not a stop yet
     os.write(write, b'op"}\n')
     assert caller.gone()
+
+
+def test_heartbeats_waiting_are_not_a_stop(pipe: tuple[int, int]) -> None:
+    read, write = pipe
+    caller = Caller(read)
+    os.write(write, b'{"cmd": "beat"}\n' * 3)
+    assert caller.gone() is False
+    assert caller.wait(0) == []  # they were read: nothing left waiting
 
 
 def test_lines_that_are_not_commands_are_word_from_patchctl_and_nothing_else(pipe: tuple[int, int]) -> None:
