@@ -9,12 +9,14 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
 
-from patchctl import git
+from patchctl import git, proc
 from patchctl.errors import CommandFailed
+from patchctl.patchsets.history import runner as runner_module
 from patchctl.patchsets.history.runner import Runner
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -117,8 +119,9 @@ def test_a_helper_killed_on_its_own_takes_its_git_with_it(tmp_path: Path) -> Non
     answers: list[tuple[int, bytes]] = []
     try:
         runner.run(tmp_path, "--version")
-        assert runner._child is not None
-        helper = runner._child.pid
+        killed = runner._child
+        assert killed is not None
+        helper = killed.pid
         merge = threading.Thread(
             target=lambda: answers.append(runner.run(tmp_path, "merge-file", "-p", "mine", "old", "new", check=False)),
             daemon=True,
@@ -133,6 +136,7 @@ def test_a_helper_killed_on_its_own_takes_its_git_with_it(tmp_path: Path) -> Non
         os.close(fd)
         merge.join(20)
         assert answers == [(0, b"")]  # git sizes "mine" by stat, and a FIFO's size is 0
+        assert killed.returncode == -signal.SIGKILL  # reaped, not left a zombie
     finally:
         _release_readers(fifo)  # a git left blocked (the bug this test is for) ends, reading nothing
         runner.close()
@@ -158,3 +162,96 @@ def _release_readers(fifo: Path) -> None:
         except OSError:
             return
         time.sleep(0.1)
+
+
+def test_every_command_goes_through_the_one_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The helper is the point (no fork of patchctl per command): the usual way is not taken while
+    the helper answers, and one helper serves every command."""
+    repo = _repo(tmp_path)
+
+    def usual_way(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a command ran the usual way while the helper was up")
+
+    # the runner's own view of proc only: git.command's lookup of the repository's config still runs
+    monkeypatch.setattr(runner_module, "proc", types.SimpleNamespace(**{**vars(proc), "run": usual_way}))
+    runner = Runner()
+    try:
+        runner.run(repo, "rev-parse", "HEAD")
+        assert runner._child is not None
+        first = runner._child.pid
+        for args in (("log", "--oneline"), ("rev-parse", "--verify", "-q", "nosuchref")):
+            runner.run(repo, *args, check=False)
+        assert runner._child is not None and runner._child.pid == first
+    finally:
+        runner.close()
+
+
+def test_without_a_helper_the_commands_run_the_usual_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interpreter that cannot be started (an embedded patchctl): the same answers, git's own
+    message on failure, and no helper tried again for every command."""
+    repo = _repo(tmp_path)
+    monkeypatch.setattr(runner_module.sys, "executable", str(tmp_path / "no-such-python"))
+    runner = Runner()
+    try:
+        rc, out = runner.run(repo, "rev-parse", "HEAD~1")
+        assert (rc, out.decode()) == (0, git.run(repo, "rev-parse", "HEAD~1").stdout)
+        assert runner.run(repo, "rev-parse", "--verify", "-q", "nosuchref", check=False) == (1, b"")
+        with pytest.raises(CommandFailed, match="Needed a single revision"):
+            runner.run(repo, "rev-parse", "--verify", "nosuchref")
+        assert runner._child is None
+    finally:
+        runner.close()
+
+
+def test_a_failure_names_what_git_said(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    runner = Runner()
+    try:
+        with pytest.raises(CommandFailed, match="Needed a single revision"):
+            runner.run(repo, "rev-parse", "--verify", "nosuchref")
+    finally:
+        runner.close()
+
+
+def test_only_guarded_git_is_asked_of_the_helper(tmp_path: Path) -> None:
+    runner = Runner()
+    try:
+        with pytest.raises(proc.UnguardedGit):
+            runner._ask(["git", "-C", str(tmp_path), "status"])
+        assert runner._child is None  # refused before any helper started
+    finally:
+        runner.close()
+
+
+def test_close_waits_for_the_helper_to_end(tmp_path: Path) -> None:
+    runner = Runner()
+    runner.run(tmp_path, "--version")
+    child = runner._child
+    assert child is not None
+    runner.close()
+    assert child.returncode == 0  # it read the end of its input and ended; reaped
+
+
+def test_close_kills_a_helper_that_does_not_end_and_its_git(tmp_path: Path) -> None:
+    """A helper stopped (SIGSTOP) with a git running: close gives it 5 s, then kills its group."""
+    fifo = tmp_path / "mine"
+    os.mkfifo(fifo)
+    (tmp_path / "old").write_text("a\n")
+    (tmp_path / "new").write_text("a\n")
+    runner = Runner()
+    try:
+        runner.run(tmp_path, "--version")
+        child = runner._child
+        assert child is not None
+        threading.Thread(
+            target=runner.run, args=(tmp_path, "merge-file", "-p", "mine", "old", "new"), daemon=True
+        ).start()
+        blocked = _child_of(child.pid)
+        os.kill(child.pid, signal.SIGSTOP)
+        # close waits for the lock the blocked command holds: it is taken over, not waited on
+        runner._lock = threading.Lock()
+        runner.close()
+        assert child.returncode == -signal.SIGKILL
+        assert _gone(blocked), f"the stopped helper's git {blocked} outlived close"
+    finally:
+        _release_readers(fifo)
