@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from patchctl.clusters import Cluster, Host
-from patchctl.slurm import relay
+from patchctl.slurm import login, relay
 
 CLUSTER = Cluster("hpc", (Host("login", "/r"),), "/r", Path("patchctl.toml"))
 
@@ -33,9 +33,9 @@ PROGRAM = f"""
 import subprocess, sys, time
 from pathlib import Path
 from patchctl.clusters import Cluster, Host
-from patchctl.slurm import relay
+from patchctl.slurm import login, relay
 
-relay.login.argv = {LOCAL}
+login.argv = {LOCAL}
 stream = relay.Stream(Cluster("hpc", (Host("login", "/r"),), "/r", Path("patchctl.toml")), "7", "n1", sys.argv[1], 0)
 got, deadline = "", time.monotonic() + 30
 while got != "started\\n":
@@ -83,7 +83,7 @@ def read_until(stream: relay.Stream, want: str) -> str:
 
 def open_local(monkeypatch: pytest.MonkeyPatch, path: Path, wrap: Sequence[str] = ()) -> relay.Stream:
     """A Stream of ``path`` whose child is tail here (``wrap``: words that run it)."""
-    monkeypatch.setattr(relay.login, "argv", lambda cluster, words: [*wrap, *words[words.index("tail") :]])
+    monkeypatch.setattr(login, "argv", lambda cluster, words: [*wrap, *words[words.index("tail") :]])
     return relay.Stream(CLUSTER, "7", "n1", str(path), 0)
 
 
