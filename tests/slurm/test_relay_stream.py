@@ -164,3 +164,17 @@ def test_a_ctrl_c_reaches_patchctl_not_the_stream(tmp_path: Path) -> None:
     # the stream follows on while patchctl decides what the Ctrl-C means (its own session)
     assert out == "stream running\n", (out, err)
     assert program.returncode == 0 and gone(pid), err
+
+
+def test_what_the_step_writes_as_it_ends_is_read_before_close_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """validate's finish() drains right after close(): the step's last output (srun and ssh pass
+    on what the tasks wrote as they end) must be read by then, not after."""
+    out = tmp_path / "job.out"
+    out.write_text("step 1\n")
+    # a process of the step that writes its last line a second after tail is ended
+    stream = open_local(monkeypatch, out, ["sh", "-c", '(sleep 1; echo "last line") & exec "$@"', "sh"])
+    assert read_until(stream, "step 1\n") == "step 1\n"
+    stream.close()
+    assert stream.drain()[0] == "last line\n"
