@@ -3,7 +3,8 @@ runs: test_quick.py compares whole runs with click's on a released tree (minutes
 edges of the reader a person types (``--target=X``, an option twice, a value that looks like an
 option, a ``--config`` click would refuse) and what a user sees of the quick process itself
 (click never loaded, SIGTERM and Ctrl-C answered as click's commands answer them), each on a
-folder of a few files, found by benchmarks/mutation.py's ``quick`` section.
+folder of a few files, found by benchmarks/mutation.py's ``quick`` section. The quick ``migrate``
+process too (its reader is checked against click's by tests/migrate/test_migrate_quick.py).
 """
 
 from __future__ import annotations
@@ -155,6 +156,28 @@ def test_a_plain_verify_runs_without_click_and_says_what_click_says(tree: Path) 
         check=False,
     )
     assert (click.returncode, click.stdout) == (quick.returncode, out)
+
+
+def test_a_plain_migrate_runs_without_click_and_says_what_click_says(tree: Path, tmp_path: Path) -> None:
+    """A cluster the config does not name: the quick migrate's one-line error, as click's migrate
+    says it, and click never loaded (no host is reached before the cluster is read)."""
+    config = tmp_path / "patchctl.toml"
+    config.write_text('[clusters.loop]\nhosts = ["node1"]\nroot = "/r"\n')
+    line = ["migrate", "nosuch", "--target", str(tree), "--config", str(config)]
+    quick = patchctl_proc(*line)
+    out, err = quick.communicate(timeout=120)
+    said = f"error: {config}: no cluster named 'nosuch' (known: loop); add [clusters.nosuch] there"
+    assert (quick.returncode, out, err.splitlines()) == (2, "", [said, "click loaded: False"])
+    env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "200"}
+    click = subprocess.run(
+        [sys.executable, "-c", "from patchctl.cli.main import main; main()", *line],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (click.returncode, click.stdout, click.stderr.splitlines()) == (2, "", [said])
 
 
 def _waiting(tree: Path, *prelude: str) -> subprocess.Popen[str]:

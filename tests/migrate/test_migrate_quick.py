@@ -23,6 +23,7 @@ from migrate_fixtures import Site
 
 import patchctl
 from patchctl.cli.migrate_cmd import migrate_cmd
+from patchctl.cli.migrate_summary import SHORT
 from patchctl.cli.quick import MigrateLine, read_migrate
 
 SRC = Path(patchctl.__file__).resolve().parent.parent
@@ -137,3 +138,23 @@ def test_the_quick_migrate_says_what_click_s_says(site: Site, verl_tree: Path, t
     assert code in (0, 2), quick
     if "--json" in args and code == 0:
         assert [h["status"] for h in json.loads(out)["hosts"]] == ["ok", "ok"]
+
+
+def test_a_long_plan_is_summarised_by_folder_as_click_s_migrate_summarises_it(
+    site: Site, verl_tree: Path, tmp_path: Path
+) -> None:
+    """More changes than a plan lists item by item (``migrate_summary.SHORT``): the quick migrate,
+    like click's without ``--list`` (a line the quick reader leaves to click), shows the folders
+    and points at ``--list``."""
+    site.config(aliases=["node1"])
+    first = run(filled(QUICK_LINES[0], site, verl_tree), True, tmp_path / "cache")
+    assert first[0] == 0, first
+    extra = verl_tree / "verl" / "uky_extra"
+    extra.mkdir()
+    for n in range(SHORT + 5):
+        (extra / f"m{n}.py").write_text(f"N = {n}\n")
+    args = filled(["loop", "--target", "{tree}", "--config", "{config}", "--dry-run"], site, verl_tree)
+    code, out, err = run(args, False, tmp_path / "cache")
+    clicked = run(args, True, tmp_path / "cache")
+    assert (code, _timeless(out), err) == (clicked[0], _timeless(clicked[1]), clicked[2])
+    assert code == 0 and f"(--list shows all {SHORT + 5} items)" in out, (out, err)

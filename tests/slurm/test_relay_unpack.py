@@ -43,6 +43,13 @@ def test_the_run_folder_s_files_arrive_at_their_paths(tmp_path: Path) -> None:
     assert (tmp_path / "job.out").read_bytes() == b""
 
 
+def test_a_file_folders_deep_arrives_in_a_folder_not_made_yet(tmp_path: Path) -> None:
+    """The run folder here is made by the unpack itself, with every folder a file sits in."""
+    data = tar_of(("hosts/n1/nccl_trace/rank_0", b"trace", tarfile.REGTYPE))
+    assert relay.unpack(data, tmp_path / "run") == ["hosts/n1/nccl_trace/rank_0"]
+    assert (tmp_path / "run" / "hosts" / "n1" / "nccl_trace" / "rank_0").read_bytes() == b"trace"
+
+
 def test_anything_but_a_regular_file_inside_the_folder_is_left_out(tmp_path: Path) -> None:
     into = tmp_path / "run"
     into.mkdir()
