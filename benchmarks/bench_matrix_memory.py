@@ -9,13 +9,15 @@ byte-identical to the first one's: a change that saved memory by changing outcom
         --versions V1,V2,... [--runs 3]
 
 The fork patchsets of benchmarks/bench_forks.py (WORK/FORK/patchset-cli) are the large inputs;
-`--repo` a verl clone carries what does not fit along upstream's history.
+`--repo` a verl clone carries what does not fit along upstream's history. (`bench_history.py --matrix`
+times `--repo` against `--no-history` per source tree; this compares two trees on one command.)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -23,30 +25,25 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench_history import PROBE
 from patchctl import releases
 
 ROOT = Path(__file__).resolve().parents[1]
 
-_PROBE = (
-    "import json, resource, subprocess, sys\n"
-    "done = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], 'wb'), stderr=subprocess.DEVNULL)\n"
-    "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-    "print(json.dumps([u.ru_utime + u.ru_stime, u.ru_maxrss / 1024, done.returncode]))\n"
-)
-
 
 def measure(src: Path, argv: list[str], out: Path, cache: Path | None) -> tuple[float, float]:
-    """CPU s and peak RSS MB of one matrix run with ``src`` first on the path; with ``cache``, a
-    fresh ``PATCHCTL_CACHE`` holding only a copy of the downloaded releases (a first matrix: no
-    walk, load or proof cached)."""
-    env = [f"PYTHONPATH={src}"]
+    """CPU s and peak RSS MB of one matrix run with ``src`` first on the path (bench_history's
+    probe: every descendant reaped, the walk's helpers too); with ``cache``, a fresh
+    ``PATCHCTL_CACHE`` holding only a copy of the downloaded releases (a first matrix: no walk,
+    load or proof cached)."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
     if cache is not None:
         shutil.rmtree(cache, ignore_errors=True)
         shutil.copytree(releases.cache_dir() / "releases", cache / "releases")
-        env.append(f"PATCHCTL_CACHE={cache}")
-    env_argv = ["env", *env, sys.executable, "-m", "patchctl", *argv]
-    done = subprocess.run([sys.executable, "-c", _PROBE, str(out), *env_argv], capture_output=True, text=True)
-    cpu, rss, rc = json.loads(done.stdout)
+        env["PATCHCTL_CACHE"] = str(cache)
+    probe = [sys.executable, "-c", PROBE, str(out), sys.executable, "-m", "patchctl", *argv]
+    done = subprocess.run(probe, capture_output=True, text=True, env=env)
+    _wall, cpu, rss, rc = json.loads(done.stdout)
     if rc not in (0, 1):  # 1: some patch does not apply somewhere, the matrix's own answer
         sys.exit(f"matrix exited {rc} with {src}: run it by hand to see why")
     return cpu, rss
