@@ -58,10 +58,7 @@ def test_the_helper_answers_as_git_run_does(tmp_path: Path) -> None:
 def test_a_killed_patchctl_leaves_neither_the_helper_nor_its_git_running(tmp_path: Path) -> None:
     """patchctl is killed (-9) while the helper's git is blocked (reading a FIFO no one writes):
     the helper dies with patchctl, and the git it started dies with the helper."""
-    fifo = tmp_path / "mine"
-    os.mkfifo(fifo)
-    (tmp_path / "old").write_text("a\n")
-    (tmp_path / "new").write_text("b\n")
+    _blocking_merge(tmp_path)
     script = (
         "import sys, threading, time\n"
         "from pathlib import Path\n"
@@ -82,6 +79,15 @@ def test_a_killed_patchctl_leaves_neither_the_helper_nor_its_git_running(tmp_pat
     owner.send_signal(signal.SIGKILL)
     owner.wait()
     assert _gone(helper) and _gone(child)
+
+
+def _blocking_merge(folder: Path) -> Path:
+    """``merge-file -p mine old new`` in ``folder`` blocks: ``mine`` is a FIFO no one writes yet."""
+    fifo = folder / "mine"
+    os.mkfifo(fifo)
+    (folder / "old").write_text("a\n")
+    (folder / "new").write_text("a\n")
+    return fifo
 
 
 def _child_of(pid: int) -> int:
@@ -111,10 +117,7 @@ def _gone(pid: int) -> bool:
 def test_a_helper_killed_on_its_own_takes_its_git_with_it(tmp_path: Path) -> None:
     """Only the helper is killed (-9), while its git is blocked: patchctl finds the helper gone,
     kills the git it left, and runs the command the usual way instead."""
-    fifo = tmp_path / "mine"
-    os.mkfifo(fifo)
-    (tmp_path / "old").write_text("a\n")
-    (tmp_path / "new").write_text("a\n")
+    fifo = _blocking_merge(tmp_path)
     runner = Runner()
     answers: list[tuple[int, bytes]] = []
     try:
@@ -234,10 +237,7 @@ def test_close_waits_for_the_helper_to_end(tmp_path: Path) -> None:
 
 def test_close_kills_a_helper_that_does_not_end_and_its_git(tmp_path: Path) -> None:
     """A helper stopped (SIGSTOP) with a git running: close gives it 5 s, then kills its group."""
-    fifo = tmp_path / "mine"
-    os.mkfifo(fifo)
-    (tmp_path / "old").write_text("a\n")
-    (tmp_path / "new").write_text("a\n")
+    fifo = _blocking_merge(tmp_path)
     runner = Runner()
     try:
         runner.run(tmp_path, "--version")
